@@ -1,0 +1,3 @@
+from unfurl_lite.cli import main
+
+main()

@@ -1,0 +1,300 @@
+"""The domain model: templates (what should exist) and instances (what was recorded).
+
+Templates are immutable once loaded; instances carry the mutable recorded status that
+jobs update. Names follow TOSCA and Unfurl so that a user reading the ensemble and a
+developer reading this module use the same words.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class Status(str, Enum):
+    """Operational status, Unfurl's ``readyState.local``."""
+
+    unknown = "unknown"
+    pending = "pending"
+    ok = "ok"
+    degraded = "degraded"
+    error = "error"
+    absent = "absent"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+# how bad each status is when folding dependencies into ``effective``
+_SEVERITY = {
+    Status.ok: 0,
+    Status.degraded: 1,
+    Status.pending: 2,
+    Status.unknown: 3,
+    Status.error: 4,
+    Status.absent: 4,
+}
+
+
+class NodeState(str, Enum):
+    """TOSCA node state (TOSCA 1.3 §3.4.1), Unfurl's ``readyState.state``."""
+
+    initial = "initial"
+    creating = "creating"
+    created = "created"
+    configuring = "configuring"
+    configured = "configured"
+    starting = "starting"
+    started = "started"
+    stopping = "stopping"
+    stopped = "stopped"
+    deleting = "deleting"
+    deleted = "deleted"
+    error = "error"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Priority(str, Enum):
+    required = "required"
+    optional = "optional"
+    ignore = "ignore"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+# Interface names users may write, mapped to the short names used everywhere inside.
+INTERFACE_ALIASES = {
+    "tosca.interfaces.node.lifecycle.Standard": "Standard",
+    "tosca.interfaces.relationship.Configure": "Configure",
+    "unfurl.interfaces.Install": "Install",
+    "cloudify.interfaces.lifecycle": "Lifecycle",
+    "cloudify.interfaces.validation": "Validation",
+    "cloudify.interfaces.monitoring": "Monitoring",
+    "cloudify.interfaces.relationship_lifecycle": "RelationshipLifecycle",
+}
+
+# The operations each well-known interface declares (TOSCA, Unfurl and Cloudify).
+INTERFACE_OPERATIONS: dict[str, tuple[str, ...]] = {
+    "Standard": ("create", "configure", "start", "stop", "delete"),
+    "Install": ("check", "discover", "connect", "revert", "restart"),
+    "Configure": (
+        "pre_configure_source",
+        "pre_configure_target",
+        "post_configure_source",
+        "post_configure_target",
+        "add_target",
+        "add_source",
+        "target_changed",
+        "remove_target",
+        "remove_source",
+    ),
+    "Lifecycle": (
+        "precreate",
+        "create",
+        "configure",
+        "start",
+        "poststart",
+        "prestop",
+        "stop",
+        "delete",
+        "postdelete",
+        "preheal",
+        "heal",
+        "postheal",
+        "check_drift",
+        "update",
+        "update_config",
+        "update_apply",
+    ),
+    "Validation": ("create", "delete", "check_status"),
+    "Monitoring": ("start", "stop"),
+    "RelationshipLifecycle": ("preconfigure", "postconfigure", "establish", "unlink"),
+}
+
+
+def canonical_interface(name: str) -> str:
+    return INTERFACE_ALIASES.get(name, name)
+
+
+# Unfurl's configurator class names, and ours, for the built-in operation kinds.
+OPERATION_KINDS = {
+    "Shell": "Shell",
+    "unfurl.configurators.shell.ShellConfigurator": "Shell",
+    "unfurl.configurators.ShellConfigurator": "Shell",
+    "Template": "Template",
+    "unfurl.configurators.TemplateConfigurator": "Template",
+    "unfurl.configurators.template.TemplateConfigurator": "Template",
+    "Delegate": "Delegate",
+}
+
+UNFURL_CLASS_NAMES = {
+    "Shell": "unfurl.configurators.shell.ShellConfigurator",
+    "Template": "unfurl.configurators.TemplateConfigurator",
+}
+
+
+@dataclass(frozen=True)
+class Implementation:
+    """What runs an operation: a built-in kind (Shell, Template) or a Python callable."""
+
+    class_name: str  # as written: "Shell", "unfurl.configurators...", "pkg.mod:func"
+    primary: str | None = None  # a shell command given as a plain string implementation
+
+    @property
+    def kind(self) -> str:
+        if self.class_name in OPERATION_KINDS:
+            return OPERATION_KINDS[self.class_name]
+        return "Python"
+
+    @property
+    def unfurl_class_name(self) -> str:
+        return UNFURL_CLASS_NAMES.get(self.kind, self.class_name)
+
+
+@dataclass(frozen=True)
+class Retry:
+    max_retries: int = 0
+    interval: float = 0.0
+    backoff: float = 1.0
+
+
+@dataclass(frozen=True)
+class Operation:
+    interface: str  # canonical short name: Standard, Install, Configure, Lifecycle...
+    name: str
+    implementation: Implementation | None  # None: declared but not mapped (does nothing)
+    inputs: dict[str, Any] = field(default_factory=dict)
+    retry: Retry | None = None
+    timeout: float | None = None
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.interface}.{self.name}"
+
+
+Interfaces = dict[str, dict[str, Operation]]
+
+
+@dataclass(frozen=True)
+class Requirement:
+    name: str  # host, dependency, connection...
+    node: str  # target template name
+    relationship: str | None = None  # relationship type or template name
+    interfaces: Interfaces = field(default_factory=dict)  # relationship operations
+    optional: bool = False
+
+    @property
+    def is_host(self) -> bool:
+        return self.name == "host" or (self.relationship or "").endswith(
+            ("HostedOn", "contained_in")
+        )
+
+
+@dataclass(frozen=True)
+class NodeType:
+    name: str
+    derived_from: str | None = None
+    properties: dict[str, Any] = field(default_factory=dict)  # property definitions
+    interfaces: Interfaces = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class NodeTemplate:
+    name: str
+    type: str
+    properties: dict[str, Any] = field(default_factory=dict)
+    requirements: tuple[Requirement, ...] = ()
+    interfaces: Interfaces = field(default_factory=dict)  # type's merged with the template's
+    metadata: dict[str, Any] = field(default_factory=dict)
+    directives: tuple[str, ...] = ()
+    priority: Priority = Priority.required
+    type_lineage: tuple[str, ...] = ()  # its type and every ancestor, nearest first
+    sensitive_properties: frozenset[str] = frozenset()
+    default_instances: int = 1
+
+    def operation(self, name: str) -> Operation | None:
+        """Find ``create``, ``Standard.create`` or ``cloudify.interfaces.lifecycle.create``."""
+        interface, _, op = name.rpartition(".")
+        if interface:
+            return self.interfaces.get(canonical_interface(interface), {}).get(op)
+        for ops in self.interfaces.values():
+            if name in ops:
+                return ops[name]
+        return None
+
+    def is_a(self, type_name: str) -> bool:
+        return type_name in self.type_lineage
+
+    @property
+    def dependencies(self) -> tuple[str, ...]:
+        return tuple(r.node for r in self.requirements)
+
+    @property
+    def host(self) -> str | None:
+        return next((r.node for r in self.requirements if r.is_host), None)
+
+
+@dataclass(frozen=True)
+class Topology:
+    templates: dict[str, NodeTemplate]
+    types: dict[str, NodeType] = field(default_factory=dict)
+    inputs: dict[str, Any] = field(default_factory=dict)  # resolved input values
+    sensitive_inputs: frozenset[str] = frozenset()
+    outputs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ReadyState:
+    local: Status = Status.unknown
+    state: NodeState | None = None
+    effective: Status | None = None
+
+
+@dataclass
+class Instance:
+    """The recorded status of one instance of a template."""
+
+    name: str
+    template: str
+    status: Status = Status.unknown
+    state: NodeState | None = None
+    priority: Priority = Priority.required
+    attributes: dict[str, Any] = field(default_factory=dict)
+    created: str | bool | None = None  # changeId of the task that created it; False: discovered
+    last_config_change: str | None = None
+    last_state_change: str | None = None
+    protected: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)  # keys we read but do not interpret
+
+    @property
+    def discovered(self) -> bool:
+        return self.created is False
+
+    @property
+    def present(self) -> bool:
+        return self.status in (Status.ok, Status.degraded, Status.error) or (
+            self.state is not None
+            and self.state not in (NodeState.initial, NodeState.deleted)
+            and self.status != Status.absent
+        )
+
+
+def effective_status(own: Status, dependencies: list[Status]) -> Status:
+    """Fold what an instance depends on into its own status (Unfurl's ``effective``).
+
+    An instance that is fine but depends on something absent or in error is itself in
+    error: it cannot work. A degraded or unknown dependency degrades it.
+    """
+    if own not in (Status.ok, Status.degraded) or not dependencies:
+        return own
+    worst = max(dependencies, key=lambda s: _SEVERITY[s])
+    if worst in (Status.error, Status.absent):
+        return Status.error
+    if worst in (Status.degraded, Status.unknown, Status.pending):
+        return Status.degraded
+    return own

@@ -1,0 +1,142 @@
+"""YAML in and out: ruamel round-trip so comments and key order survive, atomic writes."""
+
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+from unfurl_lite.errors import InputError, Problem
+
+MAX_FILE_BYTES = 20 * 1024 * 1024
+
+
+def _round_trip() -> YAML:
+    yaml = YAML(typ="rt")
+    yaml.preserve_quotes = True
+    yaml.width = 100
+    yaml.indent(mapping=2, sequence=2, offset=0)
+    return yaml
+
+
+def parse(text: str, filename: str) -> Any:
+    """Parse YAML text; syntax errors become an InputError naming file, line and column."""
+    try:
+        return _round_trip().load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        raise InputError(
+            Problem(
+                f"YAML syntax error: {exc.problem or exc.context}",
+                file=filename,
+                line=mark.line + 1 if mark else None,
+                column=mark.column + 1 if mark else None,
+                hint="fix the YAML syntax at that line",
+            )
+        ) from None
+    except YAMLError as exc:
+        raise InputError(Problem(f"YAML error: {exc}", file=filename)) from None
+
+
+def load_file(path: Path) -> Any:
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise InputError(
+                Problem(
+                    f"file is too large ({size} bytes, at most {MAX_FILE_BYTES})",
+                    file=str(path),
+                )
+            )
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(Problem("file not found", file=str(path))) from None
+    except IsADirectoryError:
+        raise InputError(Problem("is a directory, expected a YAML file", file=str(path))) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            Problem(f"not UTF-8 text (byte {exc.start})", file=str(path))
+        ) from None
+    if "\x00" in text:
+        raise InputError(Problem("binary data (NUL byte), not YAML", file=str(path)))
+    return parse(text, str(path))
+
+
+def dump(data: Any) -> str:
+    stream = io.StringIO()
+    _round_trip().dump(data, stream)
+    return stream.getvalue()
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write so that a crash at any instant leaves either the old or the new file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+def atomic_append(path: Path, text: str) -> None:
+    """Append whole lines with one write and fsync, so a reader never sees half a line."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def to_plain(data: Any) -> Any:
+    """Deep-copy ruamel containers into plain dicts and lists (for JSON, hashing, jinja)."""
+    if isinstance(data, dict):
+        return {str(k): to_plain(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [to_plain(v) for v in data]
+    if isinstance(data, str):
+        return str(data)
+    return data
+
+
+def location(node: Any, key: Any = None) -> tuple[int | None, int | None]:
+    """1-based (line, column) of a mapping key or sequence item, or of the node itself."""
+    if not isinstance(node, CommentedMap | CommentedSeq):
+        return None, None
+    try:
+        if key is not None:
+            if isinstance(node, CommentedMap):
+                line, col = node.lc.key(key)
+            else:
+                line, col = node.lc.item(key)
+        else:
+            line, col = node.lc.line, node.lc.col
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return None, None
+    if line is None:
+        return None, None
+    return line + 1, (col + 1 if col is not None else None)
