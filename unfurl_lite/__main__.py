@@ -1,3 +1,5 @@
+import sys
+
 from unfurl_lite.cli import main
 
-main()
+sys.exit(main())

@@ -8,11 +8,11 @@ developer reading this module use the same words.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     """Operational status, Unfurl's ``readyState.local``."""
 
     unknown = "unknown"
@@ -21,9 +21,6 @@ class Status(str, Enum):
     degraded = "degraded"
     error = "error"
     absent = "absent"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 # how bad each status is when folding dependencies into ``effective``
@@ -37,7 +34,7 @@ _SEVERITY = {
 }
 
 
-class NodeState(str, Enum):
+class NodeState(StrEnum):
     """TOSCA node state (TOSCA 1.3 §3.4.1), Unfurl's ``readyState.state``."""
 
     initial = "initial"
@@ -53,17 +50,11 @@ class NodeState(str, Enum):
     deleted = "deleted"
     error = "error"
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class Priority(str, Enum):
+class Priority(StrEnum):
     required = "required"
     optional = "optional"
     ignore = "ignore"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 # Interface names users may write, mapped to the short names used everywhere inside.

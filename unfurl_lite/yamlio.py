@@ -62,9 +62,7 @@ def load_file(path: Path) -> Any:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(
-            Problem(f"not UTF-8 text (byte {exc.start})", file=str(path))
-        ) from None
+        raise InputError(Problem(f"not UTF-8 text (byte {exc.start})", file=str(path))) from None
     if "\x00" in text:
         raise InputError(Problem("binary data (NUL byte), not YAML", file=str(path)))
     return parse(text, str(path))

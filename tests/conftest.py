@@ -1,0 +1,102 @@
+"""Shared fixtures: real temporary git repos with ensembles, and a CLI runner."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from unfurl_lite.cli import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+REFERENCE = ROOT.parent / "shared" / "reference" / "unfurl-1.2.0-deploy"
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout
+
+
+@dataclass
+class Project:
+    root: Path
+
+    @property
+    def ensemble(self) -> Path:
+        return self.root / "ensemble.yaml"
+
+    def write(self, text: str, name: str = "ensemble.yaml", commit: bool = True) -> Path:
+        path = self.root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+        if commit:
+            git(self.root, "add", name)
+            git(self.root, "commit", "-q", "-m", f"write {name}")
+        return path
+
+    def commits(self) -> list[str]:
+        return git(self.root, "log", "--format=%s").splitlines()
+
+    def jobs_tsv(self) -> list[str]:
+        path = self.root / "jobs.tsv"
+        return path.read_text().splitlines() if path.exists() else []
+
+    def status(self) -> dict:
+        from ruamel.yaml import YAML
+
+        doc = YAML(typ="safe").load(self.ensemble.read_text())
+        return (doc.get("status") or {}).get("instances") or {}
+
+    def local(self, name: str) -> str:
+        return self.status()[name]["readyState"]["local"]
+
+    def state(self, name: str) -> str | None:
+        return self.status()[name]["readyState"].get("state")
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Project:
+    root = tmp_path / "project"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    git(root, "config", "user.email", "test@example.com")
+    git(root, "config", "user.name", "Test")
+    (root / ".gitignore").write_text("jobs/*.log\n")
+    git(root, "add", ".gitignore")
+    git(root, "commit", "-q", "-m", "init")
+    return Project(root)
+
+
+Invoke = Callable[..., Result]
+
+
+@pytest.fixture
+def invoke(project: Project, monkeypatch: pytest.MonkeyPatch) -> Invoke:
+    """Run the CLI in-process from the project's directory, like a user at a shell."""
+    monkeypatch.chdir(project.root)
+
+    def run(*args: str, input: str | None = None) -> Result:
+        runner = CliRunner()
+        return runner.invoke(cli, list(args), input=input, catch_exceptions=False,
+                             prog_name="unfurl")
+
+    return run
+
+
+def run_unfurl(cwd: Path, *args: str, timeout: float = 120, env: dict | None = None,
+               ) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m unfurl_lite`` as a separate process (exit codes, signals, stdin)."""
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "unfurl_lite", *args],
+        cwd=cwd, capture_output=True, text=True, timeout=timeout, env=full_env,
+        stdin=subprocess.DEVNULL,
+    )

@@ -1,0 +1,158 @@
+"""The Python API the CLI and tests call: load, plan, run a job, record it, commit it.
+
+Each step is a plain function; :func:`run_job` only strings them together and owns the
+order of the side effects (the ensemble is saved before git is touched, so a git failure
+never loses a status).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from unfurl_lite import changeid, records
+from unfurl_lite.errors import JobError
+from unfurl_lite.executors import make_executor
+from unfurl_lite.job import JobOptions, JobResult, Observer, run_plan
+from unfurl_lite.loader import Ensemble, load_ensemble
+from unfurl_lite.plan import Plan, plan_workflow
+from unfurl_lite.repo import Repo, find_repo
+
+DIRTY_MODES = ("auto", "ok", "abort")
+
+
+@dataclass
+class JobRequest:
+    ensemble: str | Path | None
+    workflow: str
+    plan_options: dict[str, Any]
+    options: JobOptions
+    dirty: str = "auto"
+    executor: str = "local"
+    executor_options: dict[str, Any] | None = None
+
+
+def load(path: str | Path | None) -> Ensemble:
+    return load_ensemble(path)
+
+
+def make_plan(ensemble: Ensemble, workflow: str, **plan_options: Any) -> Plan:
+    return plan_workflow(ensemble, workflow, **plan_options)
+
+
+def check_dirty(repo: Repo | None, ensemble: Ensemble, mode: str) -> None:
+    """``abort``: any uncommitted tracked change stops the job; ``auto``: only changes to
+    files other than the ensemble and its records do; ``ok``: never."""
+    if repo is None or mode == "ok":
+        return
+    dirty = repo.dirty_files()
+    if mode == "auto":
+        own = {repo.relative(ensemble.path), repo.relative(ensemble.jobs_tsv)}
+        dirty = [f for f in dirty if f not in own]
+    if dirty:
+        shown = ", ".join(dirty[:5]) + (f" and {len(dirty) - 5} more" if len(dirty) > 5 else "")
+        raise JobError(
+            f"the repository has uncommitted changes: {shown}",
+            hint="commit or stash them, or pass --dirty=ok to run anyway",
+        )
+
+
+def run_job(
+    request: JobRequest,
+    confirm: Callable[[Ensemble, Plan], bool] = lambda e, p: True,
+    observer: Observer | None = None,
+    cancel: threading.Event | None = None,
+    ensemble: Ensemble | None = None,
+    plan: Plan | None = None,
+) -> JobResult | None:
+    """Plan and run a workflow; None when the user declined at the confirmation."""
+    ensemble = ensemble or load_ensemble(request.ensemble)
+    plan = plan or plan_workflow(ensemble, request.workflow, **request.plan_options)
+    repo = find_repo(ensemble.project_root)
+    if not request.options.dryrun:
+        check_dirty(repo, ensemble, request.dirty)
+    if not confirm(ensemble, plan):
+        return None
+    executor = make_executor(
+        request.executor, request.options.parallelism, **(request.executor_options or {})
+    )
+    start_commit = repo.head() if repo else None
+    try:
+        result = run_plan(ensemble, plan, request.options, executor, observer, cancel)
+    finally:
+        executor.shutdown()
+    result.start_commit = start_commit
+    if request.options.dryrun or not result.changed_anything:
+        return result
+    files = record_job(ensemble, result, request.options)
+    result.written = [str(p.relative_to(ensemble.project_root)) for p in files.all()]
+    if repo is not None and request.options.commit:
+        message = request.options.message or f"Updating status for job {result.job_id}"
+        result.commit = repo.commit(files.all(), message)
+    return result
+
+
+def record_job(ensemble: Ensemble, result: JobResult, options: JobOptions) -> records.JobFiles:
+    root = ensemble.project_root
+    job_prefix = result.job_id[:8]
+    label = result.started_at.strftime("%Y-%m-%d-%H-%M-%S")
+    name = records.job_file_name(label, job_prefix)
+    ran = [r for r in result.runs if r.ran]
+    changelog = f"{records.CHANGES_DIR}/{name}" if ran else None
+    spec_digest = records.spec_digest(ensemble.spec)
+    job = records.job_entry(result, options.recorded, spec_digest, changelog)
+    entries = []
+    for run in result.runs:
+        if not run.counted:
+            continue
+        instance = result.instances.get(run.task.target)
+        template = ensemble.topology.templates.get(run.task.template)
+        entries.append(
+            (run, records.task_entry(run, instance, template.type if template else "", True))
+        )
+    summary_entries = [
+        records.task_entry(
+            r, result.instances.get(r.task.target), _type_of(ensemble, r.task.template), False
+        )
+        for r in ran
+    ]
+
+    files = records.JobFiles(
+        ensemble=ensemble.path,
+        jobs_tsv=ensemble.jobs_tsv,
+        job_file=root / records.JOBS_DIR / name,
+        changes_file=root / changelog if changelog else None,
+    )
+    manifest_rel = "../" + ensemble.path.name
+    records.write_job_yaml(
+        files.job_file, manifest_rel, [job, *(e for _, e in entries)], result.secrets
+    )
+    if files.changes_file is not None:
+        records.write_job_yaml(
+            files.changes_file, manifest_rel, [job, *summary_entries], result.secrets
+        )
+    lines = [records.job_tsv_line(job)] + [
+        records.task_tsv_line(entry, run) for run, entry in zip(ran, summary_entries, strict=True)
+    ]
+    records.append_tsv(files.jobs_tsv, lines, result.secrets)
+    records.update_status(
+        ensemble.document,
+        result.instances,
+        result.effective,
+        job,
+        ensemble.jobs_log,
+        result.secrets,
+    )
+    records.save_ensemble(ensemble.path, ensemble.document)
+    return files
+
+
+def _type_of(ensemble: Ensemble, template: str) -> str:
+    tpl = ensemble.topology.templates.get(template)
+    return tpl.type if tpl else ""
+
+
+__all__ = ["JobRequest", "changeid", "check_dirty", "load", "make_plan", "record_job", "run_job"]

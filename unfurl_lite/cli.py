@@ -1,0 +1,116 @@
+"""The ``unfurl`` command: a click group whose commands load only when called.
+
+Each command lives in a module of ``unfurl_lite.commands``; this module knows their names
+so that ``--version`` and ``--help`` import nothing heavy. Every ``UnfurlLiteError``
+becomes one clear message and exit code 1; anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import sys
+from typing import Any
+
+import click
+
+from unfurl_lite import __version__
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    # name: (module:attribute, one-line help shown by --help without importing the module)
+    "init": ("unfurl_lite.commands.project:init", "Create a new ensemble project (a git repo)."),
+    "validate": ("unfurl_lite.commands.project:validate", "Check an ensemble for errors."),
+    "plan": ("unfurl_lite.commands.project:plan", "Show what a workflow would do, run nothing."),
+    "deploy": (
+        "unfurl_lite.commands.jobs:deploy",
+        "Create, configure and start what the spec describes.",
+    ),
+    "undeploy": ("unfurl_lite.commands.jobs:undeploy", "Stop and delete what was deployed."),
+    "check": ("unfurl_lite.commands.jobs:check", "Check the live status of instances."),
+    "discover": ("unfurl_lite.commands.jobs:discover", "Discover instances and their attributes."),
+    "run": ("unfurl_lite.commands.jobs:run", "Run a command or an operation on instances."),
+}
+
+
+def _version_text() -> str:
+    from pathlib import Path
+
+    commit = ""
+    head = Path(__file__).resolve().parent.parent / ".git"
+    try:
+        ref = (head / "HEAD").read_text().strip()
+        if ref.startswith("ref: "):
+            ref_file = head / ref[5:]
+            ref = ref_file.read_text().strip() if ref_file.exists() else ""
+        commit = f" (commit {ref[:12]})" if ref else ""
+    except OSError:
+        pass
+    return f"unfurl-lite {__version__}{commit}"
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        target, _ = COMMANDS[cmd_name]
+        module_name, _, attribute = target.partition(":")
+        command: click.Command = getattr(importlib.import_module(module_name), attribute)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, help_text) for name, (_, help_text) in sorted(COMMANDS.items())]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and name not in COMMANDS:
+            close = difflib.get_close_matches(name, list(COMMANDS), n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise click.UsageError(f"No such command {name!r}.{hint}", ctx)
+        return super().resolve_command(ctx, args)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(message="%(version)s", version=_version_text())
+@click.option("-v", "--verbose", count=True, help="More output (repeat for more).")
+@click.option("-q", "--quiet", is_flag=True, help="Only errors and the final result.")
+@click.pass_context
+def cli(ctx: click.Context, verbose: int, quiet: bool) -> None:
+    """unfurl-lite: plan and run deployment jobs on a git-backed TOSCA ensemble."""
+    ctx.ensure_object(dict)
+    ctx.obj["verbose"] = -1 if quiet else verbose
+
+
+def main(argv: list[str] | None = None) -> Any:
+    from unfurl_lite.errors import UnfurlLiteError
+
+    try:
+        return cli.main(args=argv, prog_name="unfurl", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(1)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code if exc.exit_code != 2 else 1)
+    except UnfurlLiteError as exc:
+        click.echo(_error_text(exc), err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        sys.exit(130)
+
+
+def _error_text(exc: Exception) -> str:
+    from unfurl_lite.errors import InputError, UnfurlLiteError
+
+    if isinstance(exc, InputError):
+        return exc.format()
+    if isinstance(exc, UnfurlLiteError):
+        return f"error: {exc.format()}"
+    return f"error: {exc}"

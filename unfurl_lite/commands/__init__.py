@@ -1,0 +1,1 @@
+"""One module per group of commands; each is imported only when its command runs."""

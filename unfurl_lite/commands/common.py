@@ -1,0 +1,117 @@
+"""Options shared by the job commands, and how a job is shown and confirmed."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from unfurl_lite.errors import ApprovalRequired
+
+ENSEMBLE_ARG = click.argument("ensemble", required=False, type=click.Path())
+
+
+def job_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The options every job command takes (Unfurl's names and meanings)."""
+    decorators = [
+        click.option(
+            "--dryrun", is_flag=True, help="Run nothing, show what would run, record nothing."
+        ),
+        click.option("-a", "--approve", is_flag=True, help="Do not ask for confirmation."),
+        click.option(
+            "--commit/--no-commit",
+            default=True,
+            show_default=True,
+            help="Commit the job's records to git.",
+        ),
+        click.option(
+            "-m", "--message", help="Commit message (default: Updating status for job ID)."
+        ),
+        click.option(
+            "--dirty",
+            type=click.Choice(["auto", "ok", "abort"]),
+            default="auto",
+            show_default=True,
+            help="What to do when the repo has uncommitted changes: abort on any "
+            "(abort), on any but the ensemble's own files (auto), or go on (ok).",
+        ),
+        click.option(
+            "--jobs",
+            "-j",
+            "jobs",
+            type=click.IntRange(min=1),
+            default=None,
+            help="Tasks to run in parallel (default: the number of cores).",
+        ),
+        click.option(
+            "--instance",
+            "-i",
+            "instances",
+            multiple=True,
+            help="Limit the job to this instance (repeatable) and what it needs.",
+        ),
+        click.option(
+            "--jobexitcode",
+            type=click.Choice(["error", "degraded", "never"]),
+            default="error",
+            show_default=True,
+            help="Exit 64 when the job ends at this status or worse.",
+        ),
+        click.option(
+            "--retries",
+            type=click.IntRange(min=0),
+            default=0,
+            show_default=True,
+            help="Retry a failing task this many times, with back-off.",
+        ),
+        click.option(
+            "--env-passthrough",
+            is_flag=True,
+            help="Give operations this whole environment, not only the allow-list.",
+        ),
+        click.option("--json", "as_json", is_flag=True, help="Print the job's result as JSON."),
+    ]
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
+def is_terminal() -> bool:
+    return sys.stdout.isatty() and os.environ.get("TERM") != "dumb"
+
+
+def console() -> Any:
+    from rich.console import Console
+
+    return Console(no_color=bool(os.environ.get("NO_COLOR")) or None, highlight=False)
+
+
+def confirm_plan(
+    plan_text_or_tree: Any, approve: bool, needs_approval: bool, as_json: bool
+) -> bool:
+    """Show the plan; ask on a terminal; refuse (clearly) when nobody can be asked."""
+    if not as_json:
+        show(plan_text_or_tree)
+    if approve or not needs_approval:
+        return True
+    if not sys.stdin.isatty():
+        raise ApprovalRequired(
+            "this job changes things and there is no terminal to confirm on",
+            hint="review the plan (unfurl plan) and pass --approve to run it",
+        )
+    return click.confirm("Run this job?", default=False)
+
+
+def show(renderable: Any) -> None:
+    if isinstance(renderable, str):
+        click.echo(renderable)
+    else:
+        console().print(renderable)
+
+
+def echo_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, sort_keys=False, default=str))

@@ -1,0 +1,201 @@
+"""Job commands: deploy, undeploy, check, discover and run."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import click
+
+from unfurl_lite.commands.common import (
+    ENSEMBLE_ARG,
+    confirm_plan,
+    console,
+    echo_json,
+    is_terminal,
+    job_options,
+    show,
+)
+
+READ_ONLY_WORKFLOWS = ("check", "discover")
+RECORDED_OPTION_NAMES = (
+    "dryrun",
+    "commit",
+    "dirty",
+    "force",
+    "instances",
+    "jobs",
+    "retries",
+    "destroy_discovered",
+    "operation",
+)
+
+
+def recorded_options(opts: dict[str, Any]) -> dict[str, Any]:
+    """What lastJob.options shows: the options the user set, as Unfurl records them."""
+    recorded: dict[str, Any] = {}
+    for name in RECORDED_OPTION_NAMES:
+        value = opts.get(name)
+        if value in (None, False, (), []) or (name == "dirty" and value == "auto"):
+            continue
+        recorded[name] = list(value) if isinstance(value, tuple) else value
+    if opts.get("commit") is not None:
+        recorded["commit"] = bool(opts["commit"])
+    return recorded
+
+
+def execute_workflow(
+    ctx: click.Context,
+    workflow: str,
+    ensemble_path: str | None,
+    plan_options: dict[str, Any],
+    opts: dict[str, Any],
+) -> None:
+    from unfurl_lite import api, render
+    from unfurl_lite.job import JobOptions
+
+    as_json = opts.get("as_json", False)
+    verbosity = (ctx.find_root().obj or {}).get("verbose", 0)
+    options = JobOptions(
+        workflow=workflow,
+        dryrun=opts.get("dryrun", False),
+        commit=opts.get("commit", True),
+        message=opts.get("message"),
+        jobs=opts.get("jobs") or 0,
+        jobexitcode=opts.get("jobexitcode", "error"),
+        env_passthrough=opts.get("env_passthrough", False),
+        retries=opts.get("retries", 0),
+        recorded=recorded_options(opts),
+    )
+    request = api.JobRequest(
+        ensemble=ensemble_path,
+        workflow=workflow,
+        plan_options=plan_options,
+        options=options,
+        dirty=opts.get("dirty", "auto"),
+        executor=opts.get("executor") or os.environ.get("UNFURL_EXECUTOR", "local"),
+        executor_options=opts.get("executor_options"),
+    )
+    ensemble = api.load(ensemble_path)
+    plan = api.make_plan(ensemble, workflow, **plan_options)
+    tty = is_terminal()
+    needs_approval = workflow not in READ_ONLY_WORKFLOWS and not options.dryrun and bool(plan.tasks)
+    shown = render.plan_tree(plan) if tty else render.plan_text(plan)
+    if verbosity < 0 and not needs_approval:
+        shown = ""
+    if not confirm_plan(shown, opts.get("approve", False), needs_approval, as_json):
+        click.echo("Cancelled: nothing was run.", err=True)
+        ctx.exit(1)
+    if not plan.tasks:
+        if as_json:
+            echo_json({"workflow": workflow, "summary": "nothing to do", "tasks": []})
+        else:
+            click.echo("Nothing to do.")
+        return
+    observer: Any
+    progress = None
+    if tty and not as_json and verbosity >= 0:
+        progress = render.ProgressObserver(console(), len(plan.runnable))
+        observer = progress
+    elif verbosity >= 0 and not as_json:
+        observer = render.LineObserver()
+    else:
+        observer = None
+    if progress is not None:
+        with progress:
+            result = api.run_job(request, observer=observer, ensemble=ensemble, plan=plan)
+    else:
+        result = api.run_job(request, observer=observer, ensemble=ensemble, plan=plan)
+    assert result is not None
+    if as_json:
+        echo_json(render.result_json(result))
+    elif tty:
+        show(render.summary_table(result))
+        show(render.summary_text(result))
+    else:
+        show(render.summary_text(result))
+    ctx.exit(result.exit_code(options.jobexitcode))
+
+
+@click.command()
+@ENSEMBLE_ARG
+@job_options
+@click.option("--force", is_flag=True, help="Run operations even on instances already ok.")
+@click.pass_context
+def deploy(ctx: click.Context, ensemble: str | None, **opts: Any) -> None:
+    """Deploy the ensemble: create, configure and start every instance not yet ok."""
+    execute_workflow(
+        ctx, "deploy", ensemble, {"instance_names": opts["instances"], "force": opts["force"]}, opts
+    )
+
+
+@click.command()
+@ENSEMBLE_ARG
+@job_options
+@click.option(
+    "--destroy-discovered",
+    is_flag=True,
+    help="Also delete instances that were discovered rather than created.",
+)
+@click.pass_context
+def undeploy(ctx: click.Context, ensemble: str | None, **opts: Any) -> None:
+    """Undeploy: stop and delete instances in reverse dependency order."""
+    execute_workflow(
+        ctx,
+        "undeploy",
+        ensemble,
+        {
+            "instance_names": opts["instances"],
+            "destroy_discovered": opts["destroy_discovered"],
+        },
+        opts,
+    )
+
+
+@click.command()
+@ENSEMBLE_ARG
+@job_options
+@click.pass_context
+def check(ctx: click.Context, ensemble: str | None, **opts: Any) -> None:
+    """Run each instance's check operation and record what it finds (changes nothing live)."""
+    execute_workflow(ctx, "check", ensemble, {"instance_names": opts["instances"]}, opts)
+
+
+@click.command()
+@ENSEMBLE_ARG
+@job_options
+@click.pass_context
+def discover(ctx: click.Context, ensemble: str | None, **opts: Any) -> None:
+    """Run each instance's discover operation: record attributes and found instances."""
+    execute_workflow(ctx, "discover", ensemble, {"instance_names": opts["instances"]}, opts)
+
+
+@click.command(context_settings={"ignore_unknown_options": False})
+@click.option(
+    "--ensemble",
+    "-e",
+    "ensemble",
+    type=click.Path(),
+    default=None,
+    help="The ensemble (default: ./ensemble.yaml).",
+)
+@job_options
+@click.option("--operation", help="Run this operation (e.g. configure, Install.check).")
+@click.argument("command", nargs=-1)
+@click.pass_context
+def run(ctx: click.Context, ensemble: str | None, command: tuple[str, ...], **opts: Any) -> None:
+    """Run an ad hoc COMMAND (after --) or an --operation on the selected instances.
+
+    Example: unfurl run --instance app -- echo hello
+    """
+    execute_workflow(
+        ctx,
+        "run",
+        ensemble,
+        {
+            "instance_names": opts["instances"],
+            "command": command,
+            "operation": opts["operation"],
+        },
+        opts,
+    )

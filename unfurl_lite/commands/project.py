@@ -1,0 +1,125 @@
+"""Project commands that run no job: init, validate, plan."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from unfurl_lite.commands.common import ENSEMBLE_ARG, echo_json, is_terminal, show
+
+EXAMPLE_ENSEMBLE = """\
+apiVersion: unfurl/v1alpha1
+kind: Ensemble
+spec:
+  service_template:
+    topology_template:
+      node_templates:
+        # a database the app needs; each operation is a shell command
+        db:
+          type: tosca.nodes.Root
+          interfaces:
+            Standard:
+              operations:
+                create: echo "creating {{ SELF.name }}"
+                delete: echo "deleting {{ SELF.name }}"
+        app:
+          type: tosca.nodes.Root
+          requirements:
+            - dependency: db
+          interfaces:
+            Standard:
+              operations:
+                configure:
+                  implementation: {className: Shell}
+                  inputs:
+                    command: echo "configuring {{ SELF.name }}"
+                delete: echo "deleting {{ SELF.name }}"
+"""
+
+GITIGNORE = "jobs/*.log\ntosca_repositories\n"
+
+
+@click.command()
+@click.argument("directory", required=False, type=click.Path(file_okay=False), default=".")
+def init(directory: str) -> None:
+    """Create DIRECTORY (default: here) as a git repo with an example ensemble."""
+    from unfurl_lite.errors import UnfurlLiteError
+    from unfurl_lite.repo import find_repo, init_repo
+
+    root = Path(directory)
+    ensemble = root / "ensemble.yaml"
+    if ensemble.exists():
+        raise UnfurlLiteError(f"{ensemble} already exists", hint="choose an empty directory")
+    root.mkdir(parents=True, exist_ok=True)
+    repo = find_repo(root) or init_repo(root)
+    ensemble.write_text(EXAMPLE_ENSEMBLE)
+    gitignore = root / ".gitignore"
+    if not gitignore.exists():
+        gitignore.write_text(GITIGNORE)
+    try:
+        repo.commit([ensemble, gitignore], "Create ensemble")
+        committed = "and committed "
+    except UnfurlLiteError as exc:
+        committed = f"(not committed: {exc.message}) "
+    click.echo(f"Created {ensemble} {committed}in a git repository at {repo.root}.")
+    click.echo(f"Next: unfurl plan {root}   then: unfurl deploy --approve {root}")
+
+
+@click.command()
+@ENSEMBLE_ARG
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def validate(ensemble: str | None, as_json: bool) -> None:
+    """Check ENSEMBLE's syntax, schema and references; exit 1 with every problem found."""
+    from unfurl_lite.loader import load_ensemble
+
+    loaded = load_ensemble(ensemble)
+    if as_json:
+        echo_json(
+            {
+                "valid": True,
+                "ensemble": str(loaded.path),
+                "templates": len(loaded.topology.templates),
+                "instances": len(loaded.instances),
+            }
+        )
+    else:
+        click.echo(
+            f"{loaded.path}: valid ({len(loaded.topology.templates)} templates, "
+            f"{len(loaded.instances)} recorded instances)"
+        )
+
+
+@click.command()
+@ENSEMBLE_ARG
+@click.option(
+    "--workflow",
+    "-w",
+    default="deploy",
+    show_default=True,
+    type=click.Choice(["deploy", "undeploy", "check", "discover"]),
+    help="The workflow to plan.",
+)
+@click.option("--instance", "-i", "instances", multiple=True, help="Limit to this instance.")
+@click.option("--force", is_flag=True, help="Plan as deploy --force would.")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+def plan(
+    ensemble: str | None, workflow: str, instances: tuple[str, ...], force: bool, as_json: bool
+) -> None:
+    """Show the tasks a workflow would run, in order, with the reason for each; run nothing."""
+    from unfurl_lite import render
+    from unfurl_lite.loader import load_ensemble
+    from unfurl_lite.plan import plan_workflow
+
+    loaded = load_ensemble(ensemble)
+    options: dict[str, Any] = {"instance_names": instances}
+    if workflow == "deploy":
+        options["force"] = force
+    result = plan_workflow(loaded, workflow, **options)
+    if as_json:
+        echo_json(render.plan_json(result))
+    elif is_terminal():
+        show(render.plan_tree(result))
+    else:
+        click.echo(render.plan_text(result))

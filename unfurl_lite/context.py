@@ -1,0 +1,176 @@
+"""What an operation's templates see: read-only views of instances, and the result hooks.
+
+``SELF.port`` reads a property or attribute as in Unfurl; ``SELF.attributes`` and
+``SELF.properties`` are there for TOSCA functions. Secrets are wrapped before any
+template can touch them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from unfurl_lite import yamlio
+from unfurl_lite.expr import EvalContext, ExpressionError, Sensitive, evaluate
+from unfurl_lite.model import Instance, NodeTemplate, Topology
+from unfurl_lite.operations.base import OperationResult
+
+POST_INPUTS = ("done", "resultTemplate")  # evaluated after the operation, with its result
+
+
+def instance_view(instance: Instance, template: NodeTemplate | None) -> dict[str, Any]:
+    properties = dict(template.properties) if template else {}
+    for key in template.sensitive_properties if template else ():
+        if key in properties and properties[key] is not None:
+            properties[key] = Sensitive(str(properties[key]))
+    view: dict[str, Any] = {**properties, **instance.attributes}
+    view.update(
+        name=instance.name,
+        template=instance.template,
+        type=template.type if template else None,
+        attributes=dict(instance.attributes),
+        properties=properties,
+        status=str(instance.status),
+        state=str(instance.state) if instance.state else None,
+    )
+    return view
+
+
+def wrapped_inputs(topology: Topology) -> dict[str, Any]:
+    return {
+        k: Sensitive(str(v)) if k in topology.sensitive_inputs and v is not None else v
+        for k, v in topology.inputs.items()
+    }
+
+
+def make_context(
+    topology: Topology,
+    instances: Mapping[str, Instance],
+    target: str,
+    source: str | None = None,
+    peer: str | None = None,
+) -> EvalContext:
+    def view(name: str | None) -> dict[str, Any] | None:
+        if name is None or name not in instances:
+            return None
+        inst = instances[name]
+        return instance_view(inst, topology.templates.get(inst.template))
+
+    def lookup(name: str) -> dict[str, Any] | None:
+        if name in instances:
+            return view(name)
+        first = next((i.name for i in instances.values() if i.template == name), None)
+        return view(first)
+
+    instance = instances[target]
+    template = topology.templates.get(instance.template)
+    host_template = template.host if template else None
+    host = lookup(host_template) if host_template else None
+    ctx = EvalContext(
+        self_view=view(target) or {},
+        inputs=wrapped_inputs(topology),
+        host=host,
+        source=view(source) if source else None,
+        target=view(peer) if peer else None,
+        lookup_node=lookup,
+    )
+    for value in ctx.inputs.values():
+        if isinstance(value, Sensitive):
+            ctx.secrets.add(str(value))
+    for key in template.sensitive_properties if template else ():
+        if template and template.properties.get(key) is not None:
+            ctx.secrets.add(str(template.properties[key]))
+    return ctx
+
+
+def render_inputs(
+    raw: Mapping[str, Any], extra: Mapping[str, Any], ctx: EvalContext, allow_override: bool = True
+) -> dict[str, Any]:
+    """Evaluate an operation's inputs now, just before it runs (post-inputs stay raw)."""
+    merged = dict(raw)
+    for key, value in extra.items():
+        if key in merged and not allow_override:
+            raise ExpressionError(
+                f"input {key!r} is defined by the operation; "
+                "pass --allow-kwargs-override to replace it"
+            )
+        merged[key] = value
+    ctx.operation_inputs = merged
+    rendered = {k: (v if k in POST_INPUTS else evaluate(v, ctx)) for k, v in merged.items()}
+    ctx.operation_inputs = rendered
+    return rendered
+
+
+def apply_post_inputs(inputs: Mapping[str, Any], result: OperationResult, ctx: EvalContext) -> None:
+    """Evaluate ``resultTemplate`` and ``done`` with the operation's result and fold them in."""
+    if not any(inputs.get(k) is not None for k in POST_INPUTS):
+        return
+    outputs = result.outputs
+    ctx.extra = {
+        **{k: outputs.get(k) for k in ("stdout", "stderr", "returncode")},
+        "result": outputs,
+        "success": result.success,
+        "error": result.error,
+        "outputs": outputs,
+    }
+    template = inputs.get("resultTemplate")
+    if template is not None:
+        rendered = evaluate(template, ctx)
+        if isinstance(rendered, str):
+            rendered = (
+                yamlio.to_plain(yamlio.parse(rendered, "resultTemplate"))
+                if rendered.strip()
+                else None
+            )
+        _apply_updates(rendered, result)
+    done = inputs.get("done")
+    if done is not None:
+        values = evaluate(done, ctx)
+        if not isinstance(values, Mapping):
+            raise ExpressionError(
+                "`done` must be a mapping (status, modified, success, outputs...)"
+            )
+        _apply_done(values, result)
+
+
+def _apply_done(values: Mapping[str, Any], result: OperationResult) -> None:
+    if "success" in values:
+        result.success = _truthy(values["success"])
+    if "modified" in values:
+        result.modified = _truthy(values["modified"])
+    if values.get("status"):
+        result.status = str(values["status"]).lower()
+    if isinstance(values.get("outputs"), Mapping):
+        result.outputs.update(values["outputs"])
+    if isinstance(values.get("result"), Mapping):
+        result.outputs.update(values["result"])
+
+
+def _apply_updates(updates: Any, result: OperationResult) -> None:
+    if updates is None:
+        return
+    if isinstance(updates, list):
+        for item in updates:
+            if isinstance(item, Mapping) and item.get("name", ".self") in (".self", "SELF"):
+                _apply_updates({k: v for k, v in item.items() if k != "name"}, result)
+        return
+    if not isinstance(updates, Mapping):
+        raise ExpressionError("resultTemplate must produce a mapping of attributes")
+    special = {"attributes", "readyState", "status", "modified"}
+    if set(updates) & special and set(updates) <= special | {"outputs"}:
+        result.attributes.update(updates.get("attributes") or {})
+        ready = updates.get("readyState", updates.get("status"))
+        if isinstance(ready, Mapping):
+            ready = ready.get("local")
+        if ready:
+            result.status = str(ready).lower()
+        if "modified" in updates:
+            result.modified = _truthy(updates["modified"])
+    else:
+        result.attributes.update(updates)
+
+
+def _truthy(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "yes", "1", "on")
+    return bool(value)

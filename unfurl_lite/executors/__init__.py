@@ -1,0 +1,33 @@
+"""Executors run operations somewhere: a local thread pool, or Celery workers."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from typing import Protocol
+
+from unfurl_lite.operations.base import OperationRequest, OperationResult
+
+
+class Executor(Protocol):
+    name: str
+
+    def submit(self, request: OperationRequest) -> Future[OperationResult]: ...
+
+    def kill_running(self) -> None:
+        """Kill-cancel: stop every running operation now."""
+
+    def shutdown(self) -> None: ...
+
+
+def make_executor(kind: str, jobs: int, **options: object) -> Executor:
+    if kind == "local":
+        from unfurl_lite.executors.local import LocalExecutor
+
+        return LocalExecutor(jobs)
+    if kind == "celery":
+        from unfurl_lite.executors.celery import CeleryExecutor  # type: ignore[import-not-found]
+
+        return CeleryExecutor(jobs=jobs, **options)  # type: ignore[no-any-return]
+    from unfurl_lite.errors import JobError
+
+    raise JobError(f"unknown executor {kind!r}", hint="use --executor local or --executor celery")

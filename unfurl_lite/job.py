@@ -1,0 +1,472 @@
+"""Running a plan: tasks in dependency order on an executor, status rules, then records.
+
+The job process owns the ensemble: it renders inputs, submits operations, applies each
+result to its instance as it arrives, and at the end writes the records and commits.
+Operations only run and report, so the executor can be local threads or Celery workers.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from unfurl_lite import changeid, records
+from unfurl_lite.context import apply_post_inputs, make_context, render_inputs
+from unfurl_lite.errors import UnfurlLiteError
+from unfurl_lite.executors import Executor
+from unfurl_lite.expr import ExpressionError, secrets_in
+from unfurl_lite.loader import Ensemble
+from unfurl_lite.model import Instance, NodeState, Priority, Status
+from unfurl_lite.operations.base import OperationRequest, OperationResult
+from unfurl_lite.operations.shell import base_environment
+from unfurl_lite.plan import Plan, Task, instance_graph
+from unfurl_lite.status import fold_effective, on_failure, on_start, on_success
+
+
+class TaskState(StrEnum):
+    """Cloudify's task states, plus the two outcomes a task can have without running."""
+
+    pending = "pending"
+    sending = "sending"
+    sent = "sent"
+    started = "started"
+    succeeded = "succeeded"
+    failed = "failed"
+    rescheduled = "rescheduled"
+    blocked = "blocked"
+    skipped = "skipped"
+
+
+FINISHED = (TaskState.succeeded, TaskState.failed, TaskState.blocked, TaskState.skipped)
+
+
+class JobState(StrEnum):
+    started = "started"
+    succeeded = "succeeded"
+    failed = "failed"
+    cancelling = "cancelling"
+    cancelled = "cancelled"
+
+
+@dataclass
+class JobOptions:
+    workflow: str
+    dryrun: bool = False
+    commit: bool = True
+    message: str | None = None
+    jobs: int = 0  # 0: the number of cores
+    jobexitcode: str = "error"
+    env_passthrough: bool = False
+    retries: int = 0
+    retry_interval: float = 1.0
+    recorded: dict[str, Any] = field(default_factory=dict)  # options shown in lastJob
+
+    @property
+    def parallelism(self) -> int:
+        return self.jobs if self.jobs > 0 else (os.cpu_count() or 2)
+
+
+@dataclass
+class TaskRun:
+    task: Task
+    state: TaskState = TaskState.pending
+    change_id: str | None = None
+    previous_id: str | None = None
+    inputs: dict[str, Any] = field(default_factory=dict)
+    result: OperationResult | None = None
+    status: Status | None = None  # the task's own outcome: ok, degraded, error, unknown
+    changed: bool = False
+    attempts: int = 0
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    message: str | None = None  # why it was blocked or skipped, or its error
+    prior_state: NodeState | None = None
+    worker: str | None = None
+
+    @property
+    def counted(self) -> bool:
+        return not self.task.is_passthrough
+
+    @property
+    def ran(self) -> bool:
+        return self.state in (TaskState.succeeded, TaskState.failed) and self.change_id is not None
+
+
+@dataclass
+class JobResult:
+    job_id: str
+    workflow: str
+    state: JobState
+    status: Status
+    runs: list[TaskRun]
+    plan: Plan
+    started_at: datetime
+    ended_at: datetime
+    summary: str
+    instances: dict[str, Instance]
+    effective: dict[str, Status]
+    secrets: set[str]
+    previous_id: str | None = None
+    start_commit: str | None = None
+    commit: str | None = None
+    written: list[str] = field(default_factory=list)
+    dryrun: bool = False
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return summary_counts(self.runs)
+
+    @property
+    def changed_anything(self) -> bool:
+        return any(r.ran for r in self.runs) or any(
+            r.task.is_passthrough and r.state == TaskState.succeeded for r in self.runs
+        )
+
+    def exit_code(self, jobexitcode: str) -> int:
+        """64 when the job ended at the given status or worse (Unfurl's --jobexitcode)."""
+        if self.state == JobState.cancelled:
+            return 64 if jobexitcode != "never" else 0
+        worst = {"error": (Status.error,), "degraded": (Status.error, Status.degraded)}
+        return 64 if self.status in worst.get(jobexitcode, ()) else 0
+
+
+class Observer:
+    """Hooks for progress display; the default does nothing."""
+
+    def task_started(self, run: TaskRun) -> None: ...
+
+    def task_finished(self, run: TaskRun) -> None: ...
+
+    def task_rescheduled(self, run: TaskRun, delay: float) -> None: ...
+
+
+def summary_counts(runs: list[TaskRun]) -> dict[str, int]:
+    counted = [r for r in runs if r.counted]
+    return {
+        "tasks": len(counted),
+        "changed": sum(1 for r in counted if r.changed),
+        "ok": sum(1 for r in counted if r.state == TaskState.succeeded),
+        "failed": sum(
+            1 for r in counted if r.state == TaskState.failed and r.status != Status.unknown
+        ),
+        "blocked": sum(1 for r in counted if r.state == TaskState.blocked),
+        "unknown": sum(
+            1 for r in counted if r.state == TaskState.failed and r.status == Status.unknown
+        ),
+        "skipped": sum(1 for r in counted if r.state == TaskState.skipped),
+    }
+
+
+def summary_text(counts: dict[str, int]) -> str:
+    return (
+        f"{counts['tasks']} tasks ({counts['changed']} changed, {counts['ok']} ok, "
+        f"{counts['failed']} failed, {counts['blocked']} blocked, {counts['unknown']} unknown, "
+        f"{counts['skipped']} skipped)"
+    )
+
+
+def previous_job_id(ensemble: Ensemble) -> str | None:
+    last = (ensemble.last_job or {}).get("changeId")
+    from_log = records.last_job_id(ensemble.jobs_tsv)
+    candidates = [c for c in (last, from_log) if c and changeid.is_changeid(c)]
+    return max(candidates) if candidates else None
+
+
+def job_status(runs: list[TaskRun], instances: dict[str, Instance]) -> Status:
+    worst = Status.ok
+    for run in runs:
+        if run.state not in (TaskState.failed, TaskState.blocked) or run.task.ignore_failure:
+            continue
+        instance = instances.get(run.task.target)
+        if instance is not None and instance.priority == Priority.optional:
+            worst = Status.degraded if worst == Status.ok else worst
+        else:
+            return Status.error
+    return worst
+
+
+@dataclass
+class _Scheduler:
+    """The moving parts of one run; lives only as long as :func:`run_plan`."""
+
+    ensemble: Ensemble
+    plan: Plan
+    options: JobOptions
+    executor: Executor
+    observer: Observer
+    job_id: changeid.ChangeId
+    cancel: threading.Event
+    instances: dict[str, Instance] = field(default_factory=dict)
+    runs: dict[int, TaskRun] = field(default_factory=dict)
+    waiting: dict[int, int] = field(default_factory=dict)
+    dependents: dict[int, list[int]] = field(default_factory=dict)
+    ready: deque[int] = field(default_factory=deque)
+    delayed: list[tuple[float, int]] = field(default_factory=list)
+    running: dict[Future[OperationResult], int] = field(default_factory=dict)
+    next_task_number: int = 1
+    secrets: set[str] = field(default_factory=set)
+    env: dict[str, str] = field(default_factory=dict)
+
+    def setup(self) -> None:
+        self.instances = {n: i for n, i in self.ensemble.instances.items()}
+        self.instances.update(self.plan.new_instances)
+        self.env = base_environment(self.options.env_passthrough)
+        for task in self.plan.tasks:
+            self.runs[task.number] = TaskRun(task)
+            self.waiting[task.number] = len(task.after)
+            for dep in task.after:
+                self.dependents.setdefault(dep, []).append(task.number)
+        self.ready.extend(t.number for t in self.plan.tasks if not t.after)
+
+    def loop(self) -> None:
+        while self.ready or self.running or self.delayed:
+            while self.ready and not self.cancel.is_set():
+                self.start(self.ready.popleft())
+            if self.cancel.is_set() and not self.running:
+                break
+            timeout = None
+            if self.delayed:
+                timeout = max(0.0, self.delayed[0][0] - time.monotonic())
+            if self.running:
+                done, _ = wait(list(self.running), timeout=timeout, return_when=FIRST_COMPLETED)
+                for future in done:
+                    number = self.running.pop(future)
+                    self.finish(number, _result_of(future))
+            elif timeout:
+                self.cancel.wait(timeout)
+            now = time.monotonic()
+            while self.delayed and self.delayed[0][0] <= now:
+                _, number = heapq.heappop(self.delayed)
+                self.ready.append(number)
+
+    # -- a task's life
+
+    def start(self, number: int) -> None:
+        run = self.runs[number]
+        task = run.task
+        failed_dep = next(
+            (
+                d
+                for d in task.after
+                if self.runs[d].state in (TaskState.failed, TaskState.blocked)
+                and not self.runs[d].task.ignore_failure
+            ),
+            None,
+        )
+        if failed_dep is not None:
+            dep = self.runs[failed_dep].task
+            return self.complete(
+                run, TaskState.blocked, f"blocked: {dep.name} on {dep.target} did not succeed"
+            )
+        instance = self.instances[task.target]
+        if task.skip_when is not None and instance.status == task.skip_when:
+            return self.complete(run, TaskState.skipped, f"skipped: already {task.skip_when}")
+        if task.is_passthrough:
+            on_success(instance, task, OperationResult(success=True, modified=False), "")
+            return self.complete(run, TaskState.succeeded)
+        if run.change_id is None:
+            run.change_id = str(self.job_id.for_task(self.next_task_number))
+            self.next_task_number += 1
+            run.previous_id = (
+                instance.last_state_change
+                if task.reason == "check"
+                else instance.last_config_change
+            )
+            run.prior_state = instance.state
+        run.started_at = run.started_at or datetime.now(UTC)
+        try:
+            request = self.request_for(run, instance)
+        except (ExpressionError, UnfurlLiteError) as exc:
+            run.result = OperationResult(success=False, modified=False, error=exc.message)
+            return self.conclude(run)
+        run.state = TaskState.sending
+        on_start(instance, task)
+        run.attempts += 1
+        self.observer.task_started(run)
+        future = self.executor.submit(request)
+        run.state = TaskState.started
+        self.running[future] = number
+
+    def request_for(self, run: TaskRun, instance: Instance) -> OperationRequest:
+        task = run.task
+        op = task.operation
+        assert op is not None and op.implementation is not None
+        ctx = make_context(
+            self.ensemble.topology, self.instances, task.target, task.source, task.peer
+        )
+        inputs = dict(op.inputs)
+        if op.implementation.primary and "command" not in inputs:
+            inputs["command"] = op.implementation.primary
+        run.inputs = render_inputs(inputs, task.extra_inputs, ctx, task.allow_override)
+        self.secrets.update(ctx.secrets)
+        self.secrets.update(secrets_in(run.inputs))
+        template = self.ensemble.topology.templates.get(instance.template)
+        return OperationRequest(
+            task_id=run.change_id or "",
+            kind=op.implementation.kind,
+            class_name=op.implementation.class_name,
+            target=instance.name,
+            operation=op.qualified_name,
+            inputs=run.inputs,
+            cwd=str(self.ensemble.project_root),
+            env=dict(self.env),
+            timeout=op.timeout,
+            dryrun=self.options.dryrun,
+            attributes=dict(instance.attributes),
+            properties=dict(template.properties) if template else {},
+            queue=_queue_of(template.metadata if template else {}),
+        )
+
+    def finish(self, number: int, result: OperationResult) -> None:
+        run = self.runs[number]
+        run.result = result
+        run.worker = result.worker
+        if not result.success and self._retry(run, result):
+            return
+        if result.success and not self.options.dryrun:
+            try:
+                ctx = make_context(
+                    self.ensemble.topology,
+                    self.instances,
+                    run.task.target,
+                    run.task.source,
+                    run.task.peer,
+                )
+                apply_post_inputs(run.inputs, result, ctx)
+            except (ExpressionError, UnfurlLiteError) as exc:
+                result.success = False
+                result.error = f"resultTemplate/done: {exc.message}"
+        self.conclude(run)
+
+    def _retry(self, run: TaskRun, result: OperationResult) -> bool:
+        op = run.task.operation
+        policy = op.retry if op else None
+        limit = policy.max_retries if policy else self.options.retries
+        if run.attempts > limit or self.cancel.is_set():
+            return False
+        interval = policy.interval if policy else self.options.retry_interval
+        backoff = policy.backoff if policy else 2.0
+        delay = interval * (backoff ** (run.attempts - 1))
+        run.state = TaskState.rescheduled
+        run.message = f"rescheduled after attempt {run.attempts}: {result.error}"
+        self.observer.task_rescheduled(run, delay)
+        heapq.heappush(self.delayed, (time.monotonic() + delay, run.task.number))
+        return True
+
+    def conclude(self, run: TaskRun) -> None:
+        result = run.result or OperationResult(success=False, modified=None)
+        instance = self.instances[run.task.target]
+        change_id = run.change_id or ""
+        if self.options.dryrun:
+            state = TaskState.succeeded if result.success else TaskState.failed
+            run.status = Status.ok if result.success else Status.error
+            return self.complete(run, state, result.error)
+        if result.success:
+            changed = on_success(instance, run.task, result, change_id)
+            run.status = instance.status if run.task.reason in ("check", "discover") else Status.ok
+            run.changed = bool(result.modified) or changed
+            self.add_discovered(result)
+            return self.complete(run, TaskState.succeeded)
+        changed = on_failure(instance, run.task, result, change_id, run.prior_state)
+        run.changed = bool(result.modified) or changed
+        run.status = Status.unknown if result.modified is None else Status.error
+        if run.task.reason == "check":
+            run.status = instance.status
+        self.complete(run, TaskState.failed, result.error)
+
+    def add_discovered(self, result: OperationResult) -> None:
+        for resource in result.resources:
+            name = str(resource.get("name") or "")
+            if not name or name in self.instances:
+                continue
+            status = str(resource.get("status") or resource.get("readyState") or "ok").lower()
+            self.instances[name] = Instance(
+                name=name,
+                template=str(resource.get("template") or name),
+                status=Status(status) if status in Status.__members__ else Status.ok,
+                attributes=dict(resource.get("attributes") or {}),
+                created=False,
+            )
+
+    def complete(self, run: TaskRun, state: TaskState, message: str | None = None) -> None:
+        run.state = state
+        run.message = message
+        run.ended_at = datetime.now(UTC)
+        self.observer.task_finished(run)
+        for dependent in self.dependents.get(run.task.number, ()):
+            self.waiting[dependent] -= 1
+            if self.waiting[dependent] == 0:
+                self.ready.append(dependent)
+
+
+def _queue_of(metadata: dict[str, Any]) -> str | None:
+    agent = metadata.get("agent") or metadata.get("queue")
+    return str(agent) if agent else None
+
+
+def _result_of(future: Future[OperationResult]) -> OperationResult:
+    try:
+        return future.result()
+    except Exception as exc:  # an executor or transport failure is the task's failure
+        return OperationResult(success=False, modified=None, error=f"{type(exc).__name__}: {exc}")
+
+
+def run_plan(
+    ensemble: Ensemble,
+    plan: Plan,
+    options: JobOptions,
+    executor: Executor,
+    observer: Observer | None = None,
+    cancel: threading.Event | None = None,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> JobResult:
+    """Run every task of the plan; the ensemble's instances are updated in memory."""
+    started_at = now()
+    previous = previous_job_id(ensemble)
+    job_id = changeid.new_job_id(previous, started_at)
+    scheduler = _Scheduler(
+        ensemble,
+        plan,
+        options,
+        executor,
+        observer or Observer(),
+        job_id,
+        cancel or threading.Event(),
+    )
+    scheduler.setup()
+    scheduler.loop()
+    runs = [scheduler.runs[t.number] for t in plan.tasks]
+    cancelled = scheduler.cancel.is_set() and any(r.state == TaskState.pending for r in runs)
+    status = job_status(runs, scheduler.instances)
+    requires = instance_graph(ensemble, scheduler.instances)
+    effective = fold_effective(scheduler.instances, requires)
+    counts = summary_counts(runs)
+    if cancelled:
+        state = JobState.cancelled
+    else:
+        state = JobState.succeeded if status != Status.error else JobState.failed
+    return JobResult(
+        job_id=str(job_id),
+        workflow=plan.workflow,
+        state=state,
+        status=status,
+        runs=runs,
+        plan=plan,
+        started_at=started_at,
+        ended_at=now(),
+        summary=summary_text(counts),
+        instances=scheduler.instances,
+        effective=effective,
+        secrets=scheduler.secrets,
+        previous_id=previous,
+        dryrun=options.dryrun,
+    )

@@ -1,0 +1,364 @@
+"""From ``ensemble.yaml`` on disk to an :class:`Ensemble`: parse, merge, validate, build.
+
+The raw round-trip document is kept beside the model: it is what a job writes back, so
+includes, comments and key order in the user's file survive every job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from unfurl_lite import merge, validate, yamlio
+from unfurl_lite.errors import InputError, Problem
+from unfurl_lite.model import (
+    Implementation,
+    Instance,
+    Interfaces,
+    NodeState,
+    NodeTemplate,
+    NodeType,
+    Operation,
+    Priority,
+    Requirement,
+    Retry,
+    Status,
+    Topology,
+    canonical_interface,
+)
+
+ENSEMBLE_FILE = "ensemble.yaml"
+SENSITIVE_TYPES = ("unfurl.datatypes.Sensitive", "sensitive", "tosca.datatypes.Credential")
+
+
+@dataclass
+class Ensemble:
+    path: Path
+    document: Any  # the raw ruamel round-trip document, saved back by jobs
+    topology: Topology
+    instances: dict[str, Instance]  # recorded instances, in recorded order
+    last_job: dict[str, Any] | None = None
+    jobs_log: str = "jobs.tsv"
+    spec: dict[str, Any] = field(default_factory=dict)  # merged spec as plain data
+
+    @property
+    def project_root(self) -> Path:
+        return self.path.parent
+
+    @property
+    def jobs_tsv(self) -> Path:
+        return self.project_root / self.jobs_log
+
+    def instances_of(self, template: str) -> list[Instance]:
+        return [i for i in self.instances.values() if i.template == template]
+
+
+def resolve_path(path: str | Path | None) -> Path:
+    """ENSEMBLE may be a file, a directory holding ensemble.yaml, or omitted (cwd)."""
+    candidate = Path(path) if path else Path.cwd()
+    if candidate.is_dir():
+        candidate = candidate / ENSEMBLE_FILE
+    if not candidate.exists():
+        raise InputError(
+            Problem(
+                "ensemble not found",
+                file=str(candidate),
+                hint="give the path of an ensemble.yaml, or run `unfurl init` to create one",
+            )
+        )
+    return candidate.resolve()
+
+
+def load_ensemble(path: str | Path | None = None) -> Ensemble:
+    file = resolve_path(path)
+    document = yamlio.load_file(file)
+    if not isinstance(document, dict):
+        raise InputError(Problem("the ensemble must be a YAML mapping", file=str(file), line=1))
+    merged = merge.expand(document, file, file.parent)
+    problems = validate.check(merged, str(file))
+    if problems:
+        raise InputError(problems, summary=f"{file.name} is not a valid ensemble")
+    return build(file, document, yamlio.to_plain(merged))
+
+
+def build(file: Path, document: Any, data: dict[str, Any]) -> Ensemble:
+    spec = data.get("spec") or {}
+    service = spec.get("service_template") or {}
+    topology_tpl = service.get("topology_template") or {}
+    types = {
+        name: _node_type(name, d or {}) for name, d in (service.get("node_types") or {}).items()
+    }
+    relationship_templates = topology_tpl.get("relationship_templates") or {}
+    relationship_types = service.get("relationship_types") or {}
+    templates = {
+        name: _node_template(name, d or {}, types, relationship_templates, relationship_types)
+        for name, d in (topology_tpl.get("node_templates") or {}).items()
+    }
+    inputs, sensitive_inputs = _inputs(topology_tpl.get("inputs") or {}, spec.get("inputs") or {})
+    topology = Topology(
+        templates=templates,
+        types=types,
+        inputs=inputs,
+        sensitive_inputs=frozenset(sensitive_inputs),
+        outputs=topology_tpl.get("outputs") or {},
+    )
+    status = data.get("status") or {}
+    instances = {
+        name: _instance(name, record or {})
+        for name, record in (status.get("instances") or {}).items()
+    }
+    return Ensemble(
+        path=file,
+        document=document,
+        topology=topology,
+        instances=instances,
+        last_job=data.get("lastJob"),
+        jobs_log=data.get("jobsLog") or "jobs.tsv",
+        spec=spec,
+    )
+
+
+def _inputs(definitions: dict[str, Any], values: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
+    resolved: dict[str, Any] = {}
+    sensitive: set[str] = set()
+    for name, definition in definitions.items():
+        definition = definition if isinstance(definition, dict) else {"default": definition}
+        if "default" in definition:
+            resolved[name] = definition["default"]
+        if _is_sensitive(definition):
+            sensitive.add(name)
+    resolved.update(values)
+    return resolved, sensitive
+
+
+def _is_sensitive(definition: Any) -> bool:
+    if not isinstance(definition, dict):
+        return False
+    metadata = definition.get("metadata") or {}
+    return bool(metadata.get("sensitive")) or definition.get("type") in SENSITIVE_TYPES
+
+
+def _node_type(name: str, data: dict[str, Any]) -> NodeType:
+    return NodeType(
+        name=name,
+        derived_from=data.get("derived_from"),
+        properties=data.get("properties") or {},
+        interfaces=_interfaces(data.get("interfaces") or {}),
+        metadata=data.get("metadata") or {},
+    )
+
+
+def lineage(type_name: str, types: dict[str, NodeType]) -> tuple[str, ...]:
+    chain: list[str] = []
+    current: str | None = type_name
+    while current and current not in chain:
+        chain.append(current)
+        current = types[current].derived_from if current in types else None
+    return tuple(chain)
+
+
+def _node_template(
+    name: str,
+    data: dict[str, Any],
+    types: dict[str, NodeType],
+    relationship_templates: dict[str, Any],
+    relationship_types: dict[str, Any],
+) -> NodeTemplate:
+    type_name = data.get("type") or "tosca.nodes.Root"
+    chain = lineage(type_name, types)
+    ancestors = [types[t] for t in reversed(chain) if t in types]  # root first
+    interfaces: Interfaces = {}
+    property_defs: dict[str, Any] = {}
+    for node_type in ancestors:
+        interfaces = _merge_interfaces(interfaces, node_type.interfaces)
+        property_defs.update(node_type.properties)
+    interfaces = _merge_interfaces(interfaces, _interfaces(data.get("interfaces") or {}))
+    properties = {
+        key: d["default"]
+        for key, d in property_defs.items()
+        if isinstance(d, dict) and "default" in d
+    }
+    properties.update(data.get("properties") or {})
+    metadata = data.get("metadata") or {}
+    priority = data.get("priority") or metadata.get("priority") or "required"
+    return NodeTemplate(
+        name=name,
+        type=type_name,
+        properties=properties,
+        requirements=tuple(
+            _requirement(r, relationship_templates, relationship_types)
+            for r in data.get("requirements") or []
+        ),
+        interfaces=interfaces,
+        metadata=metadata,
+        directives=tuple(data.get("directives") or ()),
+        priority=Priority(priority) if priority in Priority.__members__ else Priority.required,
+        type_lineage=chain,
+        sensitive_properties=frozenset(k for k, d in property_defs.items() if _is_sensitive(d)),
+        default_instances=_default_instances(data),
+    )
+
+
+def _default_instances(data: dict[str, Any]) -> int:
+    scalable = ((data.get("capabilities") or {}).get("scalable") or {}).get("properties") or {}
+    value = scalable.get("default_instances", 1)
+    return value if isinstance(value, int) and value >= 0 else 1
+
+
+def _requirement(
+    item: dict[str, Any], relationship_templates: dict[str, Any], relationship_types: dict[str, Any]
+) -> Requirement:
+    ((name, value),) = item.items()
+    if isinstance(value, str):
+        return Requirement(name=name, node=value)
+    value = value or {}
+    relationship = value.get("relationship")
+    rel_interfaces: Interfaces = {}
+    rel_name: str | None = None
+    if isinstance(relationship, str):
+        rel_name = relationship
+        if relationship in relationship_templates:
+            template = relationship_templates[relationship] or {}
+            rel_interfaces = _interfaces(template.get("interfaces") or {})
+            rel_name = template.get("type", relationship)
+    elif isinstance(relationship, dict):
+        rel_name = relationship.get("type")
+        rel_interfaces = _interfaces(relationship.get("interfaces") or {})
+    if rel_name in relationship_types:
+        type_interfaces = _interfaces((relationship_types[rel_name] or {}).get("interfaces") or {})
+        rel_interfaces = _merge_interfaces(type_interfaces, rel_interfaces)
+    occurrences = value.get("occurrences") or [1, 1]
+    optional = bool(value.get("optional")) or (
+        isinstance(occurrences, list) and bool(occurrences) and occurrences[0] == 0
+    )
+    return Requirement(
+        name=name,
+        node=value.get("node", ""),
+        relationship=rel_name,
+        interfaces=rel_interfaces,
+        optional=optional,
+    )
+
+
+def _merge_interfaces(base: Interfaces, override: Interfaces) -> Interfaces:
+    merged = {name: dict(ops) for name, ops in base.items()}
+    for name, ops in override.items():
+        target = merged.setdefault(name, {})
+        for op_name, op in ops.items():
+            inherited = target.get(op_name)
+            if inherited and op.implementation is None:
+                op = Operation(
+                    interface=op.interface,
+                    name=op.name,
+                    implementation=inherited.implementation,
+                    inputs={**inherited.inputs, **op.inputs},
+                    retry=op.retry or inherited.retry,
+                    timeout=op.timeout or inherited.timeout,
+                )
+            elif inherited:
+                op = Operation(
+                    interface=op.interface,
+                    name=op.name,
+                    implementation=op.implementation,
+                    inputs={**inherited.inputs, **op.inputs},
+                    retry=op.retry or inherited.retry,
+                    timeout=op.timeout or inherited.timeout,
+                )
+            target[op_name] = op
+    return merged
+
+
+def _interfaces(data: dict[str, Any]) -> Interfaces:
+    result: Interfaces = {}
+    for raw_name, body in data.items():
+        interface = canonical_interface(raw_name)
+        body = body or {}
+        operations = (
+            body.get("operations")
+            if "operations" in body
+            else {
+                k: v
+                for k, v in body.items()
+                if k not in ("type", "inputs", "description", "notifications")
+            }
+        )
+        shared_inputs = body.get("inputs") or {}
+        result[interface] = {
+            name: _operation(interface, name, definition, shared_inputs)
+            for name, definition in (operations or {}).items()
+        }
+    return result
+
+
+def _operation(
+    interface: str, name: str, definition: Any, shared_inputs: dict[str, Any]
+) -> Operation:
+    if definition is None:
+        return Operation(interface, name, None, dict(shared_inputs))
+    if isinstance(definition, str):
+        return Operation(
+            interface, name, Implementation("Shell", primary=definition), dict(shared_inputs)
+        )
+    implementation = definition.get("implementation")
+    impl: Implementation | None
+    if implementation is None:
+        impl = None
+    elif isinstance(implementation, str):
+        impl = Implementation("Shell", primary=implementation)
+    else:
+        impl = Implementation(
+            implementation.get("className") or "Shell", primary=implementation.get("primary")
+        )
+    inputs = {**shared_inputs, **(definition.get("inputs") or {})}
+    retry_def = definition.get("retry") or (definition.get("metadata") or {}).get("retry")
+    retry = (
+        Retry(
+            max_retries=int(retry_def.get("max_retries", 0)),
+            interval=float(retry_def.get("interval", 0)),
+            backoff=float(retry_def.get("backoff", 1)),
+        )
+        if isinstance(retry_def, dict)
+        else None
+    )
+    timeout = definition.get("timeout", inputs.get("timeout"))
+    return Operation(
+        interface,
+        name,
+        impl,
+        inputs,
+        retry=retry,
+        timeout=float(timeout) if isinstance(timeout, int | float) else None,
+    )
+
+
+def _instance(name: str, record: dict[str, Any]) -> Instance:
+    ready = record.get("readyState") or {}
+    if isinstance(ready, str):
+        ready = {"local": ready}
+    known = {
+        "template",
+        "priority",
+        "readyState",
+        "attributes",
+        "created",
+        "lastConfigChange",
+        "lastStateChange",
+        "protected",
+    }
+    local = ready.get("local", "unknown")
+    state = ready.get("state")
+    priority = record.get("priority", "required")
+    return Instance(
+        name=name,
+        template=record.get("template") or name,
+        status=Status(local) if local in Status.__members__ else Status.unknown,
+        state=NodeState(state) if state in NodeState.__members__ else None,
+        priority=Priority(priority) if priority in Priority.__members__ else Priority.required,
+        attributes=dict(record.get("attributes") or {}),
+        created=record.get("created"),
+        last_config_change=record.get("lastConfigChange"),
+        last_state_change=record.get("lastStateChange"),
+        protected=bool(record.get("protected", False)),
+        extra={k: v for k, v in record.items() if k not in known},
+    )

@@ -1,0 +1,24 @@
+"""Operations ("configurators" in Unfurl): the code that does the work of a task."""
+
+from __future__ import annotations
+
+from unfurl_lite.operations.base import OperationRequest, OperationResult, RetryOperation
+
+
+def run_operation(request: OperationRequest) -> OperationResult:
+    """Run one operation where this process is (a local thread or a worker)."""
+    if request.kind == "Shell":
+        from unfurl_lite.operations import shell
+
+        return shell.run(request)
+    if request.kind == "Python":
+        from unfurl_lite.operations import python
+
+        return python.run(request)
+    # Template (and Delegate): nothing runs; `run`/`done` were evaluated by the controller
+    run = request.inputs.get("run")
+    outputs = dict(run) if isinstance(run, dict) else ({"result": run} if run is not None else {})
+    return OperationResult(success=True, modified=None, outputs=outputs)
+
+
+__all__ = ["OperationRequest", "OperationResult", "RetryOperation", "run_operation"]

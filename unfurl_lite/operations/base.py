@@ -1,0 +1,46 @@
+"""What an executor sends to an operation and what comes back: plain, picklable data.
+
+The controller (the job process) renders inputs and owns every status decision; an
+operation only runs and reports. Keeping both ends plain data is what lets the same task
+run on a local thread or on a remote Celery worker.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class OperationRequest:
+    task_id: str  # the task's changeId
+    kind: str  # Shell, Template, Python
+    class_name: str
+    target: str  # instance name
+    operation: str  # qualified, e.g. Standard.create
+    inputs: dict[str, Any] = field(default_factory=dict)
+    cwd: str = "."
+    env: dict[str, str] = field(default_factory=dict)
+    timeout: float | None = None
+    dryrun: bool = False
+    attributes: dict[str, Any] = field(default_factory=dict)
+    properties: dict[str, Any] = field(default_factory=dict)
+    queue: str | None = None  # agent queue, for distributed executors
+
+
+@dataclass
+class OperationResult:
+    success: bool
+    modified: bool | None = None  # None: the operation did not say
+    status: str | None = None  # an explicit operational status, e.g. from a check
+    attributes: dict[str, Any] = field(default_factory=dict)
+    outputs: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    retry: bool = False  # the operation asked to be tried again
+    worker: str = "local"
+    skipped: bool = False  # e.g. a dry run of a command without a dryrun form
+    resources: list[dict[str, Any]] = field(default_factory=list)  # discovered instances
+
+
+class RetryOperation(Exception):
+    """Raised by a Python operation to ask for the task to be rescheduled."""

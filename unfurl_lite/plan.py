@@ -1,0 +1,629 @@
+"""Workflows become plans: an ordered graph of tasks, each an operation on one instance.
+
+Planning reads the ensemble and decides what to run and why (the task's *reason*);
+it runs nothing. ``unfurl plan`` prints the result; a job runs it. Lifecycles are tables
+of steps so that TOSCA's Standard/Configure interfaces and Cloudify's lifecycle,
+validation, monitoring and relationship interfaces share one mechanism.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from unfurl_lite import graph
+from unfurl_lite.errors import PlanError
+from unfurl_lite.loader import Ensemble
+from unfurl_lite.model import (
+    Implementation,
+    Instance,
+    NodeState,
+    NodeTemplate,
+    Operation,
+    Requirement,
+    Status,
+)
+
+# reasons, as Unfurl names them
+ADD, UPDATE, REPAIR, FORCE, CHECK, DISCOVER, UNDEPLOY, RUN = (
+    "add",
+    "update",
+    "repair",
+    "force",
+    "check",
+    "discover",
+    "undeploy",
+    "run",
+)
+
+
+@dataclass(frozen=True)
+class Task:
+    number: int  # the task's index within the job; its changeId ends with it
+    target: str  # the instance the operation runs on
+    template: str
+    operation: Operation | None  # None: no operation, only a state change ("pass-through")
+    reason: str
+    workflow: str
+    after: tuple[int, ...] = ()  # tasks that must finish first
+    running_state: NodeState | None = None
+    done_state: NodeState | None = None
+    done_status: Status | None = None  # the instance's status when this task succeeds
+    requirement: Requirement | None = None  # set for relationship operations
+    source: str | None = None  # relationship source instance
+    peer: str | None = None  # relationship target instance
+    skip_when: Status | None = None  # skip if the instance already has this status
+    extra_inputs: dict[str, Any] = field(default_factory=dict)
+    allow_override: bool = True
+    ignore_failure: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.operation.name if self.operation else "(no operation)"
+
+    @property
+    def is_passthrough(self) -> bool:
+        return self.operation is None
+
+
+@dataclass(frozen=True)
+class Note:
+    target: str
+    message: str
+
+
+@dataclass
+class Plan:
+    workflow: str
+    tasks: list[Task]
+    new_instances: dict[str, Instance] = field(default_factory=dict)
+    notes: list[Note] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def runnable(self) -> list[Task]:
+        return [t for t in self.tasks if not t.is_passthrough]
+
+    def by_target(self) -> dict[str, list[Task]]:
+        grouped: dict[str, list[Task]] = {}
+        for task in self.tasks:
+            grouped.setdefault(task.target, []).append(task)
+        return grouped
+
+
+# ---------------------------------------------------------------------------- lifecycles
+
+
+@dataclass(frozen=True)
+class NodeStep:
+    candidates: tuple[tuple[str, str], ...]  # (interface, operation); the first defined wins
+    running: NodeState | None = None
+    done: NodeState | None = None
+
+
+@dataclass(frozen=True)
+class RelationshipStep:
+    # (interface, operation, side): side "source" runs on the requirer, "target" on the required
+    operations: tuple[tuple[str, str, str], ...]
+
+
+Step = NodeStep | RelationshipStep
+
+INSTALL: tuple[Step, ...] = (
+    NodeStep((("Validation", "create"),)),
+    NodeStep((("Lifecycle", "precreate"),)),
+    NodeStep(
+        (("Standard", "create"), ("Lifecycle", "create")), NodeState.creating, NodeState.created
+    ),
+    RelationshipStep(
+        (
+            ("Configure", "pre_configure_source", "source"),
+            ("Configure", "pre_configure_target", "target"),
+            ("RelationshipLifecycle", "preconfigure", "source"),
+        )
+    ),
+    NodeStep(
+        (("Standard", "configure"), ("Lifecycle", "configure")),
+        NodeState.configuring,
+        NodeState.configured,
+    ),
+    RelationshipStep(
+        (
+            ("Configure", "post_configure_source", "source"),
+            ("Configure", "post_configure_target", "target"),
+            ("RelationshipLifecycle", "postconfigure", "source"),
+        )
+    ),
+    NodeStep(
+        (("Standard", "start"), ("Lifecycle", "start")), NodeState.starting, NodeState.started
+    ),
+    NodeStep((("Lifecycle", "poststart"),)),
+    NodeStep((("Monitoring", "start"),)),
+    RelationshipStep(
+        (
+            ("Configure", "add_target", "source"),
+            ("Configure", "add_source", "target"),
+            ("RelationshipLifecycle", "establish", "source"),
+        )
+    ),
+)
+
+UNINSTALL: tuple[Step, ...] = (
+    NodeStep((("Validation", "delete"),)),
+    NodeStep((("Monitoring", "stop"),)),
+    NodeStep((("Lifecycle", "prestop"),)),
+    NodeStep((("Standard", "stop"), ("Lifecycle", "stop")), NodeState.stopping, NodeState.stopped),
+    RelationshipStep(
+        (
+            ("Configure", "remove_target", "source"),
+            ("Configure", "remove_source", "target"),
+            ("RelationshipLifecycle", "unlink", "source"),
+        )
+    ),
+    NodeStep(
+        (("Standard", "delete"), ("Lifecycle", "delete")), NodeState.deleting, NodeState.deleted
+    ),
+    NodeStep((("Lifecycle", "postdelete"),)),
+)
+
+_PROGRESS = [
+    NodeState.initial,
+    NodeState.creating,
+    NodeState.created,
+    NodeState.configuring,
+    NodeState.configured,
+    NodeState.starting,
+    NodeState.started,
+]
+
+
+def implemented(template: NodeTemplate, interface: str, name: str) -> Operation | None:
+    """The operation if the template maps it to an implementation (declared-only does nothing)."""
+    op = template.interfaces.get(interface, {}).get(name)
+    return op if op is not None and op.implementation is not None else None
+
+
+def has_operation(template: NodeTemplate, name: str) -> bool:
+    return template.operation(name) is not None
+
+
+# ------------------------------------------------------------------------- the instances
+
+
+def planned_instances(ensemble: Ensemble) -> dict[str, Instance]:
+    """Recorded instances plus a new (pending) one for each template that has none yet."""
+    instances = dict(ensemble.instances)
+    recorded_templates = {i.template for i in instances.values()}
+    for name, template in ensemble.topology.templates.items():
+        if name in recorded_templates:
+            continue
+        count = template.default_instances
+        names = [name] if count == 1 else [f"{name}_{n}" for n in range(count)]
+        for instance_name in names:
+            instances.setdefault(
+                instance_name,
+                Instance(
+                    name=instance_name,
+                    template=name,
+                    status=Status.pending,
+                    priority=template.priority,
+                ),
+            )
+    return instances
+
+
+def instance_graph(ensemble: Ensemble, instances: dict[str, Instance]) -> dict[str, list[str]]:
+    """instance -> the instances it requires (every instance of each required template)."""
+    by_template: dict[str, list[str]] = {}
+    for inst in instances.values():
+        by_template.setdefault(inst.template, []).append(inst.name)
+    result: dict[str, list[str]] = {}
+    for inst in instances.values():
+        template = ensemble.topology.templates.get(inst.template)
+        deps: list[str] = []
+        if template:
+            for req in template.requirements:
+                deps.extend(by_template.get(req.node, ()))
+        result[inst.name] = deps
+    return result
+
+
+def select(instances: dict[str, Instance], names: Sequence[str]) -> list[str]:
+    """Validate --instance names (an instance or a template name selects its instances)."""
+    chosen: list[str] = []
+    for name in names:
+        if name in instances:
+            chosen.append(name)
+            continue
+        of_template = [i.name for i in instances.values() if i.template == name]
+        if not of_template:
+            import difflib
+
+            close = difflib.get_close_matches(name, list(instances), n=1)
+            hint = f"did you mean {close[0]!r}?" if close else "run `unfurl status` to list them"
+            raise PlanError(f"no instance named {name!r}", hint=hint)
+        chosen.extend(of_template)
+    return chosen
+
+
+# ---------------------------------------------------------------------------- the builder
+
+
+@dataclass
+class _Builder:
+    workflow: str
+    tasks: list[Task] = field(default_factory=list)
+    last: dict[str, int] = field(default_factory=dict)  # instance -> its last task number
+    notes: list[Note] = field(default_factory=list)
+
+    def add(
+        self,
+        target: str,
+        template: str,
+        operation: Operation | None,
+        reason: str,
+        after: Iterable[int],
+        **kw: Any,
+    ) -> Task:
+        deps = set(after)
+        if target in self.last:
+            deps.add(self.last[target])
+        task = Task(
+            number=len(self.tasks) + 1,
+            target=target,
+            template=template,
+            operation=operation,
+            reason=reason,
+            workflow=self.workflow,
+            after=tuple(sorted(deps)),
+            **kw,
+        )
+        self.tasks.append(task)
+        self.last[target] = task.number
+        return task
+
+    def note(self, target: str, message: str) -> None:
+        self.notes.append(Note(target, message))
+
+    def plan(self, new: dict[str, Instance], **options: Any) -> Plan:
+        return Plan(self.workflow, self.tasks, new, self.notes, options)
+
+
+def _steps_for(
+    steps: Sequence[Step],
+    ensemble: Ensemble,
+    template: NodeTemplate,
+    instance: Instance,
+    instances: dict[str, Instance],
+) -> list[tuple[Operation, NodeStep | None, Requirement | None, str, str | None]]:
+    """The concrete operations of a lifecycle for one instance: (op, step, req, runs_on, peer)."""
+    found: list[tuple[Operation, NodeStep | None, Requirement | None, str, str | None]] = []
+    for step in steps:
+        if isinstance(step, NodeStep):
+            for interface, name in step.candidates:
+                op = implemented(template, interface, name)
+                if op:
+                    found.append((op, step, None, instance.name, None))
+                    break
+            continue
+        for req in template.requirements:
+            peers = [i.name for i in instances.values() if i.template == req.node]
+            for interface, name, side in step.operations:
+                op = req.interfaces.get(interface, {}).get(name)
+                if op is None or op.implementation is None:
+                    continue
+                for peer in peers:
+                    runs_on = instance.name if side == "source" else peer
+                    found.append((op, None, req, runs_on, peer))
+    return found
+
+
+def _progress_index(state: NodeState | None) -> int:
+    return _PROGRESS.index(state) if state in _PROGRESS else 0
+
+
+def _deploy_reason(instance: Instance, force: bool) -> str | None:
+    if force:
+        return FORCE
+    if instance.status == Status.ok:
+        return None
+    if instance.status in (Status.pending, Status.absent) or (
+        instance.created is None
+        and (instance.status == Status.unknown and instance.state in (None, NodeState.initial))
+    ):
+        return ADD
+    return REPAIR
+
+
+def add_install_tasks(
+    builder: _Builder,
+    ensemble: Ensemble,
+    instance: Instance,
+    instances: dict[str, Instance],
+    reason: str,
+    after: Iterable[int],
+    skip_when: Status | None = None,
+    resume_from_state: bool = True,
+) -> None:
+    template = ensemble.topology.templates[instance.template]
+    ops = _steps_for(INSTALL, ensemble, template, instance, instances)
+    if (
+        resume_from_state
+        and reason in (ADD, REPAIR)
+        and instance.state not in (None, NodeState.error)
+    ):
+        reached = _progress_index(instance.state)
+        ops = [
+            o
+            for o in ops
+            if o[1] is None or o[1].done is None or _progress_index(o[1].done) > reached
+        ]
+    deps = list(after)
+    if not ops:
+        builder.add(
+            instance.name,
+            template.name,
+            None,
+            reason,
+            deps,
+            done_state=NodeState.started,
+            done_status=Status.ok,
+            skip_when=skip_when,
+        )
+        return
+    last_own = (
+        max(i for i, o in enumerate(ops) if o[3] == instance.name)
+        if any(o[3] == instance.name for o in ops)
+        else -1
+    )
+    for index, (op, step, req, runs_on, peer) in enumerate(ops):
+        is_last = index == last_own
+        builder.add(
+            runs_on,
+            instances[runs_on].template if runs_on in instances else template.name,
+            op,
+            reason,
+            deps + ([builder.last[instance.name]] if instance.name in builder.last else []),
+            running_state=step.running if step else None,
+            done_state=step.done if step else None,
+            done_status=(Status.ok if is_last else Status.pending)
+            if runs_on == instance.name
+            else None,
+            requirement=req,
+            source=instance.name if req else None,
+            peer=peer,
+            skip_when=skip_when,
+        )
+        if runs_on != instance.name:
+            # keep the source's chain ordered after a target-side relationship operation
+            builder.last[instance.name] = builder.last[runs_on]
+
+
+def add_uninstall_tasks(
+    builder: _Builder,
+    ensemble: Ensemble,
+    instance: Instance,
+    instances: dict[str, Instance],
+    reason: str,
+    after: Iterable[int],
+    skip_when: Status | None = None,
+    ignore_failure: bool = False,
+) -> None:
+    template = ensemble.topology.templates[instance.template]
+    ops = _steps_for(UNINSTALL, ensemble, template, instance, instances)
+    deps = list(after)
+    has_delete = any(o[1] is not None and o[1].done == NodeState.deleted for o in ops)
+    if not has_delete:
+        builder.note(instance.name, "skipped: no delete operation, so it is left as it is")
+    for op, step, req, runs_on, peer in ops:
+        deleting = step is not None and step.done == NodeState.deleted
+        builder.add(
+            runs_on,
+            instances[runs_on].template if runs_on in instances else template.name,
+            op,
+            reason,
+            deps + ([builder.last[instance.name]] if instance.name in builder.last else []),
+            running_state=step.running if step else None,
+            done_state=step.done if step else None,
+            done_status=Status.absent if deleting else None,
+            requirement=req,
+            source=instance.name if req else None,
+            peer=peer,
+            skip_when=skip_when,
+            ignore_failure=ignore_failure,
+        )
+        if runs_on != instance.name:
+            builder.last[instance.name] = builder.last[runs_on]
+
+
+def _check_op(template: NodeTemplate) -> Operation | None:
+    return implemented(template, "Install", "check")
+
+
+# ---------------------------------------------------------------------------- workflows
+
+
+def plan_deploy(
+    ensemble: Ensemble, instance_names: Sequence[str] = (), force: bool = False
+) -> Plan:
+    instances = planned_instances(ensemble)
+    deps = instance_graph(ensemble, instances)
+    wanted = graph.closure(deps, select(instances, instance_names)) if instance_names else set(deps)
+    builder = _Builder("deploy")
+    for name in graph.topological_order(deps):
+        if name not in wanted:
+            continue
+        instance = instances[name]
+        template = ensemble.topology.templates.get(instance.template)
+        if template is None:
+            builder.note(
+                name, f"skipped: its template {instance.template!r} is no longer in the spec"
+            )
+            continue
+        if instance.discovered and not force:
+            builder.note(name, "skipped: discovered, not managed by deploy")
+            continue
+        reason = _deploy_reason(instance, force)
+        if reason is None:
+            builder.note(name, "skipped: already ok")
+            continue
+        after = [builder.last[d] for d in deps[name] if d in builder.last]
+        skip_when = None
+        check = _check_op(template)
+        if instance.status == Status.unknown and check is not None and not force:
+            builder.add(name, template.name, check, CHECK, after)
+            skip_when = Status.ok
+        add_install_tasks(builder, ensemble, instance, instances, reason, after, skip_when)
+    new = {n: i for n, i in instances.items() if n not in ensemble.instances and n in builder.last}
+    return builder.plan(new, force=force)
+
+
+def is_removable(instance: Instance, destroy_discovered: bool = False) -> str | None:
+    """Why undeploy leaves an instance alone, or None when it should be removed."""
+    if instance.status == Status.absent or instance.state == NodeState.deleted:
+        return "skipped: already absent"
+    if instance.status == Status.pending and instance.state in (None, NodeState.initial):
+        return "skipped: never deployed"
+    if instance.discovered and not destroy_discovered:
+        return "skipped: discovered, not created by unfurl (use --destroy-discovered)"
+    if instance.protected:
+        return "skipped: protected"
+    return None
+
+
+def plan_undeploy(
+    ensemble: Ensemble,
+    instance_names: Sequence[str] = (),
+    destroy_discovered: bool = False,
+    ignore_failure: bool = False,
+) -> Plan:
+    instances = dict(ensemble.instances)
+    deps = instance_graph(ensemble, instances)
+    dependents = graph.reverse(deps)
+    wanted = set(select(instances, instance_names)) if instance_names else set(instances)
+    builder = _Builder("undeploy")
+    for name in reversed(graph.topological_order(deps)):
+        if name not in wanted:
+            continue
+        instance = instances[name]
+        why = is_removable(instance, destroy_discovered)
+        if why:
+            builder.note(name, why)
+            continue
+        template = ensemble.topology.templates.get(instance.template)
+        if template is None:
+            builder.note(
+                name, f"skipped: its template {instance.template!r} is no longer in the spec"
+            )
+            continue
+        after = [builder.last[d] for d in dependents.get(name, ()) if d in builder.last]
+        skip_when = None
+        check = _check_op(template)
+        if instance.status == Status.unknown and check is not None:
+            builder.add(name, template.name, check, CHECK, after)
+            skip_when = Status.absent
+        add_uninstall_tasks(
+            builder, ensemble, instance, instances, UNDEPLOY, after, skip_when, ignore_failure
+        )
+    return builder.plan({}, destroy_discovered=destroy_discovered)
+
+
+def plan_install_operation(
+    ensemble: Ensemble,
+    workflow: str,
+    interface: str,
+    operation: str,
+    reason: str,
+    instance_names: Sequence[str] = (),
+) -> Plan:
+    """check and discover: one Install operation per instance that has it, all in parallel."""
+    instances = planned_instances(ensemble)
+    wanted = set(select(instances, instance_names)) if instance_names else set(instances)
+    builder = _Builder(workflow)
+    for name, instance in instances.items():
+        if name not in wanted:
+            continue
+        template = ensemble.topology.templates.get(instance.template)
+        op = implemented(template, interface, operation) if template else None
+        if op is None or template is None:
+            builder.note(
+                name,
+                f"not {'checked' if operation == 'check' else 'discovered'}: "
+                f"no {operation} operation",
+            )
+            continue
+        builder.add(name, template.name, op, reason, ())
+    new = {n: i for n, i in instances.items() if n not in ensemble.instances and n in builder.last}
+    return builder.plan(new)
+
+
+def plan_check(ensemble: Ensemble, instance_names: Sequence[str] = ()) -> Plan:
+    return plan_install_operation(ensemble, "check", "Install", "check", CHECK, instance_names)
+
+
+def plan_discover(ensemble: Ensemble, instance_names: Sequence[str] = ()) -> Plan:
+    return plan_install_operation(
+        ensemble, "discover", "Install", "discover", DISCOVER, instance_names
+    )
+
+
+def plan_run(
+    ensemble: Ensemble,
+    instance_names: Sequence[str],
+    command: Sequence[str] = (),
+    operation: str | None = None,
+    inputs: dict[str, Any] | None = None,
+) -> Plan:
+    """An ad hoc command, or one named operation, on the selected instances."""
+    if not command and not operation:
+        raise PlanError("nothing to run", hint="give a command after `--`, or --operation NAME")
+    instances = planned_instances(ensemble)
+    chosen = select(instances, instance_names) if instance_names else list(ensemble.instances)
+    if not chosen:
+        raise PlanError("no instances to run on", hint="deploy first, or name one with --instance")
+    builder = _Builder("run")
+    for name in chosen:
+        instance = instances[name]
+        template = ensemble.topology.templates.get(instance.template)
+        if template is None:
+            raise PlanError(f"instance {name!r} has no template in the spec")
+        if operation:
+            op = template.operation(operation)
+            if op is None:
+                raise PlanError(
+                    f"instance {name!r} has no operation {operation!r}",
+                    hint="operations: "
+                    + ", ".join(f"{i}.{o}" for i, ops in template.interfaces.items() for o in ops)
+                    or "none",
+                )
+            if inputs:
+                op = Operation(
+                    op.interface,
+                    op.name,
+                    op.implementation,
+                    {**op.inputs, **inputs},
+                    op.retry,
+                    op.timeout,
+                )
+        else:
+            argv = list(command)
+            shell_command: Any = argv[0] if len(argv) == 1 else argv
+            op = Operation("Install", "run", Implementation("Shell"), {"command": shell_command})
+        builder.add(name, template.name, op, RUN, ())
+    return builder.plan({})
+
+
+def plan_workflow(ensemble: Ensemble, workflow: str, **options: Any) -> Plan:
+    planners = {
+        "deploy": plan_deploy,
+        "undeploy": plan_undeploy,
+        "check": plan_check,
+        "discover": plan_discover,
+        "run": plan_run,
+    }
+    if workflow not in planners:
+        raise PlanError(
+            f"unknown workflow {workflow!r}", hint="choose one of: " + ", ".join(planners)
+        )
+    return planners[workflow](ensemble, **options)  # type: ignore[operator]

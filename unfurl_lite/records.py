@@ -1,0 +1,350 @@
+"""The records a job leaves, in Unfurl's formats: status in ensemble.yaml, jobs.tsv,
+``jobs/job<time>-<id>.yaml`` for every job and ``changes/job<time>-<id>.yaml`` for jobs
+that changed something. Every write is atomic; nothing here decides anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ruamel.yaml.comments import CommentedMap
+
+from unfurl_lite import changeid, yamlio
+from unfurl_lite.expr import REDACTED, Sensitive, redact
+from unfurl_lite.model import Instance, Status
+
+if TYPE_CHECKING:
+    from unfurl_lite.job import JobResult, TaskRun
+
+JOBS_DIR = "jobs"
+CHANGES_DIR = "changes"
+
+
+# ------------------------------------------------------------------------------- digests
+
+
+def _digest_parts(value: Any) -> Iterator[str]:
+    if isinstance(value, Sensitive):
+        yield REDACTED
+    elif isinstance(value, Mapping):
+        for key in sorted(value, key=str):
+            yield str(key)
+            yield from _digest_parts(value[key])
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _digest_parts(item)
+    elif isinstance(value, str):
+        yield value
+    else:
+        yield json.dumps(value, sort_keys=True, default=str)
+
+
+def digest(values: Iterable[Any]) -> str:
+    """SHA1 over the values as Unfurl computes its digestValue (strings hash as themselves)."""
+    sha = hashlib.sha1()
+    for value in values:
+        for part in _digest_parts(value):
+            sha.update(part.encode("utf-8"))
+    return sha.hexdigest()
+
+
+def input_digest(inputs: Mapping[str, Any]) -> tuple[str, str]:
+    """(digestKeys, digestValue) of an operation's inputs; secrets do not take part."""
+    keys = [k for k, v in inputs.items() if not isinstance(v, Sensitive)]
+    return ",".join(keys), (digest(inputs[k] for k in keys) if keys else "")
+
+
+def spec_digest(spec: Mapping[str, Any]) -> str:
+    return hashlib.sha1(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()
+
+
+# ------------------------------------------------------------------------------ jobs.tsv
+
+
+def tsv_line(fields: list[tuple[str, Any]], change_id: str) -> str:
+    cells = [change_id]
+    for key, value in fields:
+        text = "" if value is None else str(value)
+        cells.append(f"{key}={text.replace(chr(9), ' ').replace(chr(10), ' ')}")
+    return "\t".join(cells) + "\n"
+
+
+def parse_tsv_line(line: str) -> dict[str, str]:
+    cells = line.rstrip("\n").split("\t")
+    record = {"changeId": cells[0]}
+    for cell in cells[1:]:
+        key, _, value = cell.partition("=")
+        record[key] = value
+    return record
+
+
+def read_jobs_tsv(path: Path) -> Iterator[dict[str, str]]:
+    """Stream jobs.tsv records; a torn last line (a crash mid-write) is skipped."""
+    if not path.exists():
+        return
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            if not line.endswith("\n") or not line.startswith("A"):
+                continue
+            yield parse_tsv_line(line)
+
+
+def last_job_id(path: Path) -> str | None:
+    last = None
+    for record in read_jobs_tsv(path):
+        if record["changeId"].endswith("0000"):
+            last = record["changeId"]
+    return last
+
+
+# ------------------------------------------------------------------------------- status
+
+
+def readystate_record(instance: Instance, effective: Status | None) -> CommentedMap:
+    ready = CommentedMap()
+    ready["local"] = str(instance.status)
+    if instance.state is not None:
+        ready["state"] = str(instance.state)
+    if effective is not None and effective != instance.status:
+        ready["effective"] = str(effective)
+    return ready
+
+
+def instance_record(
+    instance: Instance, effective: Status | None, existing: Any, secrets: set[str]
+) -> CommentedMap:
+    """The instance's status entry, updating ``existing`` in place to keep its comments."""
+    record = existing if isinstance(existing, CommentedMap) else CommentedMap()
+    values: list[tuple[str, Any]] = [
+        ("template", instance.template),
+        ("priority", str(instance.priority)),
+        ("readyState", readystate_record(instance, effective)),
+        ("lastStateChange", instance.last_state_change),
+        ("lastConfigChange", instance.last_config_change),
+        ("created", instance.created),
+        ("protected", instance.protected or None),
+        ("attributes", redact(instance.attributes, secrets) if instance.attributes else None),
+    ]
+    for key, value in values:
+        if value is None:
+            record.pop(key, None)
+        else:
+            record[key] = value
+    for key, value in instance.extra.items():
+        record.setdefault(key, value)
+    return record
+
+
+def update_status(
+    document: Any,
+    instances: Mapping[str, Instance],
+    effective: Mapping[str, Status],
+    last_job: Mapping[str, Any],
+    jobs_log: str,
+    secrets: set[str],
+) -> None:
+    """Write instances' status and lastJob into the round-trip document."""
+    status = document.get("status")
+    if not isinstance(status, CommentedMap):
+        status = CommentedMap()
+        document["status"] = status
+    status.setdefault("inputs", CommentedMap())
+    status.setdefault("outputs", CommentedMap())
+    recorded = status.get("instances")
+    if not isinstance(recorded, CommentedMap):
+        recorded = CommentedMap()
+        status["instances"] = recorded
+    for name, instance in instances.items():
+        recorded[name] = instance_record(instance, effective.get(name), recorded.get(name), secrets)
+    document["lastJob"] = _to_commented(redact(dict(last_job), secrets))
+    document["jobsLog"] = jobs_log
+
+
+def _to_commented(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        mapping = CommentedMap()
+        for k, v in value.items():
+            mapping[k] = _to_commented(v)
+        return mapping
+    if isinstance(value, list):
+        return [_to_commented(v) for v in value]
+    return value
+
+
+# --------------------------------------------------------------------------- job files
+
+
+@dataclass
+class JobFiles:
+    """Relative paths of what one job writes, for the commit."""
+
+    ensemble: Path
+    jobs_tsv: Path
+    job_file: Path
+    changes_file: Path | None = None
+    extra: list[Path] = field(default_factory=list)
+
+    def all(self) -> list[Path]:
+        paths = [self.ensemble, self.jobs_tsv, self.job_file]
+        if self.changes_file is not None:
+            paths.append(self.changes_file)
+        return paths + self.extra
+
+
+def job_file_name(start_label: str, job_prefix: str) -> str:
+    return f"job{start_label}-{job_prefix}.yaml"
+
+
+def write_job_yaml(
+    path: Path, manifest: str, changes: list[Mapping[str, Any]], secrets: set[str]
+) -> None:
+    body = CommentedMap()
+    body["manifest"] = manifest
+    body["changes"] = [_to_commented(redact(dict(c), secrets)) for c in changes]
+    yamlio.atomic_write(path, yamlio.dump(body))
+
+
+def append_tsv(path: Path, lines: list[str], secrets: set[str]) -> None:
+    from unfurl_lite.expr import redact_text
+
+    yamlio.atomic_append(path, "".join(redact_text(line, secrets) for line in lines))
+
+
+def save_ensemble(path: Path, document: Any) -> None:
+    """Status and lastJob were redacted as they went in; the spec is the user's own text."""
+    yamlio.atomic_write(path, yamlio.dump(document))
+
+
+# ------------------------------------------------------------------ entries of one job
+
+
+def job_entry(
+    result: JobResult,
+    options: Mapping[str, Any],
+    spec_digest_value: str,
+    changelog: str | None,
+) -> dict[str, Any]:
+    """The job's own record, as lastJob, the first change and jobs.tsv's job line show it."""
+    entry: dict[str, Any] = {
+        "changeId": result.job_id,
+        "startTime": changeid.timestamp(result.started_at),
+        "endTime": changeid.timestamp(result.ended_at),
+    }
+    if result.previous_id:
+        entry["previousId"] = result.previous_id
+    entry.update(
+        workflow=result.workflow,
+        options=dict(options),
+        summary=result.summary,
+        startCommit=result.start_commit or "",
+        specDigest=spec_digest_value,
+        readyState={"local": str(result.status)},
+    )
+    if str(result.state) in ("cancelled", "cancelling"):
+        entry["state"] = str(result.state)
+    if changelog:
+        entry["changelog"] = changelog
+    return entry
+
+
+def task_entry(
+    run: TaskRun, instance: Instance | None, type_name: str, detailed: bool
+) -> dict[str, Any]:
+    task = run.task
+    op = task.operation
+    digest_keys, digest_value = input_digest(_digestable(run.inputs))
+    status = str(instance.status) if instance else "unknown"
+    entry: dict[str, Any] = {
+        "changeId": run.change_id,
+        "target": f"::{task.target}",
+        "priority": str(instance.priority) if instance else "required",
+        "readyState": {"local": status},
+        "implementation": {
+            "operation": task.name,
+            "className": op.implementation.unfurl_class_name if op and op.implementation else "",
+        },
+        "reason": task.reason,
+        "inputs": _digestable(run.inputs),
+        "digestKeys": digest_keys,
+        "digestValue": digest_value,
+        "digestPut": "",
+        "summary": task_summary(
+            run, type_name, status, str(instance.priority) if instance else "required"
+        ),
+    }
+    if run.previous_id:
+        entry["previousId"] = run.previous_id
+    if detailed:
+        entry["status"] = str(run.status) if run.status else None
+        entry["state"] = str(run.state)
+        entry["attempts"] = run.attempts
+        entry["worker"] = run.worker
+        if task.source:
+            entry["source"] = f"::{task.source}"
+        if task.peer:
+            entry["relationshipTarget"] = f"::{task.peer}"
+        if run.result is not None:
+            if run.result.outputs:
+                entry["outputs"] = run.result.outputs
+            if run.result.attributes:
+                entry["attributes"] = run.result.attributes
+        if run.message:
+            entry["message"] = run.message
+    return entry
+
+
+def _digestable(inputs: Mapping[str, Any]) -> dict[str, Any]:
+    from unfurl_lite.context import POST_INPUTS
+
+    return {k: v for k, v in inputs.items() if k not in POST_INPUTS}
+
+
+def task_summary(run: TaskRun, type_name: str, status: str, priority: str) -> str:
+    task = run.task
+    op = task.operation
+    impl = op.implementation.unfurl_class_name if op and op.implementation else "none"
+    return (
+        f"{task.name} on instance {task.target} (type {type_name}, status {status}) "
+        f"using configurator for {task.reason}: {op.qualified_name if op else task.name} ({impl}), "
+        f"priority: {priority}, reason: {task.reason}"
+    )
+
+
+def job_tsv_line(entry: Mapping[str, Any]) -> str:
+    fields: list[tuple[str, Any]] = []
+    if entry.get("previousId"):
+        fields.append(("previousId", entry["previousId"]))
+    fields += [
+        ("status", entry["readyState"]["local"]),
+        ("startTime", entry["startTime"]),
+        ("specDigest", entry["specDigest"]),
+        ("startCommit", entry["startCommit"]),
+        ("summary", entry["summary"]),
+    ]
+    if entry.get("changelog"):
+        fields.append(("changelog", entry["changelog"]))
+    return tsv_line(fields, entry["changeId"])
+
+
+def task_tsv_line(entry: Mapping[str, Any], run: TaskRun) -> str:
+    status = (
+        "ok" if run.state.value == "succeeded" else (str(run.status) if run.status else "error")
+    )
+    return tsv_line(
+        [
+            ("previousId", entry.get("previousId", "")),
+            ("status", status),
+            ("target", entry["target"]),
+            ("operation", entry["implementation"]["operation"]),
+            ("digestKeys", entry["digestKeys"]),
+            ("digestValue", entry["digestValue"]),
+            ("digestPut", entry["digestPut"]),
+            ("summary", entry["summary"]),
+        ],
+        entry["changeId"],
+    )

@@ -1,0 +1,2 @@
+def check(doc, file):
+    return []
