@@ -60,6 +60,15 @@ class LazyGroup(click.Group):
         command: click.Command = getattr(importlib.import_module(module_name), attribute)
         return command
 
+    def invoke(self, ctx: click.Context) -> Any:
+        from unfurl_lite.errors import UnfurlLiteError
+
+        try:
+            return super().invoke(ctx)
+        except UnfurlLiteError as exc:
+            click.echo(_error_text(exc), err=True)
+            ctx.exit(exc.exit_code)
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, help_text) for name, (_, help_text) in sorted(COMMANDS.items())]
         with formatter.section("Commands"):
