@@ -85,18 +85,27 @@ def invoke(project: Project, monkeypatch: pytest.MonkeyPatch) -> Invoke:
 
     def run(*args: str, input: str | None = None) -> Result:
         runner = CliRunner()
-        return runner.invoke(cli, list(args), input=input, catch_exceptions=False,
-                             prog_name="unfurl")
+        return runner.invoke(
+            cli, list(args), input=input, catch_exceptions=False, prog_name="unfurl"
+        )
 
     return run
 
 
-def run_unfurl(cwd: Path, *args: str, timeout: float = 120, env: dict | None = None,
-               ) -> subprocess.CompletedProcess[str]:
+def run_unfurl(
+    cwd: Path,
+    *args: str,
+    timeout: float = 120,
+    env: dict | None = None,
+) -> subprocess.CompletedProcess[str]:
     """Run ``python -m unfurl_lite`` as a separate process (exit codes, signals, stdin)."""
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "unfurl_lite", *args],
-        cwd=cwd, capture_output=True, text=True, timeout=timeout, env=full_env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=full_env,
         stdin=subprocess.DEVNULL,
     )

@@ -265,7 +265,7 @@ class _Scheduler:
         if failed_dep is not None:
             dep = self.runs[failed_dep].task
             return self.complete(
-                run, TaskState.blocked, f"blocked: {dep.name} on {dep.target} did not succeed"
+                run, TaskState.blocked, f"{dep.name} on {dep.target} did not succeed"
             )
         instance = self.instances[task.target]
         if task.skip_when is not None and instance.status == task.skip_when:

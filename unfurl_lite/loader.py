@@ -13,6 +13,7 @@ from typing import Any
 from unfurl_lite import merge, validate, yamlio
 from unfurl_lite.errors import InputError, Problem
 from unfurl_lite.model import (
+    OPERATION_KINDS,
     Implementation,
     Instance,
     Interfaces,
@@ -305,7 +306,11 @@ def _operation(
     if implementation is None:
         impl = None
     elif isinstance(implementation, str):
-        impl = Implementation("Shell", primary=implementation)
+        impl = (
+            Implementation(implementation)
+            if implementation in OPERATION_KINDS
+            else Implementation("Shell", primary=implementation)
+        )
     else:
         impl = Implementation(
             implementation.get("className") or "Shell", primary=implementation.get("primary")
