@@ -289,12 +289,13 @@ def test_attributes_from_result_template_are_visible_to_later_tasks(project, inv
                 configure:
                   implementation: Shell
                   inputs:
-                    command: "echo {{ {'get_attribute': ['db', 'port']} and '' }}port={{ SELF.name }} > out"
+                    command: {concat: ["echo ", {get_attribute: [db, port]}, " > out"]}
 """)
     )
     result = invoke("deploy", "--approve")
     assert result.exit_code == 0, result.output
     assert project.status()["db"]["attributes"]["port"] == 5432
+    assert (project.root / "out").read_text().strip() == "5432"
 
 
 def test_lazy_inputs_see_attributes_and_tosca_functions(project, invoke):
