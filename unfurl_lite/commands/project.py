@@ -43,8 +43,13 @@ GITIGNORE = "jobs/*.log\ntosca_repositories\n"
 
 @click.command()
 @click.argument("directory", required=False, type=click.Path(file_okay=False), default=".")
-def init(directory: str) -> None:
+@click.option("--from", "source", type=click.Path(exists=True, file_okay=False),
+              help="Copy this project directory (e.g. examples/three-tier) instead of the "
+                   "built-in example.")
+def init(directory: str, source: str | None) -> None:
     """Create DIRECTORY (default: here) as a git repo with an example ensemble."""
+    import shutil
+
     from unfurl_lite.errors import UnfurlLiteError
     from unfurl_lite.repo import find_repo, init_repo
 
@@ -52,14 +57,20 @@ def init(directory: str) -> None:
     ensemble = root / "ensemble.yaml"
     if ensemble.exists():
         raise UnfurlLiteError(f"{ensemble} already exists", hint="choose an empty directory")
+    if source and not (Path(source) / "ensemble.yaml").exists():
+        raise UnfurlLiteError(f"{source} has no ensemble.yaml", hint="name an example directory")
     root.mkdir(parents=True, exist_ok=True)
     repo = find_repo(root) or init_repo(root)
-    ensemble.write_text(EXAMPLE_ENSEMBLE)
+    if source:
+        shutil.copytree(source, root, dirs_exist_ok=True)
+    else:
+        ensemble.write_text(EXAMPLE_ENSEMBLE)
     gitignore = root / ".gitignore"
     if not gitignore.exists():
         gitignore.write_text(GITIGNORE)
     try:
-        repo.commit([ensemble, gitignore], "Create ensemble")
+        added = [p for p in root.rglob("*") if p.is_file() and ".git" not in p.parts]
+        repo.commit(added, "Create ensemble")
         committed = "and committed "
     except UnfurlLiteError as exc:
         committed = f"(not committed: {exc.message}) "
