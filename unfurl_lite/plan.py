@@ -352,6 +352,7 @@ def add_install_tasks(
         resume_from_state
         and reason in (ADD, REPAIR)
         and instance.state not in (None, NodeState.error)
+        and instance.status != Status.absent
     ):
         reached = _progress_index(instance.state)
         ops = [
