@@ -355,11 +355,14 @@ def add_install_tasks(
         and instance.status != Status.absent
     ):
         reached = _progress_index(instance.state)
-        ops = [
+        remaining = [
             o
             for o in ops
             if o[1] is None or o[1].done is None or _progress_index(o[1].done) > reached
         ]
+        # nothing left past the state it reached: only re-running its lifecycle can repair it
+        if any(o[1] is not None and o[1].done is not None for o in remaining):
+            ops = remaining
     deps = list(after)
     if not ops:
         builder.add(
