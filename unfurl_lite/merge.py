@@ -1,5 +1,0 @@
-import copy
-
-
-def expand(doc, file, root):
-    return copy.deepcopy(doc)
