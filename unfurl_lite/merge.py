@@ -22,6 +22,7 @@ from unfurl_lite.errors import InputError, Problem
 STRATEGY_KEY = "+%"
 ANCHOR_KEY = "+&"
 _ORIGIN = "_unfurl_lite_origin"  # container attribute: {key or index or None: file}
+_MERGED = "_unfurl_lite_merged"  # map attribute: {key: [Definition, ...]} for merged keys
 _DIRECTIVE = re.compile(r"^\+(?P<maybe>\?)?(?:(?P<include>include[\w-]*)|(?P<ref>.*))$")
 _FIRST = re.compile(r"^(?:\*(?P<anchor>[^/.]+))?(?P<dots>\.*)$")
 _DROP = object()
@@ -54,6 +55,29 @@ def source_file(node: Any, key: Any = None) -> str | None:
     if key is not None and key in origin:
         return str(origin[key])
     return origin.get(None)
+
+
+@dataclass(frozen=True)
+class Definition:
+    """One of several mappings that were merged under the same key."""
+
+    file: str | None
+    line: int | None
+    value: Any
+
+
+def merged_from(node: Any, key: Any) -> list[Definition]:
+    """Every mapping merged into ``node[key]``, in merge order; empty if it had one source.
+
+    Validation uses it to tell a deliberate override from two files both defining a name.
+    """
+    return list(getattr(node, _MERGED, {}).get(key, []))
+
+
+def _definitions(node: Any, key: Any) -> list[Definition]:
+    return merged_from(node, key) or [
+        Definition(source_file(node, key), yamlio.location(node, key)[0], node[key])
+    ]
 
 
 def format_path(path: Path_ | list[Any]) -> str:
@@ -402,9 +426,21 @@ def merge_maps(base: Any, override: Any) -> CommentedMap:
             continue
         old = base.get(key) if key in base else _DROP
         new = _merge_value(old, value)
+        if isinstance(old, dict) and isinstance(new, dict):
+            _note_merge(out, key, _definitions(base, key) + _definitions(override, key))
         if new is not _DROP:
             _put(out, key, new, override, key, None)
+    for key in out:
+        if not merged_from(out, key):
+            _note_merge(out, key, merged_from(override, key) or merged_from(base, key))
     return out
+
+
+def _note_merge(node: Any, key: Any, definitions: list[Definition]) -> None:
+    if definitions:
+        merged = getattr(node, _MERGED, None) or {}
+        merged[key] = definitions
+        setattr(node, _MERGED, merged)
 
 
 def _merge_value(old: Any, new: Any) -> Any:
