@@ -44,7 +44,7 @@ def expand_error(root: Path, text: str) -> InputError:
 
 def test_include_string_merges_and_own_keys_win(project: Path) -> None:
     write(project, "base.yaml", "a: 1\nb: {x: 1, y: 2}\n")
-    doc, merged = expand(project, """\
+    _, merged = expand(project, """\
         top:
           +include: base.yaml
           b: {y: 3}

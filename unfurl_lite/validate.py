@@ -15,7 +15,7 @@ from importlib import resources
 from typing import Any
 
 import jsonschema
-from jsonschema.exceptions import ValidationError, best_match
+from jsonschema.exceptions import ValidationError, relevance
 
 from unfurl_lite import merge, yamlio
 from unfurl_lite.errors import Problem
@@ -72,7 +72,7 @@ def locate(doc: Any, path: tuple[Any, ...] | list[Any], file: str) -> tuple[str,
     """(file, line, column) of a path in the merged document, down to the deepest known node."""
     node, container, key = doc, None, None
     for part in path:
-        if isinstance(node, dict) and part in node or (
+        if (isinstance(node, dict) and part in node) or (
             isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
         ):
             container, key, node = node, part, node[part]
@@ -111,28 +111,37 @@ def schema_problems(doc: Any, file: str) -> Iterator[Problem]:
     plain = yamlio.to_plain(doc)
     seen: set[tuple[str | None, str]] = set()
     for error in _validator().iter_errors(plain):
-        for problem in _explain(doc, file, _deepest(error)):
+        for problem in (p for leaf in _leaves(error) for p in _explain(doc, file, leaf)):
             if (problem.path, problem.message) not in seen:
                 seen.add((problem.path, problem.message))
                 yield problem
 
 
-def _deepest(error: ValidationError) -> ValidationError:
-    """For anyOf/oneOf, the branch error that best says what is wrong, not "no branch fit"."""
-    while error.context:
-        best = best_match(error.context)
-        if best is None or list(best.absolute_path) == list(error.absolute_path) and (
-            best.validator == "type"
-        ):
-            break
-        error = best
-    return error
+def _leaves(error: ValidationError) -> list[ValidationError]:
+    """For anyOf/oneOf, the errors of the branch that fits best, not "no branch fit".
+
+    Branches whose type does not even match the value are ignored: a mapping with a typo
+    should hear about the typo, not that it is not a string. All errors of the chosen
+    branch are kept, so two bad operations in one interface are both reported.
+    """
+    if not error.context:
+        return [error]
+    depth = len(error.absolute_path)
+    relevant = [
+        e for e in error.context if not (e.validator == "type" and len(e.absolute_path) == depth)
+    ]
+    if not relevant:
+        return [error]
+    branch = max(relevant, key=relevance).relative_schema_path[0]
+    chosen = [e for e in relevant if e.relative_schema_path[0] == branch]
+    return [leaf for e in chosen for leaf in _leaves(e)]
 
 
 def _explain(doc: Any, file: str, error: ValidationError) -> Iterator[Problem]:
     path = list(error.absolute_path)
+    schema: Any = error.schema
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-        allowed = error.schema.get("properties", {})
+        allowed = schema.get("properties", {})
         for key in error.instance:
             if key not in allowed:
                 hint = did_you_mean(key, allowed) or f"allowed keys: {', '.join(allowed)}"
@@ -142,26 +151,35 @@ def _explain(doc: Any, file: str, error: ValidationError) -> Iterator[Problem]:
 
 
 def _message(error: ValidationError) -> str:
-    value = error.instance
+    value: Any = error.instance
+    expected: Any = error.validator_value
     if error.validator == "type":
-        expected = error.validator_value
         expected = " or ".join(expected) if isinstance(expected, list) else expected
         return f"expected {_article(expected)}, got {_kind(value)} {_short(value)}"
     if error.validator == "required":
-        missing = [k for k in error.validator_value if k not in _mapping(value)]
+        missing = [k for k in expected if k not in _mapping(value)]
         return f"missing required key{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
     if error.validator == "enum":
-        return f"{_short(value)} is not one of {', '.join(map(str, error.validator_value))}"
+        return f"{_short(value)} is not one of {', '.join(map(str, expected))}"
     if error.validator == "pattern":
         return f"{_short(value)} does not look like a changeId"
     if error.validator in ("minProperties", "maxProperties"):
         return "a requirement must be a mapping with exactly one key (its name)"
+    if error.validator in ("anyOf", "oneOf") and error.context:
+        types: list[Any] = [e.validator_value for e in error.context if e.validator == "type"]
+        names = [t for group in types for t in (group if isinstance(group, list) else [group])]
+        if names:
+            wanted = " or ".join(dict.fromkeys(map(str, names)))
+            return f"expected {_article(wanted)}, got {_kind(value)} {_short(value)}"
     return error.message
 
 
 def _hint(error: ValidationError) -> str | None:
+    if error.validator == "required" and list(error.absolute_path)[-1:] == ["implementation"]:
+        return "write `implementation: {className: Shell}` or a shell command string"
     if error.validator == "enum":
-        return did_you_mean(error.instance, error.validator_value)
+        choices: Any = error.validator_value
+        return did_you_mean(str(error.instance), choices)
     if error.validator in ("minProperties", "maxProperties"):
         return "write `- host: server` or `- host: {node: server, relationship: ...}`"
     if error.validator == "pattern":
@@ -247,8 +265,9 @@ def _unknown_type(
 def _type_cycles(doc: Any, file: str) -> Iterator[Problem]:
     for section in ("node_types", "relationship_types"):
         types = _get(doc, (*SERVICE, section))
-        parents = {n: [_mapping(b).get("derived_from")] for n, b in types.items()}
-        for cycle in find_cycles({n: [p for p in ps if p in types] for n, ps in parents.items()}):
+        parents = {n: _mapping(b).get("derived_from") for n, b in types.items()}
+        graph = {n: [p] if isinstance(p, str) and p in types else [] for n, p in parents.items()}
+        for cycle in find_cycles(graph):
             yield problem_at(doc, (*SERVICE, section, cycle[0], "derived_from"), file,
                              f"derived_from cycle: {' -> '.join(cycle)}",
                              "a type cannot be its own ancestor")
