@@ -67,6 +67,7 @@ def test_reference_status_and_changes_fit_their_sections() -> None:
 def test_realistic_unfurl_ensemble_is_accepted(tmp_path: Path) -> None:
     problems = problems_in(tmp_path, """\
         metadata: {uri: "git-local://abc:ensemble/ensemble.yaml"}
+        user_notes: [top-level keys are the user's, as in Unfurl]
         environment: {variables: {FOO: bar}}
         spec:
           inputs: {domain: example.com}
