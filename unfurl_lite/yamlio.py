@@ -10,6 +10,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.constructor import DuplicateKeyError
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from unfurl_lite.errors import InputError, Problem
@@ -31,13 +32,17 @@ def parse(text: str, filename: str) -> Any:
         return _round_trip().load(text)
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
+        duplicate = isinstance(exc, DuplicateKeyError)
         raise InputError(
             Problem(
-                f"YAML syntax error: {exc.problem or exc.context}",
+                f"{'duplicate key' if duplicate else 'YAML syntax error'}: "
+                f"{exc.problem or exc.context}",
                 file=filename,
                 line=mark.line + 1 if mark else None,
                 column=mark.column + 1 if mark else None,
-                hint="fix the YAML syntax at that line",
+                hint="each key may appear only once in a mapping: rename or remove one"
+                if duplicate
+                else "fix the YAML syntax at that line",
             )
         ) from None
     except YAMLError as exc:

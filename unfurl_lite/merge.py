@@ -1,0 +1,477 @@
+"""Unfurl's merge directives: ``+include``, ``+/pointer``, ``+..``, ``+*anchor``, ``+%``.
+
+:func:`expand` builds a new document and never touches the one it is given, because jobs
+save the user's round-trip document back with its directives intact. Every container in
+the result keeps ruamel line info and remembers which file each key came from
+(:func:`source_file`), so an error inside included content names the included file.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+from unfurl_lite import yamlio
+from unfurl_lite.errors import InputError, Problem
+
+STRATEGY_KEY = "+%"
+ANCHOR_KEY = "+&"
+_ORIGIN = "_unfurl_lite_origin"  # container attribute: {key or index or None: file}
+_MERGED = "_unfurl_lite_merged"  # map attribute: {key: [Definition, ...]} for merged keys
+_DIRECTIVE = re.compile(r"^\+(?P<maybe>\?)?(?:(?P<include>include[\w-]*)|(?P<ref>.*))$")
+_FIRST = re.compile(r"^(?:\*(?P<anchor>[^/.]+))?(?P<dots>\.*)$")
+_DROP = object()
+
+Path_ = tuple[str | int, ...]
+
+
+def expand(doc: Any, file: Path, project_root: Path) -> CommentedMap:
+    """Return a new document with every merge directive applied.
+
+    Raises InputError listing every directive that could not be applied.
+    """
+    ctx = _Context(root=doc, main_file=str(file), project_root=project_root.resolve())
+    ctx.includes = (file.resolve(),)
+    _collect_anchors(doc, str(file), ctx.anchors)
+    result = _expand(doc, (), str(file), ctx)
+    if ctx.problems:
+        raise InputError(ctx.problems, summary=f"{Path(file).name}: merge directives failed")
+    if not isinstance(result, CommentedMap):
+        result = _new_map(doc if isinstance(doc, CommentedMap) else None, str(file))
+    result.pop(STRATEGY_KEY, None)
+    return result
+
+
+def source_file(node: Any, key: Any = None) -> str | None:
+    """The file a container (or one of its keys or items) was read from, if known."""
+    origin = getattr(node, _ORIGIN, None)
+    if not origin:
+        return None
+    if key is not None and key in origin:
+        return str(origin[key])
+    return origin.get(None)
+
+
+@dataclass(frozen=True)
+class Definition:
+    """One of several mappings that were merged under the same key."""
+
+    file: str | None
+    line: int | None
+    value: Any
+
+
+def merged_from(node: Any, key: Any) -> list[Definition]:
+    """Every mapping merged into ``node[key]``, in merge order; empty if it had one source.
+
+    Validation uses it to tell a deliberate override from two files both defining a name.
+    """
+    return list(getattr(node, _MERGED, {}).get(key, []))
+
+
+def _definitions(node: Any, key: Any) -> list[Definition]:
+    return merged_from(node, key) or [
+        Definition(source_file(node, key), yamlio.location(node, key)[0], node[key])
+    ]
+
+
+def format_path(path: Path_ | list[Any]) -> str:
+    """``spec.node_templates.app.requirements[0]``: how users see a place in the document."""
+    text = ""
+    for part in path:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text
+
+
+@dataclass
+class _Context:
+    root: Any
+    main_file: str
+    project_root: Path
+    anchors: dict[str, tuple[Any, str]] = field(default_factory=dict)
+    includes: tuple[Path, ...] = ()
+    resolving: tuple[int, ...] = ()
+    problems: list[Problem] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Directive:
+    key: str
+    maybe: bool
+    include: bool
+    anchor: str | None
+    up: int  # how many "." were written: 1 is the mapping itself, 2 its parent
+    pointer: tuple[str, ...]
+
+
+def parse_directive(key: Any) -> _Directive | None:
+    """Read a ``+...`` key; None when the key is ordinary data that happens to start with +."""
+    if not isinstance(key, str) or key in (STRATEGY_KEY, ANCHOR_KEY):
+        return None
+    match = _DIRECTIVE.match(key)
+    if not match:
+        return None
+    maybe = bool(match["maybe"])
+    if match["include"]:
+        return _Directive(key, maybe, True, None, 0, ())
+    first, *rest = match["ref"].split("/")
+    head = _FIRST.match(first)
+    if not head or (not first and not rest):
+        return None
+    pointer = tuple(p.replace("~1", "/").replace("~0", "~") for p in rest)
+    return _Directive(key, maybe, False, head["anchor"], len(head["dots"]), pointer)
+
+
+def _new_map(src: CommentedMap | None, file: str) -> CommentedMap:
+    out = CommentedMap()
+    if src is not None:
+        out.lc.line, out.lc.col = src.lc.line, src.lc.col
+    setattr(out, _ORIGIN, {None: file})
+    return out
+
+
+def _new_seq(src: CommentedSeq | None, file: str) -> CommentedSeq:
+    out = CommentedSeq()
+    if src is not None:
+        out.lc.line, out.lc.col = src.lc.line, src.lc.col
+    setattr(out, _ORIGIN, {None: file})
+    return out
+
+
+def _put(dst: Any, key: Any, value: Any, src: Any, src_key: Any, file: str | None) -> None:
+    """Store value under key, carrying over the position and file it was read from."""
+    if isinstance(dst, CommentedSeq):
+        dst.append(value)
+    else:
+        dst[key] = value
+    data = getattr(getattr(src, "lc", None), "data", None)
+    if data and src_key in data:
+        if dst.lc.data is None:
+            dst.lc.data = {}
+        dst.lc.data[key] = list(data[src_key])
+    origin = getattr(dst, _ORIGIN)
+    owner = source_file(src, src_key) if src is not None else None
+    origin[key] = owner or file
+
+
+def _expand(node: Any, path: Path_, file: str, ctx: _Context) -> Any:
+    if isinstance(node, dict):
+        return _expand_map(node, path, file, ctx)
+    if isinstance(node, list):
+        return _expand_seq(node, path, file, ctx)
+    return node
+
+
+def _expand_seq(seq: Any, path: Path_, file: str, ctx: _Context) -> CommentedSeq:
+    out = _new_seq(seq if isinstance(seq, CommentedSeq) else None, file)
+    for index, item in enumerate(seq):
+        value = _expand(item, (*path, len(out)), file, ctx)
+        value = _strategy_value(value)
+        if value is _DROP:
+            continue
+        if isinstance(item, dict) and isinstance(value, list) and _has_directive(item):
+            for sub_index, sub in enumerate(value):
+                _put(out, len(out), sub, value, sub_index, file)
+        else:
+            _put(out, len(out), value, seq, index, file)
+    return out
+
+
+def _has_directive(mapping: dict) -> bool:
+    return any(parse_directive(k) for k in mapping)
+
+
+def _expand_map(mapping: Any, path: Path_, file: str, ctx: _Context) -> Any:
+    src = mapping if isinstance(mapping, CommentedMap) else None
+    own = _new_map(src, file)
+    bases: list[Any] = []
+    for key, value in mapping.items():
+        if key == ANCHOR_KEY:
+            continue
+        directive = parse_directive(key)
+        if directive is None:
+            _put(own, key, _expand(value, (*path, key), file, ctx), mapping, key, file)
+            continue
+        for result in _apply(directive, value, mapping, path, file, ctx):
+            if isinstance(result, dict):
+                bases.append(result)
+            elif len(mapping) > 1 + (ANCHOR_KEY in mapping):
+                ctx.problems.append(
+                    _problem(
+                        f"{key} gives a {type(result).__name__}, which cannot merge with "
+                        "the other keys of this mapping",
+                        mapping, key, path, file,
+                        "a directive that yields a list or a value must be the mapping's only key",
+                    )
+                )
+            else:
+                return result
+    merged = _new_map(src, file)
+    for base in [*bases, own]:
+        merged = merge_maps(merged, base)
+    return merged
+
+
+def _apply(
+    directive: _Directive, value: Any, mapping: Any, path: Path_, file: str, ctx: _Context
+) -> Iterator[Any]:
+    if directive.include:
+        specs = value if isinstance(value, list) else [value]
+        for spec in specs:
+            included = _include(directive, spec, mapping, path, file, ctx)
+            if included is not None:
+                yield included
+        return
+    found = _resolve_reference(directive, mapping, path, file, ctx)
+    if found is not None:
+        yield found
+
+
+def _problem(
+    message: str, mapping: Any, key: Any, path: Path_, file: str, hint: str
+) -> Problem:
+    line, column = yamlio.location(mapping, key)
+    return Problem(message, file=file, line=line, column=column,
+                   path=format_path((*path, key)), hint=hint)
+
+
+# --- includes -------------------------------------------------------------------------
+
+
+def _include_target(spec: Any) -> tuple[str | None, str]:
+    """(file name, fragment pointer) from ``file.yaml#/a/b`` or ``{file: ...}``."""
+    if isinstance(spec, dict):
+        spec = spec.get("file")
+    if not isinstance(spec, str) or not spec.strip():
+        return None, ""
+    name, _, fragment = spec.partition("#")
+    return name, fragment
+
+
+def _include(
+    directive: _Directive, spec: Any, mapping: Any, path: Path_, file: str, ctx: _Context
+) -> Any:
+    def fail(message: str, hint: str) -> None:
+        ctx.problems.append(_problem(message, mapping, directive.key, path, file, hint))
+
+    name, fragment = _include_target(spec)
+    if name is None:
+        fail("include needs a file name", "write `+include: other.yaml` or `{file: other.yaml}`")
+        return None
+    if isinstance(spec, dict) and spec.get("repository") not in (None, "self", "spec"):
+        fail(f"includes from repository {spec.get('repository')!r} are not supported",
+             "copy the file into the project and include it by path")
+        return None
+    target = (Path(file).parent / name).resolve()
+    if not target.is_relative_to(ctx.project_root):
+        fail(f"include {name!r} escapes the project directory {ctx.project_root}",
+             "includes must name files inside the project (no '..', absolute paths "
+             "or symlinks that lead outside it)")
+        return None
+    if target in ctx.includes:
+        chain = " -> ".join(p.name for p in (*ctx.includes, target))
+        fail(f"include cycle: {chain}", "remove one of the includes in the cycle")
+        return None
+    if not target.is_file():
+        if not directive.maybe:
+            fail(f"included file {name!r} not found",
+                 f"create {target} or write `+?include:` to make it optional")
+        return None
+    try:
+        loaded = yamlio.load_file(target)
+    except InputError as exc:
+        ctx.problems.extend(exc.problems)
+        return None
+    _collect_anchors(loaded, str(target), ctx.anchors)
+    if fragment:
+        loaded = _lookup(loaded, _split_pointer(fragment))
+        if loaded is None:
+            fail(f"{fragment!r} not found in {name!r}", "check the path after '#'")
+            return None
+    outer = ctx.includes
+    ctx.includes = (*outer, target)
+    try:
+        return _expand(loaded, path, str(target), ctx)
+    finally:
+        ctx.includes = outer
+
+
+def _split_pointer(fragment: str) -> tuple[str, ...]:
+    return tuple(p.replace("~1", "/").replace("~0", "~") for p in fragment.strip("/").split("/"))
+
+
+# --- references -----------------------------------------------------------------------
+
+
+def _collect_anchors(node: Any, file: str, anchors: dict[str, tuple[Any, str]]) -> None:
+    """Index YAML anchors (``&name``) and Unfurl's merge anchors (``+&: name``)."""
+    if isinstance(node, dict):
+        if isinstance(node.get(ANCHOR_KEY), str):
+            anchors.setdefault(node[ANCHOR_KEY], (node, file))
+        children = list(node.values())
+    elif isinstance(node, list):
+        children = list(node)
+    else:
+        return
+    anchor = getattr(node, "yaml_anchor", lambda: None)()
+    if anchor is not None and anchor.value:
+        anchors.setdefault(anchor.value, (node, file))
+    for child in children:
+        _collect_anchors(child, file, anchors)
+
+
+def _lookup(node: Any, pointer: tuple[str | int, ...]) -> Any:
+    for segment in pointer:
+        if isinstance(node, list):
+            try:
+                node = node[int(segment)]
+            except (ValueError, IndexError):
+                return None
+        elif isinstance(node, dict) and segment in node:
+            node = node[segment]
+        else:
+            return None
+    return node
+
+
+def _resolve_reference(
+    directive: _Directive, mapping: Any, path: Path_, file: str, ctx: _Context
+) -> Any:
+    def fail(message: str, hint: str) -> None:
+        if not directive.maybe:
+            ctx.problems.append(_problem(message, mapping, directive.key, path, file, hint))
+
+    if directive.anchor is not None:
+        if directive.anchor not in ctx.anchors:
+            fail(f"anchor {directive.anchor!r} not found",
+                 "define it with `+&: name` in a mapping, or a YAML anchor `&name`")
+            return None
+        start, start_file = ctx.anchors[directive.anchor]
+        target_path: Path_ | None = None
+    else:
+        start, start_file = ctx.root, ctx.main_file
+        target_path = path[: len(path) - directive.up + 1] if directive.up else ()
+        if directive.up > len(path) + 1:
+            fail(f"{directive.key} goes above the top of the document", "use fewer '.'")
+            return None
+        start = _lookup(ctx.root, target_path)
+    found = _lookup(start, directive.pointer)
+    if found is None:
+        fail(f"{directive.key!r} does not point at anything in the document",
+             "check the path: segments are keys separated by '/', list items by index")
+        return None
+    if target_path is not None:
+        target_path = (*target_path, *directive.pointer)
+        if path[: len(target_path)] == target_path:
+            fail(f"{directive.key} refers to a mapping that contains it",
+                 "a directive cannot include its own ancestor")
+            return None
+    if id(found) in ctx.resolving:
+        fail(f"{directive.key} is part of a reference cycle", "break the cycle of references")
+        return None
+    outer = ctx.resolving
+    ctx.resolving = (*outer, id(found))
+    try:
+        return _expand(found, target_path if target_path is not None else path, start_file, ctx)
+    finally:
+        ctx.resolving = outer
+
+
+# --- merging --------------------------------------------------------------------------
+
+
+def _strategy_value(value: Any) -> Any:
+    """Apply a ``+%`` whiteout/nullout marker: _DROP, None, or the value without the marker."""
+    if not isinstance(value, dict) or STRATEGY_KEY not in value:
+        return value
+    strategy = value[STRATEGY_KEY]
+    if strategy == "whiteout":
+        return _DROP
+    if strategy == "nullout":
+        return None
+    stripped = _new_map(value if isinstance(value, CommentedMap) else None, "")
+    for key in value:
+        if key != STRATEGY_KEY:
+            _put(stripped, key, value[key], value, key, source_file(value))
+    getattr(stripped, _ORIGIN)[None] = source_file(value)
+    return stripped
+
+
+def merge_maps(base: Any, override: Any) -> CommentedMap:
+    """Recursively merge two expanded maps into a new one; the override's values win.
+
+    Lists are appended to (items already present are not repeated, single-key mapping
+    items merge by key), as Unfurl does, so an include can add requirements.
+    """
+    out = _new_map(override if isinstance(override, CommentedMap) else None,
+                   source_file(override) or source_file(base) or "")
+    if STRATEGY_KEY in override:
+        out[STRATEGY_KEY] = override[STRATEGY_KEY]
+    for key, value in base.items():
+        if key == STRATEGY_KEY or key in override:
+            continue
+        value = _strategy_value(value)
+        if value is not _DROP:
+            _put(out, key, value, base, key, None)
+    for key, value in override.items():
+        if key == STRATEGY_KEY:
+            continue
+        old = base.get(key) if key in base else _DROP
+        new = _merge_value(old, value)
+        if isinstance(old, dict) and isinstance(new, dict):
+            _note_merge(out, key, _definitions(base, key) + _definitions(override, key))
+        if new is not _DROP:
+            _put(out, key, new, override, key, None)
+    for key in out:
+        if not merged_from(out, key):
+            _note_merge(out, key, merged_from(override, key) or merged_from(base, key))
+    return out
+
+
+def _note_merge(node: Any, key: Any, definitions: list[Definition]) -> None:
+    if definitions:
+        merged = getattr(node, _MERGED, None) or {}
+        merged[key] = definitions
+        setattr(node, _MERGED, merged)
+
+
+def _merge_value(old: Any, new: Any) -> Any:
+    strategy = new.get(STRATEGY_KEY) if isinstance(new, dict) else None
+    if strategy in ("whiteout", "nullout"):
+        return _strategy_value(new)
+    if isinstance(old, dict) and isinstance(new, dict):
+        return merge_maps(old, new)
+    if isinstance(old, list) and isinstance(new, list):
+        return _merge_lists(old, new)
+    return _strategy_value(new)
+
+
+def _merge_lists(old: list, new: list) -> CommentedSeq:
+    out = _new_seq(new if isinstance(new, CommentedSeq) else None, source_file(new) or "")
+    for index, item in enumerate(old):
+        _put(out, index, item, old, index, None)
+    for index, item in enumerate(new):
+        slot = _single_key_slot(out, item)
+        if slot is not None:
+            out[slot] = merge_maps(out[slot], item)
+        elif item not in out:
+            _put(out, len(out), item, new, index, None)
+    return out
+
+
+def _single_key_slot(seq: list, item: Any) -> int | None:
+    if not isinstance(item, dict) or len(item) != 1:
+        return None
+    (key,) = item
+    for index, existing in enumerate(seq):
+        if isinstance(existing, dict) and len(existing) == 1 and key in existing:
+            return index
+    return None

@@ -1,0 +1,398 @@
+"""Is a merged ensemble something we can plan from? Every problem at once, located.
+
+Two layers: the JSON Schema says what shape each section has; the semantic checks then
+look across sections (requirement targets, types, cycles, operation names), which a
+schema cannot. Both report into :class:`Problem` so the user gets one list, in file order.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Iterator
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import jsonschema
+from jsonschema.exceptions import ValidationError, relevance
+
+from unfurl_lite import merge, yamlio
+from unfurl_lite.errors import Problem
+from unfurl_lite.model import INTERFACE_OPERATIONS, canonical_interface
+
+SERVICE = ("spec", "service_template")
+TOPOLOGY = (*SERVICE, "topology_template")
+
+_TOSCA_NODES = (
+    "Root", "Compute", "SoftwareComponent", "WebServer", "WebApplication", "DBMS",
+    "Database", "ObjectStorage", "BlockStorage", "Container.Runtime",
+    "Container.Application", "LoadBalancer", "network.Network", "network.Port",
+    "Storage.ObjectStorage", "Storage.BlockStorage", "Abstract.Compute",
+    "Abstract.Storage", "Abstract.Directory",
+)
+_UNFURL_NODES = (
+    "Installer", "Installation", "Default", "Generic", "Repository", "LocalRepository",
+    "CloudAccount", "CloudObject", "K8sCluster", "K8sNamespace", "K8sRawResource",
+    "K8sSecretResource", "DNSZone", "ContainerService", "ContainerHost", "ContainerImage",
+)
+_CLOUDIFY_NODES = (
+    "Root", "Compute", "WebServer", "ApplicationServer", "DBMS", "Database",
+    "ApplicationModule", "VirtualIP", "Port", "Network", "Subnet", "Router",
+    "SecurityGroup", "SoftwareComponent", "Tier", "Volume", "FileSystem", "ObjectStorage",
+    "LoadBalancer", "Container",
+)
+
+#: Node types every ensemble may use without defining them: TOSCA's, Unfurl's, Cloudify's.
+NORMATIVE_NODE_TYPES: frozenset[str] = frozenset(
+    [f"tosca.nodes.{n}" for n in _TOSCA_NODES]
+    + [f"tosca:{n}" for n in _TOSCA_NODES]
+    + list(_TOSCA_NODES)
+    + [f"unfurl.nodes.{n}" for n in _UNFURL_NODES]
+    + [f"cloudify.nodes.{n}" for n in _CLOUDIFY_NODES]
+)
+_NORMATIVE_PREFIXES = ("unfurl.nodes.Installer.",)
+_RESERVED_NAMESPACES = ("tosca.", "tosca:", "unfurl.", "cloudify.")
+_INTERFACE_KEYS = frozenset({"type", "description", "inputs", "metadata", "operations",
+                             "notifications"})
+
+
+def check(doc: Any, file: str) -> list[Problem]:
+    """Every problem in a merged ensemble document, sorted by file and line; [] if valid."""
+    problems = list(schema_problems(doc, file))
+    problems += semantic_problems(doc, file)
+    return sorted(problems, key=lambda p: (p.file or "", p.line or 0, p.column or 0))
+
+
+# --- locating -------------------------------------------------------------------------
+
+
+def locate(doc: Any, path: tuple[Any, ...] | list[Any], file: str) -> tuple[str, int | None,
+                                                                             int | None]:
+    """(file, line, column) of a path in the merged document, down to the deepest known node."""
+    node, container, key = doc, None, None
+    for part in path:
+        if (isinstance(node, dict) and part in node) or (
+            isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        ):
+            container, key, node = node, part, node[part]
+        else:
+            break
+    if container is None:
+        line, column = yamlio.location(node)
+        return merge.source_file(node) or file, line, column
+    line, column = yamlio.location(container, key)
+    return merge.source_file(container, key) or file, line, column
+
+
+def problem_at(
+    doc: Any, path: tuple[Any, ...] | list[Any], file: str, message: str, hint: str | None
+) -> Problem:
+    where, line, column = locate(doc, path, file)
+    return Problem(message, file=where, line=line, column=column,
+                   path=merge.format_path(list(path)) or None, hint=hint)
+
+
+def did_you_mean(word: str, choices: Any) -> str | None:
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
+    return f"did you mean {close[0]!r}?" if close else None
+
+
+# --- schema layer ---------------------------------------------------------------------
+
+
+@cache
+def _validator() -> jsonschema.Draft202012Validator:
+    text = resources.files("unfurl_lite").joinpath("schema/ensemble.schema.json").read_text()
+    return jsonschema.Draft202012Validator(json.loads(text))
+
+
+def schema_problems(doc: Any, file: str) -> Iterator[Problem]:
+    plain = yamlio.to_plain(doc)
+    seen: set[tuple[str | None, str]] = set()
+    for error in _validator().iter_errors(plain):
+        for problem in (p for leaf in _leaves(error) for p in _explain(doc, file, leaf)):
+            if (problem.path, problem.message) not in seen:
+                seen.add((problem.path, problem.message))
+                yield problem
+
+
+def _leaves(error: ValidationError) -> list[ValidationError]:
+    """For anyOf/oneOf, the errors of the branch that fits best, not "no branch fit".
+
+    Branches whose type does not even match the value are ignored: a mapping with a typo
+    should hear about the typo, not that it is not a string. All errors of the chosen
+    branch are kept, so two bad operations in one interface are both reported.
+    """
+    if not error.context:
+        return [error]
+    depth = len(error.absolute_path)
+    relevant = [
+        e for e in error.context if not (e.validator == "type" and len(e.absolute_path) == depth)
+    ]
+    if not relevant:
+        return [error]
+    branch = max(relevant, key=relevance).relative_schema_path[0]
+    chosen = [e for e in relevant if e.relative_schema_path[0] == branch]
+    return [leaf for e in chosen for leaf in _leaves(e)]
+
+
+def _explain(doc: Any, file: str, error: ValidationError) -> Iterator[Problem]:
+    path = list(error.absolute_path)
+    schema: Any = error.schema
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = schema.get("properties", {})
+        for key in error.instance:
+            if key not in allowed:
+                hint = did_you_mean(key, allowed) or f"allowed keys: {', '.join(allowed)}"
+                yield problem_at(doc, [*path, key], file, f"unknown key {key!r}", hint)
+        return
+    yield problem_at(doc, path, file, _message(error), _hint(error))
+
+
+def _message(error: ValidationError) -> str:
+    value: Any = error.instance
+    expected: Any = error.validator_value
+    if error.validator == "type":
+        expected = " or ".join(expected) if isinstance(expected, list) else expected
+        return f"expected {_article(expected)}, got {_kind(value)} {_short(value)}"
+    if error.validator == "required":
+        missing = [k for k in expected if k not in _mapping(value)]
+        return f"missing required key{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
+    if error.validator == "enum":
+        return f"{_short(value)} is not one of {', '.join(map(str, expected))}"
+    if error.validator == "pattern":
+        return f"{_short(value)} does not look like a changeId"
+    if error.validator in ("minProperties", "maxProperties"):
+        return "a requirement must be a mapping with exactly one key (its name)"
+    if error.validator in ("anyOf", "oneOf") and error.context:
+        types: list[Any] = [e.validator_value for e in error.context if e.validator == "type"]
+        names = [t for group in types for t in (group if isinstance(group, list) else [group])]
+        if names:
+            wanted = " or ".join(dict.fromkeys(map(str, names)))
+            return f"expected {_article(wanted)}, got {_kind(value)} {_short(value)}"
+    return error.message
+
+
+def _hint(error: ValidationError) -> str | None:
+    if error.validator == "required" and list(error.absolute_path)[-1:] == ["implementation"]:
+        return "write `implementation: {className: Shell}` or a shell command string"
+    if error.validator == "enum":
+        choices: Any = error.validator_value
+        return did_you_mean(str(error.instance), choices)
+    if error.validator in ("minProperties", "maxProperties"):
+        return "write `- host: server` or `- host: {node: server, relationship: ...}`"
+    if error.validator == "pattern":
+        return "changeIds are 'A' followed by 11 letters or digits"
+    return None
+
+
+def _article(name: str) -> str:
+    return f"an {name}" if name[:1] in "aeiou" else f"a {name}"
+
+
+def _kind(value: Any) -> str:
+    names = {dict: "mapping", list: "list", str: "string", bool: "boolean", type(None): "null",
+             int: "integer", float: "number"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _short(value: Any) -> str:
+    text = repr(value) if not isinstance(value, dict | list) else ""
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+# --- semantic layer -------------------------------------------------------------------
+
+
+def _mapping(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _get(doc: Any, path: tuple[Any, ...]) -> dict:
+    node = doc
+    for part in path:
+        node = _mapping(node).get(part)
+    return _mapping(node)
+
+
+def semantic_problems(doc: Any, file: str) -> list[Problem]:
+    problems: list[Problem] = []
+    for check_one in (_unknown_types, _type_cycles, _requirement_targets,
+                      _requirement_cycles, _unknown_operations, _duplicate_templates):
+        problems += check_one(doc, file)
+    return problems
+
+
+def _imports(doc: Any) -> bool:
+    return bool(_get(doc, SERVICE).get("imports"))
+
+
+def known_type(name: str, defined: Any, has_imports: bool) -> bool:
+    """Defined here, normative, or possibly from an import (outside reserved namespaces)."""
+    if name in defined or name in NORMATIVE_NODE_TYPES:
+        return True
+    if name.startswith(_NORMATIVE_PREFIXES):
+        return True
+    return has_imports and not name.startswith(_RESERVED_NAMESPACES)
+
+
+def _unknown_types(doc: Any, file: str) -> Iterator[Problem]:
+    defined = _get(doc, (*SERVICE, "node_types"))
+    imports = _imports(doc)
+    for name, body in _get(doc, (*TOPOLOGY, "node_templates")).items():
+        type_name = _mapping(body).get("type")
+        if isinstance(type_name, str) and not known_type(type_name, defined, imports):
+            yield _unknown_type(doc, file, (*TOPOLOGY, "node_templates", name, "type"),
+                                f"node template {name!r}", type_name, defined)
+    for name, body in defined.items():
+        parent = _mapping(body).get("derived_from")
+        if isinstance(parent, str) and not known_type(parent, defined, imports):
+            yield _unknown_type(doc, file, (*SERVICE, "node_types", name, "derived_from"),
+                                f"node type {name!r}", parent, defined)
+
+
+def _unknown_type(
+    doc: Any, file: str, path: tuple[Any, ...], owner: str, name: str, defined: Any
+) -> Problem:
+    hint = did_you_mean(name, [*defined, *NORMATIVE_NODE_TYPES]) or (
+        "define it under spec.service_template.node_types or use a normative type "
+        "such as tosca.nodes.Root"
+    )
+    return problem_at(doc, path, file, f"{owner} has unknown type {name!r}", hint)
+
+
+def _type_cycles(doc: Any, file: str) -> Iterator[Problem]:
+    for section in ("node_types", "relationship_types"):
+        types = _get(doc, (*SERVICE, section))
+        parents = {n: _mapping(b).get("derived_from") for n, b in types.items()}
+        graph = {n: [p] if isinstance(p, str) and p in types else [] for n, p in parents.items()}
+        for cycle in find_cycles(graph):
+            yield problem_at(doc, (*SERVICE, section, cycle[0], "derived_from"), file,
+                             f"derived_from cycle: {' -> '.join(cycle)}",
+                             "a type cannot be its own ancestor")
+
+
+def requirement_target(value: Any) -> str | None:
+    """The node a requirement names, in the short (``host: x``) or long form."""
+    if isinstance(value, str):
+        return value
+    node = _mapping(value).get("node")
+    return node if isinstance(node, str) else None
+
+
+def _requirements(body: Any) -> Iterator[tuple[int, str, str]]:
+    requirements = _mapping(body).get("requirements")
+    for index, item in enumerate(requirements if isinstance(requirements, list) else []):
+        if isinstance(item, dict) and len(item) == 1:
+            ((name, value),) = item.items()
+            target = requirement_target(value)
+            if target:
+                yield index, str(name), target
+
+
+def _requirement_targets(doc: Any, file: str) -> Iterator[Problem]:
+    templates = _get(doc, (*TOPOLOGY, "node_templates"))
+    types = _get(doc, (*SERVICE, "node_types"))
+    for name, body in templates.items():
+        for index, req, target in _requirements(body):
+            if target in templates or target in types or target in NORMATIVE_NODE_TYPES:
+                continue
+            hint = did_you_mean(target, templates) or (
+                f"node templates are: {', '.join(templates)}"
+            )
+            yield problem_at(
+                doc, (*TOPOLOGY, "node_templates", name, "requirements", index), file,
+                f"requirement {req!r} of {name!r} names unknown node template {target!r}", hint,
+            )
+
+
+def _requirement_cycles(doc: Any, file: str) -> Iterator[Problem]:
+    templates = _get(doc, (*TOPOLOGY, "node_templates"))
+    graph = {
+        name: [t for _, _, t in _requirements(body) if t in templates]
+        for name, body in templates.items()
+    }
+    for cycle in find_cycles(graph):
+        first = next(i for i, _, t in _requirements(templates[cycle[0]]) if t == cycle[1])
+        yield problem_at(
+            doc, (*TOPOLOGY, "node_templates", cycle[0], "requirements", first), file,
+            f"requirement cycle: {' -> '.join(cycle)}",
+            "templates cannot depend on each other in a loop; remove one requirement",
+        )
+
+
+def find_cycles(graph: dict[str, list[str]]) -> list[list[str]]:
+    """Each distinct cycle once, as ``[a, b, a]``, starting from its first node in graph order."""
+    order = {name: i for i, name in enumerate(graph)}
+    found: dict[tuple[str, ...], list[str]] = {}
+
+    def visit(node: str, trail: list[str]) -> None:
+        if node in trail:
+            loop = trail[trail.index(node):]
+            start = min(range(len(loop)), key=lambda i: order.get(loop[i], 0))
+            loop = loop[start:] + loop[:start]
+            found.setdefault(tuple(loop), [*loop, loop[0]])
+            return
+        if node in done:
+            return
+        for child in graph.get(node, []):
+            visit(child, [*trail, node])
+        done.add(node)
+
+    done: set[str] = set()
+    for name in graph:
+        visit(name, [])
+    return list(found.values())
+
+
+def _interface_owners(doc: Any) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    """(path, interfaces mapping) of everything that can declare operations."""
+    for section in ("node_types", "relationship_types"):
+        for name, body in _get(doc, (*SERVICE, section)).items():
+            yield (*SERVICE, section, name, "interfaces"), _mapping(body).get("interfaces")
+    for section in ("node_templates", "relationship_templates"):
+        for name, body in _get(doc, (*TOPOLOGY, section)).items():
+            base = (*TOPOLOGY, section, name)
+            yield (*base, "interfaces"), _mapping(body).get("interfaces")
+            if section == "node_templates":
+                for index, req, _ in _requirements(body):
+                    value = _mapping(body)["requirements"][index][req]
+                    relationship = _mapping(value).get("relationship")
+                    yield ((*base, "requirements", index, req, "relationship", "interfaces"),
+                           _mapping(relationship).get("interfaces"))
+
+
+def _operations(body: Any) -> Iterator[tuple[tuple[str, ...], str]]:
+    body = _mapping(body)
+    for key in body:
+        if key not in _INTERFACE_KEYS:
+            yield (key,), key
+    for key in _mapping(body.get("operations")):
+        yield ("operations", key), key
+
+
+def _unknown_operations(doc: Any, file: str) -> Iterator[Problem]:
+    for path, interfaces in _interface_owners(doc):
+        for interface, body in _mapping(interfaces).items():
+            known = INTERFACE_OPERATIONS.get(canonical_interface(str(interface)))
+            if known is None:
+                continue
+            for subpath, op in _operations(body):
+                if op not in known:
+                    hint = did_you_mean(op, known) or f"{interface} declares {', '.join(known)}"
+                    yield problem_at(doc, (*path, interface, *subpath), file,
+                                     f"unknown operation {op!r} on interface {interface!r}", hint)
+
+
+def _duplicate_templates(doc: Any, file: str) -> Iterator[Problem]:
+    """Two files that each define a template in full (with a type) clash; an override that
+    only changes some keys of an included template is what merging is for."""
+    templates = _get(doc, (*TOPOLOGY, "node_templates"))
+    for name in templates:
+        full = [d for d in merge.merged_from(templates, name) if "type" in _mapping(d.value)]
+        if len({d.file for d in full}) > 1:
+            places = ", ".join(f"{d.file}:{d.line}" for d in full)
+            yield problem_at(doc, (*TOPOLOGY, "node_templates", name), file,
+                             f"node template {name!r} is defined more than once ({places})",
+                             "rename one, or drop `type` from the one meant as an override")
