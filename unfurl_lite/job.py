@@ -46,6 +46,7 @@ class TaskState(StrEnum):
     skipped = "skipped"
 
 
+OBSERVING = ("check", "discover")  # reasons whose operations change nothing live
 FINISHED = (TaskState.succeeded, TaskState.failed, TaskState.blocked, TaskState.skipped)
 
 
@@ -332,7 +333,7 @@ class _Scheduler:
         run.worker = result.worker
         if not result.success and self._retry(run, result):
             return
-        if result.success and not self.options.dryrun:
+        if not self.options.dryrun and not result.skipped:
             try:
                 ctx = make_context(
                     self.ensemble.topology,
@@ -342,6 +343,9 @@ class _Scheduler:
                     run.task.peer,
                 )
                 apply_post_inputs(run.inputs, result, ctx)
+                if run.task.reason in OBSERVING and result.status:
+                    # a check that reports a status has done its job, whatever its exit code
+                    result.success, result.error = True, None
             except (ExpressionError, UnfurlLiteError) as exc:
                 result.success = False
                 result.error = f"resultTemplate/done: {exc.message}"
@@ -373,7 +377,7 @@ class _Scheduler:
         if result.success:
             changed = on_success(instance, run.task, result, change_id)
             run.status = instance.status if run.task.reason in ("check", "discover") else Status.ok
-            run.changed = bool(result.modified) or changed
+            run.changed = changed if run.task.reason in OBSERVING else bool(result.modified) or changed
             self.add_discovered(result)
             return self.complete(run, TaskState.succeeded)
         changed = on_failure(instance, run.task, result, change_id, run.prior_state)

@@ -60,7 +60,9 @@ def init(directory: str, source: str | None) -> None:
     if source and not (Path(source) / "ensemble.yaml").exists():
         raise UnfurlLiteError(f"{source} has no ensemble.yaml", hint="name an example directory")
     root.mkdir(parents=True, exist_ok=True)
-    repo = find_repo(root) or init_repo(root)
+    # always a repository of its own, even inside another checkout
+    existing = find_repo(root)
+    repo = existing if existing and existing.root == root.resolve() else init_repo(root)
     if source:
         shutil.copytree(source, root, dirs_exist_ok=True)
     else:
