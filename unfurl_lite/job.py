@@ -376,8 +376,9 @@ class _Scheduler:
             return self.complete(run, state, result.error)
         if result.success:
             changed = on_success(instance, run.task, result, change_id)
-            run.status = instance.status if run.task.reason in ("check", "discover") else Status.ok
-            run.changed = changed if run.task.reason in OBSERVING else bool(result.modified) or changed
+            observing = run.task.reason in OBSERVING
+            run.status = instance.status if observing else Status.ok
+            run.changed = changed if observing else bool(result.modified) or changed
             self.add_discovered(result)
             return self.complete(run, TaskState.succeeded)
         changed = on_failure(instance, run.task, result, change_id, run.prior_state)
