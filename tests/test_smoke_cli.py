@@ -18,3 +18,30 @@ def test_unknown_instance_is_a_clear_error(project, invoke):
     result = invoke("deploy", "--approve", "--instance", "dbb")
     assert result.exit_code == 1
     assert "no instance named 'dbb'" in result.output and "did you mean 'db'" in result.output
+
+
+def test_shell_completion_offers_instance_names(project, monkeypatch, capsys):
+    from click.shell_completion import ShellComplete
+
+    from unfurl_lite.cli import cli
+
+    project.write((REFERENCE / "ensemble.before.yaml").read_text())
+    monkeypatch.chdir(project.root)
+    complete = ShellComplete(cli, {}, "unfurl", "_UNFURL_COMPLETE")
+    assert [c.value for c in complete.get_completions(["deploy", "--instance"], "")] == ["app", "db"]
+    assert [c.value for c in complete.get_completions(["plan", "-i"], "a")] == ["app"]
+    assert [c.value for c in complete.get_completions([], "undep")] == ["undeploy"]
+
+
+def test_unknown_command_and_option_suggest_the_right_one(invoke):
+    result = invoke("deploi")
+    assert result.exit_code != 0 and "Did you mean 'deploy'?" in result.output
+    result = invoke("deploy", "--aprove")
+    assert result.exit_code != 0 and "Did you mean '--approve'?" in result.output
+
+
+def test_version_prints_version(invoke):
+    from unfurl_lite import __version__
+
+    result = invoke("--version")
+    assert result.exit_code == 0 and result.output.startswith(f"unfurl-lite {__version__}")

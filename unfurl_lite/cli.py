@@ -29,6 +29,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("unfurl_lite.commands.jobs:check", "Check the live status of instances."),
     "discover": ("unfurl_lite.commands.jobs:discover", "Discover instances and their attributes."),
     "run": ("unfurl_lite.commands.jobs:run", "Run a command or an operation on instances."),
+    "completion": (
+        "unfurl_lite.commands.project:completion",
+        "Print a shell completion script (bash, zsh, fish).",
+    ),
 }
 
 

@@ -15,6 +15,34 @@ from unfurl_lite.errors import ApprovalRequired
 ENSEMBLE_ARG = click.argument("ensemble", required=False, type=click.Path())
 
 
+def instance_names(ensemble: str | None) -> list[str]:
+    """Template and instance names, read cheaply (no validation) for shell completion."""
+    from pathlib import Path
+
+    from ruamel.yaml import YAML
+
+    path = Path(ensemble or ".")
+    if path.is_dir():
+        path = path / "ensemble.yaml"
+    try:
+        doc = YAML(typ="safe").load(path.read_text())
+        spec = doc.get("spec") or {}
+        templates = ((spec.get("service_template") or {}).get("topology_template") or {}).get(
+            "node_templates"
+        ) or {}
+        instances = (doc.get("status") or {}).get("instances") or {}
+    except Exception:  # completion must never fail loudly
+        return []
+    return sorted({str(n) for n in [*templates, *instances] if not str(n).startswith("+")})
+
+
+def complete_instances(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    from click.shell_completion import CompletionItem
+
+    ensemble = ctx.params.get("ensemble")
+    return [CompletionItem(n) for n in instance_names(ensemble) if n.startswith(incomplete)]
+
+
 def job_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """The options every job command takes (Unfurl's names and meanings)."""
     decorators = [
@@ -52,6 +80,7 @@ def job_options(func: Callable[..., Any]) -> Callable[..., Any]:
             "-i",
             "instances",
             multiple=True,
+            shell_complete=complete_instances,
             help="Limit the job to this instance (repeatable) and what it needs.",
         ),
         click.option(

@@ -7,7 +7,13 @@ from typing import Any
 
 import click
 
-from unfurl_lite.commands.common import ENSEMBLE_ARG, echo_json, is_terminal, show
+from unfurl_lite.commands.common import (
+    ENSEMBLE_ARG,
+    complete_instances,
+    echo_json,
+    is_terminal,
+    show,
+)
 
 EXAMPLE_ENSEMBLE = """\
 apiVersion: unfurl/v1alpha1
@@ -114,7 +120,8 @@ def validate(ensemble: str | None, as_json: bool) -> None:
     type=click.Choice(["deploy", "undeploy", "check", "discover"]),
     help="The workflow to plan.",
 )
-@click.option("--instance", "-i", "instances", multiple=True, help="Limit to this instance.")
+@click.option("--instance", "-i", "instances", multiple=True, shell_complete=complete_instances,
+              help="Limit to this instance.")
 @click.option("--force", is_flag=True, help="Plan as deploy --force would.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
 def plan(
@@ -136,3 +143,16 @@ def plan(
         show(render.plan_tree(result))
     else:
         click.echo(render.plan_text(result))
+
+
+@click.command()
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]), default="bash")
+def completion(shell: str) -> None:
+    """Print the shell completion script; e.g. `eval "$(unfurl completion bash)"`."""
+    from click.shell_completion import get_completion_class
+
+    from unfurl_lite.cli import cli
+
+    complete_class = get_completion_class(shell)
+    assert complete_class is not None
+    click.echo(complete_class(cli, {}, "unfurl", "_UNFURL_COMPLETE").source())
