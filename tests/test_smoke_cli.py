@@ -28,7 +28,10 @@ def test_shell_completion_offers_instance_names(project, monkeypatch, capsys):
     project.write((REFERENCE / "ensemble.before.yaml").read_text())
     monkeypatch.chdir(project.root)
     complete = ShellComplete(cli, {}, "unfurl", "_UNFURL_COMPLETE")
-    assert [c.value for c in complete.get_completions(["deploy", "--instance"], "")] == ["app", "db"]
+    assert [c.value for c in complete.get_completions(["deploy", "--instance"], "")] == [
+        "app",
+        "db",
+    ]
     assert [c.value for c in complete.get_completions(["plan", "-i"], "a")] == ["app"]
     assert [c.value for c in complete.get_completions([], "undep")] == ["undeploy"]
 
