@@ -358,7 +358,7 @@ def _instance(name: str, record: dict[str, Any]) -> Instance:
         name=name,
         template=record.get("template") or name,
         status=Status(local) if local in Status.__members__ else Status.unknown,
-        state=NodeState(state) if state in NodeState.__members__ else None,
+        state=NodeState(str(state)) if state in NodeState.__members__ else None,
         priority=Priority(priority) if priority in Priority.__members__ else Priority.required,
         attributes=dict(record.get("attributes") or {}),
         created=record.get("created"),

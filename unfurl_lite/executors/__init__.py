@@ -25,9 +25,9 @@ def make_executor(kind: str, jobs: int, **options: object) -> Executor:
 
         return LocalExecutor(jobs)
     if kind == "celery":
-        from unfurl_lite.executors.celery import CeleryExecutor  # type: ignore[import-not-found]
+        from unfurl_lite.executors.celery import CeleryExecutor
 
-        return CeleryExecutor(jobs=jobs, **options)  # type: ignore[no-any-return]
+        return CeleryExecutor(jobs=jobs, **options)  # type: ignore[no-any-return, unused-ignore]
     from unfurl_lite.errors import JobError
 
     raise JobError(f"unknown executor {kind!r}", hint="use --executor local or --executor celery")
