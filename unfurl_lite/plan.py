@@ -652,4 +652,4 @@ def plan_workflow(ensemble: Ensemble, workflow: str, **options: Any) -> Plan:
         raise PlanError(
             f"unknown workflow {workflow!r}", hint="choose one of: " + ", ".join(planners)
         )
-    return planners[workflow](ensemble, **options)  # type: ignore[operator]
+    return planners[workflow](ensemble, **options)

@@ -589,7 +589,7 @@ def _scaling_policy(ensemble: Ensemble, entity: str) -> tuple[list[str], dict[st
 
 def _list_policies(value: Any) -> list[dict[str, Any]]:
     """TOSCA writes policies as a list of one-key mappings."""
-    found = []
+    found: list[dict[str, Any]] = []
     for item in value or []:
         if isinstance(item, dict):
             found.extend(v for v in item.values() if isinstance(v, dict))
