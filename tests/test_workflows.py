@@ -317,7 +317,7 @@ def test_heal_with_heal_operation_and_healthy_check(project, invoke):
     }
     deployed(project, invoke, templates)
     ok(invoke("heal", "server", "--approve"))
-    assert ran(project) == ["host check_status", "server check_status"]
+    assert sorted(ran(project)) == ["host check_status", "server check_status"]
     reset(project)
     result = ok(invoke("heal", "server", "--no-check-status", "--approve"))
     assert ran(project)[:1] == ["host heal"], result.output
