@@ -145,6 +145,7 @@ def record_job(ensemble: Ensemble, result: JobResult, options: JobOptions) -> re
         job,
         ensemble.jobs_log,
         result.secrets,
+        forgotten=[n for n in result.plan.forget if n not in result.instances],
     )
     records.save_ensemble(ensemble.path, ensemble.document)
     return files

@@ -33,6 +33,18 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "unfurl_lite.commands.project:completion",
         "Print a shell completion script (bash, zsh, fish).",
     ),
+    "install": ("unfurl_lite.commands.jobs:deploy", "Cloudify's name for deploy."),
+    "uninstall": ("unfurl_lite.commands.jobs:undeploy", "Cloudify's name for undeploy."),
+    "execute-operation": (
+        "unfurl_lite.commands.cloudify:execute_operation",
+        "Run one operation on the instances the filters select.",
+    ),
+    "start": ("unfurl_lite.commands.cloudify:start", "Start instances, dependencies first."),
+    "stop": ("unfurl_lite.commands.cloudify:stop", "Stop instances, dependents first."),
+    "restart": ("unfurl_lite.commands.cloudify:restart", "Stop all, then start all."),
+    "heal": ("unfurl_lite.commands.cloudify:heal", "Heal or reinstall a failing instance."),
+    "scale": ("unfurl_lite.commands.cloudify:scale", "Add or remove instances of a template."),
+    "update": ("unfurl_lite.commands.cloudify:update", "Apply spec changes to what was deployed."),
 }
 
 

@@ -254,10 +254,13 @@ class _Scheduler:
     def start(self, number: int) -> None:
         run = self.runs[number]
         task = run.task
+        guard_why = self.guard_fails(task)
+        if guard_why is not None:
+            return self.complete(run, TaskState.skipped, guard_why)
         failed_dep = next(
             (
                 d
-                for d in task.after
+                for d in (() if task.guard and task.guard.if_failed else task.after)
                 if self.runs[d].state in (TaskState.failed, TaskState.blocked)
                 and not self.runs[d].task.ignore_failure
             ),
@@ -296,6 +299,25 @@ class _Scheduler:
         future = self.executor.submit(request)
         run.state = TaskState.started
         self.running[future] = number
+
+    def guard_fails(self, task: Task) -> str | None:
+        """Why a guarded task is skipped, or None when it should run."""
+        guard = task.guard
+        if guard is None:
+            return None
+        if guard.if_failed and not any(
+            self.runs[n].state in (TaskState.failed, TaskState.blocked) for n in guard.if_failed
+        ):
+            return "skipped: nothing failed"
+        if guard.if_ran and not any(
+            self.runs[n].state == TaskState.succeeded for n in guard.if_ran
+        ):
+            return "skipped: nothing was reinstalled"
+        if guard.unless_ok and all(
+            self.instances[n].status == Status.ok for n in guard.unless_ok if n in self.instances
+        ):
+            return "skipped: healthy"
+        return None
 
     def request_for(self, run: TaskRun, instance: Instance) -> OperationRequest:
         task = run.task
@@ -425,6 +447,25 @@ def _result_of(future: Future[OperationResult]) -> OperationResult:
         return OperationResult(success=False, modified=None, error=f"{type(exc).__name__}: {exc}")
 
 
+def _settle_instances(
+    instances: dict[str, Instance], plan: Plan, job_id: str, dryrun: bool
+) -> None:
+    """Drop instances the plan removes for good, and record update baselines."""
+    if dryrun:
+        return
+    for name in plan.forget:
+        instance = instances.get(name)
+        if instance is not None and (
+            instance.status == Status.absent
+            or (instance.status == Status.pending and instance.created is None)
+        ):
+            del instances[name]
+    for name, digests in plan.baselines.items():
+        instance = instances.get(name)
+        if instance is not None and instance.status == Status.ok:
+            instance.extra["specDigests"] = {"changeId": job_id, **digests}
+
+
 def run_plan(
     ensemble: Ensemble,
     plan: Plan,
@@ -450,6 +491,7 @@ def run_plan(
     scheduler.setup()
     scheduler.loop()
     runs = [scheduler.runs[t.number] for t in plan.tasks]
+    _settle_instances(scheduler.instances, plan, str(job_id), options.dryrun)
     cancelled = scheduler.cancel.is_set() and any(r.state == TaskState.pending for r in runs)
     status = job_status(runs, scheduler.instances)
     requires = instance_graph(ensemble, scheduler.instances)

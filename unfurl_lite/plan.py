@@ -39,6 +39,16 @@ ADD, UPDATE, REPAIR, FORCE, CHECK, DISCOVER, UNDEPLOY, RUN = (
 
 
 @dataclass(frozen=True)
+class Guard:
+    """A condition checked just before a task starts, for workflows whose path depends on
+    earlier outcomes (heal, update, scale's rollback); the task is skipped when it fails."""
+
+    unless_ok: tuple[str, ...] = ()  # run only if one of these instances is not ok
+    if_failed: tuple[int, ...] = ()  # run only if one of these tasks failed or was blocked
+    if_ran: tuple[int, ...] = ()  # run only if one of these tasks ran (was not skipped)
+
+
+@dataclass(frozen=True)
 class Task:
     number: int  # the task's index within the job; its changeId ends with it
     target: str  # the instance the operation runs on
@@ -57,6 +67,7 @@ class Task:
     extra_inputs: dict[str, Any] = field(default_factory=dict)
     allow_override: bool = True
     ignore_failure: bool = False
+    guard: Guard | None = None
 
     @property
     def name(self) -> str:
@@ -80,6 +91,8 @@ class Plan:
     new_instances: dict[str, Instance] = field(default_factory=dict)
     notes: list[Note] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
+    forget: tuple[str, ...] = ()  # instances dropped from status if the job leaves them gone
+    baselines: dict[str, dict[str, str]] = field(default_factory=dict)  # see workflows.update
 
     @property
     def runnable(self) -> list[Task]:
@@ -320,6 +333,8 @@ def _steps_for(
 
 
 def _progress_index(state: NodeState | None) -> int:
+    if state == NodeState.stopped:  # a stopped instance resumes at start
+        return _PROGRESS.index(NodeState.configured)
     return _PROGRESS.index(state) if state in _PROGRESS else 0
 
 
@@ -618,6 +633,12 @@ def plan_run(
     return builder.plan({})
 
 
+def _cloudify_planners() -> dict[str, Any]:
+    from unfurl_lite import workflows
+
+    return workflows.PLANNERS
+
+
 def plan_workflow(ensemble: Ensemble, workflow: str, **options: Any) -> Plan:
     planners = {
         "deploy": plan_deploy,
@@ -625,9 +646,10 @@ def plan_workflow(ensemble: Ensemble, workflow: str, **options: Any) -> Plan:
         "check": plan_check,
         "discover": plan_discover,
         "run": plan_run,
+        **_cloudify_planners(),
     }
     if workflow not in planners:
         raise PlanError(
             f"unknown workflow {workflow!r}", hint="choose one of: " + ", ".join(planners)
         )
-    return planners[workflow](ensemble, **options)  # type: ignore[operator]
+    return planners[workflow](ensemble, **options)

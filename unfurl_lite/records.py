@@ -136,7 +136,8 @@ def instance_record(
         else:
             record[key] = value
     for key, value in instance.extra.items():
-        record.setdefault(key, value)
+        if record.get(key) != value:
+            record[key] = _to_commented(value)
     return record
 
 
@@ -147,8 +148,10 @@ def update_status(
     last_job: Mapping[str, Any],
     jobs_log: str,
     secrets: set[str],
+    forgotten: Iterable[str] = (),
 ) -> None:
     """Write instances' status and lastJob into the round-trip document."""
+    forgotten = set(forgotten)
     status = document.get("status")
     if not isinstance(status, CommentedMap):
         status = CommentedMap()
@@ -159,6 +162,8 @@ def update_status(
     if not isinstance(recorded, CommentedMap):
         recorded = CommentedMap()
         status["instances"] = recorded
+    for name in [n for n in recorded if n in forgotten]:
+        del recorded[name]
     for name, instance in instances.items():
         recorded[name] = instance_record(instance, effective.get(name), recorded.get(name), secrets)
     document["lastJob"] = _to_commented(redact(dict(last_job), secrets))

@@ -137,6 +137,9 @@ def deploy(ctx: click.Context, ensemble: str | None, **opts: Any) -> None:
     is_flag=True,
     help="Also delete instances that were discovered rather than created.",
 )
+@click.option(
+    "--ignore-failure", is_flag=True, help="Go on past failing instances (Cloudify's uninstall)."
+)
 @click.pass_context
 def undeploy(ctx: click.Context, ensemble: str | None, **opts: Any) -> None:
     """Undeploy: stop and delete instances in reverse dependency order."""
@@ -147,6 +150,7 @@ def undeploy(ctx: click.Context, ensemble: str | None, **opts: Any) -> None:
         {
             "instance_names": opts["instances"],
             "destroy_discovered": opts["destroy_discovered"],
+            "ignore_failure": opts["ignore_failure"],
         },
         opts,
     )
