@@ -144,6 +144,10 @@ def _apply_done(values: Mapping[str, Any], result: OperationResult) -> None:
         result.outputs.update(values["outputs"])
     if isinstance(values.get("result"), Mapping):
         result.outputs.update(values["result"])
+    if isinstance(values.get("attributes"), Mapping):
+        result.attributes.update(values["attributes"])
+    if isinstance(values.get("resources"), list):
+        result.resources.extend(dict(r) for r in values["resources"] if isinstance(r, Mapping))
 
 
 def _apply_updates(updates: Any, result: OperationResult) -> None:

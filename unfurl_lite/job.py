@@ -401,7 +401,8 @@ class _Scheduler:
             observing = run.task.reason in OBSERVING
             run.status = instance.status if observing else Status.ok
             run.changed = changed if observing else bool(result.modified) or changed
-            self.add_discovered(result)
+            if self.add_discovered(result, change_id):
+                run.changed = True
             return self.complete(run, TaskState.succeeded)
         changed = on_failure(instance, run.task, result, change_id, run.prior_state)
         run.changed = bool(result.modified) or changed
@@ -410,19 +411,37 @@ class _Scheduler:
             run.status = instance.status
         self.complete(run, TaskState.failed, result.error)
 
-    def add_discovered(self, result: OperationResult) -> None:
+    def add_discovered(self, result: OperationResult, change_id: str = "") -> bool:
+        """Instances an operation found: new ones are recorded as discovered (created: false),
+        known ones get the attributes and status reported for them. True if any was new."""
+        added = False
         for resource in result.resources:
             name = str(resource.get("name") or "")
-            if not name or name in self.instances:
+            if not name:
                 continue
-            status = str(resource.get("status") or resource.get("readyState") or "ok").lower()
+            ready = resource.get("status") or resource.get("readyState")
+            if isinstance(ready, dict):
+                ready = ready.get("local")
+            status = str(ready or "ok").lower()
+            known = self.instances.get(name)
+            if known is not None:
+                before = known.status
+                known.attributes.update(resource.get("attributes") or {})
+                if ready and status in Status.__members__:
+                    known.status = Status(status)
+                if known.status != before and change_id:
+                    known.last_state_change = change_id
+                continue
             self.instances[name] = Instance(
                 name=name,
                 template=str(resource.get("template") or name),
                 status=Status(status) if status in Status.__members__ else Status.ok,
                 attributes=dict(resource.get("attributes") or {}),
                 created=False,
+                last_state_change=change_id or None,
             )
+            added = True
+        return added
 
     def complete(self, run: TaskRun, state: TaskState, message: str | None = None) -> None:
         run.state = state

@@ -3,7 +3,9 @@
 - success sets the step's node state and the workflow's status (ok, or absent for delete);
 - a failure that modified the instance sets error (degraded when the instance is optional),
   a failure that did not say sets unknown, a failure that changed nothing leaves it be;
-- a check (or any operation) may report an explicit status, which wins.
+- a check (or any operation) may report an explicit status, which wins; a check that
+  succeeds without one found its instance ok, a discover without one leaves the status be
+  (it reports attributes and other instances, not its target's health).
 
 Pure functions over an :class:`Instance`, so the rules are testable without running a job.
 """
@@ -38,13 +40,15 @@ def on_success(instance: Instance, task: Task, result: OperationResult, change_i
         instance.status = explicit
         if explicit == Status.absent and task.reason != "check":
             instance.state = NodeState.deleted
-    elif task.reason in ("check", "discover"):
+    elif task.reason == "check":
         instance.status = Status.ok
     elif task.done_status is not None:
         instance.status = task.done_status
     if result.attributes:
         instance.attributes.update(result.attributes)
-    if task.reason in ("check", "discover"):
+    if not change_id:  # a pass-through step ran nothing, so it has no changeId to record
+        pass
+    elif task.reason in ("check", "discover"):
         if (instance.status, instance.state) != before:
             instance.last_state_change = change_id
     else:
