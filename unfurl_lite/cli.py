@@ -45,6 +45,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "heal": ("unfurl_lite.commands.cloudify:heal", "Heal or reinstall a failing instance."),
     "scale": ("unfurl_lite.commands.cloudify:scale", "Add or remove instances of a template."),
     "update": ("unfurl_lite.commands.cloudify:update", "Apply spec changes to what was deployed."),
+    "status": ("unfurl_lite.commands.inspect:status", "Show instances, their status and drift."),
+    "history": ("unfurl_lite.commands.inspect:history", "List jobs, newest first, with commits."),
+    "show": ("unfurl_lite.commands.inspect:show_change", "Show one job or task by changeId."),
+    "diff": ("unfurl_lite.commands.inspect:diff", "Show what changed between two jobs."),
 }
 
 

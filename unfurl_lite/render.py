@@ -106,6 +106,7 @@ def result_json(result: JobResult) -> dict[str, Any]:
             }
             for name, inst in result.instances.items()
         },
+        "notes": [{"target": n.target, "message": n.message} for n in result.plan.notes],
     }
 
 
@@ -154,6 +155,8 @@ def summary_text(result: JobResult) -> str:
     )
     if result.dryrun:
         head += " [dry run: nothing was recorded]"
+    if result.workflow in ("check", "discover"):
+        lines += [f"  {n.target}: {n.message}" for n in result.plan.notes]
     if result.commit:
         head += f"\ncommitted {result.commit[:12]}"
     return "\n".join([head, *lines])

@@ -1,0 +1,324 @@
+"""Commands that read the history and run nothing: status, history, show, diff."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from unfurl_lite.commands.common import ENSEMBLE_ARG, echo_json, is_terminal, show
+
+JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+ENSEMBLE_OPTION = click.option(
+    "--ensemble",
+    "-e",
+    "ensemble",
+    type=click.Path(),
+    default=None,
+    help="The ensemble (default: ./ensemble.yaml).",
+)
+
+
+def _table(title: str, columns: list[str], rows: list[list[str]]) -> Any:
+    """A rich table on a terminal, aligned plain text otherwise (for pipes and logs)."""
+    if is_terminal():
+        from rich.table import Table
+
+        table = Table(title=title, title_justify="left")
+        for column in columns:
+            table.add_column(column, overflow="fold")
+        for row in rows:
+            table.add_row(*row)
+        return table
+    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
+    lines = [title] if title else []
+    for row in [columns, *rows]:
+        lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
+    return "\n".join(lines)
+
+
+def _short_time(iso_time: str | None) -> str:
+    return iso_time.replace("T", " ")[:19] if iso_time else "-"
+
+
+# --------------------------------------------------------------------------------- status
+
+
+@click.command()
+@ENSEMBLE_ARG
+@JSON_OPTION
+def status(ensemble: str | None, as_json: bool) -> None:
+    """Show every instance: status, node state, last change and when, and drift.
+
+    A `*` in DRIFT means the spec's inputs for an operation that deployed the instance
+    changed since it ran (`unfurl deploy` does not re-run it by itself; see the docs).
+    """
+    from unfurl_lite.loader import load_ensemble
+    from unfurl_lite.overview import status_report
+
+    loaded = load_ensemble(ensemble)
+    report = status_report(loaded)
+    if as_json:
+        echo_json(report)
+        return
+    rows = []
+    for row in report["instances"]:
+        effective = row["effective"] if row["effective"] != row["status"] else ""
+        marks = []
+        if row["drift"]["drifted"]:
+            marks.append("* " + "; ".join(row["drift"]["changes"]))
+        elif row["drift"]["unknown"]:
+            marks.append("? " + "; ".join(row["drift"]["unknown"]))
+        if row["discovered"]:
+            marks.append("discovered")
+        if not row["recorded"]:
+            marks.append("not deployed")
+        rows.append(
+            [
+                row["name"],
+                row["template"],
+                row["status"],
+                effective,
+                row["state"] or "",
+                row["lastChange"] or "",
+                _short_time(row["lastChangeTime"]) if row["lastChange"] else "",
+                ", ".join(marks),
+            ]
+        )
+    columns = ["INSTANCE", "TEMPLATE", "STATUS", "EFFECTIVE", "STATE", "LAST CHANGE", "TIME (UTC)"]
+    show(_table(f"Ensemble {loaded.path}", [*columns, "NOTES"], rows))
+    last = report["lastJob"]
+    if last:
+        click.echo(
+            f"Last job: {last['changeId']} {last['workflow'] or ''} {last['status'] or ''} "
+            f"at {_short_time(last['time'])}: {last['summary'] or ''}".replace("  ", " ")
+        )
+        if report["specChanged"]:
+            click.echo("The spec changed since the last job.")
+    else:
+        click.echo("No job has run yet: unfurl plan, then unfurl deploy.")
+
+
+# -------------------------------------------------------------------------------- history
+
+
+@click.command()
+@ENSEMBLE_ARG
+@click.option("--instance", "-i", help="Only jobs with a task on this instance.")
+@click.option("--since", help="Only jobs at or after this date/time (UTC) or changeId.")
+@click.option("--workflow", "-w", help="Only jobs of this workflow (deploy, check, ...).")
+@click.option("--limit", "-n", type=click.IntRange(min=1), help="At most this many jobs.")
+@JSON_OPTION
+def history(
+    ensemble: str | None,
+    instance: str | None,
+    since: str | None,
+    workflow: str | None,
+    limit: int | None,
+    as_json: bool,
+) -> None:
+    """List jobs, newest first, with the commit that recorded each.
+
+    Read from jobs.tsv, the jobs/ files and git log, so a fresh clone shows it all.
+    """
+    from unfurl_lite import history as hist
+
+    path, jobs_tsv = _paths(ensemble)
+    jobs = hist.history(
+        path.parent, jobs_tsv, hist.Filters(instance, since, workflow, limit)
+    )
+    if as_json:
+        echo_json([job.as_json() for job in jobs])
+        return
+    if not jobs:
+        click.echo("No jobs" + (" match." if instance or since or workflow else " yet."))
+        return
+    rows = [
+        [
+            job.change_id,
+            _short_time(hist.iso(job.time)),
+            job.workflow or "?",
+            job.status,
+            job.summary,
+            job.commit.hexsha[:10] if job.commit else "(not committed)",
+            job.commit.author if job.commit else "",
+        ]
+        for job in jobs
+    ]
+    columns = ["CHANGEID", "TIME (UTC)", "WORKFLOW", "STATUS", "SUMMARY", "COMMIT", "AUTHOR"]
+    show(_table("", columns, rows))
+
+
+def _paths(ensemble: str | None) -> tuple[Path, Path]:
+    """The ensemble file and its jobs log, without loading (or validating) the spec."""
+    from unfurl_lite.loader import resolve_path
+
+    path = resolve_path(ensemble)
+    jobs_log = "jobs.tsv"
+    try:
+        from ruamel.yaml import YAML
+
+        doc = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
+        if isinstance(doc, dict) and isinstance(doc.get("jobsLog"), str):
+            jobs_log = doc["jobsLog"]
+    except Exception:  # the history must stay readable even when the spec is broken
+        pass
+    return path, path.parent / jobs_log
+
+
+# ----------------------------------------------------------------------------------- show
+
+
+def _secrets_of(path: Path) -> set[str]:
+    """Values the current spec marks sensitive, redacted again in case old records hold them."""
+    try:
+        from unfurl_lite.context import wrapped_inputs
+        from unfurl_lite.expr import secrets_in
+        from unfurl_lite.loader import load_ensemble
+
+        loaded = load_ensemble(path)
+    except Exception:
+        return set()
+    found = set(secrets_in(wrapped_inputs(loaded.topology)))
+    for template in loaded.topology.templates.values():
+        for key in template.sensitive_properties:
+            if template.properties.get(key) is not None:
+                found.add(str(template.properties[key]))
+    return found
+
+
+@click.command(name="show")
+@click.argument("change_id", metavar="CHANGEID")
+@ENSEMBLE_OPTION
+@click.option("--no-diff", is_flag=True, help="Leave out the git diff of the ensemble.")
+@JSON_OPTION
+def show_change(change_id: str, ensemble: str | None, no_diff: bool, as_json: bool) -> None:
+    """Show one job or task: its record, inputs (secrets redacted), outputs, and the diff
+    of the ensemble in the job's commit."""
+    from unfurl_lite import changeid, yamlio
+    from unfurl_lite import history as hist
+    from unfurl_lite.expr import redact
+
+    path, jobs_tsv = _paths(ensemble)
+    root = path.parent
+    job, task = hist.find_job(root, jobs_tsv, change_id)
+    secrets = _secrets_of(path)
+    entries = [redact(e, secrets) for e in hist.job_entries(job)]
+    record = entries[0] if entries else None
+    wanted = str(changeid.parse(change_id))
+    if not wanted.endswith("0000"):
+        shown = next((e for e in entries if str(e.get("changeId")) == wanted), None)
+        if shown is None and task is not None:
+            shown = {
+                "changeId": task.change_id,
+                "target": f"::{task.target}",
+                "operation": task.operation,
+                "status": task.status,
+                "summary": task.summary,
+            }
+    else:
+        shown = record
+    diff = ""
+    if job.commit and not no_diff:
+        rel = str(path.relative_to(root))
+        diff = hist.redact_known(hist.ensemble_diff(root, rel, None, job.commit.hexsha), secrets)
+    if as_json:
+        echo_json(
+            {
+                "job": job.as_json(),
+                "record": shown,
+                "tasks": entries[1:] if shown is record else None,
+                "diff": diff or None,
+            }
+        )
+        return
+    kind = "job" if shown is record else "task"
+    click.echo(f"{kind} {shown.get('changeId') if shown else change_id} "
+               f"({job.workflow or 'unknown workflow'}, {hist.iso(job.time)})")
+    if job.commit:
+        click.echo(
+            f"commit {job.commit.hexsha}  {job.commit.author} <{job.commit.email}>  "
+            f"{job.commit.date}"
+        )
+    else:
+        click.echo("commit: (not committed)")
+    if shown is None:
+        click.echo("(no job file: only the jobs.tsv line is known)")
+        click.echo(job.summary)
+    else:
+        click.echo(yamlio.dump(_ordered(shown)).rstrip())
+    if shown is record and entries[1:]:
+        click.echo("tasks:")
+        for entry in entries[1:]:
+            impl = entry.get("implementation") or {}
+            click.echo(
+                f"  {entry.get('changeId')}  {str(entry.get('target', '')).removeprefix('::')}"
+                f"  {impl.get('operation', '')}  {entry.get('status') or ''}"
+                f"  {entry.get('reason', '')}"
+            )
+    if diff:
+        click.echo("")
+        click.echo(diff.rstrip())
+
+
+def _ordered(entry: dict[str, Any]) -> dict[str, Any]:
+    """The record with inputs and outputs last, where they are easy to find."""
+    tail = ("inputs", "outputs", "attributes")
+    ordered = {k: v for k, v in entry.items() if k not in tail}
+    ordered.update({k: entry[k] for k in tail if k in entry})
+    return ordered
+
+
+# ----------------------------------------------------------------------------------- diff
+
+
+@click.command()
+@click.argument("first", metavar="CHANGEID")
+@click.argument("second", metavar="[CHANGEID]", required=False)
+@ENSEMBLE_OPTION
+@JSON_OPTION
+def diff(first: str, second: str | None, ensemble: str | None, as_json: bool) -> None:
+    """What changed in the ensemble between two jobs (or since one job, when given one):
+    the instances whose status changed, then the git diff of the ensemble."""
+    from unfurl_lite import history as hist
+
+    path, jobs_tsv = _paths(ensemble)
+    root = path.parent
+    rel = str(path.relative_to(root))
+    jobs = [hist.find_job(root, jobs_tsv, c)[0] for c in (first, second) if c]
+    for job in jobs:
+        if job.commit is None:
+            raise hist.HistoryError(
+                f"job {job.change_id} was not committed, so git has no state to compare",
+                hint="commit its records, or compare with a committed job",
+            )
+    if len(jobs) == 2 and jobs[0].change_id > jobs[1].change_id:
+        jobs.reverse()
+    base = jobs[0].commit.hexsha  # type: ignore[union-attr]
+    head = jobs[1].commit.hexsha if len(jobs) == 2 else None  # type: ignore[union-attr]
+    before = hist.status_at(hist.file_at(root, base, rel))
+    after = hist.status_at(
+        hist.file_at(root, head, rel) if head else path.read_text(encoding="utf-8")
+    )
+    changes = hist.status_changes(before, after)
+    secrets = _secrets_of(path)
+    text = hist.redact_known(hist.ensemble_diff(root, rel, base, head), secrets)
+    to_label = jobs[1].change_id if len(jobs) == 2 else "now"
+    if as_json:
+        echo_json(
+            {"from": jobs[0].change_id, "to": to_label, "instances": changes, "diff": text}
+        )
+        return
+    click.echo(f"From job {jobs[0].change_id} to {to_label}:")
+    if not changes:
+        click.echo("  no instance changed status")
+
+    def fmt(s: dict[str, Any] | None) -> str:
+        return "(none)" if s is None else f"{s['status']}/{s['state'] or '-'}"
+
+    for change in changes:
+        click.echo(f"  {change['instance']}: {fmt(change['before'])} -> {fmt(change['after'])}")
+    if text:
+        click.echo("")
+        click.echo(text.rstrip())
