@@ -266,7 +266,13 @@ def since_key(text: str) -> str:
         ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return str(changeid.ChangeId(changeid.ticks_of(moment), 0))
+    ticks = changeid.ticks_of(moment)
+    if ticks < 0:
+        return "A"  # before changeIds began: everything
+    try:
+        return str(changeid.ChangeId(ticks, 0))
+    except changeid.ChangeIdError:
+        return "B"  # past the last encodable year: nothing
 
 
 def history(
