@@ -319,7 +319,7 @@ def test_status_json_matches_the_schema_and_shows_drift(project, invoke):
     assert db["drift"]["drifted"] and "create" in db["drift"]["changes"][0]
     assert drifted["specChanged"] is True
     table = invoke("status").output
-    assert "* create: input values changed" in table
+    assert "* Standard.create: inputs changed since" in table
     assert "The spec changed since the last job." in table
 
 

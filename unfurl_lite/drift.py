@@ -8,19 +8,18 @@ Unfurl, secrets take no part in the digest, so a rotated secret is not drift.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from unfurl_lite import records
-from unfurl_lite.history import TaskLine
 from unfurl_lite.loader import Ensemble
-from unfurl_lite.model import Instance, NodeTemplate, Operation, Status
-from unfurl_lite.plan import INSTALL, NodeStep
+from unfurl_lite.model import Instance, Operation, Status
+from unfurl_lite.plan import UNINSTALL, NodeStep
 
-# the operations whose inputs shape a deployed instance (not check, discover, delete...)
-DEPLOY_OPERATIONS = frozenset(
-    name for step in INSTALL if isinstance(step, NodeStep) for _, name in step.candidates
+# operations that take an instance down: their inputs changing is not drift of what runs
+UNINSTALL_OPERATIONS = frozenset(
+    name for step in UNINSTALL if isinstance(step, NodeStep) for _, name in step.candidates
 )
 
 
@@ -39,29 +38,25 @@ class Drift:
         return {"drifted": self.drifted, "changes": self.changed, "unknown": self.unknown}
 
 
-def last_deploy_lines(lines: Iterable[TaskLine]) -> dict[str, dict[str, TaskLine]]:
-    """instance -> operation -> its latest successful deploy-side task line."""
-    latest: dict[str, dict[str, TaskLine]] = {}
-    for line in lines:
-        if line.operation in DEPLOY_OPERATIONS and line.status in ("ok", "degraded"):
-            latest.setdefault(line.target, {})[line.operation] = line
-    return latest
+def deployed_baselines(ensemble: Ensemble) -> dict[str, dict[str, tuple[str, str]]]:
+    """instance -> qualified operation -> (changeId, digestValue) it was last deployed with.
+
+    The same baseline ``unfurl update`` acts on (the latest successful run, or the last
+    update that accepted the spec), so status shows drift exactly when update has work.
+    """
+    from unfurl_lite.workflows import RELATIONSHIP_INTERFACES, deployed_digests
+
+    found: dict[str, dict[str, tuple[str, str]]] = {}
+    for (name, qualified), recorded in deployed_digests(ensemble).items():
+        interface, _, op = qualified.rpartition(".")
+        if interface in RELATIONSHIP_INTERFACES or op in UNINSTALL_OPERATIONS:
+            continue
+        found.setdefault(name, {})[qualified] = recorded
+    return found
 
 
-def operation_named(template: NodeTemplate, name: str) -> Operation | None:
-    for step in INSTALL:
-        if isinstance(step, NodeStep):
-            for interface, op_name in step.candidates:
-                op = template.interfaces.get(interface, {}).get(op_name)
-                if op_name == name and op is not None and op.implementation is not None:
-                    return op
-    return template.operation(name)
-
-
-def current_digest(
-    ensemble: Ensemble, instance: Instance, operation: Operation
-) -> tuple[str, str]:
-    """(digestKeys, digestValue) the operation would be recorded with if it ran now."""
+def current_digest(ensemble: Ensemble, instance: Instance, operation: Operation) -> str:
+    """The digestValue the operation would be recorded with if it ran now."""
     from unfurl_lite.context import make_context, render_inputs
 
     inputs = dict(operation.inputs)
@@ -70,11 +65,11 @@ def current_digest(
         inputs["command"] = implementation.primary
     ctx = make_context(ensemble.topology, ensemble.instances, instance.name)
     rendered = render_inputs(inputs, {}, ctx)
-    return records.input_digest(records._digestable(rendered))
+    return records.input_digest(records._digestable(rendered))[1]
 
 
 def instance_drift(
-    ensemble: Ensemble, instance: Instance, recorded: Mapping[str, TaskLine]
+    ensemble: Ensemble, instance: Instance, recorded: Mapping[str, tuple[str, str]]
 ) -> Drift:
     from unfurl_lite.errors import UnfurlLiteError
     from unfurl_lite.expr import ExpressionError
@@ -86,26 +81,24 @@ def instance_drift(
     if template is None:
         drift.changed.append(f"template {instance.template!r} was removed from the spec")
         return drift
-    for name, line in recorded.items():
-        operation = operation_named(template, name)
+    for name, (change_id, value) in recorded.items():
+        operation = template.operation(name)
         if operation is None or operation.implementation is None:
             drift.changed.append(f"{name}: operation removed")
             continue
         try:
-            keys, value = current_digest(ensemble, instance, operation)
+            now = current_digest(ensemble, instance, operation)
         except (ExpressionError, UnfurlLiteError) as exc:
             drift.unknown.append(f"{name}: {exc.message}")
             continue
-        if keys != line.digest_keys:
-            drift.changed.append(f"{name}: inputs changed ({line.digest_keys or '-'} -> {keys})")
-        elif value != line.digest_value:
-            drift.changed.append(f"{name}: input values changed since {line.change_id}")
+        if now != value:
+            drift.changed.append(f"{name}: inputs changed since {change_id}")
     return drift
 
 
-def ensemble_drift(ensemble: Ensemble, lines: Iterable[TaskLine]) -> dict[str, Drift]:
-    latest = last_deploy_lines(lines)
+def ensemble_drift(ensemble: Ensemble) -> dict[str, Drift]:
+    baselines = deployed_baselines(ensemble)
     return {
-        name: instance_drift(ensemble, instance, latest.get(name, {}))
+        name: instance_drift(ensemble, instance, baselines.get(name, {}))
         for name, instance in ensemble.instances.items()
     }

@@ -12,7 +12,7 @@ from typing import Any
 
 from unfurl_lite import changeid, records
 from unfurl_lite.drift import Drift, ensemble_drift
-from unfurl_lite.history import iso, read_jobs
+from unfurl_lite.history import iso
 from unfurl_lite.loader import Ensemble
 from unfurl_lite.model import Instance, Status
 from unfurl_lite.plan import instance_graph, planned_instances
@@ -67,8 +67,7 @@ def instance_row(
 
 def status_report(ensemble: Ensemble) -> dict[str, Any]:
     """The whole of ``unfurl status --json`` (schema: unfurl_lite/schema/status.schema.json)."""
-    lines = [task for job in read_jobs(ensemble.jobs_tsv) for task in job.tasks]
-    drift = ensemble_drift(ensemble, lines)
+    drift = ensemble_drift(ensemble)
     instances = planned_instances(ensemble)
     effective = fold_effective(instances, instance_graph(ensemble, instances))
     rows = [
