@@ -43,6 +43,22 @@ def wrapped_inputs(topology: Topology) -> dict[str, Any]:
     }
 
 
+def topology_secrets(topology: Topology) -> set[str]:
+    """Every secret the spec declares, known before any task runs, so output from any
+    task (a command echoing ``$PASSWORD``) is redacted even if no template read it."""
+    found = {
+        str(v)
+        for k, v in topology.inputs.items()
+        if k in topology.sensitive_inputs and v is not None and not isinstance(v, dict | list)
+    }
+    for template in topology.templates.values():
+        for key in template.sensitive_properties:
+            value = template.properties.get(key)
+            if value is not None and not isinstance(value, dict | list):
+                found.add(str(value))
+    return found
+
+
 def make_context(
     topology: Topology,
     instances: Mapping[str, Instance],
