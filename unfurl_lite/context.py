@@ -37,10 +37,18 @@ def instance_view(instance: Instance, template: NodeTemplate | None) -> dict[str
 
 
 def wrapped_inputs(topology: Topology) -> dict[str, Any]:
-    return {
-        k: Sensitive(str(v)) if k in topology.sensitive_inputs and v is not None else v
-        for k, v in topology.inputs.items()
-    }
+    """Sensitive inputs wrapped; one given as an expression (``{eval: {get_env: PW}}``)
+    is marked so its value is wrapped once evaluated."""
+    sensitive = topology.sensitive_inputs
+    return {k: _wrap(v) if k in sensitive else v for k, v in topology.inputs.items()}
+
+
+def _wrap(value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, dict | list):
+        return {"eval": {"sensitive": value}}
+    return Sensitive(str(value))
 
 
 def topology_secrets(topology: Topology) -> set[str]:

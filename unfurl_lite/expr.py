@@ -60,7 +60,7 @@ class EvalContext:
             "SOURCE": self.source,
             "TARGET": self.target,
             "inputs": self.operation_inputs,
-            "TOPOLOGY": {"inputs": self.inputs},
+            "TOPOLOGY": {"inputs": LazyInputs(self)},
         }
         names.update(self.extra)
         return names
@@ -77,6 +77,8 @@ def _has_secret(value: Any, budget: int = 1000) -> bool:
     while stack and budget > 0:
         budget -= 1
         item = stack.pop()
+        if isinstance(item, LazyInputs):
+            continue  # its values are noted one by one as they are read
         if isinstance(item, Sensitive):
             return True
         if isinstance(item, Mapping):
@@ -95,6 +97,26 @@ def _note(value: Any) -> Any:
 
 def _too_big(value: Any) -> bool:
     return isinstance(value, str | list | tuple | bytes) and len(value) > MAX_TEMPLATE_RESULT
+
+
+class LazyInputs(Mapping[str, Any]):
+    """``TOPOLOGY.inputs`` for templates: an input given as an expression (``{eval:
+    {get_env: PW}}``) is evaluated when read, so its secret stays wrapped."""
+
+    def __init__(self, ctx: EvalContext) -> None:
+        self._ctx = ctx
+        self._cache: dict[str, Any] = {}
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._cache:
+            self._cache[key] = _get_input(key, self._ctx, 1)
+        return self._cache[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ctx.inputs)
+
+    def __len__(self) -> int:
+        return len(self._ctx.inputs)
 
 
 def _environment() -> Any:
@@ -369,7 +391,7 @@ def _eval(arg: Any, ctx: EvalContext, depth: int) -> Any:
         name = evaluate(arg["secret"], ctx, depth)
         if name not in ctx.inputs:
             raise ExpressionError(f"secret: no input named {name!r}")
-        return _mark(ctx.inputs[name], ctx)
+        return _mark(evaluate(ctx.inputs[name], ctx, depth), ctx)
     if "file" in arg:
         token = _current_ctx.set(ctx)
         try:
