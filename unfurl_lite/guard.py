@@ -21,6 +21,7 @@ from unfurl_lite.errors import InputError, Problem
 MAX_EXPANDED_NODES = 1_000_000  # nodes with every alias expanded (an alias bomb)
 MAX_DEPTH = 100  # levels of nested mappings and lists
 _BRACKETS = re.compile(r"[\[\]{}]")
+PLAIN_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:omap")
 SCALARS = (str, int, float, bool, type(None), datetime.date)
 
 
@@ -65,6 +66,11 @@ def check(document: Any, filename: str) -> None:
         if key in in_progress:
             raise _problem(filename, node, "a node contains itself through an alias",
                            "remove the recursive alias")
+        tag = getattr(getattr(node, "tag", None), "value", None)
+        if tag and tag not in PLAIN_TAGS:
+            raise _problem(filename, node, f"unsupported YAML value tagged {tag!r} "
+                           "(custom tags are not part of the ensemble format)",
+                           "remove the tag: use plain mappings and lists")
         in_progress.add(key)
         stack.append((node, True))
         if isinstance(node, Mapping):
