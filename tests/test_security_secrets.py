@@ -141,12 +141,18 @@ def test_no_secret_in_history_files_or_output(
     assert data["state"] == "failed"
     assert any("key <<REDACTED>>" in (t["message"] or "") for t in data["tasks"])
     run("deploy", "--approve", "--force")
-    for command in ("history", "show", "status"):
-        if command in COMMANDS:
-            run(command)
-    last = project.jobs_tsv()[-1].split("\t")[0][:8] + "0000"
+    for args in (["history"], ["history", "--json"], ["status"], ["status", "--json"]):
+        if args[0] in COMMANDS:
+            result = invoke(*args)
+            assert result.exit_code == 0, result.output
+            printed.append(result.output)
     if "show" in COMMANDS:
-        run("show", last)
+        for line in project.jobs_tsv():
+            change_id = line.split("\t")[0]
+            for args in (["show", change_id], ["show", change_id, "--json"]):
+                result = invoke(*args)
+                assert result.exit_code == 0, result.output
+                printed.append(result.output)
 
     files = _files(project.root)
     assert any(name.startswith("changes/") for name in files)
