@@ -216,3 +216,11 @@ def test_shell_cwd_is_confined_unless_allowed(
     assert allowed.exit_code == 0, allowed.output
     job = sorted((project.root / "jobs").glob("*.yaml"))[-1].read_text()
     assert f"stdout: \"{project.root.parent.resolve()}\\n\"" in job
+
+
+def test_include_with_nul_byte_is_an_error(project: Project, invoke: Invoke) -> None:
+    """Found by the fuzz test: a NUL in an include name used to raise ValueError."""
+    project.write('apiVersion: unfurl/v1alpha1\nkind: Ensemble\nspec:\n  +include: "a\\0b"\n')
+    result = invoke("validate")
+    assert result.exit_code == 1
+    assert "NUL byte" in result.output
