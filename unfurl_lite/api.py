@@ -18,6 +18,7 @@ from unfurl_lite.errors import JobError
 from unfurl_lite.executors import make_executor
 from unfurl_lite.job import JobOptions, JobResult, Observer, run_plan
 from unfurl_lite.loader import Ensemble, load_ensemble
+from unfurl_lite.paths import confine_records
 from unfurl_lite.plan import Plan, plan_workflow
 from unfurl_lite.repo import Repo, find_repo
 
@@ -72,6 +73,7 @@ def run_job(
     ensemble = ensemble or load_ensemble(request.ensemble)
     plan = plan or plan_workflow(ensemble, request.workflow, **request.plan_options)
     repo = find_repo(ensemble.project_root)
+    confine_records(ensemble.project_root, ensemble.jobs_log, request.options.allow_outside_paths)
     if not request.options.dryrun:
         check_dirty(repo, ensemble, request.dirty)
     if not confirm(ensemble, plan):
@@ -97,6 +99,7 @@ def run_job(
 
 def record_job(ensemble: Ensemble, result: JobResult, options: JobOptions) -> records.JobFiles:
     root = ensemble.project_root
+    confine_records(root, ensemble.jobs_log, options.allow_outside_paths)
     job_prefix = result.job_id[:8]
     label = result.started_at.strftime("%Y-%m-%d-%H-%M-%S")
     name = records.job_file_name(label, job_prefix)

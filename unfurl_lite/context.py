@@ -37,10 +37,34 @@ def instance_view(instance: Instance, template: NodeTemplate | None) -> dict[str
 
 
 def wrapped_inputs(topology: Topology) -> dict[str, Any]:
-    return {
-        k: Sensitive(str(v)) if k in topology.sensitive_inputs and v is not None else v
+    """Sensitive inputs wrapped; one given as an expression (``{eval: {get_env: PW}}``)
+    is marked so its value is wrapped once evaluated."""
+    sensitive = topology.sensitive_inputs
+    return {k: _wrap(v) if k in sensitive else v for k, v in topology.inputs.items()}
+
+
+def _wrap(value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, dict | list):
+        return {"eval": {"sensitive": value}}
+    return Sensitive(str(value))
+
+
+def topology_secrets(topology: Topology) -> set[str]:
+    """Every secret the spec declares, known before any task runs, so output from any
+    task (a command echoing ``$PASSWORD``) is redacted even if no template read it."""
+    found = {
+        str(v)
         for k, v in topology.inputs.items()
+        if k in topology.sensitive_inputs and v is not None and not isinstance(v, dict | list)
     }
+    for template in topology.templates.values():
+        for key in template.sensitive_properties:
+            value = template.properties.get(key)
+            if value is not None and not isinstance(value, dict | list):
+                found.add(str(value))
+    return found
 
 
 def make_context(

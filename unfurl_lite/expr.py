@@ -7,14 +7,18 @@ stay wrapped through rendering, so the records can redact them.
 
 from __future__ import annotations
 
+import contextvars
 import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from unfurl_lite import redaction
 from unfurl_lite.errors import UnfurlLiteError
 
-REDACTED = "<<REDACTED>>"
+REDACTED = redaction.REDACTED
+MAX_TEMPLATE_RESULT = 1_000_000  # characters or items a template operation may build
 
 
 class Sensitive(str):
@@ -22,6 +26,11 @@ class Sensitive(str):
 
     def __repr__(self) -> str:
         return REDACTED
+
+
+class Tainted(Sensitive):
+    """Text a template built from a secret (``echo {{ password }}``): not itself a secret,
+    so records keep its shape with each secret in it replaced."""
 
 
 class ExpressionError(UnfurlLiteError):
@@ -41,6 +50,8 @@ class EvalContext:
     lookup_node: Callable[[str], Mapping[str, Any] | None] = lambda name: None
     extra: Mapping[str, Any] = field(default_factory=dict)
     secrets: set[str] = field(default_factory=set)  # every sensitive value seen
+    project_root: Path | None = None  # where `file` may read; None: no file reads
+    allow_outside_paths: bool = False
 
     def variables(self) -> dict[str, Any]:
         names = {
@@ -49,19 +60,160 @@ class EvalContext:
             "SOURCE": self.source,
             "TARGET": self.target,
             "inputs": self.operation_inputs,
-            "TOPOLOGY": {"inputs": self.inputs},
+            "TOPOLOGY": {"inputs": LazyInputs(self)},
         }
         names.update(self.extra)
         return names
 
 
+_tainted: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar(
+    "unfurl_lite_tainted", default=None
+)
+
+
+def _has_secret(value: Any, budget: int = 1000) -> bool:
+    """Whether a value read by a template holds a secret (bounded, for huge attributes)."""
+    stack = [value]
+    while stack and budget > 0:
+        budget -= 1
+        item = stack.pop()
+        if isinstance(item, LazyInputs):
+            continue  # its values are noted one by one as they are read
+        if isinstance(item, Sensitive):
+            return True
+        if isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return False
+
+
+def _note(value: Any) -> Any:
+    flag = _tainted.get()
+    if flag is not None and not flag and _has_secret(value):
+        flag.append(True)
+    return value
+
+
+def _too_big(value: Any) -> bool:
+    return isinstance(value, str | list | tuple | bytes) and len(value) > MAX_TEMPLATE_RESULT
+
+
+class LazyInputs(Mapping[str, Any]):
+    """``TOPOLOGY.inputs`` for templates: an input given as an expression (``{eval:
+    {get_env: PW}}``) is evaluated when read, so its secret stays wrapped."""
+
+    def __init__(self, ctx: EvalContext) -> None:
+        self._ctx = ctx
+        self._cache: dict[str, Any] = {}
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._cache:
+            self._cache[key] = _get_input(key, self._ctx, 1)
+        return self._cache[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ctx.inputs)
+
+    def __len__(self) -> int:
+        return len(self._ctx.inputs)
+
+
 def _environment() -> Any:
+    from jinja2.exceptions import SecurityError
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    env = ImmutableSandboxedEnvironment(autoescape=False, keep_trailing_newline=False)
+    class Sandbox(ImmutableSandboxedEnvironment):
+        """Jinja's immutable sandbox, made loud and taint-aware.
+
+        Unsafe attributes raise at once instead of rendering as empty; every value read
+        is checked for secrets so a rendered template that used one is wrapped too; and
+        ``*``/``**`` and calls cannot build huge values.
+        """
+
+        intercepted_binops = frozenset(["*", "**"])
+
+        def unsafe_undefined(self, obj: Any, attribute: str) -> Any:
+            raise SecurityError(
+                f"access to attribute {attribute!r} of {type(obj).__name__!r} is not allowed"
+            )
+
+        def getattr(self, obj: Any, attribute: str) -> Any:
+            return _note(super().getattr(obj, attribute))
+
+        def getitem(self, obj: Any, argument: Any) -> Any:
+            return _note(super().getitem(obj, argument))
+
+        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+            if operator == "**" and isinstance(right, int) and abs(right) > 1000:
+                raise SecurityError("exponent larger than 1000 in a template")
+            if operator == "*":
+                for a, b in ((left, right), (right, left)):
+                    sized = isinstance(a, str | list | tuple) and isinstance(b, int)
+                    if sized and len(a) * b > MAX_TEMPLATE_RESULT:
+                        raise SecurityError("template builds a value that is too large")
+            return _note(super().call_binop(context, operator, left, right))
+
+        def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+            if any(isinstance(a, int) and a > MAX_TEMPLATE_RESULT for a in args):
+                raise SecurityError("template call with a number argument that is too large")
+            owner = getattr(__obj, "__self__", None)
+            if owner is not None:
+                _note(owner)
+            for arg in (*args, *kwargs.values()):
+                _note(arg)
+            result = super().call(__context, __obj, *args, **kwargs)
+            if _too_big(result):
+                raise SecurityError("template builds a value that is too large")
+            return _note(result)
+
+    env = Sandbox(autoescape=False, keep_trailing_newline=False)
     env.globals.clear()  # no range, lipsum, cycler, joiner, namespace from jinja's defaults
     env.globals["range"] = _bounded_range
+    env.globals["get_env"] = _get_env_global
+    env.globals["file"] = _file_global
+    env.filters["file"] = _file_global
     return env
+
+
+def _get_env_global(name: str, default: Any = None) -> Any:
+    """``{{ get_env('TOKEN') }}``: the value is a secret, as with ``{eval: {get_env: }}``."""
+    value = os.environ.get(str(name), default)
+    if value is None:
+        return None
+    flag = _tainted.get()
+    if flag is not None and not flag:
+        flag.append(True)
+    secret = Sensitive(str(value))
+    _current_secrets().add(str(secret))
+    return secret
+
+
+def _file_global(name: str) -> str:
+    """``{{ file('config/app.ini') }}``: a file's text, only from inside the project."""
+    from unfurl_lite.paths import confine
+
+    ctx = _current_ctx.get()
+    if ctx is None or ctx.project_root is None:
+        raise ExpressionError("file(): no project directory to read from")
+    path = confine(str(name), ctx.project_root, ctx.allow_outside_paths, what="file()")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ExpressionError(f"file(): cannot read {name!r}: {exc.strerror}") from None
+    if len(data) > MAX_TEMPLATE_RESULT:
+        raise ExpressionError(f"file(): {name!r} is larger than {MAX_TEMPLATE_RESULT} bytes")
+    return data.decode("utf-8", errors="replace")
+
+
+_current_ctx: contextvars.ContextVar[EvalContext | None] = contextvars.ContextVar(
+    "unfurl_lite_ctx", default=None
+)
+
+
+def _current_secrets() -> set[str]:
+    ctx = _current_ctx.get()
+    return ctx.secrets if ctx is not None else set()
 
 
 def _bounded_range(*args: int) -> range:
@@ -86,21 +238,43 @@ def is_template(value: Any) -> bool:
 
 
 def render_template(text: str, ctx: EvalContext) -> Any:
+    """Render in the sandbox; the result is Tainted when the template read any secret."""
     from jinja2 import TemplateError
     from jinja2.exceptions import SecurityError
 
+    from unfurl_lite.paths import PathError
+
+    flag: list[bool] = []
+    flag_token = _tainted.set(flag)
+    ctx_token = _current_ctx.set(ctx)
     try:
         template = environment().from_string(text)
         result = template.render(ctx.variables())
     except SecurityError as exc:
-        raise ExpressionError(f"template not allowed by the sandbox: {exc}") from None
-    except TemplateError as exc:
-        raise ExpressionError(f"template error in {text!r}: {exc}") from None
-    except (TypeError, ValueError, AttributeError, KeyError, ArithmeticError) as exc:
-        raise ExpressionError(f"template error in {text!r}: {exc}") from None
-    if any(secret and secret in result for secret in ctx.secrets):
-        return Sensitive(result)
+        raise ExpressionError(
+            f"template not allowed by the sandbox: {_safe(exc, ctx)}"
+        ) from None
+    except PathError as exc:
+        raise ExpressionError(exc.message, hint=exc.hint) from None
+    except ExpressionError as exc:
+        raise ExpressionError(_safe(exc.message, ctx), hint=exc.hint) from None
+    except (TemplateError, TypeError, ValueError, AttributeError, KeyError, ArithmeticError,
+            RecursionError, MemoryError, OverflowError) as exc:
+        where = _safe(text, ctx)
+        raise ExpressionError(f"template error in {where!r}: {_safe(exc, ctx)}") from None
+    finally:
+        _tainted.reset(flag_token)
+        _current_ctx.reset(ctx_token)
+    if len(result) > MAX_TEMPLATE_RESULT:
+        raise ExpressionError(f"template result is longer than {MAX_TEMPLATE_RESULT} characters")
+    if flag or any(f in result for f in redaction.secret_forms(ctx.secrets)):
+        return Tainted(result)
     return result
+
+
+def _safe(text: Any, ctx: EvalContext) -> str:
+    """An error message may quote the value that failed (``int('s3cret')``)."""
+    return redaction.redact_text(str(text), ctx.secrets)
 
 
 def evaluate(value: Any, ctx: EvalContext, depth: int = 0) -> Any:
@@ -108,7 +282,8 @@ def evaluate(value: Any, ctx: EvalContext, depth: int = 0) -> Any:
     if depth > 50:
         raise ExpressionError("expression nested too deeply (more than 50 levels)")
     if isinstance(value, Sensitive):
-        ctx.secrets.add(str(value))
+        if not isinstance(value, Tainted):
+            ctx.secrets.add(str(value))
         return value
     if is_template(value):
         return render_template(value, ctx)
@@ -135,7 +310,7 @@ def _get_input(arg: Any, ctx: EvalContext, depth: int) -> Any:
     if name not in ctx.inputs:
         raise ExpressionError(f"get_input: no input named {name!r}")
     value = ctx.inputs[name]
-    if isinstance(value, Sensitive):
+    if isinstance(value, Sensitive) and not isinstance(value, Tainted):
         ctx.secrets.add(str(value))
     return evaluate(value, ctx, depth)
 
@@ -216,7 +391,15 @@ def _eval(arg: Any, ctx: EvalContext, depth: int) -> Any:
         name = evaluate(arg["secret"], ctx, depth)
         if name not in ctx.inputs:
             raise ExpressionError(f"secret: no input named {name!r}")
-        return _mark(ctx.inputs[name], ctx)
+        return _mark(evaluate(ctx.inputs[name], ctx, depth), ctx)
+    if "file" in arg:
+        token = _current_ctx.set(ctx)
+        try:
+            return _file_global(evaluate(arg["file"], ctx, depth))
+        except UnfurlLiteError as exc:
+            raise ExpressionError(exc.message, hint=exc.hint) from None
+        finally:
+            _current_ctx.reset(token)
     if "get_input" in arg:
         return _get_input(arg["get_input"], ctx, depth)
     if "template" in arg:
@@ -235,7 +418,9 @@ FUNCTIONS: dict[str, Callable[[Any, EvalContext, int], Any]] = {
 
 
 def secrets_in(value: Any) -> Iterator[str]:
-    """Every Sensitive string inside a value."""
+    """Every secret inside a value (Tainted text is built from secrets, not one itself)."""
+    if isinstance(value, Tainted):
+        return
     if isinstance(value, Sensitive):
         yield str(value)
     elif isinstance(value, Mapping):
@@ -248,19 +433,8 @@ def secrets_in(value: Any) -> Iterator[str]:
 
 def redact(value: Any, secrets: set[str] | frozenset[str] = frozenset()) -> Any:
     """A copy safe to write: Sensitive values and any known secret text replaced."""
-    if isinstance(value, Sensitive):
-        return REDACTED
-    if isinstance(value, str):
-        return redact_text(value, secrets)
-    if isinstance(value, Mapping):
-        return {k: redact(v, secrets) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [redact(v, secrets) for v in value]
-    return value
+    return redaction.redact(value, secrets)
 
 
 def redact_text(text: str, secrets: set[str] | frozenset[str]) -> str:
-    for secret in sorted(secrets, key=len, reverse=True):
-        if len(secret) >= 3 and secret in text:
-            text = text.replace(secret, REDACTED)
-    return text
+    return redaction.redact_text(text, secrets)

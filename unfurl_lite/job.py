@@ -20,7 +20,7 @@ from enum import StrEnum
 from typing import Any
 
 from unfurl_lite import changeid, records
-from unfurl_lite.context import apply_post_inputs, make_context, render_inputs
+from unfurl_lite.context import apply_post_inputs, make_context, render_inputs, topology_secrets
 from unfurl_lite.errors import UnfurlLiteError
 from unfurl_lite.executors import Executor
 from unfurl_lite.expr import ExpressionError, secrets_in
@@ -29,6 +29,7 @@ from unfurl_lite.model import Instance, NodeState, Priority, Status
 from unfurl_lite.operations.base import OperationRequest, OperationResult
 from unfurl_lite.operations.shell import base_environment
 from unfurl_lite.plan import Plan, Task, instance_graph
+from unfurl_lite.redaction import redact_text
 from unfurl_lite.status import fold_effective, on_failure, on_start, on_success
 
 
@@ -67,6 +68,7 @@ class JobOptions:
     jobs: int = 0  # 0: the number of cores
     jobexitcode: str = "error"
     env_passthrough: bool = False
+    allow_outside_paths: bool = False
     retries: int = 0
     retry_interval: float = 1.0
     recorded: dict[str, Any] = field(default_factory=dict)  # options shown in lastJob
@@ -221,6 +223,7 @@ class _Scheduler:
         self.instances = {n: i for n, i in self.ensemble.instances.items()}
         self.instances.update(self.plan.new_instances)
         self.env = base_environment(self.options.env_passthrough)
+        self.secrets.update(topology_secrets(self.ensemble.topology))
         for task in self.plan.tasks:
             self.runs[task.number] = TaskRun(task)
             self.waiting[task.number] = len(task.after)
@@ -326,11 +329,15 @@ class _Scheduler:
         ctx = make_context(
             self.ensemble.topology, self.instances, task.target, task.source, task.peer
         )
+        ctx.project_root = self.ensemble.project_root
+        ctx.allow_outside_paths = self.options.allow_outside_paths
         inputs = dict(op.inputs)
         if op.implementation.primary and "command" not in inputs:
             inputs["command"] = op.implementation.primary
-        run.inputs = render_inputs(inputs, task.extra_inputs, ctx, task.allow_override)
-        self.secrets.update(ctx.secrets)
+        try:
+            run.inputs = render_inputs(inputs, task.extra_inputs, ctx, task.allow_override)
+        finally:
+            self.secrets.update(ctx.secrets)
         self.secrets.update(secrets_in(run.inputs))
         template = self.ensemble.topology.templates.get(instance.template)
         return OperationRequest(
@@ -347,6 +354,7 @@ class _Scheduler:
             attributes=dict(instance.attributes),
             properties=dict(template.properties) if template else {},
             queue=_queue_of(template.metadata if template else {}),
+            allow_outside_paths=self.options.allow_outside_paths,
         )
 
     def finish(self, number: int, result: OperationResult) -> None:
@@ -364,7 +372,12 @@ class _Scheduler:
                     run.task.source,
                     run.task.peer,
                 )
-                apply_post_inputs(run.inputs, result, ctx)
+                ctx.project_root = self.ensemble.project_root
+                ctx.allow_outside_paths = self.options.allow_outside_paths
+                try:
+                    apply_post_inputs(run.inputs, result, ctx)
+                finally:
+                    self.secrets.update(ctx.secrets)
                 if run.task.reason in OBSERVING and result.status:
                     # a check that reports a status has done its job, whatever its exit code
                     result.success, result.error = True, None
@@ -383,7 +396,9 @@ class _Scheduler:
         backoff = policy.backoff if policy else 2.0
         delay = interval * (backoff ** (run.attempts - 1))
         run.state = TaskState.rescheduled
-        run.message = f"rescheduled after attempt {run.attempts}: {result.error}"
+        run.message = redact_text(
+            f"rescheduled after attempt {run.attempts}: {result.error}", self.secrets
+        )
         self.observer.task_rescheduled(run, delay)
         heapq.heappush(self.delayed, (time.monotonic() + delay, run.task.number))
         return True
@@ -445,7 +460,7 @@ class _Scheduler:
 
     def complete(self, run: TaskRun, state: TaskState, message: str | None = None) -> None:
         run.state = state
-        run.message = message
+        run.message = redact_text(message, self.secrets) if message else message
         run.ended_at = datetime.now(UTC)
         self.observer.task_finished(run)
         for dependent in self.dependents.get(run.task.number, ()):

@@ -270,6 +270,9 @@ def _include(
         fail(f"includes from repository {spec.get('repository')!r} are not supported",
              "copy the file into the project and include it by path")
         return None
+    if "\x00" in str(name):
+        fail(f"include {name!r} contains a NUL byte", "name a file inside the project")
+        return None
     target = (Path(file).parent / name).resolve()
     if not target.is_relative_to(ctx.project_root):
         fail(f"include {name!r} escapes the project directory {ctx.project_root}",

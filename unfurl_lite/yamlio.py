@@ -28,8 +28,19 @@ def _round_trip() -> YAML:
 
 def parse(text: str, filename: str) -> Any:
     """Parse YAML text; syntax errors become an InputError naming file, line and column."""
+    from unfurl_lite import guard
+
+    guard.check_text(text, filename)
     try:
-        return _round_trip().load(text)
+        document = _round_trip().load(text)
+    except RecursionError:
+        raise InputError(
+            Problem(
+                f"nested more than {guard.MAX_DEPTH} levels deep",
+                file=filename,
+                hint="flatten the document",
+            )
+        ) from None
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         duplicate = isinstance(exc, DuplicateKeyError)
@@ -47,6 +58,8 @@ def parse(text: str, filename: str) -> Any:
         ) from None
     except YAMLError as exc:
         raise InputError(Problem(f"YAML error: {exc}", file=filename)) from None
+    guard.check(document, filename)
+    return document
 
 
 def load_file(path: Path) -> Any:

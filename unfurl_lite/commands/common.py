@@ -102,6 +102,11 @@ def job_options(func: Callable[..., Any]) -> Callable[..., Any]:
             is_flag=True,
             help="Give operations this whole environment, not only the allow-list.",
         ),
+        click.option(
+            "--allow-outside-paths",
+            is_flag=True,
+            help="Let file(), shell cwd and the job records use paths outside the project.",
+        ),
         click.option("--json", "as_json", is_flag=True, help="Print the job's result as JSON."),
     ]
     for decorator in reversed(decorators):

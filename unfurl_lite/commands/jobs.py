@@ -64,6 +64,7 @@ def execute_workflow(
         jobs=opts.get("jobs") or 0,
         jobexitcode=opts.get("jobexitcode", "error"),
         env_passthrough=opts.get("env_passthrough", False),
+        allow_outside_paths=opts.get("allow_outside_paths", False),
         retries=opts.get("retries", 0),
         recorded=recorded_options(opts),
     )

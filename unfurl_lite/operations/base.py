@@ -26,6 +26,7 @@ class OperationRequest:
     attributes: dict[str, Any] = field(default_factory=dict)
     properties: dict[str, Any] = field(default_factory=dict)
     queue: str | None = None  # agent queue, for distributed executors
+    allow_outside_paths: bool = False  # cwd may leave the project (--allow-outside-paths)
 
 
 @dataclass

@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from unfurl_lite.operations.base import OperationRequest, OperationResult
+from unfurl_lite.paths import PathError, confine
 
 RETRY_EXIT_CODE = 75  # EX_TEMPFAIL: the command asks to be tried again
 OUTPUT_LIMIT = 64 * 1024
@@ -83,7 +84,12 @@ def run(request: OperationRequest) -> OperationResult:
         )
     env = {**request.env, **{str(k): str(v) for k, v in (inputs.get("env") or {}).items()}}
     timeout = inputs.get("timeout", request.timeout)
-    cwd = inputs.get("cwd") or request.cwd
+    try:
+        cwd = str(
+            confine(inputs.get("cwd") or ".", request.cwd, request.allow_outside_paths, "cwd")
+        )
+    except PathError as exc:
+        return OperationResult(success=False, modified=False, error=exc.format())
     started = time.monotonic()
     try:
         process = subprocess.Popen(

@@ -1,0 +1,131 @@
+"""Limits on what a YAML document may be, checked right after parsing and before any
+merge, validation or copying: the checks later steps rely on to stay fast and safe.
+
+ruamel shares aliased nodes instead of copying them, so a "billion laughs" document
+parses quickly and only explodes when something (merge, ``to_plain``, jsonschema) walks
+it. The guard measures the size the document *would* have with every alias expanded,
+in time linear in its real size, and refuses it before that happens.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+from unfurl_lite.errors import InputError, Problem
+
+MAX_EXPANDED_NODES = 1_000_000  # nodes with every alias expanded (an alias bomb)
+MAX_DEPTH = 100  # levels of nested mappings and lists
+_BRACKETS = re.compile(r"[\[\]{}]")
+PLAIN_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:omap")
+SCALARS = (str, int, float, bool, type(None), datetime.date)
+
+
+def check_text(text: str, filename: str) -> None:
+    """Refuse deeply nested flow collections (``[[[[...``) before the parser recurses
+    into them; brackets inside quoted strings may count too, which only errs on the
+    side of refusing a pathological file."""
+    depth = 0
+    for match in _BRACKETS.finditer(text):
+        if match.group() in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                position = match.start()
+                line = text.count("\n", 0, position) + 1
+                column = position - (text.rfind("\n", 0, position) + 1) + 1
+                raise InputError(Problem(
+                    f"nested more than {MAX_DEPTH} levels deep", file=filename,
+                    line=line, column=column, hint="flatten the document",
+                ))
+        elif depth:
+            depth -= 1
+
+
+def check(document: Any, filename: str) -> None:
+    """Raise InputError if the document is an alias bomb, too deep, self-referencing, or
+    has keys that are not strings."""
+    sizes: dict[int, tuple[int, int]] = {}  # id -> (expanded size, height)
+    in_progress: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(document, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if not isinstance(node, Mapping | list):
+            _check_scalar(node, filename)
+            continue
+        key = id(node)
+        if expanded:
+            in_progress.discard(key)
+            sizes[key] = _measure(node, sizes, filename)
+            continue
+        if key in sizes:
+            continue
+        if key in in_progress:
+            raise _problem(filename, node, "a node contains itself through an alias",
+                           "remove the recursive alias")
+        tag = getattr(getattr(node, "tag", None), "value", None)
+        if tag and tag not in PLAIN_TAGS:
+            raise _problem(filename, node, f"unsupported YAML value tagged {tag!r} "
+                           "(custom tags are not part of the ensemble format)",
+                           "remove the tag: use plain mappings and lists")
+        in_progress.add(key)
+        stack.append((node, True))
+        if isinstance(node, Mapping):
+            for k, v in node.items():
+                if not isinstance(k, str):
+                    raise _problem(
+                        filename, node,
+                        f"mapping key {_show(k)} is a {type(k).__name__}, not a string",
+                        "quote the key so it is a string", k,
+                    )
+                stack.append((v, False))
+        else:
+            stack.extend((v, False) for v in node)
+
+
+def _measure(node: Any, sizes: dict[int, tuple[int, int]], filename: str) -> tuple[int, int]:
+    children = list(node.values()) if isinstance(node, Mapping) else list(node)
+    total, height = 1, 0
+    for child in children:
+        size, child_height = sizes.get(id(child), (1, -1)) if isinstance(
+            child, Mapping | list) else (1, -1)
+        total += size
+        height = max(height, child_height + 1)
+    if total > MAX_EXPANDED_NODES:
+        raise _problem(
+            filename, node,
+            f"the document expands to more than {MAX_EXPANDED_NODES} nodes "
+            "(aliases repeat their anchor's content: an alias bomb?)",
+            "use fewer or smaller aliases",
+        )
+    if height > MAX_DEPTH:
+        raise _problem(filename, node, f"nested more than {MAX_DEPTH} levels deep",
+                       "flatten the document")
+    return total, height
+
+
+def _check_scalar(value: Any, filename: str) -> None:
+    if not isinstance(value, SCALARS):
+        raise InputError(Problem(
+            f"unsupported YAML value of type {type(value).__name__} "
+            "(custom tags, sets and binary are not part of the ensemble format)",
+            file=filename,
+            hint="use plain strings, numbers, booleans, lists and mappings",
+        ))
+
+
+def _show(key: Any) -> str:
+    text = repr(key)
+    return text if len(text) < 60 else text[:57] + "..."
+
+
+def _problem(filename: str, node: Any, message: str, hint: str, key: Any = None) -> InputError:
+    from unfurl_lite.yamlio import location
+
+    line, column = location(node, key) if key is not None else location(node)
+    if line is None and isinstance(node, CommentedMap | CommentedSeq):
+        line, column = location(node)
+    return InputError(Problem(message, file=filename, line=line, column=column, hint=hint))
