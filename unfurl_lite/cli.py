@@ -33,6 +33,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "unfurl_lite.commands.project:completion",
         "Print a shell completion script (bash, zsh, fish).",
     ),
+    "resume": (
+        "unfurl_lite.commands.control:resume",
+        "Continue the last failed, cancelled or killed job.",
+    ),
+    "cancel": ("unfurl_lite.commands.control:cancel", "Cancel the job running on an ensemble."),
 }
 
 
