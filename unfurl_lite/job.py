@@ -571,7 +571,7 @@ def run_plan(
     scheduler.loop()
     runs = [scheduler.runs[t.number] for t in plan.tasks]
     cancelled = scheduler.cancel.is_set() and any(
-        r.state in (TaskState.pending, TaskState.rescheduled) for r in runs
+        r.state not in (TaskState.succeeded, TaskState.skipped) for r in runs
     )
     status = job_status(runs, scheduler.instances)
     requires = instance_graph(ensemble, scheduler.instances)

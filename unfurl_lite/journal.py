@@ -242,10 +242,10 @@ def restore_run(run: TaskRun, record: dict[str, Any]) -> TaskRun:
     run.change_id = record.get("changeId")
     run.previous_id = record.get("previousId")
     run.attempts = int(record.get("attempts") or 0)
-    status = record.get("status")
+    status = str(record.get("status"))
     run.status = Status(status) if status in Status.__members__ else None
     run.changed = bool(record.get("changed"))
-    prior = record.get("priorState")
+    prior = str(record.get("priorState"))
     run.prior_state = NodeState(prior) if prior in NodeState.__members__ else None
     run.started_at = _datetime(record.get("startedAt"))
     run.ended_at = _datetime(record.get("endedAt"))
