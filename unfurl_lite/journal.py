@@ -1,7 +1,7 @@
 """The in-progress job file: what a job has done so far, rewritten atomically at every
 task transition, so a job killed at any instant leaves an exact record for ``resume``.
 
-It sits beside the job's record as ``jobs/job<time>-<id>.journal.yaml`` and holds what
+It sits beside the job's record as ``jobs/journal<time>-<id>.yaml`` and holds what
 the records do not: the workflow and options to plan again (against the instance status
 the job started from, so tasks keep their numbers), every task's state, and the
 instances' status as of the last transition. The ensemble itself is only written when
@@ -32,13 +32,13 @@ from unfurl_lite.loader import Ensemble, _instance
 from unfurl_lite.model import Instance, NodeState, Status
 from unfurl_lite.operations.base import OperationResult
 
-SUFFIX = ".journal.yaml"
+PREFIX = "journal"
 VERSION = 1
 
 
 def journal_path(root: Path, job_id: str) -> Path:
     label = changeid.job_time_label(changeid.parse(job_id))
-    return root / records.JOBS_DIR / f"job{label}-{job_id[:8]}{SUFFIX}"
+    return root / records.JOBS_DIR / f"{PREFIX}{label}-{job_id[:8]}.yaml"
 
 
 def snapshot_instances(instances: dict[str, Instance], secrets: set[str]) -> dict[str, Any]:
@@ -213,7 +213,7 @@ def read_journal(path: Path) -> JournalFile:
 def list_journals(root: Path) -> list[JournalFile]:
     """Every journal under jobs/, oldest first (changeIds sort by time)."""
     found = []
-    for path in sorted((root / records.JOBS_DIR).glob(f"*{SUFFIX}")):
+    for path in sorted((root / records.JOBS_DIR).glob(f"{PREFIX}*.yaml")):
         journal = read_journal(path)
         if journal.change_id:
             found.append(journal)
