@@ -206,6 +206,7 @@ class Resumed:
     runs: dict[int, TaskRun]
 
 
+CANCEL_POLL = 0.2  # seconds between looks at the cancel event while operations run
 EXPLICIT_RETRY_LIMIT = 3  # retries granted to an operation that asks for one (exit 75)
 
 
@@ -337,6 +338,8 @@ class _Scheduler:
             if self.delayed:
                 timeout = max(0.0, self.delayed[0][0] - time.monotonic())
             if self.running:
+                if not self.cancel.is_set():  # a signal handler only sets the event: poll it
+                    timeout = min(timeout, CANCEL_POLL) if timeout is not None else CANCEL_POLL
                 waiting_on: list[Future[Any]] = [*self.running, self.wakeup]
                 done, _ = wait(waiting_on, timeout=timeout, return_when=FIRST_COMPLETED)
                 if self.wakeup.done():
