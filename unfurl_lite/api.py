@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from unfurl_lite import changeid, records
+from unfurl_lite import changeid, lock, records
 from unfurl_lite.errors import JobError
 from unfurl_lite.executors import make_executor
-from unfurl_lite.job import JobOptions, JobResult, Observer, run_plan
+from unfurl_lite.job import JobOptions, JobResult, JobState, Observer, Observers, Resumed, run_plan
 from unfurl_lite.loader import Ensemble, load_ensemble
 from unfurl_lite.paths import confine_records
 from unfurl_lite.plan import Plan, plan_workflow
@@ -34,6 +34,7 @@ class JobRequest:
     dirty: str = "auto"
     executor: str = "local"
     executor_options: dict[str, Any] | None = None
+    locked: bool = False  # the caller already holds the ensemble's lock (resume)
 
 
 def load(path: str | Path | None) -> Ensemble:
@@ -68,10 +69,36 @@ def run_job(
     cancel: threading.Event | None = None,
     ensemble: Ensemble | None = None,
     plan: Plan | None = None,
+    resumed: Resumed | None = None,
+    start_instances: dict[str, Any] | None = None,
 ) -> JobResult | None:
-    """Plan and run a workflow; None when the user declined at the confirmation."""
+    """Plan and run a workflow; None when the user declined at the confirmation.
+
+    A job that changes things holds the ensemble's lock and keeps a journal (see
+    journal.py) from its first task to its commit.
+    """
     ensemble = ensemble or load_ensemble(request.ensemble)
     plan = plan or plan_workflow(ensemble, request.workflow, **request.plan_options)
+    if request.options.dryrun or request.locked:
+        return _run_locked(request, confirm, observer, cancel, ensemble, plan, resumed,
+                           start_instances)
+    with lock.held(ensemble.path, request.workflow):
+        return _run_locked(request, confirm, observer, cancel, ensemble, plan, resumed,
+                           start_instances)
+
+
+def _run_locked(
+    request: JobRequest,
+    confirm: Callable[[Ensemble, Plan], bool],
+    observer: Observer | None,
+    cancel: threading.Event | None,
+    ensemble: Ensemble,
+    plan: Plan,
+    resumed: Resumed | None,
+    start_instances: dict[str, Any] | None,
+) -> JobResult | None:
+    from unfurl_lite.journal import Journal
+
     repo = find_repo(ensemble.project_root)
     confine_records(ensemble.project_root, ensemble.jobs_log, request.options.allow_outside_paths)
     if not request.options.dryrun:
@@ -81,15 +108,47 @@ def run_job(
     executor = make_executor(
         request.executor, request.options.parallelism, **(request.executor_options or {})
     )
+    attach = getattr(cancel, "attach_executor", None)
+    if attach is not None:
+        attach(executor)
+    journal = None
+    if not request.options.dryrun:
+        lock_file = lock.lock_path(ensemble.path)
+        journal = Journal(
+            ensemble,
+            request.options,
+            request.plan_options,
+            start_instances=start_instances,
+            resumes=resumed.job_id if resumed else None,
+            on_job_id=lambda job_id: lock.update(lock_file, request.workflow, job_id),
+        )
     start_commit = repo.head() if repo else None
     try:
-        result = run_plan(ensemble, plan, request.options, executor, observer, cancel)
+        result = run_plan(
+            ensemble,
+            plan,
+            request.options,
+            executor,
+            Observers(journal, observer),
+            cancel,
+            resumed=resumed,
+        )
     finally:
         executor.shutdown()
     result.start_commit = start_commit
-    if request.options.dryrun or not result.changed_anything:
+    if journal is not None:
+        journal.finished(result)
+    if request.options.dryrun or not (result.changed_anything or resumed):
+        if journal is not None and journal.path is not None:
+            if result.state == JobState.succeeded:
+                journal.path.unlink(missing_ok=True)  # nothing ran: nothing to resume
+            else:
+                journal.mark_recorded()  # nothing to record, but resumable
         return result
     files = record_job(ensemble, result, request.options)
+    if journal is not None and journal.path is not None:
+        journal.mark_recorded()
+        files.extra.append(journal.path)
     result.written = [str(p.relative_to(ensemble.project_root)) for p in files.all()]
     if repo is not None and request.options.commit:
         message = request.options.message or f"Updating status for job {result.job_id}"
@@ -97,7 +156,9 @@ def run_job(
     return result
 
 
-def record_job(ensemble: Ensemble, result: JobResult, options: JobOptions) -> records.JobFiles:
+def record_job(
+    ensemble: Ensemble, result: JobResult, options: JobOptions, append_log: bool = True
+) -> records.JobFiles:
     root = ensemble.project_root
     confine_records(root, ensemble.jobs_log, options.allow_outside_paths)
     job_prefix = result.job_id[:8]
@@ -140,7 +201,8 @@ def record_job(ensemble: Ensemble, result: JobResult, options: JobOptions) -> re
     lines = [records.job_tsv_line(job)] + [
         records.task_tsv_line(entry, run) for run, entry in zip(ran, summary_entries, strict=True)
     ]
-    records.append_tsv(files.jobs_tsv, lines, result.secrets)
+    if append_log:  # False when a crashed job's lines are already there
+        records.append_tsv(files.jobs_tsv, lines, result.secrets)
     records.update_status(
         ensemble.document,
         result.instances,

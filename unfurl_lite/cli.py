@@ -49,6 +49,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "history": ("unfurl_lite.commands.inspect:history", "List jobs, newest first, with commits."),
     "show": ("unfurl_lite.commands.inspect:show_change", "Show one job or task by changeId."),
     "diff": ("unfurl_lite.commands.inspect:diff", "Show what changed between two jobs."),
+    "resume": (
+        "unfurl_lite.commands.control:resume",
+        "Continue the last failed, cancelled or killed job.",
+    ),
+    "cancel": ("unfurl_lite.commands.control:cancel", "Cancel the job running on an ensemble."),
 }
 
 

@@ -94,6 +94,9 @@ class TaskRun:
     message: str | None = None  # why it was blocked or skipped, or its error
     prior_state: NodeState | None = None
     worker: str | None = None
+    carried: bool = False  # finished in the job this one resumes; not run or recorded again
+    interrupted: str | None = None  # the state it was in when its job process died
+    retries: list[str] = field(default_factory=list)  # why each rescheduled attempt failed
 
     @property
     def counted(self) -> bool:
@@ -101,7 +104,11 @@ class TaskRun:
 
     @property
     def ran(self) -> bool:
-        return self.state in (TaskState.succeeded, TaskState.failed) and self.change_id is not None
+        return (
+            self.state in (TaskState.succeeded, TaskState.failed)
+            and self.change_id is not None
+            and not self.carried
+        )
 
 
 @dataclass
@@ -150,6 +157,59 @@ class Observer:
     def task_finished(self, run: TaskRun) -> None: ...
 
     def task_rescheduled(self, run: TaskRun, delay: float) -> None: ...
+
+    def job_started(self, job_id: str, instances: dict[str, Instance], runs: list[TaskRun]) -> None:
+        """The job has its changeId; ``instances`` and ``runs`` are the live objects."""
+
+    def task_changed(self, run: TaskRun) -> None:
+        """Any task state transition (sending, sent, started...), for the journal."""
+
+    def job_changed(self, state: JobState) -> None: ...
+
+
+class Observers(Observer):
+    """Several observers as one (the journal and a progress display)."""
+
+    def __init__(self, *observers: Observer | None) -> None:
+        self.observers = [o for o in observers if o is not None]
+
+    def task_started(self, run: TaskRun) -> None:
+        for o in self.observers:
+            o.task_started(run)
+
+    def task_finished(self, run: TaskRun) -> None:
+        for o in self.observers:
+            o.task_finished(run)
+
+    def task_rescheduled(self, run: TaskRun, delay: float) -> None:
+        for o in self.observers:
+            o.task_rescheduled(run, delay)
+
+    def job_started(self, job_id: str, instances: dict[str, Instance], runs: list[TaskRun]) -> None:
+        for o in self.observers:
+            o.job_started(job_id, instances, runs)
+
+    def task_changed(self, run: TaskRun) -> None:
+        for o in self.observers:
+            o.task_changed(run)
+
+    def job_changed(self, state: JobState) -> None:
+        for o in self.observers:
+            o.job_changed(state)
+
+
+@dataclass
+class Resumed:
+    """What a resumed job starts from: the instances as the earlier job left them and the
+    runs it finished (``carried``), keyed by task number."""
+
+    job_id: str
+    instances: dict[str, Instance]
+    runs: dict[int, TaskRun]
+
+
+CANCEL_POLL = 0.2  # seconds between looks at the cancel event while operations run
+EXPLICIT_RETRY_LIMIT = 3  # retries granted to an operation that asks for one (exit 75)
 
 
 def summary_counts(runs: list[TaskRun]) -> dict[str, int]:
@@ -218,31 +278,78 @@ class _Scheduler:
     next_task_number: int = 1
     secrets: set[str] = field(default_factory=set)
     env: dict[str, str] = field(default_factory=dict)
+    resumed: Resumed | None = None
+    cancelling: bool = False
+    wakeup: Future[None] = field(default_factory=Future)
+    newly_started: list[str] = field(default_factory=list)
+    started_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def setup(self) -> None:
         self.instances = {n: i for n, i in self.ensemble.instances.items()}
         self.instances.update(self.plan.new_instances)
+        if self.resumed is not None:
+            self.instances = dict(self.resumed.instances)
+            self.runs.update(self.resumed.runs)
         self.env = base_environment(self.options.env_passthrough)
         self.secrets.update(topology_secrets(self.ensemble.topology))
         for task in self.plan.tasks:
-            self.runs[task.number] = TaskRun(task)
-            self.waiting[task.number] = len(task.after)
+            self.runs.setdefault(task.number, TaskRun(task))
+            self.waiting[task.number] = sum(
+                1 for d in task.after if not (d in self.runs and self.runs[d].carried)
+            )
             for dep in task.after:
                 self.dependents.setdefault(dep, []).append(task.number)
-        self.ready.extend(t.number for t in self.plan.tasks if not t.after)
+        self.ready.extend(
+            t.number
+            for t in self.plan.tasks
+            if not self.waiting[t.number] and not self.runs[t.number].carried
+        )
+        if hasattr(self.executor, "on_started"):
+            self.executor.on_started = self.operation_started
+        self.observer.job_started(
+            str(self.job_id), self.instances, [self.runs[t.number] for t in self.plan.tasks]
+        )
+
+    def operation_started(self, task_id: str) -> None:
+        """Called on the executor's thread: hand over to the loop, which owns the state."""
+        with self.started_lock:
+            self.newly_started.append(task_id)
+            if not self.wakeup.done():
+                self.wakeup.set_result(None)
+
+    def mark_started(self) -> None:
+        with self.started_lock:
+            started, self.newly_started = self.newly_started, []
+            self.wakeup = Future()
+        by_id = {self.runs[n].change_id: self.runs[n] for n in self.running.values()}
+        for task_id in started:
+            run = by_id.get(task_id)
+            if run is not None and run.state == TaskState.sent:
+                run.state = TaskState.started
+                self.observer.task_changed(run)
 
     def loop(self) -> None:
         while self.ready or self.running or self.delayed:
             while self.ready and not self.cancel.is_set():
                 self.start(self.ready.popleft())
+            if self.cancel.is_set() and not self.cancelling:
+                self.cancelling = True
+                self.observer.job_changed(JobState.cancelling)
             if self.cancel.is_set() and not self.running:
                 break
             timeout = None
             if self.delayed:
                 timeout = max(0.0, self.delayed[0][0] - time.monotonic())
             if self.running:
-                done, _ = wait(list(self.running), timeout=timeout, return_when=FIRST_COMPLETED)
+                if not self.cancel.is_set():  # a signal handler only sets the event: poll it
+                    timeout = min(timeout, CANCEL_POLL) if timeout is not None else CANCEL_POLL
+                waiting_on: list[Future[Any]] = [*self.running, self.wakeup]
+                done, _ = wait(waiting_on, timeout=timeout, return_when=FIRST_COMPLETED)
+                if self.wakeup.done():
+                    self.mark_started()
                 for future in done:
+                    if future not in self.running:
+                        continue
                     number = self.running.pop(future)
                     self.finish(number, _result_of(future))
             elif timeout:
@@ -298,9 +405,13 @@ class _Scheduler:
         run.state = TaskState.sending
         on_start(instance, task)
         run.attempts += 1
+        self.observer.task_changed(run)
         self.observer.task_started(run)
+        run.state = TaskState.sent
+        self.observer.task_changed(run)
         future = self.executor.submit(request)
-        run.state = TaskState.started
+        if not hasattr(self.executor, "on_started"):
+            run.state = TaskState.started
         self.running[future] = number
 
     def guard_fails(self, task: Task) -> str | None:
@@ -390,6 +501,8 @@ class _Scheduler:
         op = run.task.operation
         policy = op.retry if op else None
         limit = policy.max_retries if policy else self.options.retries
+        if result.retry:
+            limit = max(limit, EXPLICIT_RETRY_LIMIT)
         if run.attempts > limit or self.cancel.is_set():
             return False
         interval = policy.interval if policy else self.options.retry_interval
@@ -399,7 +512,9 @@ class _Scheduler:
         run.message = redact_text(
             f"rescheduled after attempt {run.attempts}: {result.error}", self.secrets
         )
+        run.retries.append(redact_text(f"attempt {run.attempts}: {result.error}", self.secrets))
         self.observer.task_rescheduled(run, delay)
+        self.observer.task_changed(run)
         heapq.heappush(self.delayed, (time.monotonic() + delay, run.task.number))
         return True
 
@@ -463,6 +578,7 @@ class _Scheduler:
         run.message = redact_text(message, self.secrets) if message else message
         run.ended_at = datetime.now(UTC)
         self.observer.task_finished(run)
+        self.observer.task_changed(run)
         for dependent in self.dependents.get(run.task.number, ()):
             self.waiting[dependent] -= 1
             if self.waiting[dependent] == 0:
@@ -508,11 +624,17 @@ def run_plan(
     observer: Observer | None = None,
     cancel: threading.Event | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    resumed: Resumed | None = None,
 ) -> JobResult:
-    """Run every task of the plan; the ensemble's instances are updated in memory."""
+    """Run every task of the plan; the ensemble's instances are updated in memory.
+
+    A ``resumed`` job starts from where an earlier one stopped and names it as previousId.
+    """
     started_at = now()
-    previous = previous_job_id(ensemble)
-    job_id = changeid.new_job_id(previous, started_at)
+    latest = previous_job_id(ensemble)
+    floor = max((i for i in (latest, resumed.job_id if resumed else None) if i), default=None)
+    job_id = changeid.new_job_id(floor, started_at)
+    previous = resumed.job_id if resumed else latest
     scheduler = _Scheduler(
         ensemble,
         plan,
@@ -521,12 +643,15 @@ def run_plan(
         observer or Observer(),
         job_id,
         cancel or threading.Event(),
+        resumed=resumed,
     )
     scheduler.setup()
     scheduler.loop()
     runs = [scheduler.runs[t.number] for t in plan.tasks]
     _settle_instances(scheduler.instances, plan, str(job_id), options.dryrun)
-    cancelled = scheduler.cancel.is_set() and any(r.state == TaskState.pending for r in runs)
+    cancelled = scheduler.cancel.is_set() and any(
+        r.state not in (TaskState.succeeded, TaskState.skipped) for r in runs
+    )
     status = job_status(runs, scheduler.instances)
     requires = instance_graph(ensemble, scheduler.instances)
     effective = fold_effective(scheduler.instances, requires)

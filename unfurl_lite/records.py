@@ -289,6 +289,10 @@ def task_entry(
         entry["state"] = str(run.state)
         entry["attempts"] = run.attempts
         entry["worker"] = run.worker
+        if run.retries:
+            entry["retries"] = list(run.retries)
+        if run.interrupted:
+            entry["interrupted"] = run.interrupted
         if task.source:
             entry["source"] = f"::{task.source}"
         if task.peer:

@@ -37,13 +37,24 @@ class Repo:
         import git
 
         relative = [self.relative(p) for p in paths if p.exists()]
+        if self.handle.head.is_detached:
+            raise GitError(
+                "git commit refused: HEAD is detached, so the commit would belong to no branch",
+                hint="the ensemble and records are saved; switch to a branch "
+                "(git switch -c NAME) and commit them: git add -A && git commit",
+            )
         try:
             self.handle.git.add("--", *relative)
             self.handle.git.commit("-m", message, "--", *relative)
         except git.GitCommandError as exc:
             stderr = (exc.stderr or "").strip().replace("stderr: ", "")
             hint = "the ensemble and records are saved; fix git and commit them by hand"
-            if "user.email" in stderr or "identity" in stderr.lower():
+            if "index.lock" in stderr:
+                hint = (
+                    "another git process is running, or one crashed and left "
+                    ".git/index.lock: if no git command is running, delete it; " + hint
+                )
+            elif "user.email" in stderr or "identity" in stderr.lower():
                 hint = (
                     "set your identity: git config user.email you@example.com && "
                     "git config user.name 'Your Name'; " + hint

@@ -102,12 +102,29 @@ def execute_workflow(
         observer = render.LineObserver()
     else:
         observer = None
-    if progress is not None:
-        with progress:
-            result = api.run_job(request, observer=observer, ensemble=ensemble, plan=plan)
-    else:
-        result = api.run_job(request, observer=observer, ensemble=ensemble, plan=plan)
+    result = run_with_signals(request, observer, progress, ensemble, plan)
     assert result is not None
+    show_result(ctx, result, options, as_json, tty)
+
+
+def run_with_signals(
+    request: Any, observer: Any, progress: Any, ensemble: Any, plan: Any, **extra: Any
+) -> Any:
+    """Run the job with Ctrl-C / SIGTERM meaning cancel, and a second one kill."""
+    import contextlib
+
+    from unfurl_lite import api
+    from unfurl_lite.signals import JobControl, handle_signals
+
+    with handle_signals(JobControl()) as control, progress or contextlib.nullcontext():
+        return api.run_job(
+            request, observer=observer, cancel=control, ensemble=ensemble, plan=plan, **extra
+        )
+
+
+def show_result(ctx: click.Context, result: Any, options: Any, as_json: bool, tty: bool) -> None:
+    from unfurl_lite import render
+
     if as_json:
         echo_json(render.result_json(result))
     elif tty:

@@ -44,7 +44,7 @@ spec:
                 delete: echo "deleting {{ SELF.name }}"
 """
 
-GITIGNORE = "jobs/*.log\ntosca_repositories\n"
+GITIGNORE = "jobs/*.log\ntosca_repositories\n.unfurl-lite.lock\n"
 
 
 @click.command()

@@ -6,6 +6,7 @@ process keeps sole ownership of the ensemble's state.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from unfurl_lite.operations import run_operation
@@ -17,10 +18,17 @@ class LocalExecutor:
 
     def __init__(self, jobs: int) -> None:
         self._pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="unfurl-task")
+        # told (on a pool thread) when a queued operation really starts: sent -> started
+        self.on_started: Callable[[str], None] | None = None
 
     def submit(self, request: OperationRequest) -> Future[OperationResult]:
         request.env.setdefault("UNFURL_WORKER", "local")
-        return self._pool.submit(run_operation, request)
+        return self._pool.submit(self._run, request)
+
+    def _run(self, request: OperationRequest) -> OperationResult:
+        if self.on_started is not None:
+            self.on_started(request.task_id)
+        return run_operation(request)
 
     def kill_running(self) -> None:
         from unfurl_lite.operations import shell

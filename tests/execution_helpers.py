@@ -1,0 +1,87 @@
+"""Ensembles of slow shell operations that leave start/end marks, and process control."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+
+def chain_ensemble(
+    names: list[str],
+    requires: dict[str, list[str]],
+    marks: Path,
+    sleep: float = 0.3,
+    failing: dict[str, str] | None = None,
+) -> str:
+    """Nodes whose configure writes ``<name>.start``, sleeps, then ``<name>.end``.
+
+    ``failing[name]`` is a shell condition; while it holds the node's configure fails.
+    """
+    failing = failing or {}
+    lines = [
+        "apiVersion: unfurl/v1alpha1",
+        "kind: Ensemble",
+        "spec:",
+        "  service_template:",
+        "    topology_template:",
+        "      node_templates:",
+    ]
+    for name in names:
+        fail = failing.get(name)
+        check = f"if {fail}; then exit 1; fi; " if fail else ""
+        command = (
+            f"echo $$ >> {marks}/{name}.start; {check}sleep {sleep}; "
+            f"echo done >> {marks}/{name}.end"
+        )
+        lines += [f"        {name}:", "          type: tosca.nodes.Root"]
+        deps = requires.get(name) or []
+        if deps:
+            lines.append("          requirements:")
+            lines += [f"            - dependency: {d}" for d in deps]
+        lines += [
+            "          interfaces:",
+            "            Standard:",
+            "              operations:",
+            f"                configure: '{command}'",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def start_unfurl(cwd: Path, *args: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "unfurl_lite", *args],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def count(marks: Path, suffix: str) -> int:
+    return len(list(marks.glob(f"*.{suffix}")))
+
+
+def wait_for(predicate, process: subprocess.Popen[str] | None = None, limit: float = 60.0) -> None:
+    """Poll (not sleep blindly) until ``predicate()``; fail if the process ends first."""
+    deadline = time.monotonic() + limit
+    while not predicate():
+        if process is not None and process.poll() is not None:
+            out, err = process.communicate()
+            raise AssertionError(f"process ended early ({process.returncode}): {out}\n{err}")
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting")
+        time.sleep(0.01)
+
+
+def kill9(process: subprocess.Popen[str]) -> None:
+    process.send_signal(signal.SIGKILL)
+    process.communicate()

@@ -1,0 +1,272 @@
+"""The execution model with real processes: kill -9 and resume, cancel, retries, locking,
+git failures. Operations leave start/end marks; tests poll for them, never sleep blindly."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ruamel.yaml import YAML
+
+from tests.conftest import ROOT, Project, git, run_unfurl
+from tests.execution_helpers import chain_ensemble, count, kill9, start_unfurl, wait_for
+from unfurl_lite import records
+from unfurl_lite.journal import list_journals
+from unfurl_lite.loader import load_ensemble
+
+
+def setup(project: Project, names, requires, sleep=0.2, failing=None) -> Path:
+    marks = project.root / "marks"
+    marks.mkdir(exist_ok=True)
+    (project.root / ".gitignore").write_text("jobs/*.log\nmarks/\n.unfurl-lite.lock\n")
+    git(project.root, "add", ".gitignore")
+    project.write(chain_ensemble(names, requires, marks, sleep, failing))
+    return marks
+
+
+def statuses(project: Project) -> dict[str, tuple[str, str | None]]:
+    return {n: (r["readyState"]["local"], r["readyState"].get("state"))
+            for n, r in project.status().items()}
+
+
+def files_load(project: Project) -> None:
+    load_ensemble(project.ensemble)
+    list(records.read_jobs_tsv(project.root / "jobs.tsv"))
+    for path in (project.root / "jobs").glob("*.yaml"):
+        YAML(typ="safe").load(path.read_text())
+
+
+def twenty_nodes() -> tuple[list[str], dict[str, list[str]]]:
+    names = [f"n{i:02d}" for i in range(20)]
+    requires = {names[i]: [names[i - 4]] + ([names[i - 3]] if i % 5 == 0 else [])
+                for i in range(4, 20)}
+    return names, requires
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kill_after", [1, 9, 17])
+def test_kill9_mid_run_then_resume_matches_an_uninterrupted_run(project, tmp_path, kill_after):
+    names, requires = twenty_nodes()
+    reference = Project(tmp_path / "reference")
+    reference.root.mkdir()
+    git(reference.root, "init", "-q", "-b", "main")
+    git(reference.root, "config", "user.email", "t@example.com")
+    git(reference.root, "config", "user.name", "T")
+    setup(reference, names, requires, sleep=0.05)
+    done = run_unfurl(reference.root, "deploy", "--approve", "--jobs", "4")
+    assert done.returncode == 0, done.stderr
+    expected = statuses(reference)
+    assert set(expected.values()) == {("ok", "configured")}
+
+    marks = setup(project, names, requires, sleep=0.1)
+    job = start_unfurl(project.root, "deploy", "--approve", "--jobs", "4")
+    wait_for(lambda: count(marks, "end") >= kill_after, job)
+    kill9(job)
+    files_load(project)
+    [killed] = list_journals(project.root)
+    succeeded = {t["target"] for t in killed.tasks if t["state"] == "succeeded"}
+    starts = {n: len((marks / f"{n}.start").read_text().split()) for n in succeeded}
+
+    refused = run_unfurl(project.root, "deploy", "--approve")
+    assert refused.returncode == 1
+    assert "stale lock" in refused.stderr and "unfurl resume" in refused.stderr
+
+    resumed = run_unfurl(project.root, "resume", "--force")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert statuses(project) == expected
+    for name in succeeded:  # succeeded before the kill: never run again
+        assert len((marks / f"{name}.start").read_text().split()) == starts[name]
+    lines = [records.parse_tsv_line(line + "\n") for line in project.jobs_tsv()]
+    jobs = [r for r in lines if r["changeId"].endswith("0000")]
+    assert jobs[0]["changeId"] == killed.change_id and "(interrupted)" in jobs[0]["summary"]
+    assert jobs[1]["previousId"] == killed.change_id
+    assert not (project.root / ".unfurl-lite.lock").exists()
+    assert git(project.root, "status", "--porcelain", "--untracked-files=no") == ""
+
+
+def test_resume_without_force_leaves_interrupted_tasks_failed(project):
+    marks = setup(project, ["a", "b"], {"b": ["a"]}, sleep=30)
+    job = start_unfurl(project.root, "deploy", "--approve")
+    wait_for(lambda: count(marks, "start") >= 1, job)
+    kill9(job)
+    result = run_unfurl(project.root, "resume")
+    assert result.returncode == 64
+    assert project.local("a") == "unknown"
+    assert "interrupted" in result.stdout and "blocked" in result.stdout
+
+
+def test_first_sigint_cancels_and_running_tasks_finish(project):
+    names = ["a", "b", "c", "d"]
+    marks = setup(project, names, {"c": ["a"], "d": ["b"]}, sleep=0.5)
+    job = start_unfurl(project.root, "deploy", "--approve", "--jobs", "2")
+    wait_for(lambda: count(marks, "start") >= 2, job)
+    job.send_signal(signal.SIGINT)
+    out, err = job.communicate(timeout=60)
+    assert job.returncode == 64, out + err
+    assert count(marks, "end") == 2 and count(marks, "start") == 2  # finished, none new
+    assert "Cancelling" in err
+    assert project.local("a") == "ok" and project.local("b") == "ok"
+    doc = YAML(typ="safe").load(project.ensemble.read_text())
+    assert doc["lastJob"]["state"] == "cancelled"
+    assert project.commits()[0].startswith("Updating status for job")
+    resumed = run_unfurl(project.root, "resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert count(marks, "start") == 4  # a and b did not run again
+    assert set(statuses(project).values()) == {("ok", "configured")}
+
+
+def test_second_signal_kills_running_operations(project):
+    marks = setup(project, ["a", "b"], {}, sleep=60)
+    job = start_unfurl(project.root, "deploy", "--approve", "--jobs", "2")
+    wait_for(lambda: count(marks, "start") >= 2, job)
+    job.send_signal(signal.SIGTERM)
+    wait_for(lambda: "cancelling" in next(iter(list_journals(project.root))).state, job)
+    job.send_signal(signal.SIGTERM)
+    out, err = job.communicate(timeout=30)
+    assert job.returncode == 64, out + err
+    assert count(marks, "end") == 0
+    [journal] = list_journals(project.root)
+    assert journal.state == "cancelled"
+    assert {t["state"] for t in journal.tasks} == {"failed"}
+    assert all("killed by signal" in t["message"] for t in journal.tasks)
+
+
+def test_unfurl_cancel_signals_the_running_job(project):
+    marks = setup(project, ["a", "b"], {"b": ["a"]}, sleep=0.5)
+    job = start_unfurl(project.root, "deploy", "--approve")
+    wait_for(lambda: count(marks, "start") >= 1, job)
+    cancelled = run_unfurl(project.root, "cancel")
+    assert cancelled.returncode == 0 and "Cancelling job A" in cancelled.stdout
+    job.communicate(timeout=60)
+    assert job.returncode == 64
+    assert count(marks, "start") == 1 and count(marks, "end") == 1
+    nothing = run_unfurl(project.root, "cancel")
+    assert nothing.returncode == 1 and "no job is running" in nothing.stderr
+
+
+def test_unfurl_cancel_force_kills(project):
+    marks = setup(project, ["a"], {}, sleep=60)
+    job = start_unfurl(project.root, "deploy", "--approve")
+    wait_for(lambda: count(marks, "start") >= 1, job)
+    assert run_unfurl(project.root, "cancel", "--force").returncode == 0
+    job.communicate(timeout=30)
+    assert job.returncode == 64 and count(marks, "end") == 0
+    assert project.local("a") == "unknown"
+
+
+def test_second_deploy_is_refused_while_one_runs_and_reads_never_block(project):
+    marks = setup(project, ["a"], {}, sleep=30)
+    job = start_unfurl(project.root, "deploy", "--approve")
+    wait_for(lambda: count(marks, "start") >= 1, job)
+    try:
+        second = run_unfurl(project.root, "deploy", "--approve")
+        assert second.returncode == 1
+        assert "is already running on this ensemble" in second.stderr
+        assert "unfurl cancel" in second.stderr
+        assert run_unfurl(project.root, "plan").returncode == 0
+    finally:
+        kill9(job)
+
+
+FLAKY = """\
+apiVersion: unfurl/v1alpha1
+kind: Ensemble
+spec:
+  service_template:
+    topology_template:
+      node_templates:
+        flaky:
+          type: tosca.nodes.Root
+          interfaces:
+            Standard:
+              operations:
+                configure:
+                  implementation: >-
+                    n=$(cat tries 2>/dev/null || echo 0); n=$((n+1)); echo $n > tries;
+                    [ $n -ge 3 ] || exit {code}
+                  {retry}
+"""
+
+
+@pytest.mark.parametrize(
+    "code, retry, args",
+    [
+        (1, "retry: {max_retries: 2, interval: 0.01, backoff: 2}", ()),
+        pytest.param(1, "", ("--retries", "2"), marks=pytest.mark.slow),  # 1 s, then 2 s
+        pytest.param(75, "", (), marks=pytest.mark.slow),  # the command asks for a retry
+    ],
+)
+def test_flaky_command_retried_until_ok_with_attempts_recorded(project, invoke, code, retry, args):
+    project.write(FLAKY.format(code=code, retry=retry))
+    result = invoke("deploy", "--approve", *args)
+    assert result.exit_code == 0, result.output
+    assert project.local("flaky") == "ok"
+    [job_file] = list((project.root / "jobs").glob("job*.yaml"))
+    task = YAML(typ="safe").load(job_file.read_text())["changes"][1]
+    assert task["attempts"] == 3 and len(task["retries"]) == 2
+
+
+def test_git_without_identity_is_a_clear_error_after_saving(project, tmp_path):
+    marks = setup(project, ["a"], {}, sleep=0)
+    git(project.root, "config", "--unset", "user.email")
+    git(project.root, "config", "user.useConfigOnly", "true")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("EMAIL", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL")}
+    env.update(GIT_CONFIG_GLOBAL=str(tmp_path / "none"), GIT_CONFIG_NOSYSTEM="1",
+               PYTHONPATH=str(ROOT))
+    result = subprocess.run([sys.executable, "-m", "unfurl_lite", "deploy", "--approve"],
+                            cwd=project.root, env=env, capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "git commit failed" in result.stderr and "user.email" in result.stderr
+    assert project.local("a") == "ok" and count(marks, "end") == 1
+    assert len(project.jobs_tsv()) == 2
+
+
+def test_detached_head_is_a_clear_error_after_saving(project):
+    setup(project, ["a"], {}, sleep=0)
+    git(project.root, "checkout", "-q", "--detach")
+    result = run_unfurl(project.root, "deploy", "--approve")
+    assert result.returncode == 1 and "HEAD is detached" in result.stderr
+    assert project.local("a") == "ok"
+
+
+def test_stale_index_lock_is_a_clear_error_after_saving(project):
+    setup(project, ["a"], {}, sleep=0)
+    (project.root / ".git" / "index.lock").write_text("")
+    result = run_unfurl(project.root, "deploy", "--approve")
+    assert result.returncode == 1 and "index.lock" in result.stderr
+    assert "delete it" in result.stderr
+    assert project.local("a") == "ok"
+
+
+def test_resume_with_nothing_to_resume_is_clear(project):
+    setup(project, ["a"], {}, sleep=0)
+    assert run_unfurl(project.root, "deploy", "--approve").returncode == 0
+    result = run_unfurl(project.root, "resume")
+    assert result.returncode == 1 and "no failed, cancelled or killed job" in result.stderr
+
+
+def test_resume_refuses_a_changed_spec(project):
+    marks = setup(project, ["a", "b"], {"b": ["a"]}, sleep=0, failing={"a": "true"})
+    assert run_unfurl(project.root, "deploy", "--approve").returncode == 64
+    setup(project, ["a", "b", "c"], {"b": ["a"]}, sleep=0)
+    result = run_unfurl(project.root, "resume")
+    assert result.returncode == 1 and "spec changed" in result.stderr
+    assert marks.exists()
+
+
+def test_failed_job_resumes_after_the_cause_is_fixed(project):
+    marks = setup(project, ["a", "b"], {"b": ["a"]}, sleep=0,
+                  failing={"a": "[ ! -e marks/fixed ]"})
+    first = run_unfurl(project.root, "deploy", "--approve")
+    assert first.returncode == 64 and project.local("a") == "error"
+    (marks / "fixed").write_text("")
+    result = run_unfurl(project.root, "resume")
+    assert result.returncode == 0, result.stderr
+    assert set(statuses(project).values()) == {("ok", "configured")}
+    assert subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                          cwd=project.root, capture_output=True, text=True).stdout == ""

@@ -1,0 +1,119 @@
+"""Job control: ``unfurl resume`` finishes a failed, cancelled or killed job; ``unfurl
+cancel`` stops a job running in another process (found through the lock file)."""
+
+from __future__ import annotations
+
+import os
+import signal
+from typing import Any
+
+import click
+
+from unfurl_lite.commands.common import console, echo_json, is_terminal, show
+
+
+@click.command()
+@click.argument("changeid", required=False)
+@click.option("--ensemble", "-e", type=click.Path(), default=None,
+              help="The ensemble (default: ./ensemble.yaml).")
+@click.option("--force", is_flag=True,
+              help="Also re-run tasks that were sent or started when the job died.")
+@click.option("--commit/--no-commit", default=True, show_default=True,
+              help="Commit the job's records to git.")
+@click.option("--dirty", type=click.Choice(["auto", "ok", "abort"]), default="auto",
+              show_default=True, help="What to do when the repo has uncommitted changes.")
+@click.option("--json", "as_json", is_flag=True, help="Print the job's result as JSON.")
+@click.pass_context
+def resume(ctx: click.Context, changeid: str | None, ensemble: str | None, force: bool,
+           commit: bool, dirty: str, as_json: bool) -> None:
+    """Continue the last failed, cancelled or killed job (or job CHANGEID).
+
+    Succeeded tasks are not run again; failed and rescheduled ones are (retry count
+    reset); --force also re-runs tasks that were running when the job was killed.
+    """
+    from unfurl_lite import api, lock, render
+    from unfurl_lite import resume as resuming
+    from unfurl_lite.commands.jobs import run_with_signals, show_result
+    from unfurl_lite.journal import restore_instances
+    from unfurl_lite.repo import find_repo
+
+    ens = api.load(ensemble)
+    with lock.held(ens.path, "resume", take_stale=True):
+        journal = resuming.find_job(ens.project_root, changeid)
+        plan = resuming.replan(ens, journal)
+        options = resuming.job_options(journal)
+        options.commit = commit
+        if resuming.needs_recording(journal):
+            recovered = resuming.interrupted_result(ens, journal, plan)
+            repo = find_repo(ens.project_root)
+            recovered.start_commit = repo.head() if repo else None
+            files = api.record_job(ens, recovered, options,
+                                   append_log=not resuming.logged(ens, journal.change_id))
+            state = str(recovered.state)
+            resuming.write_journal(journal, recovered, state=state, recorded=True,
+                                   killed=journal.state in resuming.UNFINISHED)
+            files.extra.append(journal.path)
+            click.echo(f"Recorded interrupted job {journal.change_id}: {recovered.summary}",
+                       err=True)
+            if repo is not None and commit:
+                repo.commit(files.all(), f"Recording interrupted job {journal.change_id}")
+            if state == "succeeded":
+                click.echo("Nothing to resume: the job had finished.")
+                return
+            ens = api.load(ens.path)
+        resumed = resuming.resumed_from(journal, plan, force)
+        todo = [t for t in plan.tasks if t.number not in resumed.runs]
+        click.echo(f"Resuming job {journal.change_id}: {len(todo)} of {len(plan.tasks)} "
+                   "tasks to run", err=True)
+        request = api.JobRequest(
+            ensemble=ens.path, workflow=plan.workflow,
+            plan_options=dict(journal.data.get("planOptions") or {}),
+            options=options, dirty=dirty, locked=True,
+        )
+        tty = is_terminal()
+        progress = None
+        observer: Any = None
+        if tty and not as_json:
+            observer = progress = render.ProgressObserver(console(), len(todo))
+        elif not as_json:
+            observer = render.LineObserver()
+        result = run_with_signals(
+            request, observer, progress, ens, plan, resumed=resumed,
+            start_instances=restore_instances(journal.data.get("startInstances") or {}),
+        )
+    if as_json:
+        echo_json(render.result_json(result))
+        ctx.exit(result.exit_code(options.jobexitcode))
+    show_result(ctx, result, options, as_json, tty)
+
+
+@click.command()
+@click.option("--ensemble", "-e", type=click.Path(), default=None,
+              help="The ensemble (default: ./ensemble.yaml).")
+@click.option("--force", is_flag=True,
+              help="Kill-cancel: kill running operations (SIGTERM, SIGKILL after 5 s).")
+def cancel(ensemble: str | None, force: bool) -> None:
+    """Cancel the job running on this ensemble in another process.
+
+    Without --force running tasks finish and the job is recorded cancelled.
+    """
+    from unfurl_lite import lock, signals
+    from unfurl_lite.errors import JobError
+    from unfurl_lite.loader import resolve_path
+
+    path = lock.lock_path(resolve_path(ensemble))
+    info = lock.read_lock(path)
+    if info is None:
+        raise JobError("no job is running on this ensemble (there is no lock file)")
+    if not info.alive or info.pid <= 0:
+        raise JobError(
+            f"{lock.describe(info)} is no longer running",
+            hint=f"finish its job with: unfurl resume (or delete {path})",
+        )
+    signum = signals.KILL_SIGNAL if force else signal.SIGTERM
+    try:
+        os.kill(info.pid, signum)
+    except ProcessLookupError:
+        raise JobError(f"{lock.describe(info)} has just ended") from None
+    verb = "Kill-cancelling" if force else "Cancelling"
+    show(f"{verb} {lock.describe(info)}.")

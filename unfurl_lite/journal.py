@@ -1,0 +1,267 @@
+"""The in-progress job file: what a job has done so far, rewritten atomically at every
+task transition, so a job killed at any instant leaves an exact record for ``resume``.
+
+It sits beside the job's record as ``jobs/journal<time>-<id>.yaml`` and holds what
+the records do not: the workflow and options to plan again (against the instance status
+the job started from, so tasks keep their numbers), every task's state, and the
+instances' status as of the last transition. The ensemble itself is only written when
+the job is recorded; until then the journal is the truth.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from unfurl_lite import changeid, records, yamlio
+from unfurl_lite.expr import REDACTED, Sensitive, redact
+from unfurl_lite.job import (
+    JobOptions,
+    JobResult,
+    JobState,
+    Observer,
+    TaskRun,
+    previous_job_id,
+)
+from unfurl_lite.loader import Ensemble, _instance
+from unfurl_lite.model import Instance, NodeState, Status
+from unfurl_lite.operations.base import OperationResult
+
+PREFIX = "journal"
+VERSION = 1
+
+
+def journal_path(root: Path, job_id: str) -> Path:
+    label = changeid.job_time_label(changeid.parse(job_id))
+    return root / records.JOBS_DIR / f"{PREFIX}{label}-{job_id[:8]}.yaml"
+
+
+def snapshot_instances(instances: dict[str, Instance], secrets: set[str]) -> dict[str, Any]:
+    return {
+        name: yamlio.to_plain(records.instance_record(i, None, None, secrets))
+        for name, i in list(instances.items())
+    }
+
+
+def restore_instances(data: dict[str, Any]) -> dict[str, Instance]:
+    return {name: _instance(name, dict(record)) for name, record in (data or {}).items()}
+
+
+def _plain_options(options: dict[str, Any]) -> dict[str, Any]:
+    return json.loads(json.dumps(options, default=list))
+
+
+class Journal(Observer):
+    """Observes one job and keeps its journal file current."""
+
+    def __init__(
+        self,
+        ensemble: Ensemble,
+        options: JobOptions,
+        plan_options: dict[str, Any],
+        start_instances: dict[str, Instance] | None = None,
+        resumes: str | None = None,
+        on_job_id: Any = None,
+    ) -> None:
+        self.root = ensemble.project_root
+        self.options = options
+        self.data: dict[str, Any] = {
+            "journal": VERSION,
+            "changeId": None,
+            "previousId": resumes or previous_job_id(ensemble),
+            "resumes": resumes,
+            "workflow": options.workflow,
+            "planOptions": _plain_options(plan_options),
+            "jobOptions": {
+                "retries": options.retries,
+                "jobs": options.jobs,
+                "commit": options.commit,
+                "jobexitcode": options.jobexitcode,
+                "envPassthrough": options.env_passthrough,
+                "recorded": _plain_options(options.recorded),
+            },
+            "pid": os.getpid(),
+            "state": str(JobState.started),
+            "recorded": False,
+            "ensemble": ensemble.path.name,
+            "specDigest": records.spec_digest(ensemble.spec),
+            "startInstances": snapshot_instances(
+                start_instances if start_instances is not None else ensemble.instances, set()
+            ),
+        }
+        self.path: Path | None = None
+        self.instances: dict[str, Instance] = {}
+        self.runs: list[TaskRun] = []
+        self.secrets: set[str] = set()
+        self.lock = threading.Lock()
+        self.on_job_id = on_job_id
+
+    # -- Observer hooks
+
+    def job_started(self, job_id: str, instances: dict[str, Instance], runs: list[TaskRun]) -> None:
+        self.data["changeId"] = job_id
+        self.path = journal_path(self.root, job_id)
+        self.instances, self.runs = instances, runs
+        if self.on_job_id is not None:
+            self.on_job_id(job_id)
+        self.write()
+
+    def task_changed(self, run: TaskRun) -> None:
+        self.write()
+
+    def job_changed(self, state: JobState) -> None:
+        self.data["state"] = str(state)
+        self.write()
+
+    # -- the end of the job
+
+    def finished(self, result: JobResult) -> None:
+        self.data["state"] = str(result.state)
+        self.data["status"] = str(result.status)
+        self.secrets = result.secrets
+        self.write()
+
+    def mark_recorded(self) -> None:
+        self.data["recorded"] = True
+        self.write()
+
+    def write(self) -> None:
+        if self.path is None:
+            return
+        with self.lock:
+            data = dict(self.data)
+            data["instances"] = snapshot_instances(self.instances, self.secrets)
+            data["tasks"] = [task_record(r, self.secrets) for r in list(self.runs)]
+            yamlio.atomic_write(self.path, yamlio.dump(data))
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment else None
+
+
+def task_record(run: TaskRun, secrets: set[str]) -> dict[str, Any]:
+    task = run.task
+    record: dict[str, Any] = {
+        "number": task.number,
+        "target": task.target,
+        "operation": task.operation.qualified_name if task.operation else None,
+        "state": str(run.state),
+        "changeId": run.change_id,
+        "previousId": run.previous_id,
+        "attempts": run.attempts,
+        "status": str(run.status) if run.status else None,
+        "changed": run.changed,
+        "priorState": str(run.prior_state) if run.prior_state else None,
+        "startedAt": _iso(run.started_at),
+        "endedAt": _iso(run.ended_at),
+        "message": redact(run.message, secrets) if run.message else None,
+        "carried": run.carried,
+        "interrupted": run.interrupted,
+        "retries": redact(list(run.retries), secrets),
+        "worker": run.worker,
+        "inputs": yamlio.to_plain(redact(run.inputs, secrets)),
+    }
+    if run.result is not None:
+        record["result"] = {
+            "success": run.result.success,
+            "modified": run.result.modified,
+            "error": redact(run.result.error, secrets) if run.result.error else None,
+            "outputs": yamlio.to_plain(redact(run.result.outputs, secrets)),
+            "attributes": yamlio.to_plain(redact(run.result.attributes, secrets)),
+        }
+    return record
+
+
+# ----------------------------------------------------------------------- reading back
+
+
+@dataclass
+class JournalFile:
+    path: Path
+    data: dict[str, Any]
+
+    @property
+    def change_id(self) -> str:
+        return str(self.data.get("changeId") or "")
+
+    @property
+    def state(self) -> str:
+        return str(self.data.get("state") or "")
+
+    @property
+    def pid(self) -> int:
+        return int(self.data.get("pid") or -1)
+
+    @property
+    def recorded(self) -> bool:
+        return bool(self.data.get("recorded"))
+
+    @property
+    def tasks(self) -> list[dict[str, Any]]:
+        return list(self.data.get("tasks") or [])
+
+
+def read_journal(path: Path) -> JournalFile:
+    return JournalFile(path, yamlio.to_plain(yamlio.load_file(path)) or {})
+
+
+def list_journals(root: Path) -> list[JournalFile]:
+    """Every journal under jobs/, oldest first (changeIds sort by time)."""
+    found = []
+    for path in sorted((root / records.JOBS_DIR).glob(f"{PREFIX}*.yaml")):
+        journal = read_journal(path)
+        if journal.change_id:
+            found.append(journal)
+    return sorted(found, key=lambda j: j.change_id)
+
+
+def _unredact(value: Any) -> Any:
+    if value == REDACTED:
+        return Sensitive(REDACTED)
+    if isinstance(value, dict):
+        return {k: _unredact(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unredact(v) for v in value]
+    return value
+
+
+def _datetime(text: Any) -> datetime | None:
+    return datetime.fromisoformat(text) if text else None
+
+
+def restore_run(run: TaskRun, record: dict[str, Any]) -> TaskRun:
+    """Fill a fresh TaskRun (of the re-planned task) from its journal record."""
+    from unfurl_lite.job import TaskState
+
+    run.state = TaskState(record["state"])
+    run.change_id = record.get("changeId")
+    run.previous_id = record.get("previousId")
+    run.attempts = int(record.get("attempts") or 0)
+    status = str(record.get("status"))
+    run.status = Status(status) if status in Status.__members__ else None
+    run.changed = bool(record.get("changed"))
+    prior = str(record.get("priorState"))
+    run.prior_state = NodeState(prior) if prior in NodeState.__members__ else None
+    run.started_at = _datetime(record.get("startedAt"))
+    run.ended_at = _datetime(record.get("endedAt"))
+    run.message = record.get("message")
+    run.carried = bool(record.get("carried"))
+    run.interrupted = record.get("interrupted")
+    run.retries = list(record.get("retries") or [])
+    run.worker = record.get("worker")
+    run.inputs = _unredact(record.get("inputs") or {})
+    result = record.get("result")
+    if result:
+        run.result = OperationResult(
+            success=bool(result.get("success")),
+            modified=result.get("modified"),
+            error=result.get("error"),
+            outputs=dict(result.get("outputs") or {}),
+            attributes=dict(result.get("attributes") or {}),
+        )
+    return run

@@ -1,0 +1,85 @@
+"""Ctrl-C and SIGTERM in the job process, as Cloudify's cancel and kill-cancel.
+
+The first SIGINT or SIGTERM asks the job to cancel: no new task starts, running ones
+finish, the job is recorded cancelled. A second one (or SIGUSR1, which ``unfurl cancel
+--force`` sends) kill-cancels: running operations get SIGTERM, then SIGKILL after 5 s,
+and their tasks are recorded failed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from types import FrameType
+from typing import Any
+
+CANCEL_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+KILL_SIGNAL = signal.SIGUSR1
+
+
+class JobControl(threading.Event):
+    """The job's cancel event, which can also kill what the executor is running."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.executor: Any = None
+        self.killed = threading.Event()
+
+    def attach_executor(self, executor: Any) -> None:
+        self.executor = executor
+        if self.killed.is_set():
+            self._kill_now()
+
+    def cancel(self) -> None:
+        self.set()
+
+    def kill(self) -> None:
+        self.set()
+        if not self.killed.is_set():
+            self.killed.set()
+            self._kill_now()
+
+    def _kill_now(self) -> None:
+        executor = self.executor
+        if executor is not None:
+            # SIGTERM, wait up to 5 s, SIGKILL: never inside the signal handler itself
+            threading.Thread(target=executor.kill_running, daemon=True).start()
+
+
+def _say(text: str) -> None:
+    with contextlib.suppress(Exception):
+        print(text, file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def handle_signals(control: JobControl) -> Iterator[JobControl]:
+    """Install the handlers for the duration of a job (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield control
+        return
+
+    def on_cancel(signum: int, frame: FrameType | None) -> None:
+        if control.is_set():
+            _say("Killing running operations (SIGTERM, then SIGKILL after 5 s)...")
+            control.kill()
+        else:
+            _say(
+                "Cancelling: no new tasks will start; running tasks will finish. "
+                "Interrupt again to kill them."
+            )
+            control.cancel()
+
+    def on_kill(signum: int, frame: FrameType | None) -> None:
+        _say("Kill-cancel: killing running operations...")
+        control.kill()
+
+    previous = {s: signal.signal(s, on_cancel) for s in CANCEL_SIGNALS}
+    previous[KILL_SIGNAL] = signal.signal(KILL_SIGNAL, on_kill)
+    try:
+        yield control
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
