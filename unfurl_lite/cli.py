@@ -53,11 +53,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "unfurl_lite.commands.control:resume",
         "Continue the last failed, cancelled or killed job.",
     ),
+    "version": ("unfurl_lite.commands.project:version", "Print the version (same as --version)."),
     "cancel": ("unfurl_lite.commands.control:cancel", "Cancel the job running on an ensemble."),
 }
 
 
-def _version_text() -> str:
+def version_text() -> str:
     from pathlib import Path
 
     commit = ""
@@ -111,7 +112,7 @@ class LazyGroup(click.Group):
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(message="%(version)s", version=_version_text())
+@click.version_option(message="%(version)s", version=version_text())
 @click.option("-v", "--verbose", count=True, help="More output (repeat for more).")
 @click.option("-q", "--quiet", is_flag=True, help="Only errors and the final result.")
 @click.pass_context

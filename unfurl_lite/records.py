@@ -275,6 +275,9 @@ def task_entry(
         },
         "reason": task.reason,
         "inputs": _digestable(run.inputs),
+        **(
+            {"result": run.result.outputs} if detailed and run.result and run.result.outputs else {}
+        ),
         "digestKeys": digest_keys,
         "digestValue": digest_value,
         "digestPut": "",
@@ -297,11 +300,8 @@ def task_entry(
             entry["source"] = f"::{task.source}"
         if task.peer:
             entry["relationshipTarget"] = f"::{task.peer}"
-        if run.result is not None:
-            if run.result.outputs:
-                entry["outputs"] = run.result.outputs
-            if run.result.attributes:
-                entry["attributes"] = run.result.attributes
+        if run.result is not None and run.result.attributes:
+            entry["attributes"] = run.result.attributes
         if run.message:
             entry["message"] = run.message
     return entry

@@ -264,7 +264,7 @@ def show_change(change_id: str, ensemble: str | None, no_diff: bool, as_json: bo
 
 def _ordered(entry: dict[str, Any]) -> dict[str, Any]:
     """The record with inputs and outputs last, where they are easy to find."""
-    tail = ("inputs", "outputs", "attributes")
+    tail = ("inputs", "result", "outputs", "attributes")
     ordered = {k: v for k, v in entry.items() if k not in tail}
     ordered.update({k: entry[k] for k in tail if k in entry})
     return ordered

@@ -156,3 +156,11 @@ def completion(shell: str) -> None:
     complete_class = get_completion_class(shell)
     assert complete_class is not None
     click.echo(complete_class(cli, {}, "unfurl", "_UNFURL_COMPLETE").source())
+
+
+@click.command()
+def version() -> None:
+    """Print the version and the project's git commit (Unfurl's `unfurl version`)."""
+    from unfurl_lite.cli import version_text
+
+    click.echo(version_text())
