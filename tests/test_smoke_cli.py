@@ -48,3 +48,13 @@ def test_version_prints_version(invoke):
 
     result = invoke("--version")
     assert result.exit_code == 0 and result.output.startswith(f"unfurl-lite {__version__}")
+
+
+def test_quiet_prints_only_the_result(project, invoke):
+    project.write((REFERENCE / "ensemble.before.yaml").read_text())
+    result = invoke("deploy", "--approve", "-q")
+    assert result.exit_code == 0
+    lines = result.output.strip().splitlines()
+    assert lines[0].startswith("Job A") and "deploy succeeded" in lines[0]
+    assert len(lines) == 2 and lines[1].startswith("committed ")
+    assert invoke("deploy", "--approve", "--quiet").output == ""

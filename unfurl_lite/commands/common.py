@@ -108,6 +108,8 @@ def job_options(func: Callable[..., Any]) -> Callable[..., Any]:
             help="Let file(), shell cwd and the job records use paths outside the project.",
         ),
         click.option("--json", "as_json", is_flag=True, help="Print the job's result as JSON."),
+        click.option("-v", "--verbose", count=True, help="More output (repeat for more)."),
+        click.option("-q", "--quiet", is_flag=True, help="Only errors and the final result."),
     ]
     for decorator in reversed(decorators):
         func = decorator(func)
@@ -128,7 +130,7 @@ def confirm_plan(
     plan_text_or_tree: Any, approve: bool, needs_approval: bool, as_json: bool
 ) -> bool:
     """Show the plan; ask on a terminal; refuse (clearly) when nobody can be asked."""
-    if not as_json:
+    if not as_json and plan_text_or_tree:
         show(plan_text_or_tree)
     if approve or not needs_approval:
         return True
@@ -149,3 +151,11 @@ def show(renderable: Any) -> None:
 
 def echo_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=False, default=str))
+
+
+def verbosity(ctx: click.Context, opts: dict[str, Any]) -> int:
+    """-1 quiet, 0 normal, 1+ verbose: from the command's own flags or the group's."""
+    if opts.get("quiet"):
+        return -1
+    group = (ctx.find_root().obj or {}).get("verbose", 0)
+    return group if group < 0 else group + int(opts.get("verbose") or 0)

@@ -15,6 +15,7 @@ from unfurl_lite.commands.common import (
     is_terminal,
     job_options,
     show,
+    verbosity,
 )
 
 READ_ONLY_WORKFLOWS = ("check", "discover")
@@ -55,7 +56,7 @@ def execute_workflow(
     from unfurl_lite.job import JobOptions
 
     as_json = opts.get("as_json", False)
-    verbosity = (ctx.find_root().obj or {}).get("verbose", 0)
+    level = verbosity(ctx, opts)
     options = JobOptions(
         workflow=workflow,
         dryrun=opts.get("dryrun", False),
@@ -82,29 +83,29 @@ def execute_workflow(
     tty = is_terminal()
     needs_approval = workflow not in READ_ONLY_WORKFLOWS and not options.dryrun and bool(plan.tasks)
     shown = render.plan_tree(plan) if tty else render.plan_text(plan)
-    if verbosity < 0 and not needs_approval:
-        shown = ""
+    if level < 0 and (opts.get("approve") or not needs_approval):
+        shown = ""  # quiet: nobody has to read the plan before it runs
     if not confirm_plan(shown, opts.get("approve", False), needs_approval, as_json):
         click.echo("Cancelled: nothing was run.", err=True)
         ctx.exit(1)
     if not plan.tasks:
         if as_json:
             echo_json({"workflow": workflow, "summary": "nothing to do", "tasks": []})
-        else:
+        elif level >= 0:
             click.echo("Nothing to do.")
         return
     observer: Any
     progress = None
-    if tty and not as_json and verbosity >= 0:
+    if tty and not as_json and level >= 0:
         progress = render.ProgressObserver(console(), len(plan.runnable))
         observer = progress
-    elif verbosity >= 0 and not as_json:
+    elif level >= 0 and not as_json:
         observer = render.LineObserver()
     else:
         observer = None
     result = run_with_signals(request, observer, progress, ensemble, plan)
     assert result is not None
-    show_result(ctx, result, options, as_json, tty)
+    show_result(ctx, result, options, as_json, tty, level)
 
 
 def run_with_signals(
@@ -122,12 +123,14 @@ def run_with_signals(
         )
 
 
-def show_result(ctx: click.Context, result: Any, options: Any, as_json: bool, tty: bool) -> None:
+def show_result(
+    ctx: click.Context, result: Any, options: Any, as_json: bool, tty: bool, level: int = 0
+) -> None:
     from unfurl_lite import render
 
     if as_json:
         echo_json(render.result_json(result))
-    elif tty:
+    elif tty and level >= 0:
         show(render.summary_table(result))
         show(render.summary_text(result))
     else:
