@@ -248,20 +248,11 @@ def _merge_interfaces(base: Interfaces, override: Interfaces) -> Interfaces:
         target = merged.setdefault(name, {})
         for op_name, op in ops.items():
             inherited = target.get(op_name)
-            if inherited and op.implementation is None:
+            if inherited:
                 op = Operation(
                     interface=op.interface,
                     name=op.name,
-                    implementation=inherited.implementation,
-                    inputs={**inherited.inputs, **op.inputs},
-                    retry=op.retry or inherited.retry,
-                    timeout=op.timeout or inherited.timeout,
-                )
-            elif inherited:
-                op = Operation(
-                    interface=op.interface,
-                    name=op.name,
-                    implementation=op.implementation,
+                    implementation=op.implementation or inherited.implementation,
                     inputs={**inherited.inputs, **op.inputs},
                     retry=op.retry or inherited.retry,
                     timeout=op.timeout or inherited.timeout,
