@@ -55,6 +55,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "version": ("unfurl_lite.commands.project:version", "Print the version (same as --version)."),
     "cancel": ("unfurl_lite.commands.control:cancel", "Cancel the job running on an ensemble."),
+    "worker": (
+        "unfurl_lite.commands.distributed:worker",
+        "Start a Celery worker that runs this project's operations.",
+    ),
+    "agents": (
+        "unfurl_lite.commands.distributed:agents",
+        "List agent queues and the workers serving them; --start the missing ones.",
+    ),
 }
 
 

@@ -30,6 +30,7 @@ from unfurl_lite.operations.base import OperationRequest, OperationResult
 from unfurl_lite.operations.shell import base_environment
 from unfurl_lite.plan import Plan, Task, instance_graph
 from unfurl_lite.redaction import redact_text
+from unfurl_lite.routing import agent_of
 from unfurl_lite.status import fold_effective, on_failure, on_start, on_success
 
 
@@ -464,7 +465,7 @@ class _Scheduler:
             dryrun=self.options.dryrun,
             attributes=dict(instance.attributes),
             properties=dict(template.properties) if template else {},
-            queue=_queue_of(template.metadata if template else {}),
+            queue=agent_of(self.ensemble.topology, instance.template),
             allow_outside_paths=self.options.allow_outside_paths,
         )
 
@@ -583,11 +584,6 @@ class _Scheduler:
             self.waiting[dependent] -= 1
             if self.waiting[dependent] == 0:
                 self.ready.append(dependent)
-
-
-def _queue_of(metadata: dict[str, Any]) -> str | None:
-    agent = metadata.get("agent") or metadata.get("queue")
-    return str(agent) if agent else None
 
 
 def _result_of(future: Future[OperationResult]) -> OperationResult:

@@ -107,6 +107,19 @@ def job_options(func: Callable[..., Any]) -> Callable[..., Any]:
             is_flag=True,
             help="Let file(), shell cwd and the job records use paths outside the project.",
         ),
+        click.option(
+            "--executor",
+            type=click.Choice(["local", "celery"]),
+            default=None,
+            help="Where operations run: this process (local) or Celery workers "
+            "(default: $UNFURL_EXECUTOR or local).",
+        ),
+        click.option(
+            "--broker",
+            default=None,
+            help="The Celery broker for --executor celery "
+            "(default: $UNFURL_BROKER or redis://127.0.0.1:6379/0).",
+        ),
         click.option("--json", "as_json", is_flag=True, help="Print the job's result as JSON."),
         click.option("-v", "--verbose", count=True, help="More output (repeat for more)."),
         click.option("-q", "--quiet", is_flag=True, help="Only errors and the final result."),

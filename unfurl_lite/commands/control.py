@@ -69,6 +69,7 @@ def resume(ctx: click.Context, changeid: str | None, ensemble: str | None, force
             ensemble=ens.path, workflow=plan.workflow,
             plan_options=dict(journal.data.get("planOptions") or {}),
             options=options, dirty=dirty, locked=True,
+            executor=os.environ.get("UNFURL_EXECUTOR", "local"),
         )
         tty = is_terminal()
         progress = None

@@ -76,7 +76,8 @@ def execute_workflow(
         options=options,
         dirty=opts.get("dirty", "auto"),
         executor=opts.get("executor") or os.environ.get("UNFURL_EXECUTOR", "local"),
-        executor_options=opts.get("executor_options"),
+        executor_options=opts.get("executor_options")
+        or ({"broker": opts["broker"]} if opts.get("broker") else None),
     )
     ensemble = api.load(ensemble_path)
     plan = api.make_plan(ensemble, workflow, **plan_options)

@@ -186,3 +186,12 @@ def terminate_all(grace: float = KILL_GRACE_SECONDS) -> list[str]:
     for t in threads:
         t.join()
     return [task_id for task_id, _ in running]
+
+
+def terminate_tasks(task_ids: set[str], grace: float = KILL_GRACE_SECONDS) -> list[str]:
+    """Kill the commands of these tasks only (a worker told to terminate some tasks)."""
+    with _lock:
+        running = [(t, p) for t, p in _running.items() if t in task_ids]
+    for _, process in running:
+        threading.Thread(target=_kill, args=(process, grace), daemon=True).start()
+    return [task_id for task_id, _ in running]
