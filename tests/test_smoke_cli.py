@@ -40,7 +40,8 @@ def test_unknown_command_and_option_suggest_the_right_one(invoke):
     result = invoke("deploi")
     assert result.exit_code != 0 and "Did you mean 'deploy'?" in result.output
     result = invoke("deploy", "--aprove")
-    assert result.exit_code != 0 and "Did you mean '--approve'?" in result.output
+    assert result.exit_code != 0 and "Did you mean" in result.output
+    assert "'--approve'" in result.output
 
 
 def test_version_prints_version(invoke):
