@@ -335,3 +335,47 @@ def test_worker_logs_never_show_arguments(project, broker, workers):
     log = (project.root.parent / "worker-quiet.log").read_text()
     assert "echo $SECRET_MARK" not in log
     assert "received" in log  # Celery did log the task, without its arguments
+
+
+def test_resume_on_workers_after_the_controller_is_killed(project, broker, workers):
+    chain = "\n          requirements:\n            - dependency: {}"
+    slow = "mkdir -p ran && touch ran/b.started && sleep 2 && echo $UNFURL_WORKER > ran/b"
+    prepare(project, ensemble(node("a", mark("a")), node("b", slow, chain.format("a")),
+                              node("c", mark("c"), chain.format("b"))))
+    workers("w", "unfurl.management")
+    env = {"UNFURL_EXECUTOR": "celery", "UNFURL_BROKER": broker}
+    job = subprocess.Popen(
+        [sys.executable, "-m", "unfurl_lite", "deploy", "--approve"], cwd=project.root,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+    )
+    wait_for(lambda: (project.root / "ran" / "b.started").exists(), job, limit=60)
+    job.kill()
+    job.communicate()
+    resumed = run_unfurl(project.root, "resume", "--force", env=env)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert {n: project.local(n) for n in "abc"} == {"a": "ok", "b": "ok", "c": "ok"}
+    assert (project.root / "ran" / "c").read_text().strip() == "w"
+    assert job_tasks(project)["c"]["worker"] == "w"
+
+
+def test_agents_start_a_worker_for_each_queue_without_one(project, broker, workers):
+    prepare(project, ensemble(node("web", mark("web"), "\n          metadata: {agent: web-1}"),
+                              node("db", mark("db"))))
+    workers("mgmt", "unfurl.management")
+    started = run_unfurl(project.root, "agents", "--start", "--broker", broker, "--json")
+    rows = {r["queue"]: r for r in json.loads(started.stdout or "[]")}
+    try:
+        assert started.returncode == 0, started.stderr
+        assert rows["web-1"]["workers"] == ["web-1"] and "started" in rows["web-1"]
+        assert rows["unfurl.management"]["workers"] == ["mgmt"]
+        assert "started" not in rows["unfurl.management"]
+        result = deploy(project, broker)
+        assert result.returncode == 0, result.stderr
+        assert (project.root / "ran" / "web").read_text().strip() == "web-1"
+        assert (project.root / "ran" / "db").read_text().strip() == "mgmt"
+    finally:
+        for row in rows.values():
+            if "started" in row:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(row["started"], signal.SIGKILL)
