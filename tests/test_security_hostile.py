@@ -214,7 +214,7 @@ def test_shell_cwd_is_confined_unless_allowed(
     assert "cwd '..' escapes the project directory" in refused.output
     allowed = invoke("deploy", "--approve", "--allow-outside-paths", "--dirty=ok")
     assert allowed.exit_code == 0, allowed.output
-    job = sorted((project.root / "jobs").glob("*.yaml"))[-1].read_text()
+    job = sorted((project.root / "jobs").glob("job2*.yaml"))[-1].read_text()
     assert f"stdout: \"{project.root.parent.resolve()}\\n\"" in job
 
 
