@@ -199,6 +199,19 @@ def table(measures: list[Measure]) -> str:
     return "\n".join(lines) + "\n"
 
 
+START, END = "<!-- results:start -->", "<!-- results:end -->"
+
+
+def write_between_markers(path: Path, text: str) -> None:
+    old = path.read_text() if path.exists() else f"{START}\n{END}\n"
+    if START not in old or END not in old:
+        old += f"\n{START}\n{END}\n"
+    head, _, rest = old.partition(START)
+    _, _, tail = rest.partition(END)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"{head}{START}\n{text}{END}{tail}")
+
+
 def plot(measures: list[Measure], path: Path) -> None:
     import matplotlib
 
@@ -225,6 +238,25 @@ def plot(measures: list[Measure], path: Path) -> None:
     fig.savefig(path, dpi=90)
 
 
+def report_only(args: argparse.Namespace) -> None:
+    reports = [json.loads(path.read_text()) for path in args.report_only]
+    measures = [Measure(**m) for r in reports for m in r["measures"]]
+    tools = sorted({m.tool for m in measures})
+    merged = {
+        "machine": reports[0]["machine"],
+        "date": " and ".join(sorted({r["date"] for r in reports})),
+        "command": "; ".join(r["command"] for r in reports),
+        "slopes_ms_per_node": {f"{t} {p}": slope_ms(measures, t, p)
+                               for t in tools for p in PHASES},
+        "measures": [asdict(m) for m in measures],
+    }
+    args.results.write_text(json.dumps(merged, indent=1) + "\n")
+    write_between_markers(
+        args.table, f"Run {merged['date']} on {merged['machine']}:\n\n{table(measures)}"
+    )
+    plot(measures, args.plot)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -239,9 +271,14 @@ def main() -> None:
     parser.add_argument("--unfurl-results", type=Path,
                         help="reuse Unfurl 1.2.0's figures from an earlier results JSON")
     parser.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results.json")
-    parser.add_argument("--table", type=Path, default=ROOT / "docs" / "img" / "benchmarks.md")
+    parser.add_argument("--table", type=Path, default=ROOT / "docs" / "benchmarks.md",
+                        help="markdown file; the table replaces what is between its markers")
     parser.add_argument("--plot", type=Path, default=ROOT / "docs" / "img" / "benchmarks.png")
+    parser.add_argument("--report-only", type=Path, nargs="+", metavar="RESULTS",
+                        help="run nothing: merge these results JSON files into one report")
     args = parser.parse_args()
+    if args.report_only:
+        return report_only(args)
     sizes = [int(s) for s in args.sizes.split(",")]
 
     ours = Tool("unfurl-lite", [str(Path(sys.executable).parent / "unfurl")], True)
@@ -278,8 +315,7 @@ def main() -> None:
     }
     args.results.write_text(json.dumps(report, indent=1) + "\n")
     text = table(measures)
-    args.table.parent.mkdir(parents=True, exist_ok=True)
-    args.table.write_text(text)
+    write_between_markers(args.table, f"Run {report['date']} on {report['machine']}:\n\n{text}")
     print(text)
     print("slopes (ms per node):", report["slopes_ms_per_node"])
     try:
