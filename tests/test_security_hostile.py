@@ -83,7 +83,7 @@ def test_file_reads_inside_the_project(project: Project, invoke: Invoke) -> None
     project.write(HEAD % "\"echo '{{ file(\\\"conf/motd.txt\\\") }}'\"")
     result = invoke("deploy", "--approve")
     assert result.exit_code == 0, result.output
-    job = next((project.root / "jobs").glob("*.yaml")).read_text()
+    job = next((project.root / "jobs").glob("job2*.yaml")).read_text()
     assert "hello from a file" in job
 
 

@@ -8,8 +8,9 @@ instances' status as of the last transition. The ensemble itself is only written
 the job is recorded; until then the journal is the truth.
 
 The file is written once whole (atomically) when the job starts, then each transition
-appends one line: the task's record and the instances it touched. Rewriting the whole
-journal at every transition cost O(N) per task, O(N^2) per job (see journal_format.py).
+appends one line to its ``.events`` log: the task's record and the instances it touched.
+Rewriting the whole journal at every transition cost O(N) per task, O(N^2) per job
+(see journal_format.py).
 """
 
 from __future__ import annotations
@@ -105,6 +106,7 @@ class Journal(Observer):
         self.lock = threading.Lock()
         self.on_job_id = on_job_id
         self.known: set[str] = set()  # instances whose record the file already holds
+        self.seq = 0  # events appended so far
 
     # -- Observer hooks
 
@@ -133,7 +135,8 @@ class Journal(Observer):
                     {n: self.instances[n] for n in names}, self.secrets
                 ),
             }
-            journal_format.append_event(self.path, event)
+            self.seq += 1
+            journal_format.append_event(self.path, event, self.seq)
 
     def job_changed(self, state: JobState) -> None:
         self.data["state"] = str(state)
@@ -143,7 +146,8 @@ class Journal(Observer):
         if self.path is None:
             return
         with self.lock:
-            journal_format.append_event(self.path, event)
+            self.seq += 1
+            journal_format.append_event(self.path, event, self.seq)
 
     # -- the end of the job
 
@@ -155,7 +159,7 @@ class Journal(Observer):
 
     def mark_recorded(self) -> None:
         self.data["recorded"] = True
-        self._append({"recorded": True})
+        self.write()
 
     def write(self) -> None:
         """The whole journal, atomically: at the start and the end of the job."""
@@ -166,7 +170,7 @@ class Journal(Observer):
             data["instances"] = snapshot_instances(self.instances, self.secrets)
             data["tasks"] = [task_record(r, self.secrets) for r in list(self.runs)]
             self.known = set(data["instances"])
-            journal_format.write_journal(self.path, data)
+            journal_format.write_journal(self.path, data, self.seq)
 
 
 def _iso(moment: datetime | None) -> str | None:

@@ -1,11 +1,13 @@
-"""The journal's file format: a YAML document whose values are JSON, plus appended events.
+"""The journal's file format: a YAML document whose values are JSON, plus an event log.
 
 Each top-level key sits on one line as ``key: <JSON>`` (JSON is valid YAML flow style, so
-any YAML reader still reads the file), and the last key, ``events``, is a block sequence
-that grows by one ``- <JSON>`` line per task transition. Appending a line is O(1), and
-JSON is two orders of magnitude faster to write and read than ruamel's round trip. A
-line torn by a crash mid-write is ignored by the reader, so the journal is always exact
-up to the last complete transition.
+any YAML reader still reads the file); it is only ever replaced atomically, so it is valid
+YAML at every instant. Task transitions go to a sibling ``.events`` file, one JSON line
+each, appended in O(1); JSON is two orders of magnitude faster than ruamel's round trip.
+A line torn by SIGKILL mid-write is ignored by the reader, so the journal is exact up to
+the last complete transition. Events carry a sequence number and the whole file records
+the last one it already holds, so a crash between the two writes never replays old
+events over newer state.
 """
 
 from __future__ import annotations
@@ -23,15 +25,21 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
-def write_journal(path: Path, data: dict[str, Any]) -> None:
-    """The whole journal, atomically; ``events`` starts empty."""
+def events_path(path: Path) -> Path:
+    return path.with_suffix(".events")
+
+
+def write_journal(path: Path, data: dict[str, Any], seq: int = 0) -> None:
+    """The whole journal, atomically, holding every event up to ``seq``."""
+    data = {**data, "eventSeq": seq}
     lines = [f"{key}: {_json(value)}" for key, value in data.items() if key != EVENTS]
     lines.append(f"{EVENTS}:")
     yamlio.atomic_write(path, "\n".join(lines) + "\n")
+    events_path(path).unlink(missing_ok=True)
 
 
-def append_event(path: Path, event: dict[str, Any]) -> None:
-    yamlio.atomic_append(path, f"- {_json(event)}\n")
+def append_event(path: Path, event: dict[str, Any], seq: int) -> None:
+    yamlio.atomic_append(events_path(path), _json({"seq": seq, **event}) + "\n")
 
 
 def fold(data: dict[str, Any], event: dict[str, Any]) -> None:
@@ -83,6 +91,18 @@ def read_journal(path: Path) -> dict[str, Any] | None:
             return None
     if not in_events:
         return None
+    held = int(data.pop("eventSeq", 0) or 0)
+    try:
+        log = events_path(path).read_text(encoding="utf-8").split("\n")[:-1]
+    except FileNotFoundError:
+        log = []
+    for line in log:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            break  # torn by a crash: nothing after it was written either
+        if int(event.pop("seq", 0)) > held:
+            events.append(event)
     tasks = data.get("tasks") or []
     data["tasks"] = tasks
     by_number = {t.get("number"): i for i, t in enumerate(tasks)}
