@@ -27,7 +27,7 @@ spec:
 
 
 def _stdout(project: Project) -> str:
-    job = sorted((project.root / "jobs").glob("*.yaml"))[-1].read_text()
+    job = sorted((project.root / "jobs").glob("job2*.yaml"))[-1].read_text()
     return job
 
 

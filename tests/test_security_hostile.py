@@ -83,7 +83,7 @@ def test_file_reads_inside_the_project(project: Project, invoke: Invoke) -> None
     project.write(HEAD % "\"echo '{{ file(\\\"conf/motd.txt\\\") }}'\"")
     result = invoke("deploy", "--approve")
     assert result.exit_code == 0, result.output
-    job = next((project.root / "jobs").glob("*.yaml")).read_text()
+    job = next((project.root / "jobs").glob("job2*.yaml")).read_text()
     assert "hello from a file" in job
 
 
@@ -214,7 +214,7 @@ def test_shell_cwd_is_confined_unless_allowed(
     assert "cwd '..' escapes the project directory" in refused.output
     allowed = invoke("deploy", "--approve", "--allow-outside-paths", "--dirty=ok")
     assert allowed.exit_code == 0, allowed.output
-    job = sorted((project.root / "jobs").glob("*.yaml"))[-1].read_text()
+    job = sorted((project.root / "jobs").glob("job2*.yaml"))[-1].read_text()
     assert f"stdout: \"{project.root.parent.resolve()}\\n\"" in job
 
 

@@ -192,5 +192,5 @@ def test_the_command_still_gets_the_real_secret(
     result = invoke("deploy", "--approve")
     assert result.exit_code == 0, result.output
     assert out.read_text() == PASSWORD
-    job_yaml = next((project.root / "jobs").glob("*.yaml")).read_text()
+    job_yaml = next((project.root / "jobs").glob("job2*.yaml")).read_text()
     assert "printf '%s' \"<<REDACTED>>\"" in job_yaml

@@ -1,11 +1,16 @@
-"""The in-progress job file: what a job has done so far, rewritten atomically at every
-task transition, so a job killed at any instant leaves an exact record for ``resume``.
+"""The in-progress job file: what a job has done so far, kept current at every task
+transition, so a job killed at any instant leaves an exact record for ``resume``.
 
 It sits beside the job's record as ``jobs/journal<time>-<id>.yaml`` and holds what
 the records do not: the workflow and options to plan again (against the instance status
 the job started from, so tasks keep their numbers), every task's state, and the
 instances' status as of the last transition. The ensemble itself is only written when
 the job is recorded; until then the journal is the truth.
+
+The file is written once whole (atomically) when the job starts, then each transition
+appends one line to its ``.events`` log: the task's record and the instances it touched.
+Rewriting the whole journal at every transition cost O(N) per task, O(N^2) per job
+(see journal_format.py).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from unfurl_lite import changeid, records, yamlio
+from unfurl_lite import changeid, journal_format, records, yamlio
 from unfurl_lite.expr import REDACTED, Sensitive, redact
 from unfurl_lite.job import (
     JobOptions,
@@ -100,6 +105,8 @@ class Journal(Observer):
         self.secrets: set[str] = set()
         self.lock = threading.Lock()
         self.on_job_id = on_job_id
+        self.known: set[str] = set()  # instances whose record the file already holds
+        self.seq = 0  # events appended so far
 
     # -- Observer hooks
 
@@ -112,11 +119,35 @@ class Journal(Observer):
         self.write()
 
     def task_changed(self, run: TaskRun) -> None:
-        self.write()
+        if self.path is None:
+            return
+        with self.lock:
+            task = run.task
+            touched = {task.target, task.source, task.peer}
+            if run.result is not None:
+                touched.update(str(r.get("name") or "") for r in run.result.resources)
+            touched.update(n for n in list(self.instances) if n not in self.known)
+            names = [n for n in touched if n and n in self.instances]
+            self.known.update(names)
+            event = {
+                "task": task_record(run, self.secrets),
+                "instances": snapshot_instances(
+                    {n: self.instances[n] for n in names}, self.secrets
+                ),
+            }
+            self.seq += 1
+            journal_format.append_event(self.path, event, self.seq)
 
     def job_changed(self, state: JobState) -> None:
         self.data["state"] = str(state)
-        self.write()
+        self._append({"state": str(state)})
+
+    def _append(self, event: dict[str, Any]) -> None:
+        if self.path is None:
+            return
+        with self.lock:
+            self.seq += 1
+            journal_format.append_event(self.path, event, self.seq)
 
     # -- the end of the job
 
@@ -131,13 +162,15 @@ class Journal(Observer):
         self.write()
 
     def write(self) -> None:
+        """The whole journal, atomically: at the start and the end of the job."""
         if self.path is None:
             return
         with self.lock:
             data = dict(self.data)
             data["instances"] = snapshot_instances(self.instances, self.secrets)
             data["tasks"] = [task_record(r, self.secrets) for r in list(self.runs)]
-            yamlio.atomic_write(self.path, yamlio.dump(data))
+            self.known = set(data["instances"])
+            journal_format.write_journal(self.path, data, self.seq)
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -207,7 +240,10 @@ class JournalFile:
 
 
 def read_journal(path: Path) -> JournalFile:
-    return JournalFile(path, yamlio.to_plain(yamlio.load_file(path)) or {})
+    data = journal_format.read_journal(path)
+    if data is None:  # written whole as YAML by an older version
+        data = yamlio.to_plain(yamlio.load_file(path)) or {}
+    return JournalFile(path, data)
 
 
 def list_journals(root: Path) -> list[JournalFile]:

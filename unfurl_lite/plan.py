@@ -321,11 +321,13 @@ def _steps_for(
                     break
             continue
         for req in template.requirements:
-            peers = [i.name for i in instances.values() if i.template == req.node]
+            peers: list[str] | None = None  # an O(N) scan: only when an operation needs it
             for interface, name, side in step.operations:
                 op = req.interfaces.get(interface, {}).get(name)
                 if op is None or op.implementation is None:
                     continue
+                if peers is None:
+                    peers = [i.name for i in instances.values() if i.template == req.node]
                 for peer in peers:
                     runs_on = instance.name if side == "source" else peer
                     found.append((op, None, req, runs_on, peer))

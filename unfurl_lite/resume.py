@@ -14,7 +14,7 @@ import dataclasses
 from datetime import UTC, datetime
 from pathlib import Path
 
-from unfurl_lite import changeid, records, yamlio
+from unfurl_lite import changeid, records
 from unfurl_lite.errors import JobError
 from unfurl_lite.job import (
     JobOptions,
@@ -174,7 +174,9 @@ def write_journal(journal: JournalFile, result: JobResult, **changes: object) ->
 
     data["instances"] = snapshot_instances(result.instances, set())
     journal.data = data
-    yamlio.atomic_write(journal.path, yamlio.dump(data))
+    from unfurl_lite.journal_format import write_journal as write_whole
+
+    write_whole(journal.path, data)
 
 
 def logged(ensemble: Ensemble, job_id: str) -> bool:

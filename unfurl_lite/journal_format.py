@@ -1,0 +1,115 @@
+"""The journal's file format: a YAML document whose values are JSON, plus an event log.
+
+Each top-level key sits on one line as ``key: <JSON>`` (JSON is valid YAML flow style, so
+any YAML reader still reads the file); it is only ever replaced atomically, so it is valid
+YAML at every instant. Task transitions go to a sibling ``.events`` file, one JSON line
+each, appended in O(1); JSON is two orders of magnitude faster than ruamel's round trip.
+A line torn by SIGKILL mid-write is ignored by the reader, so the journal is exact up to
+the last complete transition. Events carry a sequence number and the whole file records
+the last one it already holds, so a crash between the two writes never replays old
+events over newer state.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from unfurl_lite import yamlio
+
+EVENTS = "events"
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def events_path(path: Path) -> Path:
+    return path.with_suffix(".events")
+
+
+def write_journal(path: Path, data: dict[str, Any], seq: int = 0) -> None:
+    """The whole journal, atomically, holding every event up to ``seq``."""
+    data = {**data, "eventSeq": seq}
+    lines = [f"{key}: {_json(value)}" for key, value in data.items() if key != EVENTS]
+    lines.append(f"{EVENTS}:")
+    yamlio.atomic_write(path, "\n".join(lines) + "\n")
+    events_path(path).unlink(missing_ok=True)
+
+
+def append_event(path: Path, event: dict[str, Any], seq: int) -> None:
+    yamlio.atomic_append(events_path(path), _json({"seq": seq, **event}) + "\n")
+
+
+def fold(data: dict[str, Any], event: dict[str, Any]) -> None:
+    """Apply one event to the journal's data: later records replace earlier ones."""
+    task = event.get("task")
+    if isinstance(task, dict):
+        tasks = data.setdefault("tasks", [])
+        for index, known in enumerate(tasks):
+            if known.get("number") == task.get("number"):
+                tasks[index] = task
+                break
+        else:
+            tasks.append(task)
+    instances = event.get("instances")
+    if isinstance(instances, dict):
+        data.setdefault("instances", {}).update(instances)
+    for key, value in event.items():
+        if key not in ("task", "instances"):
+            data[key] = value
+
+
+def read_journal(path: Path) -> dict[str, Any] | None:
+    """The journal's data with every complete event folded in; None if the file is not
+    in this format (an older journal, written whole as block YAML)."""
+    text = path.read_text(encoding="utf-8")
+    data: dict[str, Any] = {}
+    lines = text.split("\n")
+    complete = lines[:-1]  # the part after the last newline is torn or empty
+    in_events = False
+    events: list[dict[str, Any]] = []
+    for line in complete:
+        if in_events:
+            if not line.startswith("- "):
+                return None
+            try:
+                events.append(json.loads(line[2:]))
+            except ValueError:
+                break  # torn by a crash: nothing after it was written either
+            continue
+        if line == f"{EVENTS}:":
+            in_events = True
+            continue
+        key, sep, value = line.partition(": ")
+        if not sep or not key.isidentifier():
+            return None
+        try:
+            data[key] = json.loads(value)
+        except ValueError:
+            return None
+    if not in_events:
+        return None
+    held = int(data.pop("eventSeq", 0) or 0)
+    try:
+        log = events_path(path).read_text(encoding="utf-8").split("\n")[:-1]
+    except FileNotFoundError:
+        log = []
+    for line in log:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            break  # torn by a crash: nothing after it was written either
+        if int(event.pop("seq", 0)) > held:
+            events.append(event)
+    tasks = data.get("tasks") or []
+    data["tasks"] = tasks
+    by_number = {t.get("number"): i for i, t in enumerate(tasks)}
+    for event in events:
+        task = event.get("task")
+        if isinstance(task, dict) and task.get("number") in by_number:
+            tasks[by_number[task["number"]]] = task
+            event = {k: v for k, v in event.items() if k != "task"}
+        fold(data, event)
+    return data
