@@ -9,6 +9,7 @@ to be needed, so ``--dryrun`` and the plan shown first list all of them.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -319,12 +320,13 @@ def plan_execute_operation(
 def _start_or_stop(
     workflow: str,
     ensemble: Ensemble,
-    operation_parms: Mapping[str, Any] | None,
-    run_by_dependency_order: bool,
-    type_names: Sequence[str],
-    node_ids: Sequence[str],
-    node_instance_ids: Sequence[str],
+    operation_parms: Mapping[str, Any] | None = None,
+    run_by_dependency_order: bool = True,
+    type_names: Sequence[str] = (),
+    node_ids: Sequence[str] = (),
+    node_instance_ids: Sequence[str] = (),
 ) -> Plan:
+    """Cloudify's start and stop: execute-operation wrappers, dependency order by default."""
     builder = _Builder(workflow)
     selected = _filtered(ensemble, type_names, node_ids, node_instance_ids)
     add_operation_tasks(
@@ -341,32 +343,8 @@ def _start_or_stop(
     return builder.plan({})
 
 
-def plan_start(
-    ensemble: Ensemble,
-    operation_parms: Mapping[str, Any] | None = None,
-    run_by_dependency_order: bool = True,
-    type_names: Sequence[str] = (),
-    node_ids: Sequence[str] = (),
-    node_instance_ids: Sequence[str] = (),
-) -> Plan:
-    return _start_or_stop(
-        "start", ensemble, operation_parms, run_by_dependency_order, type_names, node_ids,
-        node_instance_ids,
-    )  # fmt: skip
-
-
-def plan_stop(
-    ensemble: Ensemble,
-    operation_parms: Mapping[str, Any] | None = None,
-    run_by_dependency_order: bool = True,
-    type_names: Sequence[str] = (),
-    node_ids: Sequence[str] = (),
-    node_instance_ids: Sequence[str] = (),
-) -> Plan:
-    return _start_or_stop(
-        "stop", ensemble, operation_parms, run_by_dependency_order, type_names, node_ids,
-        node_instance_ids,
-    )  # fmt: skip
+plan_start = functools.partial(_start_or_stop, "start")
+plan_stop = functools.partial(_start_or_stop, "stop")
 
 
 def plan_restart(
