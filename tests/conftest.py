@@ -19,6 +19,14 @@ ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT.parent / "shared" / "reference" / "unfurl-1.2.0-deploy"
 
 
+@pytest.fixture(autouse=True)
+def parse_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test gets its own parse cache, so none reads another's (or the user's)."""
+    directory = tmp_path_factory.mktemp("parse-cache")
+    monkeypatch.setenv("UNFURL_LITE_CACHE", str(directory))
+    return directory
+
+
 def git(cwd: Path, *args: str) -> str:
     return subprocess.run(
         ["git", *args], cwd=cwd, check=True, capture_output=True, text=True

@@ -203,16 +203,14 @@ def record_job(
     ]
     if append_log:  # False when a crashed job's lines are already there
         records.append_tsv(files.jobs_tsv, lines, result.secrets)
-    records.update_status(
-        ensemble.document,
-        result.instances,
-        result.effective,
-        job,
-        ensemble.jobs_log,
-        result.secrets,
-        forgotten=[n for n in result.plan.forget if n not in result.instances],
+    forgotten = [n for n in result.plan.forget if n not in result.instances]
+    records.save_status(
+        ensemble,
+        lambda document: records.update_status(
+            document, result.instances, result.effective, job, ensemble.jobs_log,
+            result.secrets, forgotten=forgotten,
+        ),
     )
-    records.save_ensemble(ensemble.path, ensemble.document)
     return files
 
 

@@ -13,8 +13,9 @@ events over newer state.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from unfurl_lite import yamlio
 
@@ -38,8 +39,28 @@ def write_journal(path: Path, data: dict[str, Any], seq: int = 0) -> None:
     events_path(path).unlink(missing_ok=True)
 
 
-def append_event(path: Path, event: dict[str, Any], seq: int) -> None:
-    yamlio.atomic_append(events_path(path), _json({"seq": seq, **event}) + "\n")
+class EventLog:
+    """The open ``.events`` file of one journal: reopening it for every transition cost
+    more than writing the transition."""
+
+    def __init__(self, journal: Path) -> None:
+        self.path = events_path(journal)
+        self.handle: TextIO | None = None
+
+    def append(self, event: dict[str, Any], seq: int, sync: bool) -> None:
+        """One whole line per write, so a reader never sees half of it."""
+        if self.handle is None:
+            self.handle = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
+        self.handle.write(_json({"seq": seq, **event}) + "\n")
+        self.handle.flush()
+        if sync:
+            os.fsync(self.handle.fileno())
+
+    def close(self) -> None:
+        """Before the journal is rewritten whole (which removes this file)."""
+        if self.handle is not None:
+            self.handle.close()
+            self.handle = None
 
 
 def fold(data: dict[str, Any], event: dict[str, Any]) -> None:

@@ -1,7 +1,10 @@
 """From ``ensemble.yaml`` on disk to an :class:`Ensemble`: parse, merge, validate, build.
 
-The raw round-trip document is kept beside the model: it is what a job writes back, so
-includes, comments and key order in the user's file survive every job.
+Two roads lead to the same model. The fast one (C parser into plain data, or the parse
+cache) serves ensembles without merge directives, which is almost all of them; the round
+trip keeps line numbers and applies directives, and is also how every invalid ensemble is
+reported, so errors always name their line. The round-trip document a job may need to
+write back is parsed only when it is first asked for.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from unfurl_lite import merge, validate, yamlio
+from unfurl_lite import parsecache, yamlio
 from unfurl_lite.errors import InputError, Problem
 from unfurl_lite.model import (
     OPERATION_KINDS,
@@ -36,12 +39,22 @@ SENSITIVE_TYPES = ("unfurl.datatypes.Sensitive", "sensitive", "tosca.datatypes.C
 @dataclass
 class Ensemble:
     path: Path
-    document: Any  # the raw ruamel round-trip document, saved back by jobs
+    text: str  # the file as read: what the round-trip document and section rewrites start from
     topology: Topology
     instances: dict[str, Instance]  # recorded instances, in recorded order
     last_job: dict[str, Any] | None = None
     jobs_log: str = "jobs.tsv"
     spec: dict[str, Any] = field(default_factory=dict)  # merged spec as plain data
+    #: the file's data exactly as written (no merge directives), for section rewrites
+    plain: dict[str, Any] | None = None
+    _document: Any = field(default=None, repr=False)
+
+    @property
+    def document(self) -> Any:
+        """The ruamel round-trip document (comments and all), parsed on first use."""
+        if self._document is None:
+            self._document = yamlio.parse(self.text, str(self.path))
+        return self._document
 
     @property
     def project_root(self) -> Path:
@@ -73,17 +86,52 @@ def resolve_path(path: str | Path | None) -> Path:
 
 def load_ensemble(path: str | Path | None = None) -> Ensemble:
     file = resolve_path(path)
-    document = yamlio.load_file(file)
+    text = yamlio.read_text(file)
+    data = parsecache.get(text)
+    if data is None:
+        data = _fast_load(text, str(file))
+        if data is None:
+            return _round_trip_load(file, text)
+        parsecache.put(text, data)
+    ensemble = build(file, text, data)
+    ensemble.plain = data
+    return ensemble
+
+
+def _fast_load(text: str, file: str) -> dict[str, Any] | None:
+    """Valid plain data through the C parser, or None when only the round trip can apply
+    merge directives or say where a problem is."""
+    from ruamel.yaml.error import YAMLError
+
+    from unfurl_lite import guard, merge, validate
+
+    try:
+        guard.check_text(text, file)
+        data = yamlio.parse_plain(text)
+        guard.check(data, file)
+    except (YAMLError, InputError, RecursionError):
+        return None
+    if not isinstance(data, dict) or merge.has_directives(data) or validate.check(data, file):
+        return None
+    return data
+
+
+def _round_trip_load(file: Path, text: str) -> Ensemble:
+    from unfurl_lite import merge, validate
+
+    document = yamlio.parse(text, str(file))
     if not isinstance(document, dict):
         raise InputError(Problem("the ensemble must be a YAML mapping", file=str(file), line=1))
     merged = merge.expand(document, file, file.parent)
     problems = validate.check(merged, str(file))
     if problems:
         raise InputError(problems, summary=f"{file.name} is not a valid ensemble")
-    return build(file, document, yamlio.to_plain(merged))
+    ensemble = build(file, text, yamlio.to_plain(merged))
+    ensemble._document = document
+    return ensemble
 
 
-def build(file: Path, document: Any, data: dict[str, Any]) -> Ensemble:
+def build(file: Path, text: str, data: dict[str, Any]) -> Ensemble:
     spec = data.get("spec") or {}
     service = spec.get("service_template") or {}
     topology_tpl = service.get("topology_template") or {}
@@ -111,7 +159,7 @@ def build(file: Path, document: Any, data: dict[str, Any]) -> Ensemble:
     }
     return Ensemble(
         path=file,
-        document=document,
+        text=text,
         topology=topology,
         instances=instances,
         last_job=data.get("lastJob"),

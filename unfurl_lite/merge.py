@@ -47,6 +47,20 @@ def expand(doc: Any, file: Path, project_root: Path) -> CommentedMap:
     return result
 
 
+def has_directives(doc: Any) -> bool:
+    """Whether any mapping key is a merge directive (``+...``), i.e. expand would change it."""
+    stack = [doc]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if any(isinstance(key, str) and key.startswith("+") for key in node):
+                return True
+            stack.extend(v for v in node.values() if isinstance(v, dict | list))
+        elif isinstance(node, list):
+            stack.extend(v for v in node if isinstance(v, dict | list))
+    return False
+
+
 def source_file(node: Any, key: Any = None) -> str | None:
     """The file a container (or one of its keys or items) was read from, if known."""
     origin = getattr(node, _ORIGIN, None)

@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from ruamel.yaml.comments import CommentedMap
 
 from unfurl_lite import changeid, yamlio
 from unfurl_lite.expr import REDACTED, Sensitive, redact
@@ -20,6 +18,7 @@ from unfurl_lite.model import Instance, Status
 
 if TYPE_CHECKING:
     from unfurl_lite.job import JobResult, TaskRun
+    from unfurl_lite.loader import Ensemble
 
 JOBS_DIR = "jobs"
 CHANGES_DIR = "changes"
@@ -105,9 +104,8 @@ def last_job_id(path: Path) -> str | None:
 # ------------------------------------------------------------------------------- status
 
 
-def readystate_record(instance: Instance, effective: Status | None) -> CommentedMap:
-    ready = CommentedMap()
-    ready["local"] = str(instance.status)
+def readystate_record(instance: Instance, effective: Status | None) -> dict[str, str]:
+    ready = {"local": str(instance.status)}
     if instance.state is not None:
         ready["state"] = str(instance.state)
     if effective is not None and effective != instance.status:
@@ -117,9 +115,13 @@ def readystate_record(instance: Instance, effective: Status | None) -> Commented
 
 def instance_record(
     instance: Instance, effective: Status | None, existing: Any, secrets: set[str]
-) -> CommentedMap:
-    """The instance's status entry, updating ``existing`` in place to keep its comments."""
-    record = existing if isinstance(existing, CommentedMap) else CommentedMap()
+) -> dict[str, Any]:
+    """The instance's status entry. A round-trip ``existing`` entry is updated in place to
+    keep its comments; a plain one is copied, keeping its key order."""
+    if isinstance(existing, dict) and type(existing) is not dict:  # ruamel's CommentedMap
+        record: dict[str, Any] = existing
+    else:
+        record = dict(existing) if isinstance(existing, dict) else {}
     values: list[tuple[str, Any]] = [
         ("template", instance.template),
         ("priority", str(instance.priority)),
@@ -137,7 +139,7 @@ def instance_record(
             record[key] = value
     for key, value in instance.extra.items():
         if record.get(key) != value:
-            record[key] = _to_commented(value)
+            record[key] = value
     return record
 
 
@@ -150,35 +152,40 @@ def update_status(
     secrets: set[str],
     forgotten: Iterable[str] = (),
 ) -> None:
-    """Write instances' status and lastJob into the round-trip document."""
+    """Write instances' status and lastJob into the document: the round-trip one, or the
+    file's plain data when only those sections will be rewritten."""
     forgotten = set(forgotten)
     status = document.get("status")
-    if not isinstance(status, CommentedMap):
-        status = CommentedMap()
+    if not isinstance(status, dict):
+        status = {}
         document["status"] = status
-    status.setdefault("inputs", CommentedMap())
-    status.setdefault("outputs", CommentedMap())
+    status.setdefault("inputs", {})
+    status.setdefault("outputs", {})
     recorded = status.get("instances")
-    if not isinstance(recorded, CommentedMap):
-        recorded = CommentedMap()
+    if not isinstance(recorded, dict):
+        recorded = {}
         status["instances"] = recorded
     for name in [n for n in recorded if n in forgotten]:
         del recorded[name]
     for name, instance in instances.items():
         recorded[name] = instance_record(instance, effective.get(name), recorded.get(name), secrets)
-    document["lastJob"] = _to_commented(redact(dict(last_job), secrets))
+    document["lastJob"] = redact(dict(last_job), secrets)
     document["jobsLog"] = jobs_log
 
 
-def _to_commented(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        mapping = CommentedMap()
-        for k, v in value.items():
-            mapping[k] = _to_commented(v)
-        return mapping
-    if isinstance(value, list):
-        return [_to_commented(v) for v in value]
-    return value
+#: what a job rewrites in ensemble.yaml; everything else is the user's
+STATUS_SECTIONS = ("status", "lastJob", "jobsLog")
+
+
+def status_sections_text(text: str, keys: list[str], plain: dict[str, Any]) -> str | None:
+    """``text`` (whose top-level keys were ``keys``) with its status sections rewritten
+    from ``plain``, or None when only a round trip of the whole document writes it exactly."""
+    from unfurl_lite import emit, sections
+
+    dumped = {key: emit.dump({key: plain[key]}) for key in STATUS_SECTIONS}
+    if any(value is None for value in dumped.values()):
+        return None
+    return sections.replace(text, keys, {k: v for k, v in dumped.items() if v is not None})
 
 
 # --------------------------------------------------------------------------- job files
@@ -208,9 +215,7 @@ def job_file_name(start_label: str, job_prefix: str) -> str:
 def write_job_yaml(
     path: Path, manifest: str, changes: list[Mapping[str, Any]], secrets: set[str]
 ) -> None:
-    body = CommentedMap()
-    body["manifest"] = manifest
-    body["changes"] = [_to_commented(redact(dict(c), secrets)) for c in changes]
+    body = {"manifest": manifest, "changes": [redact(dict(c), secrets) for c in changes]}
     yamlio.atomic_write(path, yamlio.dump(body))
 
 
@@ -220,9 +225,26 @@ def append_tsv(path: Path, lines: list[str], secrets: set[str]) -> None:
     yamlio.atomic_append(path, "".join(redact_text(line, secrets) for line in lines))
 
 
-def save_ensemble(path: Path, document: Any) -> None:
-    """Status and lastJob were redacted as they went in; the spec is the user's own text."""
-    yamlio.atomic_write(path, yamlio.dump(document))
+def save_status(ensemble: Ensemble, update: Callable[[Any], None]) -> None:
+    """Apply ``update`` (see :func:`update_status`) and write ensemble.yaml once.
+
+    Where the file is plainly laid out only its status sections are rewritten and the
+    parse cache learns the new text; otherwise the round-trip document is updated and
+    dumped whole. Status and lastJob were redacted as they went in; the spec is the user's
+    own text either way.
+    """
+    from unfurl_lite import parsecache
+
+    if ensemble.plain is not None:
+        keys = list(ensemble.plain)
+        update(ensemble.plain)
+        text = status_sections_text(ensemble.text, keys, ensemble.plain)
+        if text is not None:
+            yamlio.atomic_write(ensemble.path, text)
+            parsecache.put(text, ensemble.plain)
+            return
+    update(ensemble.document)
+    yamlio.atomic_write(ensemble.path, yamlio.dump(ensemble.document))
 
 
 # ------------------------------------------------------------------ entries of one job

@@ -12,14 +12,15 @@ import json
 from collections.abc import Iterator
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
-from jsonschema.exceptions import ValidationError, relevance
-
-from unfurl_lite import merge, yamlio
+from unfurl_lite import merge, schemacheck, yamlio
 from unfurl_lite.errors import Problem
 from unfurl_lite.model import INTERFACE_OPERATIONS, canonical_interface
+
+if TYPE_CHECKING:  # jsonschema is imported only to explain a document the quick check refused
+    import jsonschema
+    from jsonschema.exceptions import ValidationError
 
 SERVICE = ("spec", "service_template")
 TOPOLOGY = (*SERVICE, "topology_template")
@@ -102,13 +103,31 @@ def did_you_mean(word: str, choices: Any) -> str | None:
 
 
 @cache
-def _validator() -> jsonschema.Draft202012Validator:
+def _schema() -> dict[str, Any]:
     text = resources.files("unfurl_lite").joinpath("schema/ensemble.schema.json").read_text()
-    return jsonschema.Draft202012Validator(json.loads(text))
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+@cache
+def _validator() -> jsonschema.Draft202012Validator:
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(_schema())
+
+
+@cache
+def _quick_check() -> schemacheck.Check:
+    try:
+        return schemacheck.compile_schema(_schema())
+    except schemacheck.Unsupported:
+        return lambda doc: False  # jsonschema decides everything
 
 
 def schema_problems(doc: Any, file: str) -> Iterator[Problem]:
-    plain = yamlio.to_plain(doc)
+    plain = doc if type(doc) is dict else yamlio.to_plain(doc)
+    if _quick_check()(plain):
+        return
     seen: set[tuple[str | None, str]] = set()
     for error in _validator().iter_errors(plain):
         for problem in (p for leaf in _leaves(error) for p in _explain(doc, file, leaf)):
@@ -132,6 +151,8 @@ def _leaves(error: ValidationError) -> list[ValidationError]:
     ]
     if not relevant:
         return [error]
+    from jsonschema.exceptions import relevance
+
     branch = max(relevant, key=relevance).relative_schema_path[0]
     chosen = [e for e in relevant if e.relative_schema_path[0] == branch]
     return [leaf for e in chosen for leaf in _leaves(e)]

@@ -5,29 +5,33 @@ from __future__ import annotations
 import io
 import os
 import tempfile
+from functools import lru_cache
 from pathlib import Path
-from typing import Any
-
-from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.constructor import DuplicateKeyError
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import InputError, Problem
+
+if TYPE_CHECKING:
+    from ruamel.yaml import YAML
 
 MAX_FILE_BYTES = 20 * 1024 * 1024
 
 
 def _round_trip() -> YAML:
+    from ruamel.yaml import YAML
+
     yaml = YAML(typ="rt")
     yaml.preserve_quotes = True
-    yaml.width = 100
+    yaml.width = 80  # as Unfurl writes, so records wrap where its records wrap
     yaml.indent(mapping=2, sequence=2, offset=0)
     return yaml
 
 
 def parse(text: str, filename: str) -> Any:
     """Parse YAML text; syntax errors become an InputError naming file, line and column."""
+    from ruamel.yaml.constructor import DuplicateKeyError
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
     from unfurl_lite import guard
 
     guard.check_text(text, filename)
@@ -63,6 +67,11 @@ def parse(text: str, filename: str) -> Any:
 
 
 def load_file(path: Path) -> Any:
+    return parse(read_text(path), str(path))
+
+
+def read_text(path: Path) -> str:
+    """The file's text, refusing what cannot be an ensemble before any parser sees it."""
     try:
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
@@ -83,10 +92,30 @@ def load_file(path: Path) -> Any:
         raise InputError(Problem(f"not UTF-8 text (byte {exc.start})", file=str(path))) from None
     if "\x00" in text:
         raise InputError(Problem("binary data (NUL byte), not YAML", file=str(path)))
-    return parse(text, str(path))
+    return text
+
+
+def parse_plain(text: str) -> Any:
+    """Plain dicts and lists through ruamel's C parser: five times faster than the round
+    trip, with the same YAML 1.2 rules and duplicate-key check, but no comments or line
+    numbers. Raises ruamel's YAMLError; callers that need a located error re-parse with
+    :func:`parse`."""
+    return _safe().load(text)
+
+
+@lru_cache(maxsize=1)
+def _safe() -> YAML:
+    from ruamel.yaml import YAML
+
+    return YAML(typ="safe", pure=False)
 
 
 def dump(data: Any) -> str:
+    from unfurl_lite import emit
+
+    fast = emit.dump(data)
+    if fast is not None:
+        return fast
     stream = io.StringIO()
     _round_trip().dump(data, stream)
     return stream.getvalue()
@@ -108,13 +137,15 @@ def atomic_write(path: Path, text: str) -> None:
     _fsync_dir(path.parent)
 
 
-def atomic_append(path: Path, text: str) -> None:
-    """Append whole lines with one write and fsync, so a reader never sees half a line."""
+def atomic_append(path: Path, text: str, sync: bool = True) -> None:
+    """Append whole lines with one write (and fsync unless told not to), so a reader
+    never sees half a line."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a", encoding="utf-8") as handle:
         handle.write(text)
         handle.flush()
-        os.fsync(handle.fileno())
+        if sync:
+            os.fsync(handle.fileno())
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -141,6 +172,8 @@ def to_plain(data: Any) -> Any:
 
 def location(node: Any, key: Any = None) -> tuple[int | None, int | None]:
     """1-based (line, column) of a mapping key or sequence item, or of the node itself."""
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
     if not isinstance(node, CommentedMap | CommentedSeq):
         return None, None
     try:

@@ -1,0 +1,245 @@
+"""The fast paths (C parse, parse cache, quick schema check, section rewrite, direct
+emitter) must give exactly what the slow paths give: same records byte for byte, same
+verdict on every document, same errors with line numbers."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from unfurl_lite import emit, parsecache, schemacheck, sections, validate, yamlio
+from unfurl_lite.loader import load_ensemble
+
+from tests.conftest import ROOT, Invoke, Project
+
+SETTINGS = settings(max_examples=300, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+
+def ruamel_dump(data: Any) -> str:
+    stream = io.StringIO()
+    yamlio._round_trip().dump(data, stream)
+    return stream.getvalue()
+
+
+WORDS = ["ok", "create", "::db", "A6BMIY9e0001", "a: b", "it's", "#x", "a #b", "a#b", "123",
+         "yes", "true", "null", "~", "", " lead", "trail ", "@x", "-x", "- x", "?x", ":x",
+         "key:", "2020-01-01", "1.5", "0x1f", "---x", "...y", "=", "<<", "[x]", "x" * 90,
+         "echo creating db", "(type tosca.nodes.Root, status ok)", "é", "tab\there", "a\nb"]
+text = st.one_of(
+    st.sampled_from(WORDS),
+    st.lists(st.sampled_from(WORDS[:20] + ["word", "configurator"]), min_size=2,
+             max_size=30).map(" ".join),
+)
+scalar = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6),
+                   st.sampled_from([0.004, 1.5, 123.0, 1e-05, 1e20, -2.25]), text)
+key = st.sampled_from(["template", "readyState", "local", "x-y", "a.b", "k1", "summary"])
+records = st.recursive(
+    scalar,
+    lambda children: st.one_of(st.lists(children, max_size=4),
+                               st.dictionaries(key, children, max_size=4)),
+    max_leaves=25,
+)
+
+
+@SETTINGS
+@given(st.dictionaries(key, records, min_size=1, max_size=5))
+def test_direct_emitter_writes_what_ruamel_writes(data: dict[str, Any]) -> None:
+    fast = emit.dump(data)
+    if fast is not None:  # None: outside its subset, ruamel writes it
+        assert fast == ruamel_dump(data)
+
+
+def test_direct_emitter_matches_unfurls_own_job_file() -> None:
+    reference = ROOT.parent / "shared" / "reference" / "unfurl-1.2.0-deploy" / "changes-job.yaml"
+    if not reference.exists():
+        pytest.skip("shared reference outputs not present")
+    written = reference.read_text()
+    assert emit.dump(yamlio.to_plain(yamlio.parse(written, str(reference)))) == written
+
+
+# ------------------------------------------------------------------ quick schema check
+
+
+def ensemble_documents() -> list[Any]:
+    files = [*ROOT.glob("examples/*/ensemble.yaml"), *ROOT.glob("tests/data/**/*.yaml")]
+    docs = []
+    for path in files:
+        try:
+            docs.append(yamlio.parse_plain(path.read_text()))
+        except Exception:  # noqa: BLE001 - deliberately broken test data
+            continue
+    return [d for d in docs if isinstance(d, dict)]
+
+
+DOCUMENTS = ensemble_documents()
+
+
+def jsonschema_verdict(doc: Any) -> bool:
+    return jsonschema.Draft202012Validator(validate._schema()).is_valid(doc)
+
+
+def test_quick_check_agrees_with_jsonschema_on_every_ensemble_we_have() -> None:
+    quick = schemacheck.compile_schema(validate._schema())
+    assert len(DOCUMENTS) > 10
+    assert [quick(d) for d in DOCUMENTS] == [jsonschema_verdict(d) for d in DOCUMENTS]
+
+
+def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [prefix]
+    if isinstance(node, dict):
+        for k, v in node.items():
+            out += _paths(v, (*prefix, k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            out += _paths(v, (*prefix, i))
+    return out
+
+
+@SETTINGS
+@given(st.data())
+def test_quick_check_agrees_with_jsonschema_on_mutated_ensembles(data: st.DataObject) -> None:
+    """Replace any one value anywhere with something else: both must give one verdict."""
+    doc = json.loads(json.dumps(data.draw(st.sampled_from(DOCUMENTS)), default=str))
+    path = data.draw(st.sampled_from(_paths(doc)[1:]))
+    replacement = data.draw(st.one_of(
+        scalar, st.just({}), st.just([]), st.just({"bogus": 1}), st.just([{"x": 1}]),
+        st.just({"type": "tosca.nodes.Root"}), st.just("unfurl/v1alpha1")))
+    target = doc
+    for part in path[:-1]:
+        target = target[part]
+    target[path[-1]] = replacement
+    quick = schemacheck.compile_schema(validate._schema())
+    assert quick(doc) == jsonschema_verdict(doc)
+
+
+# ------------------------------------------------------------------- section rewrite
+
+
+USER_SPEC = """\
+# my ensemble: hand-written, keep my layout
+apiVersion: unfurl/v1alpha1
+kind: Ensemble
+spec:
+    service_template:       # four-space indentation, on purpose
+        topology_template:
+            node_templates:
+                web:
+                    type: tosca.nodes.Root
+                    interfaces:
+                        Standard:
+                            operations:
+                                create:
+                                    implementation: {className: Shell}
+                                    inputs: {command: "echo a rather long command line that ruamel would fold at eighty columns if it re-emitted it"}
+                                delete:
+                                    implementation: {className: Shell}
+                                    inputs: {command: "true"}
+"""
+
+
+def test_a_job_leaves_every_byte_of_the_users_spec_alone(project: Project, invoke: Invoke) -> None:
+    project.write(USER_SPEC)
+    assert invoke("deploy", "--approve").exit_code == 0
+    written = project.ensemble.read_text()
+    assert written.startswith(USER_SPEC)
+    assert project.local("web") == "ok"
+    assert invoke("undeploy", "--approve").exit_code == 0
+    assert project.ensemble.read_text().startswith(USER_SPEC)
+    assert project.local("web") == "absent"
+
+
+def test_comments_in_the_status_section_survive_through_the_round_trip(
+    project: Project, invoke: Invoke
+) -> None:
+    project.write(USER_SPEC)
+    assert invoke("deploy", "--approve").exit_code == 0
+    commented = project.ensemble.read_text().replace(
+        "  instances:\n", "  instances:   # reviewed by ops\n", 1)
+    project.write(commented)
+    assert invoke("deploy", "--approve", "--force").exit_code == 0
+    assert "# reviewed by ops" in project.ensemble.read_text()
+    assert project.local("web") == "ok"
+
+
+@pytest.mark.parametrize(
+    ("text", "keys"),
+    [
+        ("a: 1\nstatus:\n  x: 1\n# a comment\n", ["a", "status"]),  # comment in the section
+        ("a: &s 1\nstatus: &t\n  x: 1\nb: *t\n", ["a", "status", "b"]),  # anchored
+        ('"a": 1\nstatus: {}\n', ["a", "status"]),  # a quoted key the scan cannot see
+        ("a: 1\r\nstatus: {}\r\n", ["a", "status"]),  # CRLF line ends
+    ],
+)
+def test_section_rewrite_declines_what_it_cannot_do_exactly(text: str, keys: list[str]) -> None:
+    assert sections.replace(text, keys, {"status": "status: {}\n"}) is None
+
+
+def test_section_rewrite_replaces_in_place_and_appends_new_sections() -> None:
+    text = "# head\na: 1\nstatus:\n  old: 1\n\nb: 2\n"
+    new = sections.replace(text, ["a", "status", "b"],
+                           {"status": "status:\n  new: 2\n", "lastJob": "lastJob: {}\n"})
+    assert new == "# head\na: 1\nstatus:\n  new: 2\n\nb: 2\nlastJob: {}\n"
+
+
+# ------------------------------------------------------------------------ parse cache
+
+
+def test_the_cache_holds_what_a_fresh_parse_of_the_written_file_gives(
+    project: Project, invoke: Invoke, parse_cache: Path
+) -> None:
+    project.write(USER_SPEC)
+    assert invoke("deploy", "--approve").exit_code == 0
+    written = project.ensemble.read_text()
+    cached = parsecache.get(written)
+    assert cached is not None
+    assert cached == yamlio.to_plain(yamlio.parse(written, "ensemble.yaml"))
+
+
+def test_an_edited_ensemble_misses_the_cache(project: Project, invoke: Invoke) -> None:
+    project.write(USER_SPEC)
+    assert invoke("deploy", "--approve").exit_code == 0
+    load_ensemble(project.ensemble)  # warm
+    project.write(project.ensemble.read_text().replace("echo a rather", "echo quite a"))
+    ensemble = load_ensemble(project.ensemble)
+    command = ensemble.topology.templates["web"].interfaces["Standard"]["create"].inputs
+    assert command["command"].startswith("echo quite a")
+
+
+def test_a_cached_ensemble_made_invalid_still_reports_its_line(
+    project: Project, invoke: Invoke
+) -> None:
+    project.write(USER_SPEC)
+    assert invoke("plan").exit_code == 0  # cached now
+    project.write(USER_SPEC.replace("type: tosca.nodes.Root", "typo: tosca.nodes.Root"))
+    result = invoke("plan")
+    assert result.exit_code == 1
+    assert "ensemble.yaml:9:21: unknown key 'typo'" in result.output.replace("\n", "")
+    assert "Traceback" not in result.output
+
+
+def test_cache_off_writes_nothing(
+    project: Project, invoke: Invoke, parse_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("UNFURL_LITE_CACHE", "off")
+    project.write(USER_SPEC)
+    assert invoke("deploy", "--approve").exit_code == 0
+    assert project.local("web") == "ok"
+    assert list(parse_cache.iterdir()) == []
+
+
+def test_cache_files_are_private_to_the_user(
+    project: Project, invoke: Invoke, parse_cache: Path
+) -> None:
+    project.write(USER_SPEC)
+    assert invoke("plan").exit_code == 0
+    entries = list(parse_cache.glob("*.marshal"))
+    assert entries
+    assert all(entry.stat().st_mode & 0o077 == 0 for entry in entries)

@@ -1,0 +1,90 @@
+"""Validated ensembles remembered by the digest of their text, like Python's .pyc files.
+
+Parsing and validating a 10 000-node ensemble costs seconds even with a C parser; loading
+the same data back with ``marshal`` costs milliseconds. The key is the SHA-256 of the text
+together with this package's version and the JSON schema, so any edit (or an upgrade)
+misses and the ensemble is parsed and validated again: a hit can only return data that
+passed validation for exactly these bytes. A job that writes an ensemble stores the data it
+wrote, so the next command on it starts warm.
+
+The cache lives in ``$UNFURL_LITE_CACHE`` (``off`` turns it off), else
+``$XDG_CACHE_HOME/unfurl-lite`` or ``~/.cache/unfurl-lite``; files are private to the user
+(an ensemble may hold secrets in its inputs) and the oldest are pruned beyond
+:data:`KEEP`. Anything going wrong here only costs a parse: it is never an error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import marshal
+import os
+import tempfile
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+ENV = "UNFURL_LITE_CACHE"
+KEEP = 64  # entries; one per version of each ensemble recently loaded
+
+
+def directory() -> Path | None:
+    configured = os.environ.get(ENV)
+    if configured is not None:
+        return None if configured.strip().lower() in ("", "off", "0", "no") else Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "unfurl-lite"
+
+
+@lru_cache(maxsize=1)
+def _salt() -> bytes:
+    from unfurl_lite import __version__
+
+    schema = resources.files("unfurl_lite").joinpath("schema/ensemble.schema.json").read_bytes()
+    return __version__.encode() + b"\0" + hashlib.sha256(schema).digest()
+
+
+def _entry(root: Path, text: str) -> Path:
+    digest = hashlib.sha256(_salt() + text.encode("utf-8", "surrogatepass")).hexdigest()
+    return root / f"{digest}.marshal"
+
+
+def get(text: str) -> Any:
+    """The data stored for exactly this text, or None."""
+    root = directory()
+    if root is None:
+        return None
+    try:
+        return marshal.loads(_entry(root, text).read_bytes())
+    except (OSError, ValueError, EOFError, TypeError):
+        return None
+
+
+def put(text: str, data: Any) -> None:
+    """Remember ``data`` as what ``text`` validates to; silently skipped when it cannot be."""
+    root = directory()
+    if root is None:
+        return
+    try:
+        payload = marshal.dumps(data)  # ValueError for dates and other non-plain values
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=root, suffix=".tmp")  # mode 0600
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+        os.replace(tmp, _entry(root, text))
+        _prune(root)
+    except (OSError, ValueError):
+        return
+
+
+def _prune(root: Path) -> None:
+    entries = sorted(root.glob("*.marshal"), key=_mtime, reverse=True)
+    for stale in entries[KEEP:]:
+        stale.unlink(missing_ok=True)
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
