@@ -14,10 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import ROOT, Invoke, Project
 from unfurl_lite import emit, parsecache, schemacheck, sections, validate, yamlio
 from unfurl_lite.loader import load_ensemble
-
-from tests.conftest import ROOT, Invoke, Project
 
 SETTINGS = settings(max_examples=300, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -35,7 +34,7 @@ WORDS = ["ok", "create", "::db", "A6BMIY9e0001", "a: b", "it's", "#x", "a #b", "
          "echo creating db", "(type tosca.nodes.Root, status ok)", "é", "tab\there", "a\nb"]
 text = st.one_of(
     st.sampled_from(WORDS),
-    st.lists(st.sampled_from(WORDS[:20] + ["word", "configurator"]), min_size=2,
+    st.lists(st.sampled_from([*WORDS[:20], "word", "configurator"]), min_size=2,
              max_size=30).map(" ".join),
 )
 scalar = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6),
@@ -74,7 +73,7 @@ def ensemble_documents() -> list[Any]:
     for path in files:
         try:
             docs.append(yamlio.parse_plain(path.read_text()))
-        except Exception:  # noqa: BLE001 - deliberately broken test data
+        except Exception:
             continue
     return [d for d in docs if isinstance(d, dict)]
 
@@ -138,7 +137,7 @@ spec:
                             operations:
                                 create:
                                     implementation: {className: Shell}
-                                    inputs: {command: "echo a rather long command line that ruamel would fold at eighty columns if it re-emitted it"}
+                                    inputs: {command: "echo a rather long line ruamel refolds"}
                                 delete:
                                     implementation: {className: Shell}
                                     inputs: {command: "true"}

@@ -16,8 +16,9 @@ from typing import Any
 from unfurl_lite import changeid, lock, records
 from unfurl_lite.errors import JobError
 from unfurl_lite.executors import make_executor
-from unfurl_lite.job import JobOptions, JobResult, JobState, Observer, Observers, Resumed, run_plan
+from unfurl_lite.job import JobOptions, JobResult, Resumed, run_plan
 from unfurl_lite.loader import Ensemble, load_ensemble
+from unfurl_lite.observer import JobState, Observer, Observers
 from unfurl_lite.paths import confine_records
 from unfurl_lite.plan import Plan, plan_workflow
 from unfurl_lite.repo import Repo, find_repo

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Any
 
 from unfurl_lite import changeid, records
@@ -26,6 +25,7 @@ from unfurl_lite.executors import Executor
 from unfurl_lite.expr import ExpressionError, secrets_in
 from unfurl_lite.loader import Ensemble
 from unfurl_lite.model import Instance, NodeState, Priority, Status
+from unfurl_lite.observer import JobState, Observer, TaskState
 from unfurl_lite.operations.base import OperationRequest, OperationResult
 from unfurl_lite.operations.shell import base_environment
 from unfurl_lite.plan import Plan, Task, instance_graph
@@ -33,31 +33,7 @@ from unfurl_lite.redaction import redact_text
 from unfurl_lite.routing import agent_of
 from unfurl_lite.status import fold_effective, on_failure, on_start, on_success
 
-
-class TaskState(StrEnum):
-    """Cloudify's task states, plus the two outcomes a task can have without running."""
-
-    pending = "pending"
-    sending = "sending"
-    sent = "sent"
-    started = "started"
-    succeeded = "succeeded"
-    failed = "failed"
-    rescheduled = "rescheduled"
-    blocked = "blocked"
-    skipped = "skipped"
-
-
 OBSERVING = ("check", "discover")  # reasons whose operations change nothing live
-FINISHED = (TaskState.succeeded, TaskState.failed, TaskState.blocked, TaskState.skipped)
-
-
-class JobState(StrEnum):
-    started = "started"
-    succeeded = "succeeded"
-    failed = "failed"
-    cancelling = "cancelling"
-    cancelled = "cancelled"
 
 
 @dataclass
@@ -148,55 +124,6 @@ class JobResult:
             return 64 if jobexitcode != "never" else 0
         worst = {"error": (Status.error,), "degraded": (Status.error, Status.degraded)}
         return 64 if self.status in worst.get(jobexitcode, ()) else 0
-
-
-class Observer:
-    """Hooks for progress display; the default does nothing."""
-
-    def task_started(self, run: TaskRun) -> None: ...
-
-    def task_finished(self, run: TaskRun) -> None: ...
-
-    def task_rescheduled(self, run: TaskRun, delay: float) -> None: ...
-
-    def job_started(self, job_id: str, instances: dict[str, Instance], runs: list[TaskRun]) -> None:
-        """The job has its changeId; ``instances`` and ``runs`` are the live objects."""
-
-    def task_changed(self, run: TaskRun) -> None:
-        """Any task state transition (sending, sent, started...), for the journal."""
-
-    def job_changed(self, state: JobState) -> None: ...
-
-
-class Observers(Observer):
-    """Several observers as one (the journal and a progress display)."""
-
-    def __init__(self, *observers: Observer | None) -> None:
-        self.observers = [o for o in observers if o is not None]
-
-    def task_started(self, run: TaskRun) -> None:
-        for o in self.observers:
-            o.task_started(run)
-
-    def task_finished(self, run: TaskRun) -> None:
-        for o in self.observers:
-            o.task_finished(run)
-
-    def task_rescheduled(self, run: TaskRun, delay: float) -> None:
-        for o in self.observers:
-            o.task_rescheduled(run, delay)
-
-    def job_started(self, job_id: str, instances: dict[str, Instance], runs: list[TaskRun]) -> None:
-        for o in self.observers:
-            o.job_started(job_id, instances, runs)
-
-    def task_changed(self, run: TaskRun) -> None:
-        for o in self.observers:
-            o.task_changed(run)
-
-    def job_changed(self, state: JobState) -> None:
-        for o in self.observers:
-            o.job_changed(state)
 
 
 @dataclass

@@ -95,17 +95,25 @@ def redact(value: Any, secrets: Iterable[str] = ()) -> Any:
     from unfurl_lite.expr import Sensitive, Tainted
 
     known = secrets if isinstance(secrets, set | frozenset | list | tuple) else list(secrets)
-    if isinstance(value, Tainted):
-        return redact_tainted(str(value), known)
-    if isinstance(value, Sensitive):
-        return REDACTED
-    if isinstance(value, str):
-        return redact_text(value, known)
-    if isinstance(value, Mapping):
-        return {
-            (redact_text(k, known) if isinstance(k, str) else k): redact(v, known)
-            for k, v in value.items()
-        }
-    if isinstance(value, list | tuple):
-        return [redact(v, known) for v in value]
-    return value
+    forms = _all_forms(known)  # once per value, not once per string in it
+
+    def text(item: str) -> str:
+        for form in forms:
+            if form in item:
+                item = item.replace(form, REDACTED)
+        return item
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, Tainted):
+            return redact_tainted(str(item), known)
+        if isinstance(item, Sensitive):
+            return REDACTED
+        if isinstance(item, str):
+            return text(item) if forms else item
+        if isinstance(item, Mapping):
+            return {(text(k) if isinstance(k, str) else k): walk(v) for k, v in item.items()}
+        if isinstance(item, list | tuple):
+            return [walk(v) for v in item]
+        return item
+
+    return walk(value)

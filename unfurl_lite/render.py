@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from unfurl_lite.job import JobResult, Observer, TaskRun, TaskState
-from unfurl_lite.plan import Plan, Task
+from unfurl_lite.observer import Observer, TaskState
+
+if TYPE_CHECKING:
+    from unfurl_lite.job import JobResult, TaskRun
+    from unfurl_lite.plan import Plan, Task
 
 
 def task_label(task: Task) -> str:

@@ -1,0 +1,85 @@
+"""What a job tells the outside while it runs: task and job states, and the observer hooks.
+
+Apart from job.py so that showing a plan or a progress display does not import the
+engine (executors, operations, expression evaluation) it never runs.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from unfurl_lite.job import TaskRun
+    from unfurl_lite.model import Instance
+
+
+class TaskState(StrEnum):
+    """Cloudify's task states, plus the two outcomes a task can have without running."""
+
+    pending = "pending"
+    sending = "sending"
+    sent = "sent"
+    started = "started"
+    succeeded = "succeeded"
+    failed = "failed"
+    rescheduled = "rescheduled"
+    blocked = "blocked"
+    skipped = "skipped"
+
+
+class JobState(StrEnum):
+    started = "started"
+    succeeded = "succeeded"
+    failed = "failed"
+    cancelling = "cancelling"
+    cancelled = "cancelled"
+
+
+class Observer:
+    """Hooks for progress display; the default does nothing."""
+
+    def task_started(self, run: TaskRun) -> None: ...
+
+    def task_finished(self, run: TaskRun) -> None: ...
+
+    def task_rescheduled(self, run: TaskRun, delay: float) -> None: ...
+
+    def job_started(self, job_id: str, instances: dict[str, Instance], runs: list[TaskRun]) -> None:
+        """The job has its changeId; ``instances`` and ``runs`` are the live objects."""
+
+    def task_changed(self, run: TaskRun) -> None:
+        """Any task state transition (sending, sent, started...), for the journal."""
+
+    def job_changed(self, state: JobState) -> None: ...
+
+
+class Observers(Observer):
+    """Several observers as one (the journal and a progress display)."""
+
+    def __init__(self, *observers: Observer | None) -> None:
+        self.observers = [o for o in observers if o is not None]
+
+    def task_started(self, run: TaskRun) -> None:
+        for o in self.observers:
+            o.task_started(run)
+
+    def task_finished(self, run: TaskRun) -> None:
+        for o in self.observers:
+            o.task_finished(run)
+
+    def task_rescheduled(self, run: TaskRun, delay: float) -> None:
+        for o in self.observers:
+            o.task_rescheduled(run, delay)
+
+    def job_started(self, job_id: str, instances: dict[str, Instance], runs: list[TaskRun]) -> None:
+        for o in self.observers:
+            o.job_started(job_id, instances, runs)
+
+    def task_changed(self, run: TaskRun) -> None:
+        for o in self.observers:
+            o.task_changed(run)
+
+    def job_changed(self, state: JobState) -> None:
+        for o in self.observers:
+            o.job_changed(state)
