@@ -248,3 +248,10 @@ def test_installed_bash_completion_registers_in_a_new_shell(invoke, home, monkey
     )
     assert shell.returncode == 0, shell.stderr
     assert "_unfurl_completion" in shell.stdout
+
+
+def test_cloudify_workflows_refuse_instance_instead_of_ignoring_it(example, invoke):
+    result = invoke("start", "--approve", "--instance", "web")
+    assert result.exit_code != 0 and "--node-instance-ids" in result.output
+    result = invoke("scale", "web", "--approve", "-i", "web")
+    assert result.exit_code != 0 and "--instance does not apply to scale" in result.output
