@@ -94,12 +94,18 @@ class LazyGroup(click.Group):
         command: click.Command = getattr(importlib.import_module(module_name), attribute)
         return command
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta["unfurl.json"] = wants_json(args)
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: click.Context) -> Any:
         from unfurl_lite.errors import UnfurlLiteError
 
         try:
             return super().invoke(ctx)
         except UnfurlLiteError as exc:
+            if ctx.meta.get("unfurl.json"):
+                click.echo(_error_json(exc))
             click.echo(_error_text(exc), err=True)
             ctx.exit(exc.exit_code)
 
@@ -123,11 +129,16 @@ class LazyGroup(click.Group):
 @click.version_option(message="%(version)s", version=version_text())
 @click.option("-v", "--verbose", count=True, help="More output (repeat for more).")
 @click.option("-q", "--quiet", is_flag=True, help="Only errors and the final result.")
+@click.option("--no-color", is_flag=True, help="No colours or styles, even on a terminal.")
 @click.pass_context
-def cli(ctx: click.Context, verbose: int, quiet: bool) -> None:
+def cli(ctx: click.Context, verbose: int, quiet: bool, no_color: bool) -> None:
     """unfurl-lite: plan and run deployment jobs on a git-backed TOSCA ensemble."""
     ctx.ensure_object(dict)
     ctx.obj["verbose"] = -1 if quiet else verbose
+    if no_color:
+        from unfurl_lite.terminal import disable_colour
+
+        disable_colour()
 
 
 def main(argv: list[str] | None = None) -> Any:
@@ -142,6 +153,8 @@ def main(argv: list[str] | None = None) -> Any:
         exc.show()
         sys.exit(exc.exit_code if exc.exit_code != 2 else 1)
     except UnfurlLiteError as exc:
+        if wants_json(sys.argv[1:] if argv is None else argv):
+            click.echo(_error_json(exc))
         click.echo(_error_text(exc), err=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
@@ -157,3 +170,25 @@ def _error_text(exc: Exception) -> str:
     if isinstance(exc, UnfurlLiteError):
         return f"error: {exc.format()}"
     return f"error: {exc}"
+
+
+def wants_json(args: list[str]) -> bool:
+    """``--json`` among the options (not after ``--``, where it belongs to a command)."""
+    return "--json" in (args[: args.index("--")] if "--" in args else args)
+
+
+def _error_json(exc: Exception) -> str:
+    """An error as the one JSON document a ``--json`` caller parses from stdout."""
+    import json
+
+    from unfurl_lite.errors import InputError, UnfurlLiteError
+
+    data: dict[str, Any] = {"error": str(exc), "exitCode": 1}
+    if isinstance(exc, UnfurlLiteError):
+        data.update(error=exc.message, hint=exc.hint, exitCode=exc.exit_code)
+    if isinstance(exc, InputError):
+        data["problems"] = [
+            {"message": p.message, "file": p.file, "line": p.line, "path": p.path, "hint": p.hint}
+            for p in exc.problems
+        ]
+    return json.dumps(data, indent=2)

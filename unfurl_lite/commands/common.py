@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -11,6 +10,8 @@ from typing import Any
 import click
 
 from unfurl_lite.errors import ApprovalRequired
+from unfurl_lite.terminal import console as console  # the commands take them from here
+from unfurl_lite.terminal import is_terminal as is_terminal
 
 ENSEMBLE_ARG = click.argument("ensemble", required=False, type=click.Path())
 
@@ -129,16 +130,6 @@ def job_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
-def is_terminal() -> bool:
-    return sys.stdout.isatty() and os.environ.get("TERM") != "dumb"
-
-
-def console() -> Any:
-    from rich.console import Console
-
-    return Console(no_color=bool(os.environ.get("NO_COLOR")) or None, highlight=False)
-
-
 def confirm_plan(
     plan_text_or_tree: Any, approve: bool, needs_approval: bool, as_json: bool
 ) -> bool:
@@ -152,7 +143,10 @@ def confirm_plan(
             "this job changes things and there is no terminal to confirm on",
             hint="review the plan (unfurl plan) and pass --approve to run it",
         )
-    return click.confirm("Run this job?", default=False)
+    if as_json and plan_text_or_tree:
+        console(stderr=True).print(plan_text_or_tree)
+    # with --json, stdout holds the result document only
+    return click.confirm("Run this job?", default=False, err=as_json)
 
 
 def show(renderable: Any) -> None:

@@ -58,7 +58,11 @@ def resume(ctx: click.Context, changeid: str | None, ensemble: str | None, force
             if repo is not None and commit:
                 repo.commit(files.all(), f"Recording interrupted job {journal.change_id}")
             if state == "succeeded":
-                click.echo("Nothing to resume: the job had finished.")
+                if as_json:
+                    echo_json({"changeId": journal.change_id, "summary": "nothing to resume",
+                               "state": state, "tasks": []})
+                else:
+                    click.echo("Nothing to resume: the job had finished.")
                 return
             ens = api.load(ens.path)
         resumed = resuming.resumed_from(journal, plan, force)
@@ -93,7 +97,8 @@ def resume(ctx: click.Context, changeid: str | None, ensemble: str | None, force
               help="The ensemble (default: ./ensemble.yaml).")
 @click.option("--force", is_flag=True,
               help="Kill-cancel: kill running operations (SIGTERM, SIGKILL after 5 s).")
-def cancel(ensemble: str | None, force: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print what was signalled as JSON.")
+def cancel(ensemble: str | None, force: bool, as_json: bool) -> None:
     """Cancel the job running on this ensemble in another process.
 
     Without --force running tasks finish and the job is recorded cancelled.
@@ -117,4 +122,7 @@ def cancel(ensemble: str | None, force: bool) -> None:
     except ProcessLookupError:
         raise JobError(f"{lock.describe(info)} has just ended") from None
     verb = "Kill-cancelling" if force else "Cancelling"
-    show(f"{verb} {lock.describe(info)}.")
+    if as_json:
+        echo_json({"cancelling": lock.describe(info), "pid": info.pid, "force": force})
+    else:
+        show(f"{verb} {lock.describe(info)}.")

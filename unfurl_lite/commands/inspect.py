@@ -252,10 +252,11 @@ def show_change(change_id: str, ensemble: str | None, no_diff: bool, as_json: bo
         click.echo("tasks:")
         for entry in entries[1:]:
             impl = entry.get("implementation") or {}
+            outcome = entry.get("status") or entry.get("state") or ""  # blocked: no status
             click.echo(
-                f"  {entry.get('changeId')}  {str(entry.get('target', '')).removeprefix('::')}"
-                f"  {impl.get('operation', '')}  {entry.get('status') or ''}"
-                f"  {entry.get('reason', '')}"
+                f"  {entry.get('changeId') or '-':<12}"
+                f"  {str(entry.get('target', '')).removeprefix('::')}"
+                f"  {impl.get('operation', '')}  {outcome}  {entry.get('reason', '')}"
             )
     if diff:
         click.echo("")

@@ -55,6 +55,13 @@ def execute_workflow(
     from unfurl_lite import api, render
     from unfurl_lite.job import JobOptions
 
+    if opts.get("instances") and "instance_names" not in plan_options:
+        filters = any(p.name == "node_instance_ids" for p in ctx.command.params)
+        raise click.UsageError(
+            f"{ctx.info_name} selects instances with --node-instance-ids, --node-ids or "
+            "--type-names, not --instance" if filters
+            else f"--instance does not apply to {ctx.info_name} (see its --help)", ctx
+        )
     as_json = opts.get("as_json", False)
     level = verbosity(ctx, opts)
     options = JobOptions(

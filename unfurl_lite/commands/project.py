@@ -52,7 +52,8 @@ GITIGNORE = "jobs/*.log\ntosca_repositories\n.unfurl-lite.lock\n"
 @click.option("--from", "source", type=click.Path(exists=True, file_okay=False),
               help="Copy this project directory (e.g. examples/three-tier) instead of the "
                    "built-in example.")
-def init(directory: str, source: str | None) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print what was created as JSON.")
+def init(directory: str, source: str | None, as_json: bool) -> None:
     """Create DIRECTORY (default: here) as a git repo with an example ensemble."""
     import shutil
 
@@ -76,12 +77,18 @@ def init(directory: str, source: str | None) -> None:
     gitignore = root / ".gitignore"
     if not gitignore.exists():
         gitignore.write_text(GITIGNORE)
+    problem = None
     try:
         added = [p for p in root.rglob("*") if p.is_file() and ".git" not in p.parts]
         repo.commit(added, "Create ensemble")
         committed = "and committed "
     except UnfurlLiteError as exc:
+        problem = exc.message
         committed = f"(not committed: {exc.message}) "
+    if as_json:
+        echo_json({"ensemble": str(ensemble), "repository": str(repo.root),
+                   "committed": problem is None, "problem": problem, "from": source})
+        return
     click.echo(f"Created {ensemble} {committed}in a git repository at {repo.root}.")
     click.echo(f"Next: unfurl plan {root}   then: unfurl deploy --approve {root}")
 
@@ -146,21 +153,54 @@ def plan(
 
 
 @click.command()
-@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]), default="bash")
-def completion(shell: str) -> None:
-    """Print the shell completion script; e.g. `eval "$(unfurl completion bash)"`."""
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]), required=False)
+@click.option("--install", is_flag=True,
+              help="Add completion to your shell's start-up file (~/.bashrc, ~/.zshrc, or "
+                   "~/.config/fish/completions/unfurl.fish); SHELL defaults to $SHELL.")
+@click.option("--json", "as_json", is_flag=True, help="Print the script or what --install did "
+                                                      "as JSON.")
+def completion(shell: str | None, install: bool, as_json: bool) -> None:
+    """Print the shell completion script for SHELL (default: bash), or --install it.
+
+    By hand: eval "$(unfurl completion bash)" in ~/.bashrc.
+    """
+    from unfurl_lite import completion as completing
+
+    if install:
+        done = completing.install(shell or completing.detect_shell())
+        if as_json:
+            echo_json(done.as_json())
+        elif done.changed:
+            click.echo(f"Added {done.shell} completion to {done.path}: "
+                       f"{completing.source_line(done.shell)}")
+            click.echo("It takes effect in new shells (or: source the file now).")
+        else:
+            click.echo(f"{done.shell} completion is already installed in {done.path}.")
+        return
     from click.shell_completion import get_completion_class
 
     from unfurl_lite.cli import cli
 
+    shell = shell or "bash"
     complete_class = get_completion_class(shell)
     assert complete_class is not None
-    click.echo(complete_class(cli, {}, "unfurl", "_UNFURL_COMPLETE").source())
+    script = complete_class(cli, {}, "unfurl", "_UNFURL_COMPLETE").source()
+    if as_json:
+        echo_json({"shell": shell, "script": script})
+    else:
+        click.echo(script)
 
 
 @click.command()
-def version() -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the version as JSON.")
+def version(as_json: bool) -> None:
     """Print the version and the project's git commit (Unfurl's `unfurl version`)."""
+    from unfurl_lite import __version__
     from unfurl_lite.cli import version_text
 
-    click.echo(version_text())
+    if as_json:
+        text = version_text()
+        commit = text.partition("(commit ")[2].rstrip(")") or None
+        echo_json({"version": __version__, "commit": commit})
+    else:
+        click.echo(version_text())

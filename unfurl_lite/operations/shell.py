@@ -17,6 +17,7 @@ from typing import Any
 
 from unfurl_lite.operations.base import OperationRequest, OperationResult
 from unfurl_lite.paths import PathError, confine
+from unfurl_lite.terminal import strip_ansi
 
 RETRY_EXIT_CODE = 75  # EX_TEMPFAIL: the command asks to be tried again
 OUTPUT_LIMIT = 64 * 1024
@@ -122,6 +123,7 @@ def run(request: OperationRequest) -> OperationResult:
         with _lock:
             _running.pop(request.task_id, None)
     code = process.returncode
+    stdout, stderr = strip_ansi(stdout or ""), strip_ansi(stderr or "")  # records stay plain
     outputs = {
         "returncode": code,
         "stdout": _tail(stdout),

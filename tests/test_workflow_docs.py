@@ -1,0 +1,65 @@
+"""docs/workflows.md has a section per workflow naming every option its --help has, with an
+example; the options all job commands share are in one table."""
+
+from __future__ import annotations
+
+import re
+
+import click
+import pytest
+
+from tests.conftest import ROOT
+from unfurl_lite.cli import cli
+
+DOC = (ROOT / "docs" / "workflows.md").read_text()
+SECTIONS = {
+    m.group(1): m.group(2)
+    for m in re.finditer(r"^## (.+?)\n(.*?)(?=^## |\Z)", DOC, flags=re.S | re.M)
+}
+WORKFLOW_SECTIONS = {
+    "deploy": "deploy",
+    "undeploy": "undeploy",
+    "install": "install, uninstall",
+    "uninstall": "install, uninstall",
+    "check": "check",
+    "discover": "discover",
+    "run": "run",
+    "execute-operation": "execute-operation",
+    "start": "start",
+    "stop": "stop",
+    "restart": "restart",
+    "heal": "heal",
+    "scale": "scale",
+    "update": "update",
+}
+SHARED = "Options every job command takes"
+
+
+def long_options(command: click.Command) -> set[str]:
+    names = set()
+    for param in command.params:
+        if isinstance(param, click.Option):
+            names |= {o for o in param.opts if o.startswith("--")}
+    return names - {"--help"}
+
+
+def command(name: str) -> click.Command:
+    found = cli.get_command(click.Context(cli), name)
+    assert found is not None
+    return found
+
+
+def test_shared_options_are_all_in_the_table():
+    shared = long_options(command("deploy")) - {"--force"}
+    table = SECTIONS[SHARED]
+    assert not {o for o in shared if f"`{o}" not in table}
+
+
+@pytest.mark.parametrize("name", sorted(WORKFLOW_SECTIONS))
+def test_each_workflow_section_names_its_options_and_has_an_example(name):
+    section = SECTIONS[WORKFLOW_SECTIONS[name]]
+    shared = long_options(command("deploy")) - {"--force"}
+    own = long_options(command(name)) - shared
+    assert not {o for o in own if o not in section}, f"## {WORKFLOW_SECTIONS[name]}"
+    assert re.search(rf"^    unfurl {re.escape(name)}\b.*--approve|^    unfurl {name} ",
+                     section, flags=re.M)

@@ -1,0 +1,50 @@
+"""Whether output may carry colour: only on a terminal, and never when the user said no.
+
+``NO_COLOR`` (any non-empty value, https://no-color.org) and ``--no-color`` win over
+everything that would force colour (``FORCE_COLOR``, rich's ``force_terminal``). Nothing
+written to a file goes through a rich console, and command output recorded from
+operations is stripped of escapes, so job files, logs and git never hold them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from typing import Any
+
+# CSI (colours, cursor moves), OSC (titles, hyperlinks) and two-byte escapes
+ANSI_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+# only Select Graphic Rendition: colours and styles (bold, dim, italic...)
+STYLE_ESCAPE = re.compile(r"\x1b\[[0-9;:]*m")
+
+_colour_disabled_by_option = False
+
+
+def disable_colour() -> None:
+    """``unfurl --no-color``: for the rest of this process."""
+    global _colour_disabled_by_option
+    _colour_disabled_by_option = True
+
+
+def colour_disabled() -> bool:
+    return _colour_disabled_by_option or bool(os.environ.get("NO_COLOR"))
+
+
+def is_terminal() -> bool:
+    """Whether stdout is a terminal a person reads (rich layout, live progress)."""
+    return sys.stdout.isatty() and os.environ.get("TERM") != "dumb"
+
+
+def console(stderr: bool = False) -> Any:
+    """A rich console for stdout (or stderr); without colour it emits no style escapes."""
+    from rich.console import Console
+
+    if colour_disabled():
+        # rich's own no_color still emits bold/dim/italic: no colour system emits nothing
+        return Console(color_system=None, no_color=True, highlight=False, stderr=stderr)
+    return Console(highlight=False, stderr=stderr)
+
+
+def strip_ansi(text: str) -> str:
+    return ANSI_ESCAPE.sub("", text) if "\x1b" in text else text
