@@ -59,3 +59,25 @@ def test_quiet_prints_only_the_result(project, invoke):
     assert lines[0].startswith("Job A") and "deploy succeeded" in lines[0]
     assert len(lines) == 2 and lines[1].startswith("committed ")
     assert invoke("deploy", "--approve", "--quiet").output == ""
+
+
+def test_version_commit_is_read_from_packed_refs_and_worktrees(tmp_path):
+    """`--version` names the checkout's commit however git stores it."""
+    from pathlib import Path
+
+    from tests.conftest import git
+    from unfurl_lite.cli import _source_commit
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "-c", "user.email=t@example.com", "-c", "user.name=T",
+        "commit", "-q", "--allow-empty", "-m", "one")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    assert _source_commit(repo / ".git") == head
+    git(repo, "pack-refs", "--all")
+    assert not (repo / ".git" / "refs" / "heads" / "main").exists()
+    assert _source_commit(repo / ".git") == head
+    git(repo, "worktree", "add", "-q", "-b", "other", str(tmp_path / "wt"))
+    assert Path(tmp_path / "wt" / ".git").is_file()
+    assert _source_commit(tmp_path / "wt" / ".git") == head

@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -67,19 +68,34 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def version_text() -> str:
-    from pathlib import Path
+    commit = _source_commit(Path(__file__).resolve().parent.parent / ".git")
+    return f"unfurl-lite {__version__}" + (f" (commit {commit[:12]})" if commit else "")
 
-    commit = ""
-    head = Path(__file__).resolve().parent.parent / ".git"
+
+def _source_commit(git: Path) -> str:
+    """The checkout's HEAD commit read from .git's files (no git process, no GitPython):
+    a worktree's ``.git`` file, loose and packed refs."""
     try:
-        ref = (head / "HEAD").read_text().strip()
-        if ref.startswith("ref: "):
-            ref_file = head / ref[5:]
-            ref = ref_file.read_text().strip() if ref_file.exists() else ""
-        commit = f" (commit {ref[:12]})" if ref else ""
+        if git.is_file():  # a worktree or submodule: "gitdir: <path>"
+            git = (git.parent / git.read_text().strip().removeprefix("gitdir: ")).resolve()
+        common = git
+        if (git / "commondir").exists():
+            common = (git / (git / "commondir").read_text().strip()).resolve()
+        ref = (git / "HEAD").read_text().strip()
+        if not ref.startswith("ref: "):
+            return ref
+        name = ref[5:]
+        for base in (git, common):
+            if (base / name).exists():
+                return (base / name).read_text().strip()
+        packed = common / "packed-refs"
+        for line in packed.read_text().splitlines() if packed.exists() else ():
+            sha, _, ref_name = line.partition(" ")
+            if ref_name == name:
+                return sha
     except OSError:
         pass
-    return f"unfurl-lite {__version__}{commit}"
+    return ""
 
 
 class LazyGroup(click.Group):
