@@ -390,3 +390,36 @@ def test_check_never_raises_on_garbage() -> None:
 def test_find_cycles_reports_each_cycle_once() -> None:
     graph = {"a": ["b"], "b": ["c"], "c": ["a", "d"], "d": ["d"]}
     assert validate.find_cycles(graph) == [["a", "b", "c", "a"], ["d", "d"]]
+
+
+@pytest.mark.parametrize(
+    ("implementation", "message"),
+    [
+        ("Ansible", "Unfurl's Ansible configurator is not supported"),
+        ("{className: unfurl.configurators.terraform.TerraformConfigurator}",
+         "configurator 'unfurl.configurators.terraform.TerraformConfigurator' is not supported"),
+        ("{className: 'not a callable'}", "neither a built-in operation"),
+    ],
+)
+def test_operations_only_unfurl_can_run_are_refused_before_the_job(
+    project, invoke, implementation, message
+):
+    project.write(f"""\
+apiVersion: unfurl/v1alpha1
+kind: Ensemble
+spec:
+  service_template:
+    topology_template:
+      node_templates:
+        web:
+          type: tosca.nodes.Root
+          interfaces:
+            Standard:
+              create:
+                implementation: {implementation}
+""")
+    result = invoke("validate")
+    assert result.exit_code == 1
+    output = result.output.replace("\n", " ")
+    assert message in output and "ensemble.yaml:12:" in output
+    assert "ansible-playbook" in output  # the hint says what to write instead

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Iterator
 from functools import cache
 from importlib import resources
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from unfurl_lite import merge, schemacheck, yamlio
 from unfurl_lite.errors import Problem
-from unfurl_lite.model import INTERFACE_OPERATIONS, canonical_interface
+from unfurl_lite.model import INTERFACE_OPERATIONS, OPERATION_KINDS, canonical_interface
 
 if TYPE_CHECKING:  # jsonschema is imported only to explain a document the quick check refused
     import jsonschema
@@ -240,7 +241,8 @@ def _get(doc: Any, path: tuple[Any, ...]) -> dict:
 def semantic_problems(doc: Any, file: str) -> list[Problem]:
     problems: list[Problem] = []
     for check_one in (_unknown_types, _type_cycles, _requirement_targets,
-                      _requirement_cycles, _unknown_operations, _duplicate_templates):
+                      _requirement_cycles, _unknown_operations, _unsupported_implementations,
+                      _duplicate_templates):
         problems += check_one(doc, file)
     return problems
 
@@ -404,6 +406,48 @@ def _unknown_operations(doc: Any, file: str) -> Iterator[Problem]:
                     hint = did_you_mean(op, known) or f"{interface} declares {', '.join(known)}"
                     yield problem_at(doc, (*path, interface, *subpath), file,
                                      f"unknown operation {op!r} on interface {interface!r}", hint)
+
+
+#: Unfurl's configurators that unfurl-lite does not implement, by their short names
+UNFURL_ONLY_CONFIGURATORS = ("Ansible", "Terraform", "Kompose", "Supervisor", "DNS", "Octodns")
+_CALLABLE = re.compile(r"^[A-Za-z_][\w.]*(?::|\.)[A-Za-z_]\w*$")
+
+
+def _unsupported_implementations(doc: Any, file: str) -> Iterator[Problem]:
+    """An operation that would only fail when the job reaches it is refused up front."""
+    for path, interfaces in _interface_owners(doc):
+        for interface, body in _mapping(interfaces).items():
+            for subpath, _ in _operations(body):
+                definition: Any = _mapping(body)
+                for part in subpath:
+                    definition = _mapping(definition).get(part)
+                implementation = _mapping(definition).get("implementation")
+                where = (*path, interface, *subpath, "implementation")
+                why = _implementation_problem(implementation)
+                if why is not None:
+                    yield problem_at(doc, where, file, why, _IMPLEMENTATION_HINT)
+
+
+_IMPLEMENTATION_HINT = ("use `className: Shell` with the equivalent command (for example "
+                        "`ansible-playbook site.yml`), `Template`, `Delegate`, or a Python "
+                        "operation `package.module:function`")
+
+
+def _implementation_problem(implementation: Any) -> str | None:
+    if isinstance(implementation, str):
+        name = implementation.strip()
+        if name in UNFURL_ONLY_CONFIGURATORS:
+            return f"Unfurl's {name} configurator is not supported by unfurl-lite"
+        return None
+    class_name = _mapping(implementation).get("className")
+    if not isinstance(class_name, str) or class_name in OPERATION_KINDS:
+        return None
+    if class_name.startswith("unfurl.") or class_name in UNFURL_ONLY_CONFIGURATORS:
+        return f"Unfurl's configurator {class_name!r} is not supported by unfurl-lite"
+    if not _CALLABLE.match(class_name):
+        return (f"className {class_name!r} is neither a built-in operation (Shell, Template, "
+                "Delegate) nor a Python callable (package.module:function)")
+    return None
 
 
 def _duplicate_templates(doc: Any, file: str) -> Iterator[Problem]:
