@@ -72,28 +72,33 @@ class Tool:
 
 def timed(argv: list[str], cwd: Path, timeout: float,
           env: dict[str, str] | None = None) -> tuple[float | None, float | None, str]:
-    """Wall-clock seconds and peak RSS (MB) of one process, or None on timeout/failure."""
-    started = time.perf_counter()
-    process = subprocess.Popen(
-        argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        start_new_session=True, env=env,
-    )
-    deadline = started + timeout
-    while True:
-        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.perf_counter() > deadline:
-            os.killpg(process.pid, 9)
-            _, status, usage = os.wait4(process.pid, 0)
-            return None, usage.ru_maxrss / 1024, f"stopped after {timeout:.0f} s"
-        time.sleep(0.005)
-    elapsed = time.perf_counter() - started
-    process.returncode = os.waitstatus_to_exitcode(status)
-    err = process.stderr.read().decode(errors="replace") if process.stderr else ""
-    if process.returncode != 0:
+    """Wall-clock seconds and peak RSS (MB) of one process, or None on timeout/failure.
+
+    stderr goes to a file, not a pipe: a pipe nobody reads fills at 64 KB and blocks the
+    process (Unfurl's undeploy logs that much, and sat idle until the timeout)."""
+    with tempfile.TemporaryFile() as errors:
+        started = time.perf_counter()
+        process = subprocess.Popen(
+            argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=errors,
+            start_new_session=True, env=env,
+        )
+        deadline = started + timeout
+        while True:
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                os.killpg(process.pid, 9)
+                _, status, usage = os.wait4(process.pid, 0)
+                return None, usage.ru_maxrss / 1024, f"stopped after {timeout:.0f} s"
+            time.sleep(0.005)
+        elapsed = time.perf_counter() - started
+        errors.seek(0)
+        err = errors.read().decode(errors="replace")
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
         last = err.strip().splitlines()[-1:] or [""]
-        return None, usage.ru_maxrss / 1024, f"exit {process.returncode}: {last[0][:80]}"
+        return None, usage.ru_maxrss / 1024, f"exit {code}: {last[0][:80]}"
     return elapsed, usage.ru_maxrss / 1024, ""
 
 
