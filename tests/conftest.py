@@ -19,6 +19,21 @@ ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT.parent / "shared" / "reference" / "unfurl-1.2.0-deploy"
 
 
+ENSEMBLE_HEAD = """\
+apiVersion: unfurl/v1alpha1
+kind: Ensemble
+spec:
+  service_template:
+    topology_template:
+      node_templates:
+"""
+
+
+def ensemble_yaml(node_templates: str) -> str:
+    """An ensemble whose node templates are ``node_templates`` (YAML at column 0)."""
+    return ENSEMBLE_HEAD + textwrap.indent(textwrap.dedent(node_templates), " " * 8)
+
+
 @pytest.fixture(autouse=True)
 def parse_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Each test gets its own parse cache, so none reads another's (or the user's)."""

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from tests.conftest import ROOT, Project, git, run_unfurl
+from tests.conftest import ROOT, Project, ensemble_yaml, git, run_unfurl
 from tests.execution_helpers import chain_ensemble, count, kill9, start_unfurl, wait_for
 from unfurl_lite import records
 from unfurl_lite.journal import list_journals
@@ -172,24 +172,18 @@ def test_second_deploy_is_refused_while_one_runs_and_reads_never_block(project):
         kill9(job)
 
 
-FLAKY = """\
-apiVersion: unfurl/v1alpha1
-kind: Ensemble
-spec:
-  service_template:
-    topology_template:
-      node_templates:
-        flaky:
-          type: tosca.nodes.Root
-          interfaces:
-            Standard:
-              operations:
-                configure:
-                  implementation: >-
-                    n=$(cat tries 2>/dev/null || echo 0); n=$((n+1)); echo $n > tries;
-                    [ $n -ge 3 ] || exit {code}
-                  {retry}
-"""
+FLAKY = ensemble_yaml("""\
+flaky:
+  type: tosca.nodes.Root
+  interfaces:
+    Standard:
+      operations:
+        configure:
+          implementation: >-
+            n=$(cat tries 2>/dev/null || echo 0); n=$((n+1)); echo $n > tries;
+            [ $n -ge 3 ] || exit {code}
+          {retry}
+""")
 
 
 @pytest.mark.parametrize(

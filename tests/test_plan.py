@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.conftest import REFERENCE
+from tests.conftest import REFERENCE, ensemble_yaml
 
 
 def test_plan_runs_nothing_and_orders_by_requirements(project, invoke):
@@ -41,23 +41,17 @@ def test_unfurl_written_ensemble_loads_validates_and_plans(project, invoke):
 
 
 def test_undeploy_plan_is_the_reverse_of_deploy(project, invoke):
-    project.write("""
-apiVersion: unfurl/v1alpha1
-kind: Ensemble
-spec:
-  service_template:
-    topology_template:
-      node_templates:
-        a: {type: tosca.nodes.Root, interfaces: {Standard: {create: "true", delete: "true"}}}
-        b:
-          type: tosca.nodes.Root
-          requirements: [{host: a}]
-          interfaces: {Standard: {create: "true", delete: "true"}}
-        c:
-          type: tosca.nodes.Root
-          requirements: [{dependency: {node: b}}]
-          interfaces: {Standard: {create: "true", delete: "true"}}
-""")
+    project.write(ensemble_yaml("""\
+a: {type: tosca.nodes.Root, interfaces: {Standard: {create: "true", delete: "true"}}}
+b:
+  type: tosca.nodes.Root
+  requirements: [{host: a}]
+  interfaces: {Standard: {create: "true", delete: "true"}}
+c:
+  type: tosca.nodes.Root
+  requirements: [{dependency: {node: b}}]
+  interfaces: {Standard: {create: "true", delete: "true"}}
+"""))
     assert invoke("deploy", "-a").exit_code == 0
     data = json.loads(invoke("plan", "-w", "undeploy", "--json").output)
     assert [t["target"] for t in data["tasks"]] == ["c", "b", "a"]

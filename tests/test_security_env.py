@@ -4,26 +4,20 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import Invoke, Project
+from tests.conftest import Invoke, Project, ensemble_yaml
 
-ENSEMBLE = """\
-apiVersion: unfurl/v1alpha1
-kind: Ensemble
-spec:
-  service_template:
-    topology_template:
-      node_templates:
-        app:
-          type: tosca.nodes.Root
-          interfaces:
-            Standard:
-              operations:
-                create:
-                  implementation: {className: Shell}
-                  inputs:
-                    command: %s
-                    env: {DECLARED: declared-value}
-"""
+ENSEMBLE = ensemble_yaml("""\
+app:
+  type: tosca.nodes.Root
+  interfaces:
+    Standard:
+      operations:
+        create:
+          implementation: {className: Shell}
+          inputs:
+            command: %s
+            env: {DECLARED: declared-value}
+""")
 
 
 def _stdout(project: Project) -> str:

@@ -7,25 +7,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Invoke, Project, git
+from tests.conftest import Invoke, Project, ensemble_yaml, git
 
-HEAD = """\
-apiVersion: unfurl/v1alpha1
-kind: Ensemble
-spec:
-  service_template:
-    topology_template:
-      node_templates:
-        app:
-          type: tosca.nodes.Root
-          interfaces:
-            Standard:
-              operations:
-                create:
-                  implementation: {className: Shell}
-                  inputs:
-                    command: %s
-"""
+HEAD = ensemble_yaml("""\
+app:
+  type: tosca.nodes.Root
+  interfaces:
+    Standard:
+      operations:
+        create:
+          implementation: {className: Shell}
+          inputs:
+            command: %s
+""")
 
 
 def _snapshot(root: Path) -> dict[str, bytes]:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import ensemble_yaml
 from unfurl_lite import merge, validate, yamlio
 from unfurl_lite.errors import InputError, Problem
 
@@ -404,20 +405,14 @@ def test_find_cycles_reports_each_cycle_once() -> None:
 def test_operations_only_unfurl_can_run_are_refused_before_the_job(
     project, invoke, implementation, message
 ):
-    project.write(f"""\
-apiVersion: unfurl/v1alpha1
-kind: Ensemble
-spec:
-  service_template:
-    topology_template:
-      node_templates:
-        web:
-          type: tosca.nodes.Root
-          interfaces:
-            Standard:
-              create:
-                implementation: {implementation}
-""")
+    project.write(ensemble_yaml(f"""\
+web:
+  type: tosca.nodes.Root
+  interfaces:
+    Standard:
+      create:
+        implementation: {implementation}
+"""))
     result = invoke("validate")
     assert result.exit_code == 1
     output = result.output.replace("\n", " ")
