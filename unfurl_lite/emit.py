@@ -176,6 +176,9 @@ def _plain(w: _Writer, text: str, indent: int) -> None:
     if not w.whitespace:
         w.put(" ")
     w.whitespace = False
+    if w.column + len(text) <= WIDTH:  # fits: no fold point can trigger
+        w.put(text)
+        return
     spaces = False
     start = 0
     for end in range(len(text) + 1):
@@ -202,6 +205,10 @@ def _plain(w: _Writer, text: str, indent: int) -> None:
 def _single_quoted(w: _Writer, text: str, indent: int) -> None:
     """ruamel's folding of single-quoted scalars: a single space past the width breaks."""
     w.put("'" if w.whitespace else " '")
+    quoted = text.replace("'", "''")
+    if w.column + len(quoted) + 1 <= WIDTH:  # fits: no fold point can trigger
+        w.put(quoted + "'")
+        return
     spaces = False
     start = 0
     for end in range(len(text) + 1):

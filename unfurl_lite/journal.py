@@ -35,6 +35,7 @@ from unfurl_lite.job import (
     JobState,
     Observer,
     TaskRun,
+    TaskState,
     previous_job_id,
 )
 from unfurl_lite.loader import Ensemble, _instance
@@ -137,8 +138,9 @@ class Journal(Observer):
                 touched.update(n for n in list(self.instances) if n not in self.known)
             names = [n for n in touched if n and n in self.instances]
             self.known.update(names)
+            full = run.result is not None or run.state not in (TaskState.sent, TaskState.started)
             event = {
-                "task": task_record(run, self.secrets),
+                "task": task_record(run, self.secrets) if full else task_progress(run),
                 "instances": snapshot_instances(
                     {n: self.instances[n] for n in names}, self.secrets
                 ),
@@ -198,6 +200,25 @@ class Journal(Observer):
 
 def _iso(moment: datetime | None) -> str | None:
     return moment.isoformat() if moment else None
+
+
+def task_progress(run: TaskRun) -> dict[str, Any]:
+    """What changes between sending a task and its outcome (``sent``, ``started``): the
+    full record went with ``sending`` and comes again with the outcome, and fold merges
+    the fields in between."""
+    task = run.task
+    return {
+        "number": task.number,
+        "target": task.target,
+        "operation": task.operation.qualified_name if task.operation else None,
+        "state": str(run.state),
+        "changeId": run.change_id,
+        "attempts": run.attempts,
+        "startedAt": _iso(run.started_at),
+        "worker": run.worker,
+        "priorState": str(run.prior_state) if run.prior_state else None,
+        "previousId": run.previous_id,
+    }
 
 
 def task_record(run: TaskRun, secrets: set[str]) -> dict[str, Any]:

@@ -64,13 +64,14 @@ class EventLog:
 
 
 def fold(data: dict[str, Any], event: dict[str, Any]) -> None:
-    """Apply one event to the journal's data: later records replace earlier ones."""
+    """Apply one event to the journal's data: later fields replace earlier ones (an event
+    in flight carries only the fields that changed)."""
     task = event.get("task")
     if isinstance(task, dict):
         tasks = data.setdefault("tasks", [])
         for index, known in enumerate(tasks):
             if known.get("number") == task.get("number"):
-                tasks[index] = task
+                tasks[index] = {**known, **task}
                 break
         else:
             tasks.append(task)

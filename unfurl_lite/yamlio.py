@@ -100,14 +100,36 @@ def parse_plain(text: str) -> Any:
     trip, with the same YAML 1.2 rules and duplicate-key check, but no comments or line
     numbers. Raises ruamel's YAMLError; callers that need a located error re-parse with
     :func:`parse`."""
-    return _safe().load(text)
+    from ruamel.yaml import YAML
+
+    yaml = YAML(typ="safe", pure=False)
+    if "%YAML" not in text:  # a version directive changes how scalars resolve
+        yaml.Resolver = _memo_resolver()
+    return yaml.load(text)
 
 
 @lru_cache(maxsize=1)
-def _safe() -> YAML:
-    from ruamel.yaml import YAML
+def _memo_resolver() -> Any:
+    """ruamel's YAML 1.2 resolver, remembering the tag of each plain scalar it has seen in
+    one document: the same names and values recur in every node, and resolving each one
+    afresh was a third of the parse."""
+    from ruamel.yaml.nodes import ScalarNode
+    from ruamel.yaml.resolver import VersionedResolver
 
-    return YAML(typ="safe", pure=False)
+    class MemoResolver(VersionedResolver):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.memo: dict[tuple[str, bool], Any] = {}
+
+        def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+            if kind is not ScalarNode or not implicit[0]:
+                return super().resolve(kind, value, implicit)
+            key = (value, implicit[1])
+            if key not in self.memo:
+                self.memo[key] = super().resolve(kind, value, implicit)
+            return self.memo[key]
+
+    return MemoResolver
 
 
 def dump(data: Any) -> str:
