@@ -56,6 +56,18 @@ def test_direct_emitter_writes_what_ruamel_writes(data: dict[str, Any]) -> None:
         assert fast == ruamel_dump(data)
 
 
+@SETTINGS
+@given(st.text(alphabet="0123456789-+._:eExXoObTtZ nafNulrsI~<=!&*", min_size=1, max_size=14))
+def test_emitter_quotes_exactly_the_strings_ruamel_would_read_back_as_another_type(
+    value: str,
+) -> None:
+    from ruamel.yaml.nodes import ScalarNode
+    from ruamel.yaml.resolver import VersionedResolver
+
+    tag = VersionedResolver().resolve(ScalarNode, value, (True, False))
+    assert emit._resolves_to_str(value) == (tag == "tag:yaml.org,2002:str")
+
+
 def test_direct_emitter_matches_unfurls_own_job_file() -> None:
     reference = ROOT.parent / "shared" / "reference" / "unfurl-1.2.0-deploy" / "changes-job.yaml"
     if not reference.exists():

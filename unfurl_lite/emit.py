@@ -12,11 +12,13 @@ ruamel: the bytes written never depend on which writer ran. Round-trip container
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import Any
 
 WIDTH = 80  # yamlio's ruamel width, which is Unfurl's
 _INDICATORS = frozenset("#,[]{}&*!|>'\"%@`")
+_RUNS = re.compile("( +)")  # words and the runs of spaces between them
 _PRINTABLE = frozenset(chr(c) for c in range(0x20, 0x7F))
 
 
@@ -158,48 +160,52 @@ def _has_block_indicator(text: str) -> bool:
     return ": " in text or " #" in text or text.endswith(":")
 
 
-@lru_cache(maxsize=1)
-def _resolver() -> Any:
-    from ruamel.yaml.resolver import VersionedResolver
-
-    return VersionedResolver()
+#: YAML 1.2's implicit types, as ruamel resolves plain scalars when it loads: a string
+#: matching one of these must be quoted to stay a string
+_IMPLICIT = re.compile(
+    r"""^(?!_)(?:  # ruamel tries a type only for its first characters; none starts with _
+      true|True|TRUE|false|False|FALSE
+    | [-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+    | [-+]?[0-9][0-9_]*[eE][-+]?[0-9]+
+    | [-+]?\.[0-9_]+(?:[eE][-+][0-9]+)?
+    | [-+]?\.(?:inf|Inf|INF) | \.(?:nan|NaN|NAN)
+    | [-+]?0b[0-1_]+ | [-+]?0o?[0-7_]+ | [-+]?[0-9_]+ | [-+]?0x[0-9a-fA-F_]+
+    | <<  | ~ | null|Null|NULL | = | ! | & | \*
+    | [0-9]{4}-[0-9]{2}-[0-9]{2}
+    | [0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt]|[\ \t]+)[0-9]{1,2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]*)?
+      (?:[\ \t]*(?:Z|[-+][0-9]{1,2}(?::[0-9]{2})?))?
+    )$""",
+    re.X,
+)
 
 
 def _resolves_to_str(text: str) -> bool:
-    from ruamel.yaml.nodes import ScalarNode
-
-    return bool(_resolver().resolve(ScalarNode, text, (True, False)) == "tag:yaml.org,2002:str")
+    return _IMPLICIT.match(text) is None
 
 
 def _plain(w: _Writer, text: str, indent: int) -> None:
-    """ruamel's folding of plain scalars: a word that would pass the width starts a line."""
+    """ruamel's folding of plain scalars: a word that would pass the width starts a line,
+    and a single space once past it becomes the line break."""
     if not w.whitespace:
         w.put(" ")
     w.whitespace = False
     if w.column + len(text) <= WIDTH:  # fits: no fold point can trigger
         w.put(text)
         return
-    spaces = False
-    start = 0
-    for end in range(len(text) + 1):
-        ch = text[end] if end < len(text) else None
-        if spaces:
-            if ch != " ":
-                if start + 1 == end and w.column >= WIDTH:
-                    w.newline(indent)
-                    w.whitespace = False
-                else:
-                    w.put(text[start:end])
-                start = end
-        elif ch is None or ch == " ":
-            word = text[start:end]
-            if len(word) + w.column > WIDTH and w.column > indent:
+    for token in _RUNS.split(text):
+        if not token:
+            continue
+        if token[0] == " ":
+            if len(token) == 1 and w.column >= WIDTH:
                 w.newline(indent)
                 w.whitespace = False
-            w.put(word)
-            start = end
-        if ch is not None:
-            spaces = ch == " "
+            else:
+                w.put(token)
+        else:
+            if len(token) + w.column > WIDTH and w.column > indent:
+                w.newline(indent)
+                w.whitespace = False
+            w.put(token)
 
 
 def _single_quoted(w: _Writer, text: str, indent: int) -> None:
@@ -209,23 +215,17 @@ def _single_quoted(w: _Writer, text: str, indent: int) -> None:
     if w.column + len(quoted) + 1 <= WIDTH:  # fits: no fold point can trigger
         w.put(quoted + "'")
         return
-    spaces = False
-    start = 0
-    for end in range(len(text) + 1):
-        ch = text[end] if end < len(text) else None
-        if spaces:
-            if ch != " ":
-                if start + 1 == end and w.column > WIDTH and start != 0 and end != len(text):
-                    w.newline(indent)
-                else:
-                    w.put(text[start:end])
-                start = end
-        elif (ch is None or ch == " " or ch == "'") and start < end:
-            w.put(text[start:end])
-            start = end
-        if ch == "'":
-            w.put("''")
-            start = end + 1
-        if ch is not None:
-            spaces = ch == " "
+    position = 0
+    for token in _RUNS.split(text):
+        if not token:
+            continue
+        if token[0] == " ":
+            inside = position != 0 and position + len(token) != len(text)
+            if len(token) == 1 and w.column > WIDTH and inside:
+                w.newline(indent)
+            else:
+                w.put(token)
+        else:
+            w.put(token.replace("'", "''"))
+        position += len(token)
     w.put("'")

@@ -12,14 +12,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from unfurl_lite.errors import LockError
+from unfurl_lite.yamlio import temp_file
 
 LOCK_NAME = ".unfurl-lite.lock"
 
@@ -34,7 +33,7 @@ class LockInfo:
 
     @property
     def alive(self) -> bool:
-        return self.host != socket.gethostname() or pid_alive(self.pid)
+        return self.host != os.uname().nodename or pid_alive(self.pid)
 
 
 def lock_path(ensemble_path: Path) -> Path:
@@ -80,14 +79,14 @@ def _content(command: str, change_id: str | None) -> str:
             "pid": os.getpid(),
             "changeId": change_id,
             "command": command,
-            "host": socket.gethostname(),
+            "host": os.uname().nodename,
             "since": time.time(),
         }
     )
 
 
 def _link_new(path: Path, text: str) -> bool:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{path.name}.", suffix=".tmp")
+    fd, tmp = temp_file(path.parent, f"{path.name}.")
     try:
         with os.fdopen(fd, "w") as handle:
             handle.write(text)
@@ -134,7 +133,7 @@ def acquire(ensemble_path: Path, command: str, take_stale: bool = False) -> Path
 
 def update(path: Path, command: str, change_id: str) -> None:
     """Name the job's changeId in the lock once it is known (atomic replace)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{path.name}.", suffix=".tmp")
+    fd, tmp = temp_file(path.parent, f"{path.name}.")
     with os.fdopen(fd, "w") as handle:
         handle.write(_content(command, change_id))
     os.replace(tmp, path)

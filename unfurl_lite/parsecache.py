@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import marshal
 import os
-import tempfile
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -62,13 +61,15 @@ def get(text: str) -> Any:
 
 def put(text: str, data: Any) -> None:
     """Remember ``data`` as what ``text`` validates to; silently skipped when it cannot be."""
+    from unfurl_lite.yamlio import temp_file
+
     root = directory()
     if root is None:
         return
     try:
         payload = marshal.dumps(data)  # ValueError for dates and other non-plain values
         root.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=root, suffix=".tmp")  # mode 0600
+        fd, tmp = temp_file(root, ".entry.")  # mode 0600
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
         os.replace(tmp, _entry(root, text))

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import io
+import itertools
 import os
-import tempfile
+import threading
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -143,10 +144,25 @@ def dump(data: Any) -> str:
     return stream.getvalue()
 
 
+_TEMP_COUNTER = itertools.count()
+
+
+def temp_file(directory: Path, prefix: str) -> tuple[int, str]:
+    """A new private file (0600) in ``directory``, opened for writing: like
+    tempfile.mkstemp, without importing tempfile (and shutil, random) on every command."""
+    while True:
+        unique = f"{os.getpid()}-{threading.get_ident()}-{next(_TEMP_COUNTER)}"
+        name = directory / f"{prefix}{unique}.tmp"
+        try:
+            return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), str(name)
+        except FileExistsError:  # left by a crashed process that had our pid
+            continue
+
+
 def atomic_write(path: Path, text: str) -> None:
     """Write so that a crash at any instant leaves either the old or the new file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = temp_file(path.parent, f".{path.name}.")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
