@@ -115,6 +115,7 @@ class Journal(Observer):
         self.seq = 0  # events appended so far
         self.synced = 0.0  # monotonic time of the last fsync of the events
         self.events: journal_format.EventLog | None = None
+        self.written: tuple[dict[str, Any], list[dict[str, Any]]] | None = None
 
     # -- Observer hooks
 
@@ -181,16 +182,21 @@ class Journal(Observer):
 
     def mark_recorded(self) -> None:
         self.data["recorded"] = True
-        self.write()
+        self.write(unchanged_since_last=True)
 
-    def write(self) -> None:
-        """The whole journal, atomically: at the start and the end of the job."""
+    def write(self, unchanged_since_last: bool = False) -> None:
+        """The whole journal, atomically: at the start and the end of the job. Once the
+        job has finished nothing but ``data`` changes, so the last snapshot serves again."""
         if self.path is None:
             return
         with self.lock:
             data = dict(self.data)
-            data["instances"] = snapshot_instances(self.instances, self.secrets)
-            data["tasks"] = [task_record(r, self.secrets) for r in list(self.runs)]
+            if unchanged_since_last and self.written is not None:
+                data["instances"], data["tasks"] = self.written
+            else:
+                data["instances"] = snapshot_instances(self.instances, self.secrets)
+                data["tasks"] = [task_record(r, self.secrets) for r in list(self.runs)]
+            self.written = (data["instances"], data["tasks"])
             self.known = set(data["instances"])
             if self.events is not None:
                 self.events.close()

@@ -53,10 +53,19 @@ class Repo:
             raise GitError(f"git status failed: {outcome.stderr.strip()}")
         return [line[3:].split(" -> ")[-1] for line in outcome.stdout.splitlines() if line.strip()]
 
+    def _on_branch(self) -> bool:
+        git_dir = self.root / ".git"
+        if git_dir.is_dir():  # the common case, read without a git process
+            try:
+                return (git_dir / "HEAD").read_text().startswith("ref: ")
+            except OSError:
+                pass
+        return _git(self.root, "symbolic-ref", "-q", "HEAD").code == 0
+
     def commit(self, paths: list[Path], message: str) -> str:
         """Commit exactly these paths (added if new); returns the new commit's hash."""
         relative = [self.relative(p) for p in paths if p.exists()]
-        if _git(self.root, "symbolic-ref", "-q", "HEAD").code != 0:
+        if not self._on_branch():
             raise GitError(
                 "git commit refused: HEAD is detached, so the commit would belong to no branch",
                 hint="the ensemble and records are saved; switch to a branch "
