@@ -148,6 +148,22 @@ def run_layered(tool: Tool, nodes: int, width: int, timeout: float) -> list[Meas
     return out
 
 
+def median_of(series: list[list[Measure]]) -> list[Measure]:
+    """One Measure per phase: the median time of the repeats, the highest peak RSS."""
+    out = []
+    for phase_runs in zip(*series, strict=False):
+        phase_runs = list(phase_runs)
+        times = sorted(m.seconds for m in phase_runs if m.seconds is not None)
+        first = phase_runs[0]
+        out.append(Measure(
+            first.tool, first.case, first.nodes, first.phase,
+            times[len(times) // 2] if len(times) == len(phase_runs) else None,
+            max((m.rss_mb or 0) for m in phase_runs),
+            first.note or (f"median of {len(phase_runs)}" if len(phase_runs) > 1 else ""),
+        ))
+    return out
+
+
 def run_parallel(tool: Tool, count: int, timeout: float) -> Measure:
     root = make_repo(independent_text(count, "sleep 1"))
     env, cache = fresh_env()
@@ -216,6 +232,30 @@ def table(measures: list[Measure]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def ratio_table(measures: list[Measure], slow: str = "unfurl-1.2.0",
+                fast: str = "unfurl-lite") -> str:
+    """How many times faster (time) and smaller (peak RSS) one tool is than the other."""
+    lookup = {(m.tool, m.nodes, m.phase): m for m in measures if m.case == "layered"}
+    sizes = sorted({n for (tool, n, _) in lookup if tool == slow}
+                   & {n for (tool, n, _) in lookup if tool == fast})
+    if not sizes:
+        return ""
+    lines = [f"{slow} time / {fast} time (higher is better for {fast}):", "",
+             "| N | " + " | ".join(PHASES) + " | peak RSS |",
+             "|" + "---|" * (len(PHASES) + 2)]
+    for n in sizes:
+        cells = []
+        for phase in PHASES:
+            a, b = lookup.get((slow, n, phase)), lookup.get((fast, n, phase))
+            ok = a and b and a.seconds and b.seconds
+            cells.append(f"{a.seconds / b.seconds:.0f}x" if ok else "-")  # type: ignore[union-attr]
+        rss_a = max((m.rss_mb or 0) for (t, k, _), m in lookup.items() if t == slow and k == n)
+        rss_b = max((m.rss_mb or 0) for (t, k, _), m in lookup.items() if t == fast and k == n)
+        cells.append(f"{rss_a / rss_b:.0f}x" if rss_b else "-")
+        lines.append(f"| {n} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 
 
@@ -269,7 +309,8 @@ def report_only(args: argparse.Namespace) -> None:
     }
     args.results.write_text(json.dumps(merged, indent=1) + "\n")
     write_between_markers(
-        args.table, f"Run {merged['date']} on {merged['machine']}:\n\n{table(measures)}"
+        args.table, f"Run {merged['date']} on {merged['machine']}:\n\n{table(measures)}\n"
+        f"{ratio_table(measures)}"
     )
     plot(measures, args.plot)
 
@@ -282,6 +323,8 @@ def main() -> None:
     parser.add_argument("--unfurl-max", type=int, default=200,
                         help="largest N to give Unfurl 1.2.0")
     parser.add_argument("--timeout", type=float, default=360, help="per Unfurl command")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="series per N for unfurl-lite; the table shows the median")
     parser.add_argument("--unfurl-venv", type=Path, default=Path("/work/venvs/unfurl120"))
     parser.add_argument("--no-unfurl", action="store_true", help="time unfurl-lite only")
     parser.add_argument("--no-lite", action="store_true", help="time Unfurl 1.2.0 only")
@@ -317,13 +360,18 @@ def main() -> None:
     for tool in tools:
         measures.append(run_startup(tool))
     for tool in tools:
-        measures.append(run_parallel(tool, 20, args.timeout))
+        runs = [run_parallel(tool, 20, args.timeout)
+                for _ in range(args.repeat if tool is ours else 1)]
+        measures.extend(median_of([[run] for run in runs]))
     for n in sizes:
         for tool in tools:
             if tool is not ours and n > args.unfurl_max:
                 continue
-            measures.extend(run_layered(tool, n, args.width,
-                                        3600 if tool is ours else args.timeout))
+            repeats = args.repeat if tool is ours else 1
+            measures.extend(median_of([
+                run_layered(tool, n, args.width, 3600 if tool is ours else args.timeout)
+                for _ in range(repeats)
+            ]))
 
     report = {
         "machine": f"{platform.node()} {platform.machine()} {os.cpu_count()} cores, "
@@ -336,7 +384,8 @@ def main() -> None:
     }
     args.results.write_text(json.dumps(report, indent=1) + "\n")
     text = table(measures)
-    write_between_markers(args.table, f"Run {report['date']} on {report['machine']}:\n\n{text}")
+    write_between_markers(args.table, f"Run {report['date']} on {report['machine']}:\n\n{text}\n"
+                          f"{ratio_table(measures)}")
     print(text)
     print("slopes (ms per node):", report["slopes_ms_per_node"])
     try:
