@@ -4,6 +4,7 @@ verdict on every document, same errors with line numbers."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 from pathlib import Path
@@ -254,3 +255,66 @@ def test_cache_files_are_private_to_the_user(
     entries = list(parse_cache.glob("*.marshal"))
     assert entries
     assert all(entry.stat().st_mode & 0o077 == 0 for entry in entries)
+
+
+# ------------------------------------------------------------------ the plain loader
+
+
+def ruamel_safe_load(text: str) -> Any:
+    from ruamel.yaml import YAML
+
+    return YAML(typ="safe", pure=False).load(text)
+
+
+def test_plain_loader_reads_every_yaml_file_we_have_as_ruamel_does() -> None:
+    from unfurl_lite import plainyaml
+
+    files = [*ROOT.glob("examples/**/*.yaml"), *ROOT.glob("tests/data/**/*.yaml"),
+             *(ROOT.parent / "shared" / "reference").glob("**/*.yaml")]
+    compared = 0
+    for path in files:
+        text = path.read_text()
+        try:
+            expected = ruamel_safe_load(text)
+        except Exception:  # deliberately broken test data: both must refuse
+            with pytest.raises(Exception):  # noqa: B017
+                plainyaml.load(text)
+            continue
+        try:
+            assert plainyaml.load(text) == expected, path
+            compared += 1
+        except plainyaml.Unsupported:
+            pass
+    assert compared > 20
+
+
+scalar_text = st.one_of(
+    st.text(alphabet="0123456789-+._:eExXoObTtZ nafNulrsI~<=yYw", min_size=0, max_size=10),
+    st.sampled_from(WORDS),
+)
+
+
+@SETTINGS
+@given(st.dictionaries(st.sampled_from(["a", "b", "c-d", "e.f"]),
+                       st.one_of(scalar_text, st.lists(scalar_text, max_size=3),
+                                 st.dictionaries(st.sampled_from(["x", "y"]), scalar_text)),
+                       min_size=1, max_size=4))
+def test_plain_loader_types_every_plain_scalar_as_ruamel_does(data: dict[str, Any]) -> None:
+    """Write the values unquoted where YAML allows it, then read them back both ways."""
+    from unfurl_lite import plainyaml
+
+    def plain(value: Any) -> str:
+        if isinstance(value, list):
+            return "[" + ", ".join(plain(v) for v in value) + "]"
+        if isinstance(value, dict):
+            return "{" + ", ".join(f"{k}: {plain(v)}" for k, v in value.items()) + "}"
+        return json.dumps(value) if any(c in value for c in ":#,[]{}'\"\\\n\t") or \
+            value.strip() != value or not value else value
+
+    text = "".join(f"{key}: {plain(value)}\n" for key, value in data.items())
+    try:
+        expected = ruamel_safe_load(text)
+    except Exception:  # e.g. "-_", which ruamel cannot read either
+        return
+    with contextlib.suppress(plainyaml.Unsupported):
+        assert plainyaml.load(text) == expected

@@ -160,27 +160,10 @@ def _has_block_indicator(text: str) -> bool:
     return ": " in text or " #" in text or text.endswith(":")
 
 
-#: YAML 1.2's implicit types, as ruamel resolves plain scalars when it loads: a string
-#: matching one of these must be quoted to stay a string
-_IMPLICIT = re.compile(
-    r"""^(?!_)(?:  # ruamel tries a type only for its first characters; none starts with _
-      true|True|TRUE|false|False|FALSE
-    | [-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?
-    | [-+]?[0-9][0-9_]*[eE][-+]?[0-9]+
-    | [-+]?\.[0-9_]+(?:[eE][-+][0-9]+)?
-    | [-+]?\.(?:inf|Inf|INF) | \.(?:nan|NaN|NAN)
-    | [-+]?0b[0-1_]+ | [-+]?0o?[0-7_]+ | [-+]?[0-9_]+ | [-+]?0x[0-9a-fA-F_]+
-    | <<  | ~ | null|Null|NULL | = | ! | & | \*
-    | [0-9]{4}-[0-9]{2}-[0-9]{2}
-    | [0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt]|[\ \t]+)[0-9]{1,2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]*)?
-      (?:[\ \t]*(?:Z|[-+][0-9]{1,2}(?::[0-9]{2})?))?
-    )$""",
-    re.X,
-)
-
-
 def _resolves_to_str(text: str) -> bool:
-    return _IMPLICIT.match(text) is None
+    from unfurl_lite.plainyaml import implicit_type
+
+    return implicit_type(text) == "str"
 
 
 def _plain(w: _Writer, text: str, indent: int) -> None:

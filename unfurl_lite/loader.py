@@ -109,7 +109,7 @@ def _fast_load(text: str, file: str) -> dict[str, Any] | None:
         guard.check_text(text, file)
         data = yamlio.parse_plain(text)
         guard.check(data, file)
-    except (YAMLError, InputError, RecursionError):
+    except (YAMLError, InputError, RecursionError, ValueError, IndexError, OverflowError):
         return None
     if not isinstance(data, dict) or merge.has_directives(data) or validate.check(data, file):
         return None

@@ -642,14 +642,15 @@ def _cloudify_planners() -> dict[str, Any]:
 
 
 def plan_workflow(ensemble: Ensemble, workflow: str, **options: Any) -> Plan:
-    planners = {
+    planners: dict[str, Any] = {
         "deploy": plan_deploy,
         "undeploy": plan_undeploy,
         "check": plan_check,
         "discover": plan_discover,
         "run": plan_run,
-        **_cloudify_planners(),
     }
+    if workflow not in planners:  # Cloudify's workflows are loaded only when asked for
+        planners.update(_cloudify_planners())
     if workflow not in planners:
         raise PlanError(
             f"unknown workflow {workflow!r}", hint="choose one of: " + ", ".join(planners)

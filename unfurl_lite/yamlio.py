@@ -6,7 +6,6 @@ import io
 import itertools
 import os
 import threading
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +62,11 @@ def parse(text: str, filename: str) -> Any:
         ) from None
     except YAMLError as exc:
         raise InputError(Problem(f"YAML error: {exc}", file=filename)) from None
+    except (ValueError, IndexError, OverflowError) as exc:  # ruamel failing on e.g. "-_"
+        raise InputError(Problem(
+            f"a value could not be read: {exc}", file=filename,
+            hint="quote values meant as strings (a lone sign with underscores reads as a number)",
+        )) from None
     guard.check(document, filename)
     return document
 
@@ -97,40 +101,19 @@ def read_text(path: Path) -> str:
 
 
 def parse_plain(text: str) -> Any:
-    """Plain dicts and lists through ruamel's C parser: five times faster than the round
+    """Plain dicts and lists through ruamel's C parser: several times faster than the round
     trip, with the same YAML 1.2 rules and duplicate-key check, but no comments or line
     numbers. Raises ruamel's YAMLError; callers that need a located error re-parse with
     :func:`parse`."""
+    from unfurl_lite import plainyaml
+
+    try:
+        return plainyaml.load(text)
+    except (plainyaml.Unsupported, ImportError):
+        pass
     from ruamel.yaml import YAML
 
-    yaml = YAML(typ="safe", pure=False)
-    if "%YAML" not in text:  # a version directive changes how scalars resolve
-        yaml.Resolver = _memo_resolver()
-    return yaml.load(text)
-
-
-@lru_cache(maxsize=1)
-def _memo_resolver() -> Any:
-    """ruamel's YAML 1.2 resolver, remembering the tag of each plain scalar it has seen in
-    one document: the same names and values recur in every node, and resolving each one
-    afresh was a third of the parse."""
-    from ruamel.yaml.nodes import ScalarNode
-    from ruamel.yaml.resolver import VersionedResolver
-
-    class MemoResolver(VersionedResolver):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self.memo: dict[tuple[str, bool], Any] = {}
-
-        def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
-            if kind is not ScalarNode or not implicit[0]:
-                return super().resolve(kind, value, implicit)
-            key = (value, implicit[1])
-            if key not in self.memo:
-                self.memo[key] = super().resolve(kind, value, implicit)
-            return self.memo[key]
-
-    return MemoResolver
+    return YAML(typ="safe", pure=False).load(text)
 
 
 def dump(data: Any) -> str:

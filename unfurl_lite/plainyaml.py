@@ -1,0 +1,160 @@
+"""YAML 1.2 text to plain data: ruamel's C composer, then a constructor for what ensembles use.
+
+ruamel's safe constructor spends most of a parse resolving each scalar's type through
+version-aware lookups and tag objects. Here the C composer tags every plain scalar
+as plain and :func:`implicit_type` (YAML 1.2's core schema, exactly as ruamel resolves
+it) decides once per distinct value. Anything outside the everyday subset (explicit tags,
+timestamps, merge keys, duplicate or non-scalar keys, recursive aliases) raises
+:class:`Unsupported`, and the caller loads the text with ruamel's own safe loader instead,
+so the two roads never disagree about a document.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+_STR = "tag:yaml.org,2002:str"
+_MAP = "tag:yaml.org,2002:map"
+_SEQ = "tag:yaml.org,2002:seq"
+_PLAIN = "\x00plain"  # no tag written in a document can contain NUL
+
+_TYPES = (
+    ("bool", r"true|True|TRUE|false|False|FALSE"),
+    ("float", r"""[-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+                | [-+]?[0-9][0-9_]*[eE][-+]?[0-9]+
+                | [-+]?\.[0-9_]+(?:[eE][-+][0-9]+)?
+                | [-+]?\.(?:inf|Inf|INF) | \.(?:nan|NaN|NAN)"""),
+    ("int", r"[-+]?0b[0-1_]+ | [-+]?0o?[0-7_]+ | [-+]?[0-9_]+ | [-+]?0x[0-9a-fA-F_]+"),
+    ("null", r"~ | null|Null|NULL"),
+    ("timestamp", r"""[0-9]{4}-[0-9]{2}-[0-9]{2}
+                    | [0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt]|[\ \t]+)[0-9]{1,2}:[0-9]{2}:[0-9]{2}
+                      (?:\.[0-9]*)?(?:[\ \t]*(?:Z|[-+][0-9]{1,2}(?::[0-9]{2})?))?"""),
+    ("merge", r"<<"),
+    ("value", r"="),
+    ("yaml", r"! | & | \*"),
+)
+# ruamel tries a type only for the first characters it can start with; none starts with _
+_IMPLICIT = re.compile(
+    r"^(?!_)(?:" + "|".join(f"(?P<{name}>{pattern})" for name, pattern in _TYPES) + r")$",
+    re.X,
+)
+
+
+class Unsupported(Exception):
+    """The document needs ruamel's full safe loader."""
+
+
+@lru_cache(maxsize=65536)
+def implicit_type(text: str) -> str:
+    """What a plain scalar ``text`` loads as under YAML 1.2: 'str', 'int', 'bool'..."""
+    if text == "":
+        return "null"
+    match = _IMPLICIT.match(text)
+    return "str" if match is None else str(match.lastgroup)
+
+
+def load(text: str) -> Any:
+    if "%YAML" in text or "%TAG" in text:  # directives change how scalars resolve
+        raise Unsupported("a directive")
+    composer = _composer_class()(text)
+    node = composer.get_single_node()
+    return None if node is None else _Builder().build(node)
+
+
+@lru_cache(maxsize=1)
+def _composer_class() -> Any:
+    from _ruamel_yaml import CParser  # ruamel.yaml.clib; ImportError: use ruamel's loader
+    from ruamel.yaml.nodes import MappingNode, ScalarNode
+
+    class Composer(CParser):
+        def descend_resolver(self, parent: Any, index: Any) -> None:
+            pass
+
+        def ascend_resolver(self) -> None:
+            pass
+
+        def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
+            if kind is ScalarNode:
+                return _PLAIN if implicit[0] else _STR
+            return _MAP if kind is MappingNode else _SEQ
+
+    return Composer
+
+
+class _Builder:
+    """Nodes to values; a node reached twice (an alias) gives the same object, as ruamel's
+    safe loader does."""
+
+    def __init__(self) -> None:
+        self.built: dict[int, Any] = {}
+        self.building: set[int] = set()
+
+    def build(self, node: Any) -> Any:
+        known = self.built.get(id(node))
+        if known is not None:
+            return known
+        tag = node.ctag.suffix  # node.tag would decode a URI for every node
+        if tag == _PLAIN:
+            return _scalar(node.value)
+        if tag == _STR:
+            return node.value
+        if id(node) in self.building:
+            raise Unsupported("a recursive alias")
+        self.building.add(id(node))
+        if tag == _MAP:
+            value: Any = {}
+            self.built[id(node)] = value
+            for key_node, value_node in node.value:
+                key = self.build(key_node)
+                if not isinstance(key, str) or key in value or key == "<<":
+                    raise Unsupported("a key ruamel must judge")
+                value[key] = self.build(value_node)
+        elif tag == _SEQ:
+            value = []
+            self.built[id(node)] = value
+            value.extend(self.build(item) for item in node.value)
+        else:
+            raise Unsupported(f"the tag {tag}")
+        self.building.discard(id(node))
+        return value
+
+
+def _scalar(text: str) -> Any:
+    kind = implicit_type(text)
+    if kind == "str":
+        return text
+    if kind == "null":
+        return None
+    if kind == "bool":
+        return text in ("true", "True", "TRUE")
+    try:
+        if kind == "int":
+            return _int(text)
+        if kind == "float":
+            return _float(text)
+    except ValueError:  # "-_": ruamel's loaders fail on it too, and say so better
+        raise Unsupported(f"the {kind} {text!r}") from None
+    raise Unsupported(f"a {kind} value")
+
+
+def _int(text: str) -> int:
+    digits = text.replace("_", "")
+    sign = -1 if digits[0] == "-" else 1
+    digits = digits.lstrip("+-")
+    for prefix, base in (("0b", 2), ("0x", 16), ("0o", 8)):
+        if digits.startswith(prefix):
+            return sign * int(digits[2:], base)
+    return sign * int(digits)
+
+
+def _float(text: str) -> float:
+    digits = text.replace("_", "").lower()
+    sign = -1.0 if digits[0] == "-" else 1.0
+    digits = digits.lstrip("+-")
+    if digits == ".inf":
+        return sign * float("inf")
+    if digits == ".nan":
+        return float("nan")
+    return sign * float(digits)
