@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import ROOT, Invoke, Project
+from tests.conftest import ROOT, Invoke, Project, ensemble_yaml
 from unfurl_lite import emit, parsecache, schemacheck, sections, validate, yamlio
 from unfurl_lite.loader import load_ensemble
 
@@ -211,8 +211,8 @@ def test_the_cache_holds_what_a_fresh_parse_of_the_written_file_gives(
     assert invoke("deploy", "--approve").exit_code == 0
     written = project.ensemble.read_text()
     cached = parsecache.get(written)
-    assert cached is not None
-    assert cached == yamlio.to_plain(yamlio.parse(written, "ensemble.yaml"))
+    assert cached is not None and cached["raw"] is None  # no directives: data is the file's
+    assert cached["data"] == yamlio.to_plain(yamlio.parse(written, "ensemble.yaml"))
 
 
 def test_an_edited_ensemble_misses_the_cache(project: Project, invoke: Invoke) -> None:
@@ -318,3 +318,50 @@ def test_plain_loader_types_every_plain_scalar_as_ruamel_does(data: dict[str, An
         return
     with contextlib.suppress(plainyaml.Unsupported):
         assert plainyaml.load(text) == expected
+
+
+# ------------------------------------------------- merge directives: cached with their files
+
+
+def test_an_ensemble_with_includes_is_cached_until_an_included_file_changes(
+    project: Project, invoke: Invoke, parse_cache: Path
+) -> None:
+    for name in ("ensemble.yaml", "types.yaml"):
+        project.write((ROOT / "examples" / "three-tier" / name).read_text(), name=name)
+    assert invoke("plan").exit_code == 0
+    entry = parsecache.get(project.ensemble.read_text())
+    assert entry is not None and entry["raw"] is not None  # the merged data, and the file's own
+    assert str((project.root / "types.yaml").resolve()) in entry["deps"]
+
+    types = project.root / "types.yaml"
+    types.write_text(types.read_text().replace("default: service", "default: renamed"))
+    assert parsecache.get(project.ensemble.read_text()) is None  # stale: an include changed
+    ensemble = load_ensemble(project.ensemble)
+    assert ensemble.topology.types["example.Service"].properties["role"]["default"] == "renamed"
+
+
+def test_a_job_on_an_ensemble_with_includes_rewrites_only_its_status(
+    project: Project, invoke: Invoke
+) -> None:
+    for name in ("ensemble.yaml", "types.yaml"):
+        project.write((ROOT / "examples" / "three-tier" / name).read_text(), name=name)
+    before = project.ensemble.read_text()
+    assert invoke("deploy", "--approve").exit_code == 0
+    after = project.ensemble.read_text()
+    assert after.startswith(before.rstrip("\n") + "\n")  # the spec, comments and +include kept
+    assert "+include: types.yaml" in after
+    assert project.local("web") == "ok"
+    again = invoke("deploy", "--approve")  # loads from the cache the job left... or merges
+    assert again.exit_code == 0 and "Nothing to do" in again.output
+
+
+def test_an_optional_include_that_appears_later_is_noticed(project: Project) -> None:
+    project.write(ensemble_yaml("""\
+web:
+  type: tosca.nodes.Root
+  +?include: extra.yaml
+"""))
+    assert load_ensemble(project.ensemble).topology.templates["web"].properties == {}
+    (project.root / "extra.yaml").write_text("properties: {colour: blue}\n")
+    assert load_ensemble(project.ensemble).topology.templates["web"].properties == {
+        "colour": "blue"}

@@ -45,8 +45,10 @@ class Ensemble:
     last_job: dict[str, Any] | None = None
     jobs_log: str = "jobs.tsv"
     spec: dict[str, Any] = field(default_factory=dict)  # merged spec as plain data
-    #: the file's data exactly as written (no merge directives), for section rewrites
+    #: the file's own data as written (directives unapplied), for section rewrites
     plain: dict[str, Any] | None = None
+    #: merge directives made the model's data differ from ``plain``
+    merged: bool = False
     _document: Any = field(default=None, repr=False)
 
     @property
@@ -87,12 +89,16 @@ def resolve_path(path: str | Path | None) -> Path:
 def load_ensemble(path: str | Path | None = None) -> Ensemble:
     file = resolve_path(path)
     text = yamlio.read_text(file)
-    data = parsecache.get(text)
+    cached = parsecache.get(text)
+    if cached is not None:
+        ensemble = build(file, text, cached["data"])
+        ensemble.merged = cached["raw"] is not None
+        ensemble.plain = cached["raw"] if ensemble.merged else cached["data"]
+        return ensemble
+    data = _fast_load(text, str(file))
     if data is None:
-        data = _fast_load(text, str(file))
-        if data is None:
-            return _round_trip_load(file, text)
-        parsecache.put(text, data)
+        return _round_trip_load(file, text)
+    parsecache.put(text, data)
     ensemble = build(file, text, data)
     ensemble.plain = data
     return ensemble
@@ -122,12 +128,18 @@ def _round_trip_load(file: Path, text: str) -> Ensemble:
     document = yamlio.parse(text, str(file))
     if not isinstance(document, dict):
         raise InputError(Problem("the ensemble must be a YAML mapping", file=str(file), line=1))
-    merged = merge.expand(document, file, file.parent)
+    reads: dict[str, str | None] = {}
+    merged = merge.expand(document, file, file.parent, reads=reads)
     problems = validate.check(merged, str(file))
     if problems:
         raise InputError(problems, summary=f"{file.name} is not a valid ensemble")
-    ensemble = build(file, text, yamlio.to_plain(merged))
+    data = yamlio.to_plain(merged)
+    ensemble = build(file, text, data)
     ensemble._document = document
+    if merge.has_directives(document):
+        ensemble.merged = True
+        ensemble.plain = yamlio.to_plain(document)
+        parsecache.put(text, data, deps=reads, raw=ensemble.plain)
     return ensemble
 
 

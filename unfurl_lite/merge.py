@@ -30,12 +30,18 @@ _DROP = object()
 Path_ = tuple[str | int, ...]
 
 
-def expand(doc: Any, file: Path, project_root: Path) -> CommentedMap:
+def expand(
+    doc: Any, file: Path, project_root: Path, reads: dict[str, str | None] | None = None
+) -> CommentedMap:
     """Return a new document with every merge directive applied.
 
+    ``reads``, if given, learns every file an include looked at and the SHA-256 of what it
+    held (None: it did not exist), so a cache of the result knows when it is stale.
     Raises InputError listing every directive that could not be applied.
     """
     ctx = _Context(root=doc, main_file=str(file), project_root=project_root.resolve())
+    if reads is not None:
+        ctx.reads = reads
     ctx.includes = (file.resolve(),)
     _collect_anchors(doc, str(file), ctx.anchors)
     result = _expand(doc, (), str(file), ctx)
@@ -112,6 +118,7 @@ class _Context:
     project_root: Path
     anchors: dict[str, tuple[Any, str]] = field(default_factory=dict)
     includes: tuple[Path, ...] = ()
+    reads: dict[str, str | None] = field(default_factory=dict)
     resolving: tuple[int, ...] = ()
     problems: list[Problem] = field(default_factory=list)
 
@@ -297,6 +304,7 @@ def _include(
         chain = " -> ".join(p.name for p in (*ctx.includes, target))
         fail(f"include cycle: {chain}", "remove one of the includes in the cycle")
         return None
+    ctx.reads[str(target)] = file_digest(target)
     if not target.is_file():
         if not directive.maybe:
             fail(f"included file {name!r} not found",
@@ -319,6 +327,16 @@ def _include(
         return _expand(loaded, path, str(target), ctx)
     finally:
         ctx.includes = outer
+
+
+def file_digest(path: Path) -> str | None:
+    """SHA-256 of a file's bytes; None when it is not a readable file."""
+    import hashlib
+
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def _split_pointer(fragment: str) -> tuple[str, ...]:

@@ -49,25 +49,39 @@ def _entry(root: Path, text: str) -> Path:
 
 
 def get(text: str) -> Any:
-    """The data stored for exactly this text, or None."""
+    """The entry stored for exactly this text (see :func:`put`), or None, also when a file
+    it was merged from has changed since."""
     root = directory()
     if root is None:
         return None
     try:
-        return marshal.loads(_entry(root, text).read_bytes())
+        entry = marshal.loads(_entry(root, text).read_bytes())
     except (OSError, ValueError, EOFError, TypeError):
         return None
+    if not isinstance(entry, dict) or "data" not in entry:
+        return None
+    deps = entry.get("deps") or {}
+    if deps:
+        from unfurl_lite.merge import file_digest
+
+        if any(file_digest(Path(name)) != digest for name, digest in deps.items()):
+            return None
+    return entry
 
 
-def put(text: str, data: Any) -> None:
-    """Remember ``data`` as what ``text`` validates to; silently skipped when it cannot be."""
+def put(text: str, data: Any, deps: dict[str, str | None] | None = None,
+        raw: Any = None) -> None:
+    """Remember ``data`` as what ``text`` validates to, given the files it was merged from
+    (``deps``: path -> SHA-256, None for absent) and, when merge directives made them
+    differ, the text's own ``raw`` data. Silently skipped when it cannot be stored."""
     from unfurl_lite.yamlio import temp_file
 
     root = directory()
     if root is None:
         return
     try:
-        payload = marshal.dumps(data)  # ValueError for dates and other non-plain values
+        entry = {"data": data, "deps": deps or {}, "raw": raw}
+        payload = marshal.dumps(entry)  # ValueError for dates and other non-plain values
         root.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd, tmp = temp_file(root, ".entry.")  # mode 0600
         with os.fdopen(fd, "wb") as handle:

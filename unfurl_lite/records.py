@@ -241,7 +241,8 @@ def save_status(ensemble: Ensemble, update: Callable[[Any], None]) -> None:
         text = status_sections_text(ensemble.text, keys, ensemble.plain)
         if text is not None:
             yamlio.atomic_write(ensemble.path, text)
-            parsecache.put(text, ensemble.plain)
+            if not ensemble.merged:  # else the next load merges again, and caches that
+                parsecache.put(text, ensemble.plain)
             return
     update(ensemble.document)
     yamlio.atomic_write(ensemble.path, yamlio.dump(ensemble.document))
