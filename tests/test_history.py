@@ -173,6 +173,9 @@ def test_discover_adds_an_instance_shown_by_status_and_left_alone_by_undeploy(
     assert row["discovered"] and row["status"] == "ok"
     assert "discovered" in invoke("status").output
 
+    found = json.loads(invoke("history", "--instance", "disk-1", "--json").output)
+    assert [job["workflow"] for job in found] == ["discover"]  # the job that found it
+
     undeploy = invoke("undeploy", "--approve")
     assert "disk-1: skipped: discovered" in undeploy.output
     assert project.local("disk-1") == "ok" and project.local("server") == "absent"

@@ -182,6 +182,19 @@ def workflow_of(path: Path) -> str:
     return ""
 
 
+def _found_by(root: Path, job: JobRecord, instance: str) -> bool:
+    """Did one of the job's tasks report ``instance`` (a discover creating it)? Only
+    jobs that ran a check or discover can have; a quick text search rules most out."""
+    path = job_file_of(root, job)
+    if path is None or f"::{instance}" not in path.read_text(encoding="utf-8"):
+        return False
+    try:
+        entries = load_job_file(path)
+    except HistoryError:
+        return False
+    return any(f"::{instance}" in (entry.get("resources") or []) for entry in entries)
+
+
 def load_job_file(path: Path) -> list[dict[str, Any]]:
     from ruamel.yaml import YAML
 
@@ -284,7 +297,8 @@ def history(
     for job in read_jobs(jobs_tsv):
         if since and job.change_id < since:
             continue
-        if filters.instance and filters.instance not in job.targets:
+        if filters.instance and filters.instance not in job.targets \
+                and not _found_by(root, job, filters.instance):
             continue
         chosen.append(job)
     chosen.reverse()

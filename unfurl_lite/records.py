@@ -325,6 +325,10 @@ def task_entry(
             entry["relationshipTarget"] = f"::{task.peer}"
         if run.result is not None and run.result.attributes:
             entry["attributes"] = run.result.attributes
+        found = [str(r.get("name")) for r in (run.result.resources if run.result else [])
+                 if r.get("name")]
+        if found:  # instances the operation reported (a discover): history finds them
+            entry["resources"] = [f"::{name}" for name in found]
         if run.message:
             entry["message"] = run.message
     return entry
