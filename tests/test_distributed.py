@@ -301,6 +301,33 @@ def test_cancel_reaches_running_tasks_on_workers(project, broker, workers):
     assert "Cancelling" in out + err or "cancel" in (out + err).lower()
 
 
+def test_a_soft_cancel_revokes_tasks_still_waiting_on_the_queue(project, broker, workers):
+    def slow(name: str) -> str:
+        return (f"mkdir -p ran && touch ran/{name}.started && sleep 2 && touch ran/{name}.done")
+
+    prepare(project, ensemble(*(node(n, slow(n)) for n in ("x", "y", "z"))))
+    workers("w", "unfurl.management", concurrency=1)
+    job = start_unfurl(project.root, "deploy", "--approve", "--executor", "celery",
+                       "--broker", broker, "--jobs", "3")
+    try:
+        wait_for(lambda: any((project.root / "ran").glob("*.started"))
+                 if (project.root / "ran").exists() else False, job, limit=60)
+        cancelled = run_unfurl(project.root, "cancel")
+        assert cancelled.returncode == 0, cancelled.stderr
+        out, err = job.communicate(timeout=60)
+    finally:
+        if job.poll() is None:
+            job.kill()
+    assert job.returncode == 64, out + err
+    assert len(list((project.root / "ran").glob("*.started"))) == 1  # the others never ran
+    assert len(list((project.root / "ran").glob("*.done"))) == 1  # the running one finished
+    entries = job_tasks(project)
+    waiting = [e for e in entries.values() if e["state"] == "failed"]
+    assert len(waiting) == 2
+    assert all("before a worker started it" in e["message"] for e in waiting)
+    assert all(project.local(n) != "error" for n in ("x", "y", "z"))
+
+
 def test_a_down_broker_is_a_clear_error_at_job_start(project):
     prepare(project, ensemble(node("a", "true")))
     result = deploy(project, f"redis://127.0.0.1:{free_port()}/0", timeout=30)

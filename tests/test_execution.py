@@ -119,6 +119,20 @@ def test_first_sigint_cancels_and_running_tasks_finish(project):
     assert set(statuses(project).values()) == {("ok", "configured")}
 
 
+def test_a_soft_cancel_never_starts_tasks_that_were_only_waiting_for_a_free_slot(project):
+    """Four independent tasks, one slot: the three waiting must not start after SIGINT."""
+    names = ["a", "b", "c", "d"]
+    marks = setup(project, names, {}, sleep=0.5)
+    job = start_unfurl(project.root, "deploy", "--approve", "--jobs", "1")
+    wait_for(lambda: count(marks, "start") >= 1, job)
+    job.send_signal(signal.SIGINT)
+    out, err = job.communicate(timeout=60)
+    assert job.returncode == 64, out + err
+    assert count(marks, "start") == 1 and count(marks, "end") == 1
+    states = sorted(project.local(n) for n in names)
+    assert states.count("ok") == 1 and "error" not in states
+
+
 def test_second_signal_kills_running_operations(project):
     marks = setup(project, ["a", "b"], {}, sleep=60)
     job = start_unfurl(project.root, "deploy", "--approve", "--jobs", "2")

@@ -258,11 +258,17 @@ class _Scheduler:
 
     def loop(self) -> None:
         while self.ready or self.running or self.delayed:
-            while self.ready and not self.cancel.is_set():
+            capacity = getattr(self.executor, "capacity", None)
+            while self.ready and not self.cancel.is_set() and (
+                capacity is None or len(self.running) < capacity
+            ):
                 self.start(self.ready.popleft())
             if self.cancel.is_set() and not self.cancelling:
                 self.cancelling = True
                 self.observer.job_changed(JobState.cancelling)
+                withdraw = getattr(self.executor, "withdraw_pending", None)
+                if withdraw is not None:
+                    withdraw()
             if self.cancel.is_set() and not self.running:
                 break
             timeout = None

@@ -16,6 +16,9 @@ class Executor(Protocol):
     def kill_running(self) -> None:
         """Kill-cancel: stop every running operation now."""
 
+    def withdraw_pending(self) -> None:
+        """Soft cancel: operations sent but not yet started must not start."""
+
     def shutdown(self) -> None: ...
 
 

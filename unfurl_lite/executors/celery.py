@@ -251,6 +251,7 @@ class _Flight:
     started: bool = False
     lost: int = 0  # times its worker died under it
     lost_on: str | None = None  # the Celery node that last died under it
+    withdrawn: bool = False  # soft cancel revoked it before a worker started it
 
 
 class CeleryExecutor:
@@ -287,6 +288,17 @@ class CeleryExecutor:
         flight = _Flight(request, future, encode_request(request), request.queue or DEFAULT_QUEUE)
         self._send(flight)
         return future
+
+    def withdraw_pending(self) -> None:
+        """Soft cancel: revoke the tasks still waiting on a queue, so no worker starts
+        them; the ones already started finish. A task a worker picks up before the revoke
+        arrives simply runs and reports as usual."""
+        with self._lock:
+            waiting = [f for f in self._flights.values() if not f.started]
+            for flight in waiting:
+                flight.withdrawn = True
+        if waiting:
+            self.app.control.revoke([f.celery_id for f in waiting])
 
     def kill_running(self) -> None:
         """Kill-cancel: revoke every task in flight; running ones are terminated."""
@@ -365,6 +377,10 @@ class CeleryExecutor:
             if data.get("superseded"):
                 return
             self._finish(flight, decode_result(data))
+        elif state == "REVOKED" and flight.withdrawn and not flight.started:
+            self._finish(flight, OperationResult(
+                success=False, modified=False, worker="celery",
+                error="cancelled before a worker started it"))
         elif state == "REVOKED":
             self._finish(flight, _failure(flight, "cancelled: the task was revoked"))
         elif state == "FAILURE":

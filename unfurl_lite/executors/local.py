@@ -17,6 +17,9 @@ class LocalExecutor:
     name = "local"
 
     def __init__(self, jobs: int) -> None:
+        #: the job never sends more than this at once, so nothing waits in the pool's
+        #: queue where a soft cancel could not stop it from starting
+        self.capacity = max(1, jobs)
         self._pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="unfurl-task")
         # told (on a pool thread) when a queued operation really starts: sent -> started
         self.on_started: Callable[[str], None] | None = None
@@ -29,6 +32,9 @@ class LocalExecutor:
         if self.on_started is not None:
             self.on_started(request.task_id)
         return run_operation(request)
+
+    def withdraw_pending(self) -> None:
+        """Nothing waits: the job sends at most ``capacity`` operations at once."""
 
     def kill_running(self) -> None:
         from unfurl_lite.operations import shell
