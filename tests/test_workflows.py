@@ -441,6 +441,8 @@ def test_update_preview_matches_update(project, invoke):
     lines = ran(project)
     assert sorted(lines) == sorted(
         [
+            "old stop",  # removed from the spec: uninstalled as its last commit defined it
+            "old delete",
             "cache create",
             "app update",
             "db stop",
@@ -451,6 +453,7 @@ def test_update_preview_matches_update(project, invoke):
         ]
     )
     assert in_order(lines, "db stop", "db delete", "db create", "db configure", "db start")
+    assert in_order(lines, "old stop", "old delete")
     assert sorted(planned) == sorted(lines)  # the preview is what update then did
     assert "old" not in project.status()
     reset(project)

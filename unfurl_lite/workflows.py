@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from unfurl_lite import graph, records
+from unfurl_lite import graph, previous, records
 from unfurl_lite.errors import PlanError
 from unfurl_lite.loader import Ensemble
 from unfurl_lite.model import Instance, NodeState, NodeTemplate, Operation, Status
@@ -868,15 +868,24 @@ def plan_update(
     removed = [
         n for n, i in ensemble.instances.items() if i.template not in templates and _present(i)
     ]
-    for name in removed:
+    old = {} if skip_uninstall or not removed else previous.removed_templates(
+        ensemble, {instances[n].template for n in removed})
+    templates.update(old)  # so their operations render and run like any other's
+    for name in reversed(removed):
         if skip_uninstall:
             builder.note(name, "not uninstalled (--skip-uninstall): its template was removed")
+            continue
+        if instances[name].template in old:
+            add_uninstall_tasks(builder, ensemble, instances[name], instances, UNDEPLOY, ())
+            builder.note(name, "removed from the spec: uninstalled with the operations its "
+                               "template had in the last commit that defined it")
             continue
         builder.add(
             name, instances[name].template, None, UNDEPLOY, (),
             done_state=NodeState.deleted, done_status=Status.absent,
         )  # fmt: skip
-        builder.note(name, "removed from the spec: forgotten (its operations are gone with it)")
+        builder.note(name, "removed from the spec and from git history: forgotten, no "
+                           "operation run")
     new = {n: i for n, i in instances.items() if n not in ensemble.instances}
     for name in graph.topological_order(deps):
         if name not in new:
