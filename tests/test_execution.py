@@ -88,6 +88,21 @@ def test_kill9_mid_run_then_resume_matches_an_uninterrupted_run(project, tmp_pat
     assert git(project.root, "status", "--porcelain", "--untracked-files=no") == ""
 
 
+def test_resume_stops_operations_the_killed_job_left_running(project):
+    """The killed job's command would otherwise run on beside its re-run: it started first,
+    so unstopped it would also finish first, and write a second end mark."""
+    marks = setup(project, ["a"], {}, sleep=2)
+    job = start_unfurl(project.root, "deploy", "--approve")
+    wait_for(lambda: count(marks, "start") >= 1, job)
+    kill9(job)
+    result = run_unfurl(project.root, "resume", "--force")
+    assert result.returncode == 0, result.stderr
+    assert "left running when it was killed" in result.stderr
+    assert len((marks / "a.start").read_text().split()) == 2  # the orphan, then the re-run
+    assert (marks / "a.end").read_text().split() == ["done"]  # only the re-run finished
+    assert project.local("a") == "ok"
+
+
 def test_resume_without_force_leaves_interrupted_tasks_failed(project):
     marks = setup(project, ["a", "b"], {"b": ["a"]}, sleep=30)
     job = start_unfurl(project.root, "deploy", "--approve")

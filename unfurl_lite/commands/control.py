@@ -40,6 +40,14 @@ def resume(ctx: click.Context, changeid: str | None, ensemble: str | None, force
     ens = api.load(ensemble)
     with lock.held(ens.path, "resume", take_stale=True):
         journal = resuming.find_job(ens.project_root, changeid)
+        if resuming.is_killed(journal):
+            from unfurl_lite import orphans
+
+            left = orphans.find(journal.change_id)
+            if left:
+                click.echo(f"Stopping {len(left)} operation(s) job {journal.change_id} left "
+                           "running when it was killed", err=True)
+                orphans.stop(left)
         plan = resuming.replan(ens, journal)
         options = resuming.job_options(journal)
         options.commit = commit
