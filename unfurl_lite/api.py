@@ -7,6 +7,7 @@ never loses a status).
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -88,6 +89,14 @@ def run_job(
                            start_instances)
 
 
+def _quiet_collector() -> None:
+    """A job allocates a long-lived record per task and almost no reference cycles, yet
+    Python's default thresholds rescan the growing heap every 700 allocations: at 10 000
+    tasks that was 15% of the job. The model loaded so far is frozen out of collection."""
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 100)
+
+
 def _run_locked(
     request: JobRequest,
     confirm: Callable[[Ensemble, Plan], bool],
@@ -124,6 +133,7 @@ def _run_locked(
             on_job_id=lambda job_id: lock.update(lock_file, request.workflow, job_id),
         )
     start_commit = repo.head() if repo else None
+    _quiet_collector()
     try:
         result = run_plan(
             ensemble,
