@@ -234,6 +234,16 @@ def test_completion_install_for_zsh_and_fish(invoke, home, monkeypatch, shell, p
     assert json.loads(invoke("completion", shell, "--install", "--json").stdout)["changed"] is False
 
 
+def test_install_completion_as_a_global_option(invoke, home, monkeypatch):
+    """`unfurl --install-completion` / `--show-completion`, as typer-built CLIs spell it."""
+    monkeypatch.setenv("SHELL", "/bin/zsh")
+    installed = invoke("--install-completion")
+    assert installed.exit_code == 0 and "Added zsh completion to" in installed.stdout
+    assert 'eval "$(_UNFURL_COMPLETE=zsh_source unfurl)"' in (home / ".zshrc").read_text()
+    shown = invoke("--show-completion")
+    assert shown.exit_code == 0 and "compdef" in shown.stdout  # zsh's script
+
+
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 def test_installed_bash_completion_registers_in_a_new_shell(invoke, home, monkeypatch):
     monkeypatch.setenv("SHELL", "/bin/bash")

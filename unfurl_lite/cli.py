@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -141,8 +142,30 @@ class LazyGroup(click.Group):
         return super().resolve_command(ctx, args)
 
 
+def _completion(install: bool) -> Callable[[click.Context, click.Parameter, bool], None]:
+    """``--install-completion``/``--show-completion``, the spelling typer made familiar,
+    as shortcuts for ``unfurl completion [--install]`` with the shell from $SHELL."""
+
+    def callback(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+        if not value or ctx.resilient_parsing:
+            return
+        from unfurl_lite import completion as completing
+        from unfurl_lite.commands.project import completion
+
+        ctx.invoke(completion, shell=completing.detect_shell(), install=install, as_json=False)
+        ctx.exit()
+
+    return callback
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(message="%(version)s", version=version_text())
+@click.option("--install-completion", is_flag=True, expose_value=False, is_eager=True,
+              callback=_completion(install=True),
+              help="Install shell completion for your shell ($SHELL), then exit.")
+@click.option("--show-completion", is_flag=True, expose_value=False, is_eager=True,
+              callback=_completion(install=False),
+              help="Print the completion script for your shell, then exit.")
 @click.option("-v", "--verbose", count=True, help="More output (repeat for more).")
 @click.option("-q", "--quiet", is_flag=True, help="Only errors and the final result.")
 @click.option("--no-color", is_flag=True, help="No colours or styles, even on a terminal.")
