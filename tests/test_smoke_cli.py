@@ -81,3 +81,20 @@ def test_version_commit_is_read_from_packed_refs_and_worktrees(tmp_path):
     git(repo, "worktree", "add", "-q", "-b", "other", str(tmp_path / "wt"))
     assert Path(tmp_path / "wt" / ".git").is_file()
     assert _source_commit(tmp_path / "wt" / ".git") == head
+
+
+def test_version_and_help_import_none_of_the_heavy_libraries():
+    """Issue 10: `--version` and `--help` start fast because nothing heavy is imported."""
+    import subprocess
+    import sys
+
+    heavy = ("git", "jinja2", "celery", "rich", "ruamel.yaml", "jsonschema")
+    for flag in ("--version", "--help"):
+        code = (
+            "import sys\nfrom unfurl_lite.cli import main\n"
+            f"try:\n    main([{flag!r}])\nexcept SystemExit:\n    pass\n"
+            f"print('LOADED', sorted(m for m in {heavy!r} if m in sys.modules))"
+        )
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             check=True).stdout
+        assert "LOADED []" in out, out
