@@ -34,6 +34,15 @@ def ensemble_yaml(node_templates: str) -> str:
     return ENSEMBLE_HEAD + textwrap.indent(textwrap.dedent(node_templates), " " * 8)
 
 
+def shell_node(name: str, command: str, *input_lines: str, operation: str = "create") -> str:
+    """A node template whose one Standard operation runs ``command`` in the long form
+    (className: Shell), for :func:`ensemble_yaml`; ``input_lines`` are further inputs."""
+    inputs = "".join(f"\n            {line}" for line in (f"command: {command}", *input_lines))
+    return (f"{name}:\n  type: tosca.nodes.Root\n  interfaces:\n    Standard:\n"
+            f"      operations:\n        {operation}:\n"
+            f"          implementation: {{className: Shell}}\n          inputs:{inputs}\n")
+
+
 @pytest.fixture(autouse=True)
 def parse_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Each test gets its own parse cache, so none reads another's (or the user's)."""

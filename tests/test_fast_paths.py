@@ -365,3 +365,42 @@ web:
     (project.root / "extra.yaml").write_text("properties: {colour: blue}\n")
     assert load_ensemble(project.ensemble).topology.templates["web"].properties == {
         "colour": "blue"}
+
+
+# ------------------------------------------------------------- failure paths and limits
+
+
+def test_a_value_ruamel_cannot_read_is_a_clear_error_not_a_traceback(
+    project: Project, invoke: Invoke
+) -> None:
+    project.write(ensemble_yaml("web:\n  type: tosca.nodes.Root\n  metadata: {size: -_}\n"))
+    result = invoke("plan")
+    assert result.exit_code == 1
+    assert "a value could not be read" in result.output and "quote" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_the_cache_keeps_only_the_newest_entries(parse_cache: Path) -> None:
+    for n in range(parsecache.KEEP + 5):
+        parsecache.put(f"a: {n}\n", {"a": n})
+    assert len(list(parse_cache.glob("*.marshal"))) == parsecache.KEEP
+    assert parsecache.get(f"a: {parsecache.KEEP + 4}\n")["data"] == {"a": parsecache.KEEP + 4}
+
+
+def test_journal_events_reach_the_disk_even_when_no_transition_follows(tmp_path: Path) -> None:
+    """Group commit: one event, then silence; the timer still syncs it within the interval,
+    and the line is readable at once (written before the transition takes effect)."""
+    import time
+
+    from unfurl_lite.journal_format import EventLog
+
+    log = EventLog(tmp_path / "journal.yaml", sync_interval=0.05)
+    log.append({"state": "started"}, 1)  # first append syncs at once
+    first_sync = log.synced
+    log.append({"state": "cancelling"}, 2)  # within the interval: left to the timer
+    assert '"state":"cancelling"' in log.path.read_text()
+    deadline = time.monotonic() + 5
+    while log.synced == first_sync and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert log.synced > first_sync and log.timer is None
+    log.close()

@@ -59,18 +59,13 @@ c:
 
 
 def test_unknown_status_plans_a_check_first(project, invoke):
-    project.write("""
-apiVersion: unfurl/v1alpha1
-kind: Ensemble
-spec:
-  service_template:
-    topology_template:
-      node_templates:
-        db:
-          type: tosca.nodes.Root
-          interfaces:
-            Standard: {create: "true"}
-            Install: {check: "true"}
+    project.write(ensemble_yaml("""\
+db:
+  type: tosca.nodes.Root
+  interfaces:
+    Standard: {create: "true"}
+    Install: {check: "true"}
+""") + """\
 status:
   instances:
     db:

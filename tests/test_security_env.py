@@ -4,20 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import Invoke, Project, ensemble_yaml
+from tests.conftest import Invoke, Project, ensemble_yaml, shell_node
 
-ENSEMBLE = ensemble_yaml("""\
-app:
-  type: tosca.nodes.Root
-  interfaces:
-    Standard:
-      operations:
-        create:
-          implementation: {className: Shell}
-          inputs:
-            command: %s
-            env: {DECLARED: declared-value}
-""")
+ENSEMBLE = ensemble_yaml(shell_node("app", "%s", "env: {DECLARED: declared-value}"))
 
 
 def _stdout(project: Project) -> str:

@@ -7,19 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Invoke, Project, ensemble_yaml, git
+from tests.conftest import Invoke, Project, ensemble_yaml, git, shell_node
 
-HEAD = ensemble_yaml("""\
-app:
-  type: tosca.nodes.Root
-  interfaces:
-    Standard:
-      operations:
-        create:
-          implementation: {className: Shell}
-          inputs:
-            command: %s
-""")
+HEAD = ensemble_yaml(shell_node("app", "%s"))
 
 
 def _snapshot(root: Path) -> dict[str, bytes]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, Project, git, run_unfurl
+from tests.conftest import ROOT, Project, ensemble_yaml, git, run_unfurl
 from unfurl_lite.cli import COMMANDS
 from unfurl_lite.terminal import STYLE_ESCAPE
 
@@ -165,22 +165,14 @@ def test_no_escapes_through_a_pipe_even_with_force_color(example):
 
 @pytest.mark.slow
 def test_job_records_never_hold_escapes(project):
-    project.write(
-        r"""
-        apiVersion: unfurl/v1alpha1
-        kind: Ensemble
-        spec:
-          service_template:
-            topology_template:
-              node_templates:
-                painter:
-                  type: tosca.nodes.Root
-                  interfaces:
-                    Standard:
-                      operations:
-                        create: printf '\033[31mred\033[0m \033]8;;http://x\007link\033]8;;\007\n'
-        """
-    )
+    project.write(ensemble_yaml(r"""
+painter:
+  type: tosca.nodes.Root
+  interfaces:
+    Standard:
+      operations:
+        create: printf '\033[31mred\033[0m \033]8;;http://x\007link\033]8;;\007\n'
+"""))
     shown = run_on_terminal(project.root, "deploy", "--approve", env={"FORCE_COLOR": "1"})
     assert "deploy succeeded" in shown
     written = [p for p in project.root.rglob("*") if p.is_file() and ".git" not in p.parts]

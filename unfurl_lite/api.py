@@ -7,9 +7,10 @@ never loses a status).
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -81,20 +82,28 @@ def run_job(
     """
     ensemble = ensemble or load_ensemble(request.ensemble)
     plan = plan or plan_workflow(ensemble, request.workflow, **request.plan_options)
-    if request.options.dryrun or request.locked:
-        return _run_locked(request, confirm, observer, cancel, ensemble, plan, resumed,
-                           start_instances)
-    with lock.held(ensemble.path, request.workflow):
+    with contextlib.ExitStack() as held:
+        if not (request.options.dryrun or request.locked):
+            held.enter_context(lock.held(ensemble.path, request.workflow))
+        held.enter_context(_quiet_collector())
         return _run_locked(request, confirm, observer, cancel, ensemble, plan, resumed,
                            start_instances)
 
 
-def _quiet_collector() -> None:
+@contextlib.contextmanager
+def _quiet_collector() -> Iterator[None]:
     """A job allocates a long-lived record per task and almost no reference cycles, yet
     Python's default thresholds rescan the growing heap every 700 allocations: at 10 000
-    tasks that was 15% of the job. The model loaded so far is frozen out of collection."""
+    tasks that was 15% of the job. The model loaded so far is frozen out of collection;
+    both are undone afterwards for whoever runs jobs in-process."""
+    thresholds = gc.get_threshold()
     gc.freeze()
     gc.set_threshold(50_000, 20, 100)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
 
 
 def _run_locked(
@@ -133,7 +142,6 @@ def _run_locked(
             on_job_id=lambda job_id: lock.update(lock_file, request.workflow, job_id),
         )
     start_commit = repo.head() if repo else None
-    _quiet_collector()
     try:
         result = run_plan(
             ensemble,

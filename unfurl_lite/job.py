@@ -266,9 +266,7 @@ class _Scheduler:
             if self.cancel.is_set() and not self.cancelling:
                 self.cancelling = True
                 self.observer.job_changed(JobState.cancelling)
-                withdraw = getattr(self.executor, "withdraw_pending", None)
-                if withdraw is not None:
-                    withdraw()
+                self.executor.withdraw_pending()
             if self.cancel.is_set() and not self.running:
                 break
             timeout = None

@@ -10,8 +10,7 @@ the job is recorded; until then the journal is the truth.
 The file is written once whole (atomically) when the job starts, then each transition
 appends one line to its ``.events`` log: the task's record and the instances it touched.
 Each line is written before the transition takes effect (so killing the process loses
-nothing) and forced to disk at least every 0.1 s and at the job's end (so a power cut
-loses at most the last 0.1 s of transitions).
+nothing) and reaches the disk within 0.1 s (see :class:`journal_format.EventLog`).
 Rewriting the whole journal at every transition cost O(N) per task, O(N^2) per job
 (see journal_format.py).
 """
@@ -21,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -113,7 +111,6 @@ class Journal(Observer):
         self.on_job_id = on_job_id
         self.known: set[str] = set()  # instances whose record the file already holds
         self.seq = 0  # events appended so far
-        self.synced = 0.0  # monotonic time of the last fsync of the events
         self.events: journal_format.EventLog | None = None
         self.written: tuple[dict[str, Any], list[dict[str, Any]]] | None = None
 
@@ -159,18 +156,11 @@ class Journal(Observer):
             self._append_locked(event)
 
     def _append_locked(self, event: dict[str, Any]) -> None:
-        """Written before the transition takes effect, so a killed process loses nothing;
-        forced to disk at most every SYNC_INTERVAL, like a database's group commit, since
-        an fsync per transition was a third of a large job's time."""
         assert self.path is not None
         self.seq += 1
-        now = time.monotonic()
-        sync = now - self.synced >= SYNC_INTERVAL
-        if sync:
-            self.synced = now
         if self.events is None:
-            self.events = journal_format.EventLog(self.path)
-        self.events.append(event, self.seq, sync=sync)
+            self.events = journal_format.EventLog(self.path, SYNC_INTERVAL)
+        self.events.append(event, self.seq)
 
     # -- the end of the job
 

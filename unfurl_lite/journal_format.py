@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+import time
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -40,27 +42,55 @@ def write_journal(path: Path, data: dict[str, Any], seq: int = 0) -> None:
 
 
 class EventLog:
-    """The open ``.events`` file of one journal: reopening it for every transition cost
-    more than writing the transition."""
+    """The open ``.events`` file of one journal, with a group commit.
 
-    def __init__(self, journal: Path) -> None:
+    Each event is written (and flushed to the kernel) before its transition takes effect,
+    so killing the process loses nothing. Forcing it to disk is batched: at most one fsync
+    per ``sync_interval``, and a timer makes sure the last events reach the disk within
+    that interval even when no transition follows, so a power cut loses at most that much.
+    An fsync per transition, and reopening the file for each, were a third of a large job.
+    """
+
+    def __init__(self, journal: Path, sync_interval: float = 0.1) -> None:
         self.path = events_path(journal)
+        self.sync_interval = sync_interval
         self.handle: TextIO | None = None
+        self.synced = 0.0  # monotonic time of the last fsync
+        self.timer: threading.Timer | None = None
+        self.lock = threading.Lock()
 
-    def append(self, event: dict[str, Any], seq: int, sync: bool) -> None:
-        """One whole line per write, so a reader never sees half of it."""
-        if self.handle is None:
-            self.handle = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
-        self.handle.write(_json({"seq": seq, **event}) + "\n")
-        self.handle.flush()
-        if sync:
+    def append(self, event: dict[str, Any], seq: int) -> None:
+        with self.lock:
+            if self.handle is None:
+                self.handle = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
+            self.handle.write(_json({"seq": seq, **event}) + "\n")  # one line per write
+            self.handle.flush()
+            if time.monotonic() - self.synced >= self.sync_interval:
+                self._sync_locked()
+            elif self.timer is None:
+                self.timer = threading.Timer(self.sync_interval, self._sync)
+                self.timer.daemon = True
+                self.timer.start()
+
+    def _sync(self) -> None:
+        with self.lock:
+            self.timer = None
+            self._sync_locked()
+
+    def _sync_locked(self) -> None:
+        if self.handle is not None:
             os.fsync(self.handle.fileno())
+        self.synced = time.monotonic()
 
     def close(self) -> None:
         """Before the journal is rewritten whole (which removes this file)."""
-        if self.handle is not None:
-            self.handle.close()
-            self.handle = None
+        with self.lock:
+            if self.timer is not None:
+                self.timer.cancel()
+                self.timer = None
+            if self.handle is not None:
+                self.handle.close()
+                self.handle = None
 
 
 def fold(data: dict[str, Any], event: dict[str, Any]) -> None:

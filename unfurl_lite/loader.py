@@ -91,16 +91,15 @@ def load_ensemble(path: str | Path | None = None) -> Ensemble:
     text = yamlio.read_text(file)
     cached = parsecache.get(text)
     if cached is not None:
-        ensemble = build(file, text, cached["data"])
-        ensemble.merged = cached["raw"] is not None
-        ensemble.plain = cached["raw"] if ensemble.merged else cached["data"]
-        return ensemble
-    data = _fast_load(text, str(file))
-    if data is None:
-        return _round_trip_load(file, text)
-    parsecache.put(text, data)
+        data, raw = cached["data"], cached["raw"]
+    else:
+        data, raw = _fast_load(text, str(file)), None
+        if data is None:
+            return _round_trip_load(file, text)
+        parsecache.put(text, data)
     ensemble = build(file, text, data)
-    ensemble.plain = data
+    ensemble.merged = raw is not None
+    ensemble.plain = raw if raw is not None else data
     return ensemble
 
 

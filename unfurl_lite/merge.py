@@ -16,7 +16,7 @@ from typing import Any
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-from unfurl_lite import yamlio
+from unfurl_lite import parsecache, yamlio
 from unfurl_lite.errors import InputError, Problem
 
 STRATEGY_KEY = "+%"
@@ -304,14 +304,16 @@ def _include(
         chain = " -> ".join(p.name for p in (*ctx.includes, target))
         fail(f"include cycle: {chain}", "remove one of the includes in the cycle")
         return None
-    ctx.reads[str(target)] = file_digest(target)
     if not target.is_file():
+        ctx.reads[str(target)] = None
         if not directive.maybe:
             fail(f"included file {name!r} not found",
                  f"create {target} or write `+?include:` to make it optional")
         return None
     try:
-        loaded = yamlio.load_file(target)
+        text = yamlio.read_text(target)
+        ctx.reads[str(target)] = parsecache.text_digest(text)
+        loaded = yamlio.parse(text, str(target))
     except InputError as exc:
         ctx.problems.extend(exc.problems)
         return None
@@ -327,16 +329,6 @@ def _include(
         return _expand(loaded, path, str(target), ctx)
     finally:
         ctx.includes = outer
-
-
-def file_digest(path: Path) -> str | None:
-    """SHA-256 of a file's bytes; None when it is not a readable file."""
-    import hashlib
-
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return None
 
 
 def _split_pointer(fragment: str) -> tuple[str, ...]:

@@ -61,12 +61,22 @@ def get(text: str) -> Any:
     if not isinstance(entry, dict) or "data" not in entry:
         return None
     deps = entry.get("deps") or {}
-    if deps:
-        from unfurl_lite.merge import file_digest
-
-        if any(file_digest(Path(name)) != digest for name, digest in deps.items()):
-            return None
+    if any(file_digest(Path(name)) != digest for name, digest in deps.items()):
+        return None
     return entry
+
+
+def text_digest(text: str) -> str:
+    """SHA-256 of a file's text as read (UTF-8, so it equals :func:`file_digest`)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def file_digest(path: Path) -> str | None:
+    """SHA-256 of a file's bytes; None when it is not a readable file."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def put(text: str, data: Any, deps: dict[str, str | None] | None = None,

@@ -182,10 +182,13 @@ def status_sections_text(text: str, keys: list[str], plain: dict[str, Any]) -> s
     from ``plain``, or None when only a round trip of the whole document writes it exactly."""
     from unfurl_lite import emit, sections
 
-    dumped = {key: emit.dump({key: plain[key]}) for key in STATUS_SECTIONS}
-    if any(value is None for value in dumped.values()):
-        return None
-    return sections.replace(text, keys, {k: v for k, v in dumped.items() if v is not None})
+    dumped: dict[str, str] = {}
+    for key in STATUS_SECTIONS:
+        section = emit.dump({key: plain[key]})
+        if section is None:
+            return None
+        dumped[key] = section
+    return sections.replace(text, keys, dumped)
 
 
 # --------------------------------------------------------------------------- job files

@@ -158,15 +158,13 @@ def atomic_write(path: Path, text: str) -> None:
     _fsync_dir(path.parent)
 
 
-def atomic_append(path: Path, text: str, sync: bool = True) -> None:
-    """Append whole lines with one write (and fsync unless told not to), so a reader
-    never sees half a line."""
+def atomic_append(path: Path, text: str) -> None:
+    """Append whole lines with one write and fsync, so a reader never sees half a line."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a", encoding="utf-8") as handle:
         handle.write(text)
         handle.flush()
-        if sync:
-            os.fsync(handle.fileno())
+        os.fsync(handle.fileno())
 
 
 def _fsync_dir(directory: Path) -> None:
