@@ -19,6 +19,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from unfurl_lite.errors import InputError, Problem
 
 MAX_EXPANDED_NODES = 1_000_000  # nodes with every alias expanded (an alias bomb)
+MAX_EXPANDED_CHARS = 50_000_000  # characters of keys and strings with every alias expanded
 MAX_DEPTH = 100  # levels of nested mappings and lists
 _BRACKETS = re.compile(r"[\[\]{}]")
 PLAIN_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:omap")
@@ -48,7 +49,7 @@ def check_text(text: str, filename: str) -> None:
 def check(document: Any, filename: str) -> None:
     """Raise InputError if the document is an alias bomb, too deep, self-referencing, or
     has keys that are not strings."""
-    sizes: dict[int, tuple[int, int]] = {}  # id -> (expanded size, height)
+    sizes: dict[int, tuple[int, int, int]] = {}  # id -> (expanded size, height, characters)
     in_progress: set[int] = set()
     stack: list[tuple[Any, bool]] = [(document, False)]
     while stack:
@@ -86,13 +87,25 @@ def check(document: Any, filename: str) -> None:
             stack.extend((v, False) for v in node)
 
 
-def _measure(node: Any, sizes: dict[int, tuple[int, int]], filename: str) -> tuple[int, int]:
-    children = list(node.values()) if isinstance(node, Mapping) else list(node)
-    total, height = 1, 0
+def _measure(
+    node: Any, sizes: dict[int, tuple[int, int, int]], filename: str
+) -> tuple[int, int, int]:
+    """Nodes, height and characters of ``node`` with every alias in it expanded: a big
+    string repeated by thousands of aliases is small as parsed and huge once copied."""
+    total, height, chars = 1, 0, 0
+    if isinstance(node, Mapping):
+        chars += sum(len(k) for k in node if isinstance(k, str))
+        children = list(node.values())
+    else:
+        children = list(node)
     for child in children:
-        size, child_height = sizes.get(id(child), (1, -1)) if isinstance(
-            child, Mapping | list) else (1, -1)
+        if isinstance(child, Mapping | list):
+            size, child_height, child_chars = sizes.get(id(child), (1, -1, 0))
+        else:
+            size, child_height = 1, -1
+            child_chars = len(child) if isinstance(child, str) else 1
         total += size
+        chars += child_chars
         height = max(height, child_height + 1)
     if total > MAX_EXPANDED_NODES:
         raise _problem(
@@ -101,10 +114,17 @@ def _measure(node: Any, sizes: dict[int, tuple[int, int]], filename: str) -> tup
             "(aliases repeat their anchor's content: an alias bomb?)",
             "use fewer or smaller aliases",
         )
+    if chars > MAX_EXPANDED_CHARS:
+        raise _problem(
+            filename, node,
+            f"the document expands to more than {MAX_EXPANDED_CHARS} characters "
+            "(aliases repeat their anchor's content: an alias bomb?)",
+            "use fewer or smaller aliases",
+        )
     if height > MAX_DEPTH:
         raise _problem(filename, node, f"nested more than {MAX_DEPTH} levels deep",
                        "flatten the document")
-    return total, height
+    return total, height, chars
 
 
 def _check_scalar(value: Any, filename: str) -> None:

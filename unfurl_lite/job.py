@@ -334,6 +334,11 @@ class _Scheduler:
         except (ExpressionError, UnfurlLiteError) as exc:
             run.result = OperationResult(success=False, modified=False, error=exc.message)
             return self.conclude(run)
+        except Exception as exc:  # any failure preparing a task is that task's failure
+            run.result = OperationResult(
+                success=False, modified=False, error=f"{type(exc).__name__}: {exc}"
+            )
+            return self.conclude(run)
         run.state = TaskState.sending
         on_start(instance, task)
         run.attempts += 1
@@ -428,6 +433,11 @@ class _Scheduler:
             except (ExpressionError, UnfurlLiteError) as exc:
                 result.success = False
                 result.error = f"resultTemplate/done: {exc.message}"
+            except Exception as exc:  # the task's failure, not the job's
+                result.success = False
+                result.error = redact_text(
+                    f"resultTemplate/done: {type(exc).__name__}: {exc}", self.secrets
+                )
         self.conclude(run)
 
     def _retry(self, run: TaskRun, result: OperationResult) -> bool:
@@ -519,10 +529,13 @@ class _Scheduler:
 
 
 def _result_of(future: Future[OperationResult]) -> OperationResult:
-    try:
+    """An executor or transport failure, or an exit raised inside the operation
+    (``SystemExit``, ``KeyboardInterrupt`` raised by its code: the future holds it, so it
+    is not the user's Ctrl-C, which only sets the cancel event), is the task's failure."""
+    exc = future.exception()
+    if exc is None:
         return future.result()
-    except Exception as exc:  # an executor or transport failure is the task's failure
-        return OperationResult(success=False, modified=None, error=f"{type(exc).__name__}: {exc}")
+    return OperationResult(success=False, modified=None, error=f"{type(exc).__name__}: {exc}")
 
 
 def _settle_instances(

@@ -16,7 +16,7 @@ from typing import Any
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-from unfurl_lite import parsecache, yamlio
+from unfurl_lite import guard, parsecache, yamlio
 from unfurl_lite.errors import InputError, Problem
 
 STRATEGY_KEY = "+%"
@@ -121,6 +121,10 @@ class _Context:
     reads: dict[str, str | None] = field(default_factory=dict)
     resolving: tuple[int, ...] = ()
     problems: list[Problem] = field(default_factory=list)
+    parsed: dict[Path, Any] = field(default_factory=dict)  # each include read once per load
+    nodes: int = 0  # nodes produced so far, includes and references expanded
+    included_nodes: int = 0  # what the includes met so far add, once expanded
+    sizes: dict[Path, int] = field(default_factory=dict)  # a file's size, includes expanded
 
 
 @dataclass(frozen=True)
@@ -184,6 +188,14 @@ def _put(dst: Any, key: Any, value: Any, src: Any, src_key: Any, file: str | Non
 
 
 def _expand(node: Any, path: Path_, file: str, ctx: _Context) -> Any:
+    ctx.nodes += 1
+    if ctx.nodes > guard.MAX_EXPANDED_NODES:
+        raise InputError(Problem(
+            f"the document expands to more than {guard.MAX_EXPANDED_NODES} nodes once its "
+            "includes and references are expanded (a file included many times over?)",
+            file=file, path=format_path(path) if path else None,
+            hint="include each file once, or split the ensemble",
+        ))
     if isinstance(node, dict):
         return _expand_map(node, path, file, ctx)
     if isinstance(node, list):
@@ -310,14 +322,18 @@ def _include(
             fail(f"included file {name!r} not found",
                  f"create {target} or write `+?include:` to make it optional")
         return None
-    try:
-        text = yamlio.read_text(target)
-        ctx.reads[str(target)] = parsecache.text_digest(text)
-        loaded = yamlio.parse(text, str(target))
-    except InputError as exc:
-        ctx.problems.extend(exc.problems)
+    loaded = _parse_include(target, ctx)
+    if loaded is None:
         return None
-    _collect_anchors(loaded, str(target), ctx.anchors)
+    ctx.included_nodes += _expanded_size(target, ctx, ())
+    if ctx.included_nodes > guard.MAX_EXPANDED_NODES:
+        raise InputError(Problem(
+            f"the document expands to more than {guard.MAX_EXPANDED_NODES} nodes once its "
+            f"includes are expanded (including {name!r} here brings the total over; "
+            "files that include each other many times over?)",
+            file=file, path=format_path(path) if path else None,
+            hint="include each file once, or split the ensemble",
+        ))
     if fragment:
         loaded = _lookup(loaded, _split_pointer(fragment))
         if loaded is None:
@@ -329,6 +345,56 @@ def _include(
         return _expand(loaded, path, str(target), ctx)
     finally:
         ctx.includes = outer
+
+
+def _parse_include(target: Path, ctx: _Context) -> Any:
+    """The parsed include, read and parsed once per load (None: it failed, reported)."""
+    if target in ctx.parsed:
+        return ctx.parsed[target]
+    try:
+        text = yamlio.read_text(target)
+        ctx.reads[str(target)] = parsecache.text_digest(text)
+        loaded = yamlio.parse(text, str(target))
+    except InputError as exc:
+        ctx.parsed[target] = None
+        ctx.problems.extend(exc.problems)
+        return None
+    ctx.parsed[target] = loaded
+    _collect_anchors(loaded, str(target), ctx.anchors)
+    return loaded
+
+
+def _expanded_size(target: Path, ctx: _Context, visiting: tuple[Path, ...]) -> int:
+    """Nodes of an included file with its own includes expanded, computed without
+    expanding anything (memoized per file), so an include "diamond" (each file including
+    the next ten times) is refused at once instead of after millions of copies."""
+    if target in ctx.sizes:
+        return ctx.sizes[target]
+    loaded = ctx.parsed.get(target) if target in ctx.parsed else _parse_include(target, ctx)
+    total = 0
+    stack = [loaded]
+    while stack and total <= guard.MAX_EXPANDED_NODES:
+        node = stack.pop()
+        total += 1
+        if isinstance(node, dict):
+            for key, value in node.items():
+                directive = parse_directive(key)
+                if directive is not None and directive.include:
+                    for spec in value if isinstance(value, list) else [value]:
+                        name, _ = _include_target(spec)
+                        if not name or "\x00" in name:
+                            continue
+                        child = (target.parent / name).resolve()
+                        if (child in visiting or child == target or not child.is_file()
+                                or not child.is_relative_to(ctx.project_root)):
+                            continue  # a cycle or a bad name: reported when expanded
+                        total += _expanded_size(child, ctx, (*visiting, target))
+                else:
+                    stack.append(value)
+        elif isinstance(node, list):
+            stack.extend(node)
+    ctx.sizes[target] = total
+    return total
 
 
 def _split_pointer(fragment: str) -> tuple[str, ...]:

@@ -39,12 +39,21 @@ _running: dict[str, subprocess.Popen[str]] = {}
 _lock = threading.Lock()
 
 
+#: the ``UNFURL_*`` variables an operation gets: set by the job for each task, never
+#: taken from the caller's environment (where they could hold anything)
+PROJECT_VARIABLES = ("UNFURL_JOB", "UNFURL_CHANGEID", "UNFURL_WORKER")
+
+
 def base_environment(passthrough: bool = False) -> dict[str, str]:
+    """The caller's variables an operation sees: the allow-list (``--env-passthrough``:
+    all of them). The job adds :data:`PROJECT_VARIABLES` and the operation's ``env``."""
     if passthrough:
         return dict(os.environ)
-    return {
-        k: v for k, v in os.environ.items() if k in ALLOWED_ENV or k.startswith(("LC_", "UNFURL_"))
-    }
+    return {k: v for k, v in os.environ.items() if allowed(k)}
+
+
+def allowed(name: str) -> bool:
+    return name in ALLOWED_ENV or name.startswith("LC_")
 
 
 def command_line(command: Any, dryrun_arg: str | None, dryrun: bool) -> Any:
