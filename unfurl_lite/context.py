@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from unfurl_lite import yamlio
-from unfurl_lite.expr import EvalContext, ExpressionError, Sensitive, evaluate
+from unfurl_lite.expr import EvalContext, ExpressionError, Sensitive, evaluate, tainted_copy
 from unfurl_lite.model import Instance, NodeTemplate, Topology
 from unfurl_lite.operations.base import OperationResult
 
@@ -67,6 +67,38 @@ def topology_secrets(topology: Topology) -> set[str]:
     return found
 
 
+def declared_env(topology: Topology) -> frozenset[str]:
+    """Environment variables the spec names with ``{eval: {get_env: NAME}}`` (in topology
+    inputs and operation inputs): templates may read these with ``get_env`` too."""
+    cached = _DECLARED.get(id(topology))
+    if cached is not None and cached[0] is topology:
+        return cached[1]
+    names: set[str] = set()
+    stack: list[Any] = [topology.inputs]
+    for template in topology.templates.values():
+        for operations in template.interfaces.values():
+            stack.extend(op.inputs for op in operations.values() if op is not None)
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Mapping):
+            found = item.get("get_env") if len(item) == 1 else None
+            if isinstance(found, str):
+                names.add(found)
+            elif isinstance(found, list) and found and isinstance(found[0], str):
+                names.add(found[0])
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    result = frozenset(names)
+    if len(_DECLARED) > 8:
+        _DECLARED.clear()
+    _DECLARED[id(topology)] = (topology, result)
+    return result
+
+
+_DECLARED: dict[int, tuple[Topology, frozenset[str]]] = {}
+
+
 def make_context(
     topology: Topology,
     instances: Mapping[str, Instance],
@@ -97,6 +129,7 @@ def make_context(
         source=view(source) if source else None,
         target=view(peer) if peer else None,
         lookup_node=lookup,
+        declared_env=declared_env(topology),
     )
     for value in ctx.inputs.values():
         if isinstance(value, Sensitive):
@@ -141,11 +174,24 @@ def apply_post_inputs(inputs: Mapping[str, Any], result: OperationResult, ctx: E
     if template is not None:
         rendered = evaluate(template, ctx)
         if isinstance(rendered, str):
-            rendered = (
-                yamlio.to_plain(yamlio.parse(rendered, "resultTemplate"))
-                if rendered.strip()
-                else None
-            )
+            tainted = isinstance(rendered, Sensitive)
+            try:
+                rendered = (
+                    yamlio.to_plain(yamlio.parse(rendered, "resultTemplate"))
+                    if rendered.strip()
+                    else None
+                )
+            except ExpressionError:
+                raise
+            except Exception as exc:
+                if not tainted:
+                    raise
+                raise ExpressionError(
+                    f"resultTemplate did not render valid YAML: {type(exc).__name__} "
+                    "(details withheld: the template read a secret)"
+                ) from None
+            if tainted:  # what came from a render that read a secret is secret as a whole
+                rendered = tainted_copy(rendered)
         _apply_updates(rendered, result)
     done = inputs.get("done")
     if done is not None:

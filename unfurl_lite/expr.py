@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import contextvars
 import os
+import re
+import string
+import sys
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +23,13 @@ from unfurl_lite.errors import UnfurlLiteError
 
 REDACTED = redaction.REDACTED
 MAX_TEMPLATE_RESULT = 1_000_000  # characters or items a template operation may build
+MAX_INT_BITS = 100_000  # bits of an integer a template may compute (about 30 000 digits)
+RENDER_SECONDS = 10.0  # a task's templates, when its operation has no shorter timeout
+CREDENTIAL_STORES = frozenset({  # path components file() never reads
+    ".git", ".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".password-store",
+    "gcloud", ".git-credentials", ".netrc", "_netrc", ".npmrc", ".pypirc", ".pgpass",
+    ".vault-token", ".boto", ".s3cfg", ".terraformrc", "credentials.tfrc.json",
+})
 
 
 class Sensitive(str):
@@ -26,6 +37,11 @@ class Sensitive(str):
 
     def __repr__(self) -> str:
         return REDACTED
+
+    def __getitem__(self, key: Any) -> Any:  # type: ignore[override]
+        """A slice (``pw[2:9]``, which jinja does not route through the sandbox) is a
+        secret too."""
+        return _derived(str.__getitem__(self, key))
 
 
 class Tainted(Sensitive):
@@ -52,6 +68,10 @@ class EvalContext:
     secrets: set[str] = field(default_factory=set)  # every sensitive value seen
     project_root: Path | None = None  # where `file` may read; None: no file reads
     allow_outside_paths: bool = False
+    declared_env: frozenset[str] = frozenset()  # get_env names the spec declares
+    env_passthrough: bool = False  # --env-passthrough: templates may read any variable
+    deadline: float | None = None  # time.monotonic() by which rendering must end
+    time_limit: float = 10.0  # the seconds that deadline allows, for the message
 
     def variables(self) -> dict[str, Any]:
         names = {
@@ -99,6 +119,233 @@ def _too_big(value: Any) -> bool:
     return isinstance(value, str | list | tuple | bytes) and len(value) > MAX_TEMPLATE_RESULT
 
 
+def _derives(value: Any) -> bool:
+    """Whether a value handed to a filter, method or operator is (or lists) a secret."""
+    if isinstance(value, Sensitive):
+        return True
+    if isinstance(value, list | tuple):
+        return any(isinstance(v, Sensitive) for v in value[:1000])
+    return False
+
+
+def _derived(value: Any) -> Any:
+    """A value computed from a secret: strings in it become Tainted and, when long enough
+    to search for, known secrets of the render, so the pieces (``pw[2:9]``, ``pw | list |
+    join('-')``) are redacted wherever they turn up: records, command output, errors."""
+    if isinstance(value, Sensitive):
+        return value
+    if isinstance(value, str):
+        tainted = Tainted(value)
+        flag = _tainted.get()
+        if flag is not None and not flag:
+            flag.append(True)
+        if len(value) >= redaction.MIN_SECRET_LENGTH:
+            _current_secrets().add(value)
+        return tainted
+    if isinstance(value, list):
+        return [_derived(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_derived(v) for v in value)
+    return value
+
+
+def tainted_copy(value: Any) -> Any:
+    """Every scalar of a value built by a render that read a secret, as Tainted text: the
+    simple sound rule (a resultTemplate's parsed attributes cannot say which came from
+    the secret)."""
+    if isinstance(value, Mapping):
+        return {k: tainted_copy(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [tainted_copy(v) for v in value]
+    if value is None or isinstance(value, Sensitive):
+        return value
+    return Tainted(str(value))
+
+
+def _refuse(what: str) -> Any:
+    from jinja2.exceptions import SecurityError
+
+    return SecurityError(f"{what} (templates may build at most {MAX_TEMPLATE_RESULT} "
+                         f"characters and integers of {MAX_INT_BITS} bits)")
+
+
+_PRINTF = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?[a-zA-Z%]")
+_NUMBER = re.compile(r"\d+")
+
+
+def _printf_size(text: str) -> int:
+    """Characters ``text % args`` may produce beyond its own length (widths, precisions)."""
+    return sum(int(n) for m in _PRINTF.finditer(text) for n in m.groups() if n and n != "*")
+
+
+def _format_size(text: str) -> int:
+    """The same for ``str.format``: the widths and precisions in its replacement fields."""
+    try:
+        fields = list(string.Formatter().parse(text))
+    except ValueError:
+        return 0
+    return sum(max((int(n) for n in _NUMBER.findall(spec or "")), default=0)
+               for _, _, spec, _ in fields)
+
+
+def _int_bits(value: Any) -> int:
+    return abs(value).bit_length() if isinstance(value, int) else 0
+
+
+def _check_binop(operator: str, left: Any, right: Any) -> None:
+    if operator == "**" and isinstance(left, int) and isinstance(right, int):
+        if abs(right) > 1000:
+            raise _refuse("exponent larger than 1000 in a template")
+        if right > 0 and abs(left) > 1 and _int_bits(left) * right > MAX_INT_BITS:
+            raise _refuse("exponent too large: the result would be too large")
+    elif operator == "*":
+        for a, b in ((left, right), (right, left)):
+            if isinstance(a, str | list | tuple) and isinstance(b, int):
+                if len(a) * b > MAX_TEMPLATE_RESULT:
+                    raise _refuse("template builds a value that is too large")
+        if isinstance(left, int) and isinstance(right, int):
+            if _int_bits(left) + _int_bits(right) > MAX_INT_BITS:
+                raise _refuse("template builds a number that is too large")
+    elif operator == "%" and isinstance(left, str):
+        if len(left) + _printf_size(left) > MAX_TEMPLATE_RESULT:
+            raise _refuse("template builds a value that is too large")
+    elif operator == "+" and isinstance(left, str | list | tuple) and isinstance(
+            right, str | list | tuple):
+        if len(left) + len(right) > MAX_TEMPLATE_RESULT:
+            raise _refuse("template builds a value that is too large")
+
+
+def _check_method(obj: Any, owner: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
+    """Size a string method's result before it is built (``'a'.replace('a', 'b' * 10**6)``
+    on a long string, ``'{:999999}{:999999}'.format(...)``)."""
+    if not isinstance(owner, str):
+        return
+    name = getattr(obj, "__name__", "")
+    size = len(owner)
+    if name == "replace" and len(args) >= 2:
+        old, new = str(args[0]), str(args[1])
+        count = owner.count(old) if old else len(owner) + 1
+        size += count * len(new)
+    elif name == "expandtabs":
+        width = args[0] if args else kwargs.get("tabsize", 8)
+        size += owner.count("\t") * (width if isinstance(width, int) else 8)
+    elif name in ("format", "format_map"):
+        size += _format_size(owner) + sum(len(a) for a in args if isinstance(a, str))
+    elif name == "join" and args and hasattr(args[0], "__len__"):
+        size = len(owner) * len(args[0])
+    if size > MAX_TEMPLATE_RESULT:
+        raise _refuse("template builds a value that is too large")
+
+
+def _filter_size(name: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> int:
+    """Characters a string-building filter will produce, estimated before it runs."""
+    if not args:
+        return 0
+    value, rest = args[0], args[1:]
+
+    def arg(index: int, key: str, default: Any) -> Any:
+        return rest[index] if len(rest) > index else kwargs.get(key, default)
+
+    def number(value: Any) -> int:
+        if isinstance(value, str):
+            return len(value)
+        return value if isinstance(value, int) else 0
+
+    text = value if isinstance(value, str) else ""
+    if name == "indent":
+        return len(text) + (text.count("\n") + 1) * number(arg(0, "width", 4))
+    if name == "center":
+        return len(text) + number(arg(0, "width", 80))
+    if name == "replace":
+        old, new = str(arg(0, "old", "")), str(arg(1, "new", ""))
+        return len(text) + (text.count(old) if old else len(text) + 1) * len(new)
+    if name == "wordwrap":
+        width = max(1, number(arg(0, "width", 79)))
+        wrap = str(arg(2, "wrapstring", None) or "\n")
+        return len(text) + (len(text) // width + 1) * len(wrap)
+    if name == "format":
+        return len(text) + _printf_size(text)
+    if name == "join" and hasattr(value, "__len__"):
+        return len(str(arg(0, "d", ""))) * len(value)
+    return 0
+
+
+def _guarded_filter(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    """A filter that refuses to build a huge value and taints what it derives from a
+    secret (jinja calls filters directly, not through the sandbox's ``call``)."""
+    import functools
+
+    from jinja2.utils import _PassArg
+
+    skip = 0 if _PassArg.from_obj(function) is None else 1
+
+    @functools.wraps(function)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        values = list(args)
+        for index in range(skip, len(values)):
+            item = values[index]
+            if isinstance(item, Iterator):  # see whether a generator yields secrets
+                values[index] = list(_bounded_items(item))
+            elif isinstance(item, int) and not isinstance(item, bool) and (
+                    item > MAX_TEMPLATE_RESULT):
+                raise _refuse(f"{name}: a number argument that is too large")
+        if _filter_size(name, tuple(values[skip:]), kwargs) > MAX_TEMPLATE_RESULT:
+            raise _refuse(f"{name}: the result would be too large")
+        result = function(*values, **kwargs)
+        if any(_derives(v) for v in (*values[skip:], *kwargs.values())):
+            result = _derived(list(_bounded_items(result)) if isinstance(
+                result, Iterator) else result)
+        if _too_big(result):
+            raise _refuse(f"{name}: the result is too large")
+        return result
+
+    return guarded
+
+
+def _bounded_items(items: Iterator[Any]) -> Iterator[Any]:
+    for count, item in enumerate(items):
+        if count >= MAX_TEMPLATE_RESULT:
+            raise _refuse("template builds a list that is too large")
+        yield item
+
+
+def _bounded_concat(pieces: Any) -> str:
+    """The template's output, refused as soon as it grows past the limit (a loop that
+    prints a large value many times), before the pieces are joined."""
+    out: list[str] = []
+    total = 0
+    for piece in pieces:
+        total += len(piece)
+        if total > MAX_TEMPLATE_RESULT:
+            raise _refuse("template output too large")
+        out.append(piece)
+    return "".join(out)
+
+
+class RenderTimeout(ExpressionError):
+    """Rendering ran past the task's deadline."""
+
+
+def _tracer(deadline: float, limit: float) -> Callable[..., Any]:
+    """A trace function watching only the template's own code: each line it runs checks
+    the deadline, so a loop that would run for hours stops (C-level work cannot be
+    interrupted this way; the size limits keep each such step short)."""
+
+    def local(frame: Any, event: str, arg: Any) -> Any:
+        if event == "line" and time.monotonic() > deadline:
+            raise RenderTimeout(
+                f"rendering took longer than {limit:g} s (the operation's timeout, or "
+                f"{RENDER_SECONDS:g} s without one)",
+                hint="simplify the template, or raise the operation's timeout",
+            )
+        return local
+
+    def trace(frame: Any, event: str, arg: Any) -> Any:
+        return local if frame.f_code.co_filename == "<template>" else None
+
+    return trace
+
+
 class LazyInputs(Mapping[str, Any]):
     """``TOPOLOGY.inputs`` for templates: an input given as an expression (``{eval:
     {get_env: PW}}``) is evaluated when read, so its secret stays wrapped."""
@@ -131,7 +378,8 @@ def _environment() -> Any:
         ``*``/``**`` and calls cannot build huge values.
         """
 
-        intercepted_binops = frozenset(["*", "**"])
+        intercepted_binops = frozenset(["*", "**", "%", "+"])
+        concat = staticmethod(_bounded_concat)
 
         def unsafe_undefined(self, obj: Any, attribute: str) -> Any:
             raise SecurityError(
@@ -142,22 +390,24 @@ def _environment() -> Any:
             return _note(super().getattr(obj, attribute))
 
         def getitem(self, obj: Any, argument: Any) -> Any:
-            return _note(super().getitem(obj, argument))
+            result = super().getitem(obj, argument)
+            if isinstance(obj, Sensitive):
+                result = _derived(result)
+            return _note(result)
 
         def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-            if operator == "**" and isinstance(right, int) and abs(right) > 1000:
-                raise SecurityError("exponent larger than 1000 in a template")
-            if operator == "*":
-                for a, b in ((left, right), (right, left)):
-                    sized = isinstance(a, str | list | tuple) and isinstance(b, int)
-                    if sized and len(a) * b > MAX_TEMPLATE_RESULT:
-                        raise SecurityError("template builds a value that is too large")
-            return _note(super().call_binop(context, operator, left, right))
+            _check_binop(operator, left, right)
+            result = super().call_binop(context, operator, left, right)
+            if _derives(left) or _derives(right):
+                result = _derived(result)
+            return _note(result)
 
         def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
-            if any(isinstance(a, int) and a > MAX_TEMPLATE_RESULT for a in args):
+            if any(isinstance(a, int) and a > MAX_TEMPLATE_RESULT
+                   for a in (*args, *kwargs.values())):
                 raise SecurityError("template call with a number argument that is too large")
             owner = getattr(__obj, "__self__", None)
+            _check_method(__obj, owner, args, kwargs)
             if owner is not None:
                 _note(owner)
             for arg in (*args, *kwargs.values()):
@@ -165,6 +415,8 @@ def _environment() -> Any:
             result = super().call(__context, __obj, *args, **kwargs)
             if _too_big(result):
                 raise SecurityError("template builds a value that is too large")
+            if _derives(owner) or any(_derives(a) for a in (*args, *kwargs.values())):
+                result = _derived(result)
             return _note(result)
 
     env = Sandbox(autoescape=False, keep_trailing_newline=False)
@@ -173,11 +425,32 @@ def _environment() -> Any:
     env.globals["get_env"] = _get_env_global
     env.globals["file"] = _file_global
     env.filters["file"] = _file_global
+    for name, function in list(env.filters.items()):
+        env.filters[name] = _guarded_filter(name, function)
     return env
+
+
+def env_allowed(name: str, ctx: EvalContext | None) -> bool:
+    """What ``get_env`` in a template may read: what an operation would get (the
+    allow-list; everything with ``--env-passthrough``) plus what the spec declares with
+    ``{eval: {get_env: NAME}}``."""
+    from unfurl_lite.operations.shell import PROJECT_VARIABLES, allowed
+
+    if ctx is None:
+        return allowed(name) or name in PROJECT_VARIABLES
+    return (ctx.env_passthrough or allowed(name) or name in PROJECT_VARIABLES
+            or name in ctx.declared_env)
 
 
 def _get_env_global(name: str, default: Any = None) -> Any:
     """``{{ get_env('TOKEN') }}``: the value is a secret, as with ``{eval: {get_env: }}``."""
+    if not env_allowed(str(name), _current_ctx.get()):
+        raise ExpressionError(
+            f"get_env({str(name)!r}): {name} is not passed to operations (not in the "
+            "allow-list) and the ensemble does not declare it",
+            hint=f"declare it in the spec, e.g. an input with default "
+            f"{{eval: {{get_env: {name}}}}}, or run with --env-passthrough",
+        )
     value = os.environ.get(str(name), default)
     if value is None:
         return None
@@ -197,6 +470,13 @@ def _file_global(name: str) -> str:
     if ctx is None or ctx.project_root is None:
         raise ExpressionError("file(): no project directory to read from")
     path = confine(str(name), ctx.project_root, ctx.allow_outside_paths, what="file()")
+    store = next((part for part in path.parts if part in CREDENTIAL_STORES), None)
+    if store is not None:
+        raise ExpressionError(
+            f"file(): refusing to read {str(name)!r}: it is in a credential store ({store})",
+            hint="git's own files, SSH keys and credential files are never readable from "
+            "a template; pass a secret with {eval: {get_env: NAME}} instead",
+        )
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -238,7 +518,12 @@ def is_template(value: Any) -> bool:
 
 
 def render_template(text: str, ctx: EvalContext) -> Any:
-    """Render in the sandbox; the result is Tainted when the template read any secret."""
+    """Render in the sandbox; the result is Tainted when the template read any secret.
+
+    Any failure is an ExpressionError (the task's failure); when the template read a
+    secret, the underlying error's text is withheld, since it may quote a value derived
+    from the secret. Rendering stops at ``ctx.deadline`` (RENDER_SECONDS from now without
+    one)."""
     from jinja2 import TemplateError
     from jinja2.exceptions import SecurityError
 
@@ -247,6 +532,10 @@ def render_template(text: str, ctx: EvalContext) -> Any:
     flag: list[bool] = []
     flag_token = _tainted.set(flag)
     ctx_token = _current_ctx.set(ctx)
+    deadline = ctx.deadline if ctx.deadline is not None else time.monotonic() + RENDER_SECONDS
+    limit = RENDER_SECONDS if ctx.deadline is None else ctx.time_limit
+    previous_trace = sys.gettrace()
+    sys.settrace(_tracer(deadline, limit))
     try:
         template = environment().from_string(text)
         result = template.render(ctx.variables())
@@ -258,11 +547,18 @@ def render_template(text: str, ctx: EvalContext) -> Any:
         raise ExpressionError(exc.message, hint=exc.hint) from None
     except ExpressionError as exc:
         raise ExpressionError(_safe(exc.message, ctx), hint=exc.hint) from None
-    except (TemplateError, TypeError, ValueError, AttributeError, KeyError, ArithmeticError,
-            RecursionError, MemoryError, OverflowError) as exc:
+    except (TemplateError, Exception) as exc:
         where = _safe(text, ctx)
-        raise ExpressionError(f"template error in {where!r}: {_safe(exc, ctx)}") from None
+        if flag:
+            raise ExpressionError(
+                f"template error in {where!r}: {type(exc).__name__} (details withheld: "
+                "the template read a secret)"
+            ) from None
+        raise ExpressionError(
+            f"template error in {where!r}: {type(exc).__name__}: {_safe(exc, ctx)}"
+        ) from None
     finally:
+        sys.settrace(previous_trace)
         _tainted.reset(flag_token)
         _current_ctx.reset(ctx_token)
     if len(result) > MAX_TEMPLATE_RESULT:

@@ -22,7 +22,7 @@ from unfurl_lite import changeid, records
 from unfurl_lite.context import apply_post_inputs, make_context, render_inputs, topology_secrets
 from unfurl_lite.errors import UnfurlLiteError
 from unfurl_lite.executors import Executor
-from unfurl_lite.expr import ExpressionError, secrets_in
+from unfurl_lite.expr import RENDER_SECONDS, ExpressionError, secrets_in
 from unfurl_lite.loader import Ensemble
 from unfurl_lite.model import Instance, NodeState, Priority, Status
 from unfurl_lite.observer import JobState, Observer, TaskState
@@ -379,6 +379,10 @@ class _Scheduler:
         )
         ctx.project_root = self.ensemble.project_root
         ctx.allow_outside_paths = self.options.allow_outside_paths
+        ctx.env_passthrough = self.options.env_passthrough
+        began = time.monotonic()
+        ctx.time_limit = op.timeout if op.timeout else RENDER_SECONDS
+        ctx.deadline = began + ctx.time_limit
         inputs = dict(op.inputs)
         if op.implementation.primary and "command" not in inputs:
             inputs["command"] = op.implementation.primary
@@ -398,7 +402,7 @@ class _Scheduler:
             cwd=str(self.ensemble.project_root),
             env={**self.env, "UNFURL_JOB": str(self.job_id),
                  "UNFURL_CHANGEID": run.change_id or ""},
-            timeout=op.timeout,
+            timeout=max(0.001, op.timeout - (time.monotonic() - began)) if op.timeout else None,
             dryrun=self.options.dryrun,
             attributes=dict(instance.attributes),
             properties=dict(template.properties) if template else {},
@@ -423,6 +427,7 @@ class _Scheduler:
                 )
                 ctx.project_root = self.ensemble.project_root
                 ctx.allow_outside_paths = self.options.allow_outside_paths
+                ctx.env_passthrough = self.options.env_passthrough
                 try:
                     apply_post_inputs(run.inputs, result, ctx)
                 finally:
