@@ -99,6 +99,30 @@ def declared_env(topology: Topology) -> frozenset[str]:
 _DECLARED: dict[int, tuple[Topology, frozenset[str]]] = {}
 
 
+def spec_secrets(topology: Topology) -> set[str]:
+    """Every secret the spec can be seen to hold without running anything: the declared
+    ones (:func:`topology_secrets`), sensitive inputs given as expressions (evaluated
+    now), and the value of every variable it names with ``get_env``. A job knows these
+    before its first task; ``resume`` derives them again before recording a killed job."""
+    import os
+
+    found = topology_secrets(topology)
+    ctx = EvalContext(self_view={}, inputs=wrapped_inputs(topology))
+    for name in topology.sensitive_inputs:
+        value = topology.inputs.get(name)
+        if isinstance(value, dict | list):
+            try:
+                evaluate(value, ctx)
+            except Exception:  # noqa: BLE001, S112 - the task will report it
+                continue
+    found.update(ctx.secrets)
+    for name in declared_env(topology):
+        value = os.environ.get(name)
+        if value:
+            found.add(value)
+    return found
+
+
 def make_context(
     topology: Topology,
     instances: Mapping[str, Instance],

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from unfurl_lite import changeid, records
-from unfurl_lite.context import apply_post_inputs, make_context, render_inputs, topology_secrets
+from unfurl_lite.context import apply_post_inputs, make_context, render_inputs, spec_secrets
 from unfurl_lite.errors import UnfurlLiteError
 from unfurl_lite.executors import Executor
 from unfurl_lite.expr import RENDER_SECONDS, ExpressionError, secrets_in
@@ -219,7 +219,8 @@ class _Scheduler:
             self.instances = dict(self.resumed.instances)
             self.runs.update(self.resumed.runs)
         self.env = base_environment(self.options.env_passthrough)
-        self.secrets.update(topology_secrets(self.ensemble.topology))
+        self.secrets.update(spec_secrets(self.ensemble.topology))
+        self.observer.secrets_known(self.secrets)
         for task in self.plan.tasks:
             self.runs.setdefault(task.number, TaskRun(task))
             self.waiting[task.number] = sum(

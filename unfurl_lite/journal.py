@@ -77,8 +77,11 @@ class Journal(Observer):
         resumes: str | None = None,
         on_job_id: Any = None,
     ) -> None:
+        from unfurl_lite.context import spec_secrets
+
         self.root = ensemble.project_root
         self.options = options
+        self.secrets: set[str] = spec_secrets(ensemble.topology)
         self.data: dict[str, Any] = {
             "journal": VERSION,
             "changeId": None,
@@ -100,13 +103,13 @@ class Journal(Observer):
             "ensemble": ensemble.path.name,
             "specDigest": records.spec_digest(ensemble.spec),
             "startInstances": snapshot_instances(
-                start_instances if start_instances is not None else ensemble.instances, set()
+                start_instances if start_instances is not None else ensemble.instances,
+                self.secrets,
             ),
         }
         self.path: Path | None = None
         self.instances: dict[str, Instance] = {}
         self.runs: list[TaskRun] = []
-        self.secrets: set[str] = set()
         self.lock = threading.Lock()
         self.on_job_id = on_job_id
         self.known: set[str] = set()  # instances whose record the file already holds
@@ -116,9 +119,17 @@ class Journal(Observer):
 
     # -- Observer hooks
 
+    def secrets_known(self, secrets: set[str]) -> None:
+        """Share the job's live set: every event is redacted with what is known when it
+        is written, which includes the inputs of the task it reports."""
+        with self.lock:
+            secrets.update(self.secrets)
+            self.secrets = secrets
+
     def job_started(self, job_id: str, instances: dict[str, Instance], runs: list[TaskRun]) -> None:
         self.data["changeId"] = job_id
         self.path = journal_path(self.root, job_id)
+        journal_format.private_directory(self.path.parent)
         self.instances, self.runs = instances, runs
         if self.on_job_id is not None:
             self.on_job_id(job_id)

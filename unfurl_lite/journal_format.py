@@ -37,8 +37,16 @@ def write_journal(path: Path, data: dict[str, Any], seq: int = 0) -> None:
     data = {**data, "eventSeq": seq}
     lines = [f"{key}: {_json(value)}" for key, value in data.items() if key != EVENTS]
     lines.append(f"{EVENTS}:")
-    yamlio.atomic_write(path, "\n".join(lines) + "\n")
+    private_directory(path.parent)
+    yamlio.atomic_write(path, "\n".join(lines) + "\n")  # a private (0600) file
     events_path(path).unlink(missing_ok=True)
+
+
+def private_directory(directory: Path) -> None:
+    """jobs/ holds the journals of running jobs: readable by their owner only (0700)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    if directory.stat().st_mode & 0o077:
+        os.chmod(directory, 0o700)
 
 
 class EventLog:
@@ -62,7 +70,9 @@ class EventLog:
     def append(self, event: dict[str, Any], seq: int) -> None:
         with self.lock:
             if self.handle is None:
-                self.handle = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                os.fchmod(fd, 0o600)
+                self.handle = open(fd, "a", encoding="utf-8")  # noqa: SIM115
             self.handle.write(_json({"seq": seq, **event}) + "\n")  # one line per write
             self.handle.flush()
             if time.monotonic() - self.synced >= self.sync_interval:

@@ -48,6 +48,10 @@ class Observer:
     def job_started(self, job_id: str, instances: dict[str, Instance], runs: list[TaskRun]) -> None:
         """The job has its changeId; ``instances`` and ``runs`` are the live objects."""
 
+    def secrets_known(self, secrets: set[str]) -> None:
+        """The job's live set of secrets (it grows as inputs are evaluated, always before
+        the task they belong to is reported), for anything an observer writes."""
+
     def task_changed(self, run: TaskRun) -> None:
         """Any task state transition (sending, sent, started...), for the journal."""
 
@@ -75,6 +79,10 @@ class Observers(Observer):
     def job_started(self, job_id: str, instances: dict[str, Instance], runs: list[TaskRun]) -> None:
         for o in self.observers:
             o.job_started(job_id, instances, runs)
+
+    def secrets_known(self, secrets: set[str]) -> None:
+        for o in self.observers:
+            o.secrets_known(secrets)
 
     def task_changed(self, run: TaskRun) -> None:
         for o in self.observers:

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from unfurl_lite import changeid, records
+from unfurl_lite.context import spec_secrets
 from unfurl_lite.errors import JobError
 from unfurl_lite.job import (
     JobOptions,
@@ -161,7 +162,7 @@ def interrupted_result(ensemble: Ensemble, journal: JournalFile, plan: Plan) -> 
         + (" (interrupted)" if journal.state in UNFINISHED else ""),
         instances=instances,
         effective=effective,
-        secrets=set(),
+        secrets=spec_secrets(ensemble.topology),  # what the killed job knew at its start
         previous_id=journal.data.get("previousId"),
     )
 
@@ -169,10 +170,10 @@ def interrupted_result(ensemble: Ensemble, journal: JournalFile, plan: Plan) -> 
 def write_journal(journal: JournalFile, result: JobResult, **changes: object) -> None:
     data = dict(journal.data)
     data.update(changes)
-    data["tasks"] = [task_record(r, set()) for r in result.runs]
+    data["tasks"] = [task_record(r, result.secrets) for r in result.runs]
     from unfurl_lite.journal import snapshot_instances
 
-    data["instances"] = snapshot_instances(result.instances, set())
+    data["instances"] = snapshot_instances(result.instances, result.secrets)
     journal.data = data
     from unfurl_lite.journal_format import write_journal as write_whole
 
