@@ -175,9 +175,9 @@ def test_get_env_of_a_variable_the_ensemble_declares_is_allowed(
 ) -> None:
     monkeypatch.setenv("TEST_PW", PW)
     out = tmp_path / "seen"
-    project.write(DERIVED.split("      node_templates:")[0] + "      node_templates:\n"
-                  + "        " + shell_node("app", f"\"printf %s {{{{ get_env('TEST_PW') }}}} > {out}\"")
-                  .replace("\n", "\n        "))
+    command = f"\"printf %s {{{{ get_env('TEST_PW') }}}} > {out}\""
+    nodes = "        " + shell_node("app", command).replace("\n", "\n        ")
+    project.write(DERIVED.split("      node_templates:")[0] + "      node_templates:\n" + nodes)
     result = invoke("deploy", "--approve")
     assert result.exit_code == 0, result.output
     assert out.read_text() == PW

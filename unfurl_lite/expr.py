@@ -38,7 +38,7 @@ class Sensitive(str):
     def __repr__(self) -> str:
         return REDACTED
 
-    def __getitem__(self, key: Any) -> Any:  # type: ignore[override]
+    def __getitem__(self, key: Any) -> Any:
         """A slice (``pw[2:9]``, which jinja does not route through the sandbox) is a
         secret too."""
         return _derived(str.__getitem__(self, key))
@@ -200,19 +200,18 @@ def _check_binop(operator: str, left: Any, right: Any) -> None:
             raise _refuse("exponent too large: the result would be too large")
     elif operator == "*":
         for a, b in ((left, right), (right, left)):
-            if isinstance(a, str | list | tuple) and isinstance(b, int):
-                if len(a) * b > MAX_TEMPLATE_RESULT:
-                    raise _refuse("template builds a value that is too large")
-        if isinstance(left, int) and isinstance(right, int):
-            if _int_bits(left) + _int_bits(right) > MAX_INT_BITS:
-                raise _refuse("template builds a number that is too large")
+            if (isinstance(a, str | list | tuple) and isinstance(b, int)
+                    and len(a) * b > MAX_TEMPLATE_RESULT):
+                raise _refuse("template builds a value that is too large")
+        if (isinstance(left, int) and isinstance(right, int)
+                and _int_bits(left) + _int_bits(right) > MAX_INT_BITS):
+            raise _refuse("template builds a number that is too large")
     elif operator == "%" and isinstance(left, str):
         if len(left) + _printf_size(left) > MAX_TEMPLATE_RESULT:
             raise _refuse("template builds a value that is too large")
-    elif operator == "+" and isinstance(left, str | list | tuple) and isinstance(
-            right, str | list | tuple):
-        if len(left) + len(right) > MAX_TEMPLATE_RESULT:
-            raise _refuse("template builds a value that is too large")
+    elif (isinstance(left, str | list | tuple) and isinstance(right, str | list | tuple)
+            and len(left) + len(right) > MAX_TEMPLATE_RESULT):
+        raise _refuse("template builds a value that is too large")
 
 
 def _check_method(obj: Any, owner: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:

@@ -145,14 +145,14 @@ def child_main(fd: int) -> None:
     answer: dict[str, Any]
     try:
         function = resolve(payload["class_name"], payload["cwd"])
-    except BaseException as exc:  # noqa: BLE001 - any failure to import is the task's
+    except BaseException as exc:
         answer = {"load_error": f"{type(exc).__name__}: {exc}"}
     else:
         try:
             answer = {"returned": function(payload["context"])}
         except RetryOperation as exc:
             answer = {"retry": str(exc)}
-        except BaseException as exc:  # noqa: BLE001 - sys.exit() too: the task failed
+        except BaseException as exc:
             answer = {"error": f"{type(exc).__name__}: {exc}"}
     try:
         text = json.dumps(answer, default=str)
