@@ -55,7 +55,9 @@ def run(request: OperationRequest) -> OperationResult:
         "task_id": request.task_id,
     }
     payload = json.dumps(
-        {"class_name": request.class_name, "cwd": request.cwd, "context": context}, default=str
+        {"class_name": request.class_name, "cwd": request.cwd, "context": context,
+         "sys_path": [p for p in sys.path if p]},  # imports resolve as in this process
+        default=str,
     )
     env = {**request.env, **{str(k): str(v) for k, v in (request.inputs.get("env") or {}).items()}}
     read_end, write_end = os.pipe()
@@ -142,6 +144,7 @@ def child_main(fd: int) -> None:
     """In the child: run the function and write what became of it to ``fd`` as JSON."""
     os.set_inheritable(fd, False)  # a daemon the operation starts must not hold it open
     payload = json.loads(sys.stdin.read())
+    sys.path.extend(p for p in payload.get("sys_path") or [] if p not in sys.path)
     answer: dict[str, Any]
     try:
         function = resolve(payload["class_name"], payload["cwd"])
