@@ -8,6 +8,7 @@ stay wrapped through rendering, so the records can redact them.
 from __future__ import annotations
 
 import contextvars
+import functools
 import os
 import re
 import string
@@ -272,8 +273,6 @@ def _filter_size(name: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) ->
 def _guarded_filter(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
     """A filter that refuses to build a huge value and taints what it derives from a
     secret (jinja calls filters directly, not through the sandbox's ``call``)."""
-    import functools
-
     from jinja2.utils import _PassArg
 
     skip = 0 if _PassArg.from_obj(function) is None else 1
@@ -512,6 +511,13 @@ def environment() -> Any:
     return _ENV
 
 
+@functools.lru_cache(maxsize=1024)
+def _compiled(text: str) -> Any:
+    """Templates are compiled once per process: the same inputs render for every
+    instance of a node template, and compiling costs more than rendering."""
+    return environment().from_string(text)
+
+
 def is_template(value: Any) -> bool:
     return isinstance(value, str) and ("{{" in value or "{%" in value)
 
@@ -534,9 +540,9 @@ def render_template(text: str, ctx: EvalContext) -> Any:
     deadline = ctx.deadline if ctx.deadline is not None else time.monotonic() + RENDER_SECONDS
     limit = RENDER_SECONDS if ctx.deadline is None else ctx.time_limit
     previous_trace = sys.gettrace()
-    sys.settrace(_tracer(deadline, limit))
     try:
-        template = environment().from_string(text)
+        template = _compiled(text)
+        sys.settrace(_tracer(deadline, limit))
         result = template.render(ctx.variables())
     except SecurityError as exc:
         raise ExpressionError(
