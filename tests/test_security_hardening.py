@@ -228,6 +228,7 @@ BOMBS = {
     "bigint": "{{ ((10 ** 1000) ** 1000) ** 1000 }}",
     "loop": "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
     "output": "{% for i in range(100000) %}{{ 'x' * 999999 }}{% endfor %}",
+    "mapped": "{{ ('a ' * 499999).split() | map('center', 999999) | list | length }}",
 }
 
 
@@ -255,7 +256,7 @@ def test_template_bombs_fail_their_task_with_bounded_memory(project: Project) ->
     report = json.loads(result.stdout[result.stdout.index("{"):])
     messages = {t["target"]: t["message"] or "" for t in report["tasks"]}
     for name in BOMBS:
-        assert "too large" in messages[name] or "longer than" in messages[name], messages[name]
+        assert any(w in messages[name] for w in ("too large", "too much", "longer than")), name
     assert "rendering took longer than 1 s" in messages["loop"]
     assert all(project.local(name) != "ok" for name in BOMBS)
 

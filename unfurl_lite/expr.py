@@ -24,6 +24,7 @@ from unfurl_lite.errors import UnfurlLiteError
 
 REDACTED = redaction.REDACTED
 MAX_TEMPLATE_RESULT = 1_000_000  # characters or items a template operation may build
+MAX_RENDER_BUILT = 20_000_000  # characters and items all the steps of one render may build
 MAX_INT_BITS = 100_000  # bits of an integer a template may compute (about 30 000 digits)
 RENDER_SECONDS = 10.0  # a task's templates, when its operation has no shorter timeout
 CREDENTIAL_STORES = frozenset({  # path components file() never reads
@@ -116,8 +117,24 @@ def _note(value: Any) -> Any:
     return value
 
 
+_built: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar(
+    "unfurl_lite_built", default=None
+)
+
+
 def _too_big(value: Any) -> bool:
-    return isinstance(value, str | list | tuple | bytes) and len(value) > MAX_TEMPLATE_RESULT
+    """Whether a value is over the limit for one value, counting it against the render's
+    budget: many values each under the limit (``map('center', 999999)`` over a long
+    list) must not add up to gigabytes either."""
+    if not isinstance(value, str | list | tuple | bytes):
+        return False
+    built = _built.get()
+    if built is not None:
+        built[0] += len(value)
+        if built[0] > MAX_RENDER_BUILT:
+            raise _refuse("template builds too much: more than "
+                          f"{MAX_RENDER_BUILT} characters and items in all")
+    return len(value) > MAX_TEMPLATE_RESULT
 
 
 def _derives(value: Any) -> bool:
@@ -166,8 +183,9 @@ def tainted_copy(value: Any) -> Any:
 def _refuse(what: str) -> Any:
     from jinja2.exceptions import SecurityError
 
-    return SecurityError(f"{what} (templates may build at most {MAX_TEMPLATE_RESULT} "
-                         f"characters and integers of {MAX_INT_BITS} bits)")
+    return SecurityError(f"{what} (a template may build values of at most "
+                         f"{MAX_TEMPLATE_RESULT} characters, {MAX_RENDER_BUILT} in all, "
+                         f"and integers of {MAX_INT_BITS} bits)")
 
 
 _PRINTF = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?[a-zA-Z%]")
@@ -396,6 +414,7 @@ def _environment() -> Any:
         def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
             _check_binop(operator, left, right)
             result = super().call_binop(context, operator, left, right)
+            _too_big(result)
             if _derives(left) or _derives(right):
                 result = _derived(result)
             return _note(result)
@@ -537,6 +556,7 @@ def render_template(text: str, ctx: EvalContext) -> Any:
     flag: list[bool] = []
     flag_token = _tainted.set(flag)
     ctx_token = _current_ctx.set(ctx)
+    built_token = _built.set([0])
     deadline = ctx.deadline if ctx.deadline is not None else time.monotonic() + RENDER_SECONDS
     limit = RENDER_SECONDS if ctx.deadline is None else ctx.time_limit
     previous_trace = sys.gettrace()
@@ -564,6 +584,7 @@ def render_template(text: str, ctx: EvalContext) -> Any:
         ) from None
     finally:
         sys.settrace(previous_trace)
+        _built.reset(built_token)
         _tainted.reset(flag_token)
         _current_ctx.reset(ctx_token)
     if len(result) > MAX_TEMPLATE_RESULT:
