@@ -49,7 +49,7 @@ def expand(
         ctx.includes = (file.resolve(),)
         _collect_anchors(doc, str(file), ctx.anchors)
         result = _expand(doc, (), str(file), ctx)
-        if ctx.problems or not ctx.missing or fallback is not None and len(ctx.missing) >= misses:
+        if ctx.problems or not ctx.missing or (fallback is not None and len(ctx.missing) >= misses):
             break
         # like Unfurl, look again in what this pass merged: a pointer may lead through
         # another directive or into content an include brought in
@@ -68,12 +68,13 @@ def expand(
 
 def _delete_path(doc: Any, path: Path_) -> None:
     """Unfurl drops the whole mapping that holds an optional reference that found nothing."""
-    parent = _lookup(doc, path[:-1])
-    if path and isinstance(parent, dict) and path[-1] in parent:
-        del parent[path[-1]]
-    elif path and isinstance(parent, list) and isinstance(path[-1], int) \
-            and path[-1] < len(parent):
-        del parent[path[-1]]
+    if not path:
+        return
+    parent, last = _lookup(doc, path[:-1]), path[-1]
+    if isinstance(parent, dict):
+        parent.pop(last, None)
+    elif isinstance(parent, list) and isinstance(last, int) and last < len(parent):
+        del parent[last]
 
 
 def _delete_stray_markers(node: dict) -> None:
