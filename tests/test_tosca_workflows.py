@@ -232,3 +232,64 @@ def test_unknown_workflow_names_the_choices(project, invoke):
     assert result.exit_code == 1 and "did you mean 'greet'" in result.output
     assert invoke("plan", "--workflow", "nope").exit_code == 1
     assert invoke("run", "--workflow", "greet", "--approve", "--", "echo").exit_code == 2
+
+
+def test_undeploy_workflow_replaces_the_lifecycle_of_its_targets_as_unfurl(project, invoke):
+    project.write((UNFURL / "undeploy-override.yaml").read_text())
+    assert invoke("deploy", "--approve").exit_code == 0
+    result = invoke("plan", "--workflow", "undeploy", "--json")
+    expected = unfurl_plan((UNFURL / "undeploy" / "1-plan-undeploy" / "console.txt").read_text())
+    assert our_plan(json.loads(result.stdout)) == expected
+    assert invoke("undeploy", "--approve").exit_code == 0
+    theirs = yaml.safe_load((UNFURL / "undeploy" / "2-undeploy" / "ensemble.after.yaml")
+                            .read_text())["status"]["instances"]
+    ours = project.status()
+    assert {n: ours[n]["readyState"] for n in ours} == {
+        n: theirs[n]["readyState"] for n in theirs}
+
+
+def test_a_failed_custom_workflow_resumes_without_touching_history(project, invoke):
+    project.write(workflows("""\
+        again:
+          steps:
+            one:
+              target: b
+              activities: [{call_operation: Standard.create}]
+              on_success: [two]
+            two:
+              target: a
+              activities: [{call_operation: Standard.start}]
+        """))
+    assert invoke("deploy", "--approve").exit_code == 64
+    before = status_section(project)
+    assert invoke("run", "--workflow", "again", "--approve").exit_code == 64
+    document = json.loads(invoke("resume", "--json").stdout)
+    assert document["workflow"] == "again"
+    job = document["changeId"][:8]
+    assert [t["operation"] for t in document["tasks"] if t["changeId"].startswith(job)] == [
+        "Standard.start"]  # the step that succeeded is not run again
+    assert status_section(project) == before
+
+
+def test_inline_and_delegate_activities_plan_in_order(project, invoke):
+    project.write(workflows("""\
+        outer:
+          steps:
+            first:
+              target: b
+              activities:
+                - inline: inner
+                - delegate: deploy
+        inner:
+          steps:
+            only:
+              target: a
+              activities: [{call_operation: Standard.configure}]
+        """))
+    assert invoke("deploy", "--approve").exit_code == 64
+    planned = json.loads(invoke("plan", "--workflow", "outer", "--json").stdout)
+    assert [(t["target"], t["operation"], t["after"]) for t in planned["tasks"]] == [
+        ("a", "Standard.configure", []),
+        ("b", "Standard.create", [1]),
+        ("b", "Standard.configure", [1, 2]),
+    ]
