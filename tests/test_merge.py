@@ -307,3 +307,12 @@ def test_export_of_a_missing_pointer_names_it(tmp_path: Path) -> None:
     result = export(tmp_path)
     assert result.exit_code == 1
     assert "+/a/nothere" in result.output and "ensemble.yaml:5" in result.output
+
+
+def test_export_refuses_a_merge_into_a_mapping_marked_error(tmp_path: Path) -> None:
+    # Unfurl 1.2.0: "merging a is not allowed, +%: error was set"
+    write(tmp_path, "ensemble.yaml", "apiVersion: unfurl/v1alpha1\nkind: Ensemble\nspec: {}\n"
+          "t: {a: {b: 1}}\nx:\n  +/t:\n  a:\n    +%: error\n    c: 1\n")
+    result = export(tmp_path)
+    assert result.exit_code == 1
+    assert "merging 'a' is not allowed" in result.output and "ensemble.yaml:6" in result.output

@@ -283,8 +283,13 @@ def _expand_map(mapping: Any, path: Path_, file: str, ctx: _Context) -> Any:
     if not bases:
         return own
     merged = _new_map(src, file)
-    for base in [*bases, own]:
-        merged = merge_maps(merged, base)
+    try:
+        for base in [*bases, own]:
+            merged = merge_maps(merged, base)
+    except InputError as exc:  # `+%: error`: say where the merge was asked for
+        key = next(k for k in mapping if parse_directive(k))
+        ctx.problems.extend(_problem(p.message, mapping, key, path, file, p.hint or "")
+                            for p in exc.problems)
     return merged
 
 
