@@ -231,6 +231,8 @@ def test_unknown_workflow_names_the_choices(project, invoke):
     result = invoke("run", "--workflow", "gret", "--approve")
     assert result.exit_code == 1 and "did you mean 'greet'" in result.output
     assert invoke("plan", "--workflow", "nope").exit_code == 1
+    builtin = invoke("run", "--workflow", "deploy", "--approve")
+    assert builtin.exit_code == 1 and "run it with `unfurl deploy`" in builtin.output
     assert invoke("run", "--workflow", "greet", "--approve", "--", "echo").exit_code == 2
 
 

@@ -589,6 +589,9 @@ def _inline_cycles(at: Any, workflows: dict) -> Iterator[Problem]:
 def require(spec: dict[str, Any], workflow: str) -> None:
     """Refuse a custom workflow name the spec does not define (did-you-mean)."""
     names = custom_names(spec)
+    if workflow in REPLACEABLE or workflow in RESERVED:
+        raise PlanError(f"{workflow!r} is a built-in workflow, not a custom one",
+                        hint=f"run it with `unfurl {workflow.replace('_', '-')}`")
     if workflow not in names:
         import difflib
 
