@@ -415,7 +415,7 @@ def problems(doc: Any, file: str) -> Iterator[Problem]:
         if not isinstance(steps, dict):
             yield at((name, "steps"), "steps must be a mapping of step names to steps")
             continue
-        yield from _steps(at, name, steps, workflows, templates)
+        yield from _steps(at, name, steps, workflows, templates, doc)
         parsed = read({"service_template": {"topology_template": {"workflows": {
             name: {"steps": {k: v for k, v in steps.items() if isinstance(v, dict)}}}}}})
         if len(parsed[name].order()) != len(parsed[name].steps) or _has_cycle(parsed[name]):
@@ -468,10 +468,14 @@ def _conditions(at: Any, path: tuple[Any, ...], clauses: Any) -> Iterator[Proble
 
 
 def _steps(at: Any, name: str, steps: dict, workflows: dict,
-           templates: dict[str, NodeTemplate]) -> Iterator[Problem]:
+           templates: dict[str, NodeTemplate], doc: Any) -> Iterator[Problem]:
     from unfurl_lite import validate
 
     types = {t for template in templates.values() for t in template.type_lineage}
+    node_types = doc
+    for part in ("spec", "service_template", "node_types"):
+        node_types = node_types.get(part) if isinstance(node_types, dict) else None
+    types |= set(node_types) if isinstance(node_types, dict) else set()
     for step_name, step in steps.items():
         path = (name, "steps", step_name)
         if not isinstance(step, dict):
