@@ -316,3 +316,10 @@ def test_export_refuses_a_merge_into_a_mapping_marked_error(tmp_path: Path) -> N
     result = export(tmp_path)
     assert result.exit_code == 1
     assert "merging 'a' is not allowed" in result.output and "ensemble.yaml:6" in result.output
+
+
+def test_export_names_unfurls_formats_as_not_supported(tmp_path: Path) -> None:
+    write(tmp_path, "ensemble.yaml", "apiVersion: unfurl/v1alpha1\nkind: Ensemble\nspec: {}\n")
+    result = CliRunner().invoke(cli, ["export", "--format", "deployment", str(tmp_path)])
+    assert result.exit_code == 2 and "--format deployment" in result.output
+    assert "not supported" in result.output

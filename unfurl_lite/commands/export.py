@@ -14,6 +14,9 @@ import click
 
 from unfurl_lite.commands.common import ENSEMBLE_ARG
 
+#: Unfurl 1.2.0's export formats, named so that asking for one says it is not here
+UNFURL_FORMATS = ("deployment", "blueprint", "environments", "deployments", "python")
+
 
 def expanded_document(ensemble: str | None) -> dict[str, Any]:
     """The validated ensemble's whole document with every merge directive applied."""
@@ -29,8 +32,8 @@ def expanded_document(ensemble: str | None) -> dict[str, Any]:
 
 @click.command()
 @ENSEMBLE_ARG
-@click.option("--format", "format_", type=click.Choice(["json", "yaml"]), default=None,
-              help="Output format (default json).")
+@click.option("--format", "format_", type=click.Choice(["json", "yaml", *UNFURL_FORMATS]),
+              default=None, help="Output format: json (default) or yaml.")
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.option("--file", "out_file", type=click.Path(dir_okay=False),
               help="Write the document to this file instead of printing it.")
@@ -38,6 +41,10 @@ def export(ensemble: str | None, format_: str | None, as_json: bool, out_file: s
     """Print ENSEMBLE's expanded document: includes and merge directives applied."""
     from unfurl_lite import yamlio
 
+    if format_ in UNFURL_FORMATS:
+        raise click.UsageError(
+            f"--format {format_} (Unfurl's GraphQL/Python export) is not supported here: "
+            "use --format json or yaml for the expanded ensemble document")
     if as_json and format_ == "yaml":
         raise click.UsageError("--json and --format yaml contradict each other")
     document = expanded_document(ensemble)
