@@ -32,8 +32,8 @@ def expanded_document(ensemble: str | None) -> dict[str, Any]:
 
 @click.command()
 @ENSEMBLE_ARG
-@click.option("--format", "format_", type=click.Choice(["json", "yaml", *UNFURL_FORMATS]),
-              default=None, help="Output format: json (default) or yaml.")
+@click.option("--format", "format_", metavar="[json|yaml]", default=None,
+              help="Output format: json (default) or yaml.")
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.option("--file", "out_file", type=click.Path(dir_okay=False),
               help="Write the document to this file instead of printing it.")
@@ -45,6 +45,9 @@ def export(ensemble: str | None, format_: str | None, as_json: bool, out_file: s
         raise click.UsageError(
             f"--format {format_} (Unfurl's GraphQL/Python export) is not supported here: "
             "use --format json or yaml for the expanded ensemble document")
+    if format_ not in (None, "json", "yaml"):
+        raise click.BadParameter(f"{format_!r} is not one of 'json', 'yaml'",
+                                 param_hint="'--format'")
     if as_json and format_ == "yaml":
         raise click.UsageError("--json and --format yaml contradict each other")
     document = expanded_document(ensemble)
