@@ -295,3 +295,22 @@ def test_inline_and_delegate_activities_plan_in_order(project, invoke):
         ("b", "Standard.create", [1]),
         ("b", "Standard.configure", [1, 2]),
     ]
+
+
+def test_a_deploy_step_filtered_out_leaves_its_instance_alone_as_unfurl(project, invoke):
+    project.write(workflows("""\
+        deploy:
+          steps:
+            only_big:
+              target: tosca.nodes.Root
+              filter:
+                - size: [{greater_than: 2}]
+              activities:
+                - call_operation: Standard.create
+                - set_state: created
+        """))
+    planned = json.loads(invoke("plan", "--json").stdout)
+    assert [(t["target"], t["operation"]) for t in planned["tasks"]] == [
+        ("a", "Standard.create"), ("a", None)]
+    assert {"target": "b", "message": "skipped: no step of workflow 'deploy' applies to it "
+            "(step filters)"} in planned["notes"]

@@ -359,8 +359,10 @@ def replace_lifecycle(
         failed_of = tuple(n for p in failure for n in added.get(p, []))
         added[name] = expansion.add_step(workflow, step, instance, deps, failed_of)
         numbers += added[name]
-    if not numbers:
-        return False
+    if not numbers:  # as Unfurl: the workflow's steps own this instance even when none ran
+        builder.note(instance.name, f"skipped: no step of workflow {builder.workflow!r} "
+                                    "applies to it (step filters)")
+        return True
     last = max(numbers)
     task = builder.tasks[last - 1]
     done = Status.ok if builder.workflow == "deploy" else Status.absent
