@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import textwrap
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner, Result
 
 from unfurl_lite import merge, yamlio
+from unfurl_lite.cli import cli
 from unfurl_lite.errors import InputError
 
 
@@ -256,3 +260,66 @@ def test_format_path() -> None:
 def test_plus_keys_that_are_not_directives_are_data(project: Path) -> None:
     _, merged = expand(project, "a:\n  +note: one\n")
     assert plain(merged) == {"a": {"+note": "one"}}
+
+
+# --- Unfurl 1.2.0's documents, through `unfurl export` ----------------------------------
+
+UNFURL_CASES = Path(__file__).parent / "data" / "merge-directives"
+
+
+def export(root: Path, *args: str) -> Result:
+    return CliRunner().invoke(cli, ["export", *args, str(root)], catch_exceptions=False)
+
+
+@pytest.mark.parametrize(
+    "case", sorted(p.name for p in UNFURL_CASES.iterdir() if (p / "ensemble.yaml").exists())
+)
+def test_export_gives_unfurls_expanded_document(tmp_path: Path, case: str) -> None:
+    root = tmp_path / case
+    shutil.copytree(UNFURL_CASES / case, root)
+    expected = json.loads((root / "unfurl-expanded.json").read_text())
+    result = export(root, "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == expected
+
+
+def test_export_yaml_and_file(tmp_path: Path) -> None:
+    root = tmp_path / "p"
+    shutil.copytree(UNFURL_CASES / "relative-into-root-include", root)
+    expected = json.loads((root / "unfurl-expanded.json").read_text())
+    result = export(root, "--format", "yaml")
+    assert result.exit_code == 0
+    assert yamlio.parse_plain(result.stdout) == expected
+    assert export(root, "--file", str(tmp_path / "out.json")).stdout == ""
+    assert json.loads((tmp_path / "out.json").read_text()) == expected
+
+
+def test_export_of_an_ensemble_without_directives_is_the_file(tmp_path: Path) -> None:
+    text = ("apiVersion: unfurl/v1alpha1\nkind: Ensemble\nspec:\n  service_template:\n"
+            "    topology_template:\n      node_templates: {a: {type: tosca.nodes.Root}}\n")
+    write(tmp_path, "ensemble.yaml", text)
+    assert json.loads(export(tmp_path, "--json").stdout) == yamlio.parse_plain(text)
+
+
+def test_export_of_a_missing_pointer_names_it(tmp_path: Path) -> None:
+    write(tmp_path, "ensemble.yaml", "apiVersion: unfurl/v1alpha1\nkind: Ensemble\n"
+          "spec: {}\nx:\n  +/a/nothere:\n")
+    result = export(tmp_path)
+    assert result.exit_code == 1
+    assert "+/a/nothere" in result.output and "ensemble.yaml:5" in result.output
+
+
+def test_export_refuses_a_merge_into_a_mapping_marked_error(tmp_path: Path) -> None:
+    # Unfurl 1.2.0: "merging a is not allowed, +%: error was set"
+    write(tmp_path, "ensemble.yaml", "apiVersion: unfurl/v1alpha1\nkind: Ensemble\nspec: {}\n"
+          "t: {a: {b: 1}}\nx:\n  +/t:\n  a:\n    +%: error\n    c: 1\n")
+    result = export(tmp_path)
+    assert result.exit_code == 1
+    assert "merging 'a' is not allowed" in result.output and "ensemble.yaml:6" in result.output
+
+
+def test_export_names_unfurls_formats_as_not_supported(tmp_path: Path) -> None:
+    write(tmp_path, "ensemble.yaml", "apiVersion: unfurl/v1alpha1\nkind: Ensemble\nspec: {}\n")
+    result = CliRunner().invoke(cli, ["export", "--format", "deployment", str(tmp_path)])
+    assert result.exit_code == 2 and "--format deployment" in result.output
+    assert "not supported" in result.output

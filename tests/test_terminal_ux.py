@@ -47,6 +47,7 @@ JSON_CASES: dict[str, tuple[list[str], bool]] = {
     "cancel": (["cancel"], True),  # no job is running: the error is the document
     "agents": (["agents", "--broker", "redis://127.0.0.1:1/0"], False),  # no broker: error
     "version": (["version"], False),
+    "export": (["export"], False),
     "completion": (["completion", "zsh"], False),
 }
 

@@ -55,6 +55,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "unfurl_lite.commands.control:resume",
         "Continue the last failed, cancelled or killed job.",
     ),
+    "export": (
+        "unfurl_lite.commands.export:export",
+        "Print the expanded ensemble (includes and directives applied).",
+    ),
     "version": ("unfurl_lite.commands.project:version", "Print the version (same as --version)."),
     "cancel": ("unfurl_lite.commands.control:cancel", "Cancel the job running on an ensemble."),
     "worker": (

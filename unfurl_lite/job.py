@@ -471,9 +471,10 @@ class _Scheduler:
         result = run.result or OperationResult(success=False, modified=None)
         instance = self.instances[run.task.target]
         change_id = run.change_id or ""
-        if self.options.dryrun:
+        if self.options.dryrun or not self.plan.affects_history:
             state = TaskState.succeeded if result.success else TaskState.failed
             run.status = Status.ok if result.success else Status.error
+            run.changed = bool(result.modified) and not self.options.dryrun
             return self.complete(run, state, result.error)
         if result.success:
             changed = on_success(instance, run.task, result, change_id)

@@ -39,18 +39,54 @@ def expand(
     held (None: it did not exist), so a cache of the result knows when it is stale.
     Raises InputError listing every directive that could not be applied.
     """
-    ctx = _Context(root=doc, main_file=str(file), project_root=project_root.resolve())
-    if reads is not None:
-        ctx.reads = reads
-    ctx.includes = (file.resolve(),)
-    _collect_anchors(doc, str(file), ctx.anchors)
-    result = _expand(doc, (), str(file), ctx)
+    fallback: Any = None
+    misses = 0
+    parsed: dict[Path, Any] = {}  # shared by the passes: each include is read once per load
+    while True:
+        ctx = _Context(root=doc, main_file=str(file), project_root=project_root.resolve(),
+                       fallback=fallback, parsed=parsed)
+        if reads is not None:
+            ctx.reads = reads
+        ctx.includes = (file.resolve(),)
+        _collect_anchors(doc, str(file), ctx.anchors)
+        result = _expand(doc, (), str(file), ctx)
+        if ctx.problems or not ctx.missing or (fallback is not None and len(ctx.missing) >= misses):
+            break
+        # like Unfurl, look again in what this pass merged: a pointer may lead through
+        # another directive or into content an include brought in
+        fallback, misses = result, len(ctx.missing)
+    ctx.problems.extend(m.problem for m in ctx.missing if not m.maybe)
     if ctx.problems:
         raise InputError(ctx.problems, summary=f"{Path(file).name}: merge directives failed")
     if not isinstance(result, CommentedMap):
         result = _new_map(doc if isinstance(doc, CommentedMap) else None, str(file))
     result.pop(STRATEGY_KEY, None)
+    for missing in reversed(ctx.missing):
+        _delete_path(result, missing.path)
+    _delete_stray_markers(result)
     return result
+
+
+def _delete_path(doc: Any, path: Path_) -> None:
+    """Unfurl drops the whole mapping that holds an optional reference that found nothing."""
+    if not path:
+        return
+    parent, last = _lookup(doc, path[:-1]), path[-1]
+    if isinstance(parent, dict):
+        parent.pop(last, None)
+    elif isinstance(parent, list) and isinstance(last, int) and last < len(parent):
+        del parent[last]
+
+
+def _delete_stray_markers(node: dict) -> None:
+    """Remove values still marked whiteout/nullout (nothing was under them), as Unfurl does."""
+    for key in list(node):
+        value = node[key]
+        if isinstance(value, dict):
+            if value.get(STRATEGY_KEY) in ("whiteout", "nullout"):
+                del node[key]
+            else:
+                _delete_stray_markers(value)
 
 
 def has_directives(doc: Any) -> bool:
@@ -125,6 +161,17 @@ class _Context:
     nodes: int = 0  # nodes produced so far, includes and references expanded
     included_nodes: int = 0  # what the includes met so far add, once expanded
     sizes: dict[Path, int] = field(default_factory=dict)  # a file's size, includes expanded
+    fallback: Any = None  # the previous pass's result, for pointers into merged content
+    missing: list[_Missing] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Missing:
+    """A reference that found nothing in this pass; a later pass may find it."""
+
+    path: Path_
+    maybe: bool
+    problem: Problem
 
 
 @dataclass(frozen=True)
@@ -206,10 +253,9 @@ def _expand(node: Any, path: Path_, file: str, ctx: _Context) -> Any:
 def _expand_seq(seq: Any, path: Path_, file: str, ctx: _Context) -> CommentedSeq:
     out = _new_seq(seq if isinstance(seq, CommentedSeq) else None, file)
     for index, item in enumerate(seq):
-        value = _expand(item, (*path, len(out)), file, ctx)
-        value = _strategy_value(value)
-        if value is _DROP:
+        if isinstance(item, dict) and item.get(STRATEGY_KEY) == "whiteout":
             continue
+        value = _expand(item, (*path, len(out)), file, ctx)
         if isinstance(item, dict) and isinstance(value, list) and _has_directive(item):
             for sub_index, sub in enumerate(value):
                 _put(out, len(out), sub, value, sub_index, file)
@@ -247,9 +293,16 @@ def _expand_map(mapping: Any, path: Path_, file: str, ctx: _Context) -> Any:
                 )
             else:
                 return result
+    if not bases:
+        return own
     merged = _new_map(src, file)
-    for base in [*bases, own]:
-        merged = merge_maps(merged, base)
+    try:
+        for base in [*bases, own]:
+            merged = merge_maps(merged, base)
+    except InputError as exc:  # `+%: error`: say where the merge was asked for
+        key = next(k for k in mapping if parse_directive(k))
+        ctx.problems.extend(_problem(p.message, mapping, key, path, file, p.hint or "")
+                            for p in exc.problems)
     return merged
 
 
@@ -442,9 +495,13 @@ def _resolve_reference(
         if not directive.maybe:
             ctx.problems.append(_problem(message, mapping, directive.key, path, file, hint))
 
+    def miss(message: str, hint: str) -> None:
+        problem = _problem(message, mapping, directive.key, path, file, hint)
+        ctx.missing.append(_Missing(path, directive.maybe, problem))
+
     if directive.anchor is not None:
         if directive.anchor not in ctx.anchors:
-            fail(f"anchor {directive.anchor!r} not found",
+            miss(f"anchor {directive.anchor!r} not found",
                  "define it with `+&: name` in a mapping, or a YAML anchor `&name`")
             return None
         start, start_file = ctx.anchors[directive.anchor]
@@ -457,8 +514,10 @@ def _resolve_reference(
             return None
         start = _lookup(ctx.root, target_path)
     found = _lookup(start, directive.pointer)
+    if found is None and target_path is not None and ctx.fallback is not None:
+        found = _lookup(ctx.fallback, (*target_path, *directive.pointer))
     if found is None:
-        fail(f"{directive.key!r} does not point at anything in the document",
+        miss(f"{directive.key!r} does not point at anything in the document",
              "check the path: segments are keys separated by '/', list items by index")
         return None
     if target_path is not None:
@@ -481,52 +540,41 @@ def _resolve_reference(
 # --- merging --------------------------------------------------------------------------
 
 
-def _strategy_value(value: Any) -> Any:
-    """Apply a ``+%`` whiteout/nullout marker: _DROP, None, or the value without the marker."""
-    if not isinstance(value, dict) or STRATEGY_KEY not in value:
-        return value
-    strategy = value[STRATEGY_KEY]
-    if strategy == "whiteout":
-        return _DROP
-    if strategy == "nullout":
-        return None
-    stripped = _new_map(value if isinstance(value, CommentedMap) else None, "")
-    for key in value:
-        if key != STRATEGY_KEY:
-            _put(stripped, key, value[key], value, key, source_file(value))
-    getattr(stripped, _ORIGIN)[None] = source_file(value)
-    return stripped
-
-
 def merge_maps(base: Any, override: Any) -> CommentedMap:
     """Recursively merge two expanded maps into a new one; the override's values win.
 
-    Lists are appended to (items already present are not repeated, single-key mapping
-    items merge by key), as Unfurl does, so an include can add requirements.
+    As Unfurl's merge: a null or empty mapping over a mapping leaves the mapping (the
+    override said nothing about it); ``+%: whiteout`` removes the key, ``nullout`` makes it
+    null, ``error`` refuses the merge. Lists are appended to (items already present are not
+    repeated, single-key mapping items merge by key, ``+%: merge`` items merge by position),
+    so an include can add requirements.
     """
     out = _new_map(override if isinstance(override, CommentedMap) else None,
                    source_file(override) or source_file(base) or "")
-    if STRATEGY_KEY in override:
-        out[STRATEGY_KEY] = override[STRATEGY_KEY]
-    for key, value in base.items():
-        if key == STRATEGY_KEY or key in override:
-            continue
-        value = _strategy_value(value)
-        if value is not _DROP:
-            _put(out, key, value, base, key, None)
+    skip: set[Any] = set()
     for key, value in override.items():
         if key == STRATEGY_KEY:
             continue
         old = base.get(key) if key in base else _DROP
-        new = _merge_value(old, value)
+        new = _merge_value(key, old, value)
+        if new is _KEEP:
+            continue
+        if new is _DROP:
+            skip.add(key)
+            continue
         if isinstance(old, dict) and isinstance(new, dict):
             _note_merge(out, key, _definitions(base, key) + _definitions(override, key))
-        if new is not _DROP:
-            _put(out, key, new, override, key, None)
+        _put(out, key, new, override, key, None)
+    for key, value in base.items():
+        if key != STRATEGY_KEY and key not in out and key not in skip:
+            _put(out, key, value, base, key, None)
     for key in out:
         if not merged_from(out, key):
             _note_merge(out, key, merged_from(override, key) or merged_from(base, key))
     return out
+
+
+_KEEP = object()  # the override leaves the base's value as it is
 
 
 def _note_merge(node: Any, key: Any, definitions: list[Definition]) -> None:
@@ -536,15 +584,26 @@ def _note_merge(node: Any, key: Any, definitions: list[Definition]) -> None:
         setattr(node, _MERGED, merged)
 
 
-def _merge_value(old: Any, new: Any) -> Any:
-    strategy = new.get(STRATEGY_KEY) if isinstance(new, dict) else None
-    if strategy in ("whiteout", "nullout"):
-        return _strategy_value(new)
-    if isinstance(old, dict) and isinstance(new, dict):
-        return merge_maps(old, new)
+def _merge_value(key: Any, old: Any, new: Any) -> Any:
+    if isinstance(new, dict) or new is None:
+        strategy = new.get(STRATEGY_KEY) if new else None
+        if isinstance(old, dict):
+            strategy = strategy or old.get(STRATEGY_KEY) or "merge"
+            if strategy == "merge":
+                return merge_maps(old, new) if new else _KEEP
+            if strategy == "error":
+                raise InputError([Problem(
+                    f"merging {key!r} is not allowed: `+%: error` was set",
+                    path=str(key), hint="remove one of the definitions or the `+%: error`",
+                )], summary="merge directives failed")
+        if strategy == "whiteout":
+            return _DROP
+        if strategy == "nullout":
+            return None
+        return new
     if isinstance(old, list) and isinstance(new, list):
         return _merge_lists(old, new)
-    return _strategy_value(new)
+    return new
 
 
 def _merge_lists(old: list, new: list) -> CommentedSeq:
@@ -552,6 +611,14 @@ def _merge_lists(old: list, new: list) -> CommentedSeq:
     for index, item in enumerate(old):
         _put(out, index, item, old, index, None)
     for index, item in enumerate(new):
+        if isinstance(item, dict) and item.get(STRATEGY_KEY) == "merge":
+            if index >= len(out):
+                _put(out, len(out), item, new, index, None)
+            elif isinstance(out[index], dict):
+                out[index] = merge_maps(out[index], item)
+            else:
+                out[index] = item
+            continue
         slot = _single_key_slot(out, item)
         if slot is not None:
             out[slot] = merge_maps(out[slot], item)

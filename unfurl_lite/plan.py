@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from unfurl_lite import graph
+from unfurl_lite import graph, tosca_workflows
 from unfurl_lite.errors import PlanError
 from unfurl_lite.loader import Ensemble
 from unfurl_lite.model import (
@@ -93,6 +93,8 @@ class Plan:
     options: dict[str, Any] = field(default_factory=dict)
     forget: tuple[str, ...] = ()  # instances dropped from status if the job leaves them gone
     baselines: dict[str, dict[str, str]] = field(default_factory=dict)  # see workflows.update
+    #: False: the job records itself but leaves instances' status and changeIds alone
+    affects_history: bool = True
 
     @property
     def runnable(self) -> list[Task]:
@@ -472,6 +474,7 @@ def plan_deploy(
     deps = instance_graph(ensemble, instances)
     wanted = graph.closure(deps, select(instances, instance_names)) if instance_names else set(deps)
     builder = _Builder("deploy")
+    replaces = tosca_workflows.replacing(ensemble.spec, "deploy")
     for name in graph.topological_order(deps):
         if name not in wanted:
             continue
@@ -490,6 +493,10 @@ def plan_deploy(
             builder.note(name, "skipped: already ok")
             continue
         after = [builder.last[d] for d in deps[name] if d in builder.last]
+        if replaces and tosca_workflows.replace_lifecycle(
+            replaces, builder, ensemble, instance, instances, after
+        ):
+            continue
         skip_when = None
         check = _check_op(template)
         if instance.status == Status.unknown and check is not None and not force:
@@ -524,6 +531,7 @@ def plan_undeploy(
     dependents = graph.reverse(deps)
     wanted = set(select(instances, instance_names)) if instance_names else set(instances)
     builder = _Builder("undeploy")
+    replaces = tosca_workflows.replacing(ensemble.spec, "undeploy")
     for name in reversed(graph.topological_order(deps)):
         if name not in wanted:
             continue
@@ -539,6 +547,10 @@ def plan_undeploy(
             )
             continue
         after = [builder.last[d] for d in dependents.get(name, ()) if d in builder.last]
+        if replaces and tosca_workflows.replace_lifecycle(
+            replaces, builder, ensemble, instance, instances, after
+        ):
+            continue
         skip_when = None
         check = _check_op(template)
         if instance.status == Status.unknown and check is not None:
@@ -651,6 +663,8 @@ def plan_workflow(ensemble: Ensemble, workflow: str, **options: Any) -> Plan:
     }
     if workflow not in planners:  # Cloudify's workflows are loaded only when asked for
         planners.update(_cloudify_planners())
+    if workflow not in planners and workflow in tosca_workflows.custom_names(ensemble.spec):
+        return tosca_workflows.plan_custom(ensemble, workflow, **options)
     if workflow not in planners:
         raise PlanError(
             f"unknown workflow {workflow!r}", hint="choose one of: " + ", ".join(planners)

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 def task_label(task: Task) -> str:
     op = task.operation
     name = op.qualified_name if op else "(no operation: state only)"
+    if op is None and task.reason.startswith("step:") and task.done_state:
+        name = f"set_state {task.done_state}"  # a TOSCA workflow's set_state activity
     extra = f" -> {task.peer}" if task.peer and task.source else ""
     return f"{name}{extra}"
 
@@ -35,6 +37,7 @@ def plan_json(plan: Plan) -> dict[str, Any]:
                 "after": list(t.after),
                 **({"source": t.source, "relationshipTarget": t.peer} if t.source else {}),
                 **({"skipWhen": str(t.skip_when)} if t.skip_when else {}),
+                **({"setState": str(t.done_state)} if t.done_state and not t.operation else {}),
             }
             for t in plan.tasks
         ],

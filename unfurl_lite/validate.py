@@ -242,9 +242,15 @@ def semantic_problems(doc: Any, file: str) -> list[Problem]:
     problems: list[Problem] = []
     for check_one in (_unknown_types, _type_cycles, _requirement_targets,
                       _requirement_cycles, _unknown_operations, _unsupported_implementations,
-                      _duplicate_templates):
+                      _duplicate_templates, _workflows):
         problems += check_one(doc, file)
     return problems
+
+
+def _workflows(doc: Any, file: str) -> Iterator[Problem]:
+    from unfurl_lite import tosca_workflows
+
+    return tosca_workflows.problems(doc, file)
 
 
 def _imports(doc: Any) -> bool:

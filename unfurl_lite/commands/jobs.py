@@ -214,13 +214,27 @@ def discover(ctx: click.Context, ensemble: str | None, **opts: Any) -> None:
 )
 @job_options
 @click.option("--operation", help="Run this operation (e.g. configure, Install.check).")
+@click.option("--workflow", "-w", "custom_workflow", metavar="NAME",
+              help="Run the custom workflow NAME from the topology's `workflows:`.")
 @click.argument("command", nargs=-1)
 @click.pass_context
 def run(ctx: click.Context, ensemble: str | None, command: tuple[str, ...], **opts: Any) -> None:
-    """Run an ad hoc COMMAND (after --) or an --operation on the selected instances.
+    """Run an ad hoc COMMAND (after --), an --operation, or a custom --workflow on the
+    selected instances.
 
     Example: unfurl run --instance app -- echo hello
     """
+    if opts.get("custom_workflow"):
+        if command or opts["operation"]:
+            raise click.UsageError("--workflow runs the workflow's own steps: give no "
+                                   "command or --operation with it", ctx)
+        from unfurl_lite import tosca_workflows
+        from unfurl_lite.loader import load_ensemble
+
+        tosca_workflows.require(load_ensemble(ensemble).spec, opts["custom_workflow"])
+        execute_workflow(ctx, opts["custom_workflow"], ensemble,
+                         {"instance_names": opts["instances"]}, opts)
+        return
     execute_workflow(
         ctx,
         "run",

@@ -124,8 +124,9 @@ def validate(ensemble: str | None, as_json: bool) -> None:
     "-w",
     default="deploy",
     show_default=True,
-    type=click.Choice(["deploy", "undeploy", "check", "discover"]),
-    help="The workflow to plan.",
+    metavar="NAME",
+    help="The workflow to plan: deploy, undeploy, check, discover, or a custom workflow "
+    "from the topology's `workflows:`.",
 )
 @click.option("--instance", "-i", "instances", multiple=True, shell_complete=complete_instances,
               help="Limit to this instance.")
@@ -143,6 +144,10 @@ def plan(
     options: dict[str, Any] = {"instance_names": instances}
     if workflow == "deploy":
         options["force"] = force
+    if workflow not in ("deploy", "undeploy", "check", "discover"):
+        from unfurl_lite import tosca_workflows
+
+        tosca_workflows.require(loaded.spec, workflow)
     result = plan_workflow(loaded, workflow, **options)
     if as_json:
         echo_json(render.plan_json(result))
