@@ -45,6 +45,46 @@ def check_text(text: str, filename: str) -> None:
             depth -= 1
 
 
+def check_aliases(text: str, filename: str) -> None:
+    """Refuse an alias inside its own anchor (``&r {self: *r}``). ruamel's round-trip
+    loader silently turns it into null, so a job writing the document back would lose the
+    data; the composed node graph still shows the cycle. Only texts with both an anchor
+    and an alias are composed."""
+    if "&" not in text or "*" not in text:
+        return
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+    from ruamel.yaml.nodes import MappingNode, SequenceNode
+
+    try:
+        root = YAML(typ="rt").compose(text)
+    except (YAMLError, RecursionError, ValueError):
+        return  # the parse proper reports it, with its line
+    done: set[int] = set()
+    on_path: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)] if root is not None else []
+    while stack:
+        node, leaving = stack.pop()
+        if leaving:
+            on_path.discard(id(node))
+            done.add(id(node))
+            continue
+        if not isinstance(node, MappingNode | SequenceNode) or id(node) in done:
+            continue
+        if id(node) in on_path:
+            mark = node.start_mark
+            raise InputError(Problem(
+                f"recursive alias: the anchor &{node.anchor} contains an alias to itself",
+                file=filename, line=mark.line + 1, column=mark.column + 1,
+                hint="remove the alias, or copy the content it should repeat",
+            ))
+        on_path.add(id(node))
+        stack.append((node, True))
+        children = node.value if isinstance(node, SequenceNode) else [
+            item for pair in node.value for item in pair]
+        stack.extend((child, False) for child in children)
+
+
 def check(document: Any, filename: str) -> None:
     """Raise InputError if the document is an alias bomb, too deep, self-referencing, or
     has keys that are not strings."""

@@ -248,7 +248,37 @@ def save_status(ensemble: Ensemble, update: Callable[[Any], None]) -> None:
                 parsecache.put(text, ensemble.plain)
             return
     update(ensemble.document)
-    yamlio.atomic_write(ensemble.path, yamlio.dump(ensemble.document))
+    text = yamlio.dump(ensemble.document)
+    _refuse_spec_change(ensemble, text)
+    yamlio.atomic_write(ensemble.path, text)
+
+
+def _refuse_spec_change(ensemble: Ensemble, text: str) -> None:
+    """A job writes status, never the user's spec: a round trip that would change anything
+    outside the status sections (a YAML construct ruamel cannot write back) is refused
+    before the file is touched."""
+    from unfurl_lite.errors import JobError
+
+    def users(source: str) -> Any:
+        try:
+            data = yamlio.parse_plain(source)
+        except Exception:  # unreadable either way: compare as text
+            return source
+        if not isinstance(data, dict):
+            return data
+        return {k: v for k, v in data.items() if k not in STATUS_SECTIONS}
+
+    try:
+        same = users(ensemble.text) == users(text)
+    except RecursionError:
+        same = False
+    if not same:
+        raise JobError(
+            f"writing the job's status would change the user's part of {ensemble.path}, "
+            "so it was not written",
+            hint="simplify the YAML outside status (anchors, aliases, tags) and run "
+            "unfurl resume to record the job",
+        )
 
 
 # ------------------------------------------------------------------ entries of one job

@@ -35,6 +35,7 @@ def parse(text: str, filename: str) -> Any:
     from unfurl_lite import guard
 
     guard.check_text(text, filename)
+    guard.check_aliases(text, filename)
     try:
         document = _round_trip().load(text)
     except RecursionError:
