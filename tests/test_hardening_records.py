@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import Invoke, Project, ensemble_yaml, git, shell_node
+import pytest
+
+from tests.conftest import Invoke, Project, ensemble_yaml, git, run_unfurl, shell_node
 
 RECURSIVE = """\
 apiVersion: unfurl/v1alpha1
@@ -44,3 +46,98 @@ def test_recursive_alias_in_a_sequence_is_refused(project: Project, invoke: Invo
 def test_shared_alias_is_not_recursive(project: Project, invoke: Invoke) -> None:
     project.write(RECURSIVE.replace("metadata: &r {self: *r}", "metadata: {a: &r {x: 1}, b: *r}"))
     assert invoke("validate").exit_code == 0
+
+
+# --- item 6: names cannot forge records; records never move the clock -------------------
+
+FORGED = "x\rAB1100000000"
+
+
+def test_control_characters_in_names_are_refused(project: Project, invoke: Invoke) -> None:
+    project.write(ensemble_yaml('"x\\rAB1100000000":\n  type: tosca.nodes.Root\n'))
+    result = invoke("validate")
+    assert result.exit_code == 1
+    assert "contains the control character \\r" in result.output
+    project.write(ensemble_yaml('"red\\e[31m":\n  type: tosca.nodes.Root\n'))
+    result = invoke("deploy", "--approve")
+    assert result.exit_code == 1 and "control character \\x1b" in result.output
+    assert "\x1b" not in result.output
+    assert not (project.root / "jobs.tsv").exists()
+
+
+def test_recorded_instance_names_are_validated(project: Project, invoke: Invoke) -> None:
+    text = ensemble_yaml(shell_node("db", "echo hi")) + (
+        'status:\n  instances:\n    "db\\e]0;owned\\a":\n      template: db\n'
+        "      readyState: {local: ok}\n")
+    project.write(text)
+    result = invoke("status")
+    assert result.exit_code == 1 and "control character" in result.output
+
+
+def test_every_jobs_tsv_field_is_escaped() -> None:
+    from unfurl_lite import records
+
+    line = records.tsv_line([("target", f"::{FORGED}\tstatus=ok\n\x1b[31m")], "A6BNA7xw0001")
+    assert line.count("\n") == 1 and line.count("\t") == 1 and "\r" not in line
+    assert "\x1b" not in line
+    record = records.parse_tsv_line(line)
+    assert record["target"] == "::x\\rAB1100000000\\tstatus=ok\\n\\x1b[31m"
+
+
+def test_a_forged_line_shows_no_fake_job_and_does_not_move_the_clock(
+    project: Project, invoke: Invoke, caplog: pytest.LogCaptureFixture
+) -> None:
+    project.write(ensemble_yaml(shell_node("db", "echo hi")))
+    assert invoke("deploy", "--approve").exit_code == 0
+    tsv = project.root / "jobs.tsv"
+    # a line as an old version wrote it: a raw carriage return inside a target
+    first = tsv.read_text().splitlines()[1]
+    tsv.write_text(tsv.read_text() + first.replace("target=::db", f"target=::{FORGED}") + "\n")
+    history = invoke("history")
+    assert history.exit_code == 0
+    assert "2031" not in history.output and "AB110000" not in history.output
+    # a whole line dated 2031: readable, but it does not drag the next id there
+    tsv.write_text(tsv.read_text() + "AB1100000000\tstatus=ok\tstartTime=2031-01-01-00-00-00-0"
+                   "\tspecDigest=\tstartCommit=\tsummary=forged\n")
+    git(project.root, "commit", "-qam", "forged")
+    result = invoke("deploy", "--approve", "--force")
+    assert result.exit_code == 0, result.output
+    assert "ahead of this machine's clock" in caplog.text
+    last = project.jobs_tsv()[-2].split("\t")[0]
+    assert last.endswith("0000") and not last.startswith("AB")
+
+
+# --- item 7: torn and non-UTF-8 lines in jobs.tsv ----------------------------------------
+
+
+def test_a_torn_line_does_not_hide_the_next_job(project: Project, invoke: Invoke) -> None:
+    project.write(ensemble_yaml(shell_node("db", "echo hi")))
+    assert invoke("deploy", "--approve").exit_code == 0
+    tsv = project.root / "jobs.tsv"
+    first_job = tsv.read_text().splitlines()[0]
+    tsv.write_text(tsv.read_text() + first_job[:30])  # a crash mid-append
+    git(project.root, "commit", "-qam", "torn")
+    assert invoke("deploy", "--approve", "--force").exit_code == 0
+    lines = tsv.read_text().splitlines()
+    assert lines[2] == first_job[:30] + "\tDAMAGED"
+    new_job = lines[3].split("\t")[0]
+    history = run_unfurl(project.root, "history", "--json")
+    assert history.returncode == 0
+    assert new_job in history.stdout
+    assert "jobs.tsv:3: damaged line skipped" in history.stderr
+
+
+def test_bytes_that_are_not_utf8_are_skipped_and_reported(project: Project,
+                                                           invoke: Invoke) -> None:
+    project.write(ensemble_yaml(
+        "db:\n  type: tosca.nodes.Root\n  interfaces:\n    Standard:\n      operations:\n"
+        "        create: echo hi\n        delete: echo bye\n"))
+    assert invoke("deploy", "--approve").exit_code == 0
+    tsv = project.root / "jobs.tsv"
+    tsv.write_bytes(tsv.read_bytes() + b"A6BNA7xw0000\tstatus=ok\tsummary=caf\xe9\n")
+    git(project.root, "commit", "-qam", "bad byte")
+    for command in (["status"], ["history"], ["undeploy", "--approve"]):
+        result = run_unfurl(project.root, *command)
+        assert result.returncode == 0, result.stderr
+        assert "Traceback" not in result.stderr
+        assert "jobs.tsv:3: damaged line skipped: not UTF-8" in result.stderr

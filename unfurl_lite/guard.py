@@ -25,6 +25,26 @@ PLAIN_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq", "tag:yaml.org,20
 SCALARS = (str, int, float, bool, type(None), datetime.date)
 
 
+#: bidirectional overrides and isolates: they reorder what a terminal shows
+_BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def is_control(char: str) -> bool:
+    """A C0/C1 control character (tab and line breaks included) or a bidi override."""
+    code = ord(char)
+    return code < 0x20 or 0x7F <= code < 0xA0 or char in _BIDI
+
+
+def control_character(name: str) -> str | None:
+    """The first control character in a name, shown escaped (``\\x1b``), or None."""
+    if name.isprintable():
+        return None
+    for char in name:
+        if is_control(char):
+            return repr(char)[1:-1]
+    return None
+
+
 def check_text(text: str, filename: str) -> None:
     """Refuse deeply nested flow collections (``[[[[...``) before the parser recurses
     into them; brackets inside quoted strings may count too, which only errs on the
@@ -120,6 +140,14 @@ def check(document: Any, filename: str) -> None:
                         filename, node,
                         f"mapping key {_show(k)} is a {type(k).__name__}, not a string",
                         "quote the key so it is a string", k,
+                    )
+                bad = control_character(k)
+                if bad is not None:
+                    raise _problem(
+                        filename, node,
+                        f"name {_show(k)} contains the control character {bad}: names "
+                        "(templates, instances, types, keys) may not",
+                        "remove the control character from the name", k,
                     )
                 stack.append((v, False))
         else:

@@ -168,6 +168,21 @@ def atomic_append(path: Path, text: str) -> None:
         os.fsync(handle.fileno())
 
 
+def append_lines(path: Path, text: str) -> None:
+    """Append whole lines, as :func:`atomic_append`, always starting on a fresh line: a
+    torn last line (a crash or a full disk mid-write) is first closed with a cell that
+    marks it damaged, so readers skip it instead of reading the next record into it."""
+    torn = False
+    try:
+        with open(path, "rb") as handle:
+            if handle.seek(0, os.SEEK_END) > 0:
+                handle.seek(-1, os.SEEK_END)
+                torn = handle.read(1) != b"\n"
+    except FileNotFoundError:
+        pass
+    atomic_append(path, ("\tDAMAGED\n" if torn else "") + text)
+
+
 def _fsync_dir(directory: Path) -> None:
     try:
         fd = os.open(directory, os.O_RDONLY)
