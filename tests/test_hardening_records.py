@@ -3,8 +3,6 @@ disks and read-only directories cannot forge, hide, leave uncommitted or half-wr
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tests.conftest import Invoke, Project, ensemble_yaml, git, run_unfurl, shell_node

@@ -149,11 +149,9 @@ def read_jobs_tsv(path: Path, damaged: list[DamagedLine] | None = None) -> Itera
     """Stream jobs.tsv records. Lines are split on ``\\n`` only (a raw carriage return
     starts no record); a damaged line (torn by a crash, not UTF-8, not a record) is
     skipped and reported, once per process, as a warning and in ``damaged``."""
-    try:
-        handle = open(path, "rb")
-    except FileNotFoundError:
+    if not path.exists():
         return
-    with handle:
+    with open(path, "rb") as handle:
         for number, raw in enumerate(handle, 1):
             if not raw.strip():
                 continue
