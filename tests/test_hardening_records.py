@@ -3,6 +3,8 @@ disks and read-only directories cannot forge, hide, leave uncommitted or half-wr
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.conftest import Invoke, Project, ensemble_yaml, git, run_unfurl, shell_node
@@ -139,3 +141,48 @@ def test_bytes_that_are_not_utf8_are_skipped_and_reported(project: Project,
         assert result.returncode == 0, result.stderr
         assert "Traceback" not in result.stderr
         assert "jobs.tsv:3: damaged line skipped: not UTF-8" in result.stderr
+
+
+# --- item 5: init --from and symlinks -------------------------------------------------------
+
+
+def _source(tmp_path: Path) -> Path:
+    source = tmp_path / "src"
+    (source / "files").mkdir(parents=True)
+    (source / "ensemble.yaml").write_text(ensemble_yaml(shell_node("db", "echo hi")))
+    (source / "files" / "conf.txt").write_text("inside\n")
+    return source
+
+
+@pytest.mark.parametrize("outside", ["secret.txt", "etc"])
+def test_init_from_refuses_links_pointing_outside(tmp_path: Path, invoke: Invoke,
+                                                  outside: str) -> None:
+    source = _source(tmp_path)
+    target = tmp_path / outside
+    if outside == "etc":
+        (target / "sub").mkdir(parents=True)
+        (target / "sub" / "passwd").write_text("root:x:0:0\n")
+    else:
+        target.write_text("TOP SECRET\n")
+    (source / "files" / "link").symlink_to(target)
+    result = invoke("init", str(tmp_path / "new"), "--from", str(source))
+    assert result.exit_code == 1
+    assert "is a symlink to" in result.output and "outside" in result.output
+    new = tmp_path / "new"
+    assert not (new / "ensemble.yaml").exists()
+    assert not any("SECRET" in p.read_text() or "root:" in p.read_text()
+                   for p in new.rglob("*") if p.is_file() and ".git" not in p.parts)
+
+
+def test_init_from_copies_links_inside_as_links(tmp_path: Path, invoke: Invoke) -> None:
+    source = _source(tmp_path)
+    (source / "link").symlink_to("files/conf.txt")
+    (source / "dirlink").symlink_to("files")
+    result = invoke("init", str(tmp_path / "new"), "--from", str(source))
+    assert result.exit_code == 0, result.output
+    new = tmp_path / "new"
+    assert (new / "link").is_symlink() and str((new / "link").readlink()) == "files/conf.txt"
+    assert (new / "dirlink").is_symlink()
+    if "and committed" in result.output:
+        tracked = git(new, "ls-files", "-s", "link")
+        assert tracked.startswith("120000")  # git's mode for a symlink

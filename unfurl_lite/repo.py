@@ -39,7 +39,9 @@ class Repo:
     root: Path
 
     def relative(self, path: Path) -> str:
-        return str(path.resolve().relative_to(self.root))
+        """The path git knows it by: a symlink is itself, not the file it points to."""
+        absolute = path.parent.resolve() / path.name if path.is_symlink() else path.resolve()
+        return str(absolute.relative_to(self.root))
 
     def head(self) -> str | None:
         """The commit HEAD points at; None before the first commit."""
@@ -64,7 +66,7 @@ class Repo:
 
     def commit(self, paths: list[Path], message: str) -> str:
         """Commit exactly these paths (added if new); returns the new commit's hash."""
-        relative = [self.relative(p) for p in paths if p.exists()]
+        relative = [self.relative(p) for p in paths if p.exists() or p.is_symlink()]
         if not self._on_branch():
             raise GitError(
                 "git commit refused: HEAD is detached, so the commit would belong to no branch",
