@@ -3,11 +3,13 @@ disks and read-only directories cannot forge, hide, leave uncommitted or half-wr
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import Invoke, Project, ensemble_yaml, git, run_unfurl, shell_node
+from tests.execution_helpers import chain_ensemble, count, kill9, start_unfurl, wait_for
 
 RECURSIVE = """\
 apiVersion: unfurl/v1alpha1
@@ -186,3 +188,29 @@ def test_init_from_copies_links_inside_as_links(tmp_path: Path, invoke: Invoke) 
     if "and committed" in result.output:
         tracked = git(new, "ls-files", "-s", "link")
         assert tracked.startswith("120000")  # git's mode for a symlink
+
+
+# --- item 11: a failed resume keeps the killed job's lock -----------------------------------
+
+
+@pytest.mark.slow
+def test_a_failed_resume_keeps_the_lock(project: Project, tmp_path: Path) -> None:
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    project.write(chain_ensemble(["a", "b"], {"b": ["a"]}, marks, sleep=0.2))
+    job = start_unfurl(project.root, "deploy", "--approve")
+    wait_for(lambda: count(marks, "end") >= 1 and count(marks, "start") >= 2, job)
+    kill9(job)
+    lock_file = project.root / ".unfurl-lite.lock"
+    killed = json.loads(lock_file.read_text())["changeId"]
+    journal = next((project.root / "jobs").glob("journal*.yaml"))
+    journal.write_text("changeId: [not closed\n")  # damaged
+    resumed = run_unfurl(project.root, "resume")
+    assert resumed.returncode == 1
+    assert "Traceback" not in resumed.stderr
+    assert f"resume failed before {killed} was recorded" in resumed.stderr
+    assert f"delete {lock_file}" in resumed.stderr
+    assert json.loads(lock_file.read_text())["changeId"] == killed
+    again = run_unfurl(project.root, "deploy", "--approve")
+    assert again.returncode == 1 and "stale lock" in again.stderr
+    assert count(marks, "start") == 2  # a's operation was not run again

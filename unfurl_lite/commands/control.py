@@ -38,7 +38,9 @@ def resume(ctx: click.Context, changeid: str | None, ensemble: str | None, force
     from unfurl_lite.repo import find_repo
 
     ens = api.load(ensemble)
-    with lock.held(ens.path, "resume", take_stale=True):
+    stale = lock.stale_text(ens.path)
+    with lock.held(ens.path, "resume", take_stale=True) as lock_file, \
+            lock.kept_until_recorded(lock_file, stale) as killed_lock:
         journal = resuming.find_job(ens.project_root, changeid)
         if resuming.is_killed(journal):
             from unfurl_lite import orphans
@@ -60,6 +62,7 @@ def resume(ctx: click.Context, changeid: str | None, ensemble: str | None, force
             state = str(recovered.state)
             resuming.write_journal(journal, recovered, state=state, recorded=True,
                                    killed=journal.state in resuming.UNFINISHED)
+            killed_lock.settle()
             files.extra.append(journal.path)
             click.echo(f"Recorded interrupted job {journal.change_id}: {recovered.summary}",
                        err=True)
@@ -73,6 +76,7 @@ def resume(ctx: click.Context, changeid: str | None, ensemble: str | None, force
                     click.echo("Nothing to resume: the job had finished.")
                 return
             ens = api.load(ens.path)
+        killed_lock.settle()
         resumed = resuming.resumed_from(journal, plan, force)
         todo = [t for t in plan.tasks if t.number not in resumed.runs]
         click.echo(f"Resuming job {journal.change_id}: {len(todo)} of {len(plan.tasks)} "
