@@ -4,11 +4,16 @@ disks and read-only directories cannot forge, hide, leave uncommitted or half-wr
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import Invoke, Project, ensemble_yaml, git, run_unfurl, shell_node
+from tests.conftest import ROOT, Invoke, Project, ensemble_yaml, git, run_unfurl, shell_node
 from tests.execution_helpers import chain_ensemble, count, kill9, start_unfurl, wait_for
 
 RECURSIVE = """\
@@ -214,3 +219,141 @@ def test_a_failed_resume_keeps_the_lock(project: Project, tmp_path: Path) -> Non
     again = run_unfurl(project.root, "deploy", "--approve")
     assert again.returncode == 1 and "stale lock" in again.stderr
     assert count(marks, "start") == 2  # a's operation was not run again
+
+
+# --- item 8: kills and failures at commit time ----------------------------------------------
+
+REAL_GIT = shutil.which("git") or "git"
+
+
+def fake_git(tmp_path: Path, on_commit: str) -> dict[str, str]:
+    """An environment whose ``git`` runs ``on_commit`` (sh) instead of ``git commit``."""
+    bin_dir = tmp_path / "fakebin"
+    bin_dir.mkdir(exist_ok=True)
+    script = bin_dir / "git"
+    script.write_text(f'#!/bin/sh\nif [ "$1" = commit ]; then {on_commit}; fi\n'
+                      f'exec {REAL_GIT} "$@"\n')
+    script.chmod(0o755)
+    return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}",
+            "PYTHONPATH": str(ROOT)}
+
+
+def two_nodes(project: Project, tmp_path: Path) -> Path:
+    marks = tmp_path / "marks"
+    marks.mkdir(exist_ok=True)
+    project.write(chain_ensemble(["a", "b"], {"b": ["a"]}, marks, sleep=0))
+    return marks
+
+
+def staged_or_untracked(project: Project) -> list[str]:
+    return [line for line in git(project.root, "status", "--porcelain").splitlines()
+            if line.strip()]
+
+
+@pytest.mark.slow
+def test_killed_between_add_and_commit_then_resume_commits(project: Project,
+                                                           tmp_path: Path) -> None:
+    two_nodes(project, tmp_path)
+    hang = tmp_path / "in-commit"
+    env = fake_git(tmp_path, f"touch .git/index.lock; echo $$ > {hang}; exec sleep 60")
+    job = subprocess.Popen([sys.executable, "-m", "unfurl_lite", "deploy", "--approve"],
+                           cwd=project.root, env=env, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: hang.exists() and hang.read_text().strip() != "", job)
+    kill9(job)
+    os.kill(int(hang.read_text()), signal.SIGKILL)  # git dies with it, leaving index.lock
+    staged = staged_or_untracked(project)
+    assert any(line.startswith("A  jobs/") for line in staged)  # added, never committed
+
+    refused = run_unfurl(project.root, "deploy", "--approve", "--force")
+    assert refused.returncode == 1 and "stale lock" in refused.stderr
+    resumed = run_unfurl(project.root, "resume")
+    assert resumed.returncode == 1 and "Traceback" not in resumed.stderr
+    assert "index.lock was left by a git process that is no longer running" in resumed.stderr
+    assert "rm " in resumed.stderr and (project.root / ".unfurl-lite.lock").exists()
+
+    (project.root / ".git" / "index.lock").unlink()
+    resumed = run_unfurl(project.root, "resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "left uncommitted" in resumed.stderr
+    assert staged_or_untracked(project) == []
+    assert any("left uncommitted" in subject for subject in project.commits())
+    assert not (project.root / ".unfurl-lite.lock").exists()
+    assert run_unfurl(project.root, "deploy", "--approve").returncode == 0
+
+
+def test_a_stale_index_lock_is_refused_before_anything_runs(project: Project,
+                                                            tmp_path: Path) -> None:
+    marks = two_nodes(project, tmp_path)
+    lock = project.root / ".git" / "index.lock"
+    lock.write_text("")
+    result = run_unfurl(project.root, "deploy", "--approve")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert f"{lock} was left by a git process that is no longer running" in result.stderr
+    assert f"rm {lock}" in result.stderr
+    assert count(marks, "start") == 0 and not (project.root / "jobs.tsv").exists()
+
+
+def test_git_failing_at_commit_leaves_records_the_next_job_commits(
+    project: Project, tmp_path: Path
+) -> None:
+    two_nodes(project, tmp_path)
+    env = fake_git(tmp_path, "echo 'fatal: No space left on device' >&2; exit 128")
+    failed = subprocess.run([sys.executable, "-m", "unfurl_lite", "deploy", "--approve"],
+                            cwd=project.root, env=env, capture_output=True, text=True)
+    assert failed.returncode == 1 and "Traceback" not in failed.stderr
+    assert "No space left on device" in failed.stderr and "free disk space" in failed.stderr
+    assert project.local("b") == "ok"  # saved before git was touched
+    assert staged_or_untracked(project)
+    job = project.jobs_tsv()[0].split("\t")[0][:8]
+
+    again = run_unfurl(project.root, "deploy", "--approve", "--force")
+    assert again.returncode == 0, again.stderr
+    assert f"Recording what job {job} left uncommitted" in "\n".join(project.commits())
+    assert not [line for line in staged_or_untracked(project) if "jobs" in line]
+
+
+def test_a_commit_waits_for_a_running_git_process(project: Project, tmp_path: Path) -> None:
+    marks = two_nodes(project, tmp_path)
+    holder_bin = tmp_path / "git-holder"
+    shutil.copy(shutil.which("sleep") or "/bin/sleep", holder_bin)
+    holder = subprocess.Popen([str(holder_bin), "60"], cwd=project.root)
+    lock = project.root / ".git" / "index.lock"
+    lock.write_text("")
+    tried = tmp_path / "add-tried"
+    env = fake_git(tmp_path, "true")
+    script = tmp_path / "fakebin" / "git"
+    script.write_text(script.read_text().replace(
+        "exec ", f'if [ "$1" = add ]; then {REAL_GIT} "$@" && exit 0; rc=$?; touch {tried}; '
+        'exit $rc; fi\nexec ', 1))
+    try:
+        job = subprocess.Popen([sys.executable, "-m", "unfurl_lite", "deploy", "--approve"],
+                               cwd=project.root, env=env, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for(tried.exists, job)  # the job's git add failed on the lock
+        assert count(marks, "end") == 2
+        lock.unlink()  # the other git process finishes
+        _, err = job.communicate(timeout=60)
+        assert job.returncode == 0, err
+    finally:
+        holder.kill()
+        holder.wait()
+    assert staged_or_untracked(project) == []
+
+
+@pytest.mark.slow
+def test_three_ensembles_of_one_repository_deploy_at_once(project: Project,
+                                                          tmp_path: Path) -> None:
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    for name in ("one", "two", "three"):
+        (project.root / name).mkdir()
+        project.write(chain_ensemble([f"{name}1", f"{name}2"], {}, marks, sleep=0),
+                      name=f"{name}/ensemble.yaml")
+    jobs = [start_unfurl(project.root / name, "deploy", "--approve", "--jobs", "2")
+            for name in ("one", "two", "three")]
+    for job in jobs:
+        _, err = job.communicate(timeout=120)
+        assert job.returncode == 0, err
+    assert staged_or_untracked(project) == []
+    assert sum("Updating status" in s for s in project.commits()) == 3

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -55,14 +56,47 @@ def check_dirty(repo: Repo | None, ensemble: Ensemble, mode: str) -> None:
         return
     dirty = repo.dirty_files()
     if mode == "auto":
+        from unfurl_lite.leftovers import is_record
+
         own = {repo.relative(ensemble.path), repo.relative(ensemble.jobs_tsv)}
-        dirty = [f for f in dirty if f not in own]
+        dirty = [f for f in dirty
+                 if f not in own and not is_record(repo.root / f, ensemble.project_root)
+                 and not _being_recorded(repo.root, repo.root / f)]
     if dirty:
         shown = ", ".join(dirty[:5]) + (f" and {len(dirty) - 5} more" if len(dirty) > 5 else "")
         raise JobError(
             f"the repository has uncommitted changes: {shown}",
             hint="commit or stash them, or pass --dirty=ok to run anyway",
         )
+
+
+def _being_recorded(root: Path, path: Path) -> bool:
+    """Is ``path`` in the directory of another ensemble whose job is running now (it is
+    between its ``git add`` and ``git commit``)? Ensembles sharing a repository deploy
+    at once."""
+    for directory in path.parents:
+        info = lock.read_lock(directory / lock.LOCK_NAME)
+        if info is not None and info.alive and info.pid not in (-1, os.getpid()):
+            return True
+        if directory == root:
+            return False
+    return False
+
+
+def _prepare_git(repo: Repo, ensemble: Ensemble) -> None:
+    """Before any operation runs: a stale index.lock would only fail the job's commit at
+    the end, so it is refused now; records an earlier job left uncommitted are committed."""
+    from unfurl_lite.errors import GitError
+    from unfurl_lite.leftovers import commit_leftovers
+
+    stale = repo.stale_index_lock()
+    if stale is not None:
+        raise GitError(
+            f"{stale} was left by a git process that is no longer running (it was killed "
+            "or crashed): git would refuse this job's commit, so nothing was run",
+            hint=f"make sure no git command is running, then delete it: rm {stale}",
+        )
+    commit_leftovers(repo, ensemble)
 
 
 def run_job(
@@ -121,6 +155,8 @@ def _run_locked(
     repo = find_repo(ensemble.project_root)
     confine_records(ensemble.project_root, ensemble.jobs_log, request.options.allow_outside_paths)
     if not request.options.dryrun:
+        if repo is not None and request.options.commit:
+            _prepare_git(repo, ensemble)
         check_dirty(repo, ensemble, request.dirty)
     if not confirm(ensemble, plan):
         return None

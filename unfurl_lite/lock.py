@@ -168,6 +168,7 @@ class StaleLock:
 
     path: Path
     text: str | None
+    change_id: str | None = None
     settled: bool = False
 
     def settle(self) -> None:
@@ -182,7 +183,7 @@ def kept_until_recorded(path: Path, text: str | None) -> Iterator[StaleLock]:
         with contextlib.suppress(ValueError, AttributeError):
             killed = json.loads(text).get("changeId")
     # killed before its job had an id: nothing ran, so nothing is lost by clearing it
-    stale = StaleLock(path, text, settled=not killed)
+    stale = StaleLock(path, text, killed, settled=not killed)
     try:
         yield stale
     except BaseException as exc:

@@ -84,6 +84,20 @@ def find_job(root: Path, change_id: str | None = None) -> JournalFile:
     return journal
 
 
+def killed_job_recorded(root: Path, change_id: str | None) -> bool:
+    """Has the job a stale lock names nothing left to record: it has no journal (nothing
+    ran), or its journal is marked recorded (it was killed while committing)? False when
+    journals cannot be read: only a successful resume may then clear its lock."""
+    if not change_id:
+        return True
+    try:
+        journals = list_journals(root)
+    except Exception:
+        return False
+    journal = next((j for j in journals if j.change_id == change_id), None)
+    return journal is None or journal.recorded
+
+
 def replan(ensemble: Ensemble, journal: JournalFile) -> Plan:
     """The journal's plan, made again; refused if the spec or the plan has changed."""
     if journal.data.get("specDigest") != records.spec_digest(ensemble.spec):

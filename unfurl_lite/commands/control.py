@@ -34,6 +34,7 @@ def resume(ctx: click.Context, changeid: str | None, ensemble: str | None, force
     from unfurl_lite import api, lock, render
     from unfurl_lite import resume as resuming
     from unfurl_lite.commands.jobs import run_with_signals, show_result
+    from unfurl_lite.errors import JobError
     from unfurl_lite.journal import restore_instances
     from unfurl_lite.repo import find_repo
 
@@ -41,7 +42,29 @@ def resume(ctx: click.Context, changeid: str | None, ensemble: str | None, force
     stale = lock.stale_text(ens.path)
     with lock.held(ens.path, "resume", take_stale=True) as lock_file, \
             lock.kept_until_recorded(lock_file, stale) as killed_lock:
-        journal = resuming.find_job(ens.project_root, changeid)
+        repo = find_repo(ens.project_root)
+        swept: list[str] = []
+        if repo is not None and commit:
+            from unfurl_lite.leftovers import commit_leftovers
+
+            swept = commit_leftovers(repo, ens, with_ensemble=True)
+            if swept:
+                click.echo(f"Committed the records job {', '.join(swept)} left uncommitted",
+                           err=True)
+        if resuming.killed_job_recorded(ens.project_root, killed_lock.change_id):
+            killed_lock.settle()
+        try:
+            journal = resuming.find_job(ens.project_root, changeid)
+        except JobError:
+            if changeid or not (swept or (stale and killed_lock.settled)):
+                raise
+            if as_json:
+                echo_json({"changeId": killed_lock.change_id, "summary": "nothing to resume",
+                           "committed": swept, "tasks": []})
+            else:
+                click.echo(f"Job {killed_lock.change_id or '?'} had been recorded: cleared "
+                           "its stale lock; nothing else to resume.")
+            return
         if resuming.is_killed(journal):
             from unfurl_lite import orphans
 
@@ -55,7 +78,6 @@ def resume(ctx: click.Context, changeid: str | None, ensemble: str | None, force
         options.commit = commit
         if resuming.needs_recording(journal):
             recovered = resuming.interrupted_result(ens, journal, plan)
-            repo = find_repo(ens.project_root)
             recovered.start_commit = repo.head() if repo else None
             files = api.record_job(ens, recovered, options,
                                    append_log=not resuming.logged(ens, journal.change_id))
