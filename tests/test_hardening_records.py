@@ -3,6 +3,7 @@ disks and read-only directories cannot forge, hide, leave uncommitted or half-wr
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -15,6 +16,7 @@ import pytest
 
 from tests.conftest import ROOT, Invoke, Project, ensemble_yaml, git, run_unfurl, shell_node
 from tests.execution_helpers import chain_ensemble, count, kill9, start_unfurl, wait_for
+from unfurl_lite.loader import load_ensemble
 
 RECURSIVE = """\
 apiVersion: unfurl/v1alpha1
@@ -302,7 +304,7 @@ def test_git_failing_at_commit_leaves_records_the_next_job_commits(
     failed = subprocess.run([sys.executable, "-m", "unfurl_lite", "deploy", "--approve"],
                             cwd=project.root, env=env, capture_output=True, text=True)
     assert failed.returncode == 1 and "Traceback" not in failed.stderr
-    assert "No space left on device" in failed.stderr and "free disk space" in failed.stderr
+    assert "No space left on device" in failed.stderr and "free space on the disk" in failed.stderr
     assert project.local("b") == "ok"  # saved before git was touched
     assert staged_or_untracked(project)
     job = project.jobs_tsv()[0].split("\t")[0][:8]
@@ -357,3 +359,105 @@ def test_three_ensembles_of_one_repository_deploy_at_once(project: Project,
         assert job.returncode == 0, err
     assert staged_or_untracked(project) == []
     assert sum("Updating status" in s for s in project.commits()) == 3
+
+
+# --- item 10: full disks and read-only directories ------------------------------------------
+
+
+@pytest.fixture
+def tiny_disk(tmp_path: Path):
+    """A 2 MB tmpfs: a real full disk (needs root and mount; skipped elsewhere)."""
+    mount_point = tmp_path / "disk"
+    mount_point.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount_point)],
+                          capture_output=True)
+    if done.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], capture_output=True)
+
+
+@contextlib.contextmanager
+def immutable(path: Path):
+    """Make ``path`` unwritable even for root (chattr +i); skip where that is unavailable."""
+    if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not available here")
+    try:
+        yield path
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], capture_output=True)
+
+
+def new_project(root: Path) -> Project:
+    root.mkdir(parents=True, exist_ok=True)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "config", "user.email", "t@example.com")
+    git(root, "config", "user.name", "T")
+    shutil.rmtree(root / ".git" / "hooks", ignore_errors=True)  # room on a tiny disk
+    return Project(root)
+
+
+def no_temp_files(root: Path) -> bool:
+    return not [p for p in root.rglob("*.tmp") if ".git" not in p.parts]
+
+
+@pytest.mark.slow
+def test_disk_full_during_a_job_is_one_clear_error_and_resume_finishes(tiny_disk: Path) -> None:
+    project = new_project(tiny_disk / "project")
+    filler = tiny_disk / "filler"
+    project.write(ensemble_yaml(
+        shell_node("a", "echo a")
+        + shell_node("b", f"head -c 100000000 /dev/zero > {filler} 2>/dev/null; true")
+        + "  requirements:\n    - dependency: a\n"))
+    result = run_unfurl(project.root, "deploy", "--approve")
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "No space left on device" in result.stderr and "cannot write " in result.stderr
+    assert "free space on the disk" in result.stderr and "unfurl resume" in result.stderr
+    assert no_temp_files(project.root)
+    load_ensemble(project.ensemble)  # whole, old or new
+    assert (project.root / ".unfurl-lite.lock").exists()  # kept until the job is recorded
+    assert run_unfurl(project.root, "deploy", "--approve", "--force").returncode == 1
+
+    filler.unlink()
+    resumed = run_unfurl(project.root, "resume", "--force")
+    assert resumed.returncode == 0, resumed.stderr
+    assert project.local("a") == "ok" and project.local("b") == "ok"
+    assert staged_or_untracked(project) == []
+    assert not (project.root / ".unfurl-lite.lock").exists()
+
+
+def test_read_only_jobs_directory_is_a_clear_error(project: Project, tmp_path: Path) -> None:
+    marks = two_nodes(project, tmp_path)
+    (project.root / "jobs").mkdir()
+    with immutable(project.root / "jobs"):
+        result = run_unfurl(project.root, "deploy", "--approve")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert f"cannot write {project.root / 'jobs'}" in result.stderr
+    assert "make it writable" in result.stderr and "nothing was run" in result.stderr
+    assert count(marks, "start") == 0
+    assert not (project.root / ".unfurl-lite.lock").exists()
+    assert run_unfurl(project.root, "deploy", "--approve").returncode == 0
+
+
+def test_read_only_ensemble_directory_is_a_clear_error(project: Project, tmp_path: Path) -> None:
+    two_nodes(project, tmp_path)
+    with immutable(project.root):
+        result = run_unfurl(project.root, "deploy", "--approve")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert f"cannot write {project.root}" in result.stderr and "writable" in result.stderr
+
+
+def test_read_only_git_is_a_clear_error_and_resume_commits(project: Project,
+                                                           tmp_path: Path) -> None:
+    two_nodes(project, tmp_path)
+    with immutable(project.root / ".git" / "objects"):
+        result = run_unfurl(project.root, "deploy", "--approve")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "git commit failed" in result.stderr and "make the repository writable" in result.stderr
+    assert project.local("b") == "ok"
+    resumed = run_unfurl(project.root, "resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert staged_or_untracked(project) == []

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from unfurl_lite import changeid, lock, records
-from unfurl_lite.errors import JobError
+from unfurl_lite.errors import STORAGE_ERRNOS, JobError, StorageError, storage_error
 from unfurl_lite.executors import make_executor
 from unfurl_lite.job import JobOptions, JobResult, Resumed, run_plan
 from unfurl_lite.loader import Ensemble, load_ensemble
@@ -117,11 +117,17 @@ def run_job(
     ensemble = ensemble or load_ensemble(request.ensemble)
     plan = plan or plan_workflow(ensemble, request.workflow, **request.plan_options)
     with contextlib.ExitStack() as held:
+        lock_file = None
         if not (request.options.dryrun or request.locked):
-            held.enter_context(lock.held(ensemble.path, request.workflow))
+            lock_file = held.enter_context(lock.held(ensemble.path, request.workflow))
         held.enter_context(_quiet_collector())
-        return _run_locked(request, confirm, observer, cancel, ensemble, plan, resumed,
-                           start_instances)
+        try:
+            return _run_locked(request, confirm, observer, cancel, ensemble, plan, resumed,
+                               start_instances)
+        except StorageError as exc:
+            if exc.keep_lock and lock_file is not None:
+                lock.keep(lock_file)
+            raise
 
 
 @contextlib.contextmanager
@@ -178,6 +184,33 @@ def _run_locked(
             on_job_id=lambda job_id: lock.update(lock_file, request.workflow, job_id),
         )
     start_commit = repo.head() if repo else None
+    try:
+        return _run_and_record(request, observer, cancel, ensemble, plan, resumed, executor,
+                               journal, repo, start_commit)
+    except OSError as exc:
+        if exc.errno not in STORAGE_ERRNOS:
+            raise
+        started = journal is not None and journal.path is not None and journal.path.exists()
+        raise storage_error(
+            exc,
+            "nothing was half-written; then run `unfurl resume` to record the job (and "
+            "finish it)" if started else "nothing was run",
+            keep_lock=started,
+        ) from None
+
+
+def _run_and_record(
+    request: JobRequest,
+    observer: Observer | None,
+    cancel: threading.Event | None,
+    ensemble: Ensemble,
+    plan: Plan,
+    resumed: Resumed | None,
+    executor: Any,
+    journal: Any,
+    repo: Repo | None,
+    start_commit: str | None,
+) -> JobResult:
     try:
         result = run_plan(
             ensemble,

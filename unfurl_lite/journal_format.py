@@ -12,6 +12,7 @@ events over newer state.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -61,10 +62,14 @@ class EventLog:
 
     def append(self, event: dict[str, Any], seq: int) -> None:
         with self.lock:
-            if self.handle is None:
-                self.handle = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
-            self.handle.write(_json({"seq": seq, **event}) + "\n")  # one line per write
-            self.handle.flush()
+            try:
+                if self.handle is None:
+                    self.handle = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
+                self.handle.write(_json({"seq": seq, **event}) + "\n")  # one line per write
+                self.handle.flush()
+            except OSError as exc:
+                exc.filename = exc.filename or str(self.path)
+                raise
             if time.monotonic() - self.synced >= self.sync_interval:
                 self._sync_locked()
             elif self.timer is None:
@@ -89,8 +94,9 @@ class EventLog:
                 self.timer.cancel()
                 self.timer = None
             if self.handle is not None:
-                self.handle.close()
-                self.handle = None
+                handle, self.handle = self.handle, None
+                with contextlib.suppress(OSError):  # a full disk: already reported
+                    handle.close()
 
 
 def fold(data: dict[str, Any], event: dict[str, Any]) -> None:

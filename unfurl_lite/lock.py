@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from unfurl_lite.errors import JobError, LockError, UnfurlLiteError
+from unfurl_lite.errors import JobError, LockError, StorageError, UnfurlLiteError
 from unfurl_lite.yamlio import temp_file
 
 LOCK_NAME = ".unfurl-lite.lock"
@@ -187,6 +187,8 @@ def kept_until_recorded(path: Path, text: str | None) -> Iterator[StaleLock]:
     try:
         yield stale
     except BaseException as exc:
+        if isinstance(exc, StorageError) and exc.keep_lock:
+            keep(path)  # the resumed job ran but is not recorded: resume again
         if stale.settled or text is None:
             raise
         hand_back(path, text)
@@ -200,7 +202,19 @@ def kept_until_recorded(path: Path, text: str | None) -> Iterator[StaleLock]:
         ) from exc
 
 
+_kept: set[Path] = set()
+
+
+def keep(path: Path) -> None:
+    """Leave this job's lock in place when it is released: the job ran but could not be
+    recorded, so once this process ends the lock is stale and only resume takes it."""
+    _kept.add(path)
+
+
 def release(path: Path) -> None:
+    if path in _kept:
+        _kept.discard(path)
+        return
     info = read_lock(path)
     if info is not None and info.pid == os.getpid():
         path.unlink(missing_ok=True)

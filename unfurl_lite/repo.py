@@ -186,8 +186,12 @@ def _commit_error(stderr: str, stale_lock: Path | None = None) -> GitError:
             "set your identity: git config user.email you@example.com && "
             "git config user.name 'Your Name'; " + hint
         )
-    elif "No space left" in stderr or "Read-only file system" in stderr:
-        hint = "free disk space (or make the repository writable); " + hint
+    elif "No space left" in stderr or "Quota exceeded" in stderr:
+        hint = "free space on the disk that holds the repository; " + hint
+    elif any(text in stderr for text in ("Read-only file system", "ermission denied",
+                                         "Operation not permitted", "insufficient permission")):
+        hint = ("make the repository writable (.git's permissions, an immutable flag shown "
+                "by lsattr, or a read-only mount); " + hint)
     return GitError(f"git commit failed: {stderr}", hint=hint)
 
 
