@@ -84,18 +84,20 @@ def find_job(root: Path, change_id: str | None = None) -> JournalFile:
     return journal
 
 
-def killed_job_recorded(root: Path, change_id: str | None) -> bool:
-    """Has the job a stale lock names nothing left to record: it has no journal (nothing
-    ran), or its journal is marked recorded (it was killed while committing)? False when
-    journals cannot be read: only a successful resume may then clear its lock."""
+def killed_job_state(root: Path, change_id: str | None) -> str:
+    """What a stale lock's job left: ``none`` (no journal: nothing ran), ``recorded`` (it
+    was killed while committing), ``unrecorded``, or ``unreadable`` (a damaged journal:
+    only a successful resume may then clear its lock)."""
     if not change_id:
-        return True
+        return "none"
     try:
         journals = list_journals(root)
     except Exception:
-        return False
+        return "unreadable"
     journal = next((j for j in journals if j.change_id == change_id), None)
-    return journal is None or journal.recorded
+    if journal is None:
+        return "none"
+    return "recorded" if journal.recorded else "unrecorded"
 
 
 def replan(ensemble: Ensemble, journal: JournalFile) -> Plan:

@@ -51,12 +51,13 @@ def resume(ctx: click.Context, changeid: str | None, ensemble: str | None, force
             if swept:
                 click.echo(f"Committed the records job {', '.join(swept)} left uncommitted",
                            err=True)
-        if resuming.killed_job_recorded(ens.project_root, killed_lock.change_id):
+        killed_state = resuming.killed_job_state(ens.project_root, killed_lock.change_id)
+        if killed_state in ("none", "recorded"):
             killed_lock.settle()
         try:
             journal = resuming.find_job(ens.project_root, changeid)
         except JobError:
-            if changeid or not (swept or (stale and killed_lock.settled)):
+            if changeid or not (swept or (stale and killed_state == "recorded")):
                 raise
             if as_json:
                 echo_json({"changeId": killed_lock.change_id, "summary": "nothing to resume",
