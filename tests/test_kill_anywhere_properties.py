@@ -40,7 +40,8 @@ def ensemble_text(names: list[str], requires: dict[str, list[str]], marks: Path)
             lines.append("          requirements:")
             lines += [f"            - dependency: {d}" for d in requires[name]]
         lines += ["          interfaces:", "            Standard:", "              operations:",
-                  "                configure:", "                  implementation: {className: Shell}",
+                  "                configure:",
+                  "                  implementation: {className: Shell}",
                   "                  inputs:", f"                    command: '{command}'"]
     return "\n".join(lines) + "\n"
 
