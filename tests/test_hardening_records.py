@@ -461,3 +461,17 @@ def test_read_only_git_is_a_clear_error_and_resume_commits(project: Project,
     resumed = run_unfurl(project.root, "resume")
     assert resumed.returncode == 0, resumed.stderr
     assert staged_or_untracked(project) == []
+
+
+def test_a_round_trip_that_would_change_the_spec_is_refused(project: Project) -> None:
+    from unfurl_lite import records
+    from unfurl_lite.errors import JobError
+
+    text = ensemble_yaml(shell_node("db", "echo hi")) + "metadata: {owner: me}\n"
+    project.write(text)
+    ensemble = load_ensemble(project.ensemble)
+    ensemble.plain = None  # the whole-document road
+    ensemble.document["metadata"]["owner"] = None  # what a lossy round trip does
+    with pytest.raises(JobError, match="would change the user's part"):
+        records.save_status(ensemble, lambda document: document.update(lastJob={}))
+    assert project.ensemble.read_text() == text

@@ -80,7 +80,8 @@ class EventLog:
     def _sync(self) -> None:
         with self.lock:
             self.timer = None
-            self._sync_locked()
+            with contextlib.suppress(OSError):  # on the timer's thread: the job's next
+                self._sync_locked()  # write (or the final one) meets and reports it
 
     def _sync_locked(self) -> None:
         if self.handle is not None:
