@@ -96,7 +96,13 @@ def _prepare_git(repo: Repo, ensemble: Ensemble) -> None:
             "or crashed): git would refuse this job's commit, so nothing was run",
             hint=f"make sure no git command is running, then delete it: rm {stale}",
         )
-    commit_leftovers(repo, ensemble)
+    try:
+        commit_leftovers(repo, ensemble)
+    except GitError as exc:  # the job's own commit will meet (and explain) the same
+        import logging
+
+        logging.getLogger(__name__).warning(
+            "warning: records an earlier job left uncommitted stay so: %s", exc.message)
 
 
 def run_job(

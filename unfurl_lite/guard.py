@@ -65,12 +65,18 @@ def check_text(text: str, filename: str) -> None:
             depth -= 1
 
 
+# an anchor or alias starts a node: at a line's start, after "key:", "-", "[", "{" or ","
+_NODE_START = r"(?:^[ \t]*|:[ \t]+|-[ \t]+|[\[{,][ \t]*)"
+_ANCHOR = re.compile(_NODE_START + r"&[^\s\[\]{},]", re.M)
+_ALIAS = re.compile(_NODE_START + r"\*[^\s\[\]{},]", re.M)
+
+
 def check_aliases(text: str, filename: str) -> None:
     """Refuse an alias inside its own anchor (``&r {self: *r}``). ruamel's round-trip
     loader silently turns it into null, so a job writing the document back would lose the
     data; the composed node graph still shows the cycle. Only texts with both an anchor
     and an alias are composed."""
-    if "&" not in text or "*" not in text:
+    if not (_ANCHOR.search(text) and _ALIAS.search(text)):
         return
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError

@@ -191,7 +191,10 @@ def kept_until_recorded(path: Path, text: str | None) -> Iterator[StaleLock]:
             keep(path)  # the resumed job ran but is not recorded: resume again
         if stale.settled or text is None:
             raise
-        hand_back(path, text)
+        try:
+            hand_back(path, text)
+        except OSError:  # a full disk: leave ours, stale once this process ends
+            keep(path)
         if not isinstance(exc, UnfurlLiteError):
             raise
         raise JobError(
