@@ -127,6 +127,8 @@ class DamagedLine:
 
 
 _reported: set[tuple[str, int, str]] = set()
+_CHANGEID = re.compile(r"A[0-9A-Za-z]{7}[0-9a-f]{4}")
+_RECORD = re.compile(r"A[0-9A-Za-z]{7}[0-9a-f]{4}(?:\t[^\t=]*=[^\t]*)*")
 
 
 def _damage(raw: bytes) -> tuple[str | None, str]:
@@ -137,12 +139,12 @@ def _damage(raw: bytes) -> tuple[str | None, str]:
         line = raw[:-1].decode("utf-8")
     except UnicodeDecodeError as exc:
         return f"not UTF-8 (byte {exc.start + 1} of the line)", ""
-    cells = line.split("\t")
-    if not changeid.is_changeid(cells[0]):
-        return f"does not start with a changeId: {escape_field(cells[0][:20])!r}", line
-    if any("=" not in cell for cell in cells[1:]):
-        return "a field has no '=' (the line was torn)", line
-    return None, line
+    if _RECORD.fullmatch(line):
+        return None, line
+    first = line.split("\t", 1)[0]
+    if not _CHANGEID.fullmatch(first):
+        return f"does not start with a changeId: {escape_field(first[:20])!r}", line
+    return "a field has no '=' (the line was torn)", line
 
 
 def read_jobs_tsv(path: Path, damaged: list[DamagedLine] | None = None) -> Iterator[dict[str, str]]:
