@@ -1,6 +1,6 @@
 """Records a job wrote but never committed: it was killed between writing and committing
-(or between ``git add`` and ``git commit``), or git failed (a full disk, a stale
-index.lock). The next job on the ensemble, or ``unfurl resume``, commits them first, in a
+(or between ``git add`` and ``git commit``), git failed (a full disk, a stale
+index.lock), or it ran with ``--no-commit``. The next job on the ensemble, or ``unfurl resume``, commits them first, in a
 commit of their own, so no record stays staged or untracked forever and none blocks later
 jobs as "uncommitted changes".
 
@@ -58,6 +58,5 @@ def commit_leftovers(repo: Repo, ensemble: Ensemble, with_ensemble: bool = False
         return []
     jobs = sorted({m.group(1) for p in paths if (m := _JOB_FILE.match(p.name))})
     named = ", ".join(jobs) if jobs else "an earlier job"
-    repo.commit(paths, f"Recording what job {named} left uncommitted "
-                       "(its process was killed, or git failed)")
+    repo.commit(paths, f"Recording what job {named} left uncommitted")
     return jobs
