@@ -62,9 +62,11 @@ def resume(ctx: click.Context, changeid: str | None, ensemble: str | None, force
             if as_json:
                 echo_json({"changeId": killed_lock.change_id, "summary": "nothing to resume",
                            "committed": swept, "tasks": []})
+            elif stale and killed_state == "recorded":
+                click.echo(f"Job {killed_lock.change_id} had been recorded: cleared its "
+                           "stale lock; nothing else to resume.")
             else:
-                click.echo(f"Job {killed_lock.change_id or '?'} had been recorded: cleared "
-                           "its stale lock; nothing else to resume.")
+                click.echo("Nothing else to resume.")
             return
         if resuming.is_killed(journal):
             from unfurl_lite import orphans
