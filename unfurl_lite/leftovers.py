@@ -1,8 +1,8 @@
 """Records a job wrote but never committed: it was killed between writing and committing
 (or between ``git add`` and ``git commit``), git failed (a full disk, a stale
-index.lock), or it ran with ``--no-commit``. The next job on the ensemble, or ``unfurl resume``, commits them first, in a
-commit of their own, so no record stays staged or untracked forever and none blocks later
-jobs as "uncommitted changes".
+index.lock), or it ran with ``--no-commit``. The next job on the ensemble, or ``unfurl
+resume``, commits them first, in a commit of their own, so no record stays staged or
+untracked forever and none blocks later jobs as "uncommitted changes".
 
 Only files that are records of this ensemble's directory are taken: jobs.tsv, job and
 changelog files, and journals already marked recorded (a journal still being resumed is
