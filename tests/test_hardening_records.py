@@ -475,3 +475,29 @@ def test_a_round_trip_that_would_change_the_spec_is_refused(project: Project) ->
     with pytest.raises(JobError, match="would change the user's part"):
         records.save_status(ensemble, lambda document: document.update(lastJob={}))
     assert project.ensemble.read_text() == text
+
+
+def test_a_discovered_instance_with_a_control_character_is_ignored(
+    project: Project, invoke: Invoke, caplog: pytest.LogCaptureFixture
+) -> None:
+    project.write(ensemble_yaml('''\
+        server:
+          type: tosca.nodes.Root
+          interfaces:
+            Install:
+              operations:
+                discover:
+                  implementation: Template
+                  inputs:
+                    done:
+                      resources:
+                        - name: "disk\\e[2J"
+                          template: server
+                        - name: disk-2
+                          template: server
+        '''))
+    result = invoke("discover")
+    assert result.exit_code == 0, result.output
+    assert "disk-2" in project.status() and len(project.status()) == 2
+    assert "discovered instance 'disk\\x1b[2J' ignored" in caplog.text
+    assert "\x1b" not in project.ensemble.read_text()
