@@ -501,3 +501,11 @@ def test_a_discovered_instance_with_a_control_character_is_ignored(
     assert "disk-2" in project.status() and len(project.status()) == 2
     assert "discovered instance 'disk\\x1b[2J' ignored" in caplog.text
     assert "\x1b" not in project.ensemble.read_text()
+
+
+def test_attribute_keys_are_data_not_names(project: Project, invoke: Invoke) -> None:
+    text = ensemble_yaml(shell_node("db", "echo hi")) + (
+        'status:\n  instances:\n    db:\n      template: db\n      readyState: {local: ok}\n'
+        '      attributes: {"odd\\tkey": 1}\n')
+    project.write(text)
+    assert invoke("status").exit_code == 0

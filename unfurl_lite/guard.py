@@ -111,11 +111,17 @@ def check_aliases(text: str, filename: str) -> None:
         stack.extend((child, False) for child in children)
 
 
+#: keys whose values are data, not names: control characters in their keys are allowed
+#: (an operation's reported attributes must never make the ensemble unloadable)
+DATA_KEYS = frozenset({"attributes"})
+
+
 def check(document: Any, filename: str) -> None:
     """Raise InputError if the document is an alias bomb, too deep, self-referencing, or
-    has keys that are not strings."""
+    has keys that are not strings, or names (keys) with control characters."""
     sizes: dict[int, tuple[int, int]] = {}  # id -> (expanded size, height)
     in_progress: set[int] = set()
+    free: set[int] = set()  # data whose keys are not names (an operation's attributes)
     stack: list[tuple[Any, bool]] = [(document, False)]
     while stack:
         node, expanded = stack.pop()
@@ -139,6 +145,7 @@ def check(document: Any, filename: str) -> None:
                            "remove the tag: use plain mappings and lists")
         in_progress.add(key)
         stack.append((node, True))
+        data = key in free
         if isinstance(node, Mapping):
             for k, v in node.items():
                 if not isinstance(k, str):
@@ -147,6 +154,11 @@ def check(document: Any, filename: str) -> None:
                         f"mapping key {_show(k)} is a {type(k).__name__}, not a string",
                         "quote the key so it is a string", k,
                     )
+                if data or k in DATA_KEYS:
+                    if isinstance(v, Mapping | list):
+                        free.add(id(v))
+                    stack.append((v, False))
+                    continue
                 bad = control_character(k)
                 if bad is not None:
                     raise _problem(
@@ -157,6 +169,8 @@ def check(document: Any, filename: str) -> None:
                     )
                 stack.append((v, False))
         else:
+            if data:
+                free.update(id(v) for v in node if isinstance(v, Mapping | list))
             stack.extend((v, False) for v in node)
 
 
