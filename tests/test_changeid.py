@@ -37,9 +37,15 @@ def test_ids_made_in_the_same_second_strictly_increase():
 
 
 def test_a_clock_that_goes_backwards_still_gives_a_later_id():
-    later = changeid.new_job_id(now=datetime(2026, 5, 1, tzinfo=UTC))
-    earlier_clock = changeid.new_job_id(later, now=datetime(2026, 4, 1, tzinfo=UTC))
+    later = changeid.new_job_id(now=datetime(2026, 5, 1, 12, 4, tzinfo=UTC))
+    earlier_clock = changeid.new_job_id(later, now=datetime(2026, 5, 1, 12, 0, tzinfo=UTC))
     assert str(earlier_clock) > str(later)
+
+
+def test_a_record_from_the_future_does_not_move_the_clock():
+    forged = changeid.new_job_id(now=datetime(2031, 1, 1, tzinfo=UTC))
+    now = datetime(2026, 5, 1, tzinfo=UTC)
+    assert changeid.new_job_id(forged, now=now) == changeid.new_job_id(now=now)
 
 
 @pytest.mark.parametrize("bad", ["", "B6BMIY9e0000", "A6BMIY9e00", "A6B!IY9e0000", "A6BMIY9eZZZZ"])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from unfurl_lite import changeid, lock, records
-from unfurl_lite.errors import JobError
+from unfurl_lite.errors import STORAGE_ERRNOS, JobError, StorageError, storage_error
 from unfurl_lite.executors import make_executor
 from unfurl_lite.job import JobOptions, JobResult, Resumed, run_plan
 from unfurl_lite.loader import Ensemble, load_ensemble
@@ -55,14 +56,53 @@ def check_dirty(repo: Repo | None, ensemble: Ensemble, mode: str) -> None:
         return
     dirty = repo.dirty_files()
     if mode == "auto":
+        from unfurl_lite.leftovers import is_record
+
         own = {repo.relative(ensemble.path), repo.relative(ensemble.jobs_tsv)}
-        dirty = [f for f in dirty if f not in own]
+        dirty = [f for f in dirty
+                 if f not in own and not is_record(repo.root / f, ensemble.project_root)
+                 and not _being_recorded(repo.root, repo.root / f)]
     if dirty:
         shown = ", ".join(dirty[:5]) + (f" and {len(dirty) - 5} more" if len(dirty) > 5 else "")
         raise JobError(
             f"the repository has uncommitted changes: {shown}",
             hint="commit or stash them, or pass --dirty=ok to run anyway",
         )
+
+
+def _being_recorded(root: Path, path: Path) -> bool:
+    """Is ``path`` in the directory of another ensemble whose job is running now (it is
+    between its ``git add`` and ``git commit``)? Ensembles sharing a repository deploy
+    at once."""
+    for directory in path.parents:
+        info = lock.read_lock(directory / lock.LOCK_NAME)
+        if info is not None and info.alive and info.pid not in (-1, os.getpid()):
+            return True
+        if directory == root:
+            return False
+    return False
+
+
+def _prepare_git(repo: Repo, ensemble: Ensemble) -> None:
+    """Before any operation runs: a stale index.lock would only fail the job's commit at
+    the end, so it is refused now; records an earlier job left uncommitted are committed."""
+    from unfurl_lite.errors import GitError
+    from unfurl_lite.leftovers import commit_leftovers
+
+    stale = repo.stale_index_lock()
+    if stale is not None:
+        raise GitError(
+            f"{stale} was left by a git process that is no longer running (it was killed "
+            "or crashed): git would refuse this job's commit, so nothing was run",
+            hint=f"make sure no git command is running, then delete it: rm {stale}",
+        )
+    try:
+        commit_leftovers(repo, ensemble)
+    except GitError as exc:  # the job's own commit will meet (and explain) the same
+        import logging
+
+        logging.getLogger(__name__).warning(
+            "warning: records an earlier job left uncommitted stay so: %s", exc.message)
 
 
 def run_job(
@@ -83,11 +123,17 @@ def run_job(
     ensemble = ensemble or load_ensemble(request.ensemble)
     plan = plan or plan_workflow(ensemble, request.workflow, **request.plan_options)
     with contextlib.ExitStack() as held:
+        lock_file = None
         if not (request.options.dryrun or request.locked):
-            held.enter_context(lock.held(ensemble.path, request.workflow))
+            lock_file = held.enter_context(lock.held(ensemble.path, request.workflow))
         held.enter_context(_quiet_collector())
-        return _run_locked(request, confirm, observer, cancel, ensemble, plan, resumed,
-                           start_instances)
+        try:
+            return _run_locked(request, confirm, observer, cancel, ensemble, plan, resumed,
+                               start_instances)
+        except StorageError as exc:
+            if exc.keep_lock and lock_file is not None:
+                lock.keep(lock_file)
+            raise
 
 
 @contextlib.contextmanager
@@ -121,6 +167,8 @@ def _run_locked(
     repo = find_repo(ensemble.project_root)
     confine_records(ensemble.project_root, ensemble.jobs_log, request.options.allow_outside_paths)
     if not request.options.dryrun:
+        if repo is not None and request.options.commit:
+            _prepare_git(repo, ensemble)
         check_dirty(repo, ensemble, request.dirty)
     if not confirm(ensemble, plan):
         return None
@@ -142,6 +190,33 @@ def _run_locked(
             on_job_id=lambda job_id: lock.update(lock_file, request.workflow, job_id),
         )
     start_commit = repo.head() if repo else None
+    try:
+        return _run_and_record(request, observer, cancel, ensemble, plan, resumed, executor,
+                               journal, repo, start_commit)
+    except OSError as exc:
+        if exc.errno not in STORAGE_ERRNOS:
+            raise
+        started = journal is not None and journal.path is not None and journal.path.exists()
+        raise storage_error(
+            exc,
+            "nothing was half-written; then run `unfurl resume` to record the job (and "
+            "finish it)" if started else "nothing was run",
+            keep_lock=started,
+        ) from None
+
+
+def _run_and_record(
+    request: JobRequest,
+    observer: Observer | None,
+    cancel: threading.Event | None,
+    ensemble: Ensemble,
+    plan: Plan,
+    resumed: Resumed | None,
+    executor: Any,
+    journal: Any,
+    repo: Repo | None,
+    start_commit: str | None,
+) -> JobResult:
     try:
         result = run_plan(
             ensemble,

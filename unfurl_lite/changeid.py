@@ -104,12 +104,29 @@ def decode(text: str) -> datetime:
     return parse(text).time
 
 
+#: how far ahead of this machine's clock a recorded changeId may be and still be trusted
+#: (clocks of machines sharing a repository differ a little)
+FUTURE_TOLERANCE = timedelta(minutes=5)
+
+
+def from_the_future(previous: str | ChangeId, now: datetime) -> bool:
+    """Is ``previous`` dated more than :data:`FUTURE_TOLERANCE` after ``now``?"""
+    last = previous if isinstance(previous, ChangeId) else parse(previous)
+    return last.ticks > ticks_of(now + FUTURE_TOLERANCE)
+
+
 def new_job_id(previous: str | ChangeId | None = None, now: datetime | None = None) -> ChangeId:
-    """A job id for ``now`` that sorts strictly after ``previous`` (the last job's id)."""
-    ticks = ticks_of(now or datetime.now(UTC))
+    """A job id for ``now`` that sorts strictly after ``previous`` (the last job's id).
+
+    A record never moves the clock: a ``previous`` from the future (beyond
+    :data:`FUTURE_TOLERANCE`) is a forged or corrupt record, or a clock set wrong, and is
+    ignored rather than dragging every later id to its date."""
+    moment = now or datetime.now(UTC)
+    ticks = ticks_of(moment)
     if previous:
         last = previous if isinstance(previous, ChangeId) else parse(previous)
-        ticks = max(ticks, last.ticks + 1)
+        if not from_the_future(last, moment):
+            ticks = max(ticks, last.ticks + 1)
     return ChangeId(ticks, 0)
 
 

@@ -123,7 +123,14 @@ class LazyGroup(click.Group):
         from unfurl_lite.errors import UnfurlLiteError
 
         try:
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            except OSError as exc:  # a full disk or a read-only file anywhere: no traceback
+                from unfurl_lite.errors import STORAGE_ERRNOS, storage_error
+
+                if exc.errno not in STORAGE_ERRNOS:
+                    raise
+                raise storage_error(exc) from None
         except UnfurlLiteError as exc:
             if ctx.meta.get("unfurl.json"):
                 click.echo(_error_json(exc))

@@ -86,3 +86,33 @@ class GitError(UnfurlLiteError):
 
 class ApprovalRequired(UnfurlLiteError):
     """A job that changes things needs --approve when there is no terminal to ask on."""
+
+
+class StorageError(UnfurlLiteError):
+    """A file could not be written: the disk is full, or a directory or file is read-only.
+
+    ``keep_lock``: a job had started, so its lock stays (stale once the process ends) until
+    ``unfurl resume`` records it."""
+
+    def __init__(self, message: str, *, hint: str | None = None, keep_lock: bool = False) -> None:
+        super().__init__(message, hint=hint)
+        self.keep_lock = keep_lock
+
+
+FULL = (28, 122)  # ENOSPC, EDQUOT
+READ_ONLY = (1, 13, 30)  # EPERM, EACCES, EROFS
+STORAGE_ERRNOS = (*FULL, *READ_ONLY, 27)  # and EFBIG
+
+
+def storage_error(exc: OSError, then: str = "", keep_lock: bool = False) -> StorageError:
+    """One clear error for a failed write: the path, the reason, and what to do."""
+    path = exc.filename or "a file"
+    if exc.errno in FULL:
+        todo = "free space on the disk that holds it"
+    elif exc.errno in READ_ONLY:
+        todo = ("make it writable (its permissions or its directory's, an immutable flag "
+                "shown by lsattr, or a read-only mount)")
+    else:
+        todo = "fix the file system"
+    return StorageError(f"cannot write {path}: {exc.strerror or exc}",
+                        hint=todo + (f"; {then}" if then else ""), keep_lock=keep_lock)

@@ -26,6 +26,26 @@ PLAIN_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq", "tag:yaml.org,20
 SCALARS = (str, int, float, bool, type(None), datetime.date)
 
 
+#: bidirectional overrides and isolates: they reorder what a terminal shows
+_BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def is_control(char: str) -> bool:
+    """A C0/C1 control character (tab and line breaks included) or a bidi override."""
+    code = ord(char)
+    return code < 0x20 or 0x7F <= code < 0xA0 or char in _BIDI
+
+
+def control_character(name: str) -> str | None:
+    """The first control character in a name, shown escaped (``\\x1b``), or None."""
+    if name.isprintable():
+        return None
+    for char in name:
+        if is_control(char):
+            return repr(char)[1:-1]
+    return None
+
+
 def check_text(text: str, filename: str) -> None:
     """Refuse deeply nested flow collections (``[[[[...``) before the parser recurses
     into them; brackets inside quoted strings may count too, which only errs on the
@@ -46,11 +66,63 @@ def check_text(text: str, filename: str) -> None:
             depth -= 1
 
 
+# an anchor or alias starts a node: at a line's start, after "key:", "-", "[", "{" or ","
+_NODE_START = r"(?:^[ \t]*|:[ \t]+|-[ \t]+|[\[{,][ \t]*)"
+_ANCHOR = re.compile(_NODE_START + r"&[^\s\[\]{},]", re.M)
+_ALIAS = re.compile(_NODE_START + r"\*[^\s\[\]{},]", re.M)
+
+
+def check_aliases(text: str, filename: str) -> None:
+    """Refuse an alias inside its own anchor (``&r {self: *r}``). ruamel's round-trip
+    loader silently turns it into null, so a job writing the document back would lose the
+    data; the composed node graph still shows the cycle. Only texts with both an anchor
+    and an alias are composed."""
+    if not (_ANCHOR.search(text) and _ALIAS.search(text)):
+        return
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+    from ruamel.yaml.nodes import MappingNode, SequenceNode
+
+    try:
+        root = YAML(typ="rt").compose(text)
+    except (YAMLError, RecursionError, ValueError):
+        return  # the parse proper reports it, with its line
+    done: set[int] = set()
+    on_path: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)] if root is not None else []
+    while stack:
+        node, leaving = stack.pop()
+        if leaving:
+            on_path.discard(id(node))
+            done.add(id(node))
+            continue
+        if not isinstance(node, MappingNode | SequenceNode) or id(node) in done:
+            continue
+        if id(node) in on_path:
+            mark = node.start_mark
+            raise InputError(Problem(
+                f"recursive alias: the anchor &{node.anchor} contains an alias to itself",
+                file=filename, line=mark.line + 1, column=mark.column + 1,
+                hint="remove the alias, or copy the content it should repeat",
+            ))
+        on_path.add(id(node))
+        stack.append((node, True))
+        children = node.value if isinstance(node, SequenceNode) else [
+            item for pair in node.value for item in pair]
+        stack.extend((child, False) for child in children)
+
+
+#: keys whose values are data, not names: control characters in their keys are allowed
+#: (an operation's reported attributes must never make the ensemble unloadable)
+DATA_KEYS = frozenset({"attributes"})
+
+
 def check(document: Any, filename: str) -> None:
     """Raise InputError if the document is an alias bomb, too deep, self-referencing, or
-    has keys that are not strings."""
+    has keys that are not strings, or names (keys) with control characters."""
     sizes: dict[int, tuple[int, int, int]] = {}  # id -> (expanded size, height, characters)
     in_progress: set[int] = set()
+    free: set[int] = set()  # data whose keys are not names (an operation's attributes)
     stack: list[tuple[Any, bool]] = [(document, False)]
     while stack:
         node, expanded = stack.pop()
@@ -74,6 +146,7 @@ def check(document: Any, filename: str) -> None:
                            "remove the tag: use plain mappings and lists")
         in_progress.add(key)
         stack.append((node, True))
+        data = key in free
         if isinstance(node, Mapping):
             for k, v in node.items():
                 if not isinstance(k, str):
@@ -82,8 +155,23 @@ def check(document: Any, filename: str) -> None:
                         f"mapping key {_show(k)} is a {type(k).__name__}, not a string",
                         "quote the key so it is a string", k,
                     )
+                if data or k in DATA_KEYS:
+                    if isinstance(v, Mapping | list):
+                        free.add(id(v))
+                    stack.append((v, False))
+                    continue
+                bad = control_character(k)
+                if bad is not None:
+                    raise _problem(
+                        filename, node,
+                        f"name {_show(k)} contains the control character {bad}: names "
+                        "(templates, instances, types, keys) may not",
+                        "remove the control character from the name", k,
+                    )
                 stack.append((v, False))
         else:
+            if data:
+                free.update(id(v) for v in node if isinstance(v, Mapping | list))
             stack.extend((v, False) for v in node)
 
 

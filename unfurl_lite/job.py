@@ -8,6 +8,7 @@ Operations only run and report, so the executor can be local threads or Celery w
 from __future__ import annotations
 
 import heapq
+import logging
 import os
 import threading
 import time
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from unfurl_lite import changeid, records
+from unfurl_lite import changeid, guard, records
 from unfurl_lite.context import apply_post_inputs, make_context, render_inputs, spec_secrets
 from unfurl_lite.errors import UnfurlLiteError
 from unfurl_lite.executors import Executor
@@ -499,6 +500,11 @@ class _Scheduler:
             name = str(resource.get("name") or "")
             if not name:
                 continue
+            if guard.control_character(name):
+                logging.getLogger(__name__).warning(
+                    "warning: discovered instance %r ignored: its name contains a control "
+                    "character", name)
+                continue
             ready = resource.get("status") or resource.get("readyState")
             if isinstance(ready, dict):
                 ready = ready.get("local")
@@ -581,6 +587,12 @@ def run_plan(
     started_at = now()
     latest = previous_job_id(ensemble)
     floor = max((i for i in (latest, resumed.job_id if resumed else None) if i), default=None)
+    if floor and changeid.from_the_future(floor, started_at):
+        logging.getLogger(__name__).warning(
+            "warning: the last recorded job %s is dated %s, more than %d minutes ahead of "
+            "this machine's clock: ignored for the new job's changeId (a damaged or forged "
+            "record, or a wrong clock)", floor, changeid.decode(floor).isoformat(),
+            changeid.FUTURE_TOLERANCE.seconds // 60)
     job_id = changeid.new_job_id(floor, started_at)
     previous = resumed.job_id if resumed else latest
     scheduler = _Scheduler(

@@ -12,6 +12,7 @@ events over newer state.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -69,12 +70,16 @@ class EventLog:
 
     def append(self, event: dict[str, Any], seq: int) -> None:
         with self.lock:
-            if self.handle is None:
-                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-                os.fchmod(fd, 0o600)
-                self.handle = open(fd, "a", encoding="utf-8")  # noqa: SIM115
-            self.handle.write(_json({"seq": seq, **event}) + "\n")  # one line per write
-            self.handle.flush()
+            try:
+                if self.handle is None:
+                    fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                    os.fchmod(fd, 0o600)
+                    self.handle = open(fd, "a", encoding="utf-8")  # noqa: SIM115
+                self.handle.write(_json({"seq": seq, **event}) + "\n")  # one line per write
+                self.handle.flush()
+            except OSError as exc:
+                exc.filename = exc.filename or str(self.path)
+                raise
             if time.monotonic() - self.synced >= self.sync_interval:
                 self._sync_locked()
             elif self.timer is None:
@@ -85,7 +90,8 @@ class EventLog:
     def _sync(self) -> None:
         with self.lock:
             self.timer = None
-            self._sync_locked()
+            with contextlib.suppress(OSError):  # on the timer's thread: the job's next
+                self._sync_locked()  # write (or the final one) meets and reports it
 
     def _sync_locked(self) -> None:
         if self.handle is not None:
@@ -99,8 +105,9 @@ class EventLog:
                 self.timer.cancel()
                 self.timer = None
             if self.handle is not None:
-                self.handle.close()
-                self.handle = None
+                handle, self.handle = self.handle, None
+                with contextlib.suppress(OSError):  # a full disk: already reported
+                    handle.close()
 
 
 def fold(data: dict[str, Any], event: dict[str, Any]) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from unfurl_lite.errors import LockError
+from unfurl_lite.errors import JobError, LockError, StorageError, UnfurlLiteError
 from unfurl_lite.yamlio import temp_file
 
 LOCK_NAME = ".unfurl-lite.lock"
@@ -139,7 +139,85 @@ def update(path: Path, command: str, change_id: str) -> None:
     os.replace(tmp, path)
 
 
+def stale_text(ensemble_path: Path) -> str | None:
+    """The content of the lock a killed job left, or None when there is no stale lock."""
+    path = lock_path(ensemble_path)
+    info = read_lock(path)
+    if info is None or (info.alive and info.pid != -1):
+        return None
+    try:
+        return path.read_text()
+    except OSError:
+        return None
+
+
+def hand_back(path: Path, text: str) -> None:
+    """Put a stale lock taken over by ``resume`` back, while still holding it (atomic
+    replace), so :func:`release` leaves it: a resume that failed before recording the
+    killed job must not let the next job start and silently abandon it."""
+    fd, tmp = temp_file(path.parent, f"{path.name}.")
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
+
+
+@dataclass
+class StaleLock:
+    """A killed job's lock that ``resume`` took over; :meth:`settle` once that job is
+    recorded, after which a failure no longer puts the lock back."""
+
+    path: Path
+    text: str | None
+    change_id: str | None = None
+    settled: bool = False
+
+    def settle(self) -> None:
+        self.settled = True
+
+
+@contextlib.contextmanager
+def kept_until_recorded(path: Path, text: str | None) -> Iterator[StaleLock]:
+    """Hand a taken-over stale lock back if resume fails before recording its job."""
+    killed = None
+    if text is not None:
+        with contextlib.suppress(ValueError, AttributeError):
+            killed = json.loads(text).get("changeId")
+    # killed before its job had an id: nothing ran, so nothing is lost by clearing it
+    stale = StaleLock(path, text, killed, settled=not killed)
+    try:
+        yield stale
+    except BaseException as exc:
+        if isinstance(exc, StorageError) and exc.keep_lock:
+            keep(path)  # the resumed job ran but is not recorded: resume again
+        if stale.settled or text is None:
+            raise
+        try:
+            hand_back(path, text)
+        except OSError:  # a full disk: leave ours, stale once this process ends
+            keep(path)
+        if not isinstance(exc, UnfurlLiteError):
+            raise
+        raise JobError(
+            f"{exc.format()}\nresume failed before {killed} was recorded, so its lock "
+            f"{path} is kept: no other job can start and run its operations again",
+            hint=f"fix the problem above and run unfurl resume again; to abandon {killed} "
+            f"instead (its operations may run again), delete {path}",
+        ) from exc
+
+
+_kept: set[Path] = set()
+
+
+def keep(path: Path) -> None:
+    """Leave this job's lock in place when it is released: the job ran but could not be
+    recorded, so once this process ends the lock is stale and only resume takes it."""
+    _kept.add(path)
+
+
 def release(path: Path) -> None:
+    if path in _kept:
+        _kept.discard(path)
+        return
     info = read_lock(path)
     if info is not None and info.pid == os.getpid():
         path.unlink(missing_ok=True)

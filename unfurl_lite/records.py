@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from unfurl_lite import changeid, yamlio
+from unfurl_lite import changeid, guard, yamlio
 from unfurl_lite.expr import REDACTED, Sensitive, redact
 from unfurl_lite.model import Instance, Status
 
@@ -65,11 +67,43 @@ def spec_digest(spec: Mapping[str, Any]) -> str:
 # ------------------------------------------------------------------------------ jobs.tsv
 
 
+#: characters a jobs.tsv field may not hold raw: they would start a line, end a cell, or
+#: reach a terminal as a control sequence
+_ESCAPES = {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"}
+_ESCAPED = re.compile(r"\\(\\|t|n|r|x[0-9a-f]{2}|u[0-9a-f]{4})")
+log = logging.getLogger(__name__)
+
+
+def escape_field(text: str) -> str:
+    """A field as jobs.tsv holds it: backslash, tab, line breaks and every other control
+    character escaped (``\\t``, ``\\n``, ``\\x1b``), so no value can start a record."""
+    if text.isprintable() and "\\" not in text:
+        return text
+    out = []
+    for char in text:
+        if char in _ESCAPES:
+            out.append(_ESCAPES[char])
+        elif guard.is_control(char):
+            code = ord(char)
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def unescape_field(text: str) -> str:
+    """Undo ``\\\\`` only: escaped control characters stay visible text, so what a reader
+    shows can never move a terminal's cursor or forge a line."""
+    if "\\" not in text:
+        return text
+    return _ESCAPED.sub(lambda m: "\\" if m.group(1) == "\\" else m.group(0), text)
+
+
 def tsv_line(fields: list[tuple[str, Any]], change_id: str) -> str:
-    cells = [change_id]
+    cells = [escape_field(change_id)]
     for key, value in fields:
         text = "" if value is None else str(value)
-        cells.append(f"{key}={text.replace(chr(9), ' ').replace(chr(10), ' ')}")
+        cells.append(f"{key}={escape_field(text)}")
     return "\t".join(cells) + "\n"
 
 
@@ -78,19 +112,62 @@ def parse_tsv_line(line: str) -> dict[str, str]:
     record = {"changeId": cells[0]}
     for cell in cells[1:]:
         key, _, value = cell.partition("=")
-        record[key] = value
+        record[key] = unescape_field(value)
     return record
 
 
-def read_jobs_tsv(path: Path) -> Iterator[dict[str, str]]:
-    """Stream jobs.tsv records; a torn last line (a crash mid-write) is skipped."""
+@dataclass(frozen=True)
+class DamagedLine:
+    path: Path
+    number: int  # 1-based
+    why: str
+
+    def format(self) -> str:
+        return f"{self.path}:{self.number}: damaged line skipped: {self.why}"
+
+
+_reported: set[tuple[str, int, str]] = set()
+_CHANGEID = re.compile(r"A[0-9A-Za-z]{7}[0-9a-f]{4}")
+_RECORD = re.compile(r"A[0-9A-Za-z]{7}[0-9a-f]{4}(?:\t[^\t=]*=[^\t]*)*")
+
+
+def _damage(raw: bytes) -> tuple[str | None, str]:
+    """(why the line is damaged or None, its text)."""
+    if not raw.endswith(b"\n"):
+        return "incomplete (its write was interrupted)", ""
+    try:
+        line = raw[:-1].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8 (byte {exc.start + 1} of the line)", ""
+    if _RECORD.fullmatch(line):
+        return None, line
+    first = line.split("\t", 1)[0]
+    if not _CHANGEID.fullmatch(first):
+        return f"does not start with a changeId: {escape_field(first[:20])!r}", line
+    return "a field has no '=' (the line was torn)", line
+
+
+def read_jobs_tsv(path: Path, damaged: list[DamagedLine] | None = None) -> Iterator[dict[str, str]]:
+    """Stream jobs.tsv records. Lines are split on ``\\n`` only (a raw carriage return
+    starts no record); a damaged line (torn by a crash, not UTF-8, not a record) is
+    skipped and reported, once per process, as a warning and in ``damaged``."""
     if not path.exists():
         return
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            if not line.endswith("\n") or not line.startswith("A"):
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            if not raw.strip():
                 continue
-            yield parse_tsv_line(line)
+            why, line = _damage(raw)
+            if why is None:
+                yield parse_tsv_line(line)
+                continue
+            found = DamagedLine(path, number, why)
+            if damaged is not None:
+                damaged.append(found)
+            key = (str(path), number, why)
+            if key not in _reported:
+                _reported.add(key)
+                log.warning("warning: %s", found.format())
 
 
 def last_job_id(path: Path) -> str | None:
@@ -225,7 +302,7 @@ def write_job_yaml(
 def append_tsv(path: Path, lines: list[str], secrets: set[str]) -> None:
     from unfurl_lite.expr import redact_text
 
-    yamlio.atomic_append(path, "".join(redact_text(line, secrets) for line in lines))
+    yamlio.append_lines(path, "".join(redact_text(line, secrets) for line in lines))
 
 
 def save_status(ensemble: Ensemble, update: Callable[[Any], None]) -> None:
@@ -248,7 +325,37 @@ def save_status(ensemble: Ensemble, update: Callable[[Any], None]) -> None:
                 parsecache.put(text, ensemble.plain)
             return
     update(ensemble.document)
-    yamlio.atomic_write(ensemble.path, yamlio.dump(ensemble.document))
+    text = yamlio.dump(ensemble.document)
+    _refuse_spec_change(ensemble, text)
+    yamlio.atomic_write(ensemble.path, text)
+
+
+def _refuse_spec_change(ensemble: Ensemble, text: str) -> None:
+    """A job writes status, never the user's spec: a round trip that would change anything
+    outside the status sections (a YAML construct ruamel cannot write back) is refused
+    before the file is touched."""
+    from unfurl_lite.errors import JobError
+
+    def users(source: str) -> Any:
+        try:
+            data = yamlio.parse_plain(source)
+        except Exception:  # unreadable either way: compare as text
+            return source
+        if not isinstance(data, dict):
+            return data
+        return {k: v for k, v in data.items() if k not in STATUS_SECTIONS}
+
+    try:
+        same = users(ensemble.text) == users(text)
+    except RecursionError:
+        same = False
+    if not same:
+        raise JobError(
+            f"writing the job's status would change the user's part of {ensemble.path}, "
+            "so it was not written",
+            hint="simplify the YAML outside status (anchors, aliases, tags) and run "
+            "unfurl resume to record the job",
+        )
 
 
 # ------------------------------------------------------------------ entries of one job

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,7 +40,9 @@ class Repo:
     root: Path
 
     def relative(self, path: Path) -> str:
-        return str(path.resolve().relative_to(self.root))
+        """The path git knows it by: a symlink is itself, not the file it points to."""
+        absolute = path.parent.resolve() / path.name if path.is_symlink() else path.resolve()
+        return str(absolute.relative_to(self.root))
 
     def head(self) -> str | None:
         """The commit HEAD points at; None before the first commit."""
@@ -63,36 +66,132 @@ class Repo:
         return _git(self.root, "symbolic-ref", "-q", "HEAD").code == 0
 
     def commit(self, paths: list[Path], message: str) -> str:
-        """Commit exactly these paths (added if new); returns the new commit's hash."""
-        relative = [self.relative(p) for p in paths if p.exists()]
+        """Commit exactly these paths (added if new), whatever else is staged; returns the
+        new commit's hash. Another git process holding the index (a job on another
+        ensemble of this repository) is waited for; a stale index.lock is explained."""
+        relative = [self.relative(p) for p in paths if p.exists() or p.is_symlink()]
         if not self._on_branch():
             raise GitError(
                 "git commit refused: HEAD is detached, so the commit would belong to no branch",
                 hint="the ensemble and records are saved; switch to a branch "
                 "(git switch -c NAME) and commit them: git add -A && git commit",
             )
-        for args in (("add", "--", *relative), ("commit", "-q", "-m", message, "--", *relative)):
-            outcome = _git(self.root, *args)
-            if outcome.code != 0:
-                raise _commit_error(outcome.stderr.strip() or outcome.stdout.strip())
+        for args in (("add", "--", *relative),
+                     ("commit", "-q", "-m", message, "--", *relative)):
+            self._run_waiting(args)
         head = self.head()
         if head is None:
             raise GitError("git commit failed: no commit was made")
         return head
 
+    def _run_waiting(self, args: tuple[str, ...]) -> None:
+        waited = 0.0
+        delay = 0.02
+        while True:
+            outcome = _git(self.root, *args)
+            if outcome.code == 0:
+                return
+            stderr = outcome.stderr.strip() or outcome.stdout.strip()
+            if "index.lock" not in stderr or waited >= INDEX_LOCK_WAIT:
+                raise _commit_error(stderr, self.stale_index_lock())
+            stale = self.stale_index_lock()
+            if stale is not None:
+                raise _commit_error(stderr, stale)
+            time.sleep(delay)
+            waited += delay
+            delay = min(delay * 2, 0.5)
 
-def _commit_error(stderr: str) -> GitError:
-    hint = "the ensemble and records are saved; fix git and commit them by hand"
+    def uncommitted(self, paths: list[Path]) -> list[Path]:
+        """Files under ``paths`` that are untracked (and not ignored) or differ from HEAD."""
+        relative = [self.relative(p) for p in paths]
+        outcome = _git(self.root, "status", "--porcelain", "-z", "--untracked-files=all",
+                       "--", *relative)
+        if outcome.code != 0:
+            raise GitError(f"git status failed: {outcome.stderr.strip()}")
+        found: list[Path] = []
+        entries = iter(outcome.stdout.split("\0"))
+        for entry in entries:
+            if len(entry) < 4:
+                continue
+            found.append(self.root / entry[3:])
+            if entry[0] in "RC":
+                next(entries, None)  # a rename's or copy's source
+        return found
+
+    def index_lock(self) -> Path:
+        git_dir = self.root / ".git"
+        if git_dir.is_dir():
+            return git_dir / "index.lock"
+        outcome = _git(self.root, "rev-parse", "--git-path", "index.lock")
+        return (self.root / outcome.stdout.strip()).resolve()
+
+    def stale_index_lock(self) -> Path | None:
+        """git's index.lock when it is left over: no git process runs in this repository
+        (git writes no pid into it, so its owner is looked for among running processes)."""
+        lock = self.index_lock()
+        before = _identity(lock)
+        for pause in (0.0, 0.05):  # twice, as git processes of other jobs come and go
+            time.sleep(pause)
+            if before is None or _git_running_in(self.root) or _identity(lock) != before:
+                return None
+        return lock
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        found = path.stat()
+    except OSError:
+        return None
+    return found.st_ino, found.st_mtime_ns
+
+
+INDEX_LOCK_WAIT = 30.0  # seconds a commit waits for another git process to release the index
+
+
+def _git_running_in(root: Path) -> bool:
+    """Is a git process running with its working directory in ``root``? (Linux /proc;
+    elsewhere assume so, which only means a stale lock is reported less precisely.)"""
+    proc = Path("/proc")
+    if not (proc / "self" / "cwd").exists():
+        return True
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if not (entry / "comm").read_text().startswith("git"):
+                continue
+            cwd = Path(os.readlink(entry / "cwd"))
+        except OSError:
+            continue
+        if cwd == root or cwd.is_relative_to(root):
+            return True
+    return False
+
+
+def _commit_error(stderr: str, stale_lock: Path | None = None) -> GitError:
+    hint = ("the ensemble and records are saved: once git works again, unfurl resume (or "
+            "the next job) commits them")
+    if stale_lock is not None:
+        return GitError(
+            f"git commit failed: {stale_lock} was left by a git process that is no longer "
+            "running (it was killed or crashed), so git refuses to touch the index",
+            hint=f"make sure no git command is running, delete it (rm {stale_lock}); {hint}",
+        )
     if "index.lock" in stderr:
         hint = (
-            "another git process is running, or one crashed and left "
-            ".git/index.lock: if no git command is running, delete it; " + hint
+            "another git process held the index for too long: wait for it to finish; " + hint
         )
     elif "user.email" in stderr or "identity" in stderr.lower():
         hint = (
             "set your identity: git config user.email you@example.com && "
             "git config user.name 'Your Name'; " + hint
         )
+    elif "No space left" in stderr or "Quota exceeded" in stderr:
+        hint = "free space on the disk that holds the repository; " + hint
+    elif any(text in stderr for text in ("Read-only file system", "ermission denied",
+                                         "Operation not permitted", "insufficient permission")):
+        hint = ("make the repository writable (.git's permissions, an immutable flag shown "
+                "by lsattr, or a read-only mount); " + hint)
     return GitError(f"git commit failed: {stderr}", hint=hint)
 
 

@@ -85,6 +85,22 @@ def find_job(root: Path, change_id: str | None = None) -> JournalFile:
     return journal
 
 
+def killed_job_state(root: Path, change_id: str | None) -> str:
+    """What a stale lock's job left: ``none`` (no journal: nothing ran), ``recorded`` (it
+    was killed while committing), ``unrecorded``, or ``unreadable`` (a damaged journal:
+    only a successful resume may then clear its lock)."""
+    if not change_id:
+        return "none"
+    try:
+        journals = list_journals(root)
+    except Exception:
+        return "unreadable"
+    journal = next((j for j in journals if j.change_id == change_id), None)
+    if journal is None:
+        return "none"
+    return "recorded" if journal.recorded else "unrecorded"
+
+
 def replan(ensemble: Ensemble, journal: JournalFile) -> Plan:
     """The journal's plan, made again; refused if the spec or the plan has changed."""
     if journal.data.get("specDigest") != records.spec_digest(ensemble.spec):

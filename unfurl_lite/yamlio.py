@@ -35,6 +35,7 @@ def parse(text: str, filename: str) -> Any:
     from unfurl_lite import guard
 
     guard.check_text(text, filename)
+    guard.check_aliases(text, filename)
     try:
         document = _round_trip().load(text)
     except RecursionError:
@@ -142,29 +143,61 @@ def temp_file(directory: Path, prefix: str) -> tuple[int, str]:
             continue
 
 
+def _named(exc: OSError, path: Path) -> OSError:
+    """A write error names the file it was for (``write()`` errors name none)."""
+    if exc.filename is None or str(exc.filename).endswith(".tmp"):
+        exc.filename = str(path)
+    return exc
+
+
 def atomic_write(path: Path, text: str) -> None:
-    """Write so that a crash at any instant leaves either the old or the new file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = temp_file(path.parent, f".{path.name}.")
+    """Write so that a crash, a full disk or a read-only directory at any instant leaves
+    either the old or the new file (and no temp file)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = temp_file(path.parent, f".{path.name}.")
+    except OSError as exc:
+        raise _named(exc, path) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise _named(exc, path) from None
         raise
     _fsync_dir(path.parent)
 
 
 def atomic_append(path: Path, text: str) -> None:
-    """Append whole lines with one write and fsync, so a reader never sees half a line."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
+    """Append whole lines with one write and fsync, so a reader never sees half a line
+    (a full disk may still tear the last one: readers skip it, appends close it)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except OSError as exc:
+        raise _named(exc, path) from None
+
+
+def append_lines(path: Path, text: str) -> None:
+    """Append whole lines, as :func:`atomic_append`, always starting on a fresh line: a
+    torn last line (a crash or a full disk mid-write) is first closed with a cell that
+    marks it damaged, so readers skip it instead of reading the next record into it."""
+    torn = False
+    try:
+        with open(path, "rb") as handle:
+            if handle.seek(0, os.SEEK_END) > 0:
+                handle.seek(-1, os.SEEK_END)
+                torn = handle.read(1) != b"\n"
+    except FileNotFoundError:
+        pass
+    atomic_append(path, ("\tDAMAGED\n" if torn else "") + text)
 
 
 def _fsync_dir(directory: Path) -> None:

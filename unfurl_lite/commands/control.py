@@ -34,12 +34,40 @@ def resume(ctx: click.Context, changeid: str | None, ensemble: str | None, force
     from unfurl_lite import api, lock, render
     from unfurl_lite import resume as resuming
     from unfurl_lite.commands.jobs import run_with_signals, show_result
+    from unfurl_lite.errors import JobError
     from unfurl_lite.journal import restore_instances
     from unfurl_lite.repo import find_repo
 
     ens = api.load(ensemble)
-    with lock.held(ens.path, "resume", take_stale=True):
-        journal = resuming.find_job(ens.project_root, changeid)
+    stale = lock.stale_text(ens.path)
+    with lock.held(ens.path, "resume", take_stale=True) as lock_file, \
+            lock.kept_until_recorded(lock_file, stale) as killed_lock:
+        repo = find_repo(ens.project_root)
+        swept: list[str] = []
+        if repo is not None and commit:
+            from unfurl_lite.leftovers import commit_leftovers
+
+            swept = commit_leftovers(repo, ens, with_ensemble=True)
+            if swept:
+                click.echo(f"Committed the records job {', '.join(swept)} left uncommitted",
+                           err=True)
+        killed_state = resuming.killed_job_state(ens.project_root, killed_lock.change_id)
+        if killed_state in ("none", "recorded"):
+            killed_lock.settle()
+        try:
+            journal = resuming.find_job(ens.project_root, changeid)
+        except JobError:
+            if changeid or not (swept or (stale and killed_state == "recorded")):
+                raise
+            if as_json:
+                echo_json({"changeId": killed_lock.change_id, "summary": "nothing to resume",
+                           "committed": swept, "tasks": []})
+            elif stale and killed_state == "recorded":
+                click.echo(f"Job {killed_lock.change_id} had been recorded: cleared its "
+                           "stale lock; nothing else to resume.")
+            else:
+                click.echo("Nothing else to resume.")
+            return
         if resuming.is_killed(journal):
             from unfurl_lite import orphans
 
@@ -53,13 +81,13 @@ def resume(ctx: click.Context, changeid: str | None, ensemble: str | None, force
         options.commit = commit
         if resuming.needs_recording(journal):
             recovered = resuming.interrupted_result(ens, journal, plan)
-            repo = find_repo(ens.project_root)
             recovered.start_commit = repo.head() if repo else None
             files = api.record_job(ens, recovered, options,
                                    append_log=not resuming.logged(ens, journal.change_id))
             state = str(recovered.state)
             resuming.write_journal(journal, recovered, state=state, recorded=True,
                                    killed=journal.state in resuming.UNFINISHED)
+            killed_lock.settle()
             files.extra.append(journal.path)
             click.echo(f"Recorded interrupted job {journal.change_id}: {recovered.summary}",
                        err=True)
@@ -73,6 +101,7 @@ def resume(ctx: click.Context, changeid: str | None, ensemble: str | None, force
                     click.echo("Nothing to resume: the job had finished.")
                 return
             ens = api.load(ens.path)
+        killed_lock.settle()
         resumed = resuming.resumed_from(journal, plan, force)
         todo = [t for t in plan.tasks if t.number not in resumed.runs]
         click.echo(f"Resuming job {journal.change_id}: {len(todo)} of {len(plan.tasks)} "

@@ -66,12 +66,15 @@ def init(directory: str, source: str | None, as_json: bool) -> None:
         raise UnfurlLiteError(f"{ensemble} already exists", hint="choose an empty directory")
     if source and not (Path(source) / "ensemble.yaml").exists():
         raise UnfurlLiteError(f"{source} has no ensemble.yaml", hint="name an example directory")
+    if source:
+        _refuse_links_out(Path(source))
     root.mkdir(parents=True, exist_ok=True)
     # always a repository of its own, even inside another checkout
     existing = find_repo(root)
     repo = existing if existing and existing.root == root.resolve() else init_repo(root)
     if source:
-        shutil.copytree(source, root, dirs_exist_ok=True)
+        shutil.copytree(source, root, symlinks=True, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns(".git"))
     else:
         ensemble.write_text(EXAMPLE_ENSEMBLE)
     gitignore = root / ".gitignore"
@@ -79,7 +82,8 @@ def init(directory: str, source: str | None, as_json: bool) -> None:
         gitignore.write_text(GITIGNORE)
     problem = None
     try:
-        added = [p for p in root.rglob("*") if p.is_file() and ".git" not in p.parts]
+        added = [p for p in root.rglob("*")
+                 if (p.is_file() or p.is_symlink()) and ".git" not in p.parts]
         repo.commit(added, "Create ensemble")
         committed = "and committed "
     except UnfurlLiteError as exc:
@@ -91,6 +95,30 @@ def init(directory: str, source: str | None, as_json: bool) -> None:
         return
     click.echo(f"Created {ensemble} {committed}in a git repository at {repo.root}.")
     click.echo(f"Next: unfurl plan {root}   then: unfurl deploy --approve {root}")
+
+
+def _refuse_links_out(source: Path) -> None:
+    """Symlinks are copied as symlinks; one that leads outside the source directory would
+    put (or point the new repository at) files that are not the project's, so it is
+    refused before anything is copied."""
+    import os
+
+    from unfurl_lite.errors import UnfurlLiteError
+
+    base = source.resolve()
+    for directory, dirs, files in os.walk(source):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        for name in dirs + files:
+            path = Path(directory) / name
+            if not path.is_symlink():
+                continue
+            target = path.resolve()
+            if not target.is_relative_to(base):
+                raise UnfurlLiteError(
+                    f"{path} is a symlink to {os.readlink(path)}, outside {source}: "
+                    "nothing was copied",
+                    hint="replace the link with the file it points to, or remove it",
+                )
 
 
 @click.command()
