@@ -302,7 +302,8 @@ class _Scheduler:
         failed_dep = next(
             (
                 d
-                for d in (() if task.guard and task.guard.if_failed else task.after)
+                for d in task.after
+                if not (task.guard and d in task.guard.if_failed)
                 if self.runs[d].state in (TaskState.failed, TaskState.blocked)
                 and not self.runs[d].task.ignore_failure
             ),
@@ -316,6 +317,8 @@ class _Scheduler:
         instance = self.instances[task.target]
         if task.skip_when is not None and instance.status == task.skip_when:
             return self.complete(run, TaskState.skipped, f"skipped: already {task.skip_when}")
+        if task.failure is not None:
+            return self.complete(run, TaskState.failed, task.failure)
         if task.is_passthrough:
             on_success(instance, task, OperationResult(success=True, modified=False), "")
             return self.complete(run, TaskState.succeeded)
@@ -359,6 +362,10 @@ class _Scheduler:
             self.runs[n].state == TaskState.succeeded for n in guard.if_ran
         ):
             return "skipped: nothing was reinstalled"
+        if guard.unless_failed and any(
+            self.runs[n].state in (TaskState.failed, TaskState.blocked) for n in guard.unless_failed
+        ):
+            return "skipped: an earlier step failed"
         if guard.unless_ok and all(
             self.instances[n].status == Status.ok for n in guard.unless_ok if n in self.instances
         ):

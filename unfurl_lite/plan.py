@@ -46,6 +46,7 @@ class Guard:
     unless_ok: tuple[str, ...] = ()  # run only if one of these instances is not ok
     if_failed: tuple[int, ...] = ()  # run only if one of these tasks failed or was blocked
     if_ran: tuple[int, ...] = ()  # run only if one of these tasks ran (was not skipped)
+    unless_failed: tuple[int, ...] = ()  # run only if none of these tasks failed or was blocked
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,7 @@ class Task:
     allow_override: bool = True
     ignore_failure: bool = False
     guard: Guard | None = None
+    failure: str | None = None  # a pass-through that fails with this message when it runs
 
     @property
     def name(self) -> str:
@@ -430,12 +432,15 @@ def add_uninstall_tasks(
     after: Iterable[int],
     skip_when: Status | None = None,
     ignore_failure: bool = False,
+    mark_deleted: bool = False,
 ) -> None:
+    """``mark_deleted``: Cloudify's uninstall, where an instance without a delete operation
+    still ends deleted (a step with no task does nothing, the instance goes all the same)."""
     template = ensemble.topology.templates[instance.template]
     ops = _steps_for(UNINSTALL, ensemble, template, instance, instances)
     deps = list(after)
     has_delete = any(o[1] is not None and o[1].done == NodeState.deleted for o in ops)
-    if not has_delete:
+    if not has_delete and not mark_deleted:
         builder.note(instance.name, "skipped: no delete operation, so it is left as it is")
     for op, step, req, runs_on, peer in ops:
         deleting = step is not None and step.done == NodeState.deleted
@@ -456,6 +461,18 @@ def add_uninstall_tasks(
         )
         if runs_on != instance.name:
             builder.last[instance.name] = builder.last[runs_on]
+    if mark_deleted and not has_delete:
+        builder.add(
+            instance.name,
+            template.name,
+            None,
+            reason,
+            deps + ([builder.last[instance.name]] if instance.name in builder.last else []),
+            done_state=NodeState.deleted,
+            done_status=Status.absent,
+            skip_when=skip_when,
+            ignore_failure=ignore_failure,
+        )
 
 
 def _check_op(template: NodeTemplate) -> Operation | None:
@@ -518,7 +535,9 @@ def plan_undeploy(
     instance_names: Sequence[str] = (),
     destroy_discovered: bool = False,
     ignore_failure: bool = False,
+    delete_without_operation: bool = False,
 ) -> Plan:
+    """``delete_without_operation``: Cloudify's uninstall (see add_uninstall_tasks)."""
     instances = dict(ensemble.instances)
     deps = instance_graph(ensemble, instances)
     dependents = graph.reverse(deps)
@@ -545,7 +564,8 @@ def plan_undeploy(
             builder.add(name, template.name, check, CHECK, after)
             skip_when = Status.absent
         add_uninstall_tasks(
-            builder, ensemble, instance, instances, UNDEPLOY, after, skip_when, ignore_failure
+            builder, ensemble, instance, instances, UNDEPLOY, after, skip_when, ignore_failure,
+            mark_deleted=delete_without_operation,
         )
     return builder.plan({}, destroy_discovered=destroy_discovered)
 
