@@ -77,7 +77,7 @@ class TaskRun:
 
     @property
     def counted(self) -> bool:
-        return not self.task.is_passthrough
+        return not self.task.is_passthrough or self.task.failure is not None
 
     @property
     def ran(self) -> bool:

@@ -1,0 +1,238 @@
+"""Cloudify's update, heal, uninstall and -p/--parameters as the seed documents define them.
+Every operation appends "<instance> <operation>" to ops.log (see test_workflows), so each
+test compares what ran, and in what order, with the seed's pseudo-code."""
+
+from __future__ import annotations
+
+import json
+
+from tests.test_workflows import LOG, deployed, node, ok, op, ran, reset, respec
+
+
+def failing_if(name: str, marker: str) -> str:
+    """An operation that logs itself, then fails while the file ``marker`` exists."""
+    return f"{op(name)} && test ! -e {marker}"
+
+
+def with_op(body: dict, interface: str, name: str, command: str) -> dict:
+    body["interfaces"].setdefault(interface, {"operations": {}})["operations"][name] = command
+    return body
+
+
+REINSTALL = ["stop", "delete", "create", "configure", "start"]
+
+
+def of(name: str, ops: list[str]) -> list[str]:
+    return [f"{name} {o}" for o in ops]
+
+
+# ---------------------------------------------------------------------------------- update
+
+
+def drift_app(update_ops: tuple[str, ...] = ()) -> dict:
+    body = node(Lifecycle=update_ops) if update_ops else node()
+    return with_op(body, "Lifecycle", "check_drift", failing_if("check_drift", "drift"))
+
+
+def test_update_with_passing_drift_check_does_nothing_else(project, invoke):
+    deployed(project, invoke, {"app": drift_app()})
+    ok(invoke("update", "--approve"))
+    assert ran(project) == ["app check_drift"]
+    assert project.local("app") == "ok"
+
+
+def test_update_drift_runs_update_operations(project, invoke):
+    deployed(project, invoke, {"app": drift_app(("update", "update_config", "update_apply"))})
+    (project.root / "drift").write_text("")
+    ok(invoke("update", "--approve"))
+    assert ran(project) == of("app", ["check_drift", "update", "update_config", "update_apply"])
+    assert project.local("app") == "ok"
+
+
+def test_update_drift_without_update_operations_reinstalls(project, invoke):
+    deployed(project, invoke, {"app": drift_app()})
+    (project.root / "drift").write_text("")
+    ok(invoke("update", "--approve"))
+    assert ran(project) == of("app", ["check_drift", *REINSTALL])
+    assert project.local("app") == "ok"
+
+
+def test_update_drift_and_a_changed_instance_are_both_reinstalled(project, invoke):
+    templates = {"db": node(), "app": drift_app()}
+    templates["app"]["requirements"] = [{"dependency": "db"}]
+    deployed(project, invoke, templates)
+    (project.root / "drift").write_text("")
+    templates["db"]["interfaces"]["Standard"]["operations"]["configure"] = op("configure") + " #2"
+    respec(project, templates)
+    ok(invoke("update", "--approve"))
+    lines = ran(project)
+    assert lines[0] == "app check_drift"
+    # uninstall dependents first, then install dependencies first: one part never left undone
+    assert lines[1:] == [
+        "app stop", "app delete", "db stop", "db delete",
+        "db create", "db configure", "db start", "app create", "app configure", "app start",
+    ]  # fmt: skip
+    assert project.local("app") == project.local("db") == "ok"
+
+
+def test_update_failed_update_operation_is_reinstalled(project, invoke):
+    app = drift_app(("update",))
+    with_op(app, "Lifecycle", "update", failing_if("update", "drift"))
+    deployed(project, invoke, {"app": app})
+    (project.root / "drift").write_text("")
+    (project.root / "drift").write_text("")
+    ok(invoke("update", "--approve"))
+    assert ran(project) == of("app", ["check_drift", "update", *REINSTALL])
+    reset(project)
+    result = invoke("update", "--approve", "--skip-reinstall")
+    assert result.exit_code == 64, result.output
+    assert ran(project) == of("app", ["check_drift", "update"])
+
+
+def test_update_heals_first_unless_skip_heal(project, invoke):
+    app = drift_app(("update",))
+    with_op(app, "Validation", "check_status", failing_if("check_status", "sick"))
+    deployed(project, invoke, {"app": app})
+    (project.root / "drift").write_text("")
+    (project.root / "sick").write_text("")
+    ok(invoke("update", "--approve"))
+    # unhealthy: no longer considered for update, reinstalled instead
+    assert ran(project) == of("app", ["check_drift", "check_status", *REINSTALL])
+    reset(project)
+    ok(invoke("update", "--approve", "--skip-heal"))
+    assert ran(project) == of("app", ["check_drift", "update"])
+
+
+def test_update_skip_drift_check_and_parameters(project, invoke):
+    deployed(project, invoke, {"app": drift_app()})
+    (project.root / "drift").write_text("")
+    ok(invoke("update", "--approve", "--skip-drift-check"))
+    assert ran(project) == []
+    ok(invoke("update", "--approve", "-p", "skip_drift_check=true"))
+    assert ran(project) == []
+    preview = ok(invoke("update", "-p", "preview=true"))
+    assert ran(project) == [] and "check_drift" in preview.output
+
+
+def test_update_workflow_id_runs_that_workflow_instead(project, invoke):
+    templates = {"app": drift_app()}
+    deployed(project, invoke, templates)
+    templates["cache"] = node(standard=("create",))
+    respec(project, templates)
+    ok(invoke("update", "--approve", "--workflow-id", "install"))
+    assert ran(project) == ["cache create"]
+    result = invoke("update", "--approve", "-p", "workflow_id=instal")
+    assert result.exit_code == 2 and "did you mean 'install'" in result.output
+
+
+# ------------------------------------------------------------------------------------ heal
+
+
+def healing(heal_fails: bool) -> dict:
+    body = node(Lifecycle=("preheal", "heal", "postheal"))
+    with_op(body, "Validation", "check_status", failing_if("check_status", "sick"))
+    if heal_fails:
+        with_op(body, "Lifecycle", "heal", f"{op('heal')} && false")
+    return body
+
+
+def test_heal_error_in_heal_operations_leads_to_reinstall(project, invoke):
+    deployed(project, invoke, {"app": healing(heal_fails=True)})
+    (project.root / "sick").write_text("")
+    result = ok(invoke("heal", "--approve"))
+    assert ran(project) == of("app", ["check_status", "preheal", "heal", *REINSTALL])
+    assert "postheal" not in "\n".join(ran(project)), result.output
+    assert project.local("app") == "ok"
+
+
+def test_heal_passing_heal_operations_do_not_reinstall(project, invoke):
+    deployed(project, invoke, {"app": healing(heal_fails=False)})
+    (project.root / "sick").write_text("")
+    ok(invoke("heal", "--approve"))
+    assert ran(project) == of("app", ["check_status", "preheal", "heal", "postheal"])
+
+
+def test_heal_failed_reinstall_fails_the_job(project, invoke):
+    app = healing(heal_fails=True)
+    with_op(app, "Standard", "create", failing_if("create", "sick"))
+    deployed(project, invoke, {"app": app})
+    (project.root / "sick").write_text("")
+    result = invoke("heal", "--approve")
+    assert result.exit_code == 64, result.output
+    assert ran(project)[-1] == "app create"
+
+
+def test_heal_without_reinstall_runs_heal_and_fails_only_if_needed(project, invoke):
+    deployed(project, invoke, {"app": healing(heal_fails=False)})
+    (project.root / "sick").write_text("")
+    ok(invoke("heal", "--no-allow-reinstall", "--approve"))
+    assert ran(project) == of("app", ["check_status", "preheal", "heal", "postheal"])
+    reset(project)
+    with_op(healing(False), "Lifecycle", "heal", f"{op('heal')} && false")
+    respec(project, {"app": healing(heal_fails=True)})
+    result = invoke("heal", "-p", "allow_reinstall=false", "--approve")
+    assert result.exit_code == 64, result.output
+    assert ran(project) == of("app", ["check_status", "preheal", "heal"])
+    assert "would have to be reinstalled" in result.output
+
+
+def test_heal_on_a_scaled_template_leaves_the_healthy_host_alone(project, invoke):
+    web = node(requirements=[{"host": "host"}])
+    web["capabilities"] = {"scalable": {"properties": {"default_instances": 2}}}
+    deployed(project, invoke, {"host": node(), "web": web})
+    names = sorted(n for n in project.status() if n.startswith("web"))
+    assert len(names) == 2
+    ok(invoke("heal", names[1], "--approve"))
+    assert ran(project) == of(names[1], REINSTALL)
+
+
+# ------------------------------------------------------------------------------- uninstall
+
+
+def test_uninstall_leaves_no_instance_ok_on_a_deleted_host(project, invoke):
+    templates = {"host": node(), "app": node(standard=("create",), requirements=[{"host": "host"}])}
+    deployed(project, invoke, templates)
+    ok(invoke("uninstall", "--approve"))
+    assert ran(project) == ["host stop", "host delete"]
+    assert project.local("app") == project.local("host") == "absent"
+    assert project.state("app") == "deleted"
+
+
+# ----------------------------------------------------------------------------- parameters
+
+
+def test_parameters_the_cloudify_way(project, invoke):
+    templates = {
+        "db": node(standard=("create",), Custom=("ping",)),
+        "web": node(standard=("create",), Custom=("ping",), requirements=[{"dependency": "db"}]),
+    }
+    with_op(templates["web"], "Custom", "ping", 'echo "web ping {{ inputs.x }}" >> ' + LOG)
+    deployed(project, invoke, templates)
+    ok(invoke(
+        "execute-operation", "-p", "operation=Custom.ping", "-p", "node_ids=[web]",
+        "-p", 'operation_kwargs={"x": 1}', "--approve",
+    ))  # fmt: skip
+    assert ran(project) == ["web ping 1"]
+    reset(project)
+    params = "node_ids: [db, web]\nrun_by_dependency_order: true\n"
+    (project.root / "params.yaml").write_text(params)
+    ok(invoke("execute-operation", "Custom.ping", "--parameters", "params.yaml", "--approve"))
+    assert ran(project) == ["db ping", "web ping "]
+    (project.root / "params.json").write_text(json.dumps({"node_instance_ids": ["db"]}))
+    reset(project)
+    ok(invoke("stop", "--parameters", "params.json", "--approve"))
+    result = invoke("execute-operation", "Custom.ping", "-p", "node_id=[db]", "--approve")
+    assert result.exit_code == 2 and "did you mean 'node_ids'" in result.output
+    result = invoke("heal", "-p", "allow_reinstal=false", "--approve")
+    assert result.exit_code == 2 and "did you mean 'allow_reinstall'" in result.output
+    result = invoke("scale", "-p", "delta=two", "-p", "scalable_entity_name=web", "--approve")
+    assert result.exit_code == 2 and "delta: expected an integer" in result.output
+    result = invoke("uninstall", "-p", "ignore_failure=true", "-p", "skip_x=1", "--approve")
+    assert result.exit_code == 2 and "unknown parameter 'skip_x'" in result.output
+    assert ran(project) == []
+
+
+def test_scale_with_parameters(project, invoke):
+    deployed(project, invoke, {"worker": node(standard=("create",))})
+    ok(invoke("scale", "-p", "scalable_entity_name=worker", "-p", "delta=1", "--approve"))
+    assert ran(project) == ["worker_1 create"]

@@ -1,0 +1,51 @@
+"""Cloudify's execution model with real processes: resume lineages, cancelled and running
+jobs in history and status."""
+
+from __future__ import annotations
+
+import json
+
+from tests.conftest import run_unfurl
+from tests.execution_helpers import count, start_unfurl, wait_for
+from tests.test_execution import setup
+from unfurl_lite.journal import list_journals
+
+
+def test_only_the_newest_job_of_a_resume_lineage_resumes(project):
+    marks = setup(project, ["a", "b"], {"b": ["a"]}, sleep=0,
+                  failing={"a": "[ ! -e marks/fixed ]"})
+    assert run_unfurl(project.root, "deploy", "--approve").returncode == 64
+    first = list_journals(project.root)[0].change_id
+    assert run_unfurl(project.root, "resume", first).returncode == 64  # still failing
+    second = list_journals(project.root)[-1].change_id
+    assert second != first
+    starts = len((marks / "a.start").read_text().split())
+    refused = run_unfurl(project.root, "resume", first)
+    assert refused.returncode == 1
+    assert f"already resumed by job {second}" in refused.stderr
+    assert f"unfurl resume {second}" in refused.stderr
+    assert len((marks / "a.start").read_text().split()) == starts  # nothing ran again
+    (marks / "fixed").write_text("")
+    assert run_unfurl(project.root, "resume", second).returncode == 0
+    refused = run_unfurl(project.root, "resume", second)
+    assert refused.returncode == 1 and "already resumed" in refused.stderr
+
+
+def test_cancelled_job_shows_cancelled_and_running_job_is_listed(project):
+    marks = setup(project, ["a", "b"], {"b": ["a"]}, sleep=3)
+    job = start_unfurl(project.root, "deploy", "--approve")
+    wait_for(lambda: count(marks, "start") >= 1, job)
+    listed = run_unfurl(project.root, "history", "--json")
+    assert listed.returncode == 0, listed.stderr
+    [running] = json.loads(listed.stdout)
+    assert running["state"] == "started" and running["workflow"] == "deploy"
+    assert "started" in run_unfurl(project.root, "history").stdout
+    assert run_unfurl(project.root, "cancel").returncode == 0
+    job.communicate(timeout=60)
+    assert job.returncode == 64
+    [cancelled] = json.loads(run_unfurl(project.root, "history", "--json").stdout)
+    assert cancelled["status"] == "cancelled" and cancelled["state"] == "cancelled"
+    table = run_unfurl(project.root, "history").stdout
+    assert "cancelled" in table
+    status = run_unfurl(project.root, "status")
+    assert "Last job: " in status.stdout and " cancelled " in status.stdout, status.stdout
