@@ -236,3 +236,23 @@ def test_scale_with_parameters(project, invoke):
     deployed(project, invoke, {"worker": node(standard=("create",))})
     ok(invoke("scale", "-p", "scalable_entity_name=worker", "-p", "delta=1", "--approve"))
     assert ran(project) == ["worker_1 create"]
+
+
+# ----------------------------------------------------------------------- execute-operation
+
+
+def test_execute_operation_runs_on_instances_not_created_yet(project, invoke):
+    templates = {
+        "db": node(standard=("create",), Custom=("ping",)),
+        "web": node(standard=("create",), Custom=("ping",)),
+    }
+    project.write(f"jobs/*.log\n{LOG}\n", name=".gitignore")
+    from tests.test_workflows import ensemble
+
+    project.write(ensemble(templates))
+    ok(invoke("deploy", "--approve", "-i", "db"))
+    reset(project)
+    result = ok(invoke("execute-operation", "Custom.ping", "--approve"))
+    assert sorted(ran(project)) == ["db ping", "web ping"]
+    assert "web: not created yet" in result.output
+    assert project.local("web") != "ok"

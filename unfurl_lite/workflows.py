@@ -192,16 +192,18 @@ def _filtered(
     type_names: Sequence[str],
     node_ids: Sequence[str],
     node_instance_ids: Sequence[str],
+    instances: Mapping[str, Instance] | None = None,
 ) -> list[str]:
     """Cloudify's three filters, enforced together (an intersection; empty means all)."""
+    instances = ensemble.instances if instances is None else instances
     for node in node_ids:
         if node not in ensemble.topology.templates:
             raise PlanError(f"no node template named {node!r}", hint="see `unfurl validate`")
     for name in node_instance_ids:
-        if name not in ensemble.instances:
+        if name not in instances:
             raise PlanError(f"no instance named {name!r}", hint="run `unfurl status` to list them")
     chosen = []
-    for name, instance in ensemble.instances.items():
+    for name, instance in instances.items():
         template = ensemble.topology.templates.get(instance.template)
         if template is None:
             continue
@@ -243,10 +245,13 @@ def add_operation_tasks(
     reverse: bool = False,
     missing: str = "error",
     after: Iterable[int] = (),
+    instances: Mapping[str, Instance] | None = None,
 ) -> list[int]:
     """One task per selected instance; with dependency order, an instance also waits for
-    the nearest selected instances it depends on through filtered-out ones."""
-    instances = ensemble.instances
+    the nearest selected instances it depends on through filtered-out ones. Given
+    ``instances`` (execute_operation), instances not created yet run the operation too."""
+    everywhere = instances is not None
+    instances = ensemble.instances if instances is None else instances
     deps = instance_graph(ensemble, dict(instances))
     edges = graph.reverse(deps) if reverse else deps
     frontier: dict[str, set[int]] = {}
@@ -262,7 +267,8 @@ def add_operation_tasks(
         if name not in wanted:
             continue
         instance = instances[name]
-        if not _present(instance):
+        created = _present(instance)
+        if not created and not everywhere:
             builder.note(name, "skipped: not deployed")
             continue
         template = ensemble.topology.templates[instance.template]
@@ -286,8 +292,11 @@ def add_operation_tasks(
             inherited | barrier,
             extra_inputs=dict(operation_kwargs or {}),
             allow_override=True if allow_kwargs_override is None else allow_kwargs_override,
-            **_state_change(op),
+            **(_state_change(op) if created else {}),
         )
+        if not created:
+            builder.note(name, f"not created yet (status {instance.status}): {operation} runs "
+                               "on it all the same, as Cloudify's execute_operation does")
         frontier[name] = {task.number}
         numbers.append(task.number)
     return numbers
@@ -304,7 +313,8 @@ def plan_execute_operation(
     node_instance_ids: Sequence[str] = (),
 ) -> Plan:
     builder = _Builder("execute_operation")
-    selected = _filtered(ensemble, type_names, node_ids, node_instance_ids)
+    instances = planned_instances(ensemble)
+    selected = _filtered(ensemble, type_names, node_ids, node_instance_ids, instances)
     add_operation_tasks(
         builder,
         ensemble,
@@ -313,8 +323,10 @@ def plan_execute_operation(
         operation_kwargs,
         allow_kwargs_override,
         run_by_dependency_order,
+        instances=instances,
     )
-    return builder.plan({}, operation=operation)
+    new = {n: i for n, i in instances.items() if n not in ensemble.instances and n in builder.last}
+    return builder.plan(new, operation=operation)
 
 
 def _start_or_stop(
