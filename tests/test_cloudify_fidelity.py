@@ -256,3 +256,30 @@ def test_execute_operation_runs_on_instances_not_created_yet(project, invoke):
     assert sorted(ran(project)) == ["db ping", "web ping"]
     assert "web: not created yet" in result.output
     assert project.local("web") != "ok"
+
+
+# -------------------------------------------------------------------------------- validate
+
+
+def test_cloudify_agent_and_relationship_syntax_refused_by_name(project, invoke):
+    from tests.test_workflows import ensemble
+
+    db = node(standard=("create",))
+    db["interfaces"]["cloudify.interfaces.monitoring_agent"] = {"operations": {"install": "true"}}
+    app = node(standard=("create",), requirements=[{"dependency": {
+        "node": "db",
+        "relationship": {"type": "tosca.relationships.DependsOn",
+                         "source_interfaces": {"Configure": {"add_target": "true"}}},
+    }}])
+    project.write(ensemble({"db": db, "app": app}))
+    result = invoke("validate")
+    assert result.exit_code == 1
+    assert "'cloudify.interfaces.monitoring_agent' is not supported" in result.output
+    assert "'source_interfaces' is not supported" in result.output
+    app = node(standard=("create",))
+    app["relationships"] = [{"type": "cloudify.relationships.connected_to", "target": "db"}]
+    project.write(ensemble({"db": node(standard=("create",)), "app": app}))
+    result = invoke("validate")
+    assert result.exit_code == 1
+    assert "Cloudify's `relationships:` list (on 'app') is not supported" in result.output
+    assert "unknown key 'relationships'" not in result.output
