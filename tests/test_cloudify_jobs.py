@@ -49,3 +49,52 @@ def test_cancelled_job_shows_cancelled_and_running_job_is_listed(project):
     assert "cancelled" in table
     status = run_unfurl(project.root, "status")
     assert "Last job: " in status.stdout and " cancelled " in status.stdout, status.stdout
+
+
+def test_a_second_plain_cancel_does_not_escalate(project):
+    marks = setup(project, ["a", "b"], {"b": ["a"]}, sleep=2)
+    job = start_unfurl(project.root, "deploy", "--approve")
+    wait_for(lambda: count(marks, "start") >= 1, job)
+    assert run_unfurl(project.root, "cancel").returncode == 0
+    wait_for(lambda: list_journals(project.root)[0].state == "cancelling", job)
+    again = run_unfurl(project.root, "cancel")
+    assert again.returncode == 0 and "already cancelling" in again.stdout
+    job.communicate(timeout=60)
+    assert job.returncode == 64
+    assert count(marks, "end") == 1 and count(marks, "start") == 1  # a finished, b never began
+    assert project.local("a") == "ok"
+
+
+def test_force_cancel_records_the_job_cancelled_at_once(project):
+    marks = setup(project, ["a"], {}, sleep=4)
+    job = start_unfurl(project.root, "deploy", "--approve")
+    wait_for(lambda: count(marks, "start") >= 1, job)
+    assert run_unfurl(project.root, "cancel", "--force").returncode == 0
+    # recorded while the operation still runs: nothing waited for it
+    wait_for(lambda: not (project.root / ".unfurl-lite.lock").exists())
+    assert count(marks, "end") == 0
+    [journal] = list_journals(project.root)
+    assert journal.state == "cancelled"
+    [entry] = json.loads(run_unfurl(project.root, "history", "--json").stdout)
+    assert entry["status"] == "cancelled"
+    assert project.local("a") == "unknown"
+    job.communicate(timeout=60)
+    assert job.returncode == 64
+    wait_for(lambda: count(marks, "end") == 1)  # left to finish on its own
+
+
+def test_second_job_is_refused_with_a_hint_or_queued(project):
+    marks = setup(project, ["a"], {}, sleep=2)
+    job = start_unfurl(project.root, "deploy", "--approve")
+    wait_for(lambda: count(marks, "start") >= 1, job)
+    refused = run_unfurl(project.root, "execute-operation", "Standard.configure", "--approve")
+    assert refused.returncode == 1 and "--queue" in refused.stderr
+    queued = run_unfurl(project.root, "execute-operation", "Standard.configure", "--approve",
+                        "--queue")
+    job.communicate(timeout=60)
+    assert job.returncode == 0
+    assert queued.returncode == 0, queued.stderr
+    assert count(marks, "end") == 1
+    assert len((marks / "a.end").read_text().split()) == 2  # the deploy's, then the queued run
+    lines = (marks / "a.start").read_text().split()
+    assert len(lines) == 2

@@ -177,11 +177,11 @@ def test_unfurl_cancel_signals_the_running_job(project):
     assert nothing.returncode == 1 and "no job is running" in nothing.stderr
 
 
-def test_unfurl_cancel_force_kills(project):
+def test_unfurl_cancel_kill_kills(project):
     marks = setup(project, ["a"], {}, sleep=60)
     job = start_unfurl(project.root, "deploy", "--approve")
     wait_for(lambda: count(marks, "start") >= 1, job)
-    assert run_unfurl(project.root, "cancel", "--force").returncode == 0
+    assert run_unfurl(project.root, "cancel", "--kill").returncode == 0
     job.communicate(timeout=30)
     assert job.returncode == 64 and count(marks, "end") == 0
     assert project.local("a") == "unknown"

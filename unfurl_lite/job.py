@@ -269,6 +269,10 @@ class _Scheduler:
                 self.executor.withdraw_pending()
             if self.cancel.is_set() and not self.running:
                 break
+            forced = getattr(self.cancel, "forced", None)
+            if forced is not None and forced.is_set():
+                self.abandon_running()
+                break
             timeout = None
             if self.delayed:
                 timeout = max(0.0, self.delayed[0][0] - time.monotonic())
@@ -290,6 +294,16 @@ class _Scheduler:
             while self.delayed and self.delayed[0][0] <= now:
                 _, number = heapq.heappop(self.delayed)
                 self.ready.append(number)
+
+    def abandon_running(self) -> None:
+        """Force-cancel: record the running tasks with an unknown outcome, wait for none."""
+        for future, number in list(self.running.items()):
+            del self.running[future]
+            self.runs[number].result = OperationResult(
+                success=False, modified=None,
+                error="force-cancelled: left running, its outcome is unknown",
+            )  # fmt: skip
+            self.conclude(self.runs[number])
 
     # -- a task's life
 

@@ -65,6 +65,8 @@ def execute_workflow(
         )
     as_json = opts.get("as_json", False)
     level = verbosity(ctx, opts)
+    if opts.get("queue") and not opts.get("dryrun"):
+        _wait_in_queue(ensemble_path, level)
     options = JobOptions(
         workflow=workflow,
         dryrun=opts.get("dryrun", False),
@@ -115,6 +117,18 @@ def execute_workflow(
     result = run_with_signals(request, observer, progress, ensemble, plan)
     assert result is not None
     show_result(ctx, result, options, as_json, tty, level)
+
+
+def _wait_in_queue(ensemble_path: str | None, level: int) -> None:
+    """--queue: wait for the job running on this ensemble, then plan from what it left."""
+    from unfurl_lite import lock
+    from unfurl_lite.loader import resolve_path
+
+    path = resolve_path(ensemble_path)
+    info = lock.read_lock(lock.lock_path(path))
+    if info is not None and info.alive and info.pid not in (-1, os.getpid()) and level >= 0:
+        click.echo(f"Queued: waiting for {lock.describe(info)} to end...", err=True)
+    lock.wait_until_free(path)
 
 
 def run_with_signals(
