@@ -283,3 +283,64 @@ def test_cloudify_agent_and_relationship_syntax_refused_by_name(project, invoke)
     assert result.exit_code == 1
     assert "Cloudify's `relationships:` list (on 'app') is not supported" in result.output
     assert "unknown key 'relationships'" not in result.output
+
+
+# ----------------------------------------------------------------------------------- scale
+
+
+def test_scale_rollback_uninstalls_in_uninstall_order_only_what_was_created(project, invoke):
+    vm = node()
+    app = node(requirements=[{"host": "vm"}])
+    with_op(app, "Standard", "configure", failing_if("configure", "broken"))
+    deployed(project, invoke, {"vm": vm, "app": app})
+    (project.root / "broken").write_text("")
+    result = invoke("scale", "vm", "--approve")
+    assert result.exit_code == 64, result.output
+    lines = ran(project)
+    assert lines == [
+        "vm_1 create", "vm_1 configure", "vm_1 start", "app_1 create", "app_1 configure",
+        "app_1 stop", "app_1 delete", "vm_1 stop", "vm_1 delete",  # contained first
+    ]  # fmt: skip
+    assert set(project.status()) == {"vm", "app"}
+    reset(project)
+    (project.root / "broken").unlink()
+    vm_fails = node()
+    with_op(vm_fails, "Standard", "configure", failing_if("configure", "broken"))
+    respec(project, {"vm": vm_fails, "app": app})
+    (project.root / "broken").write_text("")
+    result = invoke("scale", "vm", "--approve")
+    assert result.exit_code == 64, result.output
+    # app_1 was never created (blocked): nothing of it is uninstalled
+    assert ran(project) == ["vm_1 create", "vm_1 configure", "vm_1 stop", "vm_1 delete"]
+    assert set(project.status()) == {"vm", "app"}
+
+
+def test_scale_in_aborts_when_fewer_would_remain_than_are_excluded(project, invoke):
+    worker = node(standard=("create", "delete"))
+    worker["capabilities"] = {"scalable": {"properties": {"default_instances": 3}}}
+    deployed(project, invoke, {"worker": worker})
+    names = sorted(project.status())
+    result = invoke("scale", "worker", "--delta", "-2", "--exclude-instances",
+                    ",".join(names[:2]), "--approve")
+    assert result.exit_code == 1
+    assert "1 would remain, fewer than the 2 excluded" in result.output
+    ok(invoke("scale", "worker", "--delta", "-1", "-p", f"exclude_instances={names[:2]}",
+              "--approve"))
+    assert ran(project) == [f"{names[2]} delete"]
+
+
+def test_scale_compute_is_ignored_for_a_group(project, invoke):
+    from tests.test_workflows import ensemble
+
+    doc = json.loads(ensemble({"vm": node(standard=("create",)),
+                               "app": node(standard=("create",), requirements=[{"host": "vm"}])}))
+    topology = doc["spec"]["service_template"]["topology_template"]
+    topology["groups"] = {"apps": {"type": "tosca.groups.Root", "members": ["app"]}}
+    topology["policies"] = [{"scale_apps": {"type": "cloudify.policies.scaling",
+                                            "targets": ["apps"]}}]
+    project.write(f"jobs/*.log\n{LOG}\n", name=".gitignore")
+    project.write(json.dumps(doc, indent=1) + "\n")
+    ok(invoke("deploy", "--approve"))
+    reset(project)
+    ok(invoke("scale", "apps", "--scale-compute", "--approve"))
+    assert ran(project) == ["app_1 create"]  # the group alone: vm not scaled

@@ -373,7 +373,7 @@ class _Scheduler:
         ):
             return "skipped: nothing failed"
         if guard.if_ran and not any(
-            self.runs[n].state == TaskState.succeeded for n in guard.if_ran
+            self.runs[n].state in (TaskState.succeeded, TaskState.failed) for n in guard.if_ran
         ):
             return "skipped: nothing was reinstalled"
         if guard.unless_failed and any(

@@ -45,7 +45,7 @@ class Guard:
 
     unless_ok: tuple[str, ...] = ()  # run only if one of these instances is not ok
     if_failed: tuple[int, ...] = ()  # run only if one of these tasks failed or was blocked
-    if_ran: tuple[int, ...] = ()  # run only if one of these tasks ran (was not skipped)
+    if_ran: tuple[int, ...] = ()  # run only if one of these tasks ran (succeeded or failed)
     unless_failed: tuple[int, ...] = ()  # run only if none of these tasks failed or was blocked
 
 

@@ -578,8 +578,10 @@ def _guard_new(builder: _Builder, start: int, guard: Guard | None) -> None:
 # --------------------------------------------------------------------------------- scale
 
 
-def _scaling_policy(ensemble: Ensemble, entity: str) -> tuple[list[str], dict[str, Any]]:
-    """(member templates, scaling properties) of a template or a Cloudify scaling group."""
+def _scaling_policy(
+    ensemble: Ensemble, entity: str
+) -> tuple[list[str], dict[str, Any], bool]:
+    """(member templates, scaling properties, is a group) of a template or a scaling group."""
     topology = (ensemble.spec.get("service_template") or {}).get("topology_template") or {}
     for policy in (
         (topology.get("policies") or {}).values()
@@ -591,7 +593,7 @@ def _scaling_policy(ensemble: Ensemble, entity: str) -> tuple[list[str], dict[st
         if entity in (policy.get("targets") or []):
             group = (topology.get("groups") or {}).get(entity) or {}
             members = list(group.get("members") or [entity])
-            return members, dict(policy.get("properties") or {})
+            return members, dict(policy.get("properties") or {}), True
     template = (topology.get("node_templates") or {}).get(entity)
     if template is None:
         raise PlanError(
@@ -599,7 +601,7 @@ def _scaling_policy(ensemble: Ensemble, entity: str) -> tuple[list[str], dict[st
             hint="give a node template or a scaling group",
         )
     scalable = ((template.get("capabilities") or {}).get("scalable") or {}).get("properties")
-    return [entity], dict(scalable or {})
+    return [entity], dict(scalable or {}), False
 
 
 def _list_policies(value: Any) -> list[dict[str, Any]]:
@@ -640,8 +642,10 @@ def plan_scale(
     exclude_instances: Sequence[str] = (),
     rollback_if_failed: bool = True,
 ) -> Plan:
-    members, limits = _scaling_policy(ensemble, scalable_entity_name)
+    members, limits, is_group = _scaling_policy(ensemble, scalable_entity_name)
     templates = ensemble.topology.templates
+    if is_group:
+        scale_compute = False  # "if it specifies a group name, this parameter is ignored"
     if scale_compute and len(members) == 1:
         root = members[0]
         while (host := templates[root].host) is not None and host in templates:
@@ -729,14 +733,18 @@ def _scale_out(
     forget: tuple[str, ...] = ()
     if rollback:
         scaled = [t.number for t in builder.tasks]
-        guard = Guard(if_failed=tuple(scaled))
-        for name in reversed(order):
+        installed = {
+            name: tuple(t.number for t in builder.tasks if t.target == name) for name in order
+        }
+        for name in reversed(order):  # uninstall order: contained and dependents first
             start = len(builder.tasks)
+            before = _after(builder, [d for d in dependents.get(name, ()) if d in new])
             add_uninstall_tasks(
                 builder, ensemble, new[name], _host_view(ensemble, everything, name), ROLLBACK,
-                scaled, ignore_failure=True,
+                [*scaled, *before], ignore_failure=True, mark_deleted=True,
             )  # fmt: skip
-            _guard_new(builder, start, guard)
+            # only after a failure, and only what was created (some install step succeeded)
+            _guard_new(builder, start, Guard(if_failed=tuple(scaled), if_ran=installed[name]))
         builder.notes = [n for n in builder.notes if "no delete operation" not in n.message]
         forget = tuple(order)
     plan = builder.plan(new, delta=delta)
@@ -775,8 +783,11 @@ def _scale_in(
         rest = [n for n in reversed(pool) if n not in chosen and n not in exclude]
         chosen += rest[: count - len(chosen)]
         if len(chosen) < count:
+            excluded = [n for n in exclude if n in pool]
             raise PlanError(
-                f"cannot remove {count} instances of {member}: too many are excluded",
+                f"cannot remove {count} instances of {member}: {len(pool) - count} would "
+                f"remain, fewer than the {len(excluded)} excluded ({', '.join(excluded)})",
+                hint="exclude fewer instances, or scale in by less",
             )
         victims.extend(chosen)
     removed: list[str] = []
