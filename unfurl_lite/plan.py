@@ -207,15 +207,33 @@ def has_operation(template: NodeTemplate, name: str) -> bool:
 
 
 def planned_instances(ensemble: Ensemble) -> dict[str, Instance]:
-    """Recorded instances plus a new (pending) one for each template that has none yet."""
+    """Recorded instances plus new (pending) ones for each template that has none yet.
+
+    As in Cloudify's node-instance model, a template contained in a host that has several
+    instances gets its instances once per host instance, each pinned to its host
+    (``hostedOn``), so scaling or healing a host carries what it contains.
+    """
     instances = dict(ensemble.instances)
     recorded_templates = {i.template for i in instances.values()}
-    for name, template in ensemble.topology.templates.items():
+    templates = ensemble.topology.templates
+    done: set[str] = set()
+
+    def plan_template(name: str, trail: tuple[str, ...] = ()) -> None:
+        if name in done or name in trail:
+            return
+        template = templates[name]
+        host = template.host if template.host in templates and template.host != name else None
+        if host is not None:
+            plan_template(host, (*trail, name))
+        done.add(name)
         if name in recorded_templates:
-            continue
-        count = template.default_instances
+            return
+        hosts = sorted(n for n, i in instances.items() if i.template == host) if host else []
+        pins: list[str | None] = [*hosts] if len(hosts) > 1 else [None]
+        count = template.default_instances * len(pins)
         names = [name] if count == 1 else [f"{name}_{n}" for n in range(count)]
-        for instance_name in names:
+        for index, instance_name in enumerate(names):
+            pin = pins[index // template.default_instances]
             instances.setdefault(
                 instance_name,
                 Instance(
@@ -223,8 +241,12 @@ def planned_instances(ensemble: Ensemble) -> dict[str, Instance]:
                     template=name,
                     status=Status.pending,
                     priority=template.priority,
+                    extra={"hostedOn": pin} if pin else {},
                 ),
             )
+
+    for name in templates:
+        plan_template(name)
     return instances
 
 
@@ -238,8 +260,12 @@ def instance_graph(ensemble: Ensemble, instances: dict[str, Instance]) -> dict[s
         template = ensemble.topology.templates.get(inst.template)
         deps: list[str] = []
         if template:
+            pinned = inst.extra.get("hostedOn")
             for req in template.requirements:
-                deps.extend(by_template.get(req.node, ()))
+                peers = by_template.get(req.node, ())
+                if req.node == template.host and pinned in peers:
+                    peers = [str(pinned)]  # contained in its own host instance only
+                deps.extend(peers)
         result[inst.name] = deps
     return result
 
@@ -330,6 +356,9 @@ def _steps_for(
                     continue
                 if peers is None:
                     peers = [i.name for i in instances.values() if i.template == req.node]
+                    pinned = instance.extra.get("hostedOn")
+                    if req.node == template.host and pinned in peers:
+                        peers = [str(pinned)]
                 for peer in peers:
                     runs_on = instance.name if side == "source" else peer
                     found.append((op, None, req, runs_on, peer))
