@@ -52,7 +52,7 @@ def test_cancelled_job_shows_cancelled_and_running_job_is_listed(project):
 
 
 def test_a_second_plain_cancel_does_not_escalate(project):
-    marks = setup(project, ["a", "b"], {"b": ["a"]}, sleep=2)
+    marks = setup(project, ["a", "b"], {"b": ["a"]}, sleep=4)
     job = start_unfurl(project.root, "deploy", "--approve")
     wait_for(lambda: count(marks, "start") >= 1, job)
     assert run_unfurl(project.root, "cancel").returncode == 0

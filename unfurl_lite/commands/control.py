@@ -104,7 +104,8 @@ def _cancelling(root: Any, change_id: str | None) -> bool:
     from unfurl_lite.journal import list_journals
 
     return bool(change_id) and any(
-        j.change_id == change_id and j.state == "cancelling" for j in list_journals(root)
+        j.change_id == change_id and j.state in ("cancelling", "cancelled")
+        for j in list_journals(root)
     )
 
 
