@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from tests.conftest import run_unfurl
+from tests.conftest import ensemble_yaml, run_unfurl
 from tests.execution_helpers import count, start_unfurl, wait_for
 from tests.test_execution import setup
 from unfurl_lite.journal import list_journals
@@ -31,8 +31,23 @@ def test_only_the_newest_job_of_a_resume_lineage_resumes(project):
     assert refused.returncode == 1 and "already resumed" in refused.stderr
 
 
+def gated(project, names: list[str]):
+    """Nodes whose configure marks its start, then waits until the file ``marks/go`` exists."""
+    marks = setup(project, names, {}, sleep=0)
+    wait = "while [ ! -e marks/go ]; do sleep 0.05; done"
+    body = "".join(  # each node requires the one before it
+        f"{n}:\n  type: tosca.nodes.Root\n"
+        + (f"  requirements:\n    - dependency: {names[i - 1]}\n" if i else "")
+        + "  interfaces:\n    Standard:\n      operations:\n"
+        f"        configure: 'echo $$ >> marks/{n}.start; {wait}; echo done >> marks/{n}.end'\n"
+        for i, n in enumerate(names)
+    )
+    project.write(ensemble_yaml(body))
+    return marks
+
+
 def test_cancelled_job_shows_cancelled_and_running_job_is_listed(project):
-    marks = setup(project, ["a", "b"], {"b": ["a"]}, sleep=3)
+    marks = gated(project, ["a", "b"])
     job = start_unfurl(project.root, "deploy", "--approve")
     wait_for(lambda: count(marks, "start") >= 1, job)
     listed = run_unfurl(project.root, "history", "--json")
@@ -41,6 +56,8 @@ def test_cancelled_job_shows_cancelled_and_running_job_is_listed(project):
     assert running["state"] == "started" and running["workflow"] == "deploy"
     assert "started" in run_unfurl(project.root, "history").stdout
     assert run_unfurl(project.root, "cancel").returncode == 0
+    wait_for(lambda: list_journals(project.root)[0].state == "cancelling", job)
+    (marks / "go").write_text("")
     job.communicate(timeout=60)
     assert job.returncode == 64
     [cancelled] = json.loads(run_unfurl(project.root, "history", "--json").stdout)
@@ -52,13 +69,14 @@ def test_cancelled_job_shows_cancelled_and_running_job_is_listed(project):
 
 
 def test_a_second_plain_cancel_does_not_escalate(project):
-    marks = setup(project, ["a", "b"], {"b": ["a"]}, sleep=4)
+    marks = gated(project, ["a", "b"])
     job = start_unfurl(project.root, "deploy", "--approve")
     wait_for(lambda: count(marks, "start") >= 1, job)
     assert run_unfurl(project.root, "cancel").returncode == 0
     wait_for(lambda: list_journals(project.root)[0].state == "cancelling", job)
     again = run_unfurl(project.root, "cancel")
     assert again.returncode == 0 and "already cancelling" in again.stdout
+    (marks / "go").write_text("")
     job.communicate(timeout=60)
     assert job.returncode == 64
     assert count(marks, "end") == 1 and count(marks, "start") == 1  # a finished, b never began
@@ -83,18 +101,31 @@ def test_force_cancel_records_the_job_cancelled_at_once(project):
     wait_for(lambda: count(marks, "end") == 1)  # left to finish on its own
 
 
-def test_second_job_is_refused_with_a_hint_or_queued(project):
-    marks = setup(project, ["a"], {}, sleep=2)
+def test_second_job_is_refused_with_a_hint_or_queued(project, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    marks = gated(project, ["a"])
     job = start_unfurl(project.root, "deploy", "--approve")
     wait_for(lambda: count(marks, "start") >= 1, job)
     refused = run_unfurl(project.root, "execute-operation", "Standard.configure", "--approve")
     assert refused.returncode == 1 and "--queue" in refused.stderr
-    queued = run_unfurl(project.root, "execute-operation", "Standard.configure", "--approve",
-                        "--queue")
-    job.communicate(timeout=60)
+    log = tmp_path / "queued.err"
+    with open(log, "w") as err:
+        queued = subprocess.Popen(
+            [sys.executable, "-m", "unfurl_lite", "execute-operation", "Standard.configure",
+             "--approve", "--queue"],
+            cwd=project.root, env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+        )
+        wait_for(lambda: "Queued: waiting for job" in log.read_text(), queued)
+        (marks / "go").write_text("")
+        job.communicate(timeout=60)
+        queued.wait(timeout=60)
     assert job.returncode == 0
-    assert queued.returncode == 0, queued.stderr
-    assert count(marks, "end") == 1
-    assert len((marks / "a.end").read_text().split()) == 2  # the deploy's, then the queued run
-    lines = (marks / "a.start").read_text().split()
-    assert len(lines) == 2
+    assert queued.returncode == 0, log.read_text()
+    assert len((marks / "a.start").read_text().split()) == 2  # the deploy's, then the queued run
+    assert len((marks / "a.end").read_text().split()) == 2
