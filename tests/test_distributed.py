@@ -287,7 +287,7 @@ def test_cancel_reaches_running_tasks_on_workers(project, broker, workers):
                        "--broker", broker)
     try:
         wait_for(lambda: (project.root / "ran" / "long.started").exists(), job, limit=60)
-        cancelled = run_unfurl(project.root, "cancel", "--force")
+        cancelled = run_unfurl(project.root, "cancel", "--kill")
         assert cancelled.returncode == 0, cancelled.stderr
         out, err = job.communicate(timeout=60)
     finally:

@@ -28,6 +28,21 @@ def setup(project: Project, names, requires, sleep=0.2, failing=None) -> Path:
     return marks
 
 
+def gated(project, names: list[str]):
+    """Nodes whose configure marks its start, then waits until the file ``marks/go`` exists."""
+    marks = setup(project, names, {}, sleep=0)
+    wait = "while [ ! -e marks/go ]; do sleep 0.05; done"
+    body = "".join(  # each node requires the one before it
+        f"{n}:\n  type: tosca.nodes.Root\n"
+        + (f"  requirements:\n    - dependency: {names[i - 1]}\n" if i else "")
+        + "  interfaces:\n    Standard:\n      operations:\n"
+        f"        configure: 'echo $$ >> marks/{n}.start; {wait}; echo done >> marks/{n}.end'\n"
+        for i, n in enumerate(names)
+    )
+    project.write(ensemble_yaml(body))
+    return marks
+
+
 def statuses(project: Project) -> dict[str, tuple[str, str | None]]:
     return {n: (r["readyState"]["local"], r["readyState"].get("state"))
             for n, r in project.status().items()}
@@ -165,11 +180,13 @@ def test_second_signal_kills_running_operations(project):
 
 
 def test_unfurl_cancel_signals_the_running_job(project):
-    marks = setup(project, ["a", "b"], {"b": ["a"]}, sleep=0.5)
+    marks = gated(project, ["a", "b"])  # b requires a; a runs until the gate opens
     job = start_unfurl(project.root, "deploy", "--approve")
     wait_for(lambda: count(marks, "start") >= 1, job)
     cancelled = run_unfurl(project.root, "cancel")
     assert cancelled.returncode == 0 and "Cancelling job A" in cancelled.stdout
+    wait_for(lambda: "cancelling" in next(iter(list_journals(project.root))).state, job)
+    (marks / "go").touch()
     job.communicate(timeout=60)
     assert job.returncode == 64
     assert count(marks, "start") == 1 and count(marks, "end") == 1
@@ -177,11 +194,11 @@ def test_unfurl_cancel_signals_the_running_job(project):
     assert nothing.returncode == 1 and "no job is running" in nothing.stderr
 
 
-def test_unfurl_cancel_force_kills(project):
+def test_unfurl_cancel_kill_kills(project):
     marks = setup(project, ["a"], {}, sleep=60)
     job = start_unfurl(project.root, "deploy", "--approve")
     wait_for(lambda: count(marks, "start") >= 1, job)
-    assert run_unfurl(project.root, "cancel", "--force").returncode == 0
+    assert run_unfurl(project.root, "cancel", "--kill").returncode == 0
     job.communicate(timeout=30)
     assert job.returncode == 64 and count(marks, "end") == 0
     assert project.local("a") == "unknown"

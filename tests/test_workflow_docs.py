@@ -63,3 +63,26 @@ def test_each_workflow_section_names_its_options_and_has_an_example(name):
     assert not {o for o in own if o not in section}, f"## {WORKFLOW_SECTIONS[name]}"
     assert re.search(rf"^    unfurl {re.escape(name)}\b.*--approve|^    unfurl {name} ",
                      section, flags=re.M)
+
+
+@pytest.mark.parametrize("workflow", sorted(
+    ["execute_operation", "start", "stop", "restart", "heal", "scale", "update", "undeploy"]
+))
+def test_each_cloudify_parameter_is_documented_in_both_spellings(workflow):
+    from unfurl_lite.commands.parameters import NAMES
+
+    name = {"execute_operation": "execute-operation", "undeploy": "uninstall"}.get(
+        workflow, workflow
+    )
+    section = SECTIONS[WORKFLOW_SECTIONS[name]]
+    options = long_options(command(name))
+    for parameter in NAMES[workflow]:
+        assert f"`{parameter}`" in section, (name, parameter)
+        dashed = "--" + parameter.replace("_", "-")
+        if dashed in options:
+            assert f"`{dashed}" in section, (name, dashed)
+
+
+def test_parameter_options_are_documented():
+    section = SECTIONS["Cloudify parameters (-p, --parameters)"]
+    assert "`-p`, `--parameter NAME=VALUE`" in section and "`--parameters FILE`" in section

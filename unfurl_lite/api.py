@@ -228,7 +228,11 @@ def _run_and_record(
             resumed=resumed,
         )
     finally:
-        executor.shutdown()
+        forced = getattr(cancel, "forced", None)
+        if forced is not None and forced.is_set() and hasattr(executor, "abandon"):
+            executor.abandon()  # force-cancel: leave running operations to finish
+        else:
+            executor.shutdown()
     result.start_commit = start_commit
     if journal is not None:
         journal.finished(result)

@@ -63,6 +63,12 @@ class JobRecord:
     workflow: str = ""
     job_file: Path | None = None
     commit: Commit | None = None
+    state: str = ""  # "cancelled" for a cancelled job, "started" for one still running
+
+    @property
+    def shown_status(self) -> str:
+        """What a user reads as the job's outcome: a cancelled job is not "ok"."""
+        return self.state if self.state in ("cancelled", "started") else self.status
 
     @property
     def prefix(self) -> str:
@@ -81,7 +87,8 @@ class JobRecord:
             "changeId": self.change_id,
             "time": iso(self.time),
             "workflow": self.workflow or None,
-            "status": self.status,
+            "state": self.state or None,
+            "status": self.shown_status,
             "summary": self.summary,
             "commit": self.commit.hexsha if self.commit else None,
             "author": self.commit.author if self.commit else None,
@@ -151,6 +158,7 @@ def read_jobs(jobs_tsv: Path) -> Iterator[JobRecord]:
 # ----------------------------------------------------------------------------- job files
 
 _WORKFLOW = re.compile(r"^\s*workflow:\s*['\"]?([\w.-]+)")
+_STATE = re.compile(r"^\s*state:\s*['\"]?(cancelled|cancelling)\b")
 
 
 def job_file_of(root: Path, job: JobRecord) -> Path | None:
@@ -169,17 +177,46 @@ def job_file_of(root: Path, job: JobRecord) -> Path | None:
 
 def workflow_of(path: Path) -> str:
     """The workflow of the job record, the file's first change; only its head is read."""
+    return _head_of(path)[0]
+
+
+def _head_of(path: Path) -> tuple[str, str]:
+    """(workflow, state) of the job record's first change; only its head is read."""
     entries = 0
+    workflow = state = ""
     with open(path, encoding="utf-8") as handle:
         for line in handle:
             if line.startswith("- "):
                 entries += 1
                 if entries > 1:
                     break
-            match = _WORKFLOW.match(line)
-            if match and entries == 1:
-                return match.group(1)
-    return ""
+            if entries != 1:
+                continue
+            if not workflow and (match := _WORKFLOW.match(line)):
+                workflow = match.group(1)
+            elif match := _STATE.match(line):
+                state = "cancelled"
+    return workflow, state
+
+
+def running_jobs(root: Path) -> list[JobRecord]:
+    """Jobs still running (their journal says started and their process is alive), newest
+    first: they reach jobs.tsv only when they end."""
+    from unfurl_lite.journal import list_journals
+    from unfurl_lite.lock import pid_alive
+
+    found = []
+    for journal in list_journals(root):
+        if journal.state not in ("started", "cancelling") or not pid_alive(journal.pid):
+            continue
+        if not changeid.is_changeid(journal.change_id):
+            continue
+        found.append(JobRecord(
+            change_id=journal.change_id, status="", start_time="",
+            summary=f"running (pid {journal.pid})",
+            workflow=str(journal.data.get("workflow") or ""), state="started",
+        ))  # fmt: skip
+    return list(reversed(found))
 
 
 def _found_by(root: Path, job: JobRecord, instance: str) -> bool:
@@ -303,9 +340,16 @@ def history(
         chosen.append(job)
     chosen.reverse()
     result: list[JobRecord] = []
+    if not filters.instance:
+        logged = {j.change_id for j in chosen}
+        chosen[:0] = [
+            j for j in running_jobs(root)
+            if (not since or j.change_id >= since) and j.change_id not in logged
+        ]
     for job in chosen:
-        job.job_file = job_file_of(root, job)
-        job.workflow = workflow_of(job.job_file) if job.job_file else ""
+        if job.state != "started":
+            job.job_file = job_file_of(root, job)
+            job.workflow, job.state = _head_of(job.job_file) if job.job_file else ("", "")
         if filters.workflow and job.workflow != filters.workflow:
             continue
         result.append(job)
@@ -334,7 +378,7 @@ def find_job(root: Path, jobs_tsv: Path, text: str) -> tuple[JobRecord, TaskLine
             if task is None and not _in_job_file(root, job, str(wanted)):
                 raise HistoryError(f"job {job.change_id} has no task {wanted}")
         job.job_file = job_file_of(root, job)
-        job.workflow = workflow_of(job.job_file) if job.job_file else ""
+        job.workflow, job.state = _head_of(job.job_file) if job.job_file else ("", "")
         job.commit = job_commits(root).get(job.prefix)
         return job, task
     raise HistoryError(

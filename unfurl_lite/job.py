@@ -78,7 +78,7 @@ class TaskRun:
 
     @property
     def counted(self) -> bool:
-        return not self.task.is_passthrough
+        return not self.task.is_passthrough or self.task.failure is not None
 
     @property
     def ran(self) -> bool:
@@ -271,6 +271,10 @@ class _Scheduler:
                 self.executor.withdraw_pending()
             if self.cancel.is_set() and not self.running:
                 break
+            forced = getattr(self.cancel, "forced", None)
+            if forced is not None and forced.is_set():
+                self.abandon_running()
+                break
             timeout = None
             if self.delayed:
                 timeout = max(0.0, self.delayed[0][0] - time.monotonic())
@@ -293,6 +297,16 @@ class _Scheduler:
                 _, number = heapq.heappop(self.delayed)
                 self.ready.append(number)
 
+    def abandon_running(self) -> None:
+        """Force-cancel: record the running tasks with an unknown outcome, wait for none."""
+        for future, number in list(self.running.items()):
+            del self.running[future]
+            self.runs[number].result = OperationResult(
+                success=False, modified=None,
+                error="force-cancelled: left running, its outcome is unknown",
+            )  # fmt: skip
+            self.conclude(self.runs[number])
+
     # -- a task's life
 
     def start(self, number: int) -> None:
@@ -304,7 +318,8 @@ class _Scheduler:
         failed_dep = next(
             (
                 d
-                for d in (() if task.guard and task.guard.if_failed else task.after)
+                for d in task.after
+                if not (task.guard and d in task.guard.if_failed)
                 if self.runs[d].state in (TaskState.failed, TaskState.blocked)
                 and not self.runs[d].task.ignore_failure
             ),
@@ -318,6 +333,8 @@ class _Scheduler:
         instance = self.instances[task.target]
         if task.skip_when is not None and instance.status == task.skip_when:
             return self.complete(run, TaskState.skipped, f"skipped: already {task.skip_when}")
+        if task.failure is not None:
+            return self.complete(run, TaskState.failed, task.failure)
         if task.is_passthrough:
             on_success(instance, task, OperationResult(success=True, modified=False), "")
             return self.complete(run, TaskState.succeeded)
@@ -363,9 +380,13 @@ class _Scheduler:
         ):
             return "skipped: nothing failed"
         if guard.if_ran and not any(
-            self.runs[n].state == TaskState.succeeded for n in guard.if_ran
+            self.runs[n].state in (TaskState.succeeded, TaskState.failed) for n in guard.if_ran
         ):
             return "skipped: nothing was reinstalled"
+        if guard.unless_failed and any(
+            self.runs[n].state in (TaskState.failed, TaskState.blocked) for n in guard.unless_failed
+        ):
+            return "skipped: an earlier step failed"
         if guard.unless_ok and all(
             self.instances[n].status == Status.ok for n in guard.unless_ok if n in self.instances
         ):

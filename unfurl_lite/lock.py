@@ -118,7 +118,8 @@ def acquire(ensemble_path: Path, command: str, take_stale: bool = False) -> Path
         if info.alive and info.pid != -1:
             raise LockError(
                 f"{describe(info)} is already running on this ensemble",
-                hint="wait for it to finish, or stop it with: unfurl cancel",
+                hint="wait for it to finish (or give --queue to wait and then run), or stop "
+                "it with: unfurl cancel",
             )
         if not take_stale:
             raise LockError(
@@ -129,6 +130,19 @@ def acquire(ensemble_path: Path, command: str, take_stale: bool = False) -> Path
             )
         path.unlink(missing_ok=True)
     raise LockError(f"could not take the lock {path}", hint="try again")
+
+
+def wait_until_free(ensemble_path: Path, poll: float = 0.1) -> LockInfo | None:
+    """Block while a live job holds the lock (Cloudify queues executions); return the
+    holder that was waited for, if any. A stale lock is left for acquire to report."""
+    path = lock_path(ensemble_path)
+    waited = None
+    while (info := read_lock(path)) is not None and info.alive and info.pid != -1:
+        if info.pid == os.getpid():
+            break
+        waited = info
+        time.sleep(poll)
+    return waited
 
 
 def update(path: Path, command: str, change_id: str) -> None:

@@ -90,7 +90,9 @@ def status_report(ensemble: Ensemble) -> dict[str, Any]:
             "changeId": last_id,
             "time": _time_of(last_id) if changeid.is_changeid(last_id) else None,
             "workflow": last.get("workflow"),
-            "status": (last.get("readyState") or {}).get("local"),
+            # a cancelled job did not end "ok", whatever the instances' status
+            "status": "cancelled" if last.get("state") in ("cancelled", "cancelling")
+            else (last.get("readyState") or {}).get("local"),
             "summary": last.get("summary"),
         }
         if last_id

@@ -45,7 +45,8 @@ class Guard:
 
     unless_ok: tuple[str, ...] = ()  # run only if one of these instances is not ok
     if_failed: tuple[int, ...] = ()  # run only if one of these tasks failed or was blocked
-    if_ran: tuple[int, ...] = ()  # run only if one of these tasks ran (was not skipped)
+    if_ran: tuple[int, ...] = ()  # run only if one of these tasks ran (succeeded or failed)
+    unless_failed: tuple[int, ...] = ()  # run only if none of these tasks failed or was blocked
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,7 @@ class Task:
     allow_override: bool = True
     ignore_failure: bool = False
     guard: Guard | None = None
+    failure: str | None = None  # a pass-through that fails with this message when it runs
 
     @property
     def name(self) -> str:
@@ -207,15 +209,33 @@ def has_operation(template: NodeTemplate, name: str) -> bool:
 
 
 def planned_instances(ensemble: Ensemble) -> dict[str, Instance]:
-    """Recorded instances plus a new (pending) one for each template that has none yet."""
+    """Recorded instances plus new (pending) ones for each template that has none yet.
+
+    As in Cloudify's node-instance model, a template contained in a host that has several
+    instances gets its instances once per host instance, each pinned to its host
+    (``hostedOn``), so scaling or healing a host carries what it contains.
+    """
     instances = dict(ensemble.instances)
     recorded_templates = {i.template for i in instances.values()}
-    for name, template in ensemble.topology.templates.items():
+    templates = ensemble.topology.templates
+    done: set[str] = set()
+
+    def plan_template(name: str, trail: tuple[str, ...] = ()) -> None:
+        if name in done or name in trail:
+            return
+        template = templates[name]
+        host = template.host if template.host in templates and template.host != name else None
+        if host is not None:
+            plan_template(host, (*trail, name))
+        done.add(name)
         if name in recorded_templates:
-            continue
-        count = template.default_instances
+            return
+        hosts = sorted(n for n, i in instances.items() if i.template == host) if host else []
+        pins: list[str | None] = [*hosts] if len(hosts) > 1 else [None]
+        count = template.default_instances * len(pins)
         names = [name] if count == 1 else [f"{name}_{n}" for n in range(count)]
-        for instance_name in names:
+        for index, instance_name in enumerate(names):
+            pin = pins[index // template.default_instances]
             instances.setdefault(
                 instance_name,
                 Instance(
@@ -223,8 +243,12 @@ def planned_instances(ensemble: Ensemble) -> dict[str, Instance]:
                     template=name,
                     status=Status.pending,
                     priority=template.priority,
+                    extra={"hostedOn": pin} if pin else {},
                 ),
             )
+
+    for name in templates:
+        plan_template(name)
     return instances
 
 
@@ -238,8 +262,12 @@ def instance_graph(ensemble: Ensemble, instances: dict[str, Instance]) -> dict[s
         template = ensemble.topology.templates.get(inst.template)
         deps: list[str] = []
         if template:
+            pinned = inst.extra.get("hostedOn")
             for req in template.requirements:
-                deps.extend(by_template.get(req.node, ()))
+                peers = by_template.get(req.node, ())
+                if req.node == template.host and pinned in peers:
+                    peers = [str(pinned)]  # contained in its own host instance only
+                deps.extend(peers)
         result[inst.name] = deps
     return result
 
@@ -330,6 +358,9 @@ def _steps_for(
                     continue
                 if peers is None:
                     peers = [i.name for i in instances.values() if i.template == req.node]
+                    pinned = instance.extra.get("hostedOn")
+                    if req.node == template.host and pinned in peers:
+                        peers = [str(pinned)]
                 for peer in peers:
                     runs_on = instance.name if side == "source" else peer
                     found.append((op, None, req, runs_on, peer))
@@ -432,12 +463,15 @@ def add_uninstall_tasks(
     after: Iterable[int],
     skip_when: Status | None = None,
     ignore_failure: bool = False,
+    mark_deleted: bool = False,
 ) -> None:
+    """``mark_deleted``: Cloudify's uninstall, where an instance without a delete operation
+    still ends deleted (a step with no task does nothing, the instance goes all the same)."""
     template = ensemble.topology.templates[instance.template]
     ops = _steps_for(UNINSTALL, ensemble, template, instance, instances)
     deps = list(after)
     has_delete = any(o[1] is not None and o[1].done == NodeState.deleted for o in ops)
-    if not has_delete:
+    if not has_delete and not mark_deleted:
         builder.note(instance.name, "skipped: no delete operation, so it is left as it is")
     for op, step, req, runs_on, peer in ops:
         deleting = step is not None and step.done == NodeState.deleted
@@ -458,6 +492,18 @@ def add_uninstall_tasks(
         )
         if runs_on != instance.name:
             builder.last[instance.name] = builder.last[runs_on]
+    if mark_deleted and not has_delete:
+        builder.add(
+            instance.name,
+            template.name,
+            None,
+            reason,
+            deps + ([builder.last[instance.name]] if instance.name in builder.last else []),
+            done_state=NodeState.deleted,
+            done_status=Status.absent,
+            skip_when=skip_when,
+            ignore_failure=ignore_failure,
+        )
 
 
 def _check_op(template: NodeTemplate) -> Operation | None:
@@ -525,7 +571,9 @@ def plan_undeploy(
     instance_names: Sequence[str] = (),
     destroy_discovered: bool = False,
     ignore_failure: bool = False,
+    delete_without_operation: bool = False,
 ) -> Plan:
+    """``delete_without_operation``: Cloudify's uninstall (see add_uninstall_tasks)."""
     instances = dict(ensemble.instances)
     deps = instance_graph(ensemble, instances)
     dependents = graph.reverse(deps)
@@ -557,7 +605,8 @@ def plan_undeploy(
             builder.add(name, template.name, check, CHECK, after)
             skip_when = Status.absent
         add_uninstall_tasks(
-            builder, ensemble, instance, instances, UNDEPLOY, after, skip_when, ignore_failure
+            builder, ensemble, instance, instances, UNDEPLOY, after, skip_when, ignore_failure,
+            mark_deleted=delete_without_operation,
         )
     return builder.plan({}, destroy_discovered=destroy_discovered)
 

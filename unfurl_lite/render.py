@@ -46,6 +46,27 @@ def plan_json(plan: Plan) -> dict[str, Any]:
     }
 
 
+def guard_text(task: Any) -> str:
+    """When a guarded task runs, for the plan (heal, update and scale decide at run time)."""
+    guard = task.guard
+    if guard is None:
+        return ""
+
+    def tasks(numbers: tuple[int, ...]) -> str:
+        return ("task " if len(numbers) == 1 else "one of tasks ") + ",".join(map(str, numbers))
+
+    parts = []
+    if guard.if_failed:
+        parts.append(f"if {tasks(guard.if_failed)} failed")
+    if guard.if_ran:
+        parts.append(f"if {tasks(guard.if_ran)} ran")
+    if guard.unless_failed:
+        parts.append(f"unless {tasks(guard.unless_failed)} failed")
+    if guard.unless_ok:
+        parts.append(f"unless {', '.join(guard.unless_ok)} ok")
+    return f" (only {'; '.join(parts)})" if parts else ""
+
+
 def plan_text(plan: Plan) -> str:
     lines = [f"Plan for {plan.workflow}:"]
     if not plan.tasks:
@@ -54,13 +75,16 @@ def plan_text(plan: Plan) -> str:
         lines.append(f"  {target} ({tasks[0].reason})")
         for task in tasks:
             after = f" after {','.join(map(str, task.after))}" if task.after else ""
-            lines.append(f"    {task.number}. {task_label(task)} [{task.reason}]{after}")
+            lines.append(
+                f"    {task.number}. {task_label(task)} [{task.reason}]{after}{guard_text(task)}"
+            )
     for note in plan.notes:
         lines.append(f"  {note.target}: {note.message}")
     return "\n".join(lines)
 
 
 def plan_tree(plan: Plan) -> Any:
+    from rich.markup import escape
     from rich.tree import Tree
 
     tree = Tree(f"[bold]Plan for {plan.workflow}[/bold]")
@@ -70,7 +94,10 @@ def plan_tree(plan: Plan) -> Any:
         branch = tree.add(f"[bold cyan]{target}[/bold cyan] ({tasks[0].reason})")
         for task in tasks:
             after = f" [dim]after {','.join(map(str, task.after))}[/dim]" if task.after else ""
-            branch.add(f"{task.number}. {task_label(task)} [yellow]{task.reason}[/yellow]{after}")
+            branch.add(
+                f"{task.number}. {task_label(task)} [yellow]{task.reason}[/yellow]{after}"
+                f"[dim]{escape(guard_text(task))}[/dim]"
+            )
     for note in plan.notes:
         tree.add(f"[dim]{note.target}: {note.message}[/dim]")
     return tree

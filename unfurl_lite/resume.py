@@ -68,6 +68,14 @@ def find_job(root: Path, change_id: str | None = None) -> JournalFile:
                 hint="unfurl history lists the jobs; only jobs run by unfurl-lite can resume",
             )
         journal = matches[-1]
+        newest = _newest_of_lineage(journals, journal)
+        if newest is not journal:
+            raise JobError(
+                f"job {journal.change_id} was already resumed by job {newest.change_id}",
+                hint=f"resume the newest job of the lineage: unfurl resume {newest.change_id}"
+                if newest.state in RESUMABLE or needs_recording(newest)
+                else f"job {newest.change_id} ended {newest.state}: nothing is left to resume",
+            )
     else:
         resumed = {j.data.get("resumes") for j in journals}
         candidates = [j for j in journals if j.change_id not in resumed]
@@ -99,6 +107,16 @@ def killed_job_state(root: Path, change_id: str | None) -> str:
     if journal is None:
         return "none"
     return "recorded" if journal.recorded else "unrecorded"
+
+
+def _newest_of_lineage(journals: list[JournalFile], journal: JournalFile) -> JournalFile:
+    """The last job in the chain of resumes that starts at ``journal``."""
+    resumed_by = {str(j.data.get("resumes")): j for j in journals if j.data.get("resumes")}
+    seen = {journal.change_id}
+    while (newer := resumed_by.get(journal.change_id)) is not None and newer.change_id not in seen:
+        seen.add(newer.change_id)
+        journal = newer
+    return journal
 
 
 def replan(ensemble: Ensemble, journal: JournalFile) -> Plan:

@@ -1,9 +1,13 @@
-"""Ctrl-C and SIGTERM in the job process, as Cloudify's cancel and kill-cancel.
+"""Ctrl-C and SIGTERM in the job process, as Cloudify's cancel, force-cancel and
+kill-cancel.
 
-The first SIGINT or SIGTERM asks the job to cancel: no new task starts, running ones
-finish, the job is recorded cancelled. A second one (or SIGUSR1, which ``unfurl cancel
---force`` sends) kill-cancels: running operations get SIGTERM, then SIGKILL after 5 s,
-and their tasks are recorded failed.
+SIGINT or SIGTERM (``unfurl cancel``) asks the job to cancel: no new task starts, running
+ones finish, the job is recorded cancelled (a second ``unfurl cancel`` sends nothing: it
+sees the job cancelling). A second Ctrl-C or SIGTERM, or SIGUSR1 (``unfurl cancel
+--kill``), kill-cancels: running operations get
+SIGTERM, then SIGKILL after 5 s, and their tasks are recorded failed. SIGUSR2 (``unfurl
+cancel --force``) force-cancels: the job is recorded cancelled at once, its running
+operations are left to finish on their own (their outcome unknown), nothing is waited for.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Any
 
 CANCEL_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 KILL_SIGNAL = signal.SIGUSR1
+FORCE_SIGNAL = signal.SIGUSR2
 
 
 class JobControl(threading.Event):
@@ -27,6 +32,7 @@ class JobControl(threading.Event):
         super().__init__()
         self.executor: Any = None
         self.killed = threading.Event()
+        self.forced = threading.Event()
 
     def attach_executor(self, executor: Any) -> None:
         self.executor = executor
@@ -34,6 +40,11 @@ class JobControl(threading.Event):
             self._kill_now()
 
     def cancel(self) -> None:
+        self.set()
+
+    def force(self) -> None:
+        """Stop waiting for running operations: the job ends now, they run on."""
+        self.forced.set()
         self.set()
 
     def kill(self) -> None:
@@ -76,8 +87,13 @@ def handle_signals(control: JobControl) -> Iterator[JobControl]:
         _say("Kill-cancel: killing running operations...")
         control.kill()
 
+    def on_force(signum: int, frame: FrameType | None) -> None:
+        _say("Force-cancel: the job ends now; running operations are left to finish.")
+        control.force()
+
     previous = {s: signal.signal(s, on_cancel) for s in CANCEL_SIGNALS}
     previous[KILL_SIGNAL] = signal.signal(KILL_SIGNAL, on_kill)
+    previous[FORCE_SIGNAL] = signal.signal(FORCE_SIGNAL, on_force)
     try:
         yield control
     finally:

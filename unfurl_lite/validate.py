@@ -61,8 +61,10 @@ _INTERFACE_KEYS = frozenset({"type", "description", "inputs", "metadata", "opera
 
 def check(doc: Any, file: str) -> list[Problem]:
     """Every problem in a merged ensemble document, sorted by file and line; [] if valid."""
-    problems = list(schema_problems(doc, file))
-    problems += semantic_problems(doc, file)
+    semantic = semantic_problems(doc, file)
+    named = {(p.line, p.column) for p in semantic if p.message.startswith("Cloudify's")}
+    problems = [p for p in schema_problems(doc, file) if (p.line, p.column) not in named]
+    problems += semantic
     return sorted(problems, key=lambda p: (p.file or "", p.line or 0, p.column or 0))
 
 
@@ -242,7 +244,7 @@ def semantic_problems(doc: Any, file: str) -> list[Problem]:
     problems: list[Problem] = []
     for check_one in (_unknown_types, _type_cycles, _requirement_targets,
                       _requirement_cycles, _unknown_operations, _unsupported_implementations,
-                      _duplicate_templates, _workflows):
+                      _duplicate_templates, _workflows, _cloudify_unsupported):
         problems += check_one(doc, file)
     return problems
 
@@ -412,6 +414,56 @@ def _unknown_operations(doc: Any, file: str) -> Iterator[Problem]:
                     hint = did_you_mean(op, known) or f"{interface} declares {', '.join(known)}"
                     yield problem_at(doc, (*path, interface, *subpath), file,
                                      f"unknown operation {op!r} on interface {interface!r}", hint)
+
+
+#: Cloudify interfaces that exist to drive Cloudify's agents, which unfurl-lite has none of
+CLOUDIFY_AGENT_INTERFACES = ("cloudify.interfaces.monitoring_agent",
+                             "cloudify.interfaces.cloudify_agent", "cloudify.interfaces.host")
+_RELATIONSHIP_INTERFACE_KEYS = ("source_interfaces", "target_interfaces")
+_TOSCA_RELATIONSHIP_HINT = ("write the operations as TOSCA relationship interfaces: a requirement "
+                            "with `relationship: {type: ..., interfaces: {Configure: {operations: "
+                            "{add_target: ...}}}}` (see docs/workflows.md, Lifecycle interfaces)")
+
+
+def _cloudify_unsupported(doc: Any, file: str) -> Iterator[Problem]:
+    """Cloudify constructs that would otherwise be accepted and never run, refused by name."""
+    for path, interfaces in _interface_owners(doc):
+        for interface in _mapping(interfaces):
+            if str(interface) in CLOUDIFY_AGENT_INTERFACES:
+                yield problem_at(
+                    doc, (*path, interface), file,
+                    f"Cloudify's agent interface {interface!r} is not supported: unfurl-lite "
+                    "installs no agents, so its operations would never run",
+                    "use cloudify.interfaces.monitoring (start/stop) or "
+                    "cloudify.interfaces.lifecycle (poststart/prestop) for the same commands",
+                )
+    templates = _get(doc, (*TOPOLOGY, "node_templates"))
+    for name, body in templates.items():
+        base = (*TOPOLOGY, "node_templates", name)
+        if "relationships" in _mapping(body):
+            yield problem_at(
+                doc, (*base, "relationships"), file,
+                f"Cloudify's `relationships:` list (on {name!r}) is not supported",
+                "write each relationship as a TOSCA requirement (`requirements: [{dependency: "
+                "{node: db, relationship: ...}}]`, `host:` for contained_in)",
+            )
+        for index, req, _ in _requirements(body):
+            relationship = _mapping(_mapping(_mapping(body)["requirements"][index][req])
+                                    .get("relationship"))
+            for key in _RELATIONSHIP_INTERFACE_KEYS:
+                if key in relationship:
+                    yield problem_at(
+                        doc, (*base, "requirements", index, req, "relationship", key), file,
+                        f"Cloudify's {key!r} is not supported", _TOSCA_RELATIONSHIP_HINT,
+                    )
+    for section in (("relationship_templates",), ):
+        for name, body in _get(doc, (*TOPOLOGY, *section)).items():
+            for key in _RELATIONSHIP_INTERFACE_KEYS:
+                if key in _mapping(body):
+                    yield problem_at(
+                        doc, (*TOPOLOGY, *section, name, key), file,
+                        f"Cloudify's {key!r} is not supported", _TOSCA_RELATIONSHIP_HINT,
+                    )
 
 
 #: Unfurl's configurators that unfurl-lite does not implement, by their short names

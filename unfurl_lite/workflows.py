@@ -192,16 +192,18 @@ def _filtered(
     type_names: Sequence[str],
     node_ids: Sequence[str],
     node_instance_ids: Sequence[str],
+    instances: Mapping[str, Instance] | None = None,
 ) -> list[str]:
     """Cloudify's three filters, enforced together (an intersection; empty means all)."""
+    instances = ensemble.instances if instances is None else instances
     for node in node_ids:
         if node not in ensemble.topology.templates:
             raise PlanError(f"no node template named {node!r}", hint="see `unfurl validate`")
     for name in node_instance_ids:
-        if name not in ensemble.instances:
+        if name not in instances:
             raise PlanError(f"no instance named {name!r}", hint="run `unfurl status` to list them")
     chosen = []
-    for name, instance in ensemble.instances.items():
+    for name, instance in instances.items():
         template = ensemble.topology.templates.get(instance.template)
         if template is None:
             continue
@@ -243,10 +245,13 @@ def add_operation_tasks(
     reverse: bool = False,
     missing: str = "error",
     after: Iterable[int] = (),
+    instances: Mapping[str, Instance] | None = None,
 ) -> list[int]:
     """One task per selected instance; with dependency order, an instance also waits for
-    the nearest selected instances it depends on through filtered-out ones."""
-    instances = ensemble.instances
+    the nearest selected instances it depends on through filtered-out ones. Given
+    ``instances`` (execute_operation), instances not created yet run the operation too."""
+    everywhere = instances is not None
+    instances = ensemble.instances if instances is None else instances
     deps = instance_graph(ensemble, dict(instances))
     edges = graph.reverse(deps) if reverse else deps
     frontier: dict[str, set[int]] = {}
@@ -262,7 +267,8 @@ def add_operation_tasks(
         if name not in wanted:
             continue
         instance = instances[name]
-        if not _present(instance):
+        created = _present(instance)
+        if not created and not everywhere:
             builder.note(name, "skipped: not deployed")
             continue
         template = ensemble.topology.templates[instance.template]
@@ -286,8 +292,11 @@ def add_operation_tasks(
             inherited | barrier,
             extra_inputs=dict(operation_kwargs or {}),
             allow_override=True if allow_kwargs_override is None else allow_kwargs_override,
-            **_state_change(op),
+            **(_state_change(op) if created else {}),
         )
+        if not created:
+            builder.note(name, f"not created yet (status {instance.status}): {operation} runs "
+                               "on it all the same, as Cloudify's execute_operation does")
         frontier[name] = {task.number}
         numbers.append(task.number)
     return numbers
@@ -304,7 +313,8 @@ def plan_execute_operation(
     node_instance_ids: Sequence[str] = (),
 ) -> Plan:
     builder = _Builder("execute_operation")
-    selected = _filtered(ensemble, type_names, node_ids, node_instance_ids)
+    instances = planned_instances(ensemble)
+    selected = _filtered(ensemble, type_names, node_ids, node_instance_ids, instances)
     add_operation_tasks(
         builder,
         ensemble,
@@ -313,8 +323,10 @@ def plan_execute_operation(
         operation_kwargs,
         allow_kwargs_override,
         run_by_dependency_order,
+        instances=instances,
     )
-    return builder.plan({}, operation=operation)
+    new = {n: i for n, i in instances.items() if n not in ensemble.instances and n in builder.last}
+    return builder.plan(new, operation=operation)
 
 
 def _start_or_stop(
@@ -408,16 +420,24 @@ def plan_heal(
     builder = _Builder(HEAL)
     if diagnose_value:
         builder.note(node_instance_id or "all", f"diagnosis: {diagnose_value}")
+    # without a check, only the instance being healed (and what it contains) is suspect
+    own = set(contained(ensemble, instances, node_instance_id)) if node_instance_id else None
     unhealthy = []  # known not healthy at plan time: no way to tell they are fine
+    checked = []
     for name in selected:
         template = templates[instances[name].template]
         check = check_operation(template)
         if force_reinstall:
             unhealthy.append(name)
         elif check is not None and check_status:
-            builder.add(name, template.name, check, CHECK, (), ignore_failure=allow_reinstall)
+            builder.add(name, template.name, check, CHECK, (), ignore_failure=True)
+            checked.append(name)
+        elif check is None and own is not None and name not in own:
+            builder.note(name, f"no check: taken as healthy (not part of {node_instance_id})")
         elif check is None or instances[name].last_state_change is None:
             unhealthy.append(name)
+        else:
+            checked.append(name)
     if unhealthy and not allow_reinstall:
         cannot = [n for n in unhealthy if force_reinstall or not _has_heal(templates, instances[n])]
         if cannot:
@@ -428,13 +448,16 @@ def plan_heal(
     for name in unhealthy:
         builder.add(name, instances[name].template, None, REPAIR, (), done_status=Status.unknown)
     heal_tasks: list[int] = []
+    healable = []
     if not force_reinstall:
         for name in selected:
             template = templates[instances[name].template]
             ops = [op for n in HEAL_OPS if (op := implemented(template, "Lifecycle", n))]
             if not any(op.name == "heal" for op in ops):
                 continue
+            healable.append(name)
             deps = _after(builder, instance_graph(ensemble, instances).get(name, ()))
+            own_ops: list[int] = []
             for index, op in enumerate(ops):
                 task = builder.add(
                     name,
@@ -443,12 +466,22 @@ def plan_heal(
                     REPAIR,
                     deps,
                     done_status=Status.ok if index == len(ops) - 1 else None,
-                    guard=Guard(unless_ok=(name,)),
-                    ignore_failure=allow_reinstall,
+                    # an error in any of them means reinstall: the rest do not run
+                    guard=Guard(unless_ok=(name,), unless_failed=tuple(own_ops)),
+                    ignore_failure=True,
                 )
+                own_ops.append(task.number)
                 heal_tasks.append(task.number)
     if allow_reinstall:
         _add_reinstall(builder, ensemble, instances, selected, heal_tasks, ignore_failure)
+    else:
+        for name in selected:
+            if name in healable or name in checked:
+                builder.add(
+                    name, instances[name].template, None, REPAIR, heal_tasks,
+                    guard=Guard(unless_ok=(name,)),
+                    failure=f"{name} would have to be reinstalled (--no-allow-reinstall)",
+                )  # fmt: skip
     return builder.plan({}, node_instance_id=node_instance_id)
 
 
@@ -464,6 +497,7 @@ def _add_reinstall(
     barrier: list[int],
     ignore_failure: bool,
     guarded: bool = True,
+    guards: Mapping[str, Guard | None] | None = None,
 ) -> None:
     """Uninstall (dependents first) then install (dependencies first) every selected
     instance that is still not ok, or whose container is not; re-establish relationships
@@ -471,11 +505,14 @@ def _add_reinstall(
     deps = instance_graph(ensemble, instances)
     dependents = graph.reverse(deps)
     wanted = set(selected)
-    guards: dict[str, Guard | None] = {}
+    given = guards or {}
+    guard_of: dict[str, Guard | None] = {}
     marks: dict[str, int] = {}
     for name in selected:
         scope = (name, *(c for c in _containers(ensemble, instances, name) if c in wanted))
-        guards[name] = Guard(unless_ok=scope) if guarded else None
+        guard_of[name] = given[name] if name in given else (
+            Guard(unless_ok=scope) if guarded else None
+        )
         mark = builder.add(
             name,
             instances[name].template,
@@ -483,7 +520,7 @@ def _add_reinstall(
             REPAIR,
             barrier,
             done_status=Status.pending,
-            guard=guards[name],
+            guard=guard_of[name],
         )
         marks[name] = mark.number
     uninstalls: list[int] = []
@@ -498,7 +535,7 @@ def _add_reinstall(
             _after(builder, [d for d in dependents.get(name, ()) if d in wanted]),
             ignore_failure=ignore_failure,
         )
-        _guard_new(builder, start, guards[name])
+        _guard_new(builder, start, guard_of[name])
         uninstalls.extend(t.number for t in builder.tasks[start:])
     for name in selected:
         start = len(builder.tasks)
@@ -511,7 +548,7 @@ def _add_reinstall(
             uninstalls + _after(builder, [d for d in deps.get(name, ()) if d in wanted]),
             resume_from_state=False,
         )
-        _guard_new(builder, start, guards[name])
+        _guard_new(builder, start, guard_of[name])
     for name in selected:
         for dependent in dependents.get(name, ()):
             if dependent in wanted or not _present(instances[dependent]):
@@ -525,7 +562,7 @@ def _add_reinstall(
                 INSTALL_RELATIONSHIPS,
                 REPAIR,
                 [builder.last[name]],
-                guard=Guard(if_ran=(marks[name],)) if guarded else None,
+                guard=Guard(if_ran=(marks[name],)) if guard_of[name] else None,
             )
 
 
@@ -541,8 +578,10 @@ def _guard_new(builder: _Builder, start: int, guard: Guard | None) -> None:
 # --------------------------------------------------------------------------------- scale
 
 
-def _scaling_policy(ensemble: Ensemble, entity: str) -> tuple[list[str], dict[str, Any]]:
-    """(member templates, scaling properties) of a template or a Cloudify scaling group."""
+def _scaling_policy(
+    ensemble: Ensemble, entity: str
+) -> tuple[list[str], dict[str, Any], bool]:
+    """(member templates, scaling properties, is a group) of a template or a scaling group."""
     topology = (ensemble.spec.get("service_template") or {}).get("topology_template") or {}
     for policy in (
         (topology.get("policies") or {}).values()
@@ -554,7 +593,7 @@ def _scaling_policy(ensemble: Ensemble, entity: str) -> tuple[list[str], dict[st
         if entity in (policy.get("targets") or []):
             group = (topology.get("groups") or {}).get(entity) or {}
             members = list(group.get("members") or [entity])
-            return members, dict(policy.get("properties") or {})
+            return members, dict(policy.get("properties") or {}), True
     template = (topology.get("node_templates") or {}).get(entity)
     if template is None:
         raise PlanError(
@@ -562,7 +601,7 @@ def _scaling_policy(ensemble: Ensemble, entity: str) -> tuple[list[str], dict[st
             hint="give a node template or a scaling group",
         )
     scalable = ((template.get("capabilities") or {}).get("scalable") or {}).get("properties")
-    return [entity], dict(scalable or {})
+    return [entity], dict(scalable or {}), False
 
 
 def _list_policies(value: Any) -> list[dict[str, Any]]:
@@ -603,8 +642,10 @@ def plan_scale(
     exclude_instances: Sequence[str] = (),
     rollback_if_failed: bool = True,
 ) -> Plan:
-    members, limits = _scaling_policy(ensemble, scalable_entity_name)
+    members, limits, is_group = _scaling_policy(ensemble, scalable_entity_name)
     templates = ensemble.topology.templates
+    if is_group:
+        scale_compute = False  # "if it specifies a group name, this parameter is ignored"
     if scale_compute and len(members) == 1:
         root = members[0]
         while (host := templates[root].host) is not None and host in templates:
@@ -692,14 +733,18 @@ def _scale_out(
     forget: tuple[str, ...] = ()
     if rollback:
         scaled = [t.number for t in builder.tasks]
-        guard = Guard(if_failed=tuple(scaled))
-        for name in reversed(order):
+        installed = {
+            name: tuple(t.number for t in builder.tasks if t.target == name) for name in order
+        }
+        for name in reversed(order):  # uninstall order: contained and dependents first
             start = len(builder.tasks)
+            before = _after(builder, [d for d in dependents.get(name, ()) if d in new])
             add_uninstall_tasks(
                 builder, ensemble, new[name], _host_view(ensemble, everything, name), ROLLBACK,
-                scaled, ignore_failure=True,
+                [*scaled, *before], ignore_failure=True, mark_deleted=True,
             )  # fmt: skip
-            _guard_new(builder, start, guard)
+            # only after a failure, and only what was created (some install step succeeded)
+            _guard_new(builder, start, Guard(if_failed=tuple(scaled), if_ran=installed[name]))
         builder.notes = [n for n in builder.notes if "no delete operation" not in n.message]
         forget = tuple(order)
     plan = builder.plan(new, delta=delta)
@@ -738,8 +783,11 @@ def _scale_in(
         rest = [n for n in reversed(pool) if n not in chosen and n not in exclude]
         chosen += rest[: count - len(chosen)]
         if len(chosen) < count:
+            excluded = [n for n in exclude if n in pool]
             raise PlanError(
-                f"cannot remove {count} instances of {member}: too many are excluded",
+                f"cannot remove {count} instances of {member}: {len(pool) - count} would "
+                f"remain, fewer than the {len(excluded)} excluded ({', '.join(excluded)})",
+                hint="exclude fewer instances, or scale in by less",
             )
         victims.extend(chosen)
     removed: list[str] = []
@@ -859,6 +907,8 @@ def plan_update(
     skip_reinstall: bool = False,
     skip_drift_check: bool = False,
     force_reinstall: bool = False,
+    skip_heal: bool = False,
+    workflow_id: str | None = None,
 ) -> Plan:
     """The minimal change from what was deployed to what the spec now says."""
     templates = ensemble.topology.templates
@@ -900,6 +950,7 @@ def plan_update(
     changed = changed_operations(ensemble, deployed_digests(ensemble))
     baselines: dict[str, dict[str, str]] = {}
     reinstall: list[str] = []
+    reinstall_guards: dict[str, Guard | None] = {}
     for name in graph.topological_order(deps):
         instance = instances[name]
         if name in new or name in removed or not _present(instance):
@@ -908,31 +959,56 @@ def plan_update(
         updates = [op for n in UPDATE_OPS if (op := implemented(template, "Lifecycle", n))]
         drift = implemented(template, "Lifecycle", "check_drift")
         is_changed = name in changed
-        guard = None
-        if not is_changed:
-            if skip_drift_check or drift is None or instance.state != NodeState.started:
-                continue
-            builder.add(name, template.name, drift, CHECK, _after(builder, deps.get(name, ())))
-            guard = Guard(unless_ok=(name,))
-        else:
+        drift_task: int | None = None
+        if not skip_drift_check and drift is not None and instance.state == NodeState.started:
+            drift_task = builder.add(
+                name, template.name, drift, CHECK, _after(builder, deps.get(name, ())),
+                ignore_failure=True,
+            ).number  # fmt: skip
+        if not is_changed and drift_task is None:
+            continue
+        if is_changed:
             builder.note(name, "changed: " + ", ".join(changed[name]))
+        # a failing check_drift means drift
+        drifted: tuple[int, ...] = () if is_changed or drift_task is None else (drift_task,)
         baselines[name] = _baseline(ensemble, name)
         if updates and not force_reinstall:
+            unhealthy: tuple[int, ...] = ()
+            status_check = check_operation(template)
+            if not skip_heal and status_check is not None:
+                unhealthy = (builder.add(
+                    name, template.name, status_check, CHECK,
+                    _after(builder, deps.get(name, ())), ignore_failure=True,
+                    guard=Guard(if_failed=drifted) if drifted else None,
+                ).number,)  # fmt: skip
+            numbers: list[int] = []
             for index, op in enumerate(updates):
-                builder.add(
+                numbers.append(builder.add(
                     name, template.name, op, UPDATE, _after(builder, deps.get(name, ())),
-                    done_status=Status.ok if index == len(updates) - 1 else None, guard=guard,
-                )  # fmt: skip
+                    done_status=Status.ok if index == len(updates) - 1 else None,
+                    guard=Guard(if_failed=drifted, unless_failed=(*unhealthy, *numbers)),
+                    ignore_failure=not skip_reinstall,
+                ).number)  # fmt: skip
+            if skip_reinstall:
+                continue
+            # a failed update (or an unhealthy instance) is reinstalled instead
+            reinstall_guards[name] = Guard(if_failed=(*unhealthy, *numbers))
+            reinstall.append(name)
         elif skip_reinstall:
             builder.note(name, "not reinstalled (--skip-reinstall)")
             del baselines[name]
         else:
+            reinstall_guards[name] = Guard(if_failed=drifted) if drifted else None
             reinstall.append(name)
     if reinstall:
-        _add_reinstall(builder, ensemble, instances, reinstall, [], False, guarded=False)
+        _add_reinstall(
+            builder, ensemble, instances, reinstall, [], True, guards=reinstall_guards
+        )
     plan = builder.plan(new, preview=preview)
     plan.forget = tuple(removed) if not skip_uninstall else ()
     plan.baselines = baselines
+    if workflow_id:
+        plan.options["workflow_id"] = workflow_id
     return plan
 
 

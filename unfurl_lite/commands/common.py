@@ -92,6 +92,11 @@ def job_options(func: Callable[..., Any]) -> Callable[..., Any]:
             help="Exit 64 when the job ends at this status or worse.",
         ),
         click.option(
+            "--queue",
+            is_flag=True,
+            help="If a job is running on this ensemble, wait for it to end, then run.",
+        ),
+        click.option(
             "--retries",
             type=click.IntRange(min=0),
             default=0,

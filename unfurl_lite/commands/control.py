@@ -129,16 +129,29 @@ def resume(ctx: click.Context, changeid: str | None, ensemble: str | None, force
     show_result(ctx, result, options, as_json, tty)
 
 
+def _cancelling(root: Any, change_id: str | None) -> bool:
+    from unfurl_lite.journal import list_journals
+
+    return bool(change_id) and any(
+        j.change_id == change_id and j.state in ("cancelling", "cancelled")
+        for j in list_journals(root)
+    )
+
+
 @click.command()
 @click.option("--ensemble", "-e", type=click.Path(), default=None,
               help="The ensemble (default: ./ensemble.yaml).")
 @click.option("--force", is_flag=True,
+              help="Force-cancel: record the job cancelled at once; running operations are "
+              "left to finish, nothing waits for them.")
+@click.option("--kill", is_flag=True,
               help="Kill-cancel: kill running operations (SIGTERM, SIGKILL after 5 s).")
 @click.option("--json", "as_json", is_flag=True, help="Print what was signalled as JSON.")
-def cancel(ensemble: str | None, force: bool, as_json: bool) -> None:
+def cancel(ensemble: str | None, force: bool, kill: bool, as_json: bool) -> None:
     """Cancel the job running on this ensemble in another process.
 
-    Without --force running tasks finish and the job is recorded cancelled.
+    Plainly, running tasks finish, nothing new starts and the job is recorded cancelled;
+    cancelling again does not escalate (use --force or --kill).
     """
     from unfurl_lite import lock, signals
     from unfurl_lite.errors import JobError
@@ -153,13 +166,21 @@ def cancel(ensemble: str | None, force: bool, as_json: bool) -> None:
             f"{lock.describe(info)} is no longer running",
             hint=f"finish its job with: unfurl resume (or delete {path})",
         )
-    signum = signals.KILL_SIGNAL if force else signal.SIGTERM
+    if force and kill:
+        raise click.UsageError("give --force or --kill, not both")
+    signum = signals.KILL_SIGNAL if kill else signals.FORCE_SIGNAL if force else signal.SIGTERM
+    if signum == signal.SIGTERM and _cancelling(path.parent, info.change_id):
+        # a second plain cancel must not become a kill-cancel (SIGTERM twice would)
+        show(f"{lock.describe(info)} is already cancelling: its running operations are "
+             "finishing (unfurl cancel --force or --kill to stop waiting for them).")
+        return
     try:
         os.kill(info.pid, signum)
     except ProcessLookupError:
         raise JobError(f"{lock.describe(info)} has just ended") from None
-    verb = "Kill-cancelling" if force else "Cancelling"
+    verb = "Kill-cancelling" if kill else "Force-cancelling" if force else "Cancelling"
     if as_json:
-        echo_json({"cancelling": lock.describe(info), "pid": info.pid, "force": force})
+        echo_json({"cancelling": lock.describe(info), "pid": info.pid, "force": force,
+                   "kill": kill})
     else:
         show(f"{verb} {lock.describe(info)}.")

@@ -139,7 +139,7 @@ def history(
             job.change_id,
             _short_time(hist.iso(job.time)),
             job.workflow or "?",
-            job.status,
+            job.shown_status,
             job.summary,
             job.commit.hexsha[:10] if job.commit else "(not committed)",
             job.commit.author if job.commit else "",

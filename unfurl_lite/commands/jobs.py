@@ -17,6 +17,7 @@ from unfurl_lite.commands.common import (
     show,
     verbosity,
 )
+from unfurl_lite.commands.parameters import merge, parameter_options
 
 READ_ONLY_WORKFLOWS = ("check", "discover")
 RECORDED_OPTION_NAMES = (
@@ -64,6 +65,8 @@ def execute_workflow(
         )
     as_json = opts.get("as_json", False)
     level = verbosity(ctx, opts)
+    if opts.get("queue") and not opts.get("dryrun"):
+        _wait_in_queue(ensemble_path, level)
     options = JobOptions(
         workflow=workflow,
         dryrun=opts.get("dryrun", False),
@@ -116,6 +119,18 @@ def execute_workflow(
     show_result(ctx, result, options, as_json, tty, level)
 
 
+def _wait_in_queue(ensemble_path: str | None, level: int) -> None:
+    """--queue: wait for the job running on this ensemble, then plan from what it left."""
+    from unfurl_lite import lock
+    from unfurl_lite.loader import resolve_path
+
+    path = resolve_path(ensemble_path)
+    info = lock.read_lock(lock.lock_path(path))
+    if info is not None and info.alive and info.pid not in (-1, os.getpid()) and level >= 0:
+        click.echo(f"Queued: waiting for {lock.describe(info)} to end...", err=True)
+    lock.wait_until_free(path)
+
+
 def run_with_signals(
     request: Any, observer: Any, progress: Any, ensemble: Any, plan: Any, **extra: Any
 ) -> Any:
@@ -149,13 +164,13 @@ def show_result(
 @click.command()
 @ENSEMBLE_ARG
 @job_options
+@parameter_options
 @click.option("--force", is_flag=True, help="Run operations even on instances already ok.")
 @click.pass_context
 def deploy(ctx: click.Context, ensemble: str | None, **opts: Any) -> None:
     """Deploy the ensemble: create, configure and start every instance not yet ok."""
-    execute_workflow(
-        ctx, "deploy", ensemble, {"instance_names": opts["instances"], "force": opts["force"]}, opts
-    )
+    plan_options = {"instance_names": opts["instances"], "force": opts["force"]}
+    execute_workflow(ctx, "deploy", ensemble, merge("deploy", plan_options, opts), opts)
 
 
 @click.command()
@@ -169,20 +184,17 @@ def deploy(ctx: click.Context, ensemble: str | None, **opts: Any) -> None:
 @click.option(
     "--ignore-failure", is_flag=True, help="Go on past failing instances (Cloudify's uninstall)."
 )
+@parameter_options
 @click.pass_context
 def undeploy(ctx: click.Context, ensemble: str | None, **opts: Any) -> None:
     """Undeploy: stop and delete instances in reverse dependency order."""
-    execute_workflow(
-        ctx,
-        "undeploy",
-        ensemble,
-        {
-            "instance_names": opts["instances"],
-            "destroy_discovered": opts["destroy_discovered"],
-            "ignore_failure": opts["ignore_failure"],
-        },
-        opts,
-    )
+    plan_options = {
+        "instance_names": opts["instances"],
+        "destroy_discovered": opts["destroy_discovered"],
+        "ignore_failure": opts["ignore_failure"],
+        **({"delete_without_operation": True} if ctx.info_name == "uninstall" else {}),
+    }
+    execute_workflow(ctx, "undeploy", ensemble, merge("undeploy", plan_options, opts), opts)
 
 
 @click.command()

@@ -43,3 +43,7 @@ class LocalExecutor:
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def abandon(self) -> None:
+        """Start nothing more and wait for nothing (force-cancel)."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
