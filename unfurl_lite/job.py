@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from unfurl_lite import changeid, guard, records
+from unfurl_lite import changeid, guard, openv, records
 from unfurl_lite.context import apply_post_inputs, make_context, render_inputs, spec_secrets
 from unfurl_lite.errors import UnfurlLiteError
 from unfurl_lite.executors import Executor
-from unfurl_lite.expr import RENDER_SECONDS, ExpressionError, secrets_in
+from unfurl_lite.expr import RENDER_SECONDS, ExpressionError, evaluate, secrets_in
 from unfurl_lite.loader import Ensemble
 from unfurl_lite.model import Instance, NodeState, Priority, Status
 from unfurl_lite.observer import JobState, Observer, TaskState
@@ -411,9 +411,18 @@ class _Scheduler:
             inputs["command"] = op.implementation.primary
         try:
             run.inputs = render_inputs(inputs, task.extra_inputs, ctx, task.allow_override)
+            environment = (
+                {k: evaluate(v, ctx) for k, v in op.environment.items()}
+                if op.environment is not None
+                else None
+            )
         finally:
             self.secrets.update(ctx.secrets)
         self.secrets.update(secrets_in(run.inputs))
+        env = {**self.env, "UNFURL_JOB": str(self.job_id), "UNFURL_CHANGEID": run.change_id or ""}
+        if environment is not None:
+            self.secrets.update(secrets_in(environment))
+            env = openv.apply_rules(environment, env)
         template = self.ensemble.topology.templates.get(instance.template)
         return OperationRequest(
             task_id=run.change_id or "",
@@ -423,8 +432,7 @@ class _Scheduler:
             operation=op.qualified_name,
             inputs=run.inputs,
             cwd=str(self.ensemble.project_root),
-            env={**self.env, "UNFURL_JOB": str(self.job_id),
-                 "UNFURL_CHANGEID": run.change_id or ""},
+            env=env,
             timeout=max(0.001, op.timeout - (time.monotonic() - began)) if op.timeout else None,
             dryrun=self.options.dryrun,
             attributes=dict(instance.attributes),
@@ -509,6 +517,8 @@ class _Scheduler:
         changed = on_failure(instance, run.task, result, change_id, run.prior_state)
         run.changed = bool(result.modified) or changed
         run.status = Status.unknown if result.modified is None else Status.error
+        if result.outputs.get("timeout"):  # Unfurl: a killed operation is a failed task
+            run.status, run.changed = Status.error, True
         if run.task.reason == "check":
             run.status = instance.status
         self.complete(run, TaskState.failed, result.error)

@@ -315,6 +315,7 @@ def _merge_interfaces(base: Interfaces, override: Interfaces) -> Interfaces:
                     inputs={**inherited.inputs, **op.inputs},
                     retry=op.retry or inherited.retry,
                     timeout=op.timeout or inherited.timeout,
+                    environment=op.environment or inherited.environment,
                 )
             target[op_name] = op
     return merged
@@ -376,7 +377,9 @@ def _operation(
         if isinstance(retry_def, dict)
         else None
     )
-    timeout = definition.get("timeout", inputs.get("timeout"))
+    impl_map = implementation if isinstance(implementation, dict) else {}
+    timeout = impl_map.get("timeout", definition.get("timeout", inputs.get("timeout")))
+    environment = impl_map.get("environment")
     return Operation(
         interface,
         name,
@@ -384,6 +387,7 @@ def _operation(
         inputs,
         retry=retry,
         timeout=float(timeout) if isinstance(timeout, int | float) else None,
+        environment=dict(environment) if isinstance(environment, dict) and environment else None,
     )
 
 

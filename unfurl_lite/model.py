@@ -161,6 +161,9 @@ class Operation:
     inputs: dict[str, Any] = field(default_factory=dict)
     retry: Retry | None = None
     timeout: float | None = None
+    # the implementation's ``environment``: Unfurl's rules (NAME, +NAME, -NAME, ^NAME),
+    # values rendered when the task runs
+    environment: dict[str, Any] | None = None
 
     @property
     def qualified_name(self) -> str:

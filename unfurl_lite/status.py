@@ -79,10 +79,9 @@ def on_failure(
     elif result.modified is None:
         instance.status = Status.unknown
     elif result.modified:
+        # the node state stays where the operation left it (``creating``), as in Unfurl
         optional = instance.priority == Priority.optional
         instance.status = Status.degraded if optional else Status.error
-        if not optional:
-            instance.state = NodeState.error
     else:
         instance.state = prior_state
     if result.attributes:

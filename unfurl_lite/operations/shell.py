@@ -140,8 +140,12 @@ def run(request: OperationRequest) -> OperationResult:
         "duration": round(time.monotonic() - started, 3),
     }
     if timed_out:
+        outputs["timeout"] = round(float(timeout), 1)
         return OperationResult(
-            success=False, modified=None, outputs=outputs, error=f"timed out after {timeout} s"
+            success=False,
+            modified=None,
+            outputs=outputs,
+            error=f"timed out after {round(float(timeout), 1):g} s",
         )
     if code == 0:
         return OperationResult(success=True, modified=True, outputs=outputs)
