@@ -29,7 +29,7 @@ from unfurl_lite.model import Instance, NodeState, Priority, Status
 from unfurl_lite.observer import JobState, Observer, TaskState
 from unfurl_lite.operations.base import OperationRequest, OperationResult
 from unfurl_lite.operations.shell import base_environment
-from unfurl_lite.plan import Plan, Task, instance_graph
+from unfurl_lite.plan import Plan, Task, instance_graph, operationless
 from unfurl_lite.redaction import redact_text
 from unfurl_lite.routing import agent_of
 from unfurl_lite.status import fold_effective, on_failure, on_start, on_success
@@ -645,7 +645,7 @@ def run_plan(
     )
     status = job_status(runs, scheduler.instances)
     requires = instance_graph(ensemble, scheduler.instances)
-    effective = fold_effective(scheduler.instances, requires)
+    effective = fold_effective(scheduler.instances, requires, operationless(ensemble.topology))
     counts = summary_counts(runs)
     if cancelled:
         state = JobState.cancelled

@@ -15,7 +15,7 @@ from unfurl_lite.drift import Drift, ensemble_drift
 from unfurl_lite.history import iso
 from unfurl_lite.loader import Ensemble
 from unfurl_lite.model import Instance, Status
-from unfurl_lite.plan import instance_graph, planned_instances
+from unfurl_lite.plan import instance_graph, operationless, planned_instances
 from unfurl_lite.status import fold_effective
 
 SCHEMA_VERSION = 1
@@ -69,7 +69,9 @@ def status_report(ensemble: Ensemble) -> dict[str, Any]:
     """The whole of ``unfurl status --json`` (schema: unfurl_lite/schema/status.schema.json)."""
     drift = ensemble_drift(ensemble)
     instances = planned_instances(ensemble)
-    effective = fold_effective(instances, instance_graph(ensemble, instances))
+    effective = fold_effective(
+        instances, instance_graph(ensemble, instances), operationless(ensemble.topology)
+    )
     rows = [
         instance_row(
             ensemble,

@@ -23,6 +23,7 @@ from unfurl_lite.model import (
     Operation,
     Requirement,
     Status,
+    Topology,
 )
 
 # reasons, as Unfurl names them
@@ -395,9 +396,15 @@ def add_install_tasks(
     after: Iterable[int],
     skip_when: Status | None = None,
     resume_from_state: bool = True,
+    pass_through: bool = True,
 ) -> None:
+    """``pass_through``: an instance with nothing to run still reaches ``started`` (Cloudify's
+    install); without it (Unfurl's deploy) it gets no task and stays ``pending``."""
     template = ensemble.topology.templates[instance.template]
     ops = _steps_for(INSTALL, ensemble, template, instance, instances)
+    if not ops and not pass_through:
+        builder.note(instance.name, "nothing to run: no operations")
+        return
     if (
         resume_from_state
         and reason in (ADD, REPAIR)
@@ -548,9 +555,33 @@ def plan_deploy(
         if instance.status == Status.unknown and check is not None and not force:
             builder.add(name, template.name, check, CHECK, after)
             skip_when = Status.ok
-        add_install_tasks(builder, ensemble, instance, instances, reason, after, skip_when)
-    new = {n: i for n, i in instances.items() if n not in ensemble.instances and n in builder.last}
+        add_install_tasks(
+            builder, ensemble, instance, instances, reason, after, skip_when, pass_through=False
+        )
+    planned = set(builder.last)
+    recorded = graph.closure(deps, planned) if planned else set()  # what they require, too
+    new = {n: i for n, i in instances.items() if n not in ensemble.instances and n in recorded}
     return builder.plan(new, force=force)
+
+
+def operationless(topology: Topology) -> frozenset[str]:
+    """Templates with no implemented operation at all: deploy gives their instances no task,
+    so they stay ``pending`` and take their effective status from their dependencies."""
+    return frozenset(
+        name
+        for name, template in topology.templates.items()
+        if not any(
+            op.implementation is not None
+            for ops in template.interfaces.values()
+            for op in ops.values()
+        )
+        and not any(
+            op.implementation is not None
+            for req in template.requirements
+            for ops in req.interfaces.values()
+            for op in ops.values()
+        )
+    )
 
 
 def is_removable(instance: Instance, destroy_discovered: bool = False) -> str | None:

@@ -38,7 +38,7 @@ from unfurl_lite.journal import (
 from unfurl_lite.loader import Ensemble
 from unfurl_lite.lock import pid_alive
 from unfurl_lite.operations.base import OperationResult
-from unfurl_lite.plan import Plan, instance_graph, plan_workflow
+from unfurl_lite.plan import Plan, instance_graph, operationless, plan_workflow
 from unfurl_lite.status import fold_effective, on_failure
 
 RESUMABLE = ("failed", "cancelled")
@@ -182,7 +182,9 @@ def interrupted_result(ensemble: Ensemble, journal: JournalFile, plan: Plan) -> 
         runs.append(run)
     started_at = changeid.parse(journal.change_id).time
     status = job_status(runs, instances)
-    effective = fold_effective(instances, instance_graph(ensemble, instances))
+    effective = fold_effective(
+        instances, instance_graph(ensemble, instances), operationless(ensemble.topology)
+    )
     return JobResult(
         job_id=journal.change_id,
         workflow=str(journal.data["workflow"]),

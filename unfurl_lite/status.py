@@ -12,7 +12,7 @@ Pure functions over an :class:`Instance`, so the rules are testable without runn
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from unfurl_lite.model import Instance, NodeState, Priority, Status, effective_status
 from unfurl_lite.operations.base import OperationResult
@@ -94,9 +94,14 @@ def on_failure(
 
 
 def fold_effective(
-    instances: Mapping[str, Instance], requires: Mapping[str, Sequence[str]]
+    instances: Mapping[str, Instance],
+    requires: Mapping[str, Sequence[str]],
+    operationless: Collection[str] = (),
 ) -> dict[str, Status]:
-    """Every instance's effective status, dependencies first (input in dependency order)."""
+    """Every instance's effective status, dependencies first (input in dependency order).
+
+    A ``pending`` instance of an ``operationless`` template has nothing to wait for: as in
+    Unfurl, its effective status is what its dependencies make it (``ok`` without any)."""
     from unfurl_lite.graph import topological_order
 
     effective: dict[str, Status] = {}
@@ -104,5 +109,8 @@ def fold_effective(
         if name not in instances:
             continue
         deps = [effective[d] for d in requires.get(name, ()) if d in effective]
-        effective[name] = effective_status(instances[name].status, deps)
+        own = instances[name].status
+        if own == Status.pending and instances[name].template in operationless:
+            own = Status.ok
+        effective[name] = effective_status(own, deps)
     return effective

@@ -1,0 +1,156 @@
+"""Issue 18: operations and status rules as Unfurl 1.2.0 runs them, checked against what
+Unfurl 1.2.0 printed and wrote for the same ensembles (tests/data/unfurl120/13-fidelity)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from tests.conftest import Project
+from unfurl_lite import openv
+
+UNFURL = Path(__file__).parent / "data" / "unfurl120" / "13-fidelity"
+
+
+def fields(row: str) -> dict[str, str]:
+    return dict(f.partition("=")[::2] for f in row.split("\t")[1:])
+
+
+def theirs(step: str) -> dict:
+    doc = yaml.safe_load((UNFURL / step / "ensemble.after.yaml").read_text())
+    return (doc.get("status") or {}).get("instances") or {}
+
+
+def their_rows(step: str) -> dict[str, dict[str, str]]:
+    lines = (UNFURL / step / "jobs.tsv").read_text().splitlines()
+    return {fields(r)["target"][2:]: fields(r) for r in lines if "target=::" in r}
+
+
+def our_rows(project: Project) -> dict[str, dict[str, str]]:
+    return {fields(r)["target"][2:]: fields(r) for r in project.jobs_tsv() if "target=::" in r}
+
+
+def task_stdout(project: Project, target: str) -> str:
+    for path in sorted((project.root / "jobs").glob("journal*.yaml")):
+        for line in path.read_text().splitlines():
+            if line.startswith("tasks: "):
+                for task in json.loads(line[len("tasks: "):]):
+                    if task["target"] == target and task.get("result"):
+                        return task["result"]["outputs"].get("stdout", "")
+    return ""
+
+
+def ready(instances: dict, name: str) -> dict:
+    return dict(instances[name]["readyState"])
+
+
+# ---------------------------------------------------------------- item 1: environment, timeout
+
+
+def test_implementation_environment_is_rendered_and_given_to_the_command(project, invoke):
+    project.write((UNFURL / "env-timeout.yaml").read_text())
+    invoke("deploy", "--approve")
+    console = (UNFURL / "env-timeout" / "1-deploy" / "console.txt").read_text()
+    assert "FOO=hello-world BAR=plain" in console  # what Unfurl's command printed
+    assert task_stdout(project, "envnode") == "FOO=hello-world BAR=plain\n"
+    assert ready(project.status(), "envnode") == ready(theirs("env-timeout/1-deploy"), "envnode")
+
+
+def test_implementation_timeout_kills_the_operation_and_records_it_as_unfurl(project, invoke):
+    project.write((UNFURL / "env-timeout.yaml").read_text())
+    result = invoke("deploy", "--approve")
+    assert result.exit_code == 64
+    assert "timed out after 1 s" in result.output
+    unfurl = theirs("env-timeout/1-deploy")
+    ours = project.status()
+    assert ready(ours, "slow") == ready(unfurl, "slow") == {"local": "unknown", "state": "creating"}
+    assert "created" not in ours["slow"] and "created" not in unfurl["slow"]
+    assert our_rows(project)["slow"]["status"] == their_rows("env-timeout/1-deploy")["slow"]["status"]
+    assert "1 failed" in result.output and "0 unknown" in result.output
+
+
+def test_environment_rules_add_copy_remove_and_prepend():
+    base = {"PATH": "/usr/bin", "HOME": "/root", "LC_ALL": "C"}
+    caller = {"SECRET_TOKEN": "t", "EXTRA": "e", "PATH": "/usr/bin", "KEEP_1": "1", "KEEP_2": "2"}
+    env = openv.apply_rules(
+        {"A": "1", "+EXTRA": None, "+MISSING": "dflt", "+KEEP_*": None, "-LC_*": None,
+         "^PATH": "/opt/bin", "B": None},
+        base,
+        caller,
+    )
+    assert env == {"PATH": "/opt/bin:/usr/bin", "HOME": "/root", "A": "1", "EXTRA": "e",
+                   "MISSING": "dflt", "KEEP_1": "1", "KEEP_2": "2"}
+    assert "SECRET_TOKEN" not in env  # the allow-list holds unless a rule names a variable
+    assert openv.apply_rules({"-!HOME": None}, base, caller) == {"HOME": "/root"}
+
+
+def test_environment_value_from_a_secret_is_redacted_in_records(project, invoke):
+    project.write("""\
+        apiVersion: unfurl/v1alpha1
+        kind: Ensemble
+        spec:
+          service_template:
+            topology_template:
+              node_templates:
+                n:
+                  type: tosca.nodes.Root
+                  interfaces:
+                    Standard:
+                      configure:
+                        implementation:
+                          className: Shell
+                          environment:
+                            TOKEN:
+                              eval:
+                                sensitive: s3cr3t-value
+                        inputs:
+                          command: echo "token=$TOKEN"
+        """)
+    result = invoke("deploy", "--approve")
+    assert result.exit_code == 0, result.output
+    recorded = "".join(p.read_text() for p in (project.root / "jobs").glob("*.yaml"))
+    assert "s3cr3t-value" not in recorded and "token=" in recorded
+
+
+# ------------------------------------------------------------------------- item 9: status rules
+
+
+def test_instances_without_operations_stay_pending_and_nothing_is_recorded(project, invoke):
+    project.write((UNFURL / "noop.yaml").read_text())
+    commits = project.commits()
+    result = invoke("deploy", "--approve")
+    assert result.exit_code == 0, result.output
+    # Unfurl: "Nothing to do.", no status written, no commit
+    assert "Nothing to do." in (UNFURL / "noop" / "1-deploy" / "console.txt").read_text()
+    assert theirs("noop/1-deploy") == {}
+    assert "Nothing to do." in result.output
+    assert project.status() == {} and project.commits() == commits
+    assert project.jobs_tsv() == []
+
+
+def test_instance_without_operations_takes_effective_status_from_dependencies(project, invoke):
+    project.write((UNFURL / "noop2.yaml").read_text())
+    assert invoke("deploy", "--approve").exit_code == 0
+    unfurl, ours = theirs("noop2/1-deploy"), project.status()
+    for name in ("bare", "uses_bare"):
+        assert ready(ours, name) == ready(unfurl, name)
+    assert ready(ours, "bare") == {"local": "pending", "effective": "ok"}
+    commits = project.commits()
+    result = invoke("deploy", "--approve")  # Unfurl: nothing to do the second time
+    assert "Nothing to do." in (UNFURL / "noop2" / "2-deploy" / "console.txt").read_text()
+    assert "Nothing to do." in result.output and project.commits() == commits
+
+
+def test_failed_create_leaves_node_state_creating_as_unfurl(project, invoke):
+    project.write((UNFURL / "failcreate.yaml").read_text())
+    assert invoke("deploy", "--approve").exit_code == 64
+    unfurl = ready(theirs("failcreate/1-deploy"), "fc")
+    assert ready(project.status(), "fc") == unfurl == {"local": "error", "state": "creating"}
+    # the next deploy repairs it from the start of its lifecycle
+    project.write(project.ensemble.read_text().replace("exit 3", "echo fixed"))
+    result = invoke("deploy", "--approve")
+    assert result.exit_code == 0, result.output
+    assert "Standard.create [repair]" in result.output
+    assert ready(project.status(), "fc") == {"local": "ok", "state": "configured"}
