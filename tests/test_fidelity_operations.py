@@ -67,7 +67,8 @@ def test_implementation_timeout_kills_the_operation_and_records_it_as_unfurl(pro
     ours = project.status()
     assert ready(ours, "slow") == ready(unfurl, "slow") == {"local": "unknown", "state": "creating"}
     assert "created" not in ours["slow"] and "created" not in unfurl["slow"]
-    assert our_rows(project)["slow"]["status"] == their_rows("env-timeout/1-deploy")["slow"]["status"]
+    unfurl_row = their_rows("env-timeout/1-deploy")["slow"]
+    assert our_rows(project)["slow"]["status"] == unfurl_row["status"] == "error"
     assert "1 failed" in result.output and "0 unknown" in result.output
 
 
