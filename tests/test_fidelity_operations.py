@@ -155,3 +155,26 @@ def test_failed_create_leaves_node_state_creating_as_unfurl(project, invoke):
     assert result.exit_code == 0, result.output
     assert "Standard.create [repair]" in result.output
     assert ready(project.status(), "fc") == {"local": "ok", "state": "configured"}
+
+
+def test_template_operations_record_created_as_unfurl(project, invoke):
+    project.write((UNFURL / "tmpl2.yaml").read_text())
+    assert invoke("deploy", "--approve").exit_code == 0
+    unfurl, ours = theirs("tmpl2/1-deploy"), project.status()
+    for name in ("trunonly", "tnothing", "tunmod"):
+        assert ready(ours, name) == ready(unfurl, name)
+        assert ("created" in ours[name]) == ("created" in unfurl[name]) is True
+        assert ours[name]["created"] == ours[name]["lastConfigChange"]
+
+
+def test_dryrun_of_an_operation_without_a_dryrun_form_fails_the_task(project, invoke):
+    project.write((UNFURL / "tmpl-dry.yaml").read_text())
+    commits = project.commits()
+    result = invoke("deploy", "--approve", "--dryrun")
+    console = (UNFURL / "tmpl-dry" / "1-dryrun" / "console.txt").read_text()
+    assert console.count("could not run: dry run not supported") == 2  # t (Template) and s
+    assert "t: Standard.create failed: could not run: dry run not supported" in result.output
+    assert "s: Standard.configure failed: could not run: dry run not supported" in result.output
+    assert "sd: Standard.configure succeeded" in result.output  # has a dryrun form
+    assert "2 failed" in result.output and result.exit_code == 64
+    assert project.commits() == commits and project.status() == {}

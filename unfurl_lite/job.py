@@ -27,7 +27,7 @@ from unfurl_lite.expr import RENDER_SECONDS, ExpressionError, evaluate, secrets_
 from unfurl_lite.loader import Ensemble
 from unfurl_lite.model import Instance, NodeState, Priority, Status
 from unfurl_lite.observer import JobState, Observer, TaskState
-from unfurl_lite.operations.base import OperationRequest, OperationResult
+from unfurl_lite.operations.base import DRYRUN_NOT_SUPPORTED, OperationRequest, OperationResult
 from unfurl_lite.operations.shell import base_environment
 from unfurl_lite.plan import Plan, Task, instance_graph, operationless
 from unfurl_lite.redaction import redact_text
@@ -139,6 +139,10 @@ class Resumed:
 
 CANCEL_POLL = 0.2  # seconds between looks at the cancel event while operations run
 EXPLICIT_RETRY_LIMIT = 3  # retries granted to an operation that asks for one (exit 75)
+
+
+#: Unfurl's own workflows, where a dry run follows Unfurl's rules
+UNFURL_WORKFLOWS = frozenset({"deploy", "undeploy", "check", "discover", "run"})
 
 
 def summary_counts(runs: list[TaskRun]) -> dict[str, int]:
@@ -501,6 +505,10 @@ class _Scheduler:
         result = run.result or OperationResult(success=False, modified=None)
         instance = self.instances[run.task.target]
         change_id = run.change_id or ""
+        if self.options.dryrun and result.skipped and self.plan.workflow in UNFURL_WORKFLOWS:
+            # Unfurl fails a task whose operation has no dry-run form (Cloudify's preview
+            # workflows only list it)
+            result.success, result.error, result.skipped = False, DRYRUN_NOT_SUPPORTED, False
         if self.options.dryrun or not self.plan.affects_history:
             state = TaskState.succeeded if result.success else TaskState.failed
             run.status = Status.ok if result.success else Status.error

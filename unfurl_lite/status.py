@@ -52,9 +52,17 @@ def on_success(instance: Instance, task: Task, result: OperationResult, change_i
         if (instance.status, instance.state) != before:
             instance.last_state_change = change_id
     else:
-        if result.modified is not False or (instance.status, instance.state) != before:
+        moved = (instance.status, instance.state) != before
+        if result.modified is not False or moved:
             instance.last_config_change = change_id
-        if instance.created is None and task.done_status != Status.absent and result.modified:
+        # Unfurl: an operation that brought the instance into being created it, even a
+        # Template that reports ``modified: false``
+        if (
+            instance.created is None
+            and task.done_status != Status.absent
+            and instance.status != Status.absent
+            and (result.modified or moved)
+        ):
             instance.created = change_id
     return (instance.status, instance.state) != before
 

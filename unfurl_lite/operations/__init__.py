@@ -16,6 +16,8 @@ def run_operation(request: OperationRequest) -> OperationResult:
 
         return python.run(request)
     # Template (and Delegate): nothing runs; `run`/`done` were evaluated by the controller
+    if request.dryrun:  # no dry-run form: the job decides what that means for its workflow
+        return OperationResult(success=True, modified=False, skipped=True)
     run = request.inputs.get("run")
     outputs = dict(run) if isinstance(run, dict) else ({"result": run} if run is not None else {})
     return OperationResult(success=True, modified=None, outputs=outputs)

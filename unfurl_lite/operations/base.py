@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+#: Unfurl's message for a task asked to dry-run an operation that has no dry-run form
+DRYRUN_NOT_SUPPORTED = "could not run: dry run not supported"
+
 
 @dataclass
 class OperationRequest:

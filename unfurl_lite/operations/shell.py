@@ -85,7 +85,7 @@ def run(request: OperationRequest) -> OperationResult:
             success=False, modified=False, error="Shell operation has no command"
         )
     argv = command_line(command, inputs.get("dryrun"), request.dryrun)
-    if argv is None:
+    if argv is None:  # a dry run of a command without a ``dryrun`` input
         return OperationResult(
             success=True,
             modified=False,
