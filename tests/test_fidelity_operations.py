@@ -178,3 +178,36 @@ def test_dryrun_of_an_operation_without_a_dryrun_form_fails_the_task(project, in
     assert "sd: Standard.configure succeeded" in result.output  # has a dryrun form
     assert "2 failed" in result.output and result.exit_code == 64
     assert project.commits() == commits and project.status() == {}
+
+
+# ------------------------------------------------------------------- item 10: change detection
+
+
+def test_deploy_reconfigures_when_the_inputs_digest_changed_as_unfurl(project, invoke):
+    project.write((UNFURL / "digest.yaml").read_text().replace(
+        "y:\n                    get_env: DGVAR", "y: two"))
+    assert invoke("deploy", "--approve").exit_code == 0
+    commits = project.commits()
+    same = invoke("deploy", "--approve")  # Unfurl: "Nothing to do." (digest unchanged)
+    assert "Nothing to do." in (UNFURL / "digest" / "2-deploy-same" / "console.txt").read_text()
+    assert "Nothing to do." in same.output and project.commits() == commits
+
+    project.write(project.ensemble.read_text().replace("x: 1", "x: 2"))
+    unfurl_plan = (UNFURL / "digest" / "5-plan-input-changed" / "console.txt").read_text()
+    assert "- operation configure (reason: reconfigure)" in unfurl_plan
+    plan = invoke("plan")
+    assert "1. Standard.configure [reconfigure]" in plan.output
+    assert "the inputs of Standard.configure changed since it last ran" in plan.output
+    planned = invoke("plan", "--json")
+    assert [t["reason"] for t in json.loads(planned.stdout)["tasks"]] == ["reconfigure"]
+
+    result = invoke("deploy", "--approve")
+    assert result.exit_code == 0, result.output
+    row = fields(project.jobs_tsv()[-1])
+    unfurl_row = their_rows("digest/6-deploy-input-changed")["dg"]
+    assert row["operation"] == unfurl_row["operation"] == "configure"
+    assert row["summary"].endswith("reason: reconfigure") and unfurl_row["summary"].endswith(
+        "reason: reconfigure")
+    assert row["digestKeys"] == "command,x,y" == unfurl_row["digestKeys"]
+    assert ready(project.status(), "dg") == ready(theirs("digest/6-deploy-input-changed"), "dg")
+    assert "Nothing to do." in invoke("deploy", "--approve").output  # recorded: in line again

@@ -27,6 +27,7 @@ from unfurl_lite.model import (
 )
 
 # reasons, as Unfurl names them
+RECONFIGURE = "reconfigure"
 ADD, UPDATE, REPAIR, FORCE, CHECK, DISCOVER, UNDEPLOY, RUN = (
     "add",
     "update",
@@ -528,6 +529,7 @@ def plan_deploy(
     wanted = graph.closure(deps, select(instances, instance_names)) if instance_names else set(deps)
     builder = _Builder("deploy")
     replaces = tosca_workflows.replacing(ensemble.spec, "deploy")
+    recorded: dict[tuple[str, str], tuple[str, str]] = {}
     for name in graph.topological_order(deps):
         if name not in wanted:
             continue
@@ -542,10 +544,19 @@ def plan_deploy(
             builder.note(name, "skipped: discovered, not managed by deploy")
             continue
         reason = _deploy_reason(instance, force)
-        if reason is None:
-            builder.note(name, "skipped: already ok")
-            continue
         after = [builder.last[d] for d in deps[name] if d in builder.last]
+        if reason is None:
+            changed = _configure_changed(ensemble, instance, template, recorded)
+            if changed is None:
+                builder.note(name, "skipped: already ok")
+                continue
+            op, since = changed
+            builder.note(name, f"reconfigure: the inputs of {op.qualified_name} changed since "
+                               f"it last ran ({since})")
+            builder.add(name, template.name, op, RECONFIGURE, after,
+                        running_state=NodeState.configuring, done_state=NodeState.configured,
+                        done_status=Status.ok)
+            continue
         if replaces and tosca_workflows.replace_lifecycle(
             replaces, builder, ensemble, instance, instances, after
         ):
@@ -562,6 +573,32 @@ def plan_deploy(
     recorded = graph.closure(deps, planned) if planned else set()  # what they require, too
     new = {n: i for n, i in instances.items() if n not in ensemble.instances and n in recorded}
     return builder.plan(new, force=force)
+
+
+def _configure_changed(
+    ensemble: Ensemble,
+    instance: Instance,
+    template: NodeTemplate,
+    recorded: dict[tuple[str, str], tuple[str, str]],
+) -> tuple[Operation, str] | None:
+    """Unfurl's change detection: the configure operation (and the changeId of its last run)
+    when the digest of its inputs, rendered now, differs from the one it last ran with.
+
+    ``recorded`` caches jobs.tsv's digests, read only once an instance has a configure."""
+    from unfurl_lite.workflows import current_digest, deployed_digests
+
+    op = implemented(template, "Standard", "configure") or implemented(
+        template, "Lifecycle", "configure"
+    )
+    if op is None or instance.discovered:
+        return None
+    if not recorded:
+        recorded.update(deployed_digests(ensemble) or {("", ""): ("", "")})
+    last = recorded.get((instance.name, op.qualified_name))
+    if last is None or not last[1]:
+        return None
+    now = current_digest(ensemble, instance.name, op)
+    return (op, last[0]) if now is not None and now != last[1] else None
 
 
 def operationless(topology: Topology) -> frozenset[str]:
