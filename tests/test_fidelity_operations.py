@@ -42,6 +42,21 @@ def task_stdout(project: Project, target: str) -> str:
     return ""
 
 
+def all_stdout(project: Project) -> list[str]:
+    found = []
+    for path in sorted((project.root / "jobs").glob("journal*.yaml")):
+        for line in path.read_text().splitlines():
+            if line.startswith("tasks: "):
+                found += [task["result"]["outputs"].get("stdout", "")
+                          for task in json.loads(line[len("tasks: "):]) if task.get("result")]
+    return found
+
+
+def their_rows_all(step: str) -> list[dict[str, str]]:
+    lines = (UNFURL / step / "jobs.tsv").read_text().splitlines()
+    return [fields(r) for r in lines if "target=::" in r]
+
+
 def ready(instances: dict, name: str) -> dict:
     return dict(instances[name]["readyState"])
 
@@ -211,3 +226,33 @@ def test_deploy_reconfigures_when_the_inputs_digest_changed_as_unfurl(project, i
     assert row["digestKeys"] == "command,x,y" == unfurl_row["digestKeys"]
     assert ready(project.status(), "dg") == ready(theirs("digest/6-deploy-input-changed"), "dg")
     assert "Nothing to do." in invoke("deploy", "--approve").output  # recorded: in line again
+
+
+# ------------------------------------------------------------------ item 2: interfaces defaults
+
+
+def test_interface_defaults_give_every_operation_its_implementation_and_inputs(project, invoke):
+    project.write((UNFURL / "defaults.yaml").read_text())
+    result = invoke("deploy", "--approve")
+    assert result.exit_code == 0, result.output
+    console = (UNFURL / "defaults" / "1-deploy" / "console.txt").read_text()
+    printed = ["type-default dflt", "type-default own", "tmpl-default iface", "tmpl-default op"]
+    assert all(f"\n{line}\n" in console for line in printed)  # what Unfurl's commands printed
+    assert sorted(all_stdout(project)) == sorted(f"{line}\n" for line in printed)
+    theirs_ran = sorted((r["target"], r["operation"]) for r in their_rows_all("defaults/1-deploy"))
+    ours_ran = sorted((r["target"], r["operation"]) for r in (
+        fields(line) for line in project.jobs_tsv() if "target=::" in line))
+    assert ours_ran == theirs_ran
+    unfurl = theirs("defaults/1-deploy")
+    for name in ("d1", "d2"):
+        assert ready(project.status(), name) == ready(unfurl, name)
+
+
+def test_interface_defaults_with_an_unknown_key_is_refused_at_validate(project, invoke):
+    text = (UNFURL / "defaults.yaml").read_text().replace(
+        "            implementation: Shell\n", "            implementation: Shell\n"
+        "            timeout: 3\n", 1)
+    project.write(text)
+    result = invoke("validate")
+    assert result.exit_code == 1
+    assert "timeout" in result.output and "defaults" in result.output

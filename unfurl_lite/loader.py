@@ -321,26 +321,46 @@ def _merge_interfaces(base: Interfaces, override: Interfaces) -> Interfaces:
     return merged
 
 
+#: keys of an interface definition that are not operations
+INTERFACE_KEYS = ("type", "inputs", "outputs", "description", "notifications", "implementation",
+                  "requirements")
+
+
 def _interfaces(data: dict[str, Any]) -> Interfaces:
+    """Interfaces as Unfurl builds them: ``defaults`` (beside the interfaces) and an
+    interface's own ``implementation`` and ``inputs`` apply to each of its operations; an
+    operation declared with no body takes the shared implementation, so it runs."""
     result: Interfaces = {}
+    defaults = data.get("defaults") or {}
     for raw_name, body in data.items():
+        if raw_name == "defaults":
+            continue
         interface = canonical_interface(raw_name)
         body = body or {}
         operations = (
             body.get("operations")
             if "operations" in body
-            else {
-                k: v
-                for k, v in body.items()
-                if k not in ("type", "inputs", "description", "notifications")
-            }
+            else {k: v for k, v in body.items() if k not in INTERFACE_KEYS}
         )
-        shared_inputs = body.get("inputs") or {}
+        shared_inputs = {**(defaults.get("inputs") or {}), **(body.get("inputs") or {})}
+        shared_impl = body.get("implementation") or defaults.get("implementation")
         result[interface] = {
-            name: _operation(interface, name, definition, shared_inputs)
+            name: _operation(interface, name, _with_implementation(definition, shared_impl),
+                             shared_inputs)
             for name, definition in (operations or {}).items()
+            if definition != "not_implemented"
         }
     return result
+
+
+def _with_implementation(definition: Any, shared: Any) -> Any:
+    if not shared:
+        return definition
+    if not definition:
+        return {"implementation": shared}
+    if isinstance(definition, dict) and not definition.get("implementation"):
+        return {**definition, "implementation": shared}
+    return definition
 
 
 def _operation(
