@@ -144,8 +144,12 @@ def summary_table(result: JobResult) -> Any:
 
 
 def summary_text(result: JobResult) -> str:
+    from unfurl_lite.job import found_unhealthy
+
     lines = []
     for r in result.runs:
+        if found_unhealthy(r):
+            lines.append(f"  {r.task.target} {task_label(r.task)}: found {r.status}")
         if not r.counted or r.state == TaskState.succeeded:
             continue
         lines.append(
