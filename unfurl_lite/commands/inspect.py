@@ -20,22 +20,15 @@ ENSEMBLE_OPTION = click.option(
 )
 
 
-def _table(title: str, columns: list[str], rows: list[list[str]]) -> Any:
-    """A rich table on a terminal, aligned plain text otherwise (for pipes and logs)."""
-    if is_terminal():
-        from rich.table import Table
+def _table(title: str, columns: list[Any], rows: list[list[str]]) -> Any:
+    """Aligned columns fitted to the terminal (to $COLUMNS, if set, in a pipe or log)."""
+    from unfurl_lite import tables
+    from unfurl_lite.terminal import colour_disabled
 
-        table = Table(title=title, title_justify="left")
-        for column in columns:
-            table.add_column(column, overflow="fold")
-        for row in rows:
-            table.add_row(*row)
-        return table
-    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
-    lines = [title] if title else []
-    for row in [columns, *rows]:
-        lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
-    return "\n".join(lines)
+    if is_terminal():
+        return tables.plain(title, columns, rows, tables.terminal_width(),
+                            bold_header=not colour_disabled())
+    return tables.plain(title, columns, rows, tables.environment_width())
 
 
 def _short_time(iso_time: str | None) -> str:
@@ -86,8 +79,12 @@ def status(ensemble: str | None, as_json: bool) -> None:
                 ", ".join(marks),
             ]
         )
-    columns = ["INSTANCE", "TEMPLATE", "STATUS", "EFFECTIVE", "STATE", "LAST CHANGE", "TIME (UTC)"]
-    show(_table(f"Ensemble {loaded.path}", [*columns, "NOTES"], rows))
+    from unfurl_lite.tables import Column
+
+    columns = [Column("INSTANCE", keep=True), Column("TEMPLATE"), Column("STATUS", keep=True),
+               Column("EFFECTIVE"), Column("STATE"), Column("LAST CHANGE", keep=True),
+               Column("TIME (UTC)", keep=True), Column("NOTES")]
+    show(_table(f"Ensemble {loaded.path}", columns, rows))
     last = report["lastJob"]
     if last:
         click.echo(
@@ -146,7 +143,11 @@ def history(
         ]
         for job in jobs
     ]
-    columns = ["CHANGEID", "TIME (UTC)", "WORKFLOW", "STATUS", "SUMMARY", "COMMIT", "AUTHOR"]
+    from unfurl_lite.tables import Column
+
+    columns = [Column("CHANGEID", keep=True), Column("TIME (UTC)", keep=True),
+               Column("WORKFLOW"), Column("STATUS", keep=True), Column("SUMMARY"),
+               Column("COMMIT", keep=True), Column("AUTHOR")]
     show(_table("", columns, rows))
 
 
