@@ -172,6 +172,8 @@ def _run_locked(
     if repo is not None and request.options.commit:
         message = request.options.message or f"Updating status for job {result.job_id}"
         result.commit = repo.commit(files.all(), message)
+    elif repo is None and request.options.commit:
+        result.not_committed = "not a git repository"
     return result
 
 

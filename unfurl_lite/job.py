@@ -107,6 +107,7 @@ class JobResult:
     commit: str | None = None
     written: list[str] = field(default_factory=list)
     dryrun: bool = False
+    not_committed: str | None = None  # why records that were written have no commit
 
     @property
     def counts(self) -> dict[str, int]:

@@ -84,6 +84,7 @@ def result_json(result: JobResult) -> dict[str, Any]:
         "summary": result.summary,
         "counts": result.counts,
         "commit": result.commit,
+        "notCommitted": result.not_committed,
         "dryrun": result.dryrun,
         "duration": round((result.ended_at - result.started_at).total_seconds(), 3),
         "tasks": [
@@ -166,6 +167,8 @@ def summary_text(result: JobResult) -> str:
         lines += [f"  {n.target}: {n.message}" for n in result.plan.notes]
     if result.commit:
         head += f"\ncommitted {result.commit[:12]}"
+    elif result.not_committed:
+        head += f"\nnot committed: {result.not_committed}"
     return "\n".join([head, *lines])
 
 

@@ -17,7 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from unfurl_lite import merge, schemacheck, yamlio
 from unfurl_lite.errors import Problem
-from unfurl_lite.model import INTERFACE_OPERATIONS, OPERATION_KINDS, canonical_interface
+from unfurl_lite.model import (
+    INTERFACE_ALIASES,
+    INTERFACE_OPERATIONS,
+    OPERATION_KINDS,
+    canonical_interface,
+)
 
 if TYPE_CHECKING:  # jsonschema is imported only to explain a document the quick check refused
     import jsonschema
@@ -241,8 +246,8 @@ def _get(doc: Any, path: tuple[Any, ...]) -> dict:
 def semantic_problems(doc: Any, file: str) -> list[Problem]:
     problems: list[Problem] = []
     for check_one in (_unknown_types, _type_cycles, _requirement_targets,
-                      _requirement_cycles, _unknown_operations, _unsupported_implementations,
-                      _duplicate_templates):
+                      _requirement_cycles, _undeclared_interfaces, _unknown_operations,
+                      _unsupported_implementations, _duplicate_templates):
         problems += check_one(doc, file)
     return problems
 
@@ -395,6 +400,58 @@ def _operations(body: Any) -> Iterator[tuple[tuple[str, ...], str]]:
         yield ("operations", key), key
 
 
+#: Interfaces every node type has: TOSCA's Standard and Unfurl's Install (declared by
+#: tosca.nodes.Root), and Cloudify's node interfaces (accepted on any node, see the docs).
+NODE_INTERFACES = ("Standard", "Install", "Lifecycle", "Validation", "Monitoring")
+
+
+def declared_interfaces(type_name: str, node_types: dict[str, Any]) -> set[str] | None:
+    """The interfaces a node type declares, with its ancestors'; None when a type in the
+    chain is not defined here (an import may declare more)."""
+    declared = set(NODE_INTERFACES)
+    seen: set[str] = set()
+    while type_name in node_types and type_name not in seen:
+        seen.add(type_name)
+        body = _mapping(node_types[type_name])
+        declared |= {canonical_interface(str(i)) for i in _mapping(body.get("interfaces"))}
+        parent = body.get("derived_from")
+        if not isinstance(parent, str):
+            return declared
+        type_name = parent
+    if type_name in seen or type_name in NORMATIVE_NODE_TYPES:
+        return declared
+    return None
+
+
+def _undeclared_interfaces(doc: Any, file: str) -> Iterator[Problem]:
+    """TOSCA lets a template assign operations only to interfaces its type declares; an
+    undeclared one (``Standrad:``) would otherwise be silently never run."""
+    node_types = _get(doc, (*SERVICE, "node_types"))
+    for name, body in _get(doc, (*TOPOLOGY, "node_templates")).items():
+        type_name = _mapping(body).get("type")
+        if not isinstance(type_name, str):
+            continue
+        declared = declared_interfaces(type_name, node_types)
+        if declared is None:
+            continue
+        for interface in _mapping(_mapping(body).get("interfaces")):
+            if canonical_interface(str(interface)) in declared:
+                continue
+            spelled = sorted(declared | {a for a, c in INTERFACE_ALIASES.items() if c in declared})
+            where = (f"in node_types: {type_name}: interfaces: {interface}: {{...}}"
+                     if type_name in node_types else
+                     f"in a node type derived from {type_name} (node_types: MyType: "
+                     f"{{derived_from: {type_name}, interfaces: {{{interface}: {{...}}}}}}) "
+                     "and give the template that type")
+            hint = did_you_mean(str(interface), spelled) or (
+                f"declare it {where}; {type_name} declares {', '.join(sorted(declared))}"
+            )
+            yield problem_at(
+                doc, (*TOPOLOGY, "node_templates", name, "interfaces", interface), file,
+                f"interface {interface!r} is not declared by type {type_name!r}", hint,
+            )
+
+
 def _unknown_operations(doc: Any, file: str) -> Iterator[Problem]:
     for path, interfaces in _interface_owners(doc):
         for interface, body in _mapping(interfaces).items():
@@ -403,7 +460,8 @@ def _unknown_operations(doc: Any, file: str) -> Iterator[Problem]:
                 continue
             for subpath, op in _operations(body):
                 if op not in known:
-                    hint = did_you_mean(op, known) or f"{interface} declares {', '.join(known)}"
+                    hint = did_you_mean(op, [*known, *_INTERFACE_KEYS]) or (
+                        f"{interface} declares {', '.join(known)}")
                     yield problem_at(doc, (*path, interface, *subpath), file,
                                      f"unknown operation {op!r} on interface {interface!r}", hint)
 
