@@ -23,7 +23,7 @@ from unfurl_lite.loader import Ensemble, load_ensemble
 from unfurl_lite.observer import JobState, Observer, Observers
 from unfurl_lite.paths import confine_records
 from unfurl_lite.plan import Plan, plan_workflow
-from unfurl_lite.repo import Repo, find_repo
+from unfurl_lite.repo import Repo, find_repo, identity_problem
 
 DIRTY_MODES = ("auto", "ok", "abort")
 
@@ -122,6 +122,10 @@ def _run_locked(
     confine_records(ensemble.project_root, ensemble.jobs_log, request.options.allow_outside_paths)
     if not request.options.dryrun:
         check_dirty(repo, ensemble, request.dirty)
+        if repo is not None and request.options.commit:
+            missing = identity_problem(repo.root, " (or run the job with --no-commit)")
+            if missing is not None:
+                raise missing
     if not confirm(ensemble, plan):
         return None
     executor = make_executor(
