@@ -124,11 +124,19 @@ def acquire(ensemble_path: Path, command: str, take_stale: bool = False) -> Path
             raise LockError(
                 f"stale lock {path}: {describe(info)} is no longer running "
                 "(it was killed or crashed)",
-                hint="finish its job with: unfurl resume (or, to abandon it, delete "
-                f"{path})",
+                hint=f"{_finish_advice(ensemble_path)} (or, to abandon it, delete {path})",
             )
         path.unlink(missing_ok=True)
     raise LockError(f"could not take the lock {path}", hint="try again")
+
+
+def _finish_advice(ensemble_path: Path) -> str:
+    """``unfurl resume``, or ``unfurl resume --force`` when tasks were in flight (a plain
+    resume would record them failed)."""
+    from unfurl_lite import interrupted
+
+    found = interrupted.find(ensemble_path.parent)
+    return found.advice() if found else "finish its job with: unfurl resume"
 
 
 def update(path: Path, command: str, change_id: str) -> None:

@@ -93,8 +93,14 @@ def status(ensemble: str | None, as_json: bool) -> None:
         )
         if report["specChanged"]:
             click.echo("The spec changed since the last job.")
-    else:
+    elif not report["interrupted"]:
         click.echo("No job has run yet: unfurl plan, then unfurl deploy.")
+    if report["interrupted"]:
+        from unfurl_lite.interrupted import Interrupted
+
+        job = report["interrupted"]
+        click.echo(Interrupted(job["changeId"], job["workflow"], job["pid"],
+                               tuple(job["inFlight"])).sentence())
 
 
 # -------------------------------------------------------------------------------- history
