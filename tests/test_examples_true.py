@@ -80,7 +80,7 @@ def test_scaled_web_runs_three_instances_on_one_host_and_heals(init):
     root = init("scaled-web")
     _deploy(root)
     assert sorted(p.name for p in (root / "state").iterdir()) == [
-        "host", "web_0", "web_1", "web_2"]
+        "host", "web", "web_1", "web_2"]
     (root / "state" / "web_1").unlink()
     run_unfurl(root, "heal", "web_1", "--approve")
     assert (root / "state" / "web_1").exists()

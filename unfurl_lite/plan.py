@@ -212,7 +212,8 @@ def planned_instances(ensemble: Ensemble) -> dict[str, Instance]:
         if name in recorded_templates:
             continue
         count = template.default_instances
-        names = [name] if count == 1 else [f"{name}_{n}" for n in range(count)]
+        # the first keeps the template's name, the others are <template>_<n>, as scale names them
+        names = [name, *(f"{name}_{n}" for n in range(1, count))][:count]
         for instance_name in names:
             instances.setdefault(
                 instance_name,

@@ -186,6 +186,13 @@ def validate(ensemble: str | None, as_json: bool) -> None:
               help="Limit to this instance.")
 @click.option("--force", is_flag=True, help="Plan as deploy --force would.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+@click.option("-a", "--approve", is_flag=True, expose_value=False,
+              help="Accepted and ignored (plan never asks), so scripts can pass the same "
+                   "flags to every command.")
+@click.option("-v", "--verbose", count=True, expose_value=False,
+              help="Accepted as after any command; the plan is the result.")
+@click.option("-q", "--quiet", is_flag=True, expose_value=False,
+              help="Accepted as after any command; the plan is the result, so it is shown.")
 def plan(
     ensemble: str | None, workflow: str, instances: tuple[str, ...], force: bool, as_json: bool
 ) -> None:
