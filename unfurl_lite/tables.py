@@ -1,13 +1,13 @@
 """Tables that fit the terminal without breaking what people copy: ids (changeIds,
 instance names, commits) and times are never wrapped or cut; other text is cut with an
-ellipsis when the width runs out. Plain aligned text, fitted to the terminal, or in a pipe to ``COLUMNS`` only when the
-environment sets it (a pipe has no width of its own, and scripts read ``--json``)."""
+ellipsis when the width runs out. Plain aligned text, fitted to the terminal, or in a pipe
+to ``COLUMNS`` only when the environment sets it (a pipe has no width of its own, and
+scripts read ``--json``)."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
 
 ELLIPSIS = "…"
 GAP = 2  # spaces between plain-text columns
