@@ -107,3 +107,12 @@ def test_a_check_that_finds_ok_exits_0(project):
     result = run_unfurl(project.root, "check", "--jobexitcode", "degraded")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "check succeeded (status ok)" in result.stdout
+
+
+def test_a_usage_error_with_json_is_a_document_with_exit_code_2(project):
+    import json
+
+    project.write(ensemble_yaml(shell_node("db", "true")))
+    result = run_unfurl(project.root, "deploy", "--aprove", "--json")
+    assert result.returncode == 2
+    assert json.loads(result.stdout)["exitCode"] == 2
