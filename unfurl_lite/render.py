@@ -126,8 +126,10 @@ def summary_table(result: JobResult) -> Any:
     from rich.table import Table
 
     table = Table(title=f"Job {result.job_id} ({result.workflow}): {result.state}")
-    for column in ("task", "target", "operation", "reason", "outcome", "status", "message"):
-        table.add_column(column)
+    table.add_column("task", no_wrap=True, min_width=12)  # a changeId: never split
+    for column in ("target", "operation", "reason", "outcome", "status"):
+        table.add_column(column, overflow="fold")
+    table.add_column("message", overflow="fold")
     for r in result.runs:
         if not r.counted:
             continue
