@@ -82,3 +82,18 @@ def test_a_sensitive_property_value_is_redacted_in_show(project, invoke):
         result = invoke(*args)
         assert result.exit_code == 0, result.output
         assert "p4ssw0rd-in-spec" not in result.output
+
+
+def test_the_fallback_of_a_sensitive_inputs_get_env_is_redacted():
+    from unfurl_lite.history import written_secrets
+
+    text = ensemble_yaml(SPEC.format(secret="x")).replace("    topology_template:\n", """\
+    topology_template:
+      inputs:
+        db_password:
+          type: string
+          metadata: {sensitive: true}
+          default: {eval: {get_env: [DB_PASSWORD, fallback-pw-42]}}
+""")
+    found = written_secrets(text)
+    assert "fallback-pw-42" in found and "DB_PASSWORD" not in found

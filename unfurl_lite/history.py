@@ -450,12 +450,28 @@ def _scan_secrets(node: Any, found: set[str], names: set[str]) -> None:
             if _is_sensitive_definition(value):
                 names.add(str(key))
                 for field in ("default", "value"):
-                    if _scalar(value.get(field)):
-                        found.add(str(value[field]))
+                    found |= _literals(value.get(field))
             _scan_secrets(value, found, names)
     elif isinstance(node, list):
         for item in node:
             _scan_secrets(item, found, names)
+
+
+def _literals(value: Any) -> set[str]:
+    """The literal text in a sensitive value, e.g. the fallback of ``{eval: {get_env: [NAME,
+    fallback]}}`` (the variable's name is not secret)."""
+    if _scalar(value):
+        return {str(value)}
+    if isinstance(value, dict):
+        found: set[str] = set()
+        for key, item in value.items():
+            if key == "get_env" and isinstance(item, list):
+                item = item[1:]
+            found |= _literals(item)
+        return found
+    if isinstance(value, list):
+        return {text for item in value for text in _literals(item)}
+    return set()
 
 
 def _scan_named(node: Any, names: set[str], found: set[str]) -> None:
