@@ -105,3 +105,25 @@ def test_a_job_outside_a_git_repository_says_it_was_not_committed(tmp_path):
     assert json.loads(as_json.stdout)["notCommitted"] == "not a git repository"
     quiet = run_unfurl(tmp_path, "deploy", "--approve", "--force", "--no-commit")
     assert "not committed" not in quiet.stdout + quiet.stderr
+
+
+def test_a_misspelled_relationship_interface_is_refused(project, invoke):
+    project.write(ensemble_yaml("""\
+    db:
+      type: tosca.nodes.Root
+    app:
+      type: tosca.nodes.Root
+      requirements:
+        - dependency:
+            node: db
+            relationship:
+              type: tosca.relationships.DependsOn
+              interfaces:
+                Configur:
+                  add_target: echo hi
+    """))
+    result = invoke("validate")
+    assert result.exit_code == 1
+    assert "interface 'Configur' is not declared by type 'tosca.relationships.DependsOn'" \
+        in result.output
+    assert "did you mean 'Configure'?" in result.output

@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -405,22 +405,65 @@ def _operations(body: Any) -> Iterator[tuple[tuple[str, ...], str]]:
 NODE_INTERFACES = ("Standard", "Install", "Lifecycle", "Validation", "Monitoring")
 
 
-def declared_interfaces(type_name: str, node_types: dict[str, Any]) -> set[str] | None:
-    """The interfaces a node type declares, with its ancestors'; None when a type in the
-    chain is not defined here (an import may declare more)."""
-    declared = set(NODE_INTERFACES)
+#: Interfaces every relationship type has (Unfurl 1.2.0 accepts these on any relationship).
+RELATIONSHIP_INTERFACES = ("Configure", "Install", "Standard", "RelationshipLifecycle")
+
+
+def declared_interfaces(
+    type_name: str, types: dict[str, Any], base: tuple[str, ...] = NODE_INTERFACES,
+    normative: Callable[[str], bool] = NORMATIVE_NODE_TYPES.__contains__,
+) -> set[str] | None:
+    """The interfaces a type declares, with its ancestors'; None when a type in the chain
+    is not defined here (an import may declare more)."""
+    declared = set(base)
     seen: set[str] = set()
-    while type_name in node_types and type_name not in seen:
+    while type_name in types and type_name not in seen:
         seen.add(type_name)
-        body = _mapping(node_types[type_name])
+        body = _mapping(types[type_name])
         declared |= {canonical_interface(str(i)) for i in _mapping(body.get("interfaces"))}
         parent = body.get("derived_from")
         if not isinstance(parent, str):
             return declared
         type_name = parent
-    if type_name in seen or type_name in NORMATIVE_NODE_TYPES:
+    if type_name in seen or normative(type_name):
         return declared
     return None
+
+
+def _normative_relationship(name: str) -> bool:
+    return name.startswith(("tosca.relationships.", "cloudify.relationships.")) or name in (
+        "DependsOn", "HostedOn", "ConnectsTo", "AttachesTo", "RoutesTo")
+
+
+def _relationship_owners(doc: Any) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    """(path, relationship body) of relationship templates and inline relationships."""
+    for name, body in _get(doc, (*TOPOLOGY, "relationship_templates")).items():
+        yield (*TOPOLOGY, "relationship_templates", name), body
+    for name, body in _get(doc, (*TOPOLOGY, "node_templates")).items():
+        for index, req, _ in _requirements(body):
+            value = _mapping(body)["requirements"][index][req]
+            relationship = _mapping(value).get("relationship")
+            if isinstance(relationship, dict):
+                yield ((*TOPOLOGY, "node_templates", name, "requirements", index, req,
+                        "relationship"), relationship)
+
+
+def _undeclared(doc: Any, file: str, path: tuple[Any, ...], body: Any, type_name: str,
+                declared: set[str], types: dict[str, Any], kind: str) -> Iterator[Problem]:
+    for interface in _mapping(_mapping(body).get("interfaces")):
+        if canonical_interface(str(interface)) in declared:
+            continue
+        spelled = sorted(declared | {a for a, c in INTERFACE_ALIASES.items() if c in declared})
+        where = (f"in {kind}_types: {type_name}: interfaces: {interface}: {{...}}"
+                 if type_name in types else
+                 f"in a {kind} type derived from {type_name} ({kind}_types: MyType: "
+                 f"{{derived_from: {type_name}, interfaces: {{{interface}: {{...}}}}}}) "
+                 "and give the template that type")
+        hint = did_you_mean(str(interface), spelled) or (
+            f"declare it {where}; {type_name} declares {', '.join(sorted(declared))}"
+        )
+        yield problem_at(doc, (*path, "interfaces", interface), file,
+                         f"interface {interface!r} is not declared by type {type_name!r}", hint)
 
 
 def _undeclared_interfaces(doc: Any, file: str) -> Iterator[Problem]:
@@ -429,27 +472,21 @@ def _undeclared_interfaces(doc: Any, file: str) -> Iterator[Problem]:
     node_types = _get(doc, (*SERVICE, "node_types"))
     for name, body in _get(doc, (*TOPOLOGY, "node_templates")).items():
         type_name = _mapping(body).get("type")
+        declared = declared_interfaces(type_name, node_types) if isinstance(
+            type_name, str) else None
+        if declared is not None:
+            yield from _undeclared(doc, file, (*TOPOLOGY, "node_templates", name), body,
+                                   str(type_name), declared, node_types, "node")
+    relationship_types = _get(doc, (*SERVICE, "relationship_types"))
+    for path, body in _relationship_owners(doc):
+        type_name = _mapping(body).get("type")
         if not isinstance(type_name, str):
-            continue
-        declared = declared_interfaces(type_name, node_types)
-        if declared is None:
-            continue
-        for interface in _mapping(_mapping(body).get("interfaces")):
-            if canonical_interface(str(interface)) in declared:
-                continue
-            spelled = sorted(declared | {a for a, c in INTERFACE_ALIASES.items() if c in declared})
-            where = (f"in node_types: {type_name}: interfaces: {interface}: {{...}}"
-                     if type_name in node_types else
-                     f"in a node type derived from {type_name} (node_types: MyType: "
-                     f"{{derived_from: {type_name}, interfaces: {{{interface}: {{...}}}}}}) "
-                     "and give the template that type")
-            hint = did_you_mean(str(interface), spelled) or (
-                f"declare it {where}; {type_name} declares {', '.join(sorted(declared))}"
-            )
-            yield problem_at(
-                doc, (*TOPOLOGY, "node_templates", name, "interfaces", interface), file,
-                f"interface {interface!r} is not declared by type {type_name!r}", hint,
-            )
+            type_name = "tosca.relationships.Root"
+        declared = declared_interfaces(
+            type_name, relationship_types, RELATIONSHIP_INTERFACES, _normative_relationship)
+        if declared is not None:
+            yield from _undeclared(doc, file, path, body, type_name, declared,
+                                   relationship_types, "relationship")
 
 
 def _unknown_operations(doc: Any, file: str) -> Iterator[Problem]:
