@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from tests.conftest import ROOT, ensemble_yaml, git, run_unfurl, shell_node
-from unfurl_lite.tables import cut, fit_widths
+from unfurl_lite.tables import cut, fit_widths, wrap
 
 TIME = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
 
@@ -75,11 +75,11 @@ def test_history_never_splits_changeids_commits_or_times(deployed, columns):
             (line,) = [li for li in lines if job["changeId"] in li]
             assert job["commit"][:10] in line
             assert job["time"].replace("T", " ")[:19] in line
-        assert "…" in output  # the summary and the author are cut, not wrapped
-        assert "Ada Lovelace of the Analytical Engine Works" not in output
+        assert "Ada Lovelace of the Analytical Engine Works" not in output  # cut or left out
         assert len(lines) == 1 + len(jobs)
+        assert max(len(li) for li in lines) <= columns, output
         if columns == 80:
-            assert max(len(li) for li in lines) <= 80, output
+            assert "…" in output  # the summary and the author are cut, not wrapped
 
 
 @pytest.mark.parametrize("columns", [80, 60])
@@ -90,10 +90,20 @@ def test_status_never_splits_changeids_or_times(deployed, columns):
             (line,) = [li for li in output.splitlines() if li.startswith(row["name"] + " ")]
             assert row["lastChange"] in line
             assert TIME.search(line), line
-        table = [li for li in output.splitlines()[1:] if not li.startswith("Last job")]
-        assert "…" in "".join(table)
-        if columns == 80:  # at 60 the kept columns alone are wider: the row stays whole
-            assert max(len(li) for li in table) <= 80, output
+        below_title = output.splitlines()[1:]
+        assert max(len(li) for li in below_title) <= columns, output
+        last_job = output.split("Last job: ", 1)[1]
+        assert report["lastJob"]["changeId"] in last_job.splitlines()[0]
+        assert report["lastJob"]["time"].replace("T", " ")[:19] in last_job.splitlines()[0]
+
+
+def test_kept_columns_stay_whole_even_when_wider_than_the_width(deployed):
+    """At 40 columns the ids and times alone do not fit: the rows stay whole, wider."""
+    result = run_unfurl(deployed.root, "status", env={"COLUMNS": "40", "NO_COLOR": "1"})
+    report = json.loads(run_unfurl(deployed.root, "status", "--json").stdout)
+    for row in report["instances"]:
+        (line,) = [li for li in result.stdout.splitlines() if li.startswith(row["name"] + " ")]
+        assert row["lastChange"] in line and TIME.search(line)
 
 
 def test_without_a_width_a_pipe_gets_whole_cells(deployed):
@@ -111,3 +121,5 @@ def test_fitting_cuts_the_widest_text_first_and_never_a_kept_column():
     assert fit_widths([12, 40, 19], [True, False, True], 20) == [12, 4, 19]
     assert fit_widths([12, 40, 19], [True, False, True], None) == [12, 40, 19]
     assert cut("configured", 5) == "conf…" and cut("ok", 5) == "ok"
+    assert wrap("Last job: A6BN1oKL0000 at 2026-11-23 01:50:20: done", 40) == (
+        "Last job: A6BN1oKL0000 at\n  2026-11-23 01:50:20: done")

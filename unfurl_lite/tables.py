@@ -7,6 +7,7 @@ scripts read ``--json``)."""
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 
 ELLIPSIS = "…"
@@ -63,26 +64,48 @@ def plain(
     bold_header: bool = False,
 ) -> str:
     """Aligned columns within ``total`` characters where the kept columns allow: columns
-    with nothing in them go first, then the gap narrows, then cuttable text is cut."""
-    keep = [c.keep for c in columns]
+    with nothing in them go first, then the gap narrows, then cuttable text is cut, and
+    last the rightmost cuttable columns are left out."""
+    shown = list(range(len(columns)))
     natural = [max(len(c.header), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
     gap = GAP
     if total is not None and _width(natural, gap) > total:
-        shown = [i for i in range(len(columns)) if any(r[i] for r in rows)]
-        columns = [columns[i] for i in shown]
-        rows = [[r[i] for i in shown] for r in rows]
-        keep, natural = [keep[i] for i in shown], [natural[i] for i in shown]
-        floor = [w if k else min(w, MIN_SHRUNK) for w, k in zip(natural, keep, strict=True)]
-        if _width(floor, gap) > total:
+        shown = [i for i in shown if any(r[i] for r in rows)]
+        if _floor_width(columns, natural, shown, gap) > total:
             gap = 1
-    widths = fit_widths(natural, keep, total, gap)
+        cuttable = [i for i in shown if not columns[i].keep]
+        while cuttable and _floor_width(columns, natural, shown, gap) > total:
+            shown.remove(cuttable.pop())
+    widths = fit_widths([natural[i] for i in shown], [columns[i].keep for i in shown],
+                        total, gap)
     lines = [title] if title else []
     for n, row in enumerate([[c.header for c in columns], *rows]):
-        cells = [cut(cell, widths[i]).ljust(widths[i]) for i, cell in enumerate(row)]
+        cells = [cut(row[i], widths[k]).ljust(widths[k]) for k, i in enumerate(shown)]
         line = (" " * gap).join(cells).rstrip()
         lines.append("\x1b[1m" + line + "\x1b[0m" if n == 0 and bold_header else line)
     return "\n".join(lines)
 
 
+def _floor_width(columns: list[Column], natural: list[int], shown: list[int], gap: int) -> int:
+    return _width([natural[i] if columns[i].keep else min(natural[i], MIN_SHRUNK)
+                   for i in shown], gap)
+
+
 def _width(widths: list[int], gap: int) -> int:
     return sum(widths) + gap * (len(widths) - 1)
+
+
+_DATE_TIME = re.compile(r"(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)")
+
+
+def wrap(text: str, total: int | None, indent: str = "  ") -> str:
+    """A sentence wrapped at spaces within ``total``, never inside a word, an id or a
+    date and time; continuation lines indented."""
+    if total is None or len(text) <= total:
+        return text
+    import textwrap
+
+    protected = _DATE_TIME.sub("\\1\0\\2", text)
+    lines = textwrap.wrap(protected, width=total, subsequent_indent=indent,
+                          break_long_words=False, break_on_hyphens=False)
+    return "\n".join(line.replace("\0", " ") for line in lines)

@@ -31,6 +31,14 @@ def _table(title: str, columns: list[Any], rows: list[list[str]]) -> Any:
     return tables.plain(title, columns, rows, tables.environment_width())
 
 
+def _fitted(sentence: str) -> str:
+    """A sentence under a table, wrapped to the same width (ids and times kept whole)."""
+    from unfurl_lite import tables
+
+    width = tables.terminal_width() if is_terminal() else tables.environment_width()
+    return tables.wrap(sentence, width)
+
+
 def _short_time(iso_time: str | None) -> str:
     return iso_time.replace("T", " ")[:19] if iso_time else "-"
 
@@ -87,10 +95,10 @@ def status(ensemble: str | None, as_json: bool) -> None:
     show(_table(f"Ensemble {loaded.path}", columns, rows))
     last = report["lastJob"]
     if last:
-        click.echo(
+        click.echo(_fitted(
             f"Last job: {last['changeId']} {last['workflow'] or ''} {last['status'] or ''} "
             f"at {_short_time(last['time'])}: {last['summary'] or ''}".replace("  ", " ")
-        )
+        ))
         if report["specChanged"]:
             click.echo("The spec changed since the last job.")
     elif not report["interrupted"]:
@@ -99,8 +107,8 @@ def status(ensemble: str | None, as_json: bool) -> None:
         from unfurl_lite.interrupted import Interrupted
 
         job = report["interrupted"]
-        click.echo(Interrupted(job["changeId"], job["workflow"], job["pid"],
-                               tuple(job["inFlight"])).sentence())
+        click.echo(_fitted(Interrupted(job["changeId"], job["workflow"], job["pid"],
+                                       tuple(job["inFlight"])).sentence()))
 
 
 # -------------------------------------------------------------------------------- history
