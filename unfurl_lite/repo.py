@@ -123,7 +123,7 @@ def identity_problem(cwd: Path, instead: str = "") -> GitError | None:
 
     Asked before anything is written, so that a missing identity is one clear error rather
     than a project (or a job's records) left half-committed."""
-    for variable in ("GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT"):
+    for variable in _idents_to_check():
         outcome = _git(cwd, "var", variable)
         if outcome.code != 0:
             reason = next((line for line in outcome.stderr.splitlines()
@@ -134,6 +134,13 @@ def identity_problem(cwd: Path, instead: str = "") -> GitError | None:
                 f"git config --global user.email you@example.com{instead}",
             )
     return None
+
+
+def _idents_to_check() -> list[str]:
+    """One git process, not two: author and committer come from the same config unless the
+    environment sets one of them, so ask about the one the environment does not set."""
+    author = os.environ.get("GIT_AUTHOR_NAME") and os.environ.get("GIT_AUTHOR_EMAIL")
+    return ["GIT_COMMITTER_IDENT"] if author else ["GIT_AUTHOR_IDENT"]
 
 
 def is_ignored(repo: Repo, path: Path) -> bool:
