@@ -40,6 +40,8 @@ def test_status_and_the_stale_lock_say_how_to_finish_a_killed_job(project):
         assert refused.returncode == 1
         assert "stale lock" in refused.stderr
         assert "unfurl resume --force" in refused.stderr
+        cancel = run_unfurl(project.root, "cancel")
+        assert cancel.returncode == 1 and "unfurl resume --force" in cancel.stderr
     finally:
         (project.root / "marks" / "release").touch()  # lets the orphaned operation end
 

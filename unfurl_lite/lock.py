@@ -124,18 +124,18 @@ def acquire(ensemble_path: Path, command: str, take_stale: bool = False) -> Path
             raise LockError(
                 f"stale lock {path}: {describe(info)} is no longer running "
                 "(it was killed or crashed)",
-                hint=f"{_finish_advice(ensemble_path)} (or, to abandon it, delete {path})",
+                hint=f"{finish_advice(ensemble_path.parent)} (or, to abandon it, delete {path})",
             )
         path.unlink(missing_ok=True)
     raise LockError(f"could not take the lock {path}", hint="try again")
 
 
-def _finish_advice(ensemble_path: Path) -> str:
+def finish_advice(project_root: Path) -> str:
     """``unfurl resume``, or ``unfurl resume --force`` when tasks were in flight (a plain
     resume would record them failed)."""
     from unfurl_lite import interrupted
 
-    found = interrupted.find(ensemble_path.parent)
+    found = interrupted.find(project_root)
     return found.advice() if found else "finish its job with: unfurl resume"
 
 
