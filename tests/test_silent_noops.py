@@ -127,3 +127,21 @@ def test_a_misspelled_relationship_interface_is_refused(project, invoke):
     assert "interface 'Configur' is not declared by type 'tosca.relationships.DependsOn'" \
         in result.output
     assert "did you mean 'Configure'?" in result.output
+
+
+def test_a_misspelled_interface_in_a_node_type_is_refused(project, invoke):
+    text = ensemble_yaml("""\
+    db:
+      type: example.Database
+    """).replace("    topology_template:", """    node_types:
+      example.Database:
+        derived_from: tosca.nodes.Root
+        interfaces:
+          Standrad:
+            create: echo create
+    topology_template:""")
+    project.write(text)
+    result = invoke("validate")
+    assert result.exit_code == 1
+    assert "interface 'Standrad' of node type 'example.Database' has no type" in result.output
+    assert "did you mean 'Standard'?" in result.output

@@ -246,7 +246,8 @@ def _get(doc: Any, path: tuple[Any, ...]) -> dict:
 def semantic_problems(doc: Any, file: str) -> list[Problem]:
     problems: list[Problem] = []
     for check_one in (_unknown_types, _type_cycles, _requirement_targets,
-                      _requirement_cycles, _undeclared_interfaces, _unknown_operations,
+                      _requirement_cycles, _undeclared_interfaces, _untyped_type_interfaces,
+                      _unknown_operations,
                       _unsupported_implementations, _duplicate_templates):
         problems += check_one(doc, file)
     return problems
@@ -487,6 +488,25 @@ def _undeclared_interfaces(doc: Any, file: str) -> Iterator[Problem]:
         if declared is not None:
             yield from _undeclared(doc, file, path, body, type_name, declared,
                                    relationship_types, "relationship")
+
+
+def _untyped_type_interfaces(doc: Any, file: str) -> Iterator[Problem]:
+    """A type's interface with no ``type:`` must be a well-known one: ``Standrad:`` in a
+    node type would declare a new, never-run interface (Unfurl: "Interface type ... not
+    found")."""
+    known = set(INTERFACE_OPERATIONS) | set(INTERFACE_ALIASES)
+    for section in ("node_types", "relationship_types"):
+        for name, body in _get(doc, (*SERVICE, section)).items():
+            for interface, definition in _mapping(_mapping(body).get("interfaces")).items():
+                if str(interface) in known or _mapping(definition).get("type"):
+                    continue
+                hint = did_you_mean(str(interface), sorted(known)) or (
+                    f"give its interface type: {interface}: {{type: my.interfaces."
+                    f"{interface}}}")
+                owner = f"{section[:-1].replace('_', ' ')} {name!r}"
+                yield problem_at(doc, (*SERVICE, section, name, "interfaces", interface),
+                                 file, f"interface {interface!r} of {owner} has no type and is "
+                                 "not a TOSCA, Unfurl or Cloudify interface", hint)
 
 
 def _unknown_operations(doc: Any, file: str) -> Iterator[Problem]:
