@@ -51,6 +51,14 @@ def parse_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mo
     return directory
 
 
+@pytest.fixture(autouse=True)
+def no_inherited_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pytest-xdist's workers export COLUMNS=80, which tables honour in a pipe; a test sets
+    the width it means."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
+
+
 def git(cwd: Path, *args: str) -> str:
     return subprocess.run(
         ["git", *args], cwd=cwd, check=True, capture_output=True, text=True

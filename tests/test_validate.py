@@ -93,6 +93,8 @@ def test_realistic_unfurl_ensemble_is_accepted(tmp_path: Path) -> None:
                     create: echo create
                     delete:
                       implementation: {primary: delete.sh}
+                  MyCustom:
+                    type: MyCustomInterface
                 requirements:
                   - host: {node: tosca.nodes.Compute}
             topology_template:
@@ -263,9 +265,6 @@ def test_unknown_operation_on_well_known_interface(tmp_path: Path) -> None:
             Standard:
               operations:
                 craete: echo hi
-            Custom:
-              operations:
-                whatever: echo ok
         """)))
     assert problem.message == "unknown operation 'craete' on interface 'Standard'"
     assert problem.path == f"{NT}.app.interfaces.Standard.operations.craete"

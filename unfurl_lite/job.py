@@ -108,6 +108,7 @@ class JobResult:
     commit: str | None = None
     written: list[str] = field(default_factory=list)
     dryrun: bool = False
+    not_committed: str | None = None  # why records that were written have no commit
 
     @property
     def counts(self) -> dict[str, int]:
@@ -174,8 +175,17 @@ def previous_job_id(ensemble: Ensemble) -> str | None:
 
 
 def job_status(runs: list[TaskRun], instances: dict[str, Instance]) -> Status:
+    """The worst outcome: a failed or blocked task, or a check that found its instance in
+    error or degraded (a check job that finds errors must not exit 0)."""
     worst = Status.ok
     for run in runs:
+        if found_unhealthy(run) and not run.task.ignore_failure:
+            instance = instances.get(run.task.target)
+            optional = instance is not None and instance.priority == Priority.optional
+            if run.status == Status.degraded or optional:
+                worst = Status.degraded if worst == Status.ok else worst
+                continue
+            return Status.error
         if run.state not in (TaskState.failed, TaskState.blocked) or run.task.ignore_failure:
             continue
         instance = instances.get(run.task.target)
@@ -184,6 +194,15 @@ def job_status(runs: list[TaskRun], instances: dict[str, Instance]) -> Status:
         else:
             return Status.error
     return worst
+
+
+def found_unhealthy(run: TaskRun) -> bool:
+    """A check that ran and found its instance in error or degraded."""
+    return (
+        run.task.reason == "check"
+        and run.state == TaskState.succeeded
+        and run.status in (Status.error, Status.degraded)
+    )
 
 
 @dataclass

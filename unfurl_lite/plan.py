@@ -233,7 +233,8 @@ def planned_instances(ensemble: Ensemble) -> dict[str, Instance]:
         hosts = sorted(n for n, i in instances.items() if i.template == host) if host else []
         pins: list[str | None] = [*hosts] if len(hosts) > 1 else [None]
         count = template.default_instances * len(pins)
-        names = [name] if count == 1 else [f"{name}_{n}" for n in range(count)]
+        # the first keeps the template's name, the others are <template>_<n>, as scale names them
+        names = [name, *(f"{name}_{n}" for n in range(1, count))]
         for index, instance_name in enumerate(names):
             pin = pins[index // template.default_instances]
             instances.setdefault(

@@ -114,6 +114,7 @@ def result_json(result: JobResult) -> dict[str, Any]:
         "summary": result.summary,
         "counts": result.counts,
         "commit": result.commit,
+        "notCommitted": result.not_committed,
         "dryrun": result.dryrun,
         "duration": round((result.ended_at - result.started_at).total_seconds(), 3),
         "tasks": [
@@ -155,8 +156,10 @@ def summary_table(result: JobResult) -> Any:
     from rich.table import Table
 
     table = Table(title=f"Job {result.job_id} ({result.workflow}): {result.state}")
-    for column in ("task", "target", "operation", "reason", "outcome", "status", "message"):
-        table.add_column(column)
+    table.add_column("task", no_wrap=True, min_width=12)  # a changeId: never split
+    for column in ("target", "operation", "reason", "outcome", "status"):
+        table.add_column(column, overflow="fold")
+    table.add_column("message", overflow="fold")
     for r in result.runs:
         if not r.counted:
             continue
@@ -174,8 +177,12 @@ def summary_table(result: JobResult) -> Any:
 
 
 def summary_text(result: JobResult) -> str:
+    from unfurl_lite.job import found_unhealthy
+
     lines = []
     for r in result.runs:
+        if found_unhealthy(r):
+            lines.append(f"  {r.task.target} {task_label(r.task)}: found {r.status}")
         if not r.counted or r.state == TaskState.succeeded:
             continue
         lines.append(
@@ -192,6 +199,8 @@ def summary_text(result: JobResult) -> str:
         lines += [f"  {n.target}: {n.message}" for n in result.plan.notes]
     if result.commit:
         head += f"\ncommitted {result.commit[:12]}"
+    elif result.not_committed:
+        head += f"\nnot committed: {result.not_committed}"
     return "\n".join([head, *lines])
 
 
