@@ -13,7 +13,6 @@ import pytest
 from tests.conftest import REFERENCE
 
 
-
 def _unfurl120() -> Path:
     """Unfurl 1.2.0 is a tool outside the repository, so it is opt-in: the virtualenv named by
     ``$UNFURL120_VENV``, else an ``unfurl120`` executable on PATH."""
@@ -28,7 +27,8 @@ UNFURL = _unfurl120()
 
 pytestmark = [
     pytest.mark.unfurl120,
-    pytest.mark.skipif(not UNFURL.exists(), reason="set UNFURL120_VENV to a virtualenv with unfurl==1.2.0"),
+    pytest.mark.skipif(not UNFURL.exists(),
+                       reason="set UNFURL120_VENV to a virtualenv with unfurl==1.2.0"),
 ]
 
 

@@ -89,14 +89,14 @@ def resolve_path(path: str | Path | None) -> Path:
 def load_ensemble(path: str | Path | None = None) -> Ensemble:
     file = resolve_path(path)
     text = yamlio.read_text(file)
-    cached = parsecache.get(text)
+    cached = parsecache.get(file, text)
     if cached is not None:
         data, raw = cached["data"], cached["raw"]
     else:
         data, raw = _fast_load(text, str(file)), None
         if data is None:
             return _round_trip_load(file, text)
-        parsecache.put(text, data)
+        parsecache.put(file, text, data)
     ensemble = build(file, text, data)
     ensemble.merged = raw is not None
     ensemble.plain = raw if raw is not None else data
@@ -138,7 +138,7 @@ def _round_trip_load(file: Path, text: str) -> Ensemble:
     if merge.has_directives(document):
         ensemble.merged = True
         ensemble.plain = yamlio.to_plain(document)
-        parsecache.put(text, data, deps=reads, raw=ensemble.plain)
+        parsecache.put(file, text, data, deps=reads, raw=ensemble.plain)
     return ensemble
 
 
