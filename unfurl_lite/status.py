@@ -5,7 +5,10 @@
   a failure that did not say sets unknown, a failure that changed nothing leaves it be;
 - a check (or any operation) may report an explicit status, which wins; a check that
   succeeds without one found its instance ok, a discover without one leaves the status be
-  (it reports attributes and other instances, not its target's health).
+  (it reports attributes and other instances, not its target's health);
+- an ad hoc run (``unfurl run``: a command or a named operation) changes nothing on its
+  instance, as custom and ad hoc workflows "do not affect the change history of the
+  topology": it is recorded as a job, its status, readyState and lastConfigChange stay.
 
 Pure functions over an :class:`Instance`, so the rules are testable without running a job.
 """
@@ -30,8 +33,14 @@ def _explicit_status(result: OperationResult) -> Status | None:
     return None
 
 
+def is_adhoc(task: Task) -> bool:
+    return task.workflow == "run"
+
+
 def on_success(instance: Instance, task: Task, result: OperationResult, change_id: str) -> bool:
     """Apply a successful task; returns True when the instance's status or state changed."""
+    if is_adhoc(task):
+        return False
     before = (instance.status, instance.state)
     explicit = _explicit_status(result)
     if task.done_state is not None:
@@ -67,6 +76,8 @@ def on_failure(
     prior_state: NodeState | None = None,
 ) -> bool:
     """Apply a failed task; ``prior_state`` is the node state before :func:`on_start`."""
+    if is_adhoc(task):
+        return False
     before = (instance.status, prior_state)
     explicit = _explicit_status(result)
     if task.reason == "check":
