@@ -377,12 +377,16 @@ class _Scheduler:
         inputs = dict(op.inputs)
         if op.implementation.primary and "command" not in inputs:
             inputs["command"] = op.implementation.primary
+        template = self.ensemble.topology.templates.get(instance.template)
+        properties = dict(template.properties) if template else {}
         try:
             run.inputs = render_inputs(inputs, task.extra_inputs, ctx, task.allow_override)
+            if op.implementation.kind == "Python":  # its code may read any: send values
+                properties = dict(ctx.self_view.get("properties") or {})
         finally:
             self.secrets.update(ctx.secrets)
         self.secrets.update(secrets_in(run.inputs))
-        template = self.ensemble.topology.templates.get(instance.template)
+        self.secrets.update(secrets_in(properties))
         return OperationRequest(
             task_id=run.change_id or "",
             kind=op.implementation.kind,
@@ -396,7 +400,7 @@ class _Scheduler:
             timeout=op.timeout,
             dryrun=self.options.dryrun,
             attributes=dict(instance.attributes),
-            properties=dict(template.properties) if template else {},
+            properties=properties,
             queue=agent_of(self.ensemble.topology, instance.template),
             allow_outside_paths=self.options.allow_outside_paths,
         )
