@@ -157,6 +157,9 @@ class LazyValues(Mapping[str, Any]):
     def __contains__(self, key: object) -> bool:
         return key in self._raw
 
+    def __repr__(self) -> str:  # `{{ SELF.properties }}` shows the values, as a dict would
+        return repr(dict(self))
+
 
 def _environment() -> Any:
     from jinja2.exceptions import SecurityError
