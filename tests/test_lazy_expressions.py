@@ -137,3 +137,25 @@ def test_a_python_operation_gets_evaluated_properties(project, invoke, env):
     jobs = "".join(p.read_text() for p in (project.root / "jobs").glob("*.yaml"))
     assert SECRET not in jobs
     assert YAML(typ="safe").load(project.ensemble.read_text())["status"]
+
+
+def test_template_attributes_are_expressions_too_and_reported_ones_win(project, invoke, env):
+    text = spec("web:\n  type: Web\n  attributes:\n"
+                "    zone: {eval: {get_env: LAZY_REGION}}\n    url: '{{ SELF.name }}:80'\n"
+                + op("echo {{ SELF.zone }} {{ SELF.url }} {{ SELF.attributes.zone }} > out.txt;"
+                     " echo again",
+                     "resultTemplate: '{attributes: {url: reported}}'"))
+    text = text.replace("    topology_template:\n", "    node_types:\n      Web:\n"
+                        "        derived_from: tosca.nodes.Root\n        attributes:\n"
+                        "          url: {type: string, default: unset}\n"
+                        "    topology_template:\n", 1)
+    assert deploy(project, invoke, text) == "eu-north web:80 eu-north"
+    old = ('command: "echo {{ SELF.zone }} {{ SELF.url }} {{ SELF.attributes.zone }} > out.txt;'
+           ' echo again"')
+    assert old in project.ensemble.read_text()
+    project.write(project.ensemble.read_text().replace(
+        old, "command: {concat: ['echo ', {get_attribute: [SELF, url]}, ' ',"
+             " {get_attribute: [SELF, zone]}, ' > out.txt']}"))
+    result = invoke("deploy", "--approve", "--force")
+    assert result.exit_code == 0, result.output
+    assert (project.root / "out.txt").read_text().strip() == "reported eu-north"

@@ -24,9 +24,11 @@ def instance_view(
     template: NodeTemplate | None,
     ctx_for: Callable[[], EvalContext] | None = None,
 ) -> Mapping[str, Any]:
-    """An instance as templates see it. With ``ctx_for`` (the context its own expressions
-    evaluate in: SELF is this instance) each property is evaluated when first read, so
-    ``{eval: {get_env: X}}`` or ``{get_input: X}`` reaches an operation as its value."""
+    """An instance as templates see it: its properties, then the attributes its template
+    declares, then those operations reported (each wins over the one before). With
+    ``ctx_for`` (the context its own expressions evaluate in: SELF is this instance) each
+    spec value is evaluated when first read, so ``{eval: {get_env: X}}`` or
+    ``{get_input: X}`` reaches an operation as its value."""
     raw = dict(template.properties) if template else {}
     sensitive = template.sensitive_properties if template else frozenset()
 
@@ -41,22 +43,33 @@ def instance_view(
         return value
 
     properties = LazyValues(raw, property_value)
+    declared = dict(template.attributes) if template else {}
+    recorded = instance.attributes
+
+    def attribute_value(key: str, value: Any) -> Any:
+        if key in recorded or ctx_for is None:
+            return value  # what an operation reported is data, not an expression
+        return evaluate(value, ctx_for())
+
+    attributes = LazyValues({**declared, **recorded}, attribute_value)
     fixed = dict(
         name=instance.name,
         template=instance.template,
         type=template.type if template else None,
-        attributes=dict(instance.attributes),
+        attributes=attributes,
         properties=properties,
         status=str(instance.status),
         state=str(instance.state) if instance.state else None,
     )
 
     def view_value(key: str, value: Any) -> Any:
-        if key in raw and key not in instance.attributes and key not in fixed:
-            return properties[key]
-        return value
+        if key in fixed:
+            return value
+        if key in attributes:
+            return attributes[key]
+        return properties[key]
 
-    return LazyValues({**raw, **instance.attributes, **fixed}, view_value)
+    return LazyValues({**raw, **declared, **recorded, **fixed}, view_value)
 
 
 def wrapped_inputs(topology: Topology) -> dict[str, Any]:

@@ -160,6 +160,13 @@ class LazyValues(Mapping[str, Any]):
     def __repr__(self) -> str:  # `{{ SELF.properties }}` shows the values, as a dict would
         return repr(dict(self))
 
+    def _read_only(self, *args: Any, **kwargs: Any) -> Any:
+        from jinja2.exceptions import SecurityError
+
+        raise SecurityError("values read by a template cannot be changed")
+
+    update = pop = popitem = setdefault = clear = _read_only  # as the sandbox says of a dict
+
 
 def _environment() -> Any:
     from jinja2.exceptions import SecurityError

@@ -379,14 +379,17 @@ class _Scheduler:
             inputs["command"] = op.implementation.primary
         template = self.ensemble.topology.templates.get(instance.template)
         properties = dict(template.properties) if template else {}
+        attributes = dict(instance.attributes)
         try:
             run.inputs = render_inputs(inputs, task.extra_inputs, ctx, task.allow_override)
             if op.implementation.kind == "Python":  # its code may read any: send values
                 properties = dict(ctx.self_view.get("properties") or {})
+                attributes = dict(ctx.self_view.get("attributes") or {})
         finally:
             self.secrets.update(ctx.secrets)
         self.secrets.update(secrets_in(run.inputs))
         self.secrets.update(secrets_in(properties))
+        self.secrets.update(secrets_in(attributes))
         return OperationRequest(
             task_id=run.change_id or "",
             kind=op.implementation.kind,
@@ -399,7 +402,7 @@ class _Scheduler:
                  "UNFURL_CHANGEID": run.change_id or ""},
             timeout=op.timeout,
             dryrun=self.options.dryrun,
-            attributes=dict(instance.attributes),
+            attributes=attributes,
             properties=properties,
             queue=agent_of(self.ensemble.topology, instance.template),
             allow_outside_paths=self.options.allow_outside_paths,

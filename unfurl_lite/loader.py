@@ -206,6 +206,7 @@ def _node_type(name: str, data: dict[str, Any]) -> NodeType:
         properties=data.get("properties") or {},
         interfaces=_interfaces(data.get("interfaces") or {}),
         metadata=data.get("metadata") or {},
+        attributes=data.get("attributes") or {},
     )
 
 
@@ -230,9 +231,11 @@ def _node_template(
     ancestors = [types[t] for t in reversed(chain) if t in types]  # root first
     interfaces: Interfaces = {}
     property_defs: dict[str, Any] = {}
+    attribute_defs: dict[str, Any] = {}
     for node_type in ancestors:
         interfaces = _merge_interfaces(interfaces, node_type.interfaces)
         property_defs.update(node_type.properties)
+        attribute_defs.update(node_type.attributes)
     interfaces = _merge_interfaces(interfaces, _interfaces(data.get("interfaces") or {}))
     properties = {
         key: d["default"]
@@ -240,6 +243,12 @@ def _node_template(
         if isinstance(d, dict) and "default" in d
     }
     properties.update(data.get("properties") or {})
+    attributes = {
+        key: d["default"]
+        for key, d in attribute_defs.items()
+        if isinstance(d, dict) and "default" in d
+    }
+    attributes.update(data.get("attributes") or {})
     metadata = data.get("metadata") or {}
     priority = data.get("priority") or metadata.get("priority") or "required"
     return NodeTemplate(
@@ -257,6 +266,7 @@ def _node_template(
         type_lineage=chain,
         sensitive_properties=frozenset(k for k, d in property_defs.items() if _is_sensitive(d)),
         default_instances=_default_instances(data),
+        attributes=attributes,
     )
 
 
