@@ -16,7 +16,7 @@ from click.testing import CliRunner, Result
 from unfurl_lite.cli import cli
 
 ROOT = Path(__file__).resolve().parent.parent
-REFERENCE = ROOT.parent / "shared" / "reference" / "unfurl-1.2.0-deploy"
+REFERENCE = ROOT / "tests" / "data" / "unfurl120-deploy"
 
 
 ENSEMBLE_HEAD = """\

@@ -7,11 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ensemble_yaml
+from tests.conftest import REFERENCE, ensemble_yaml
 from unfurl_lite import merge, validate, yamlio
 from unfurl_lite.errors import InputError, Problem
 
-REFERENCE = Path("/work/shared/reference/unfurl-1.2.0-deploy")
 HEAD = "apiVersion: unfurl/v1alpha1\nkind: Ensemble\n"
 
 

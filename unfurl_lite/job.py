@@ -355,7 +355,8 @@ class _Scheduler:
         if task.failure is not None:
             return self.complete(run, TaskState.failed, task.failure)
         if task.is_passthrough:
-            on_success(instance, task, OperationResult(success=True, modified=False), "")
+            if self.plan.affects_history:
+                on_success(instance, task, OperationResult(success=True, modified=False), "")
             return self.complete(run, TaskState.succeeded)
         if run.change_id is None:
             run.change_id = str(self.job_id.for_task(self.next_task_number))
@@ -378,7 +379,8 @@ class _Scheduler:
             )
             return self.conclude(run)
         run.state = TaskState.sending
-        on_start(instance, task)
+        if self.plan.affects_history:
+            on_start(instance, task)
         run.attempts += 1
         self.observer.task_changed(run)
         self.observer.task_started(run)
@@ -428,12 +430,19 @@ class _Scheduler:
         inputs = dict(op.inputs)
         if op.implementation.primary and "command" not in inputs:
             inputs["command"] = op.implementation.primary
+        template = self.ensemble.topology.templates.get(instance.template)
+        properties = dict(template.properties) if template else {}
+        attributes = dict(instance.attributes)
         try:
             run.inputs = render_inputs(inputs, task.extra_inputs, ctx, task.allow_override)
+            if op.implementation.kind == "Python":  # its code may read any: send values
+                properties = dict(ctx.self_view.get("properties") or {})
+                attributes = dict(ctx.self_view.get("attributes") or {})
         finally:
             self.secrets.update(ctx.secrets)
         self.secrets.update(secrets_in(run.inputs))
-        template = self.ensemble.topology.templates.get(instance.template)
+        self.secrets.update(secrets_in(properties))
+        self.secrets.update(secrets_in(attributes))
         return OperationRequest(
             task_id=run.change_id or "",
             kind=op.implementation.kind,
@@ -446,8 +455,8 @@ class _Scheduler:
                  "UNFURL_CHANGEID": run.change_id or ""},
             timeout=max(0.001, op.timeout - (time.monotonic() - began)) if op.timeout else None,
             dryrun=self.options.dryrun,
-            attributes=dict(instance.attributes),
-            properties=dict(template.properties) if template else {},
+            attributes=attributes,
+            properties=properties,
             queue=agent_of(self.ensemble.topology, instance.template),
             allow_outside_paths=self.options.allow_outside_paths,
         )

@@ -694,7 +694,9 @@ def plan_run(
             shell_command: Any = argv[0] if len(argv) == 1 else argv
             op = Operation("Install", "run", Implementation("Shell"), {"command": shell_command})
         builder.add(name, template.name, op, RUN, ())
-    return builder.plan({})
+    plan = builder.plan({})
+    plan.affects_history = False  # the seeds: ad hoc runs leave the change history alone
+    return plan
 
 
 def _cloudify_planners() -> dict[str, Any]:

@@ -128,6 +128,7 @@ def result_json(result: JobResult) -> dict[str, Any]:
                 "changed": r.changed,
                 "attempts": r.attempts,
                 "message": redact(r.message, result.secrets) if r.message else None,
+                **({"output": command_output(r, result)} if result.workflow == "run" else {}),
             }
             for r in result.runs
             if r.counted
@@ -202,6 +203,40 @@ def summary_text(result: JobResult) -> str:
     elif result.not_committed:
         head += f"\nnot committed: {result.not_committed}"
     return "\n".join([head, *lines])
+
+
+def command_output(run: TaskRun, result: JobResult) -> dict[str, Any] | None:
+    """What an ad hoc task's command printed (redacted), or None if it ran no command."""
+    from unfurl_lite.expr import redact_text
+
+    outputs = run.result.outputs if run.result else {}
+    if not any(key in outputs for key in ("stdout", "stderr", "returncode")):
+        return None
+    return {
+        "returncode": outputs.get("returncode"),
+        "stdout": redact_text(str(outputs.get("stdout") or ""), result.secrets),
+        "stderr": redact_text(str(outputs.get("stderr") or ""), result.secrets),
+    }
+
+
+def run_output_text(result: JobResult) -> str:
+    """An ad hoc run's point is what its command printed: each task's stdout and stderr,
+    under a line naming the task, as Unfurl shows a run's output on the console."""
+    blocks = []
+    for r in result.runs:
+        output = command_output(r, result) if r.counted else None
+        if output is None:
+            continue
+        code = output["returncode"]
+        head = f"[{r.change_id or '-'}] {r.task.target}: {task_label(r.task)} output"
+        blocks.append(head + (f" (exit code {code}):" if code not in (None, 0) else ":"))
+        if output["stdout"]:
+            blocks.append(output["stdout"].rstrip("\n"))
+        if output["stderr"]:
+            blocks.append("stderr:\n" + output["stderr"].rstrip("\n"))
+        if not output["stdout"] and not output["stderr"]:
+            blocks.append("(no output)")
+    return "\n".join(blocks)
 
 
 def _short(message: str | None, result: JobResult) -> str:
