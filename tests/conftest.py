@@ -16,7 +16,7 @@ from click.testing import CliRunner, Result
 from unfurl_lite.cli import cli
 
 ROOT = Path(__file__).resolve().parent.parent
-REFERENCE = ROOT.parent / "shared" / "reference" / "unfurl-1.2.0-deploy"
+REFERENCE = ROOT / "tests" / "data" / "unfurl120-deploy"
 
 
 ENSEMBLE_HEAD = """\
@@ -49,6 +49,14 @@ def parse_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mo
     directory = tmp_path_factory.mktemp("parse-cache")
     monkeypatch.setenv("UNFURL_LITE_CACHE", str(directory))
     return directory
+
+
+@pytest.fixture(autouse=True)
+def no_inherited_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pytest-xdist's workers export COLUMNS=80, which tables honour in a pipe; a test sets
+    the width it means."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
 
 
 def git(cwd: Path, *args: str) -> str:

@@ -10,7 +10,7 @@ REFERENCE_TIME = datetime(2026, 11, 22, 18, 34, 9, 650000, tzinfo=UTC)
 
 
 def test_matches_unfurl_reference_ids():
-    # from shared/reference: job A6BMIY9e started 2026-11-22 18:34:09.66 UTC
+    # an Unfurl 1.2.0 job: A6BMIY9e started 2026-11-22 18:34:09.66 UTC
     job = changeid.parse("A6BMIY9e0000")
     assert job.is_job
     assert job.time.replace(microsecond=0) == datetime(2026, 11, 22, 18, 34, 9, tzinfo=UTC)

@@ -353,8 +353,8 @@ def test_contained_template_gets_one_instance_per_host_instance(project, invoke)
     deployed(project, invoke, {"vm": vm, "app": app})
     status = project.status()
     apps = sorted(n for n in status if n.startswith("app"))
-    assert apps == ["app_0", "app_1"]
-    assert {status[a]["hostedOn"] for a in apps} == {"vm_0", "vm_1"}
+    assert apps == ["app", "app_1"]
+    assert {status[a]["hostedOn"] for a in apps} == {"vm", "vm_1"}
     host_of_app1 = status["app_1"]["hostedOn"]
     ok(invoke("heal", host_of_app1, "--approve"))
     # the host and what it contains, nothing of the other host
@@ -363,5 +363,5 @@ def test_contained_template_gets_one_instance_per_host_instance(project, invoke)
     reset(project)
     ok(invoke("scale", "vm", "--delta", "-1", "--include-instances", host_of_app1, "--approve"))
     assert ran(project) == ["app_1 delete", f"{host_of_app1} delete"]
-    assert sorted(project.status()) == sorted({"app_0", "vm_0", "vm_1", "app_1"}
+    assert sorted(project.status()) == sorted({"app", "vm", "vm_1", "app_1"}
                                               - {"app_1", host_of_app1})

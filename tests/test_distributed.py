@@ -406,3 +406,35 @@ def test_agents_start_a_worker_for_each_queue_without_one(project, broker, worke
             if "started" in row:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(row["started"], signal.SIGKILL)
+
+
+def test_workers_get_evaluated_properties_and_inputs(project, broker, workers):
+    """Expressions are evaluated by the controller (which has the environment and the
+    inputs); a worker gets values, never ``{eval: ...}`` text."""
+    (project.root / "lazyop.py").write_text(
+        "def create(ctx):\n"
+        "    with open('py.txt', 'w') as out:\n"
+        "        out.write(str(ctx['properties']['region']))\n")
+    git(project.root, "add", "lazyop.py")
+    text = ensemble(node("sh", "echo {{ inputs.greeting }} {{ SELF.region }} > sh.txt"))
+    text = text.replace(
+        'create: "echo {{ inputs.greeting }} {{ SELF.region }} > sh.txt"',
+        "create:\n                  implementation: {className: Shell}\n"
+        "                  inputs:\n"
+        "                    command: 'echo {{ inputs.greeting }} {{ SELF.region }} > sh.txt'\n"
+        "                    greeting: 'hi {{ inputs.where }}'\n"
+        "                    where: {eval: {get_env: LAZY_ONLY_ON_CONTROLLER}}")
+    text = text.replace("type: tosca.nodes.Root", "type: tosca.nodes.Root\n          properties:"
+                        "\n            region: {eval: {get_env: LAZY_ONLY_ON_CONTROLLER}}")
+    text += ("\n        py:\n          type: tosca.nodes.Root\n          properties:\n"
+             "            region: {eval: {get_env: LAZY_ONLY_ON_CONTROLLER}}\n"
+             "          interfaces:\n            Standard:\n              operations:\n"
+             "                create: {implementation: {className: 'lazyop:create'}}\n")
+    prepare(project, text)
+    workers("w1", "unfurl.management")
+    result = run_unfurl(project.root, "deploy", "--approve", "--executor", "celery",
+                        "--broker", broker, env={"LAZY_ONLY_ON_CONTROLLER": "north"})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (project.root / "sh.txt").read_text() == "hi north north\n"
+    assert (project.root / "py.txt").read_text() == "north"
+    assert {t["worker"] for t in job_tasks(project).values()} == {"w1"}

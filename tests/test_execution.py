@@ -250,7 +250,7 @@ def test_flaky_command_retried_until_ok_with_attempts_recorded(project, invoke, 
     assert task["attempts"] == 3 and len(task["retries"]) == 2
 
 
-def test_git_without_identity_is_a_clear_error_after_saving(project, tmp_path):
+def test_git_without_identity_is_a_clear_error_before_anything_runs(project, tmp_path):
     marks = setup(project, ["a"], {}, sleep=0)
     git(project.root, "config", "--unset", "user.email")
     git(project.root, "config", "user.useConfigOnly", "true")
@@ -261,9 +261,9 @@ def test_git_without_identity_is_a_clear_error_after_saving(project, tmp_path):
     result = subprocess.run([sys.executable, "-m", "unfurl_lite", "deploy", "--approve"],
                             cwd=project.root, env=env, capture_output=True, text=True)
     assert result.returncode == 1
-    assert "git commit failed" in result.stderr and "user.email" in result.stderr
-    assert project.local("a") == "ok" and count(marks, "end") == 1
-    assert len(project.jobs_tsv()) == 2
+    assert "git has no identity" in result.stderr and "user.email" in result.stderr
+    assert count(marks, "start") == 0  # refused before any operation ran
+    assert project.jobs_tsv() == [] and "status" not in project.ensemble.read_text()
 
 
 def test_detached_head_is_a_clear_error_after_saving(project):

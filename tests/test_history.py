@@ -284,7 +284,7 @@ def test_diff_between_two_jobs_lists_status_changes(project, invoke):
     assert "-        local: ok" in result.output
     reverse = json.loads(invoke("diff", undeploy, deploy, "--json").output)
     assert reverse["from"] == deploy and reverse["to"] == undeploy
-    since_check = json.loads(invoke("diff", check, "--json").output)
+    since_check = json.loads(invoke("diff", check, "now", "--json").output)
     assert since_check["to"] == "now"
     assert since_check["instances"][0]["after"] == {"status": "absent", "state": "deleted"}
 

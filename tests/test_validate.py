@@ -7,11 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ensemble_yaml
+from tests.conftest import REFERENCE, ensemble_yaml
 from unfurl_lite import merge, validate, yamlio
 from unfurl_lite.errors import InputError, Problem
 
-REFERENCE = Path("/work/shared/reference/unfurl-1.2.0-deploy")
 HEAD = "apiVersion: unfurl/v1alpha1\nkind: Ensemble\n"
 
 
@@ -93,6 +92,8 @@ def test_realistic_unfurl_ensemble_is_accepted(tmp_path: Path) -> None:
                     create: echo create
                     delete:
                       implementation: {primary: delete.sh}
+                  MyCustom:
+                    type: MyCustomInterface
                 requirements:
                   - host: {node: tosca.nodes.Compute}
             topology_template:
@@ -263,9 +264,6 @@ def test_unknown_operation_on_well_known_interface(tmp_path: Path) -> None:
             Standard:
               operations:
                 craete: echo hi
-            Custom:
-              operations:
-                whatever: echo ok
         """)))
     assert problem.message == "unknown operation 'craete' on interface 'Standard'"
     assert problem.path == f"{NT}.app.interfaces.Standard.operations.craete"

@@ -16,12 +16,22 @@ def rel_op(name: str) -> str:
     return f'echo "{{{{ SOURCE.name }}}}->{{{{ TARGET.name }}}} {name}" >> {LOG}'
 
 
+#: A node type that declares the Custom interface (TOSCA: a template may only assign
+#: operations to interfaces its type declares).
+PINGED = {"example.Pinged": {"derived_from": "tosca.nodes.Root",
+                             "interfaces": {"Custom": {"type": "example.interfaces.Custom"}}}}
+
+
 def ensemble(templates: dict, types: dict | None = None) -> str:
     doc = {
         "apiVersion": "unfurl/v1alpha1",
         "kind": "Ensemble",
         "spec": {"service_template": {"topology_template": {"node_templates": templates}}},
     }
+    if any("Custom" in (t.get("interfaces") or {}) for t in templates.values()):
+        types = {**PINGED, **(types or {})}
+        doc["spec"]["service_template"]["interface_types"] = {
+            "example.interfaces.Custom": {"derived_from": "tosca.interfaces.Root"}}
     if types:
         doc["spec"]["service_template"]["node_types"] = types
     return json.dumps(doc, indent=1) + "\n"
@@ -30,7 +40,8 @@ def ensemble(templates: dict, types: dict | None = None) -> str:
 def node(
     *, requirements=None, standard=("create", "configure", "start", "stop", "delete"), **interfaces
 ) -> dict:
-    body: dict = {"type": "tosca.nodes.Root", "interfaces": {}}
+    body: dict = {"type": "example.Pinged" if "Custom" in interfaces else "tosca.nodes.Root",
+                  "interfaces": {}}
     if standard:
         body["interfaces"]["Standard"] = {"operations": {n: op(n) for n in standard}}
     for iface, names in interfaces.items():
@@ -196,7 +207,7 @@ def test_execute_operation_filters_intersect_and_keep_indirect_order(project, in
         "web": node(standard=("create",), Custom=("ping",), requirements=[{"dependency": "app"}]),
     }
     templates["web"]["type"] = "example.Web"
-    deployed(project, invoke, templates, {"example.Web": {"derived_from": "tosca.nodes.Root"}})
+    deployed(project, invoke, templates, {"example.Web": {"derived_from": "example.Pinged"}})
     ok(
         invoke(
             "execute-operation",

@@ -24,7 +24,7 @@ from unfurl_lite.loader import Ensemble, load_ensemble
 from unfurl_lite.observer import JobState, Observer, Observers
 from unfurl_lite.paths import confine_records
 from unfurl_lite.plan import Plan, plan_workflow
-from unfurl_lite.repo import Repo, find_repo
+from unfurl_lite.repo import Repo, find_repo, identity_problem
 
 DIRTY_MODES = ("auto", "ok", "abort")
 
@@ -170,6 +170,10 @@ def _run_locked(
         if repo is not None and request.options.commit:
             _prepare_git(repo, ensemble)
         check_dirty(repo, ensemble, request.dirty)
+        if repo is not None and request.options.commit:
+            missing = identity_problem(repo.root, " (or run the job with --no-commit)")
+            if missing is not None:
+                raise missing
     if not confirm(ensemble, plan):
         return None
     executor = make_executor(
@@ -251,6 +255,8 @@ def _run_and_record(
     if repo is not None and request.options.commit:
         message = request.options.message or f"Updating status for job {result.job_id}"
         result.commit = repo.commit(files.all(), message)
+    elif repo is None and request.options.commit:
+        result.not_committed = "not a git repository"
     return result
 
 

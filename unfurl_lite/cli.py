@@ -2,7 +2,8 @@
 
 Each command lives in a module of ``unfurl_lite.commands``; this module knows their names
 so that ``--version`` and ``--help`` import nothing heavy. Every ``UnfurlLiteError``
-becomes one clear message and exit code 1; anything else is a bug and keeps its traceback.
+becomes one clear message and its exit code (1); a usage error (a misspelled command or
+option) exits 2, as click and Unfurl do; anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -200,8 +201,13 @@ def main(argv: list[str] | None = None) -> Any:
         click.echo("Aborted.", err=True)
         sys.exit(1)
     except click.ClickException as exc:
+        if wants_json(sys.argv[1:] if argv is None else argv):
+            import json
+
+            error = {"error": exc.format_message(), "hint": None, "exitCode": exc.exit_code}
+            click.echo(json.dumps(error, indent=2))
         exc.show()
-        sys.exit(exc.exit_code if exc.exit_code != 2 else 1)
+        sys.exit(exc.exit_code)
     except UnfurlLiteError as exc:
         if wants_json(sys.argv[1:] if argv is None else argv):
             click.echo(_error_json(exc))

@@ -7,33 +7,76 @@ template can touch them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from unfurl_lite import yamlio
-from unfurl_lite.expr import EvalContext, ExpressionError, Sensitive, evaluate, tainted_copy
+from unfurl_lite.expr import (
+    EvalContext,
+    ExpressionError,
+    LazyValues,
+    Sensitive,
+    evaluate,
+    tainted_copy,
+)
 from unfurl_lite.model import Instance, NodeTemplate, Topology
 from unfurl_lite.operations.base import OperationResult
 
 POST_INPUTS = ("done", "resultTemplate")  # evaluated after the operation, with its result
 
 
-def instance_view(instance: Instance, template: NodeTemplate | None) -> dict[str, Any]:
-    properties = dict(template.properties) if template else {}
-    for key in template.sensitive_properties if template else ():
-        if key in properties and properties[key] is not None:
-            properties[key] = Sensitive(str(properties[key]))
-    view: dict[str, Any] = {**properties, **instance.attributes}
-    view.update(
+def instance_view(
+    instance: Instance,
+    template: NodeTemplate | None,
+    ctx_for: Callable[[], EvalContext] | None = None,
+) -> Mapping[str, Any]:
+    """An instance as templates see it: its properties, then the attributes its template
+    declares, then those operations reported (each wins over the one before). With
+    ``ctx_for`` (the context its own expressions evaluate in: SELF is this instance) each
+    spec value is evaluated when first read, so ``{eval: {get_env: X}}`` or
+    ``{get_input: X}`` reaches an operation as its value."""
+    raw = dict(template.properties) if template else {}
+    sensitive = template.sensitive_properties if template else frozenset()
+
+    def property_value(key: str, value: Any) -> Any:
+        if ctx_for is not None:
+            ctx = ctx_for()
+            value = evaluate(value, ctx)
+            if key in sensitive and value is not None and not isinstance(value, Sensitive):
+                ctx.secrets.add(str(value))
+        if key in sensitive and value is not None and not isinstance(value, Sensitive):
+            value = Sensitive(str(value))
+        return value
+
+    properties = LazyValues(raw, property_value)
+    declared = dict(template.attributes) if template else {}
+    recorded = instance.attributes
+
+    def attribute_value(key: str, value: Any) -> Any:
+        if key in recorded or ctx_for is None:
+            return value  # what an operation reported is data, not an expression
+        return evaluate(value, ctx_for())
+
+    attributes = LazyValues({**declared, **recorded}, attribute_value)
+    fixed = dict(
         name=instance.name,
         template=instance.template,
         type=template.type if template else None,
-        attributes=dict(instance.attributes),
+        attributes=attributes,
         properties=properties,
         status=str(instance.status),
         state=str(instance.state) if instance.state else None,
     )
-    return view
+
+    def view_value(key: str, value: Any) -> Any:
+        if key in fixed:
+            return value
+        if key in attributes:
+            return attributes[key]
+        return properties[key]
+
+    return LazyValues({**raw, **declared, **recorded, **fixed}, view_value)
 
 
 def wrapped_inputs(topology: Topology) -> dict[str, Any]:
@@ -130,37 +173,54 @@ def make_context(
     source: str | None = None,
     peer: str | None = None,
 ) -> EvalContext:
-    def view(name: str | None) -> dict[str, Any] | None:
+    views: dict[str, Mapping[str, Any]] = {}
+    own_contexts: dict[str, EvalContext] = {}
+
+    def view(name: str | None) -> Mapping[str, Any] | None:
         if name is None or name not in instances:
             return None
-        inst = instances[name]
-        return instance_view(inst, topology.templates.get(inst.template))
+        if name not in views:
+            inst = instances[name]
+            views[name] = instance_view(
+                inst, topology.templates.get(inst.template), lambda: own_context(name))
+        return views[name]
 
-    def lookup(name: str) -> dict[str, Any] | None:
+    def lookup(name: str) -> Mapping[str, Any] | None:
         if name in instances:
             return view(name)
         first = next((i.name for i in instances.values() if i.template == name), None)
         return view(first)
 
-    instance = instances[target]
-    template = topology.templates.get(instance.template)
-    host_template = template.host if template else None
-    host = lookup(host_template) if host_template else None
+    def host_of(name: str) -> Mapping[str, Any] | None:
+        template = topology.templates.get(instances[name].template)
+        return lookup(template.host) if template and template.host else None
+
+    def own_context(name: str) -> EvalContext:
+        """Where an instance's own property expressions evaluate: SELF is that instance,
+        with the job's inputs, secrets and project directory."""
+        if name not in own_contexts:
+            own_contexts[name] = dataclasses.replace(
+                ctx, self_view=view(name) or {}, host=host_of(name), source=None, target=None,
+                operation_inputs={}, extra={})
+        return own_contexts[name]
+
     ctx = EvalContext(
         self_view=view(target) or {},
         inputs=wrapped_inputs(topology),
-        host=host,
+        host=host_of(target),
         source=view(source) if source else None,
         target=view(peer) if peer else None,
         lookup_node=lookup,
         declared_env=declared_env(topology),
     )
+    template = topology.templates.get(instances[target].template)
     for value in ctx.inputs.values():
         if isinstance(value, Sensitive):
             ctx.secrets.add(str(value))
     for key in template.sensitive_properties if template else ():
-        if template and template.properties.get(key) is not None:
-            ctx.secrets.add(str(template.properties[key]))
+        value = template.properties.get(key) if template else None
+        if value is not None and not isinstance(value, dict | list):
+            ctx.secrets.add(str(value))
     return ctx
 
 
@@ -176,8 +236,9 @@ def render_inputs(
                 "pass --allow-kwargs-override to replace it"
             )
         merged[key] = value
-    ctx.operation_inputs = merged
-    rendered = {k: (v if k in POST_INPUTS else evaluate(v, ctx)) for k, v in merged.items()}
+    lazy = LazyValues(merged, lambda k, v: v if k in POST_INPUTS else evaluate(v, ctx))
+    ctx.operation_inputs = lazy  # `{{ inputs.a }}` in another input reads a's value
+    rendered = {k: lazy[k] for k in merged}
     ctx.operation_inputs = rendered
     return rendered
 
@@ -187,6 +248,8 @@ def apply_post_inputs(inputs: Mapping[str, Any], result: OperationResult, ctx: E
     if not any(inputs.get(k) is not None for k in POST_INPUTS):
         return
     outputs = result.outputs
+    if not ctx.operation_inputs:
+        ctx.operation_inputs = dict(inputs)
     ctx.extra = {
         **{k: outputs.get(k) for k in ("stdout", "stderr", "returncode")},
         "result": outputs,

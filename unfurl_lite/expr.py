@@ -99,7 +99,7 @@ def _has_secret(value: Any, budget: int = 1000) -> bool:
     while stack and budget > 0:
         budget -= 1
         item = stack.pop()
-        if isinstance(item, LazyInputs):
+        if isinstance(item, LazyInputs | LazyValues):
             continue  # its values are noted one by one as they are read
         if isinstance(item, Sensitive):
             return True
@@ -380,6 +380,55 @@ class LazyInputs(Mapping[str, Any]):
 
     def __len__(self) -> int:
         return len(self._ctx.inputs)
+
+
+
+class LazyValues(Mapping[str, Any]):
+    """Values that may be expressions (a node's properties, an operation's inputs), each
+    evaluated when first read, as Unfurl does: ``{{ SELF.port }}``, ``{{ inputs.url }}`` and
+    ``get_property`` see the value, never the ``{eval: ...}`` text, and a value nobody reads
+    is never evaluated (so it cannot fail). ``evaluator(key, raw)`` gives the value; a value
+    that needs itself (``a: "{{ inputs.b }}"``, ``b: "{{ inputs.a }}"``) is an error."""
+
+    def __init__(self, raw: Mapping[str, Any],
+                 evaluator: Callable[[str, Any], Any]) -> None:
+        self._raw = raw
+        self._evaluator = evaluator
+        self._cache: dict[str, Any] = {}
+        self._busy: set[str] = set()
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self._cache:
+            return self._cache[key]
+        raw = self._raw[key]
+        if key in self._busy:
+            raise ExpressionError(f"{key!r} refers to itself (a circular reference)")
+        self._busy.add(key)
+        try:
+            value = self._evaluator(key, raw)
+        finally:
+            self._busy.discard(key)
+        self._cache[key] = value
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._raw
+
+    def __repr__(self) -> str:  # `{{ SELF.properties }}` shows the values, as a dict would
+        return repr(dict(self))
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> Any:
+        from jinja2.exceptions import SecurityError
+
+        raise SecurityError("values read by a template cannot be changed")
+
+    update = pop = popitem = setdefault = clear = _read_only  # as the sandbox says of a dict
 
 
 def _environment() -> Any:

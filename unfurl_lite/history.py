@@ -449,3 +449,83 @@ def redact_known(text: str, secrets: Iterable[str]) -> str:
     from unfurl_lite.expr import redact_text
 
     return redact_text(text, {s for s in secrets if s})
+
+
+def written_secrets(text: str | None) -> set[str]:
+    """Secrets written in an ensemble's text, found without loading it: ``{eval: {sensitive:
+    X}}`` anywhere, and the values of inputs and properties whose definitions are sensitive.
+    A diff shows versions of the spec other than the current one (and context lines around
+    what changed), so each version's own secrets must be redacted from it."""
+    if not text:
+        return set()
+    from ruamel.yaml import YAML
+
+    try:
+        doc = YAML(typ="safe").load(text)
+    except Exception:
+        return set()
+    found: set[str] = set()
+    sensitive_names: set[str] = set()
+    _scan_secrets(doc, found, sensitive_names)
+    if sensitive_names:
+        _scan_named(doc, sensitive_names, found)
+    return {s for s in found if s}
+
+
+def _is_sensitive_definition(value: Any) -> bool:
+    from unfurl_lite.loader import SENSITIVE_TYPES
+
+    if not isinstance(value, dict):
+        return False
+    metadata = value.get("metadata")
+    flagged = isinstance(metadata, dict) and metadata.get("sensitive") is True
+    return flagged or value.get("type") in SENSITIVE_TYPES
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, str | int | float) and not isinstance(value, bool)
+
+
+def _scan_secrets(node: Any, found: set[str], names: set[str]) -> None:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "sensitive" and _scalar(value):
+                found.add(str(value))
+            if _is_sensitive_definition(value):
+                names.add(str(key))
+                for field in ("default", "value"):
+                    found |= _literals(value.get(field))
+            _scan_secrets(value, found, names)
+    elif isinstance(node, list):
+        for item in node:
+            _scan_secrets(item, found, names)
+
+
+def _literals(value: Any) -> set[str]:
+    """The literal text in a sensitive value, e.g. the fallback of ``{eval: {get_env: [NAME,
+    fallback]}}`` (the variable's name is not secret)."""
+    if _scalar(value):
+        return {str(value)}
+    if isinstance(value, dict):
+        found: set[str] = set()
+        for key, item in value.items():
+            if key == "get_env" and isinstance(item, list):
+                item = item[1:]
+            found |= _literals(item)
+        return found
+    if isinstance(value, list):
+        return {text for item in value for text in _literals(item)}
+    return set()
+
+
+def _scan_named(node: Any, names: set[str], found: set[str]) -> None:
+    """Scalar values given under a sensitive input's or property's name (over-redacting a
+    same-named value elsewhere is the safe mistake)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if str(key) in names and _scalar(value):
+                found.add(str(value))
+            _scan_named(value, names, found)
+    elif isinstance(node, list):
+        for item in node:
+            _scan_named(item, names, found)

@@ -108,6 +108,7 @@ class JobResult:
     commit: str | None = None
     written: list[str] = field(default_factory=list)
     dryrun: bool = False
+    not_committed: str | None = None  # why records that were written have no commit
 
     @property
     def counts(self) -> dict[str, int]:
@@ -178,8 +179,17 @@ def previous_job_id(ensemble: Ensemble) -> str | None:
 
 
 def job_status(runs: list[TaskRun], instances: dict[str, Instance]) -> Status:
+    """The worst outcome: a failed or blocked task, or a check that found its instance in
+    error or degraded (a check job that finds errors must not exit 0)."""
     worst = Status.ok
     for run in runs:
+        if found_unhealthy(run) and not run.task.ignore_failure:
+            instance = instances.get(run.task.target)
+            optional = instance is not None and instance.priority == Priority.optional
+            if run.status == Status.degraded or optional:
+                worst = Status.degraded if worst == Status.ok else worst
+                continue
+            return Status.error
         if run.state not in (TaskState.failed, TaskState.blocked) or run.task.ignore_failure:
             continue
         instance = instances.get(run.task.target)
@@ -188,6 +198,15 @@ def job_status(runs: list[TaskRun], instances: dict[str, Instance]) -> Status:
         else:
             return Status.error
     return worst
+
+
+def found_unhealthy(run: TaskRun) -> bool:
+    """A check that ran and found its instance in error or degraded."""
+    return (
+        run.task.reason == "check"
+        and run.state == TaskState.succeeded
+        and run.status in (Status.error, Status.degraded)
+    )
 
 
 @dataclass
@@ -340,7 +359,8 @@ class _Scheduler:
         if task.failure is not None:
             return self.complete(run, TaskState.failed, task.failure)
         if task.is_passthrough:
-            on_success(instance, task, OperationResult(success=True, modified=False), "")
+            if self.plan.affects_history:
+                on_success(instance, task, OperationResult(success=True, modified=False), "")
             return self.complete(run, TaskState.succeeded)
         if run.change_id is None:
             run.change_id = str(self.job_id.for_task(self.next_task_number))
@@ -363,7 +383,8 @@ class _Scheduler:
             )
             return self.conclude(run)
         run.state = TaskState.sending
-        on_start(instance, task)
+        if self.plan.affects_history:
+            on_start(instance, task)
         run.attempts += 1
         self.observer.task_changed(run)
         self.observer.task_started(run)
@@ -413,8 +434,14 @@ class _Scheduler:
         inputs = dict(op.inputs)
         if op.implementation.primary and "command" not in inputs:
             inputs["command"] = op.implementation.primary
+        template = self.ensemble.topology.templates.get(instance.template)
+        properties = dict(template.properties) if template else {}
+        attributes = dict(instance.attributes)
         try:
             run.inputs = render_inputs(inputs, task.extra_inputs, ctx, task.allow_override)
+            if op.implementation.kind == "Python":  # its code may read any: send values
+                properties = dict(ctx.self_view.get("properties") or {})
+                attributes = dict(ctx.self_view.get("attributes") or {})
             environment = (
                 {k: evaluate(v, ctx) for k, v in op.environment.items()}
                 if op.environment is not None
@@ -423,11 +450,12 @@ class _Scheduler:
         finally:
             self.secrets.update(ctx.secrets)
         self.secrets.update(secrets_in(run.inputs))
+        self.secrets.update(secrets_in(properties))
+        self.secrets.update(secrets_in(attributes))
         env = {**self.env, "UNFURL_JOB": str(self.job_id), "UNFURL_CHANGEID": run.change_id or ""}
         if environment is not None:
             self.secrets.update(secrets_in(environment))
             env = openv.apply_rules(environment, env)
-        template = self.ensemble.topology.templates.get(instance.template)
         return OperationRequest(
             task_id=run.change_id or "",
             kind=op.implementation.kind,
@@ -439,8 +467,8 @@ class _Scheduler:
             env=env,
             timeout=max(0.001, op.timeout - (time.monotonic() - began)) if op.timeout else None,
             dryrun=self.options.dryrun,
-            attributes=dict(instance.attributes),
-            properties=dict(template.properties) if template else {},
+            attributes=attributes,
+            properties=properties,
             queue=agent_of(self.ensemble.topology, instance.template),
             allow_outside_paths=self.options.allow_outside_paths,
         )

@@ -89,14 +89,14 @@ def resolve_path(path: str | Path | None) -> Path:
 def load_ensemble(path: str | Path | None = None) -> Ensemble:
     file = resolve_path(path)
     text = yamlio.read_text(file)
-    cached = parsecache.get(text)
+    cached = parsecache.get(file, text)
     if cached is not None:
         data, raw = cached["data"], cached["raw"]
     else:
         data, raw = _fast_load(text, str(file)), None
         if data is None:
             return _round_trip_load(file, text)
-        parsecache.put(text, data)
+        parsecache.put(file, text, data)
     ensemble = build(file, text, data)
     ensemble.merged = raw is not None
     ensemble.plain = raw if raw is not None else data
@@ -138,7 +138,7 @@ def _round_trip_load(file: Path, text: str) -> Ensemble:
     if merge.has_directives(document):
         ensemble.merged = True
         ensemble.plain = yamlio.to_plain(document)
-        parsecache.put(text, data, deps=reads, raw=ensemble.plain)
+        parsecache.put(file, text, data, deps=reads, raw=ensemble.plain)
     return ensemble
 
 
@@ -206,6 +206,7 @@ def _node_type(name: str, data: dict[str, Any]) -> NodeType:
         properties=data.get("properties") or {},
         interfaces=_interfaces(data.get("interfaces") or {}),
         metadata=data.get("metadata") or {},
+        attributes=data.get("attributes") or {},
     )
 
 
@@ -230,9 +231,11 @@ def _node_template(
     ancestors = [types[t] for t in reversed(chain) if t in types]  # root first
     interfaces: Interfaces = {}
     property_defs: dict[str, Any] = {}
+    attribute_defs: dict[str, Any] = {}
     for node_type in ancestors:
         interfaces = _merge_interfaces(interfaces, node_type.interfaces)
         property_defs.update(node_type.properties)
+        attribute_defs.update(node_type.attributes)
     interfaces = _merge_interfaces(interfaces, _interfaces(data.get("interfaces") or {}))
     properties = {
         key: d["default"]
@@ -240,6 +243,12 @@ def _node_template(
         if isinstance(d, dict) and "default" in d
     }
     properties.update(data.get("properties") or {})
+    attributes = {
+        key: d["default"]
+        for key, d in attribute_defs.items()
+        if isinstance(d, dict) and "default" in d
+    }
+    attributes.update(data.get("attributes") or {})
     metadata = data.get("metadata") or {}
     priority = data.get("priority") or metadata.get("priority") or "required"
     return NodeTemplate(
@@ -257,6 +266,7 @@ def _node_template(
         type_lineage=chain,
         sensitive_properties=frozenset(k for k, d in property_defs.items() if _is_sensitive(d)),
         default_instances=_default_instances(data),
+        attributes=attributes,
     )
 
 

@@ -125,8 +125,7 @@ def acquire(ensemble_path: Path, command: str, take_stale: bool = False) -> Path
             raise LockError(
                 f"stale lock {path}: {describe(info)} is no longer running "
                 "(it was killed or crashed)",
-                hint="finish its job with: unfurl resume (or, to abandon it, delete "
-                f"{path})",
+                hint=f"{finish_advice(ensemble_path.parent)} (or, to abandon it, delete {path})",
             )
         path.unlink(missing_ok=True)
     raise LockError(f"could not take the lock {path}", hint="try again")
@@ -143,6 +142,15 @@ def wait_until_free(ensemble_path: Path, poll: float = 0.1) -> LockInfo | None:
         waited = info
         time.sleep(poll)
     return waited
+
+
+def finish_advice(project_root: Path) -> str:
+    """``unfurl resume``, or ``unfurl resume --force`` when tasks were in flight (a plain
+    resume would record them failed)."""
+    from unfurl_lite import interrupted
+
+    found = interrupted.find(project_root)
+    return found.advice() if found else "finish its job with: unfurl resume"
 
 
 def update(path: Path, command: str, change_id: str) -> None:

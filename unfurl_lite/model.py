@@ -195,6 +195,7 @@ class NodeType:
     properties: dict[str, Any] = field(default_factory=dict)  # property definitions
     interfaces: Interfaces = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)
+    attributes: dict[str, Any] = field(default_factory=dict)  # attribute definitions
 
 
 @dataclass(frozen=True)
@@ -210,6 +211,7 @@ class NodeTemplate:
     type_lineage: tuple[str, ...] = ()  # its type and every ancestor, nearest first
     sensitive_properties: frozenset[str] = frozenset()
     default_instances: int = 1
+    attributes: dict[str, Any] = field(default_factory=dict)  # initial values, maybe expressions
 
     def operation(self, name: str) -> Operation | None:
         """Find ``create``, ``Standard.create`` or ``cloudify.interfaces.lifecycle.create``."""

@@ -102,4 +102,15 @@ def status_report(ensemble: Ensemble) -> dict[str, Any]:
         "specChanged": (spec_digest != last.get("specDigest")) if last_id else None,
         "counts": dict(Counter(r["status"] for r in rows)),
         "instances": rows,
+        "interrupted": _interrupted(ensemble),
     }
+
+
+def _interrupted(ensemble: Ensemble) -> dict[str, Any] | None:
+    from unfurl_lite import interrupted
+
+    found = interrupted.find(ensemble.project_root)
+    if found is None:
+        return None
+    return {"changeId": found.change_id, "workflow": found.workflow, "pid": found.pid,
+            "inFlight": list(found.in_flight), "resume": found.command}

@@ -235,7 +235,8 @@ def planned_instances(ensemble: Ensemble) -> dict[str, Instance]:
         hosts = sorted(n for n, i in instances.items() if i.template == host) if host else []
         pins: list[str | None] = [*hosts] if len(hosts) > 1 else [None]
         count = template.default_instances * len(pins)
-        names = [name] if count == 1 else [f"{name}_{n}" for n in range(count)]
+        # the first keeps the template's name, the others are <template>_<n>, as scale names them
+        names = [name, *(f"{name}_{n}" for n in range(1, count))]
         for index, instance_name in enumerate(names):
             pin = pins[index // template.default_instances]
             instances.setdefault(
@@ -570,8 +571,8 @@ def plan_deploy(
             builder, ensemble, instance, instances, reason, after, skip_when, pass_through=False
         )
     planned = set(builder.last)
-    recorded = graph.closure(deps, planned) if planned else set()  # what they require, too
-    new = {n: i for n, i in instances.items() if n not in ensemble.instances and n in recorded}
+    kept = graph.closure(deps, planned) if planned else set()  # what they require, too
+    new = {n: i for n, i in instances.items() if n not in ensemble.instances and n in kept}
     return builder.plan(new, force=force)
 
 
@@ -761,7 +762,9 @@ def plan_run(
             shell_command: Any = argv[0] if len(argv) == 1 else argv
             op = Operation("Install", "run", Implementation("Shell"), {"command": shell_command})
         builder.add(name, template.name, op, RUN, ())
-    return builder.plan({})
+    plan = builder.plan({})
+    plan.affects_history = False  # the seeds: ad hoc runs leave the change history alone
+    return plan
 
 
 def _cloudify_planners() -> dict[str, Any]:

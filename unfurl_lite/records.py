@@ -322,7 +322,7 @@ def save_status(ensemble: Ensemble, update: Callable[[Any], None]) -> None:
         if text is not None:
             yamlio.atomic_write(ensemble.path, text)
             if not ensemble.merged:  # else the next load merges again, and caches that
-                parsecache.put(text, ensemble.plain)
+                parsecache.put(ensemble.path, text, ensemble.plain)
             return
     update(ensemble.document)
     text = yamlio.dump(ensemble.document)

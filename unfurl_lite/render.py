@@ -114,6 +114,7 @@ def result_json(result: JobResult) -> dict[str, Any]:
         "summary": result.summary,
         "counts": result.counts,
         "commit": result.commit,
+        "notCommitted": result.not_committed,
         "dryrun": result.dryrun,
         "duration": round((result.ended_at - result.started_at).total_seconds(), 3),
         "tasks": [
@@ -127,6 +128,7 @@ def result_json(result: JobResult) -> dict[str, Any]:
                 "changed": r.changed,
                 "attempts": r.attempts,
                 "message": redact(r.message, result.secrets) if r.message else None,
+                **({"output": command_output(r, result)} if result.workflow == "run" else {}),
             }
             for r in result.runs
             if r.counted
@@ -155,8 +157,10 @@ def summary_table(result: JobResult) -> Any:
     from rich.table import Table
 
     table = Table(title=f"Job {result.job_id} ({result.workflow}): {result.state}")
-    for column in ("task", "target", "operation", "reason", "outcome", "status", "message"):
-        table.add_column(column)
+    table.add_column("task", no_wrap=True, min_width=12)  # a changeId: never split
+    for column in ("target", "operation", "reason", "outcome", "status"):
+        table.add_column(column, overflow="fold")
+    table.add_column("message", overflow="fold")
     for r in result.runs:
         if not r.counted:
             continue
@@ -174,8 +178,12 @@ def summary_table(result: JobResult) -> Any:
 
 
 def summary_text(result: JobResult) -> str:
+    from unfurl_lite.job import found_unhealthy
+
     lines = []
     for r in result.runs:
+        if found_unhealthy(r):
+            lines.append(f"  {r.task.target} {task_label(r.task)}: found {r.status}")
         if not r.counted or r.state == TaskState.succeeded:
             continue
         lines.append(
@@ -192,7 +200,43 @@ def summary_text(result: JobResult) -> str:
         lines += [f"  {n.target}: {n.message}" for n in result.plan.notes]
     if result.commit:
         head += f"\ncommitted {result.commit[:12]}"
+    elif result.not_committed:
+        head += f"\nnot committed: {result.not_committed}"
     return "\n".join([head, *lines])
+
+
+def command_output(run: TaskRun, result: JobResult) -> dict[str, Any] | None:
+    """What an ad hoc task's command printed (redacted), or None if it ran no command."""
+    from unfurl_lite.expr import redact_text
+
+    outputs = run.result.outputs if run.result else {}
+    if not any(key in outputs for key in ("stdout", "stderr", "returncode")):
+        return None
+    return {
+        "returncode": outputs.get("returncode"),
+        "stdout": redact_text(str(outputs.get("stdout") or ""), result.secrets),
+        "stderr": redact_text(str(outputs.get("stderr") or ""), result.secrets),
+    }
+
+
+def run_output_text(result: JobResult) -> str:
+    """An ad hoc run's point is what its command printed: each task's stdout and stderr,
+    under a line naming the task, as Unfurl shows a run's output on the console."""
+    blocks = []
+    for r in result.runs:
+        output = command_output(r, result) if r.counted else None
+        if output is None:
+            continue
+        code = output["returncode"]
+        head = f"[{r.change_id or '-'}] {r.task.target}: {task_label(r.task)} output"
+        blocks.append(head + (f" (exit code {code}):" if code not in (None, 0) else ":"))
+        if output["stdout"]:
+            blocks.append(output["stdout"].rstrip("\n"))
+        if output["stderr"]:
+            blocks.append("stderr:\n" + output["stderr"].rstrip("\n"))
+        if not output["stdout"] and not output["stderr"]:
+            blocks.append("(no output)")
+    return "\n".join(blocks)
 
 
 def _short(message: str | None, result: JobResult) -> str:

@@ -215,3 +215,34 @@ def init_repo(path: Path) -> Repo:
     if outcome.code != 0:
         raise GitError(f"git init failed: {outcome.stderr.strip()}")
     return Repo(path.resolve())
+
+
+def identity_problem(cwd: Path, instead: str = "") -> GitError | None:
+    """Why git could not commit here for want of an author or committer, or None.
+
+    Asked before anything is written, so that a missing identity is one clear error rather
+    than a project (or a job's records) left half-committed."""
+    for variable in _idents_to_check():
+        outcome = _git(cwd, "var", variable)
+        if outcome.code != 0:
+            reason = next((line for line in outcome.stderr.splitlines()
+                           if line.startswith("fatal:")), outcome.stderr.strip())
+            return GitError(
+                f"git has no identity to commit with ({reason.removeprefix('fatal: ')})",
+                hint="set it once: git config --global user.name 'Your Name' && "
+                f"git config --global user.email you@example.com{instead}",
+            )
+    return None
+
+
+def _idents_to_check() -> list[str]:
+    """One git process, not two: author and committer come from the same config unless the
+    environment sets one of them, so ask about the one the environment does not set."""
+    author = os.environ.get("GIT_AUTHOR_NAME") and os.environ.get("GIT_AUTHOR_EMAIL")
+    return ["GIT_COMMITTER_IDENT"] if author else ["GIT_AUTHOR_IDENT"]
+
+
+def is_ignored(repo: Repo, path: Path) -> bool:
+    """Whether the repository's .gitignore rules exclude the directory ``path`` (which need
+    not exist yet: the trailing slash lets ``dir/`` patterns match)."""
+    return _git(repo.root, "check-ignore", "-q", "--", f"{path.resolve()}/").code == 0

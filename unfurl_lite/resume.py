@@ -170,7 +170,8 @@ def interrupted_result(ensemble: Ensemble, journal: JournalFile, plan: Plan) -> 
             run.result = OperationResult(
                 success=False, modified=None, error="interrupted: the job process died"
             )
-            on_failure(instance, task, run.result, run.change_id or "", run.prior_state)
+            if plan.affects_history:
+                on_failure(instance, task, run.result, run.change_id or "", run.prior_state)
             run.state, run.status = TaskState.failed, instance.status
             run.message = "interrupted: the job process died while this task ran"
         elif run.state == TaskState.sending:

@@ -5,7 +5,10 @@
   a failure that did not say sets unknown, a failure that changed nothing leaves it be;
 - a check (or any operation) may report an explicit status, which wins; a check that
   succeeds without one found its instance ok, a discover without one leaves the status be
-  (it reports attributes and other instances, not its target's health).
+  (it reports attributes and other instances, not its target's health);
+- an ad hoc run (``unfurl run``: a command or a named operation) changes nothing on its
+  instance, as custom and ad hoc workflows "do not affect the change history of the
+  topology": it is recorded as a job, its status, readyState and lastConfigChange stay.
 
 Pure functions over an :class:`Instance`, so the rules are testable without running a job.
 """

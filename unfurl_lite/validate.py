@@ -10,14 +10,19 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from unfurl_lite import merge, schemacheck, yamlio
 from unfurl_lite.errors import Problem
-from unfurl_lite.model import INTERFACE_OPERATIONS, OPERATION_KINDS, canonical_interface
+from unfurl_lite.model import (
+    INTERFACE_ALIASES,
+    INTERFACE_OPERATIONS,
+    OPERATION_KINDS,
+    canonical_interface,
+)
 
 if TYPE_CHECKING:  # jsonschema is imported only to explain a document the quick check refused
     import jsonschema
@@ -56,7 +61,7 @@ NORMATIVE_NODE_TYPES: frozenset[str] = frozenset(
 _NORMATIVE_PREFIXES = ("unfurl.nodes.Installer.",)
 _RESERVED_NAMESPACES = ("tosca.", "tosca:", "unfurl.", "cloudify.")
 _INTERFACE_KEYS = frozenset({"type", "description", "inputs", "metadata", "operations",
-                             "notifications"})
+                             "notifications", "implementation", "outputs"})
 
 
 def check(doc: Any, file: str) -> list[Problem]:
@@ -243,7 +248,8 @@ def _get(doc: Any, path: tuple[Any, ...]) -> dict:
 def semantic_problems(doc: Any, file: str) -> list[Problem]:
     problems: list[Problem] = []
     for check_one in (_unknown_types, _type_cycles, _requirement_targets,
-                      _requirement_cycles, _unknown_operations, _unsupported_implementations,
+                      _requirement_cycles, _undeclared_interfaces, _untyped_type_interfaces,
+                      _unknown_operations, _unsupported_implementations,
                       _duplicate_templates, _workflows, _cloudify_unsupported):
         problems += check_one(doc, file)
     return problems
@@ -403,6 +409,115 @@ def _operations(body: Any) -> Iterator[tuple[tuple[str, ...], str]]:
         yield ("operations", key), key
 
 
+#: Interfaces every node type has: TOSCA's Standard and Unfurl's Install (declared by
+#: tosca.nodes.Root), and Cloudify's node interfaces (accepted on any node, see the docs).
+NODE_INTERFACES = ("Standard", "Install", "Lifecycle", "Validation", "Monitoring")
+
+
+#: Interfaces every relationship type has (Unfurl 1.2.0 accepts these on any relationship).
+RELATIONSHIP_INTERFACES = ("Configure", "Install", "Standard", "RelationshipLifecycle")
+
+
+def declared_interfaces(
+    type_name: str, types: dict[str, Any], base: tuple[str, ...] = NODE_INTERFACES,
+    normative: Callable[[str], bool] = NORMATIVE_NODE_TYPES.__contains__,
+) -> set[str] | None:
+    """The interfaces a type declares, with its ancestors'; None when a type in the chain
+    is not defined here (an import may declare more)."""
+    declared = set(base)
+    seen: set[str] = set()
+    while type_name in types and type_name not in seen:
+        seen.add(type_name)
+        body = _mapping(types[type_name])
+        declared |= {canonical_interface(str(i)) for i in _mapping(body.get("interfaces"))}
+        parent = body.get("derived_from")
+        if not isinstance(parent, str):
+            return declared
+        type_name = parent
+    if type_name in seen or normative(type_name):
+        return declared
+    return None
+
+
+def _normative_relationship(name: str) -> bool:
+    return name.startswith(("tosca.relationships.", "cloudify.relationships.")) or name in (
+        "DependsOn", "HostedOn", "ConnectsTo", "AttachesTo", "RoutesTo")
+
+
+def _relationship_owners(doc: Any) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    """(path, relationship body) of relationship templates and inline relationships."""
+    for name, body in _get(doc, (*TOPOLOGY, "relationship_templates")).items():
+        yield (*TOPOLOGY, "relationship_templates", name), body
+    for name, body in _get(doc, (*TOPOLOGY, "node_templates")).items():
+        for index, req, _ in _requirements(body):
+            value = _mapping(body)["requirements"][index][req]
+            relationship = _mapping(value).get("relationship")
+            if isinstance(relationship, dict):
+                yield ((*TOPOLOGY, "node_templates", name, "requirements", index, req,
+                        "relationship"), relationship)
+
+
+def _undeclared(doc: Any, file: str, path: tuple[Any, ...], body: Any, type_name: str,
+                declared: set[str], types: dict[str, Any], kind: str) -> Iterator[Problem]:
+    for interface in _mapping(_mapping(body).get("interfaces")):
+        if canonical_interface(str(interface)) in declared or interface == "defaults":
+            continue
+        spelled = sorted(declared | {a for a, c in INTERFACE_ALIASES.items() if c in declared})
+        where = (f"in {kind}_types: {type_name}: interfaces: {interface}: {{...}}"
+                 if type_name in types else
+                 f"in a {kind} type derived from {type_name} ({kind}_types: MyType: "
+                 f"{{derived_from: {type_name}, interfaces: {{{interface}: {{...}}}}}}) "
+                 "and give the template that type")
+        hint = did_you_mean(str(interface), spelled) or (
+            f"declare it {where}; {type_name} declares {', '.join(sorted(declared))}"
+        )
+        yield problem_at(doc, (*path, "interfaces", interface), file,
+                         f"interface {interface!r} is not declared by type {type_name!r}", hint)
+
+
+def _undeclared_interfaces(doc: Any, file: str) -> Iterator[Problem]:
+    """TOSCA lets a template assign operations only to interfaces its type declares; an
+    undeclared one (``Standrad:``) would otherwise be silently never run."""
+    node_types = _get(doc, (*SERVICE, "node_types"))
+    for name, body in _get(doc, (*TOPOLOGY, "node_templates")).items():
+        type_name = _mapping(body).get("type")
+        declared = declared_interfaces(type_name, node_types) if isinstance(
+            type_name, str) else None
+        if declared is not None:
+            yield from _undeclared(doc, file, (*TOPOLOGY, "node_templates", name), body,
+                                   str(type_name), declared, node_types, "node")
+    relationship_types = _get(doc, (*SERVICE, "relationship_types"))
+    for path, body in _relationship_owners(doc):
+        type_name = _mapping(body).get("type")
+        if not isinstance(type_name, str):
+            type_name = "tosca.relationships.Root"
+        declared = declared_interfaces(
+            type_name, relationship_types, RELATIONSHIP_INTERFACES, _normative_relationship)
+        if declared is not None:
+            yield from _undeclared(doc, file, path, body, type_name, declared,
+                                   relationship_types, "relationship")
+
+
+def _untyped_type_interfaces(doc: Any, file: str) -> Iterator[Problem]:
+    """A type's interface with no ``type:`` must be a well-known one: ``Standrad:`` in a
+    node type would declare a new, never-run interface (Unfurl: "Interface type ... not
+    found")."""
+    known = set(INTERFACE_OPERATIONS) | set(INTERFACE_ALIASES)
+    for section in ("node_types", "relationship_types"):
+        for name, body in _get(doc, (*SERVICE, section)).items():
+            for interface, definition in _mapping(_mapping(body).get("interfaces")).items():
+                if str(interface) in known or interface == "defaults" or _mapping(
+                        definition).get("type"):
+                    continue
+                hint = did_you_mean(str(interface), sorted(known)) or (
+                    f"give its interface type: {interface}: {{type: my.interfaces."
+                    f"{interface}}}")
+                owner = f"{section[:-1].replace('_', ' ')} {name!r}"
+                yield problem_at(doc, (*SERVICE, section, name, "interfaces", interface),
+                                 file, f"interface {interface!r} of {owner} has no type and is "
+                                 "not a TOSCA, Unfurl or Cloudify interface", hint)
+
+
 def _unknown_operations(doc: Any, file: str) -> Iterator[Problem]:
     for path, interfaces in _interface_owners(doc):
         for interface, body in _mapping(interfaces).items():
@@ -411,7 +526,8 @@ def _unknown_operations(doc: Any, file: str) -> Iterator[Problem]:
                 continue
             for subpath, op in _operations(body):
                 if op not in known:
-                    hint = did_you_mean(op, known) or f"{interface} declares {', '.join(known)}"
+                    hint = did_you_mean(op, [*known, *_INTERFACE_KEYS]) or (
+                        f"{interface} declares {', '.join(known)}")
                     yield problem_at(doc, (*path, interface, *subpath), file,
                                      f"unknown operation {op!r} on interface {interface!r}", hint)
 

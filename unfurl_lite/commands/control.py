@@ -164,7 +164,7 @@ def cancel(ensemble: str | None, force: bool, kill: bool, as_json: bool) -> None
     if not info.alive or info.pid <= 0:
         raise JobError(
             f"{lock.describe(info)} is no longer running",
-            hint=f"finish its job with: unfurl resume (or delete {path})",
+            hint=f"{lock.finish_advice(path.parent)} (or delete {path})",
         )
     if force and kill:
         raise click.UsageError("give --force or --kill, not both")

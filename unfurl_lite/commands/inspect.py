@@ -20,22 +20,23 @@ ENSEMBLE_OPTION = click.option(
 )
 
 
-def _table(title: str, columns: list[str], rows: list[list[str]]) -> Any:
-    """A rich table on a terminal, aligned plain text otherwise (for pipes and logs)."""
-    if is_terminal():
-        from rich.table import Table
+def _table(title: str, columns: list[Any], rows: list[list[str]]) -> Any:
+    """Aligned columns fitted to the terminal (to $COLUMNS, if set, in a pipe or log)."""
+    from unfurl_lite import tables
+    from unfurl_lite.terminal import colour_disabled
 
-        table = Table(title=title, title_justify="left")
-        for column in columns:
-            table.add_column(column, overflow="fold")
-        for row in rows:
-            table.add_row(*row)
-        return table
-    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
-    lines = [title] if title else []
-    for row in [columns, *rows]:
-        lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
-    return "\n".join(lines)
+    if is_terminal():
+        return tables.plain(title, columns, rows, tables.terminal_width(),
+                            bold_header=not colour_disabled())
+    return tables.plain(title, columns, rows, tables.environment_width())
+
+
+def _fitted(sentence: str) -> str:
+    """A sentence under a table, wrapped to the same width (ids and times kept whole)."""
+    from unfurl_lite import tables
+
+    width = tables.terminal_width() if is_terminal() else tables.environment_width()
+    return tables.wrap(sentence, width)
 
 
 def _short_time(iso_time: str | None) -> str:
@@ -86,18 +87,28 @@ def status(ensemble: str | None, as_json: bool) -> None:
                 ", ".join(marks),
             ]
         )
-    columns = ["INSTANCE", "TEMPLATE", "STATUS", "EFFECTIVE", "STATE", "LAST CHANGE", "TIME (UTC)"]
-    show(_table(f"Ensemble {loaded.path}", [*columns, "NOTES"], rows))
+    from unfurl_lite.tables import Column
+
+    columns = [Column("INSTANCE", keep=True), Column("TEMPLATE"), Column("STATUS", keep=True),
+               Column("EFFECTIVE"), Column("STATE"), Column("LAST CHANGE", keep=True),
+               Column("TIME (UTC)", keep=True), Column("NOTES")]
+    show(_table(f"Ensemble {loaded.path}", columns, rows))
     last = report["lastJob"]
     if last:
-        click.echo(
+        click.echo(_fitted(
             f"Last job: {last['changeId']} {last['workflow'] or ''} {last['status'] or ''} "
             f"at {_short_time(last['time'])}: {last['summary'] or ''}".replace("  ", " ")
-        )
+        ))
         if report["specChanged"]:
             click.echo("The spec changed since the last job.")
-    else:
+    elif not report["interrupted"]:
         click.echo("No job has run yet: unfurl plan, then unfurl deploy.")
+    if report["interrupted"]:
+        from unfurl_lite.interrupted import Interrupted
+
+        job = report["interrupted"]
+        click.echo(_fitted(Interrupted(job["changeId"], job["workflow"], job["pid"],
+                                       tuple(job["inFlight"])).sentence()))
 
 
 # -------------------------------------------------------------------------------- history
@@ -146,7 +157,11 @@ def history(
         ]
         for job in jobs
     ]
-    columns = ["CHANGEID", "TIME (UTC)", "WORKFLOW", "STATUS", "SUMMARY", "COMMIT", "AUTHOR"]
+    from unfurl_lite.tables import Column
+
+    columns = [Column("CHANGEID", keep=True), Column("TIME (UTC)", keep=True),
+               Column("WORKFLOW"), Column("STATUS", keep=True), Column("SUMMARY"),
+               Column("COMMIT", keep=True), Column("AUTHOR")]
     show(_table("", columns, rows))
 
 
@@ -222,7 +237,9 @@ def show_change(change_id: str, ensemble: str | None, no_diff: bool, as_json: bo
     diff = ""
     if job.commit and not no_diff:
         rel = str(path.relative_to(root))
-        diff = hist.redact_known(hist.ensemble_diff(root, rel, None, job.commit.hexsha), secrets)
+        sha = job.commit.hexsha
+        secrets |= _written(root, rel, [f"{sha}^", sha])
+        diff = hist.redact_known(hist.ensemble_diff(root, rel, None, sha), secrets)
     if as_json:
         echo_json(
             {
@@ -274,20 +291,39 @@ def _ordered(entry: dict[str, Any]) -> dict[str, Any]:
 # ----------------------------------------------------------------------------------- diff
 
 
+def _written(root: Path, rel: str, commits: list[str | None]) -> set[str]:
+    """The secrets written in each version of the ensemble a diff shows (None: the
+    working tree), so that a secret since removed from the spec stays redacted."""
+    from unfurl_lite import history as hist
+
+    found: set[str] = set()
+    for commit in commits:
+        if commit is None:
+            text = (root / rel).read_text(encoding="utf-8") if (root / rel).exists() else None
+        else:
+            text = hist.file_at(root, commit, rel)
+        found |= hist.written_secrets(text)
+    return found
+
+
 @click.command()
 @click.argument("first", metavar="CHANGEID")
-@click.argument("second", metavar="[CHANGEID]", required=False)
+@click.argument("second", metavar="[CHANGEID|now]", required=False)
 @ENSEMBLE_OPTION
 @JSON_OPTION
 def diff(first: str, second: str | None, ensemble: str | None, as_json: bool) -> None:
-    """What changed in the ensemble between two jobs (or since one job, when given one):
-    the instances whose status changed, then the git diff of the ensemble."""
+    """What a job changed in the ensemble (given one CHANGEID), or what changed between two
+    jobs, or since a job (CHANGEID now): the instances whose status changed, then the git
+    diff of the ensemble."""
     from unfurl_lite import history as hist
 
     path, jobs_tsv = _paths(ensemble)
     root = path.parent
     rel = str(path.relative_to(root))
-    jobs = [hist.find_job(root, jobs_tsv, c)[0] for c in (first, second) if c]
+    since = second is not None and second.lower() == "now"
+    jobs = [hist.find_job(root, jobs_tsv, c)[0] for c in (first, second) if c and c != "now"]
+    if since:
+        jobs = jobs[:1]
     for job in jobs:
         if job.commit is None:
             raise hist.HistoryError(
@@ -296,22 +332,33 @@ def diff(first: str, second: str | None, ensemble: str | None, as_json: bool) ->
             )
     if len(jobs) == 2 and jobs[0].change_id > jobs[1].change_id:
         jobs.reverse()
-    base = jobs[0].commit.hexsha  # type: ignore[union-attr]
-    head = jobs[1].commit.hexsha if len(jobs) == 2 else None  # type: ignore[union-attr]
+    shas = [j.commit.hexsha for j in jobs]  # type: ignore[union-attr]
+    if len(jobs) == 2:
+        base, head, from_label, to_label = shas[0], shas[1], jobs[0].change_id, jobs[1].change_id
+        text = hist.ensemble_diff(root, rel, base, head)
+    elif since:
+        base, head, from_label, to_label = shas[0], None, jobs[0].change_id, "now"
+        text = hist.ensemble_diff(root, rel, base, None)
+    else:  # the job's own change: its commit against the one before it
+        base, head = f"{shas[0]}^", shas[0]
+        from_label, to_label = f"{jobs[0].change_id}^", jobs[0].change_id
+        text = hist.ensemble_diff(root, rel, None, head)
     before = hist.status_at(hist.file_at(root, base, rel))
     after = hist.status_at(
         hist.file_at(root, head, rel) if head else path.read_text(encoding="utf-8")
     )
     changes = hist.status_changes(before, after)
-    secrets = _secrets_of(path)
-    text = hist.redact_known(hist.ensemble_diff(root, rel, base, head), secrets)
-    to_label = jobs[1].change_id if len(jobs) == 2 else "now"
+    secrets = _secrets_of(path) | _written(root, rel, [base, head])
+    text = hist.redact_known(text, secrets)
     if as_json:
-        echo_json(
-            {"from": jobs[0].change_id, "to": to_label, "instances": changes, "diff": text}
-        )
+        echo_json({"from": from_label, "to": to_label, "instances": changes, "diff": text})
         return
-    click.echo(f"From job {jobs[0].change_id} to {to_label}:")
+    if len(jobs) == 2:
+        click.echo(f"From job {from_label} to job {to_label}:")
+    elif since:
+        click.echo(f"From job {from_label} to now:")
+    else:
+        click.echo(f"What job {to_label} changed:")
     if not changes:
         click.echo("  no instance changed status")
 

@@ -153,7 +153,12 @@ def show_result(
 
     if as_json:
         echo_json(render.result_json(result))
-    elif tty and level >= 0:
+        ctx.exit(result.exit_code(options.jobexitcode))
+    if result.workflow == "run" and not result.dryrun:
+        output = render.run_output_text(result)
+        if output:
+            click.echo(output)
+    if tty and level >= 0:
         show(render.summary_table(result))
         show(render.summary_text(result))
     else:

@@ -44,57 +44,125 @@ spec:
                 delete: echo "deleting {{ SELF.name }}"
 """
 
-GITIGNORE = "jobs/*.log\ntosca_repositories\n.unfurl-lite.lock\n"
+#: What every project's .gitignore holds (the lock file of a running job among them).
+GITIGNORE_LINES = ("jobs/*.log", "tosca_repositories", ".unfurl-lite.lock")
+
+
+def _list_examples(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from unfurl_lite import bundled
+
+    for name in bundled.example_names():
+        click.echo(f"{name:<16}{bundled.describe(name)}")
+    ctx.exit()
+
+
+def _ensure_ignored(gitignore: Path) -> bool:
+    """Add the lines a project needs to its .gitignore (a copied one too); True if changed."""
+    text = gitignore.read_text(encoding="utf-8") if gitignore.exists() else ""
+    present = {line.strip() for line in text.splitlines()}
+    missing = [line for line in GITIGNORE_LINES if line not in present]
+    if not missing:
+        return False
+    if text and not text.endswith("\n"):
+        text += "\n"
+    gitignore.write_text(text + "".join(f"{line}\n" for line in missing), encoding="utf-8")
+    return True
+
+
+def _existing_ancestor(path: Path) -> Path:
+    path = path.resolve()
+    while not path.exists():
+        path = path.parent
+    return path
 
 
 @click.command()
 @click.argument("directory", required=False, type=click.Path(file_okay=False), default=".")
-@click.option("--from", "source", type=click.Path(exists=True, file_okay=False),
-              help="Copy this project directory (e.g. examples/three-tier) instead of the "
-                   "built-in example.")
+@click.option("--from", "source", metavar="EXAMPLE|PATH",
+              help="Start from a bundled example by name (three-tier, secrets, ...: see "
+                   "--list-examples) or copy a project directory (a PATH with an "
+                   "ensemble.yaml) instead of the built-in example.")
+@click.option("--list-examples", is_flag=True, expose_value=False, is_eager=True,
+              callback=_list_examples, help="List the bundled examples, then exit.")
 @click.option("--json", "as_json", is_flag=True, help="Print what was created as JSON.")
 def init(directory: str, source: str | None, as_json: bool) -> None:
-    """Create DIRECTORY (default: here) as a git repo with an example ensemble."""
+    """Create DIRECTORY (default: here) with an example ensemble, committed to git.
+
+    Inside an existing git repository the project is added to that repository (unless the
+    repository ignores DIRECTORY); elsewhere DIRECTORY becomes a new one.
+    """
     import shutil
 
+    from unfurl_lite import bundled
     from unfurl_lite.errors import UnfurlLiteError
-    from unfurl_lite.repo import find_repo, init_repo
+    from unfurl_lite.repo import find_repo, identity_problem, init_repo, is_ignored
 
     root = Path(directory)
     ensemble = root / "ensemble.yaml"
     if ensemble.exists():
         raise UnfurlLiteError(f"{ensemble} already exists", hint="choose an empty directory")
-    if source and not (Path(source) / "ensemble.yaml").exists():
-        raise UnfurlLiteError(f"{source} has no ensemble.yaml", hint="name an example directory")
-    if source:
-        _refuse_links_out(Path(source))
+    origin = bundled.resolve_source(source) if source else None
+    if source and origin is None:
+        names = ", ".join(bundled.example_names())
+        raise UnfurlLiteError(
+            f"--from {source}: neither a bundled example nor a directory with an ensemble.yaml",
+            hint=f"bundled examples: {names} (unfurl init --list-examples)",
+        )
+    if origin is not None:
+        _refuse_links_out(origin)
+    existing = find_repo(_existing_ancestor(root))
+    use_existing = existing is not None and (
+        existing.root == root.resolve() or not is_ignored(existing, root)
+    )
+    problem = identity_problem(existing.root if existing and use_existing else Path("/"))
+    if problem is not None:
+        raise problem
     root.mkdir(parents=True, exist_ok=True)
-    # always a repository of its own, even inside another checkout
-    existing = find_repo(root)
-    repo = existing if existing and existing.root == root.resolve() else init_repo(root)
-    if source:
-        shutil.copytree(source, root, symlinks=True, dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns(".git"))
+    repo = existing if existing is not None and use_existing else init_repo(root)
+    written: list[Path] = []
+    if origin is not None:
+        skip = shutil.ignore_patterns(".git", "__pycache__", "*.pyc")
+        shutil.copytree(origin, root, symlinks=True, dirs_exist_ok=True, ignore=skip)
+        written += [root / p for p in _copied_files(origin)]
     else:
         ensemble.write_text(EXAMPLE_ENSEMBLE)
+        written.append(ensemble)
     gitignore = root / ".gitignore"
-    if not gitignore.exists():
-        gitignore.write_text(GITIGNORE)
-    problem = None
+    if _ensure_ignored(gitignore) and gitignore not in written:
+        written.append(gitignore)
+    problem_text = None
     try:
-        added = [p for p in root.rglob("*")
-                 if (p.is_file() or p.is_symlink()) and ".git" not in p.parts]
-        repo.commit(added, "Create ensemble")
+        repo.commit(written, "Create ensemble")
         committed = "and committed "
     except UnfurlLiteError as exc:
-        problem = exc.message
+        problem_text = exc.message
         committed = f"(not committed: {exc.message}) "
     if as_json:
         echo_json({"ensemble": str(ensemble), "repository": str(repo.root),
-                   "committed": problem is None, "problem": problem, "from": source})
+                   "newRepository": not use_existing, "committed": problem_text is None,
+                   "problem": problem_text, "from": source})
         return
-    click.echo(f"Created {ensemble} {committed}in a git repository at {repo.root}.")
+    where = "a new git repository" if not use_existing else "the git repository"
+    click.echo(f"Created {ensemble} {committed}in {where} at {repo.root}.")
     click.echo(f"Next: unfurl plan {root}   then: unfurl deploy --approve {root}")
+
+
+def _copied_files(origin: Path) -> list[Path]:
+    """The files and symlinks ``init --from`` copies, relative to ``origin`` (links are not
+    followed: they are copied, and committed, as links)."""
+    import os
+
+    found: list[Path] = []
+    for directory, dirs, files in os.walk(origin):
+        dirs[:] = [d for d in dirs if d not in (".git", "__pycache__")]
+        here = Path(directory)
+        links = [d for d in dirs if (here / d).is_symlink()]
+        dirs[:] = [d for d in dirs if d not in links]
+        found += [(here / name).relative_to(origin) for name in files + links
+                  if not name.endswith(".pyc")]
+    return found
 
 
 def _refuse_links_out(source: Path) -> None:
@@ -160,6 +228,13 @@ def validate(ensemble: str | None, as_json: bool) -> None:
               help="Limit to this instance.")
 @click.option("--force", is_flag=True, help="Plan as deploy --force would.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+@click.option("-a", "--approve", is_flag=True, expose_value=False,
+              help="Accepted and ignored (plan never asks), so scripts can pass the same "
+                   "flags to every command.")
+@click.option("-v", "--verbose", count=True, expose_value=False,
+              help="Accepted as after any command; the plan is the result.")
+@click.option("-q", "--quiet", is_flag=True, expose_value=False,
+              help="Accepted as after any command; the plan is the result, so it is shown.")
 def plan(
     ensemble: str | None, workflow: str, instances: tuple[str, ...], force: bool, as_json: bool
 ) -> None:

@@ -140,12 +140,10 @@ def run(request: OperationRequest) -> OperationResult:
         "duration": round(time.monotonic() - started, 3),
     }
     if timed_out:
-        outputs["timeout"] = round(float(timeout), 1)
+        limit = round(float(timeout or 0), 1)
+        outputs["timeout"] = limit
         return OperationResult(
-            success=False,
-            modified=None,
-            outputs=outputs,
-            error=f"timed out after {round(float(timeout), 1):g} s",
+            success=False, modified=None, outputs=outputs, error=f"timed out after {limit:g} s"
         )
     if code == 0:
         return OperationResult(success=True, modified=True, outputs=outputs)

@@ -1,7 +1,7 @@
 """Regenerate each case's unfurl-expanded.json with Unfurl 1.2.0's own loader.
 
-Run with Unfurl 1.2.0's interpreter from this directory's parent:
-    /work/venvs/unfurl120/bin/python tests/data/merge-directives/capture.py
+Run with the interpreter of a virtualenv holding Unfurl 1.2.0, from the repository root:
+    $UNFURL120_VENV/bin/python tests/data/merge-directives/capture.py
 YamlConfig is what Unfurl loads ensemble.yaml with; ``expanded`` is the document after its
 includes and merge directives (the one `unfurl export` prints).
 """
