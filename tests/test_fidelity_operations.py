@@ -256,3 +256,48 @@ def test_interface_defaults_with_an_unknown_key_is_refused_at_validate(project, 
     result = invoke("validate")
     assert result.exit_code == 1
     assert "timeout" in result.output and "defaults" in result.output
+
+
+# ----------------------------------------------------------------- item 5: operation results
+
+
+def test_result_template_instances_protected_and_readystate_as_unfurl(project, invoke):
+    project.write((UNFURL / "results.yaml").read_text())
+    result = invoke("deploy", "--approve")
+    unfurl, ours = theirs("results/1-deploy"), project.status()
+    # a resultTemplate list: SELF gets attributes and `protected`, another name is created
+    assert ours["maker"]["protected"] is True is unfurl["maker"]["protected"]
+    answer = unfurl["maker"]["attributes"]["answer"]
+    assert str(ours["maker"]["attributes"]["answer"]) == str(answer) == "42"
+    for key in ("template", "attributes", "readyState", "created"):
+        assert ours["child1"][key] == unfurl["child1"][key], key
+    assert ours["child1"]["created"] == "::maker"
+    assert ours["child1"]["lastConfigChange"] == ours["maker"]["lastConfigChange"]
+    # readyState: error from a resultTemplate sets the status (and blocks its dependents)
+    assert ready(ours, "sick") == ready(unfurl, "sick") == {"local": "error", "state": "created"}
+    assert "after_sick: Standard.create blocked: sick is in error" in result.output
+    # a Template's `done: {result: ...}` is what its resultTemplate sees
+    assert ours["tmplres"]["attributes"] == unfurl["tmplres"]["attributes"] == {"got": "hello"}
+    # an error while rendering the resultTemplate fails the task, status unknown
+    assert ready(ours, "badres") == ready(unfurl, "badres")
+    assert "created" not in ours["badres"] and "created" not in unfurl["badres"]
+    assert our_rows(project)["badres"]["status"] == their_rows("results/1-deploy")["badres"][
+        "status"] == "error"
+    assert ready(ours, "childt") == ready(unfurl, "childt")  # no operation: pending, recorded
+
+
+def test_protected_instance_made_by_result_template_survives_undeploy(project, invoke):
+    text = (UNFURL / "results.yaml").read_text().replace(
+        "                command: echo 42\n",
+        "                command: echo 42\n")
+    project.write(text.replace("            Standard:\n              create:\n"
+                               "                implementation: Shell\n"
+                               "                inputs:\n                  command: echo 42",
+                               "            Standard:\n              delete: echo gone\n"
+                               "              create:\n                implementation: Shell\n"
+                               "                inputs:\n                  command: echo 42", 1))
+    invoke("deploy", "--approve")
+    assert project.status()["maker"]["protected"] is True
+    result = invoke("undeploy", "--approve")
+    assert "maker: skipped: protected" in result.output
+    assert project.local("maker") == "ok"

@@ -250,14 +250,24 @@ def apply_post_inputs(inputs: Mapping[str, Any], result: OperationResult, ctx: E
     outputs = result.outputs
     if not ctx.operation_inputs:
         ctx.operation_inputs = dict(inputs)
+    done = inputs.get("done")
+    values = evaluate(done, ctx) if done is not None else None
+    if values is not None and not isinstance(values, Mapping):
+        raise ExpressionError("`done` must be a mapping (status, modified, success, outputs...)")
+    # as Unfurl, the resultTemplate's variables are the result: the command's (stdout,
+    # returncode...) or a Template's `done: {result: ...}` (else what its `run` gave)
+    given = values.get("result") if values else None
+    variables = dict(given) if isinstance(given, Mapping) else dict(outputs)
     ctx.extra = {
+        **variables,
         **{k: outputs.get(k) for k in ("stdout", "stderr", "returncode")},
-        "result": outputs,
+        "result": given if given is not None else outputs,
         "success": result.success,
         "error": result.error,
         "outputs": outputs,
     }
     template = inputs.get("resultTemplate")
+    status_before = result.status
     if template is not None:
         rendered = evaluate(template, ctx)
         if isinstance(rendered, str):
@@ -280,14 +290,11 @@ def apply_post_inputs(inputs: Mapping[str, Any], result: OperationResult, ctx: E
             if tainted:  # what came from a render that read a secret is secret as a whole
                 rendered = tainted_copy(rendered)
         _apply_updates(rendered, result)
-    done = inputs.get("done")
-    if done is not None:
-        values = evaluate(done, ctx)
-        if not isinstance(values, Mapping):
-            raise ExpressionError(
-                "`done` must be a mapping (status, modified, success, outputs...)"
-            )
+    if values is not None:
+        from_template = result.status if result.status != status_before else None
         _apply_done(values, result)
+        if from_template is not None:  # Unfurl: the status the resultTemplate set wins
+            result.status = from_template
 
 
 def _apply_done(values: Mapping[str, Any], result: OperationResult) -> None:
@@ -307,28 +314,47 @@ def _apply_done(values: Mapping[str, Any], result: OperationResult) -> None:
         result.resources.extend(dict(r) for r in values["resources"] if isinstance(r, Mapping))
 
 
+#: what an item of a resultTemplate may say about an instance (Unfurl's update_instances)
+INSTANCE_SPEC_KEYS = frozenset({"name", "template", "parent", "attributes", "readyState",
+                                "status", "protected", "priority", "modified", "outputs"})
+
+
 def _apply_updates(updates: Any, result: OperationResult) -> None:
+    """A resultTemplate's instances, as Unfurl's ``update_instances``: a list of instance
+    specs (``name: SELF`` or none for the target, another name makes that instance), or
+    one mapping for the target; a mapping of anything else is the target's attributes."""
     if updates is None:
         return
     if isinstance(updates, list):
         for item in updates:
-            if isinstance(item, Mapping) and item.get("name", ".self") in (".self", "SELF"):
-                _apply_updates({k: v for k, v in item.items() if k != "name"}, result)
+            if not isinstance(item, Mapping):
+                continue
+            name = str(item.get("name", "SELF"))
+            if name in (".self", "SELF"):
+                _apply_self(item, result)
+            else:
+                result.resources.append({**dict(item), "name": name, "createdByTask": True})
         return
     if not isinstance(updates, Mapping):
         raise ExpressionError("resultTemplate must produce a mapping of attributes")
-    special = {"attributes", "readyState", "status", "modified"}
-    if set(updates) & special and set(updates) <= special | {"outputs"}:
-        result.attributes.update(updates.get("attributes") or {})
-        ready = updates.get("readyState", updates.get("status"))
-        if isinstance(ready, Mapping):
-            ready = ready.get("local")
-        if ready:
-            result.status = str(ready).lower()
-        if "modified" in updates:
-            result.modified = _truthy(updates["modified"])
+    special = {"attributes", "readyState", "status", "modified", "protected"}
+    if set(updates) & special and set(updates) <= INSTANCE_SPEC_KEYS:
+        _apply_self(updates, result)
     else:
         result.attributes.update(updates)
+
+
+def _apply_self(spec: Mapping[str, Any], result: OperationResult) -> None:
+    result.attributes.update(spec.get("attributes") or {})
+    ready = spec.get("readyState", spec.get("status"))
+    if isinstance(ready, Mapping):
+        ready = ready.get("local")
+    if ready:
+        result.status = str(ready).lower()
+    if "modified" in spec:
+        result.modified = _truthy(spec["modified"])
+    if "protected" in spec:
+        result.protected = _truthy(spec["protected"])
 
 
 def _truthy(value: Any) -> bool:

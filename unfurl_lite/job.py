@@ -353,6 +353,19 @@ class _Scheduler:
             return self.complete(
                 run, TaskState.blocked, f"{dep.name} on {dep.target} did not succeed"
             )
+        in_error = next(  # e.g. a resultTemplate that set readyState: error
+            (
+                self.runs[d].task.target
+                for d in task.after
+                if self.runs[d].state == TaskState.succeeded
+                and self.runs[d].task.target != task.target
+                and not self.runs[d].task.ignore_failure
+                and self.instances[self.runs[d].task.target].status == Status.error
+            ),
+            None,
+        )
+        if in_error is not None and not self.options.dryrun:
+            return self.complete(run, TaskState.blocked, f"{in_error} is in error")
         instance = self.instances[task.target]
         if task.skip_when is not None and instance.status == task.skip_when:
             return self.complete(run, TaskState.skipped, f"skipped: already {task.skip_when}")
@@ -499,7 +512,8 @@ class _Scheduler:
                     # a check that reports a status has done its job, whatever its exit code
                     result.success, result.error = True, None
             except (ExpressionError, UnfurlLiteError) as exc:
-                result.success = False
+                # as Unfurl: the task fails and the instance's status is unknown
+                result.success, result.modified = False, None
                 result.error = f"resultTemplate/done: {exc.message}"
             except Exception as exc:  # the task's failure, not the job's
                 result.success = False
@@ -542,24 +556,29 @@ class _Scheduler:
             run.status = Status.ok if result.success else Status.error
             run.changed = bool(result.modified) and not self.options.dryrun
             return self.complete(run, state, result.error)
+        if result.protected is not None:
+            instance.protected = result.protected
         if result.success:
             changed = on_success(instance, run.task, result, change_id)
             observing = run.task.reason in OBSERVING
             run.status = instance.status if observing else Status.ok
             run.changed = changed if observing else bool(result.modified) or changed
-            if self.add_discovered(result, change_id):
+            if self.add_discovered(result, change_id, run.task.target):
                 run.changed = True
             return self.complete(run, TaskState.succeeded)
         changed = on_failure(instance, run.task, result, change_id, run.prior_state)
         run.changed = bool(result.modified) or changed
         run.status = Status.unknown if result.modified is None else Status.error
-        if result.outputs.get("timeout"):  # Unfurl: a killed operation is a failed task
+        if result.outputs.get("timeout") or (result.error or "").startswith("resultTemplate/"):
+            # Unfurl: a timed-out operation or a failed resultTemplate is an `error` task
             run.status, run.changed = Status.error, True
         if run.task.reason == "check":
             run.status = instance.status
         self.complete(run, TaskState.failed, result.error)
 
-    def add_discovered(self, result: OperationResult, change_id: str = "") -> bool:
+    def add_discovered(
+        self, result: OperationResult, change_id: str = "", creator: str = ""
+    ) -> bool:
         """Instances an operation found: new ones are recorded as discovered (created: false),
         known ones get the attributes and status reported for them. True if any was new."""
         added = False
@@ -585,13 +604,19 @@ class _Scheduler:
                 if known.status != before and change_id:
                     known.last_state_change = change_id
                 continue
+            made = bool(resource.get("createdByTask"))  # by a resultTemplate: it created it
+            spec = (resource.get("readyState") or {}) if made else {}
+            state = str(spec.get("state")) if isinstance(spec, dict) else None
             self.instances[name] = Instance(
                 name=name,
                 template=str(resource.get("template") or name),
                 status=Status(status) if status in Status.__members__ else Status.ok,
+                state=NodeState(state) if state and state in NodeState.__members__ else None,
                 attributes=dict(resource.get("attributes") or {}),
-                created=False,
-                last_state_change=change_id or None,
+                created=f"::{creator}" if made else False,
+                last_state_change=None if made else change_id or None,
+                last_config_change=change_id or None if made else None,
+                protected=made and resource.get("protected") in (True, "true", "True", "yes"),
             )
             added = True
         return added

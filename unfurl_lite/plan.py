@@ -570,8 +570,9 @@ def plan_deploy(
         add_install_tasks(
             builder, ensemble, instance, instances, reason, after, skip_when, pass_through=False
         )
-    planned = set(builder.last)
-    kept = graph.closure(deps, planned) if planned else set()  # what they require, too
+    # as Unfurl: a job that runs something records every instance it planned for, even one
+    # with nothing to run (it stays pending); a job that runs nothing records none
+    kept = wanted if builder.last else set()
     new = {n: i for n, i in instances.items() if n not in ensemble.instances and n in kept}
     return builder.plan(new, force=force)
 

@@ -44,6 +44,7 @@ class OperationResult:
     worker: str = "local"
     skipped: bool = False  # e.g. a dry run of a command without a dryrun form
     resources: list[dict[str, Any]] = field(default_factory=list)  # discovered instances
+    protected: bool | None = None  # a resultTemplate marked the target (un)protected
 
 
 class RetryOperation(Exception):
