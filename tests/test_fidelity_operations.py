@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.conftest import Project
@@ -301,3 +302,43 @@ def test_protected_instance_made_by_result_template_survives_undeploy(project, i
     result = invoke("undeploy", "--approve")
     assert "maker: skipped: protected" in result.output
     assert project.local("maker") == "ok"
+
+
+# ------------------------------------------------------------------- item 4: Unfurl's filters
+
+
+def test_unfurl_filters_eval_map_value_abspath_sensitive(project, invoke):
+    project.write((UNFURL / "filters.yaml").read_text().replace(
+        " {{ {'a': {'get_input': 'greeting'}} | map_value }}",
+        " {{ ({'a': {'get_input': 'greeting'}} | map_value).a }}"))
+    result = invoke("deploy", "--approve")
+    assert result.exit_code == 0, result.output
+    # Unfurl 1.2.0 printed "echo hi files/x.txt s3cretvalue ..." for the same filters
+    console = (UNFURL / "filters" / "1-deploy" / "console.txt").read_text()
+    assert "echo hi files/x.txt s3cretvalue" in console
+    out = all_stdout(project)[0]
+    assert out == f"hi {project.root / 'files' / 'x.txt'} <<REDACTED>> hi\n"
+    recorded = "".join(p.read_text() for p in (project.root / "jobs").glob("*.yaml"))
+    assert "s3cretvalue" not in recorded
+
+
+def test_unknown_filter_is_a_validation_error_before_any_job(project, invoke):
+    text = (UNFURL / "filters.yaml").read_text().replace("| abspath", "| abspth").replace(
+        "| sensitive", "| to_dns_label")
+    project.write(text)
+    result = invoke("validate")
+    assert result.exit_code == 1
+    assert "unknown filter 'abspth': not supported" in result.output
+    assert "did you mean 'abspath'" in result.output
+    assert "Unfurl's filter 'to_dns_label' is not supported" in result.output
+    assert "ensemble.yaml:18:" in result.output  # the line of the template
+    deploy = invoke("deploy", "--approve")
+    assert deploy.exit_code == 1 and not project.jobs_tsv()
+
+
+def test_filters_keep_the_sandbox_size_limits():
+    from unfurl_lite.expr import EvalContext, ExpressionError, render_template
+
+    ctx = EvalContext(self_view={}, inputs={})
+    with pytest.raises(ExpressionError):
+        render_template("{{ ('x' * 1000) | map_value | center(10**9) }}", ctx)

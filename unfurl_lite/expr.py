@@ -491,6 +491,9 @@ def _environment() -> Any:
     env.globals["get_env"] = _get_env_global
     env.globals["file"] = _file_global
     env.filters["file"] = _file_global
+    from unfurl_lite.filters import unfurl_filters
+
+    env.filters.update(unfurl_filters())  # Unfurl's own (eval, map_value, sensitive...)
     for name, function in list(env.filters.items()):
         env.filters[name] = _guarded_filter(name, function)
     return env

@@ -250,9 +250,32 @@ def semantic_problems(doc: Any, file: str) -> list[Problem]:
     for check_one in (_unknown_types, _type_cycles, _requirement_targets,
                       _requirement_cycles, _undeclared_interfaces, _untyped_type_interfaces,
                       _unknown_operations, _unsupported_implementations,
-                      _duplicate_templates, _workflows, _cloudify_unsupported):
+                      _duplicate_templates, _workflows, _cloudify_unsupported,
+                      _unknown_filters):
         problems += check_one(doc, file)
     return problems
+
+
+def _unknown_filters(doc: Any, file: str) -> Iterator[Problem]:
+    """A Jinja2 filter the template sandbox does not have would fail its task at run
+    time; say so now, naming Unfurl's filters that are not supported here."""
+    from unfurl_lite.filters import UNSUPPORTED, _known, unknown_filters
+
+    stack: list[tuple[tuple[Any, ...], Any]] = [(("spec",), _mapping(doc).get("spec"))]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(((*path, k), v) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend(((*path, i), v) for i, v in enumerate(value))
+        elif isinstance(value, str):
+            for name in dict.fromkeys(unknown_filters(value)):
+                message = (f"Unfurl's filter {name!r} is not supported" if name in UNSUPPORTED
+                           else f"unknown filter {name!r}: not supported")
+                hint = did_you_mean(name, sorted(_known())) or (
+                    "the filters here are Jinja2's built-ins and Unfurl's eval, ref, "
+                    "map_value, sensitive, abspath")
+                yield problem_at(doc, path, file, message, hint)
 
 
 def _workflows(doc: Any, file: str) -> Iterator[Problem]:
