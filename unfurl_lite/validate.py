@@ -256,26 +256,48 @@ def semantic_problems(doc: Any, file: str) -> list[Problem]:
     return problems
 
 
+def _any_filter(value: dict[Any, Any] | list[Any]) -> bool:
+    """Whether any string in the value could use a filter (the quick pass: most specs
+    have none, and a large spec is mostly plain strings)."""
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        for child in (item.values() if isinstance(item, dict) else item):
+            if isinstance(child, str):
+                if "|" in child and "{" in child:
+                    return True
+            elif isinstance(child, dict | list):
+                stack.append(child)
+    return False
+
+
 def _unknown_filters(doc: Any, file: str) -> Iterator[Problem]:
     """A Jinja2 filter the template sandbox does not have would fail its task at run
     time; say so now, naming Unfurl's filters that are not supported here."""
     from unfurl_lite.filters import UNSUPPORTED, _known, unknown_filters
 
-    stack: list[tuple[tuple[Any, ...], Any]] = [(("spec",), _mapping(doc).get("spec"))]
-    while stack:
+    spec = _mapping(doc).get("spec")
+    if not isinstance(spec, dict | list) or not _any_filter(spec):
+        return
+    stack: list[tuple[tuple[Any, ...], Any]] = [(("spec",), spec)]
+    found: list[tuple[tuple[Any, ...], str]] = []
+    while stack:  # only containers are pushed: a large spec is mostly plain strings
         path, value = stack.pop()
-        if isinstance(value, dict):
-            stack.extend(((*path, k), v) for k, v in value.items())
-        elif isinstance(value, list):
-            stack.extend(((*path, i), v) for i, v in enumerate(value))
-        elif isinstance(value, str):
-            for name in dict.fromkeys(unknown_filters(value)):
-                message = (f"Unfurl's filter {name!r} is not supported" if name in UNSUPPORTED
-                           else f"unknown filter {name!r}: not supported")
-                hint = did_you_mean(name, sorted(_known())) or (
-                    "the filters here are Jinja2's built-ins and Unfurl's eval, ref, "
-                    "map_value, sensitive, abspath")
-                yield problem_at(doc, path, file, message, hint)
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, item in items:
+            if isinstance(item, str):
+                if "|" in item and "{" in item:
+                    found += (((*path, key), name) for name in
+                              dict.fromkeys(unknown_filters(item)))
+            elif isinstance(item, dict | list):
+                stack.append(((*path, key), item))
+    for path, name in found:
+        message = (f"Unfurl's filter {name!r} is not supported" if name in UNSUPPORTED
+                   else f"unknown filter {name!r}: not supported")
+        hint = did_you_mean(name, sorted(_known())) or (
+            "the filters here are Jinja2's built-ins and Unfurl's eval, ref, map_value, "
+            "sensitive, abspath")
+        yield problem_at(doc, path, file, message, hint)
 
 
 def _workflows(doc: Any, file: str) -> Iterator[Problem]:
