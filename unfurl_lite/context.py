@@ -250,6 +250,13 @@ def apply_post_inputs(inputs: Mapping[str, Any], result: OperationResult, ctx: E
     outputs = result.outputs
     if not ctx.operation_inputs:
         ctx.operation_inputs = dict(inputs)
+    ctx.extra = {
+        **{k: outputs.get(k) for k in ("stdout", "stderr", "returncode")},
+        "result": outputs,
+        "success": result.success,
+        "error": result.error,
+        "outputs": outputs,
+    }
     done = inputs.get("done")
     values = evaluate(done, ctx) if done is not None else None
     if values is not None and not isinstance(values, Mapping):
