@@ -342,3 +342,13 @@ def test_filters_keep_the_sandbox_size_limits():
     ctx = EvalContext(self_view={}, inputs={})
     with pytest.raises(ExpressionError):
         render_template("{{ ('x' * 1000) | map_value | center(10**9) }}", ctx)
+
+
+def test_template_defaults_fill_operations_its_type_only_declares(project, invoke):
+    project.write((UNFURL / "defaults2.yaml").read_text())
+    result = invoke("deploy", "--approve")
+    assert result.exit_code == 0, result.output
+    console = (UNFURL / "defaults2" / "1-deploy" / "console.txt").read_text()
+    assert console.count("\ntmpl-defaults-on-type-ops\n") == 2
+    assert all_stdout(project) == ["tmpl-defaults-on-type-ops\n"] * 2
+    assert ready(project.status(), "d3") == ready(theirs("defaults2/1-deploy"), "d3")

@@ -9,7 +9,7 @@ write back is parsed only when it is first asked for.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -237,6 +237,7 @@ def _node_template(
         property_defs.update(node_type.properties)
         attribute_defs.update(node_type.attributes)
     interfaces = _merge_interfaces(interfaces, _interfaces(data.get("interfaces") or {}))
+    interfaces = _apply_defaults(interfaces, (data.get("interfaces") or {}).get("defaults"))
     properties = {
         key: d["default"]
         for key, d in property_defs.items()
@@ -360,6 +361,25 @@ def _interfaces(data: dict[str, Any]) -> Interfaces:
             for name, definition in (operations or {}).items()
             if definition != "not_implemented"
         }
+    return result
+
+
+def _apply_defaults(interfaces: Interfaces, defaults: Any) -> Interfaces:
+    """A template's ``defaults`` also fill the operations its types only declare (Unfurl
+    applies them to the merged interfaces)."""
+    if not isinstance(defaults, dict) or not defaults.get("implementation"):
+        return interfaces
+    shared_inputs = defaults.get("inputs") or {}
+    result: Interfaces = {}
+    for name, ops in interfaces.items():
+        result[name] = {}
+        for op_name, op in ops.items():
+            if op.implementation is None:
+                filled = _operation(name, op_name, {"implementation": defaults["implementation"]},
+                                    shared_inputs)
+                op = replace(op, implementation=filled.implementation,
+                             inputs={**shared_inputs, **op.inputs})
+            result[name][op_name] = op
     return result
 
 
