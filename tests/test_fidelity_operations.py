@@ -352,3 +352,13 @@ def test_template_defaults_fill_operations_its_type_only_declares(project, invok
     assert console.count("\ntmpl-defaults-on-type-ops\n") == 2
     assert all_stdout(project) == ["tmpl-defaults-on-type-ops\n"] * 2
     assert ready(project.status(), "d3") == ready(theirs("defaults2/1-deploy"), "d3")
+
+
+def test_bare_get_env_input_is_evaluated_as_a_secret(project, invoke, monkeypatch):
+    monkeypatch.setenv("DGVAR", "first-value")
+    project.write((UNFURL / "digest.yaml").read_text())
+    assert invoke("deploy", "--approve").exit_code == 0
+    out = all_stdout(project)[0]
+    assert "get_env" not in out and out == "1 <<REDACTED>>\n"  # Unfurl printed "1 first"
+    # a secret takes no part in the digest here (docs/differences-from-unfurl.md)
+    assert fields(project.jobs_tsv()[-1])["digestKeys"] == "x"

@@ -788,6 +788,8 @@ FUNCTIONS: dict[str, Callable[[Any, EvalContext, int], Any]] = {
     "concat": _concat,
     "join": _join,
     "eval": _eval,
+    # TOSCA's/Unfurl's bare form of {eval: {get_env: NAME}}: the same secret value
+    "get_env": lambda arg, ctx, depth: _eval({"get_env": arg}, ctx, depth),
 }
 
 
