@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from unfurl_lite.operations.base import OperationRequest, OperationResult
 
-RESULT_MARK = "\x1eunfurl-lite-result:"
+RESULT_MARK = "@@unfurl-lite-result@@ "
 
 
 def run(request: OperationRequest, watch: Callable[[int, bool], None] | None = None
@@ -43,7 +43,7 @@ def run(request: OperationRequest, watch: Callable[[int, bool], None] | None = N
     finally:
         if watch:
             watch(process.pid, False)
-    for line in reversed(out.splitlines()):
+    for line in reversed(out.split("\n")):
         if line.startswith(RESULT_MARK):
             return decode_result(json.loads(line[len(RESULT_MARK):]))
     tail = (err or "").strip().splitlines()[-1:] or [f"exit code {process.returncode}"]
