@@ -129,6 +129,8 @@ def serving(broker: str) -> dict[str, list[str]]:
     app = make_app(broker)
     try:
         replies = app.control.inspect(timeout=0.5).active_queues() or {}
+    except Exception:  # a broker just restarted: not yet
+        replies = {}
     finally:
         app.close()
     return {node.partition("@")[0]: [q["name"] for q in qs] for node, qs in replies.items()}

@@ -87,6 +87,30 @@ log = logging.getLogger(__name__)
 # -- the Celery app (shared by the controller and the workers)
 
 
+def _patch_kombu() -> None:
+    """kombu's Redis channel, closed after the broker went away, raises AttributeError
+    (not a connection error) when it is asked to ack or restore; Celery's consumer calls
+    that unrecoverable and the worker exits. Make it the connection error it is, so the
+    consumer reconnects (the message is restored or sent again: at least once)."""
+    import redis
+    from kombu.transport import redis as kombu_redis
+
+    original = kombu_redis.Channel._connparams
+    if getattr(original, "_unfurl_patched", False):
+        return
+
+    def _connparams(self: Any, asynchronous: bool = False) -> Any:
+        if getattr(self.connection, "client", None) is None:
+            raise redis.exceptions.ConnectionError("the broker connection was closed")
+        return original(self, asynchronous)
+
+    _connparams._unfurl_patched = True  # type: ignore[attr-defined]
+    kombu_redis.Channel._connparams = _connparams
+
+
+_patch_kombu()
+
+
 def broker_url(broker: str | None = None) -> str:
     return broker or os.environ.get("UNFURL_BROKER") or DEFAULT_BROKER
 
@@ -296,7 +320,11 @@ class _Lease:
                     break
                 held = (self.client.get(self.key) or b"").decode()
                 if held.partition(" ")[0] == celery_id:
-                    return False  # the same message, delivered again: its first run is alive
+                    return False  # the same message, delivered again: its first run is
+                    # alive, or it has ended
+                if held.endswith(" done"):  # an earlier copy ended; this one was sent again
+                    self.client.set(self.key, self.holder, ex=int(LEASE_SECONDS))
+                    break
                 # a copy sent again after its worker was lost: wait until that run has ended
                 if self.client.exists(SUPERSEDED_KEY + celery_id):
                     return False
@@ -313,10 +341,12 @@ class _Lease:
                 self.client.set(self.key, self.holder, ex=int(LEASE_SECONDS))
 
     def release(self) -> None:
+        """Keep the lease, marked done, as long as a copy could still be redelivered."""
         self._stop.set()
         with contextlib.suppress(Exception):
             if (self.client.get(self.key) or b"").decode() == self.holder:
-                self.client.delete(self.key)
+                self.client.set(self.key, f"{self.holder} done",
+                                ex=int(visibility_timeout() * 2 + 3600))
 
 
 class ThreadPool(_CeleryThreadPool):
@@ -692,7 +722,7 @@ class CeleryExecutor:
         if started:
             keys = [LEASE_KEY + self.job_key + ":" + f.request.task_id for f in started]
             for flight, held in zip(started, self.client.mget(keys), strict=True):
-                if held:
+                if held and not held.endswith(b" done"):  # done: its reply should be here
                     flight.lease_missing_since = None
                     continue
                 flight.lease_missing_since = flight.lease_missing_since or now
