@@ -105,7 +105,7 @@ def _patch_kombu() -> None:
         return original(self, asynchronous)
 
     _connparams._unfurl_patched = True  # type: ignore[attr-defined]
-    kombu_redis.Channel._connparams = _connparams
+    kombu_redis.Channel._connparams = _connparams  # type: ignore[method-assign]
 
 
 _patch_kombu()
@@ -722,7 +722,7 @@ class CeleryExecutor:
         if started:
             keys = [LEASE_KEY + self.job_key + ":" + f.request.task_id for f in started]
             for flight, held in zip(started, self.client.mget(keys), strict=True):
-                if held and not held.endswith(b" done"):  # done: its reply should be here
+                if held and not _text(held).endswith(" done"):  # done: its reply is due
                     flight.lease_missing_since = None
                     continue
                 flight.lease_missing_since = flight.lease_missing_since or now
@@ -821,6 +821,10 @@ def _failure(flight: _Flight, error: str, worker: str | None = None) -> Operatio
         error=error,
         worker=worker or _short(flight.hostname or flight.lost_on) or "celery",
     )
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else value
 
 
 def _short(node: str | None) -> str:
