@@ -623,13 +623,15 @@ def test_a_worker_on_another_machine_fetches_the_project_from_git(
 
 
 def test_a_redelivered_message_does_not_start_a_second_run(project, broker, workers):
-    slow = "mkdir -p ran && echo $UNFURL_WORKER >> ran/runs && sleep 9"
+    slow = "mkdir -p ran && echo $UNFURL_WORKER >> ran/runs && sleep 6"
     prepare(project, ensemble(node("slow", slow)))
-    quick = {"UNFURL_VISIBILITY_TIMEOUT": "2"}
-    workers("one", "unfurl.management", concurrency=1, env=quick)
-    workers("two", "unfurl.management", concurrency=1, env=quick)
+    quick = {"UNFURL_VISIBILITY_TIMEOUT": "1"}
+    workers("one", "unfurl.management", concurrency=1, env=quick, loglevel="INFO")
+    workers("two", "unfurl.management", concurrency=1, env=quick, loglevel="INFO")
     result = deploy(project, broker)
     assert result.returncode == 0, result.stdout + result.stderr
+    logs = "".join((project.root.parent / f"worker-{w}.log").read_text() for w in ("one", "two"))
+    assert logs.count("] received") >= 2  # the message was delivered again while it ran
     assert len((project.root / "ran" / "runs").read_text().split()) == 1
     assert project.local("slow") == "ok"
 

@@ -148,7 +148,10 @@ def make_app(broker: str | None = None, backend: str | None = None) -> Celery:
         broker_connection_timeout=3.0,
         broker_transport_options={
             "visibility_timeout": visibility_timeout(),
-            "unacked_restore_interval": 5,
+            # kombu scans for messages past the visibility timeout every interval x
+            # throttle seconds: every few seconds, so the timeout means what it says
+            "unacked_restore_interval": max(1, min(5, int(visibility_timeout() / 2))),
+            "unacked_restore_throttle": 1,
             "socket_connect_timeout": 3.0,
             "retry_on_timeout": True,
         },
