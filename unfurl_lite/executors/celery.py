@@ -133,7 +133,7 @@ def make_app(broker: str | None = None, backend: str | None = None) -> Celery:
         task_acks_late=True,  # a message is acknowledged when its operation has finished
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
-        task_track_started=True,
+        task_track_started=False,  # the worker tells the controller itself (reply list)
         task_default_queue=DEFAULT_QUEUE,
         result_expires=3600,
         result_extended=False,
@@ -319,9 +319,13 @@ class _Lease:
         deadline = time.monotonic() + REPLY_DELIVERY_SECONDS
         while True:
             try:
-                if self.client.set(self.key, self.holder, nx=True, ex=int(LEASE_SECONDS)):
+                with self.client.pipeline(transaction=False) as pipe:
+                    taken, held_bytes = pipe.set(
+                        self.key, self.holder, nx=True, ex=int(LEASE_SECONDS)
+                    ).get(self.key).execute()
+                if taken:
                     break
-                held = (self.client.get(self.key) or b"").decode()
+                held = (held_bytes or b"").decode()
                 if held.partition(" ")[0] == celery_id:
                     return False  # the same message, delivered again: its first run is
                     # alive, or it has ended
@@ -572,6 +576,8 @@ class CeleryExecutor:
             self._give_up([f.celery_id for f in left])
         for flight in left:
             _settle(flight, _failure(flight, "the job ended before the worker answered"))
+        with contextlib.suppress(Exception):  # wake the listener from its BLPOP
+            self.client.rpush(self.reply_key, json.dumps({"id": "", "event": "stop"}))
         for thread in self._threads:
             thread.join(timeout=6)
         with contextlib.suppress(Exception):
