@@ -106,7 +106,7 @@ def workers(project: Project, broker: str) -> Iterator[Workers]:
                  **(env or {})},
         )
         started.append(process)
-        wait_for(lambda: name in serving(url or broker), limit=30)
+        wait_for(lambda: heartbeat(url or broker, name), limit=30)
         return process
 
     try:
@@ -122,18 +122,14 @@ def kill_group(process: subprocess.Popen[bytes]) -> None:
     process.wait()
 
 
-def serving(broker: str) -> dict[str, list[str]]:
-    """Live worker name -> the queues it consumes."""
-    from unfurl_lite.executors.celery import make_app
+def heartbeat(broker: str, name: str) -> bool:
+    """The worker has said it is ready (it publishes itself once it consumes)."""
+    import redis
 
-    app = make_app(broker)
     try:
-        replies = app.control.inspect(timeout=0.5).active_queues() or {}
-    except Exception:  # a broker just restarted: not yet
-        replies = {}
-    finally:
-        app.close()
-    return {node.partition("@")[0]: [q["name"] for q in qs] for node, qs in replies.items()}
+        return any(redis_client(broker).scan_iter(f"unfurl-lite:worker:{name}@*"))
+    except redis.exceptions.ConnectionError:  # a broker just restarted: not yet
+        return False
 
 
 def node(name: str, command: str, extra: str = "", host: str | None = None) -> str:
@@ -263,6 +259,7 @@ def test_a_worker_killed_mid_task_is_replaced_by_another(project, broker, worker
     assert job.returncode == 0, out + err
     assert (project.root / "ran" / "slow").read_text().strip() == "second"
     assert job_tasks(project)["slow"]["worker"] == "second"
+    assert job_tasks(project)["slow"]["result"]["runs"] == ["first", "second"]  # every run
     assert project.local("slow") == "ok"
 
 
