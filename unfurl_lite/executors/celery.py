@@ -30,6 +30,7 @@ import json
 import logging
 import os
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -76,10 +77,12 @@ SWEEP_SECONDS = 1.0
 PING_SECONDS = 2.0
 LOST_AFTER_MISSED_PINGS = 3
 HEARTBEAT_SECONDS = 2.0
-LEASE_SECONDS = 10.0
+LEASE_SECONDS = 6.0
 BROKER_DOWN_SECONDS = 30.0
 REPLY_DELIVERY_SECONDS = 60.0
 REPLY_TTL_SECONDS = 24 * 3600
+#: a reply waits on a thread that wants the GIL: hand it over sooner than Python's 5 ms
+SWITCH_INTERVAL = 0.0005
 
 log = logging.getLogger(__name__)
 
@@ -217,16 +220,19 @@ def _run_on_worker(task: Any, payload: dict[str, Any]) -> dict[str, Any]:
                               "result": encode_result(refused)})
         raise OperationFailed(error)
     job = str(meta.get("job") or "")
-    with contextlib.suppress(Exception):  # the broker is restarting: run anyway
-        if client.exists(ENDED_KEY + job, SUPERSEDED_KEY + celery_id):
-            return {"dropped": "its job ended or gave up on it", "worker": worker}
     lease = _Lease(client, LEASE_KEY + job + ":" + str(meta.get("change")), f"{celery_id} {node}")
-    if not lease.acquire(celery_id):
+    # one round trip: has the job ended or given it up, and may this copy run?
+    started = json.dumps({"id": celery_id, "event": "started", "node": node})
+    acquired = lease.try_first(ENDED_KEY + job, SUPERSEDED_KEY + celery_id, reply, started)
+    if acquired == "dropped":
+        return {"dropped": "its job ended or gave up on it", "worker": worker}
+    if acquired is None and not lease.acquire(celery_id):
         return {"dropped": "a run of it is still alive", "worker": worker}
     request = decode_request(payload.get("request") or {})
     secrets = {str(s) for s in decode(meta.get("secrets") or [])}
     try:
-        _push(client, reply, {"id": celery_id, "event": "started", "node": node}, once=True)
+        if acquired is None:  # told only once this copy runs
+            _push(client, reply, json.loads(started), once=True)
         result = _run_here(request, meta.get("source") or {}, worker)
         result.worker = worker
         result = redact_result(result, secrets)
@@ -315,6 +321,30 @@ class _Lease:
         self.client, self.key, self.holder = client, key, holder
         self._stop = threading.Event()
 
+    def try_first(self, ended: str, given_up: str, reply: str, started: str) -> str | None:
+        """The common case in one round trip: "dropped" (the job ended or gave the task
+        up), "run" (the lease is ours and the controller told it started), else None."""
+        try:
+            with self.client.pipeline(transaction=True) as pipe:
+                pipe.exists(ended, given_up)
+                pipe.set(self.key, self.holder, nx=True, ex=int(LEASE_SECONDS))
+                dropped, taken = pipe.execute()
+                if dropped:
+                    if taken:
+                        self.client.delete(self.key)
+                    return "dropped"
+                if not taken:
+                    return None
+        except Exception:  # the broker is restarting: the slow path retries
+            return None
+        self._start_refreshing()
+        if reply:
+            _push(self.client, reply, json.loads(started), once=True)
+        return "run"
+
+    def _start_refreshing(self) -> None:
+        threading.Thread(target=self._refresh, daemon=True, name="unfurl-lease").start()
+
     def acquire(self, celery_id: str) -> bool:
         deadline = time.monotonic() + REPLY_DELIVERY_SECONDS
         while True:
@@ -339,7 +369,7 @@ class _Lease:
                 if time.monotonic() > deadline:
                     break
             time.sleep(0.5)
-        threading.Thread(target=self._refresh, daemon=True, name="unfurl-lease").start()
+        self._start_refreshing()
         return True
 
     def _refresh(self) -> None:
@@ -389,6 +419,7 @@ def _on_worker_init(sender: Any = None, **kwargs: Any) -> None:
     from unfurl_lite.operations import shell
 
     _worker_broker = _worker_broker or broker_url()
+    sys.setswitchinterval(SWITCH_INTERVAL)
     for name in BROKER_ENV:
         os.environ.pop(name, None)
     _watchdog = Watchdog()
@@ -498,6 +529,7 @@ class CeleryExecutor:
 
         url = self.url = broker_url(options.get("broker"))
         check_broker(url)
+        sys.setswitchinterval(SWITCH_INTERVAL)
         self.app = make_app(url, options.get("backend"))
         backend_url = str(self.app.conf.result_backend or url)
         self.client = redis.Redis.from_url(backend_url, socket_connect_timeout=2.0,
