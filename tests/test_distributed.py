@@ -702,3 +702,15 @@ def test_a_broker_restart_mid_job_is_survived(project, workers, tmp_path):
     finally:
         server.kill()
         server.wait()
+
+
+def test_tasks_name_the_repository_without_its_password(project, monkeypatch) -> None:
+    from unfurl_lite.executors.checkout import source_of
+
+    git(project.root, "remote", "add", "origin", "https://deploy:tok3n@git.example.com/p.git")
+    project.write(ensemble(node("a", "true")))
+    source = source_of(str(project.root))
+    assert source["repo"] == "https://deploy@git.example.com/p.git"
+    assert source["commit"] == git(project.root, "rev-parse", "HEAD").strip()
+    monkeypatch.setenv("UNFURL_REPOSITORY_URL", "ssh://git@example.com:2222/p.git")
+    assert source_of(str(project.root))["repo"] == "ssh://git@example.com:2222/p.git"

@@ -16,6 +16,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from unfurl_lite.errors import JobError
 
@@ -32,9 +33,21 @@ def source_of(cwd: str) -> dict[str, str]:
         commit = _git(cwd, "rev-parse", "HEAD")
     except JobError:
         return {}
-    url = os.environ.get("UNFURL_REPOSITORY_URL") or _origin(cwd) or top
+    url = without_password(os.environ.get("UNFURL_REPOSITORY_URL") or _origin(cwd) or top)
     subdir = os.path.relpath(os.path.realpath(cwd), os.path.realpath(top))
     return {"repo": url, "commit": commit, "subdir": "" if subdir == "." else subdir}
+
+
+def without_password(url: str) -> str:
+    """A task never carries a repository password: workers fetch with their own keys."""
+    parts = urlsplit(url)
+    if "://" not in url or not parts.password:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username}@{host}" if parts.username else host
+    if parts.port:
+        netloc += f":{parts.port}"
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def project_dir(source: dict[str, str], cwd: str) -> str:
