@@ -714,3 +714,35 @@ def test_tasks_name_the_repository_without_its_password(project, monkeypatch) ->
     assert source["commit"] == git(project.root, "rev-parse", "HEAD").strip()
     monkeypatch.setenv("UNFURL_REPOSITORY_URL", "ssh://git@example.com:2222/p.git")
     assert source_of(str(project.root))["repo"] == "ssh://git@example.com:2222/p.git"
+
+
+def test_a_broker_that_stays_away_ends_the_job_in_bounded_time(project, workers):
+    port = free_port()
+    url = f"redis://:{PASSWORD}@127.0.0.1:{port}/0"
+    server = start_redis(port)
+    try:
+        long = "mkdir -p ran && touch ran/long.started && sleep 30"
+        after = "\n          requirements:\n            - dependency: long"
+        prepare(project, ensemble(node("long", long), node("after", mark("after"), after)))
+        workers("w", "unfurl.management", url=url)
+        job = subprocess.Popen(
+            [sys.executable, "-m", "unfurl_lite", "deploy", "--approve", "--executor", "celery",
+             "--broker", url], cwd=project.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, env={**os.environ, "PYTHONPATH": str(ROOT), "UNFURL_BROKER_TIMEOUT": "2"},
+        )
+        try:
+            wait_for(lambda: (project.root / "ran" / "long.started").exists(), job, limit=60)
+            server.kill()
+            server.wait()
+            out, err = job.communicate(timeout=60)
+        finally:
+            if job.poll() is None:
+                job.kill()
+        assert job.returncode == 64, out + err
+        tasks = job_tasks(project)
+        assert "lost the broker for more than 2 s" in tasks["long"]["message"]
+        assert PASSWORD not in tasks["long"]["message"]
+        assert tasks["after"]["state"] == "blocked"
+    finally:
+        server.kill()
+        server.wait()

@@ -542,6 +542,7 @@ class CeleryExecutor:
         lost = options.get("lost_retries")
         self.lost_retries = int(lost if lost is not None else os.environ.get(
             "UNFURL_LOST_RETRIES") or 1)
+        self.broker_down = float(os.environ.get("UNFURL_BROKER_TIMEOUT") or BROKER_DOWN_SECONDS)
         self.on_started: Any = None
         self.secrets: set[str] = set()  # the job's, set by the job: redacted from results
         self.job_key = uuid.uuid4().hex
@@ -736,10 +737,10 @@ class CeleryExecutor:
                 self._down_since = None
             except Exception as exc:
                 self._down_since = self._down_since or time.monotonic()
-                if time.monotonic() - self._down_since > BROKER_DOWN_SECONDS:
+                if time.monotonic() - self._down_since > self.broker_down:
                     for flight in flights:
                         self._finish(flight, _failure(
-                            flight, f"lost the broker for more than {BROKER_DOWN_SECONDS:g} s: "
+                            flight, f"lost the broker for more than {self.broker_down:g} s: "
                             f"{redact_text(str(exc), {self.url})}"))
 
     def _server_run_id(self) -> str:
