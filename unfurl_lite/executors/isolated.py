@@ -21,12 +21,12 @@ RESULT_MARK = "@@unfurl-lite-result@@ "
 
 def run(request: OperationRequest, watch: Callable[[int, bool], None] | None = None
         ) -> OperationResult:
-    from unfurl_lite.executors.watchdog import _package_parent
+    from unfurl_lite.executors.watchdog import package_path
     from unfurl_lite.executors.wire import decode_result, encode_request
 
     process = subprocess.Popen(
         [sys.executable, "-m", "unfurl_lite.executors.isolated"],
-        cwd=request.cwd, env={**request.env, "PYTHONPATH": _package_parent()},
+        cwd=request.cwd, env={**request.env, "PYTHONPATH": package_path()},
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True,
     )

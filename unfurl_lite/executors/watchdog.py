@@ -49,7 +49,7 @@ class Watchdog:
             [sys.executable, "-m", "unfurl_lite.executors.watchdog"],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True, text=True,
-            env={**os.environ, "PYTHONPATH": _package_parent()},
+            env={**os.environ, "PYTHONPATH": package_path()},
         )
 
     def watch(self, pid: int, running: bool) -> None:
@@ -59,7 +59,7 @@ class Watchdog:
             self._process.stdin.flush()
 
 
-def _package_parent() -> str:
+def package_path() -> str:
     here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     existing = os.environ.get("PYTHONPATH")
     return f"{here}{os.pathsep}{existing}" if existing else here
