@@ -255,6 +255,8 @@ class _Scheduler:
         )
         if hasattr(self.executor, "on_started"):
             self.executor.on_started = self.operation_started
+        if hasattr(self.executor, "secrets"):  # redacted out of results where they are kept
+            self.executor.secrets = self.secrets
         self.observer.job_started(
             str(self.job_id), self.instances, [self.runs[t.number] for t in self.plan.tasks]
         )
@@ -275,6 +277,7 @@ class _Scheduler:
             run = by_id.get(task_id)
             if run is not None and run.state == TaskState.sent:
                 run.state = TaskState.started
+                self.observer.task_started(run)  # "started" when it starts, not when sent
                 self.observer.task_changed(run)
 
     def loop(self) -> None:
@@ -383,12 +386,12 @@ class _Scheduler:
             on_start(instance, task)
         run.attempts += 1
         self.observer.task_changed(run)
-        self.observer.task_started(run)
         run.state = TaskState.sent
         self.observer.task_changed(run)
         future = self.executor.submit(request)
         if not hasattr(self.executor, "on_started"):
             run.state = TaskState.started
+            self.observer.task_started(run)
         self.running[future] = number
 
     def guard_fails(self, task: Task) -> str | None:
