@@ -247,7 +247,7 @@ def _run_on_worker(task: Any, payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def _run_here(request: OperationRequest, source: dict[str, str], worker: str) -> OperationResult:
-    from unfurl_lite.executors import checkout, isolated
+    from unfurl_lite.executors import checkout
     from unfurl_lite.operations import run_operation
 
     try:
@@ -260,9 +260,7 @@ def _run_here(request: OperationRequest, source: dict[str, str], worker: str) ->
         if name in os.environ:
             request.env[name] = os.environ[name]
     request.env["UNFURL_WORKER"] = worker
-    try:
-        if request.kind == "Python":
-            return isolated.run(request, _watch)
+    try:  # Python operations too run in a process of their own, importing from request.cwd
         return run_operation(request)
     except Exception as exc:  # a bug or broken environment on this worker: the task fails
         return OperationResult(success=False, modified=None, error=f"{type(exc).__name__}")
