@@ -84,8 +84,11 @@ class Project:
     def status(self) -> dict:
         from ruamel.yaml import YAML
 
+        from unfurl_lite.layout import flatten
+
         doc = YAML(typ="safe").load(self.ensemble.read_text())
-        return (doc.get("status") or {}).get("instances") or {}
+        nested = (doc.get("status") or {}).get("instances") or {}
+        return {name: record for name, (record, _) in flatten(nested).items()}
 
     def local(self, name: str) -> str:
         return self.status()[name]["readyState"]["local"]

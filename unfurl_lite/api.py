@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from unfurl_lite import changeid, lock, records
+from unfurl_lite import changeid, layout, lock, records
 from unfurl_lite.errors import STORAGE_ERRNOS, JobError, StorageError, storage_error
 from unfurl_lite.executors import make_executor
 from unfurl_lite.job import JobOptions, JobResult, Resumed, run_plan
@@ -307,6 +307,7 @@ def record_job(
         lambda document: records.update_status(
             document, result.instances, result.effective, job, ensemble.jobs_log,
             result.secrets, forgotten=forgotten,
+            hosts=layout.host_instances(ensemble.topology.templates, result.instances),
         ),
     )
     return files

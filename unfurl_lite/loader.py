@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from unfurl_lite import parsecache, yamlio
+from unfurl_lite import layout, parsecache, yamlio
 from unfurl_lite.errors import InputError, Problem
 from unfurl_lite.model import (
     OPERATION_KINDS,
@@ -165,8 +165,8 @@ def build(file: Path, text: str, data: dict[str, Any]) -> Ensemble:
     )
     status = data.get("status") or {}
     instances = {
-        name: _instance(name, record or {})
-        for name, record in (status.get("instances") or {}).items()
+        name: _instance(name, record or {}, parent)
+        for name, (record, parent) in layout.flatten(status.get("instances") or {}).items()
     }
     return Ensemble(
         path=file,
@@ -387,7 +387,7 @@ def _operation(
     )
 
 
-def _instance(name: str, record: dict[str, Any]) -> Instance:
+def _instance(name: str, record: dict[str, Any], host: str | None = None) -> Instance:
     ready = record.get("readyState") or {}
     if isinstance(ready, str):
         ready = {"local": ready}
@@ -415,5 +415,6 @@ def _instance(name: str, record: dict[str, Any]) -> Instance:
         last_config_change=record.get("lastConfigChange"),
         last_state_change=record.get("lastStateChange"),
         protected=bool(record.get("protected", False)),
-        extra={k: v for k, v in record.items() if k not in known},
+        extra={k: v for k, v in record.items() if k not in known}
+        | ({layout.HOSTED_ON: host} if host else {}),
     )

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from unfurl_lite import changeid, guard, yamlio
+from unfurl_lite import changeid, guard, layout, yamlio
 from unfurl_lite.expr import REDACTED, Sensitive, redact
 from unfurl_lite.model import Instance, Status
 
@@ -228,9 +228,11 @@ def update_status(
     jobs_log: str,
     secrets: set[str],
     forgotten: Iterable[str] = (),
+    hosts: Mapping[str, str] | None = None,
 ) -> None:
     """Write instances' status and lastJob into the document: the round-trip one, or the
-    file's plain data when only those sections will be rewritten."""
+    file's plain data when only those sections will be rewritten. An instance with an entry
+    in ``hosts`` is written under its host's record, as Unfurl writes it."""
     forgotten = set(forgotten)
     status = document.get("status")
     if not isinstance(status, dict):
@@ -241,11 +243,13 @@ def update_status(
     recorded = status.get("instances")
     if not isinstance(recorded, dict):
         recorded = {}
-        status["instances"] = recorded
-    for name in [n for n in recorded if n in forgotten]:
-        del recorded[name]
+    found = layout.flatten(recorded, detach=True)
+    records = {n: r for n, (r, _) in found.items() if n not in forgotten}
+    parents: dict[str, str | None] = {n: p for n, (_, p) in found.items()}
     for name, instance in instances.items():
-        recorded[name] = instance_record(instance, effective.get(name), recorded.get(name), secrets)
+        records[name] = instance_record(instance, effective.get(name), records.get(name), secrets)
+        parents[name] = (hosts or {}).get(name)
+    status["instances"] = layout.nest(records, parents, [*found, *instances], type(recorded))
     document["lastJob"] = redact(dict(last_job), secrets)
     document["jobsLog"] = jobs_log
 
