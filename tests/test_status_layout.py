@@ -1,0 +1,130 @@
+"""The status layout both ways: instances hosted on another are nested under their host's
+record, as Unfurl 1.2.0 writes them (captured in tests/data/unfurl120/13-structure-and-layout)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from ruamel.yaml import YAML
+
+DATA = Path(__file__).parent / "data" / "unfurl120"
+HOSTED = DATA / "13-structure-and-layout"
+UNFURL = Path(os.environ.get("UNFURL120_VENV", "/work/venvs/unfurl120")) / "bin" / "unfurl"
+
+
+def load(path: Path) -> dict:
+    return YAML(typ="safe").load(path.read_text())
+
+
+def tree(instances: dict) -> dict:
+    """The nesting and readyState of a status section, without changeIds."""
+    return {
+        name: {
+            "readyState": record["readyState"],
+            **({"instances": tree(record["instances"])} if "instances" in record else {}),
+        }
+        for name, record in (instances or {}).items()
+    }
+
+
+def status_tree(path: Path) -> dict:
+    return tree(load(path)["status"]["instances"])
+
+
+def test_deploy_writes_hosted_instances_under_their_host_as_unfurl(project, invoke):
+    project.write((HOSTED / "hosted.yaml").read_text())
+    assert invoke("deploy", "--approve").exit_code == 0
+    assert status_tree(project.ensemble) == status_tree(
+        HOSTED / "hosted" / "1-deploy" / "ensemble.after.yaml"
+    )
+    assert invoke("undeploy", "--approve").exit_code == 0
+    assert status_tree(project.ensemble) == status_tree(
+        HOSTED / "hosted" / "3-undeploy" / "ensemble.after.yaml"
+    )
+
+
+def test_what_unfurl_deployed_nested_is_already_ok(project, invoke):
+    project.write((HOSTED / "hosted" / "1-deploy" / "ensemble.after.yaml").read_text())
+    before = project.commits()
+    result = invoke("deploy", "--approve")
+    assert result.exit_code == 0, result.output
+    assert project.commits() == before  # nothing to do: web and app were read, not re-created
+    result = invoke("status")
+    assert result.exit_code == 0
+    for name in ("server", "app", "web", "db"):
+        assert re.search(rf"\b{name}\b.*\bok\b", result.output), result.output
+
+
+def test_unfurls_blocked_hosted_instance_keeps_its_status(project, invoke):
+    project.write(
+        (DATA / "02b-failing-create-host-blocked" / "1-deploy" / "ensemble.after.yaml").read_text()
+    )
+    from unfurl_lite.loader import load_ensemble
+
+    ensemble = load_ensemble(project.ensemble)
+    app = ensemble.instances["app"]
+    assert (str(app.status), str(app.state)) == ("pending", "configuring")
+    assert str(ensemble.instances["db"].state) == "creating"
+
+
+def test_a_flat_layout_from_older_versions_loads_and_is_rewritten_nested(project, invoke):
+    project.write((HOSTED / "hosted.yaml").read_text())
+    assert invoke("deploy", "--approve").exit_code == 0
+    doc = load(project.ensemble)
+    doc["status"]["instances"] = project.status()  # flat: every instance at the top
+    yaml = YAML()
+    with project.ensemble.open("w") as f:
+        yaml.dump(doc, f)
+    project.write(project.ensemble.read_text())
+    assert set(load(project.ensemble)["status"]["instances"]) == {"server", "app", "web", "db"}
+    assert invoke("deploy", "--approve").exit_code == 0  # nothing to do: all ok
+    assert set(load(project.ensemble)["status"]["instances"]) == {"server", "app", "web", "db"}
+    assert invoke("deploy", "--approve", "--force").exit_code == 0
+    assert status_tree(project.ensemble) == status_tree(
+        HOSTED / "hosted" / "1-deploy" / "ensemble.after.yaml"
+    )
+
+
+def unfurl(project, *args):
+    proc = subprocess.run(
+        [str(UNFURL), "--home", "", *args],
+        cwd=project.root, capture_output=True, text=True, timeout=120,
+    )
+    return proc.returncode, re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)
+
+
+@pytest.mark.unfurl120
+@pytest.mark.skipif(not UNFURL.exists(), reason=f"Unfurl 1.2.0 not installed at {UNFURL}")
+def test_unfurl_reads_our_nested_layout(project, invoke):
+    project.write((HOSTED / "hosted.yaml").read_text())
+    assert invoke("deploy", "--approve").exit_code == 0
+    code, out = unfurl(project, "status", "ensemble.yaml")
+    assert code == 0, out
+    for name, state in (("server", "created"), ("app", "configured"), ("web", "configured")):
+        assert f"NodeInstance('{name}') ok {state}" in out, out
+    assert invoke("undeploy", "--approve").exit_code == 0
+    code, out = unfurl(project, "status", "ensemble.yaml")
+    assert "NodeInstance('server') absent deleted" in out, out
+
+
+@pytest.mark.unfurl120
+@pytest.mark.skipif(not UNFURL.exists(), reason=f"Unfurl 1.2.0 not installed at {UNFURL}")
+def test_we_read_unfurls_nested_layout(project, invoke):
+    project.write((HOSTED / "hosted.yaml").read_text())
+    code, out = unfurl(project, "deploy", "--approve", "--dirty=ok", "--commit", "ensemble.yaml")
+    assert code == 0, out
+    assert status_tree(project.ensemble) == status_tree(
+        HOSTED / "hosted" / "1-deploy" / "ensemble.after.yaml"
+    )
+    before = project.commits()
+    assert invoke("deploy", "--approve").exit_code == 0
+    assert project.commits() == before
+    # Unfurl leaves its ensemble.yaml.lock deleted in the work tree
+    assert invoke("undeploy", "--approve", "--dirty=ok").exit_code == 0
+    assert status_tree(project.ensemble) == status_tree(
+        HOSTED / "hosted" / "3-undeploy" / "ensemble.after.yaml"
+    )
