@@ -88,7 +88,10 @@ class Project:
 
         doc = YAML(typ="safe").load(self.ensemble.read_text())
         nested = (doc.get("status") or {}).get("instances") or {}
-        return {name: record for name, (record, _) in flatten(nested).items()}
+        return {  # an instance nested under its host is hostedOn it
+            name: {**record, "hostedOn": host} if host else record
+            for name, (record, host) in flatten(nested).items()
+        }
 
     def local(self, name: str) -> str:
         return self.status()[name]["readyState"]["local"]
