@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from unfurl_lite import layout, parsecache, yamlio
+from unfurl_lite import layout, parsecache, structure, yamlio
 from unfurl_lite.errors import InputError, Problem
 from unfurl_lite.model import (
     OPERATION_KINDS,
@@ -146,11 +146,11 @@ def build(file: Path, text: str, data: dict[str, Any]) -> Ensemble:
     spec = data.get("spec") or {}
     service = spec.get("service_template") or {}
     topology_tpl = service.get("topology_template") or {}
-    types = {
-        name: _node_type(name, d or {}) for name, d in (service.get("node_types") or {}).items()
-    }
+    node_types, relationship_types = structure.split_types(service.get("types"))
+    node_types.update(service.get("node_types") or {})
+    relationship_types.update(service.get("relationship_types") or {})
+    types = {name: _node_type(name, d or {}) for name, d in node_types.items()}
     relationship_templates = topology_tpl.get("relationship_templates") or {}
-    relationship_types = service.get("relationship_types") or {}
     templates = {
         name: _node_template(name, d or {}, types, relationship_templates, relationship_types)
         for name, d in (topology_tpl.get("node_templates") or {}).items()
@@ -168,6 +168,9 @@ def build(file: Path, text: str, data: dict[str, Any]) -> Ensemble:
         name: _instance(name, record or {}, parent)
         for name, (record, parent) in layout.flatten(status.get("instances") or {}).items()
     }
+    for name, record in (spec.get("instances") or {}).items():
+        if name not in instances:
+            instances[name] = _instance(name, structure.spec_instance_record(record))
     return Ensemble(
         path=file,
         text=text,

@@ -241,12 +241,59 @@ def _get(doc: Any, path: tuple[Any, ...]) -> dict:
 
 
 def semantic_problems(doc: Any, file: str) -> list[Problem]:
-    problems: list[Problem] = []
+    problems: list[Problem] = list(_unsupported_structure(doc, file))
+    view = _with_types_section(doc)
     for check_one in (_unknown_types, _type_cycles, _requirement_targets,
                       _requirement_cycles, _unknown_operations, _unsupported_implementations,
                       _duplicate_templates, _workflows, _cloudify_unsupported):
-        problems += check_one(doc, file)
+        problems += check_one(view, file)
     return problems
+
+
+def _with_types_section(doc: Any) -> Any:
+    """``doc`` with the node and relationship types of Unfurl's ``types:`` section seen as
+    if declared under ``node_types`` and ``relationship_types`` (a shallow view)."""
+    from unfurl_lite import structure
+
+    service = _get(doc, SERVICE)
+    if not _mapping(service.get("types")):
+        return doc
+    nodes, relationships = structure.split_types(service["types"])
+    view_service = dict(service)
+    view_service["node_types"] = {**nodes, **_mapping(service.get("node_types"))}
+    view_service["relationship_types"] = {
+        **relationships, **_mapping(service.get("relationship_types"))
+    }
+    return {**doc, "spec": {**_mapping(doc.get("spec")), "service_template": view_service}}
+
+
+#: Unfurl sections unfurl-lite refuses by name, with why and what to do
+_UNSUPPORTED_SECTIONS: dict[tuple[str, ...], tuple[str, str]] = {
+    ("changes",): (
+        "an inline `changes:` log (Unfurl records jobs in ensemble.yaml when it has no "
+        "jobsLog) is not supported",
+        "remove `changes:`; unfurl-lite records every job in jobs.tsv and changes/",
+    ),
+    ("spec", "discovered"): (
+        "Unfurl's `spec.discovered` (discovered node templates) is not supported",
+        "declare the templates under node_templates, or run `unfurl discover`",
+    ),
+    ("spec", "resource_templates"): (
+        "Unfurl's `spec.resource_templates` is not supported",
+        "declare the templates under node_templates",
+    ),
+    ("spec", "deployment_blueprints"): (
+        "Unfurl's `spec.deployment_blueprints` is not supported",
+        "merge the blueprint's templates into the service template",
+    ),
+}
+
+
+def _unsupported_structure(doc: Any, file: str) -> Iterator[Problem]:
+    for path, (message, hint) in _UNSUPPORTED_SECTIONS.items():
+        parent = _get(doc, path[:-1])
+        if path[-1] in parent and (path == ("changes",) or parent[path[-1]]):
+            yield problem_at(doc, path, file, message, hint)
 
 
 def _workflows(doc: Any, file: str) -> Iterator[Problem]:
