@@ -5,9 +5,12 @@ shape; a flat layout (older unfurl-lite) still reads."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from unfurl_lite.model import Instance, NodeTemplate
+from unfurl_lite.model import Instance, NodeTemplate, Status
+
+if TYPE_CHECKING:
+    from unfurl_lite.plan import Task
 
 #: the key, in an instance's record, of the instances it hosts
 CHILDREN = "instances"
@@ -114,3 +117,124 @@ def nest(
     for name in records:
         place(name)
     return top
+
+
+def relationship_instance(
+    instances: Mapping[str, Instance], task: Task, spec: Mapping[str, Any] | None = None
+) -> Instance | None:
+    """The relationship instance a relationship operation runs on, as Unfurl records it:
+    under its source's ``requirements:``, named after its target, created when first used."""
+    requirement, source = task.requirement, instances.get(task.source or "")
+    if requirement is None or source is None:
+        return None
+    found = source.relationships.get(requirement.name)
+    if found is None:
+        found = Instance(
+            name=task.peer or requirement.node,
+            template=f"{source.template}~r~{requirement.name}",
+            status=Status.pending,
+            priority=source.priority,
+        )
+        if spec is not None and task.peer:
+            found.extra["capability"] = capability_ref(
+                spec, source.template, requirement.name, instances[task.peer].template
+                if task.peer in instances else task.peer
+            )
+        source.relationships[requirement.name] = found
+    return found
+
+
+def relationship_type(task: Task) -> str:
+    requirement = task.requirement
+    return (requirement.relationship if requirement else None) or "tosca.relationships.DependsOn"
+
+
+#: capabilities of TOSCA's normative node types (name -> capability type)
+_NORMATIVE_CAPABILITIES: dict[str, dict[str, str]] = {
+    "tosca.nodes.Root": {"feature": "tosca.capabilities.Node"},
+    "tosca.nodes.Compute": {
+        "host": "tosca.capabilities.Compute",
+        "endpoint": "tosca.capabilities.Endpoint.Admin",
+        "os": "tosca.capabilities.OperatingSystem",
+        "scalable": "tosca.capabilities.Scalable",
+        "binding": "tosca.capabilities.network.Bindable",
+    },
+    "tosca.nodes.WebServer": {
+        "data_endpoint": "tosca.capabilities.Endpoint",
+        "admin_endpoint": "tosca.capabilities.Endpoint.Admin",
+        "host": "tosca.capabilities.Container",
+    },
+    "tosca.nodes.WebApplication": {"app_endpoint": "tosca.capabilities.Endpoint"},
+    "tosca.nodes.DBMS": {"host": "tosca.capabilities.Container"},
+    "tosca.nodes.Database": {"database_endpoint": "tosca.capabilities.Endpoint.Database"},
+}
+#: capability types that derive from another (child -> parent)
+_CAPABILITY_PARENTS = {
+    "tosca.capabilities.Endpoint.Admin": "tosca.capabilities.Endpoint",
+    "tosca.capabilities.Endpoint.Database": "tosca.capabilities.Endpoint",
+    "tosca.capabilities.Endpoint.Public": "tosca.capabilities.Endpoint",
+    "tosca.capabilities.Compute": "tosca.capabilities.Container",
+    "tosca.capabilities.Endpoint": "tosca.capabilities.Root",
+    "tosca.capabilities.Container": "tosca.capabilities.Root",
+    "tosca.capabilities.Node": "tosca.capabilities.Root",
+}
+
+
+def capability_ref(spec: Mapping[str, Any], source: str, requirement: str, target: str) -> str:
+    """Unfurl's ``capability`` of a relationship instance: the target's capability the
+    requirement connects to, ``::target::.capabilities::[.name=NAME]``."""
+    service = _mapping(spec.get("service_template"))
+    from unfurl_lite.structure import split_types
+
+    node_types = {**split_types(service.get("types"))[0], **_mapping(service.get("node_types"))}
+    templates = _mapping(_mapping(service.get("topology_template")).get("node_templates"))
+    wanted = _wanted_capability(_mapping(templates.get(source)), node_types, requirement)
+    capabilities: dict[str, Any] = {}
+    for type_name in reversed(_lineage(_mapping(templates.get(target)).get("type"), node_types)):
+        capabilities.update(_NORMATIVE_CAPABILITIES.get(type_name, {}))
+        for name, body in _mapping(_mapping(node_types.get(type_name)).get("capabilities")).items():
+            capabilities[str(name)] = body.get("type") if isinstance(body, Mapping) else body
+    name = "host" if requirement == "host" and "host" in capabilities else "feature"
+    if isinstance(wanted, str) and wanted in capabilities:
+        name = wanted
+    elif isinstance(wanted, str):
+        name = next((n for n, t in capabilities.items() if _is_a(t, wanted)), name)
+    return f"::{target}::.capabilities::[.name={name}]"
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _lineage(type_name: Any, node_types: Mapping[str, Any]) -> list[str]:
+    chain: list[str] = []
+    while isinstance(type_name, str) and type_name not in chain:
+        chain.append(type_name)
+        type_name = _mapping(node_types.get(type_name)).get("derived_from")
+    if "tosca.nodes.Root" not in chain:
+        chain.append("tosca.nodes.Root")
+    return chain
+
+
+def _wanted_capability(
+    template: Mapping[str, Any], node_types: Mapping[str, Any], requirement: str
+) -> Any:
+    for entries in [template.get("requirements")] + [
+        _mapping(node_types.get(t)).get("requirements")
+        for t in _lineage(template.get("type"), node_types)
+    ]:
+        for entry in entries if isinstance(entries, list) else ():
+            value = _mapping(_mapping(entry).get(requirement))
+            if value.get("capability"):
+                return value["capability"]
+    return None
+
+
+def _is_a(capability_type: Any, wanted: str) -> bool:
+    seen: set[str] = set()
+    while isinstance(capability_type, str) and capability_type not in seen:
+        if capability_type == wanted:
+            return True
+        seen.add(capability_type)
+        capability_type = _CAPABILITY_PARENTS.get(capability_type)
+    return False

@@ -403,6 +403,7 @@ def _instance(name: str, record: dict[str, Any], host: str | None = None) -> Ins
         "lastConfigChange",
         "lastStateChange",
         "protected",
+        "requirements",
     }
     local = ready.get("local", "unknown")
     state = ready.get("state")
@@ -420,4 +421,16 @@ def _instance(name: str, record: dict[str, Any], host: str | None = None) -> Ins
         protected=bool(record.get("protected", False)),
         extra={k: v for k, v in record.items() if k not in known}
         | ({layout.HOSTED_ON: host} if host else {}),
+        relationships=_relationships(record.get("requirements")),
     )
+
+
+def _relationships(entries: Any) -> dict[str, Instance]:
+    """Unfurl's ``requirements:`` list: ``- name: {relationship instance record}``."""
+    found: dict[str, Instance] = {}
+    for entry in entries if isinstance(entries, list) else ():
+        if isinstance(entry, dict) and len(entry) == 1:
+            (name, record), = entry.items()
+            if isinstance(record, dict):
+                found[str(name)] = _instance(str(record.get("name") or name), record)
+    return found

@@ -217,7 +217,23 @@ def instance_record(
     for key, value in instance.extra.items():
         if record.get(key) != value:
             record[key] = value
+    if instance.relationships:
+        record["requirements"] = _relationship_records(
+            instance, record.get("requirements"), secrets
+        )
     return record
+
+
+def _relationship_records(instance: Instance, existing: Any, secrets: set[str]) -> list[Any]:
+    """Unfurl's ``requirements:`` list of an instance: ``- name: {relationship instance}``."""
+    before: dict[str, Any] = {}
+    for entry in existing if isinstance(existing, list) else ():
+        if isinstance(entry, dict) and len(entry) == 1:
+            before.update(entry)
+    return [
+        {name: instance_record(rel, None, before.get(name), secrets)}
+        for name, rel in instance.relationships.items()
+    ]
 
 
 def update_status(
@@ -401,9 +417,12 @@ def task_entry(
     op = task.operation
     digest_keys, digest_value = input_digest(_digestable(run.inputs))
     status = str(instance.status) if instance else "unknown"
+    relationship = task.requirement is not None and task.source is not None
     entry: dict[str, Any] = {
         "changeId": run.change_id,
-        "target": f"::{task.target}",
+        "target": f"::{task.source}::.requirements::[.name={task.requirement.name}]"
+        if relationship and task.requirement is not None
+        else f"::{task.target}",
         "priority": str(instance.priority) if instance else "required",
         "readyState": {"local": status},
         "implementation": {
@@ -458,8 +477,9 @@ def task_summary(run: TaskRun, type_name: str, status: str, priority: str) -> st
     task = run.task
     op = task.operation
     impl = op.implementation.unfurl_class_name if op and op.implementation else "none"
+    subject = task.peer if task.requirement is not None and task.peer else task.target
     return (
-        f"{task.name} on instance {task.target} (type {type_name}, status {status}) "
+        f"{task.name} on instance {subject} (type {type_name}, status {status}) "
         f"using configurator for {task.reason}: {op.qualified_name if op else task.name} ({impl}), "
         f"priority: {priority}, reason: {task.reason}"
     )
