@@ -128,3 +128,79 @@ def test_we_read_unfurls_nested_layout(project, invoke):
     assert status_tree(project.ensemble) == status_tree(
         HOSTED / "hosted" / "3-undeploy" / "ensemble.after.yaml"
     )
+
+
+RELATIONSHIP = DATA / "10-relationship-ops"
+
+
+def requirements_of(path_or_status, name: str = "app") -> list:
+    instances = (
+        load(path_or_status)["status"]["instances"]
+        if isinstance(path_or_status, Path) else path_or_status
+    )
+    return instances[name].get("requirements")
+
+
+def without_change_ids(entries: list) -> list:
+    return [
+        {req: {k: v for k, v in record.items() if k not in ("lastConfigChange", "created")}
+         for req, record in entry.items()}
+        for entry in entries
+    ]
+
+
+def test_relationship_instances_are_recorded_under_their_source_as_unfurl(project, invoke):
+    project.write((RELATIONSHIP / "1-deploy" / "ensemble.before.yaml").read_text())
+    assert invoke("deploy", "--approve").exit_code == 0
+    ours = requirements_of(project.status())
+    assert without_change_ids(ours) == without_change_ids(
+        requirements_of(RELATIONSHIP / "1-deploy" / "ensemble.after.yaml")
+    )
+    rows = [line.split("\t") for line in project.jobs_tsv()[1:]]
+    relationship_rows = [r for r in rows if "operation=pre_configure_source" in r]
+    assert relationship_rows[0][3] == "target=::app::.requirements::[.name=db]"
+    summary = relationship_rows[0][-1]
+    assert "on instance db (type tosca.relationships.ConnectsTo, status ok)" in summary
+    app = project.status()["app"]
+    configure = next(r[0] for r in rows if "operation=configure" in r)
+    assert app["lastConfigChange"] == app["created"] == configure  # as Unfurl: not a link's
+    assert ours[0]["db"]["created"] == relationship_rows[0][0]
+
+    assert invoke("undeploy", "--approve").exit_code == 0
+    assert without_change_ids(requirements_of(project.status())) == without_change_ids(
+        requirements_of(RELATIONSHIP / "2-undeploy" / "ensemble.after.yaml")
+    )
+    assert status_tree(project.ensemble) == status_tree(
+        RELATIONSHIP / "2-undeploy" / "ensemble.after.yaml"
+    )  # app's effective status is error once its link is absent, as in Unfurl
+    last = project.jobs_tsv()[-1].split("\t")
+    assert last[3] == "target=::app::.requirements::[.name=db]"
+    assert last[1] == f"previousId={ours[0]['db']['lastConfigChange']}"
+
+
+def test_we_continue_from_unfurls_relationship_instances(project, invoke):
+    after = RELATIONSHIP / "1-deploy" / "ensemble.after.yaml"
+    project.write(after.read_text())
+    before = project.commits()
+    assert invoke("deploy", "--approve").exit_code == 0
+    assert project.commits() == before  # nothing to do
+    assert invoke("undeploy", "--approve").exit_code == 0
+    last = project.jobs_tsv()[-1].split("\t")
+    # remove_target chains from the relationship instance's own last change, as in Unfurl
+    recorded = requirements_of(after)[0]["db"]["lastConfigChange"]
+    assert last[1] == f"previousId={recorded}"
+    assert without_change_ids(requirements_of(project.status())) == without_change_ids(
+        requirements_of(RELATIONSHIP / "2-undeploy" / "ensemble.after.yaml")
+    )
+
+
+@pytest.mark.unfurl120
+@pytest.mark.skipif(not UNFURL.exists(), reason=f"Unfurl 1.2.0 not installed at {UNFURL}")
+def test_unfurl_reads_our_relationship_instances(project, invoke):
+    project.write((RELATIONSHIP / "1-deploy" / "ensemble.before.yaml").read_text())
+    assert invoke("deploy", "--approve").exit_code == 0
+    assert invoke("undeploy", "--approve").exit_code == 0
+    code, out = unfurl(project, "status", "ensemble.yaml")
+    assert code == 0, out
+    assert "NodeInstance('app') error configured" in out, out
+    assert "RelationshipInstance('db') absent configured" in out, out
