@@ -294,6 +294,37 @@ def _unsupported_structure(doc: Any, file: str) -> Iterator[Problem]:
         parent = _get(doc, path[:-1])
         if path[-1] in parent and (path == ("changes",) or parent[path[-1]]):
             yield problem_at(doc, path, file, message, hint)
+    yield from _unsupported_directives(doc, file)
+
+
+#: template directives built here (Unfurl's ``protected``: undeploy leaves the instance)
+SUPPORTED_DIRECTIVES = frozenset({"protected"})
+#: what Unfurl does with the directives unfurl-lite refuses, for the message
+_DIRECTIVE_MEANING = {
+    "dependent": "instantiated only when another template requires it",
+    "select": "selects an existing instance from an imported ensemble",
+    "discover": "discovered by deploy instead of created",
+    "default": "used only when no other template matches a requirement",
+    "check": "checked before deploy decides what to do",
+    "virtual": "never instantiated (abstract)",
+    "substitute": "substituted by a nested topology",
+}
+
+
+def _unsupported_directives(doc: Any, file: str) -> Iterator[Problem]:
+    for name, body in _get(doc, (*TOPOLOGY, "node_templates")).items():
+        directives = _mapping(body).get("directives")
+        for index, directive in enumerate(directives if isinstance(directives, list) else ()):
+            if directive in SUPPORTED_DIRECTIVES:
+                continue
+            meaning = _DIRECTIVE_MEANING.get(str(directive))
+            what = f" (in Unfurl: {meaning})" if meaning else ""
+            yield problem_at(
+                doc, (*TOPOLOGY, "node_templates", name, "directives", index), file,
+                f"template directive {directive!r} on {name!r}{what} is not supported",
+                "remove it; unfurl-lite supports the directives: "
+                + ", ".join(sorted(SUPPORTED_DIRECTIVES)),
+            )
 
 
 def _workflows(doc: Any, file: str) -> Iterator[Problem]:
