@@ -189,17 +189,29 @@ def capability_ref(spec: Mapping[str, Any], source: str, requirement: str, targe
     node_types = {**split_types(service.get("types"))[0], **_mapping(service.get("node_types"))}
     templates = _mapping(_mapping(service.get("topology_template")).get("node_templates"))
     wanted = _wanted_capability(_mapping(templates.get(source)), node_types, requirement)
-    capabilities: dict[str, Any] = {}
-    for type_name in reversed(_lineage(_mapping(templates.get(target)).get("type"), node_types)):
-        capabilities.update(_NORMATIVE_CAPABILITIES.get(type_name, {}))
-        for name, body in _mapping(_mapping(node_types.get(type_name)).get("capabilities")).items():
-            capabilities[str(name)] = body.get("type") if isinstance(body, Mapping) else body
+    capabilities = capabilities_of(_mapping(templates.get(target)).get("type"), node_types)
     name = "host" if requirement == "host" and "host" in capabilities else "feature"
-    if isinstance(wanted, str) and wanted in capabilities:
-        name = wanted
-    elif isinstance(wanted, str):
-        name = next((n for n, t in capabilities.items() if _is_a(t, wanted)), name)
+    name = matching_capability(capabilities, wanted) or name
     return f"::{target}::.capabilities::[.name={name}]"
+
+
+def capabilities_of(type_name: Any, node_types: Mapping[str, Any]) -> dict[str, Any]:
+    """name -> capability type of a node type, inherited ones included."""
+    capabilities: dict[str, Any] = {}
+    for ancestor in reversed(_lineage(type_name, node_types)):
+        capabilities.update(_NORMATIVE_CAPABILITIES.get(ancestor, {}))
+        for name, body in _mapping(_mapping(node_types.get(ancestor)).get("capabilities")).items():
+            capabilities[str(name)] = body.get("type") if isinstance(body, Mapping) else body
+    return capabilities
+
+
+def matching_capability(capabilities: Mapping[str, Any], wanted: Any) -> str | None:
+    """The capability a requirement's ``capability`` (a name or a type) connects to."""
+    if not isinstance(wanted, str):
+        return None
+    if wanted in capabilities:
+        return wanted
+    return next((n for n, t in capabilities.items() if _is_a(t, wanted)), None)
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

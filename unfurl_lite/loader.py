@@ -151,8 +151,11 @@ def build(file: Path, text: str, data: dict[str, Any]) -> Ensemble:
     relationship_types.update(service.get("relationship_types") or {})
     types = {name: _node_type(name, d or {}) for name, d in node_types.items()}
     relationship_templates = topology_tpl.get("relationship_templates") or {}
+    implied = structure.implied_requirements(service)
     templates = {
-        name: _node_template(name, d or {}, types, relationship_templates, relationship_types)
+        name: _node_template(
+            name, d or {}, types, relationship_templates, relationship_types, implied.get(name)
+        )
         for name, d in (topology_tpl.get("node_templates") or {}).items()
     }
     inputs, sensitive_inputs = _inputs(topology_tpl.get("inputs") or {}, spec.get("inputs") or {})
@@ -227,6 +230,7 @@ def _node_template(
     types: dict[str, NodeType],
     relationship_templates: dict[str, Any],
     relationship_types: dict[str, Any],
+    implied: list[tuple[str, dict[str, Any], str | None]] | None = None,
 ) -> NodeTemplate:
     type_name = data.get("type") or "tosca.nodes.Root"
     chain = lineage(type_name, types)
@@ -249,9 +253,8 @@ def _node_template(
         name=name,
         type=type_name,
         properties=properties,
-        requirements=tuple(
-            _requirement(r, relationship_templates, relationship_types)
-            for r in data.get("requirements") or []
+        requirements=_requirements(
+            data.get("requirements") or [], implied, relationship_templates, relationship_types
         ),
         interfaces=interfaces,
         metadata=metadata,
@@ -267,6 +270,27 @@ def _default_instances(data: dict[str, Any]) -> int:
     scalable = ((data.get("capabilities") or {}).get("scalable") or {}).get("properties") or {}
     value = scalable.get("default_instances", 1)
     return value if isinstance(value, int) and value >= 0 else 1
+
+
+def _requirements(
+    items: list[Any],
+    implied: list[tuple[str, dict[str, Any], str | None]] | None,
+    relationship_templates: dict[str, Any],
+    relationship_types: dict[str, Any],
+) -> tuple[Requirement, ...]:
+    """The template's requirements, with those its type declares (or it leaves without a
+    node) connected to the template they match."""
+    found = [_requirement(r, relationship_templates, relationship_types) for r in items]
+    if not implied:
+        return tuple(found)
+    matched = {name: (d, t) for name, d, t in implied if t is not None}
+    found = [r for r in found if r.node or r.name not in matched]
+    for name, (definition, target) in matched.items():
+        found.append(
+            _requirement({name: {**definition, "node": target}}, relationship_templates,
+                         relationship_types)
+        )
+    return tuple(found)
 
 
 def _requirement(

@@ -50,3 +50,92 @@ def spec_instance_record(record: Any) -> dict[str, Any]:
     record.setdefault("readyState", "ok")
     record.setdefault("created", SPEC_CREATED)
     return record
+
+
+def implied_requirements(
+    service: Any,
+) -> dict[str, list[tuple[str, dict[str, Any], str | None]]]:
+    """template -> (requirement name, definition, matched template or None) for each
+    requirement its type declares (or it declares without a ``node``) that the template
+    does not connect itself. As Unfurl does, a requirement is matched to the template its
+    ``node`` names (a template, or the first template of that type) or else to the first
+    template with the ``capability`` it asks for."""
+    from unfurl_lite.layout import _lineage, _mapping
+
+    service = _mapping(service)
+    node_types = {**split_types(service.get("types"))[0], **_mapping(service.get("node_types"))}
+    templates = _mapping(_mapping(service.get("topology_template")).get("node_templates"))
+    lineages: dict[Any, list[str]] = {}
+    capabilities: dict[Any, dict[str, Any]] = {}
+    found: dict[str, list[tuple[str, dict[str, Any], str | None]]] = {}
+    for name, body in templates.items():
+        body = _mapping(body)
+        type_name = body.get("type")
+        if type_name not in lineages:
+            lineages[type_name] = _lineage(type_name, node_types)
+        definitions: dict[str, dict[str, Any]] = {}
+        for ancestor in reversed(lineages[type_name]):
+            for entry in _entries(_mapping(node_types.get(ancestor)).get("requirements")):
+                definitions.update(entry)
+        given: set[str] = set()
+        for entry in _entries(body.get("requirements")):
+            for req, value in entry.items():
+                if isinstance(value, str) or _mapping(value).get("node"):
+                    given.add(req)
+                elif req in definitions:
+                    definitions[req] = {**definitions[req], **_mapping(value)}
+                else:
+                    definitions[req] = dict(_mapping(value))
+        for req, definition in definitions.items():
+            if req in given:
+                continue
+            target = _match(str(name), definition, templates, node_types, lineages, capabilities)
+            found.setdefault(str(name), []).append((req, definition, target))
+    return found
+
+
+def _entries(value: Any) -> list[dict[str, Any]]:
+    return [
+        {str(k): v if isinstance(v, dict) else {"node": v} for k, v in entry.items()}
+        for entry in (value if isinstance(value, list) else ())
+        if isinstance(entry, dict)
+    ]
+
+
+def _match(
+    source: str,
+    definition: dict[str, Any],
+    templates: Any,
+    node_types: dict[str, Any],
+    lineages: dict[Any, list[str]],
+    capabilities: dict[Any, dict[str, Any]],
+) -> str | None:
+    from unfurl_lite.layout import _lineage, capabilities_of, matching_capability
+
+    node, wanted = definition.get("node"), definition.get("capability")
+    if isinstance(node, str) and node in templates:
+        return node
+    for name, body in templates.items():
+        if name == source or not isinstance(body, dict):
+            continue
+        type_name = body.get("type")
+        if type_name not in lineages:
+            lineages[type_name] = _lineage(type_name, node_types)
+        if isinstance(node, str):
+            if node in lineages[type_name]:
+                return str(name)
+            continue
+        if wanted is None:
+            continue
+        if type_name not in capabilities:
+            capabilities[type_name] = capabilities_of(type_name, node_types)
+        if matching_capability(capabilities[type_name], wanted):
+            return str(name)
+    return None
+
+
+def is_optional(definition: dict[str, Any]) -> bool:
+    occurrences = definition.get("occurrences")
+    return bool(definition.get("optional")) or (
+        isinstance(occurrences, list) and bool(occurrences) and occurrences[0] == 0
+    )

@@ -295,6 +295,23 @@ def _unsupported_structure(doc: Any, file: str) -> Iterator[Problem]:
         if path[-1] in parent and (path == ("changes",) or parent[path[-1]]):
             yield problem_at(doc, path, file, message, hint)
     yield from _unsupported_directives(doc, file)
+    yield from _missing_requirements(doc, file)
+
+
+def _missing_requirements(doc: Any, file: str) -> Iterator[Problem]:
+    """A required requirement nothing matches: Unfurl refuses to plan ("Node template X is
+    missing requirements: R")."""
+    from unfurl_lite import structure
+
+    for name, implied in structure.implied_requirements(_get(doc, SERVICE)).items():
+        missing = [r for r, d, t in implied if t is None and not structure.is_optional(d)]
+        if missing:
+            yield problem_at(
+                doc, (*TOPOLOGY, "node_templates", name), file,
+                f"node template {name!r} is missing requirements: {', '.join(missing)}",
+                f"connect it (`requirements: [{{{missing[0]}: TEMPLATE}}]`), add a template "
+                "with the capability it asks for, or make it optional (occurrences: [0, 1])",
+            )
 
 
 #: template directives built here (Unfurl's ``protected``: undeploy leaves the instance)
