@@ -123,3 +123,23 @@ def test_unfurl_spec_sections_we_do_not_build_are_refused(project, invoke, secti
     result = invoke("validate")
     assert result.exit_code == 1
     assert f"spec.{section}" in result.output and "not supported" in result.output
+
+
+def test_unknown_field_in_an_implementation_is_a_validation_error(project, invoke):
+    assert 'contains unknown field "timout"' in console("implementation-unknown-key")
+    project.write((DATA / "implementation-unknown-key.yaml").read_text())
+    result = invoke("validate")
+    assert result.exit_code == 1
+    assert "unknown key 'timout'" in result.output
+    assert "did you mean 'timeout'?" in result.output
+
+
+@pytest.mark.parametrize("key", ["preConditions", "invoke"])
+def test_implementation_keys_we_do_not_build_are_refused_by_name(project, invoke, key):
+    text = (DATA / "implementation-unknown-key.yaml").read_text().replace(
+        "timout: 5", f"{key}: x"
+    )
+    project.write(text)
+    result = invoke("validate")
+    assert result.exit_code == 1
+    assert f"implementation key {key!r} is not supported" in result.output

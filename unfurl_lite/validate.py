@@ -579,6 +579,17 @@ def _unsupported_implementations(doc: Any, file: str) -> Iterator[Problem]:
                 why = _implementation_problem(implementation)
                 if why is not None:
                     yield problem_at(doc, where, file, why, _IMPLEMENTATION_HINT)
+                for key in _UNSUPPORTED_IMPLEMENTATION_KEYS:
+                    if key in _mapping(implementation):
+                        yield problem_at(
+                            doc, (*where, key), file,
+                            f"implementation key {key!r} is not supported by unfurl-lite",
+                            "remove it (Unfurl's TOSCA extension; no equivalent here)",
+                        )
+
+
+#: keys Unfurl allows in an implementation that unfurl-lite does not build
+_UNSUPPORTED_IMPLEMENTATION_KEYS = ("preConditions", "invoke")
 
 
 _IMPLEMENTATION_HINT = ("use `className: Shell` with the equivalent command (for example "
