@@ -151,13 +151,19 @@ def build(file: Path, text: str, data: dict[str, Any]) -> Ensemble:
     relationship_types.update(service.get("relationship_types") or {})
     types = {name: _node_type(name, d or {}) for name, d in node_types.items()}
     relationship_templates = topology_tpl.get("relationship_templates") or {}
-    implied = structure.implied_requirements(service)
+    node_templates = topology_tpl.get("node_templates") or {}
     templates = {
-        name: _node_template(
-            name, d or {}, types, relationship_templates, relationship_types, implied.get(name)
-        )
-        for name, d in (topology_tpl.get("node_templates") or {}).items()
+        name: _node_template(name, d or {}, types, relationship_templates, relationship_types)
+        for name, d in node_templates.items()
     }
+    if any(isinstance(d, dict) and d.get("requirements") for d in node_types.values()) or any(
+        not r.node for t in templates.values() for r in t.requirements
+    ):  # some requirement is left for matching (rare: kept off the common path)
+        for name, implied in structure.implied_requirements(service).items():
+            templates[name] = _node_template(
+                name, node_templates[name] or {}, types, relationship_templates,
+                relationship_types, implied,
+            )
     inputs, sensitive_inputs = _inputs(topology_tpl.get("inputs") or {}, spec.get("inputs") or {})
     topology = Topology(
         templates=templates,

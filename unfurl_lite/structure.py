@@ -68,15 +68,19 @@ def implied_requirements(
     lineages: dict[Any, list[str]] = {}
     capabilities: dict[Any, dict[str, Any]] = {}
     found: dict[str, list[tuple[str, dict[str, Any], str | None]]] = {}
+    declared: dict[Any, dict[str, dict[str, Any]]] = {}
     for name, body in templates.items():
         body = _mapping(body)
         type_name = body.get("type")
-        if type_name not in lineages:
+        if type_name not in declared:
             lineages[type_name] = _lineage(type_name, node_types)
-        definitions: dict[str, dict[str, Any]] = {}
-        for ancestor in reversed(lineages[type_name]):
-            for entry in _entries(_mapping(node_types.get(ancestor)).get("requirements")):
-                definitions.update(entry)
+            declared[type_name] = {}
+            for ancestor in reversed(lineages[type_name]):
+                for entry in _entries(_mapping(node_types.get(ancestor)).get("requirements")):
+                    declared[type_name].update(entry)
+        if not declared[type_name] and _all_connected(body.get("requirements")):
+            continue  # the common case, kept cheap: nothing to match
+        definitions = dict(declared[type_name])
         given: set[str] = set()
         for entry in _entries(body.get("requirements")):
             for req, value in entry.items():
@@ -92,6 +96,14 @@ def implied_requirements(
             target = _match(str(name), definition, templates, node_types, lineages, capabilities)
             found.setdefault(str(name), []).append((req, definition, target))
     return found
+
+
+def _all_connected(requirements: Any) -> bool:
+    for entry in requirements if isinstance(requirements, list) else ():
+        for value in entry.values() if isinstance(entry, dict) else ():
+            if not isinstance(value, str) and not (isinstance(value, dict) and value.get("node")):
+                return False
+    return True
 
 
 def _entries(value: Any) -> list[dict[str, Any]]:
