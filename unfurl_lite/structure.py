@@ -71,7 +71,7 @@ def implied_requirements(
     declared: dict[Any, dict[str, dict[str, Any]]] = {}
     for name, body in templates.items():
         body = _mapping(body)
-        type_name = body.get("type")
+        type_name = body.get("type") if isinstance(body.get("type"), str) else None
         if type_name not in declared:
             lineages[type_name] = _lineage(type_name, node_types)
             declared[type_name] = {}
@@ -130,7 +130,7 @@ def _match(
     for name, body in templates.items():
         if name == source or not isinstance(body, dict):
             continue
-        type_name = body.get("type")
+        type_name = body.get("type") if isinstance(body.get("type"), str) else None
         if type_name not in lineages:
             lineages[type_name] = _lineage(type_name, node_types)
         if isinstance(node, str):

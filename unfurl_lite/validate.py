@@ -332,7 +332,7 @@ def _unsupported_directives(doc: Any, file: str) -> Iterator[Problem]:
     for name, body in _get(doc, (*TOPOLOGY, "node_templates")).items():
         directives = _mapping(body).get("directives")
         for index, directive in enumerate(directives if isinstance(directives, list) else ()):
-            if directive in SUPPORTED_DIRECTIVES:
+            if isinstance(directive, str) and directive in SUPPORTED_DIRECTIVES:
                 continue
             meaning = _DIRECTIVE_MEANING.get(str(directive))
             what = f" (in Unfurl: {meaning})" if meaning else ""
