@@ -108,5 +108,6 @@ def fold_effective(
         if name not in instances:
             continue
         deps = [effective[d] for d in requires.get(name, ()) if d in effective]
+        deps += [r.status for r in instances[name].relationships.values()]
         effective[name] = effective_status(instances[name].status, deps)
     return effective
