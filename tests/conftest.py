@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -92,8 +93,14 @@ class Project:
     def status(self) -> dict:
         from ruamel.yaml import YAML
 
+        from unfurl_lite.layout import flatten
+
         doc = YAML(typ="safe").load(self.ensemble.read_text())
-        return (doc.get("status") or {}).get("instances") or {}
+        nested = (doc.get("status") or {}).get("instances") or {}
+        return {  # an instance nested under its host is hostedOn it
+            name: {**record, "hostedOn": host} if host else record
+            for name, (record, host) in flatten(nested).items()
+        }
 
     def local(self, name: str) -> str:
         return self.status()[name]["readyState"]["local"]
@@ -149,3 +156,13 @@ def run_unfurl(
         env=full_env,
         stdin=subprocess.DEVNULL,
     )
+
+
+def unfurl120() -> Path:
+    """Unfurl 1.2.0 is a tool outside the repository, so tests that run it are opt-in: the
+    virtualenv named by ``$UNFURL120_VENV``, else an ``unfurl120`` executable on PATH."""
+    venv = os.environ.get("UNFURL120_VENV")
+    if venv:
+        return Path(venv) / "bin" / "unfurl"
+    found = shutil.which("unfurl120")
+    return Path(found) if found else Path("unfurl120-not-installed")

@@ -10,6 +10,7 @@ import contextlib
 import itertools
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -21,13 +22,14 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from tests.conftest import ROOT, Project, git, run_unfurl
+from tests.conftest import ROOT, Project, ensemble_yaml, git, run_unfurl, shell_node
 from tests.execution_helpers import start_unfurl, wait_for
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
 REDIS = shutil.which("redis-server") or ("/usr/bin/redis-server"
                                          if Path("/usr/bin/redis-server").exists() else None)
+PASSWORD = "broker-pw-7f3a9c"  # every broker URL carries it: it must never leak
 _databases = itertools.count(1)
 
 
@@ -37,18 +39,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="session")
-def redis_server() -> Iterator[str]:
+def start_redis(port: int) -> subprocess.Popen[bytes]:
+    """A redis-server on 127.0.0.1:port with a password, up and answering."""
     if REDIS is None:
         pytest.skip("redis-server is not installed (apt-get install redis-server)")
-    port = free_port()
     process = subprocess.Popen(
-        [REDIS, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        [REDIS, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         "--requirepass", PASSWORD],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     import redis
 
-    client = redis.Redis(port=port)
+    client = redis.Redis(port=port, password=PASSWORD)
 
     def up() -> bool:
         try:
@@ -56,9 +58,16 @@ def redis_server() -> Iterator[str]:
         except redis.exceptions.ConnectionError:
             return False
 
+    wait_for(up, limit=10)
+    return process
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[str]:
+    port = free_port()
+    process = start_redis(port)
     try:
-        wait_for(up, limit=10)
-        yield f"redis://127.0.0.1:{port}"
+        yield f"redis://:{PASSWORD}@127.0.0.1:{port}"
     finally:
         process.kill()
         process.wait()
@@ -82,20 +91,22 @@ def workers(project: Project, broker: str) -> Iterator[Workers]:
     """Start ``unfurl worker`` subprocesses; they are all killed at teardown."""
     started: list[subprocess.Popen[bytes]] = []
 
-    def start(name: str, *queues: str, concurrency: int = 2,
-              loglevel: str = "WARNING") -> subprocess.Popen[bytes]:
+    def start(name: str, *queues: str, concurrency: int = 2, loglevel: str = "WARNING",
+              cwd: Path | None = None, env: dict[str, str] | None = None,
+              options: tuple[str, ...] = (), url: str | None = None) -> subprocess.Popen[bytes]:
         args = [sys.executable, "-m", "unfurl_lite", "worker", "--name", name,
-                "--concurrency", str(concurrency), "--broker", broker, "--loglevel", loglevel]
+                "--concurrency", str(concurrency), "--loglevel", loglevel, *options]
         for queue in queues:
             args += ["--queue", queue]
         log = (project.root.parent / f"worker-{name}.log").open("ab")
         process = subprocess.Popen(
-            args, cwd=project.root, stdout=log, stderr=subprocess.STDOUT,
+            args, cwd=cwd or project.root, stdout=log, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, start_new_session=True,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            env={**os.environ, "PYTHONPATH": str(ROOT), "UNFURL_BROKER": url or broker,
+                 **(env or {})},
         )
         started.append(process)
-        wait_for(lambda: name in serving(broker), limit=30)
+        wait_for(lambda: heartbeat(url or broker, name), limit=30)
         return process
 
     try:
@@ -111,16 +122,14 @@ def kill_group(process: subprocess.Popen[bytes]) -> None:
     process.wait()
 
 
-def serving(broker: str) -> dict[str, list[str]]:
-    """Live worker name -> the queues it consumes."""
-    from unfurl_lite.executors.celery import make_app
+def heartbeat(broker: str, name: str) -> bool:
+    """The worker has said it is ready (it publishes itself once it consumes)."""
+    import redis
 
-    app = make_app(broker)
     try:
-        replies = app.control.inspect(timeout=0.5).active_queues() or {}
-    finally:
-        app.close()
-    return {node.partition("@")[0]: [q["name"] for q in qs] for node, qs in replies.items()}
+        return any(redis_client(broker).scan_iter(f"unfurl-lite:worker:{name}@*"))
+    except redis.exceptions.ConnectionError:  # a broker just restarted: not yet
+        return False
 
 
 def node(name: str, command: str, extra: str = "", host: str | None = None) -> str:
@@ -250,6 +259,7 @@ def test_a_worker_killed_mid_task_is_replaced_by_another(project, broker, worker
     assert job.returncode == 0, out + err
     assert (project.root / "ran" / "slow").read_text().strip() == "second"
     assert job_tasks(project)["slow"]["worker"] == "second"
+    assert job_tasks(project)["slow"]["result"]["runs"] == ["first", "second"]  # every run
     assert project.local("slow") == "ok"
 
 
@@ -438,3 +448,333 @@ def test_workers_get_evaluated_properties_and_inputs(project, broker, workers):
     assert (project.root / "sh.txt").read_text() == "hi north north\n"
     assert (project.root / "py.txt").read_text() == "north"
     assert {t["worker"] for t in job_tasks(project).values()} == {"w1"}
+
+
+# -- issue 20: a distributed mode one can leave running
+
+
+def redis_client(url: str):
+    import redis
+
+    return redis.Redis.from_url(url)
+
+
+def everything_in(url: str) -> str:
+    """Every key and value of the broker's database, as text (lists, hashes, strings)."""
+    client = redis_client(url)
+    parts = []
+    for key in client.scan_iter():
+        kind = client.type(key).decode()
+        parts.append(key.decode(errors="replace"))
+        if kind == "string":
+            parts.append(client.get(key).decode(errors="replace"))
+        elif kind == "list":
+            parts += [v.decode(errors="replace") for v in client.lrange(key, 0, -1)]
+        elif kind == "hash":
+            parts += [v.decode(errors="replace") for v in client.hgetall(key).values()]
+        elif kind == "zset":
+            parts += [v.decode(errors="replace") for v in client.zrange(key, 0, -1)]
+    return "\n".join(parts)
+
+
+def everything_recorded(project: Project) -> str:
+    texts = [p.read_text(errors="replace") for p in project.root.rglob("*")
+             if p.is_file() and ".git" not in p.parts]
+    texts.append(git(project.root, "log", "-p", "--all"))
+    return "\n".join(texts)
+
+
+def test_operations_and_messages_never_carry_the_broker_credentials(project, broker, workers):
+    prepare(project, ensemble(node("dump", "mkdir -p ran && env > ran/env.txt && env")))
+    workers("w", "unfurl.management")
+    result = run_unfurl(project.root, "deploy", "--approve", "--executor", "celery",
+                        env={"UNFURL_BROKER": broker, "UNFURL_BACKEND": broker})
+    assert result.returncode == 0, result.stdout + result.stderr
+    seen = (project.root / "ran" / "env.txt").read_text()
+    assert "UNFURL_WORKER=w" in seen
+    assert PASSWORD not in seen and "UNFURL_BROKER" not in seen
+    assert PASSWORD not in everything_recorded(project)
+    assert PASSWORD not in result.stdout + result.stderr
+
+    from unfurl_lite.executors.celery import CeleryExecutor
+    from unfurl_lite.operations.base import OperationRequest
+
+    executor = CeleryExecutor(broker=broker)
+    try:
+        request = OperationRequest("id", "Shell", "", "t", "Standard.create",
+                                   cwd=str(project.root),
+                                   env={"UNFURL_BROKER": broker, "OTHER": f"x{broker}x",
+                                        "PATH": "/bin"})
+        assert PASSWORD not in json.dumps(executor._payload(request))
+    finally:
+        executor.shutdown()
+
+
+def test_failed_operations_are_celery_failures_with_no_secret_stored(project, broker, workers):
+    failing = shell_node("bad", "'echo \"the secret is $PW\" >&2; exit 1'",
+                         "env: {PW: {eval: {sensitive: s3cret-hunter2}}}")
+    prepare(project, ensemble_yaml(failing + shell_node("good", "'echo fine'")))
+    workers("w", "unfurl.management")
+    result = deploy(project, broker)
+    assert result.returncode == 64, result.stdout + result.stderr
+    tasks = job_tasks(project)
+    assert tasks["bad"]["state"] == "failed" and tasks["good"]["state"] == "succeeded"
+    stored = everything_in(broker)
+    assert "s3cret-hunter2" not in stored
+    client = redis_client(broker)
+    states = sorted(json.loads(client.get(k))["status"]
+                    for k in client.scan_iter("celery-task-meta-*"))
+    assert states == ["FAILURE", "SUCCESS"]
+    assert "<<REDACTED>>" in stored  # the failure's message, redacted before it was stored
+
+
+def test_given_up_tasks_are_revoked_and_never_run_later(project, broker, workers):
+    later = "\n          metadata: {agent: later}"
+    prepare(project, ensemble(node("orphan", mark("orphan"), later), node("m", mark("m"))))
+    workers("w", "unfurl.management")
+    env = {"UNFURL_QUEUE_TIMEOUT": "2"}
+    result = run_unfurl(project.root, "deploy", "--approve", "--executor", "celery",
+                        "--broker", broker, env=env)
+    assert result.returncode == 64, result.stdout + result.stderr
+    assert "no live worker serves queue 'later'" in str(job_tasks(project)["orphan"])
+    out = result.stdout + result.stderr
+    assert not re.search(r"\] orphan: .* started", out)  # never started: never said to be
+    assert re.search(r"\] m: .* started", out)
+    client = redis_client(broker)
+    assert client.llen("later") == 1  # still queued when the job gave up
+
+    workers("late", "later")
+    wait_for(lambda: client.llen("later") == 0 and not client.hlen("unacked"), limit=30)
+    wait_for(lambda: any(b"dropped" in (client.get(k) or b"")
+                         for k in client.scan_iter("celery-task-meta-*")), limit=30)
+    assert not (project.root / "ran" / "orphan").exists()
+
+
+def test_workers_report_versions_and_the_controller_refuses_another_protocol(
+        project, broker, workers):
+    prepare(project, ensemble(node("a", mark("a")), node("b", mark("b"),
+                                                          "\n          metadata: {agent: old}")))
+    workers("current", "unfurl.management")
+    workers("skewed", "old", env={"UNFURL_WORKER_PROTOCOL": "1"})
+    from unfurl_lite import __version__
+
+    listed = run_unfurl(project.root, "agents", "--broker", broker, "--json")
+    assert listed.returncode == 0, listed.stderr
+    rows = {r["queue"]: r for r in json.loads(listed.stdout)}
+    assert rows["unfurl.management"]["versions"]["current"] == {"version": __version__,
+                                                               "protocol": 2}
+    assert rows["old"]["versions"]["skewed"]["protocol"] == 1
+    text = run_unfurl(project.root, "agents", "--broker", broker)
+    assert "skewed (unfurl-lite" in text.stdout and "differs, refused" in text.stdout
+
+    result = deploy(project, broker)
+    assert result.returncode == 64, result.stdout + result.stderr
+    tasks = job_tasks(project)
+    assert tasks["a"]["state"] == "succeeded"
+    assert tasks["b"]["state"] == "failed"
+    assert "refused to send to queue 'old': worker skewed runs unfurl-lite" in str(tasks["b"])
+    assert "protocol 1" in str(tasks["b"])
+    assert not (project.root / "ran" / "b").exists()
+
+
+PYTHON_NODE = """
+        {name}:
+          type: tosca.nodes.Root
+          interfaces:
+            Standard:
+              operations:
+                create:
+                  implementation: {{className: "myops:create"}}
+"""
+
+
+def python_project(root: Path, label: str, nodes: list[str]) -> Project:
+    root.mkdir(parents=True, exist_ok=True)
+    if not (root / ".git").exists():
+        git(root, "init", "-q")
+        git(root, "config", "user.email", "t@example.com")
+        git(root, "config", "user.name", "t")
+    (root / "myops.py").write_text(
+        "import os\n\ndef create(ctx):\n"
+        f"    return {{'outputs': {{'who': {label!r}, 'cwd': os.getcwd()}}}}\n")
+    (root / ".gitignore").write_text("jobs/*.log\n")
+    git(root, "add", "myops.py", ".gitignore")
+    project = Project(root)
+    project.write(ensemble(*(PYTHON_NODE.format(name=n) for n in nodes)))
+    return project
+
+
+def outputs(project: Project, name: str) -> dict:
+    return job_tasks(project)[name]["result"]
+
+
+def test_python_operations_run_their_own_projects_code_at_the_jobs_commit(
+        project, broker, workers, tmp_path):
+    a = python_project(tmp_path / "a", "A1", ["first"])
+    b = python_project(tmp_path / "b", "B", ["other"])
+    workers("w", "unfurl.management", concurrency=1, cwd=tmp_path)
+    assert deploy(a, broker).returncode == 0
+    assert outputs(a, "first")["who"] == "A1"
+    result = deploy(b, broker)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert outputs(b, "other")["who"] == "B"
+    assert Path(outputs(b, "other")["cwd"]).resolve() == b.root.resolve()
+
+    python_project(a.root, "A2", ["first", "second"])  # edit the module and add a node
+    result = deploy(a, broker)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert outputs(a, "second")["who"] == "A2"
+
+
+def test_a_worker_on_another_machine_fetches_the_project_from_git(
+        project, broker, workers, tmp_path):
+    (project.root / "tool.sh").write_text("echo from-the-repository\n")
+    git(project.root, "add", "tool.sh")
+    where = tmp_path / "where"
+    where.mkdir()
+    command = (f"sh tool.sh > {where}/tool; pwd > {where}/pwd; echo $HOME > {where}/home; "
+               f"git rev-parse HEAD > {where}/commit")
+    prepare(project, ensemble(node("a", command)) + "\n")
+    machine = tmp_path / "machine"
+    (machine / "home").mkdir(parents=True)
+    workers("remote", "unfurl.management", cwd=machine,
+            env={"HOME": str(machine / "home"), "UNFURL_WORKER_CACHE": str(machine / "cache")},
+            options=("--project", "git"))
+    head = git(project.root, "rev-parse", "HEAD").strip()
+    result = deploy(project, broker)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (where / "tool").read_text().strip() == "from-the-repository"
+    ran_in = Path((where / "pwd").read_text().strip())
+    assert ran_in.is_relative_to(machine / "cache") and ran_in.name == head
+    assert (where / "home").read_text().strip() == str(machine / "home")
+    assert (where / "commit").read_text().strip() == head
+    assert job_tasks(project)["a"]["worker"] == "remote"
+
+
+def test_a_redelivered_message_does_not_start_a_second_run(project, broker, workers):
+    slow = "mkdir -p ran && echo $UNFURL_WORKER >> ran/runs && sleep 6"
+    prepare(project, ensemble(node("slow", slow)))
+    quick = {"UNFURL_VISIBILITY_TIMEOUT": "1"}
+    workers("one", "unfurl.management", concurrency=1, env=quick, loglevel="INFO")
+    workers("two", "unfurl.management", concurrency=1, env=quick, loglevel="INFO")
+    result = deploy(project, broker)
+    assert result.returncode == 0, result.stdout + result.stderr
+    logs = "".join((project.root.parent / f"worker-{w}.log").read_text() for w in ("one", "two"))
+    assert logs.count("] received") >= 2  # the message was delivered again while it ran
+    assert len((project.root / "ran" / "runs").read_text().split()) == 1
+    assert project.local("slow") == "ok"
+
+
+def test_a_killed_workers_command_dies_with_it(project, broker, workers):
+    long = "mkdir -p ran && echo $$ > ran/pid && sleep 60; touch ran/after"
+    prepare(project, ensemble(node("long", long)))
+    victim = workers("victim", "unfurl.management", concurrency=1)
+    job = start_unfurl(project.root, "deploy", "--approve", "--executor", "celery",
+                       "--broker", broker)
+    try:
+        pid_file = project.root / "ran" / "pid"
+        wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), job, limit=60)
+        group = int(pid_file.read_text())
+        kill_group(victim)
+
+        def gone() -> bool:
+            try:
+                os.killpg(group, 0)
+                return False
+            except ProcessLookupError:
+                return True
+
+        wait_for(gone, limit=20)
+        job.kill()
+        job.communicate()
+    finally:
+        if job.poll() is None:
+            job.kill()
+    assert not (project.root / "ran" / "after").exists()
+
+
+def test_a_broker_restart_mid_job_is_survived(project, workers, tmp_path):
+    """Redis restarts (losing everything: no persistence) while one task runs, one
+    finishes and one is queued with no worker yet; a dependent is sent afterwards."""
+    port = free_port()
+    url = f"redis://:{PASSWORD}@127.0.0.1:{port}/0"
+    server = start_redis(port)
+    try:
+        def started(name: str) -> str:
+            return f"mkdir -p ran && touch ran/{name}.started && "
+
+        chain = "\n          requirements:\n            - dependency: running"
+        prepare(project, ensemble(
+            node("running", started("running") + "sleep 5 && " + mark("running")),
+            node("finishing", started("finishing") + "sleep 1 && " + mark("finishing")),
+            node("queued", mark("queued"), "\n          metadata: {agent: late}"),
+            node("after", mark("after"), chain),
+        ))
+        worker = workers("w", "unfurl.management", concurrency=4, url=url)
+        job = start_unfurl(project.root, "deploy", "--approve", "--executor", "celery",
+                           "--broker", url)
+        try:
+            ran = project.root / "ran"
+            wait_for(lambda: (ran / "running.started").exists()
+                     and (ran / "finishing.started").exists(), job, limit=60)
+            server.kill()
+            server.wait()
+            wait_for(lambda: (ran / "finishing").exists(), job, limit=10)  # result waits
+            server = start_redis(port)
+            workers("late", "late", url=url)
+            out, err = job.communicate(timeout=150)
+        finally:
+            if job.poll() is None:
+                job.kill()
+        assert job.returncode == 0, out + err
+        assert {n: project.local(n) for n in ("running", "finishing", "queued", "after")} == {
+            "running": "ok", "finishing": "ok", "queued": "ok", "after": "ok"}
+        assert (ran / "queued").read_text().strip() == "late"
+        assert worker.poll() is None  # the worker survived the restart
+    finally:
+        server.kill()
+        server.wait()
+
+
+def test_tasks_name_the_repository_without_its_password(project, monkeypatch) -> None:
+    from unfurl_lite.executors.checkout import source_of
+
+    git(project.root, "remote", "add", "origin", "https://deploy:tok3n@git.example.com/p.git")
+    project.write(ensemble(node("a", "true")))
+    source = source_of(str(project.root))
+    assert source["repo"] == "https://deploy@git.example.com/p.git"
+    assert source["commit"] == git(project.root, "rev-parse", "HEAD").strip()
+    monkeypatch.setenv("UNFURL_REPOSITORY_URL", "ssh://git@example.com:2222/p.git")
+    assert source_of(str(project.root))["repo"] == "ssh://git@example.com:2222/p.git"
+
+
+def test_a_broker_that_stays_away_ends_the_job_in_bounded_time(project, workers):
+    port = free_port()
+    url = f"redis://:{PASSWORD}@127.0.0.1:{port}/0"
+    server = start_redis(port)
+    try:
+        long = "mkdir -p ran && touch ran/long.started && sleep 30"
+        after = "\n          requirements:\n            - dependency: long"
+        prepare(project, ensemble(node("long", long), node("after", mark("after"), after)))
+        workers("w", "unfurl.management", url=url)
+        job = subprocess.Popen(
+            [sys.executable, "-m", "unfurl_lite", "deploy", "--approve", "--executor", "celery",
+             "--broker", url], cwd=project.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, env={**os.environ, "PYTHONPATH": str(ROOT), "UNFURL_BROKER_TIMEOUT": "2"},
+        )
+        try:
+            wait_for(lambda: (project.root / "ran" / "long.started").exists(), job, limit=60)
+            server.kill()
+            server.wait()
+            out, err = job.communicate(timeout=60)
+        finally:
+            if job.poll() is None:
+                job.kill()
+        assert job.returncode == 64, out + err
+        tasks = job_tasks(project)
+        assert "lost the broker for more than 2 s" in tasks["long"]["message"]
+        assert PASSWORD not in tasks["long"]["message"]
+        assert tasks["after"]["state"] == "blocked"
+    finally:
+        server.kill()
+        server.wait()

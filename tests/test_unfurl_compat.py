@@ -2,28 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import REFERENCE
+from tests.conftest import REFERENCE, unfurl120
 
-
-def _unfurl120() -> Path:
-    """Unfurl 1.2.0 is a tool outside the repository, so it is opt-in: the virtualenv named by
-    ``$UNFURL120_VENV``, else an ``unfurl120`` executable on PATH."""
-    venv = os.environ.get("UNFURL120_VENV")
-    if venv:
-        return Path(venv) / "bin" / "unfurl"
-    found = shutil.which("unfurl120")
-    return Path(found) if found else Path("unfurl120-not-installed")
-
-
-UNFURL = _unfurl120()
+UNFURL = unfurl120()
 
 pytestmark = [
     pytest.mark.unfurl120,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from unfurl_lite import changeid, lock, records
+from unfurl_lite import changeid, layout, lock, records
 from unfurl_lite.errors import STORAGE_ERRNOS, JobError, StorageError, storage_error
 from unfurl_lite.executors import make_executor
 from unfurl_lite.job import JobOptions, JobResult, Resumed, run_plan
@@ -276,17 +276,8 @@ def record_job(
     for run in result.runs:
         if not run.counted:
             continue
-        instance = result.instances.get(run.task.target)
-        template = ensemble.topology.templates.get(run.task.template)
-        entries.append(
-            (run, records.task_entry(run, instance, template.type if template else "", True))
-        )
-    summary_entries = [
-        records.task_entry(
-            r, result.instances.get(r.task.target), _type_of(ensemble, r.task.template), False
-        )
-        for r in ran
-    ]
+        entries.append((run, records.task_entry(run, *_subject(ensemble, result, run), True)))
+    summary_entries = [records.task_entry(r, *_subject(ensemble, result, r), False) for r in ran]
 
     files = records.JobFiles(
         ensemble=ensemble.path,
@@ -313,9 +304,19 @@ def record_job(
         lambda document: records.update_status(
             document, result.instances, result.effective, job, ensemble.jobs_log,
             result.secrets, forgotten=forgotten,
+            hosts=layout.host_instances(ensemble.topology.templates, result.instances),
         ),
     )
     return files
+
+
+def _subject(ensemble: Ensemble, result: JobResult, run: Any) -> tuple[Any, str]:
+    """The instance a task ran on and its type: a relationship operation's is its
+    relationship instance, as Unfurl records it."""
+    relationship = layout.relationship_instance(result.instances, run.task)
+    if relationship is not None:
+        return relationship, layout.relationship_type(run.task)
+    return result.instances.get(run.task.target), _type_of(ensemble, run.task.template)
 
 
 def _type_of(ensemble: Ensemble, template: str) -> str:

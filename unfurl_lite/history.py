@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from unfurl_lite import changeid, records
+from unfurl_lite import changeid, layout, records
 from unfurl_lite.errors import UnfurlLiteError
 
 
@@ -428,7 +428,7 @@ def status_at(text: str | None) -> dict[str, dict[str, Any]]:
         return {}
     instances = ((doc or {}).get("status") or {}).get("instances") or {}
     found: dict[str, dict[str, Any]] = {}
-    for name, record in instances.items():
+    for name, (record, _) in layout.flatten(instances).items():
         ready = (record or {}).get("readyState") or {}
         found[str(name)] = {"status": ready.get("local"), "state": ready.get("state")}
     return found

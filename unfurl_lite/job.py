@@ -15,11 +15,11 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from unfurl_lite import changeid, guard, openv, records
+from unfurl_lite import changeid, guard, layout, openv, records
 from unfurl_lite.context import apply_post_inputs, make_context, render_inputs, spec_secrets
 from unfurl_lite.errors import UnfurlLiteError
 from unfurl_lite.executors import Executor
@@ -259,6 +259,8 @@ class _Scheduler:
         )
         if hasattr(self.executor, "on_started"):
             self.executor.on_started = self.operation_started
+        if hasattr(self.executor, "secrets"):  # redacted out of results where they are kept
+            self.executor.secrets = self.secrets
         self.observer.job_started(
             str(self.job_id), self.instances, [self.runs[t.number] for t in self.plan.tasks]
         )
@@ -279,6 +281,7 @@ class _Scheduler:
             run = by_id.get(task_id)
             if run is not None and run.state == TaskState.sent:
                 run.state = TaskState.started
+                self.observer.task_started(run)  # "started" when it starts, not when sent
                 self.observer.task_changed(run)
 
     def loop(self) -> None:
@@ -378,10 +381,12 @@ class _Scheduler:
         if run.change_id is None:
             run.change_id = str(self.job_id.for_task(self.next_task_number))
             self.next_task_number += 1
+            spec = self.ensemble.spec
+            subject = layout.relationship_instance(self.instances, task, spec) or instance
             run.previous_id = (
-                instance.last_state_change
+                subject.last_state_change
                 if task.reason == "check"
-                else instance.last_config_change
+                else subject.last_config_change
             )
             run.prior_state = instance.state
         run.started_at = run.started_at or datetime.now(UTC)
@@ -400,12 +405,12 @@ class _Scheduler:
             on_start(instance, task)
         run.attempts += 1
         self.observer.task_changed(run)
-        self.observer.task_started(run)
         run.state = TaskState.sent
         self.observer.task_changed(run)
         future = self.executor.submit(request)
         if not hasattr(self.executor, "on_started"):
             run.state = TaskState.started
+            self.observer.task_started(run)
         self.running[future] = number
 
     def guard_fails(self, task: Task) -> str | None:
@@ -556,17 +561,22 @@ class _Scheduler:
             run.status = Status.ok if result.success else Status.error
             run.changed = bool(result.modified) and not self.options.dryrun
             return self.complete(run, state, result.error)
+        relationship = layout.relationship_instance(self.instances, run.task, self.ensemble.spec)
+        if relationship is not None:
+            instance, task = relationship, _on_relationship(run.task, instance)
+        else:
+            task = run.task
         if result.protected is not None:
             instance.protected = result.protected
         if result.success:
-            changed = on_success(instance, run.task, result, change_id)
+            changed = on_success(instance, task, result, change_id)
             observing = run.task.reason in OBSERVING
             run.status = instance.status if observing else Status.ok
             run.changed = changed if observing else bool(result.modified) or changed
             if self.add_discovered(result, change_id, run.task.target):
                 run.changed = True
             return self.complete(run, TaskState.succeeded)
-        changed = on_failure(instance, run.task, result, change_id, run.prior_state)
+        changed = on_failure(instance, task, result, change_id, run.prior_state)
         run.changed = bool(result.modified) or changed
         run.status = Status.unknown if result.modified is None else Status.error
         if result.outputs.get("timeout") or (result.error or "").startswith("resultTemplate/"):
@@ -727,4 +737,25 @@ def run_plan(
         secrets=scheduler.secrets,
         previous_id=previous,
         dryrun=options.dryrun,
+    )
+
+
+#: relationship operations that take the relationship away
+_UNLINKING = frozenset({"remove_target", "remove_source", "unlink"})
+
+
+def _on_relationship(task: Task, node: Instance) -> Task:
+    """A relationship operation's task as it applies to its relationship instance (as
+    Unfurl records it: ok and configured once linked, absent once unlinked); the status it
+    would have given the node it runs on is applied to the node here."""
+    if task.done_state is not None:
+        node.state = task.done_state
+    if task.done_status is not None:
+        node.status = task.done_status
+    unlinking = task.name in _UNLINKING
+    return replace(
+        task,
+        running_state=None,
+        done_state=None if unlinking else NodeState.configured,
+        done_status=Status.absent if unlinking else Status.ok,
     )

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from unfurl_lite import parsecache, yamlio
+from unfurl_lite import layout, parsecache, structure, yamlio
 from unfurl_lite.errors import InputError, Problem
 from unfurl_lite.model import (
     OPERATION_KINDS,
@@ -146,15 +146,24 @@ def build(file: Path, text: str, data: dict[str, Any]) -> Ensemble:
     spec = data.get("spec") or {}
     service = spec.get("service_template") or {}
     topology_tpl = service.get("topology_template") or {}
-    types = {
-        name: _node_type(name, d or {}) for name, d in (service.get("node_types") or {}).items()
-    }
+    node_types, relationship_types = structure.split_types(service.get("types"))
+    node_types.update(service.get("node_types") or {})
+    relationship_types.update(service.get("relationship_types") or {})
+    types = {name: _node_type(name, d or {}) for name, d in node_types.items()}
     relationship_templates = topology_tpl.get("relationship_templates") or {}
-    relationship_types = service.get("relationship_types") or {}
+    node_templates = topology_tpl.get("node_templates") or {}
     templates = {
         name: _node_template(name, d or {}, types, relationship_templates, relationship_types)
-        for name, d in (topology_tpl.get("node_templates") or {}).items()
+        for name, d in node_templates.items()
     }
+    if any(isinstance(d, dict) and d.get("requirements") for d in node_types.values()) or any(
+        not r.node for t in templates.values() for r in t.requirements
+    ):  # some requirement is left for matching (rare: kept off the common path)
+        for name, implied in structure.implied_requirements(service).items():
+            templates[name] = _node_template(
+                name, node_templates[name] or {}, types, relationship_templates,
+                relationship_types, implied,
+            )
     inputs, sensitive_inputs = _inputs(topology_tpl.get("inputs") or {}, spec.get("inputs") or {})
     topology = Topology(
         templates=templates,
@@ -165,9 +174,12 @@ def build(file: Path, text: str, data: dict[str, Any]) -> Ensemble:
     )
     status = data.get("status") or {}
     instances = {
-        name: _instance(name, record or {})
-        for name, record in (status.get("instances") or {}).items()
+        name: _instance(name, record or {}, parent)
+        for name, (record, parent) in layout.flatten(status.get("instances") or {}).items()
     }
+    for name, record in (spec.get("instances") or {}).items():
+        if name not in instances:
+            instances[name] = _instance(name, structure.spec_instance_record(record))
     return Ensemble(
         path=file,
         text=text,
@@ -225,6 +237,7 @@ def _node_template(
     types: dict[str, NodeType],
     relationship_templates: dict[str, Any],
     relationship_types: dict[str, Any],
+    implied: list[tuple[str, dict[str, Any], str | None]] | None = None,
 ) -> NodeTemplate:
     type_name = data.get("type") or "tosca.nodes.Root"
     chain = lineage(type_name, types)
@@ -256,9 +269,8 @@ def _node_template(
         name=name,
         type=type_name,
         properties=properties,
-        requirements=tuple(
-            _requirement(r, relationship_templates, relationship_types)
-            for r in data.get("requirements") or []
+        requirements=_requirements(
+            data.get("requirements") or [], implied, relationship_templates, relationship_types
         ),
         interfaces=interfaces,
         metadata=metadata,
@@ -275,6 +287,27 @@ def _default_instances(data: dict[str, Any]) -> int:
     scalable = ((data.get("capabilities") or {}).get("scalable") or {}).get("properties") or {}
     value = scalable.get("default_instances", 1)
     return value if isinstance(value, int) and value >= 0 else 1
+
+
+def _requirements(
+    items: list[Any],
+    implied: list[tuple[str, dict[str, Any], str | None]] | None,
+    relationship_templates: dict[str, Any],
+    relationship_types: dict[str, Any],
+) -> tuple[Requirement, ...]:
+    """The template's requirements, with those its type declares (or it leaves without a
+    node) connected to the template they match."""
+    found = [_requirement(r, relationship_templates, relationship_types) for r in items]
+    if not implied:
+        return tuple(found)
+    matched = {name: (d, t) for name, d, t in implied if t is not None}
+    found = [r for r in found if r.node or r.name not in matched]
+    for name, (definition, target) in matched.items():
+        found.append(
+            _requirement({name: {**definition, "node": target}}, relationship_templates,
+                         relationship_types)
+        )
+    return tuple(found)
 
 
 def _requirement(
@@ -441,7 +474,7 @@ def _operation(
     )
 
 
-def _instance(name: str, record: dict[str, Any]) -> Instance:
+def _instance(name: str, record: dict[str, Any], host: str | None = None) -> Instance:
     ready = record.get("readyState") or {}
     if isinstance(ready, str):
         ready = {"local": ready}
@@ -454,6 +487,7 @@ def _instance(name: str, record: dict[str, Any]) -> Instance:
         "lastConfigChange",
         "lastStateChange",
         "protected",
+        "requirements",
     }
     local = ready.get("local", "unknown")
     state = ready.get("state")
@@ -469,5 +503,18 @@ def _instance(name: str, record: dict[str, Any]) -> Instance:
         last_config_change=record.get("lastConfigChange"),
         last_state_change=record.get("lastStateChange"),
         protected=bool(record.get("protected", False)),
-        extra={k: v for k, v in record.items() if k not in known},
+        extra={k: v for k, v in record.items() if k not in known}
+        | ({layout.HOSTED_ON: host} if host else {}),
+        relationships=_relationships(record.get("requirements")),
     )
+
+
+def _relationships(entries: Any) -> dict[str, Instance]:
+    """Unfurl's ``requirements:`` list: ``- name: {relationship instance record}``."""
+    found: dict[str, Instance] = {}
+    for entry in entries if isinstance(entries, list) else ():
+        if isinstance(entry, dict) and len(entry) == 1:
+            (name, record), = entry.items()
+            if isinstance(record, dict):
+                found[str(name)] = _instance(str(record.get("name") or name), record)
+    return found

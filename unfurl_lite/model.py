@@ -266,6 +266,8 @@ class Instance:
     last_state_change: str | None = None
     protected: bool = False
     extra: dict[str, Any] = field(default_factory=dict)  # keys we read but do not interpret
+    #: requirement name -> the relationship instance (Unfurl's ``requirements:`` entries)
+    relationships: dict[str, Instance] = field(default_factory=dict)
 
     @property
     def discovered(self) -> bool:

@@ -655,6 +655,9 @@ def plan_undeploy(
             continue
         instance = instances[name]
         why = is_removable(instance, destroy_discovered)
+        directives = getattr(ensemble.topology.templates.get(instance.template), "directives", ())
+        if "protected" in directives and not why:
+            why = 'skipped: instance with "protected" directive'
         if why:
             builder.note(name, why)
             continue

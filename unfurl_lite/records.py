@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from unfurl_lite import changeid, guard, yamlio
+from unfurl_lite import changeid, guard, layout, yamlio
 from unfurl_lite.expr import REDACTED, Sensitive, redact
 from unfurl_lite.model import Instance, Status
 
@@ -217,7 +217,23 @@ def instance_record(
     for key, value in instance.extra.items():
         if record.get(key) != value:
             record[key] = value
+    if instance.relationships:
+        record["requirements"] = _relationship_records(
+            instance, record.get("requirements"), secrets
+        )
     return record
+
+
+def _relationship_records(instance: Instance, existing: Any, secrets: set[str]) -> list[Any]:
+    """Unfurl's ``requirements:`` list of an instance: ``- name: {relationship instance}``."""
+    before: dict[str, Any] = {}
+    for entry in existing if isinstance(existing, list) else ():
+        if isinstance(entry, dict) and len(entry) == 1:
+            before.update(entry)
+    return [
+        {name: instance_record(rel, None, before.get(name), secrets)}
+        for name, rel in instance.relationships.items()
+    ]
 
 
 def update_status(
@@ -228,9 +244,11 @@ def update_status(
     jobs_log: str,
     secrets: set[str],
     forgotten: Iterable[str] = (),
+    hosts: Mapping[str, str] | None = None,
 ) -> None:
     """Write instances' status and lastJob into the document: the round-trip one, or the
-    file's plain data when only those sections will be rewritten."""
+    file's plain data when only those sections will be rewritten. An instance with an entry
+    in ``hosts`` is written under its host's record, as Unfurl writes it."""
     forgotten = set(forgotten)
     status = document.get("status")
     if not isinstance(status, dict):
@@ -241,11 +259,13 @@ def update_status(
     recorded = status.get("instances")
     if not isinstance(recorded, dict):
         recorded = {}
-        status["instances"] = recorded
-    for name in [n for n in recorded if n in forgotten]:
-        del recorded[name]
+    found = layout.flatten(recorded, detach=True)
+    records = {n: r for n, (r, _) in found.items() if n not in forgotten}
+    parents: dict[str, str | None] = {n: p for n, (_, p) in found.items()}
     for name, instance in instances.items():
-        recorded[name] = instance_record(instance, effective.get(name), recorded.get(name), secrets)
+        records[name] = instance_record(instance, effective.get(name), records.get(name), secrets)
+        parents[name] = (hosts or {}).get(name)
+    status["instances"] = layout.nest(records, parents, [*found, *instances], type(recorded))
     document["lastJob"] = redact(dict(last_job), secrets)
     document["jobsLog"] = jobs_log
 
@@ -397,9 +417,12 @@ def task_entry(
     op = task.operation
     digest_keys, digest_value = input_digest(_digestable(run.inputs))
     status = str(instance.status) if instance else "unknown"
+    relationship = task.requirement is not None and task.source is not None
     entry: dict[str, Any] = {
         "changeId": run.change_id,
-        "target": f"::{task.target}",
+        "target": f"::{task.source}::.requirements::[.name={task.requirement.name}]"
+        if relationship and task.requirement is not None
+        else f"::{task.target}",
         "priority": str(instance.priority) if instance else "required",
         "readyState": {"local": status},
         "implementation": {
@@ -454,8 +477,9 @@ def task_summary(run: TaskRun, type_name: str, status: str, priority: str) -> st
     task = run.task
     op = task.operation
     impl = op.implementation.unfurl_class_name if op and op.implementation else "none"
+    subject = task.peer if task.requirement is not None and task.peer else task.target
     return (
-        f"{task.name} on instance {task.target} (type {type_name}, status {status}) "
+        f"{task.name} on instance {subject} (type {type_name}, status {status}) "
         f"using configurator for {task.reason}: {op.qualified_name if op else task.name} ({impl}), "
         f"priority: {priority}, reason: {task.reason}"
     )

@@ -120,6 +120,7 @@ def fold_effective(
         if name not in instances:
             continue
         deps = [effective[d] for d in requires.get(name, ()) if d in effective]
+        deps += [r.status for r in instances[name].relationships.values()]
         own = instances[name].status
         if own == Status.pending and instances[name].template in operationless:
             own = Status.ok

@@ -246,13 +246,14 @@ def _get(doc: Any, path: tuple[Any, ...]) -> dict:
 
 
 def semantic_problems(doc: Any, file: str) -> list[Problem]:
-    problems: list[Problem] = []
+    problems: list[Problem] = list(_unsupported_structure(doc, file))
+    view = _with_types_section(doc)
     for check_one in (_unknown_types, _type_cycles, _requirement_targets,
                       _requirement_cycles, _undeclared_interfaces, _untyped_type_interfaces,
                       _unknown_operations, _unsupported_implementations,
                       _duplicate_templates, _workflows, _cloudify_unsupported,
                       _unknown_filters):
-        problems += check_one(doc, file)
+        problems += check_one(view, file)
     return problems
 
 
@@ -298,6 +299,100 @@ def _unknown_filters(doc: Any, file: str) -> Iterator[Problem]:
             "the filters here are Jinja2's built-ins and Unfurl's eval, ref, map_value, "
             "sensitive, abspath")
         yield problem_at(doc, path, file, message, hint)
+
+
+def _with_types_section(doc: Any) -> Any:
+    """``doc`` with the node and relationship types of Unfurl's ``types:`` section seen as
+    if declared under ``node_types`` and ``relationship_types`` (a shallow view)."""
+    from unfurl_lite import structure
+
+    service = _get(doc, SERVICE)
+    if not _mapping(service.get("types")):
+        return doc
+    nodes, relationships = structure.split_types(service["types"])
+    view_service = dict(service)
+    view_service["node_types"] = {**nodes, **_mapping(service.get("node_types"))}
+    view_service["relationship_types"] = {
+        **relationships, **_mapping(service.get("relationship_types"))
+    }
+    return {**doc, "spec": {**_mapping(doc.get("spec")), "service_template": view_service}}
+
+
+#: Unfurl sections unfurl-lite refuses by name, with why and what to do
+_UNSUPPORTED_SECTIONS: dict[tuple[str, ...], tuple[str, str]] = {
+    ("changes",): (
+        "an inline `changes:` log (Unfurl records jobs in ensemble.yaml when it has no "
+        "jobsLog) is not supported",
+        "remove `changes:`; unfurl-lite records every job in jobs.tsv and changes/",
+    ),
+    ("spec", "discovered"): (
+        "Unfurl's `spec.discovered` (discovered node templates) is not supported",
+        "declare the templates under node_templates, or run `unfurl discover`",
+    ),
+    ("spec", "resource_templates"): (
+        "Unfurl's `spec.resource_templates` is not supported",
+        "declare the templates under node_templates",
+    ),
+    ("spec", "deployment_blueprints"): (
+        "Unfurl's `spec.deployment_blueprints` is not supported",
+        "merge the blueprint's templates into the service template",
+    ),
+}
+
+
+def _unsupported_structure(doc: Any, file: str) -> Iterator[Problem]:
+    for path, (message, hint) in _UNSUPPORTED_SECTIONS.items():
+        parent = _get(doc, path[:-1])
+        if path[-1] in parent and (path == ("changes",) or parent[path[-1]]):
+            yield problem_at(doc, path, file, message, hint)
+    yield from _unsupported_directives(doc, file)
+    yield from _missing_requirements(doc, file)
+
+
+def _missing_requirements(doc: Any, file: str) -> Iterator[Problem]:
+    """A required requirement nothing matches: Unfurl refuses to plan ("Node template X is
+    missing requirements: R")."""
+    from unfurl_lite import structure
+
+    for name, implied in structure.implied_requirements(_get(doc, SERVICE)).items():
+        missing = [r for r, d, t in implied if t is None and not structure.is_optional(d)]
+        if missing:
+            yield problem_at(
+                doc, (*TOPOLOGY, "node_templates", name), file,
+                f"node template {name!r} is missing requirements: {', '.join(missing)}",
+                f"connect it (`requirements: [{{{missing[0]}: TEMPLATE}}]`), add a template "
+                "with the capability it asks for, or make it optional (occurrences: [0, 1])",
+            )
+
+
+#: template directives built here (Unfurl's ``protected``: undeploy leaves the instance)
+SUPPORTED_DIRECTIVES = frozenset({"protected"})
+#: what Unfurl does with the directives unfurl-lite refuses, for the message
+_DIRECTIVE_MEANING = {
+    "dependent": "instantiated only when another template requires it",
+    "select": "selects an existing instance from an imported ensemble",
+    "discover": "discovered by deploy instead of created",
+    "default": "used only when no other template matches a requirement",
+    "check": "checked before deploy decides what to do",
+    "virtual": "never instantiated (abstract)",
+    "substitute": "substituted by a nested topology",
+}
+
+
+def _unsupported_directives(doc: Any, file: str) -> Iterator[Problem]:
+    for name, body in _get(doc, (*TOPOLOGY, "node_templates")).items():
+        directives = _mapping(body).get("directives")
+        for index, directive in enumerate(directives if isinstance(directives, list) else ()):
+            if isinstance(directive, str) and directive in SUPPORTED_DIRECTIVES:
+                continue
+            meaning = _DIRECTIVE_MEANING.get(str(directive))
+            what = f" (in Unfurl: {meaning})" if meaning else ""
+            yield problem_at(
+                doc, (*TOPOLOGY, "node_templates", name, "directives", index), file,
+                f"template directive {directive!r} on {name!r}{what} is not supported",
+                "remove it; unfurl-lite supports the directives: "
+                + ", ".join(sorted(SUPPORTED_DIRECTIVES)),
+            )
 
 
 def _workflows(doc: Any, file: str) -> Iterator[Problem]:
@@ -645,6 +740,17 @@ def _unsupported_implementations(doc: Any, file: str) -> Iterator[Problem]:
                 why = _implementation_problem(implementation)
                 if why is not None:
                     yield problem_at(doc, where, file, why, _IMPLEMENTATION_HINT)
+                for key in _UNSUPPORTED_IMPLEMENTATION_KEYS:
+                    if key in _mapping(implementation):
+                        yield problem_at(
+                            doc, (*where, key), file,
+                            f"implementation key {key!r} is not supported by unfurl-lite",
+                            "remove it (Unfurl's TOSCA extension; no equivalent here)",
+                        )
+
+
+#: keys Unfurl allows in an implementation that unfurl-lite does not build
+_UNSUPPORTED_IMPLEMENTATION_KEYS = ("preConditions", "invoke")
 
 
 _IMPLEMENTATION_HINT = ("use `className: Shell` with the equivalent command (for example "

@@ -22,6 +22,8 @@ def instance_names(ensemble: str | None) -> list[str]:
 
     from ruamel.yaml import YAML
 
+    from unfurl_lite import layout
+
     path = Path(ensemble or ".")
     if path.is_dir():
         path = path / "ensemble.yaml"
@@ -31,7 +33,7 @@ def instance_names(ensemble: str | None) -> list[str]:
         templates = ((spec.get("service_template") or {}).get("topology_template") or {}).get(
             "node_templates"
         ) or {}
-        instances = (doc.get("status") or {}).get("instances") or {}
+        instances = layout.flatten((doc.get("status") or {}).get("instances") or {})
     except Exception:  # completion must never fail loudly
         return []
     return sorted({str(n) for n in [*templates, *instances] if not str(n).startswith("+")})

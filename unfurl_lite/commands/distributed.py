@@ -48,17 +48,34 @@ def _celery() -> Any:
               help="Operations run at once (default: the number of cores).")
 @BROKER_OPTION
 @click.option("--loglevel", "-l", default="INFO", show_default=True, help="Celery's log level.")
+@click.option("--project", "project_mode", type=click.Choice(["auto", "git"]), default=None,
+              help="Where tasks run: auto (default) runs in the controller's directory when "
+              "this machine has it at the job's commit, else in a worktree of the job's "
+              "commit fetched from its repository; git always fetches.")
+@click.option("--cache", "cache_dir", default=None, type=click.Path(file_okay=False),
+              help="Where fetched repositories and worktrees are kept "
+              "(default: $UNFURL_WORKER_CACHE or ~/.cache/unfurl-lite/worker).")
 def worker(name: str | None, queues: tuple[str, ...], concurrency: int | None,
-           broker: str | None, loglevel: str) -> None:
+           broker: str | None, loglevel: str, project_mode: str | None,
+           cache_dir: str | None) -> None:
     """Start a Celery worker that runs this project's operations (runs until stopped).
 
-    Each operation it runs sees UNFURL_WORKER=NAME, and the job's records name it.
+    Each operation it runs sees UNFURL_WORKER=NAME, and the job's records name it. It
+    runs each task in the job's project at the job's commit, and never passes the broker's
+    URL to an operation.
     """
+    from unfurl_lite.executors import checkout
+
     distributed = _celery()
     name = name or socket.gethostname()
     url = distributed.broker_url(broker)
     distributed.check_broker(url)
     os.environ[distributed.WORKER_NAME_ENV] = name
+    if project_mode:
+        os.environ[checkout.PROJECT_MODE_ENV] = project_mode
+    if cache_dir:
+        os.environ[checkout.CACHE_ENV] = str(Path(cache_dir).resolve())
+    distributed._worker_broker = url
     app = distributed.make_app(url)
     argv = [
         "worker",
@@ -119,6 +136,7 @@ def agents(ensemble: str | None, broker: str | None, start: bool, concurrency: i
     app = distributed.make_app(url)
     wanted = routing.agent_queues(ens.topology)
     serving = live_queues(app)
+    versions = _versions(distributed, url)
     started: dict[str, int] = {}
     if start:
         for queue in wanted:
@@ -128,11 +146,14 @@ def agents(ensemble: str | None, broker: str | None, start: bool, concurrency: i
             started[queue] = start_worker(ens.project_root, name, queue, url, concurrency).pid
         if started:
             serving = _wait_for(app, set(started), serving)
+            versions = _versions(distributed, url)
     rows: list[dict[str, Any]] = [
         {
             "queue": queue,
             "nodes": nodes,
             "workers": [n.partition("@")[0] for n in serving.get(queue, [])],
+            "versions": {n.partition("@")[0]: versions.get(n, _UNKNOWN)
+                         for n in serving.get(queue, [])},
             **({"started": started[queue]} if queue in started else {}),
         }
         for queue, nodes in wanted.items()
@@ -141,7 +162,9 @@ def agents(ensemble: str | None, broker: str | None, start: bool, concurrency: i
         echo_json(rows)
     else:
         for row in rows:
-            workers = ", ".join(row["workers"]) or "none"
+            workers = ", ".join(
+                f"{w} ({_version_text(row['versions'][w], distributed.PROTOCOL)})"
+                for w in row["workers"]) or "none"
             note = f" (started pid {row['started']})" if "started" in row else ""
             show(f"{row['queue']}: {len(row['nodes'])} node(s) [{', '.join(row['nodes'])}]; "
                  f"workers: {workers}{note}")
@@ -152,6 +175,28 @@ def agents(ensemble: str | None, broker: str | None, start: bool, concurrency: i
 
         raise JobError(f"no worker came up for {', '.join(missing)}",
                        hint="see jobs/worker-NAME.log")
+
+
+_UNKNOWN: dict[str, Any] = {"version": None, "protocol": None}
+
+
+def _versions(distributed: Any, url: str) -> dict[str, dict[str, Any]]:
+    """Each live worker's unfurl-lite version and protocol, from its heartbeat."""
+    import redis
+
+    client = redis.Redis.from_url(url, socket_connect_timeout=3.0, socket_timeout=3.0)
+    try:
+        return {node: {"version": info.get("version"), "protocol": info.get("protocol")}
+                for node, info in distributed.live_workers(client).items()}
+    finally:
+        client.close()
+
+
+def _version_text(version: dict[str, Any], protocol: int) -> str:
+    if version.get("protocol") is None:
+        return "version unknown: older than protocol 2, refused"
+    text = f"unfurl-lite {version['version']}, protocol {version['protocol']}"
+    return text if version["protocol"] == protocol else f"{text}: differs, refused"
 
 
 def _wait_for(app: Any, queues: set[str], serving: dict[str, list[str]]) -> dict[str, list[str]]:

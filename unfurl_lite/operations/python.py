@@ -86,6 +86,8 @@ def run(request: OperationRequest) -> OperationResult:
     reader.start()
     with shell._lock:
         shell._running[request.task_id] = process
+    if shell.watch_processes is not None:
+        shell.watch_processes(process.pid, True)
     timed_out = False
     try:
         stdout, stderr = process.communicate(
@@ -98,6 +100,8 @@ def run(request: OperationRequest) -> OperationResult:
     finally:
         with shell._lock:
             shell._running.pop(request.task_id, None)
+        if shell.watch_processes is not None:
+            shell.watch_processes(process.pid, False)
     reader.join()
     printed = {k: shell._tail(v) for k, v in (("stdout", stdout), ("stderr", stderr)) if v}
     if timed_out:

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from unfurl_lite.operations.base import OperationRequest, OperationResult
@@ -37,6 +38,9 @@ ALLOWED_ENV = (
 
 _running: dict[str, subprocess.Popen[str]] = {}
 _lock = threading.Lock()
+#: told of each command's process group as it starts (True) and ends (False): a Celery
+#: worker's watchdog kills them if the worker dies
+watch_processes: Callable[[int, bool], None] | None = None
 
 
 #: the ``UNFURL_*`` variables an operation gets: set by the job for each task, never
@@ -121,6 +125,8 @@ def run(request: OperationRequest) -> OperationResult:
         )
     with _lock:
         _running[request.task_id] = process
+    if watch_processes is not None:
+        watch_processes(process.pid, True)
     try:
         stdout, stderr = process.communicate(timeout=float(timeout) if timeout else None)
         timed_out = False
@@ -131,6 +137,8 @@ def run(request: OperationRequest) -> OperationResult:
     finally:
         with _lock:
             _running.pop(request.task_id, None)
+        if watch_processes is not None:
+            watch_processes(process.pid, False)
     code = process.returncode
     stdout, stderr = strip_ansi(stdout or ""), strip_ansi(stderr or "")  # records stay plain
     outputs = {
