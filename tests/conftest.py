@@ -10,6 +10,7 @@ import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -166,3 +167,10 @@ def unfurl120() -> Path:
         return Path(venv) / "bin" / "unfurl"
     found = shutil.which("unfurl120")
     return Path(found) if found else Path("unfurl120-not-installed")
+
+
+def safe_load(text: str) -> Any:
+    """Plain data from YAML text (ruamel's safe loader: the project's own YAML library)."""
+    from ruamel.yaml import YAML
+
+    return YAML(typ="safe", pure=True).load(text)

@@ -7,9 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
 
-from tests.conftest import Project
+from tests.conftest import Project, safe_load
 from unfurl_lite import openv
 
 UNFURL = Path(__file__).parent / "data" / "unfurl120" / "13-fidelity"
@@ -20,7 +19,7 @@ def fields(row: str) -> dict[str, str]:
 
 
 def theirs(step: str) -> dict:
-    doc = yaml.safe_load((UNFURL / step / "ensemble.after.yaml").read_text())
+    doc = safe_load((UNFURL / step / "ensemble.after.yaml").read_text())
     return (doc.get("status") or {}).get("instances") or {}
 
 

@@ -10,9 +10,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-import yaml
 
-from tests.conftest import ENSEMBLE_HEAD, Project
+from tests.conftest import ENSEMBLE_HEAD, Project, safe_load
 
 UNFURL = Path(__file__).parent / "data" / "unfurl120" / "12-custom-workflows"
 
@@ -58,7 +57,7 @@ def test_deploy_workflow_replaces_the_lifecycle_of_its_targets_as_unfurl(project
     assert our_plan(json.loads(result.stdout)) == expected
 
     assert invoke("deploy", "--approve").exit_code == 0
-    theirs = yaml.safe_load((UNFURL / "override" / "1-deploy" / "ensemble.after.yaml")
+    theirs = safe_load((UNFURL / "override" / "1-deploy" / "ensemble.after.yaml")
                             .read_text())["status"]["instances"]
     ours = project.status()
     for name in ("a", "b"):
@@ -94,7 +93,7 @@ def test_custom_workflow_runs_is_recorded_and_leaves_history_alone(project, invo
         ("::b", "create", "ok"), ("::a", "configure", "ok")]
     assert rows[-1]["digestKeys"] == "command,extra"  # the activity's inputs reached it
     assert len(project.commits()) == commits + 1
-    assert yaml.safe_load(project.ensemble.read_text())["lastJob"]["workflow"] == "greet"
+    assert safe_load(project.ensemble.read_text())["lastJob"]["workflow"] == "greet"
     assert (project.root / "jobs").is_dir()
 
 
@@ -243,7 +242,7 @@ def test_undeploy_workflow_replaces_the_lifecycle_of_its_targets_as_unfurl(proje
     expected = unfurl_plan((UNFURL / "undeploy" / "1-plan-undeploy" / "console.txt").read_text())
     assert our_plan(json.loads(result.stdout)) == expected
     assert invoke("undeploy", "--approve").exit_code == 0
-    theirs = yaml.safe_load((UNFURL / "undeploy" / "2-undeploy" / "ensemble.after.yaml")
+    theirs = safe_load((UNFURL / "undeploy" / "2-undeploy" / "ensemble.after.yaml")
                             .read_text())["status"]["instances"]
     ours = project.status()
     assert {n: ours[n]["readyState"] for n in ours} == {
