@@ -422,3 +422,50 @@ web:
     output = result.output.replace("\n", " ")
     assert message in output and "ensemble.yaml:12:" in output
     assert "ansible-playbook" in output  # the hint says what to write instead
+
+
+# --- what Unfurl 1.2.0 acts on and unfurl-lite does not: refused by name, never ignored
+
+
+def test_a_type_only_an_import_could_define_is_refused_naming_imports(tmp_path: Path) -> None:
+    problem = only(problems_in(tmp_path, """\
+        spec:
+          service_template:
+            imports: [types.yaml]
+            topology_template:
+              node_templates:
+                web: {type: my.nodes.Web}
+        """))
+    assert "unknown type 'my.nodes.Web'" in problem.message
+    assert "`imports:` are not supported" in problem.message
+    assert "+include" in (problem.hint or "")
+
+
+@pytest.mark.parametrize("type_name", ["unfurl.nodes.Installer.Terraform", "unfurl.nodes.DNSZone",
+                                       "unfurl.nodes.K8sCluster"])
+def test_unfurl_types_with_their_own_operations_are_refused(tmp_path: Path, type_name: str) -> None:
+    problem = only(problems_in(tmp_path, templates(f"example: {{type: {type_name}}}\n")))
+    assert f"Unfurl's type {type_name!r}" in problem.message
+    assert "not supported" in problem.message
+
+
+@pytest.mark.parametrize(("implementation", "named"), [
+    ("{primary: echo hi, operation_host: staging.example.com}", "`operation_host`"),
+    ("{primary: echo hi, dependencies: [kubectl]}", "`dependencies`"),
+    ("{primary: {type: tosca.artifacts.Implementation.Bash, file: x.sh}}", "inline artifact"),
+    ("{primary: Cmd}", "Cmd configurator"),
+    ("Cmd", "Cmd configurator"),
+])
+def test_unfurl_only_implementation_forms_are_refused(
+    tmp_path: Path, implementation: str, named: str
+) -> None:
+    problem = only(problems_in(tmp_path, templates(f"""\
+        app:
+          type: tosca.nodes.Root
+          interfaces:
+            Standard:
+              operations:
+                configure:
+                  implementation: {implementation}
+        """)))
+    assert named in problem.message and "not supported" in problem.message

@@ -40,9 +40,18 @@ _TOSCA_NODES = (
 )
 _UNFURL_NODES = (
     "Installer", "Installation", "Default", "Generic", "Repository", "LocalRepository",
-    "CloudAccount", "CloudObject", "K8sCluster", "K8sNamespace", "K8sRawResource",
-    "K8sSecretResource", "DNSZone", "ContainerService", "ContainerHost", "ContainerImage",
+    "CloudAccount", "CloudObject",
 )
+#: Unfurl types that come with operations of their own (Unfurl's k8s, DNS and Docker
+#: configurators, its Terraform/Ansible installers): a template of one would run nothing
+#: here, so it is refused by name rather than accepted as a plain type
+_UNFURL_TYPES_WITH_OPERATIONS = (
+    "K8sCluster", "K8sNamespace", "K8sRawResource", "K8sSecretResource", "DNSZone",
+    "ContainerService", "ContainerHost", "ContainerImage", "Installer.Terraform",
+    "Installer.Ansible", "Installer.Helm", "Installer.Docker", "Installer.Kompose",
+)
+UNFURL_TYPES_WITH_OPERATIONS: frozenset[str] = frozenset(
+    f"unfurl.nodes.{n}" for n in _UNFURL_TYPES_WITH_OPERATIONS)
 _CLOUDIFY_NODES = (
     "Root", "Compute", "WebServer", "ApplicationServer", "DBMS", "Database",
     "ApplicationModule", "VirtualIP", "Port", "Network", "Subnet", "Router",
@@ -58,8 +67,6 @@ NORMATIVE_NODE_TYPES: frozenset[str] = frozenset(
     + [f"unfurl.nodes.{n}" for n in _UNFURL_NODES]
     + [f"cloudify.nodes.{n}" for n in _CLOUDIFY_NODES]
 )
-_NORMATIVE_PREFIXES = ("unfurl.nodes.Installer.",)
-_RESERVED_NAMESPACES = ("tosca.", "tosca:", "unfurl.", "cloudify.")
 _INTERFACE_KEYS = frozenset({"type", "description", "inputs", "metadata", "operations",
                              "notifications", "implementation", "outputs"})
 
@@ -405,13 +412,11 @@ def _imports(doc: Any) -> bool:
     return bool(_get(doc, SERVICE).get("imports"))
 
 
-def known_type(name: str, defined: Any, has_imports: bool) -> bool:
-    """Defined here, normative, or possibly from an import (outside reserved namespaces)."""
-    if name in defined or name in NORMATIVE_NODE_TYPES:
-        return True
-    if name.startswith(_NORMATIVE_PREFIXES):
-        return True
-    return has_imports and not name.startswith(_RESERVED_NAMESPACES)
+def known_type(name: str, defined: Any) -> bool:
+    """Defined in this document or normative. A type that only an ``imports:`` entry could
+    define is unknown: unfurl-lite does not load TOSCA imports, and a template of a type it
+    cannot see would run no operation at all."""
+    return name in defined or name in NORMATIVE_NODE_TYPES
 
 
 def _unknown_types(doc: Any, file: str) -> Iterator[Problem]:
@@ -419,24 +424,35 @@ def _unknown_types(doc: Any, file: str) -> Iterator[Problem]:
     imports = _imports(doc)
     for name, body in _get(doc, (*TOPOLOGY, "node_templates")).items():
         type_name = _mapping(body).get("type")
-        if isinstance(type_name, str) and not known_type(type_name, defined, imports):
+        if isinstance(type_name, str) and not known_type(type_name, defined):
             yield _unknown_type(doc, file, (*TOPOLOGY, "node_templates", name, "type"),
-                                f"node template {name!r}", type_name, defined)
+                                f"node template {name!r}", type_name, defined, imports)
     for name, body in defined.items():
         parent = _mapping(body).get("derived_from")
-        if isinstance(parent, str) and not known_type(parent, defined, imports):
+        if isinstance(parent, str) and not known_type(parent, defined):
             yield _unknown_type(doc, file, (*SERVICE, "node_types", name, "derived_from"),
-                                f"node type {name!r}", parent, defined)
+                                f"node type {name!r}", parent, defined, imports)
 
 
 def _unknown_type(
-    doc: Any, file: str, path: tuple[Any, ...], owner: str, name: str, defined: Any
+    doc: Any, file: str, path: tuple[Any, ...], owner: str, name: str, defined: Any,
+    imports: bool = False,
 ) -> Problem:
     hint = did_you_mean(name, [*defined, *NORMATIVE_NODE_TYPES]) or (
         "define it under spec.service_template.node_types or use a normative type "
         "such as tosca.nodes.Root"
     )
-    return problem_at(doc, path, file, f"{owner} has unknown type {name!r}", hint)
+    what = f"{owner} has unknown type {name!r}"
+    if name in UNFURL_TYPES_WITH_OPERATIONS or name.startswith("unfurl.nodes.Installer."):
+        what = (f"{owner} uses Unfurl's type {name!r}, whose operations come from an Unfurl "
+                "configurator: not supported by unfurl-lite")
+        hint = "define your own type under node_types with Shell or Python operations"
+    elif imports:
+        what += (" (TOSCA `imports:` are not supported: unfurl-lite does not load them, so "
+                 "no imported type is known)")
+        hint = ("define the type under spec.service_template.node_types, or bring its "
+                "definition in with `+include`")
+    return problem_at(doc, path, file, what, hint)
 
 
 def _type_cycles(doc: Any, file: str) -> Iterator[Problem]:
@@ -723,7 +739,16 @@ def _cloudify_unsupported(doc: Any, file: str) -> Iterator[Problem]:
 
 
 #: Unfurl's configurators that unfurl-lite does not implement, by their short names
-UNFURL_ONLY_CONFIGURATORS = ("Ansible", "Terraform", "Kompose", "Supervisor", "DNS", "Octodns")
+UNFURL_ONLY_CONFIGURATORS = (
+    "Ansible", "Terraform", "Kompose", "Supervisor", "DNS", "Octodns", "Cmd", "Cluster",
+    "Connection", "Resource", "CheckGoogleCloudConnection", "PythonPackageCheck",
+)
+#: implementation keys Unfurl 1.2.0 acts on that unfurl-lite does not: refused, never ignored
+UNFURL_ONLY_IMPLEMENTATION_KEYS = {
+    "operation_host": "runs the operation on another host; here operations run on this "
+                      "machine, or on the Celery worker their routing picks",
+    "dependencies": "installs artifacts before the operation runs",
+}
 _CALLABLE = re.compile(r"^[A-Za-z_][\w.]*(?::|\.)[A-Za-z_]\w*$")
 
 
@@ -764,6 +789,15 @@ def _implementation_problem(implementation: Any) -> str | None:
         if name in UNFURL_ONLY_CONFIGURATORS:
             return f"Unfurl's {name} configurator is not supported by unfurl-lite"
         return None
+    for key, what in UNFURL_ONLY_IMPLEMENTATION_KEYS.items():
+        if _mapping(implementation).get(key) not in (None, [], {}):
+            return f"implementation key `{key}` (in Unfurl it {what}) is not supported"
+    primary = _mapping(implementation).get("primary")
+    if isinstance(primary, dict):
+        return ("an inline artifact as `primary` is not supported: give a shell command, or "
+                "`className`")
+    if isinstance(primary, str) and primary.strip() in UNFURL_ONLY_CONFIGURATORS:
+        return f"Unfurl's {primary.strip()} configurator is not supported by unfurl-lite"
     class_name = _mapping(implementation).get("className")
     if not isinstance(class_name, str) or class_name in OPERATION_KINDS:
         return None
