@@ -469,3 +469,15 @@ def test_unfurl_only_implementation_forms_are_refused(
                   implementation: {implementation}
         """)))
     assert named in problem.message and "not supported" in problem.message
+
+
+@pytest.mark.parametrize(("section", "named"), [
+    ("    decorators:\n      web: {properties: {port: 80}}\n", "`decorators:`"),
+    ("    topology_template:\n      substitution_mappings: {node_type: tosca.nodes.Root}\n",
+     "`substitution_mappings`"),
+])
+def test_unfurl_sections_that_would_be_ignored_are_refused(
+    tmp_path: Path, section: str, named: str
+) -> None:
+    problem = only(problems_in(tmp_path, "spec:\n  service_template:\n" + section))
+    assert named in problem.message and "not supported" in problem.message

@@ -344,6 +344,15 @@ _UNSUPPORTED_SECTIONS: dict[tuple[str, ...], tuple[str, str]] = {
         "Unfurl's `spec.deployment_blueprints` is not supported",
         "merge the blueprint's templates into the service template",
     ),
+    ("spec", "service_template", "decorators"): (
+        "Unfurl's `decorators:` (properties and requirements merged into the templates a "
+        "query matches) is not supported",
+        "write those properties and requirements into the templates themselves",
+    ),
+    ("spec", "service_template", "topology_template", "substitution_mappings"): (
+        "TOSCA `substitution_mappings` (a topology standing in for a node) is not supported",
+        "remove it: an ensemble's templates are deployed directly",
+    ),
 }
 
 
