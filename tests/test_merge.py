@@ -323,3 +323,11 @@ def test_export_names_unfurls_formats_as_not_supported(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["export", "--format", "deployment", str(tmp_path)])
     assert result.exit_code == 2 and "--format deployment" in result.output
     assert "not supported" in result.output
+
+
+def test_including_python_is_refused_by_name(project: Path) -> None:
+    write(project, "types.py", "from tosca import *\n")
+    error = expand_error(project, "spec:\n  +include: types.py\n")
+    [problem] = error.problems
+    assert "types.py" in problem.message and "TOSCA Python DSL" in problem.message
+    assert "not supported" in problem.message

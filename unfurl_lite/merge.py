@@ -404,6 +404,13 @@ def _parse_include(target: Path, ctx: _Context) -> Any:
     """The parsed include, read and parsed once per load (None: it failed, reported)."""
     if target in ctx.parsed:
         return ctx.parsed[target]
+    if target.suffix == ".py":  # Unfurl reads these as its TOSCA Python DSL
+        ctx.parsed[target] = None
+        ctx.problems.append(Problem(
+            f"{target.name}: including Python (Unfurl's TOSCA Python DSL) is not supported",
+            file=ctx.main_file, hint="write the definitions in YAML and include that",
+        ))
+        return None
     try:
         text = yamlio.read_text(target)
         ctx.reads[str(target)] = parsecache.text_digest(text)
