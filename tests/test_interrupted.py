@@ -20,8 +20,9 @@ def test_status_and_the_stale_lock_say_how_to_finish_a_killed_job(project):
     (project.root / ".gitignore").write_text("jobs/*.log\nmarks/\n.unfurl-lite.lock\n")
     git(project.root, "add", ".gitignore")
     (project.root / "marks").mkdir()
-    project.write(ensemble_yaml(shell_node("db", "echo db") + shell_node(
-        "app", f"'{WAITING}'", operation="configure")))
+    app = shell_node("app", f"'{WAITING}'", operation="configure")
+    app = app.replace("  interfaces:", "  requirements:\n    - dependency: db\n  interfaces:", 1)
+    project.write(ensemble_yaml(shell_node("db", "echo db") + app))  # db ends before app
     job = start_unfurl(project.root, "deploy", "--approve")
     try:
         wait_for(lambda: (project.root / "marks" / "app.started").exists(), job)
