@@ -24,6 +24,7 @@ from ruamel.yaml import YAML
 
 from tests.conftest import ROOT, Project, ensemble_yaml, git, run_unfurl, shell_node
 from tests.execution_helpers import start_unfurl, wait_for
+from unfurl_lite.journal import list_journals
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
@@ -312,8 +313,9 @@ def test_cancel_reaches_running_tasks_on_workers(project, broker, workers):
 
 
 def test_a_soft_cancel_revokes_tasks_still_waiting_on_the_queue(project, broker, workers):
-    def slow(name: str) -> str:
-        return (f"mkdir -p ran && touch ran/{name}.started && sleep 2 && touch ran/{name}.done")
+    def slow(name: str) -> str:  # runs until the test opens the gate
+        return (f"mkdir -p ran && touch ran/{name}.started && "
+                f"while [ ! -e ran/gate ]; do sleep 0.05; done && touch ran/{name}.done")
 
     prepare(project, ensemble(*(node(n, slow(n)) for n in ("x", "y", "z"))))
     workers("w", "unfurl.management", concurrency=1)
@@ -324,8 +326,12 @@ def test_a_soft_cancel_revokes_tasks_still_waiting_on_the_queue(project, broker,
                  if (project.root / "ran").exists() else False, job, limit=60)
         cancelled = run_unfurl(project.root, "cancel")
         assert cancelled.returncode == 0, cancelled.stderr
+        wait_for(lambda: "cancelling" in list_journals(project.root)[0].state, job)
+        (project.root / "ran" / "gate").touch()
         out, err = job.communicate(timeout=60)
     finally:
+        (project.root / "ran").mkdir(exist_ok=True)
+        (project.root / "ran" / "gate").touch()
         if job.poll() is None:
             job.kill()
     assert job.returncode == 64, out + err
