@@ -521,8 +521,12 @@ def _get_env_global(name: str, default: Any = None) -> Any:
             f"{{eval: {{get_env: {name}}}}}, or run with --env-passthrough",
         )
     value = os.environ.get(str(name), default)
-    if value is None:
-        return None
+    return None if value is None else mark_secret(value)
+
+
+def mark_secret(value: Any) -> Sensitive:
+    """The value as a secret of the render under way: redacted wherever it is written, and
+    the render counts as one that read a secret (its errors are withheld)."""
     flag = _tainted.get()
     if flag is not None and not flag:
         flag.append(True)

@@ -56,16 +56,9 @@ def map_value_filter(value: Any, *args: Any, **kwargs: Any) -> Any:
 
 def sensitive_filter(value: Any, *args: Any, **kwargs: Any) -> Any:
     """``{{ value | sensitive }}``: the value is a secret from here on (redacted)."""
-    from unfurl_lite.expr import Sensitive, _current_secrets, _tainted
+    from unfurl_lite.expr import mark_secret
 
-    if value is None:
-        return None
-    flag = _tainted.get()
-    if flag is not None and not flag:
-        flag.append(True)
-    secret = Sensitive(str(value))
-    _current_secrets().add(str(secret))
-    return secret
+    return None if value is None else mark_secret(value)
 
 
 def abspath_filter(path: Any, relativeTo: Any = None, mkdir: bool = False) -> str:
