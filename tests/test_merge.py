@@ -108,9 +108,9 @@ def test_absolute_pointer(project: Path) -> None:
 def test_relative_pointers(project: Path) -> None:
     _, merged = expand(project, """\
         group:
-          shared: {port: 80}
+          common: {port: 80}
           web:
-            +../shared:
+            +../common:
           same:
             value: 5
             copy:
