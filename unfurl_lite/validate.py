@@ -466,6 +466,14 @@ def _unknown_type(
 
 def _type_cycles(doc: Any, file: str) -> Iterator[Problem]:
     for section in ("node_types", "relationship_types"):
+        for name, body in _get(doc, (*SERVICE, section)).items():
+            if isinstance(_mapping(body).get("derived_from"), list):
+                yield problem_at(
+                    doc, (*SERVICE, section, name, "derived_from"), file,
+                    f"type {name!r} derives from a list of types (Unfurl's multiple "
+                    "inheritance), which is not supported",
+                    "derive from one type and copy what it needs from the others",
+                )
         types = _get(doc, (*SERVICE, section))
         parents = {n: _mapping(b).get("derived_from") for n, b in types.items()}
         graph = {n: [p] if isinstance(p, str) and p in types else [] for n, p in parents.items()}
