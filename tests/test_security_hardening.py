@@ -28,7 +28,8 @@ def _all_text(root: Path) -> str:
 # --- 1. kill -9 and resume: the journal never holds a secret, and is private
 
 
-KILLED = """\
+#: an ensemble whose input ``pw`` is a secret read from $TEST_PW
+SECRET_PW_HEAD = """\
 apiVersion: unfurl/v1alpha1
 kind: Ensemble
 spec:
@@ -39,6 +40,10 @@ spec:
           type: string
           metadata: {sensitive: true}
           default: {eval: {get_env: TEST_PW}}
+"""
+
+
+KILLED = SECRET_PW_HEAD + """\
         token:
           type: unfurl.datatypes.Sensitive
           default: {eval: {get_env: TEST_TOKEN}}
@@ -107,17 +112,7 @@ def test_kill9_then_resume_commits_no_secret_and_the_journal_is_private(
 # --- 2. secrets derived by templates
 
 
-DERIVED = """\
-apiVersion: unfurl/v1alpha1
-kind: Ensemble
-spec:
-  service_template:
-    topology_template:
-      inputs:
-        pw:
-          type: string
-          metadata: {sensitive: true}
-          default: {eval: {get_env: TEST_PW}}
+DERIVED = SECRET_PW_HEAD + """\
       node_templates:
         app:
           type: tosca.nodes.Root
