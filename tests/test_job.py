@@ -88,7 +88,8 @@ def test_diamond_runs_independent_branches_concurrently(diamond, invoke):
 
 
 def test_jobs_1_runs_one_task_at_a_time(diamond, invoke):
-    assert invoke("deploy", "--approve", "--jobs", "1").exit_code == 0
+    result = invoke("deploy", "--approve", "--jobs", "1")
+    assert result.exit_code == 0, result.output
     b, c = times(diamond, "b", "create"), times(diamond, "c", "create")
     assert b[1] <= c[0] or c[1] <= b[0]
 
