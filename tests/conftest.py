@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from unfurl_lite.cli import cli
+from unfurl_lite.cli.main import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "tests" / "data" / "unfurl120-deploy"
@@ -94,7 +94,7 @@ class Project:
     def status(self) -> dict:
         from ruamel.yaml import YAML
 
-        from unfurl_lite.layout import flatten
+        from unfurl_lite.record.layout import flatten
 
         doc = YAML(typ="safe").load(self.ensemble.read_text())
         nested = (doc.get("status") or {}).get("instances") or {}

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from unfurl_lite import changeid
+from unfurl_lite.model import changeid
 
 REFERENCE_TIME = datetime(2026, 11, 22, 18, 34, 9, 650000, tzinfo=UTC)
 

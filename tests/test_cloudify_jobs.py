@@ -8,7 +8,7 @@ import json
 from tests.conftest import run_unfurl
 from tests.execution_helpers import count, start_unfurl, wait_for
 from tests.test_execution import gated, setup
-from unfurl_lite.journal import list_journals
+from unfurl_lite.record.journal import list_journals
 
 
 def test_only_the_newest_job_of_a_resume_lineage_resumes(project):

@@ -85,7 +85,7 @@ def test_a_sensitive_property_value_is_redacted_in_show(project, invoke):
 
 
 def test_the_fallback_of_a_sensitive_inputs_get_env_is_redacted():
-    from unfurl_lite.history import written_secrets
+    from unfurl_lite.record.history import written_secrets
 
     text = ensemble_yaml(SPEC.format(secret="x")).replace("    topology_template:\n", """\
     topology_template:

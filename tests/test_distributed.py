@@ -24,7 +24,7 @@ from ruamel.yaml import YAML
 
 from tests.conftest import ROOT, Project, ensemble_yaml, git, run_unfurl, shell_node
 from tests.execution_helpers import start_unfurl, wait_for
-from unfurl_lite.journal import list_journals
+from unfurl_lite.record.journal import list_journals
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
@@ -355,9 +355,9 @@ def test_a_down_broker_is_a_clear_error_at_job_start(project):
 
 
 def test_secrets_travel_marked_and_come_back_wrapped() -> None:
-    from unfurl_lite.executors.celery import decode_request, encode_request
-    from unfurl_lite.expr import Sensitive, Tainted
-    from unfurl_lite.operations.base import OperationRequest
+    from unfurl_lite.expressions.expr import Sensitive, Tainted
+    from unfurl_lite.run.executors.celery import decode_request, encode_request
+    from unfurl_lite.run.operations.base import OperationRequest
 
     request = OperationRequest("id", "Shell", "", "t", "Standard.create",
                                inputs={"command": Tainted("echo s3cret"),
@@ -502,8 +502,8 @@ def test_operations_and_messages_never_carry_the_broker_credentials(project, bro
     assert PASSWORD not in everything_recorded(project)
     assert PASSWORD not in result.stdout + result.stderr
 
-    from unfurl_lite.executors.celery import CeleryExecutor
-    from unfurl_lite.operations.base import OperationRequest
+    from unfurl_lite.run.executors.celery import CeleryExecutor
+    from unfurl_lite.run.operations.base import OperationRequest
 
     executor = CeleryExecutor(broker=broker)
     try:
@@ -743,7 +743,7 @@ def test_a_broker_restart_mid_job_is_survived(project, workers, tmp_path):
 
 
 def test_tasks_name_the_repository_without_its_password(project, monkeypatch) -> None:
-    from unfurl_lite.executors.checkout import source_of
+    from unfurl_lite.run.executors.checkout import source_of
 
     git(project.root, "remote", "add", "origin", "https://deploy:tok3n@git.example.com/p.git")
     project.write(ensemble(node("a", "true")))

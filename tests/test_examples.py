@@ -32,7 +32,7 @@ def test_example_plans_deploys_and_undeploys(tmp_path: Path, name: str):
 
 
 def test_three_tier_merges_its_includes(tmp_path: Path):
-    from unfurl_lite.loader import load_ensemble
+    from unfurl_lite.load.loader import load_ensemble
 
     ensemble = load_ensemble(ROOT / "examples" / "three-tier")
     web = ensemble.topology.templates["web"]

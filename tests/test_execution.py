@@ -14,9 +14,9 @@ from ruamel.yaml import YAML
 
 from tests.conftest import ROOT, Project, ensemble_yaml, git, run_unfurl
 from tests.execution_helpers import chain_ensemble, count, kill9, start_unfurl, wait_for
-from unfurl_lite import records
-from unfurl_lite.journal import list_journals
-from unfurl_lite.loader import load_ensemble
+from unfurl_lite.load.loader import load_ensemble
+from unfurl_lite.record import records
+from unfurl_lite.record.journal import list_journals
 
 
 def setup(project: Project, names, requires, sleep=0.2, failing=None) -> Path:

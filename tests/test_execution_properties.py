@@ -15,9 +15,9 @@ from ruamel.yaml import YAML
 
 from tests.conftest import Project, git, run_unfurl
 from tests.execution_helpers import count, kill9, start_unfurl, wait_for
-from unfurl_lite import records
-from unfurl_lite.journal import list_journals
-from unfurl_lite.loader import load_ensemble
+from unfurl_lite.load.loader import load_ensemble
+from unfurl_lite.record import records
+from unfurl_lite.record.journal import list_journals
 
 
 @st.composite

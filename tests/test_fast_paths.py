@@ -16,8 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import REFERENCE, ROOT, Invoke, Project, ensemble_yaml
-from unfurl_lite import emit, parsecache, schemacheck, sections, validate, yamlio
-from unfurl_lite.loader import load_ensemble
+from unfurl_lite.load import parsecache, schemacheck, validate, yamlio
+from unfurl_lite.load.loader import load_ensemble
+from unfurl_lite.record import emit, sections
 
 SETTINGS = settings(max_examples=300, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -265,7 +266,7 @@ def ruamel_safe_load(text: str) -> Any:
 
 
 def test_plain_loader_reads_every_yaml_file_we_have_as_ruamel_does() -> None:
-    from unfurl_lite import plainyaml
+    from unfurl_lite.load import plainyaml
 
     files = [*ROOT.glob("examples/**/*.yaml"), *ROOT.glob("tests/data/**/*.yaml")]
     compared = 0
@@ -298,7 +299,7 @@ scalar_text = st.one_of(
                        min_size=1, max_size=4))
 def test_plain_loader_types_every_plain_scalar_as_ruamel_does(data: dict[str, Any]) -> None:
     """Write the values unquoted where YAML allows it, then read them back both ways."""
-    from unfurl_lite import plainyaml
+    from unfurl_lite.load import plainyaml
 
     def plain(value: Any) -> str:
         if isinstance(value, list):
@@ -392,7 +393,7 @@ def test_journal_events_reach_the_disk_even_when_no_transition_follows(tmp_path:
     and the line is readable at once (written before the transition takes effect)."""
     import time
 
-    from unfurl_lite.journal_format import EventLog
+    from unfurl_lite.record.journal_format import EventLog
 
     log = EventLog(tmp_path / "journal.yaml", sync_interval=0.05)
     log.append({"state": "started"}, 1)  # first append syncs at once

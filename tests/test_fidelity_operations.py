@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Project, safe_load
-from unfurl_lite import openv
+from unfurl_lite.security import environment as openv
 
 UNFURL = Path(__file__).parent / "data" / "unfurl120" / "13-fidelity"
 
@@ -336,7 +336,7 @@ def test_unknown_filter_is_a_validation_error_before_any_job(project, invoke):
 
 
 def test_filters_keep_the_sandbox_size_limits():
-    from unfurl_lite.expr import EvalContext, ExpressionError, render_template
+    from unfurl_lite.expressions.expr import EvalContext, ExpressionError, render_template
 
     ctx = EvalContext(self_view={}, inputs={})
     with pytest.raises(ExpressionError):

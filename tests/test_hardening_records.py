@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import ROOT, Invoke, Project, ensemble_yaml, git, run_unfurl, shell_node
 from tests.execution_helpers import chain_ensemble, count, kill9, start_unfurl, wait_for
-from unfurl_lite.loader import load_ensemble
+from unfurl_lite.load.loader import load_ensemble
 
 RECURSIVE = """\
 apiVersion: unfurl/v1alpha1
@@ -84,7 +84,7 @@ def test_recorded_instance_names_are_validated(project: Project, invoke: Invoke)
 
 
 def test_every_jobs_tsv_field_is_escaped() -> None:
-    from unfurl_lite import records
+    from unfurl_lite.record import records
 
     line = records.tsv_line([("target", f"::{FORGED}\tstatus=ok\n\x1b[31m")], "A6BNA7xw0001")
     assert line.count("\n") == 1 and line.count("\t") == 1 and "\r" not in line
@@ -464,8 +464,8 @@ def test_read_only_git_is_a_clear_error_and_resume_commits(project: Project,
 
 
 def test_a_round_trip_that_would_change_the_spec_is_refused(project: Project) -> None:
-    from unfurl_lite import records
     from unfurl_lite.errors import JobError
+    from unfurl_lite.record import records
 
     text = ensemble_yaml(shell_node("db", "echo hi")) + "metadata: {owner: me}\n"
     project.write(text)

@@ -343,7 +343,7 @@ def test_status_effective_folds_an_absent_dependency(project, invoke):
 
 def test_history_of_many_jobs_reads_every_job(project, invoke):
     """Hundreds of jobs: jobs.tsv lines and job files as a long-lived ensemble has them."""
-    from unfurl_lite import changeid
+    from unfurl_lite.model import changeid
 
     write_server(project, SHELL_DONE)
     lines, jobs_dir = [], project.root / "jobs"

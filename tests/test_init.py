@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, git, run_unfurl
-from unfurl_lite import bundled
+from unfurl_lite.load import bundled
 
 EXAMPLES = ("check-discover", "relationships", "scaled-web", "secrets", "three-tier")
 IDENTITY = {"GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.com",

@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import ensemble_yaml, git, run_unfurl, shell_node
 from tests.execution_helpers import kill9, start_unfurl, wait_for
-from unfurl_lite.interrupted import Interrupted
+from unfurl_lite.record.interrupted import Interrupted
 
 WAITING = "touch marks/app.started; while [ ! -f marks/release ]; do sleep 0.05; done"
 

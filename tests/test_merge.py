@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from unfurl_lite import merge, yamlio
-from unfurl_lite.cli import cli
+from unfurl_lite.cli.main import cli
 from unfurl_lite.errors import InputError
+from unfurl_lite.load import merge, yamlio
 
 
 @pytest.fixture

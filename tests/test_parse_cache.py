@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import ensemble_yaml, git, run_unfurl
-from unfurl_lite import parsecache
 from unfurl_lite.errors import InputError
-from unfurl_lite.loader import load_ensemble
+from unfurl_lite.load import parsecache
+from unfurl_lite.load.loader import load_ensemble
 
 ENSEMBLE = ensemble_yaml("""\
 deployer:

@@ -35,7 +35,7 @@ def test_requirement_declared_by_the_type_is_matched_by_capability(project, invo
     result = invoke("plan", "--json")
     assert result.exit_code == 0, result.output
     assert invoke("deploy", "--approve").exit_code == 0
-    from unfurl_lite.loader import load_ensemble
+    from unfurl_lite.load.loader import load_ensemble
 
     app = load_ensemble(project.ensemble).topology.templates["app"]
     assert [(r.name, r.node) for r in app.requirements] == [("db", "db")]

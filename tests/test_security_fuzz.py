@@ -8,9 +8,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from unfurl_lite import yamlio
 from unfurl_lite.errors import UnfurlLiteError
-from unfurl_lite.loader import load_ensemble
+from unfurl_lite.load import yamlio
+from unfurl_lite.load.loader import load_ensemble
 
 SETTINGS = settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]

@@ -136,7 +136,7 @@ def test_binary_garbage_is_refused(project: Project, invoke: Invoke, content: by
 
 
 def test_huge_file_is_refused(project: Project, invoke: Invoke) -> None:
-    from unfurl_lite import yamlio
+    from unfurl_lite.load import yamlio
 
     with open(project.ensemble, "w") as handle:
         handle.write("apiVersion: unfurl/v1alpha1\nkind: Ensemble\n#")

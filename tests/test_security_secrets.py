@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Invoke, Project, git
-from unfurl_lite.cli import COMMANDS
+from unfurl_lite.cli.main import COMMANDS
 
 PASSWORD = "hunter2-PW-xyz"
 API_KEY = "envsecret-QQQ-999"

@@ -23,7 +23,7 @@ def test_unknown_instance_is_a_clear_error(project, invoke):
 def test_shell_completion_offers_instance_names(project, monkeypatch, capsys):
     from click.shell_completion import ShellComplete
 
-    from unfurl_lite.cli import cli
+    from unfurl_lite.cli.main import cli
 
     project.write((REFERENCE / "ensemble.before.yaml").read_text())
     monkeypatch.chdir(project.root)
@@ -66,7 +66,7 @@ def test_version_commit_is_read_from_packed_refs_and_worktrees(tmp_path):
     from pathlib import Path
 
     from tests.conftest import git
-    from unfurl_lite.cli import _source_commit
+    from unfurl_lite.cli.main import _source_commit
 
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -91,7 +91,7 @@ def test_version_and_help_import_none_of_the_heavy_libraries():
     heavy = ("git", "jinja2", "celery", "rich", "ruamel.yaml", "jsonschema")
     for flag in ("--version", "--help"):
         code = (
-            "import sys\nfrom unfurl_lite.cli import main\n"
+            "import sys\nfrom unfurl_lite.cli.main import main\n"
             f"try:\n    main([{flag!r}])\nexcept SystemExit:\n    pass\n"
             f"print('LOADED', sorted(m for m in {heavy!r} if m in sys.modules))"
         )

@@ -66,7 +66,7 @@ def test_unfurls_blocked_hosted_instance_keeps_its_status(project, invoke):
     project.write(
         (DATA / "02b-failing-create-host-blocked" / "1-deploy" / "ensemble.after.yaml").read_text()
     )
-    from unfurl_lite.loader import load_ensemble
+    from unfurl_lite.load.loader import load_ensemble
 
     ensemble = load_ensemble(project.ensemble)
     app = ensemble.instances["app"]

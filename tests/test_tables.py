@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from tests.conftest import ROOT, ensemble_yaml, git, run_unfurl, shell_node
-from unfurl_lite.tables import cut, fit_widths, wrap
+from unfurl_lite.cli.tables import cut, fit_widths, wrap
 
 TIME = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
 

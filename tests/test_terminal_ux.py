@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, Project, ensemble_yaml, git, run_unfurl
-from unfurl_lite.cli import COMMANDS
-from unfurl_lite.terminal import STYLE_ESCAPE
+from unfurl_lite.cli.main import COMMANDS
+from unfurl_lite.cli.terminal import STYLE_ESCAPE
 
 THREE_TIER = ROOT / "examples" / "three-tier"
 

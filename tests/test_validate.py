@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REFERENCE, ensemble_yaml
-from unfurl_lite import merge, validate, yamlio
 from unfurl_lite.errors import InputError, Problem
+from unfurl_lite.load import merge, validate, yamlio
 
 HEAD = "apiVersion: unfurl/v1alpha1\nkind: Ensemble\n"
 

@@ -9,7 +9,7 @@ import click
 import pytest
 
 from tests.conftest import ROOT
-from unfurl_lite.cli import cli
+from unfurl_lite.cli.main import cli
 
 DOC = (ROOT / "docs" / "workflows.md").read_text()
 SECTIONS = {
@@ -69,7 +69,7 @@ def test_each_workflow_section_names_its_options_and_has_an_example(name):
     ["execute_operation", "start", "stop", "restart", "heal", "scale", "update", "undeploy"]
 ))
 def test_each_cloudify_parameter_is_documented_in_both_spellings(workflow):
-    from unfurl_lite.commands.parameters import NAMES
+    from unfurl_lite.cli.commands.parameters import NAMES
 
     name = {"execute_operation": "execute-operation", "undeploy": "uninstall"}.get(
         workflow, workflow

@@ -16,15 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from unfurl_lite import changeid, layout, lock, records
 from unfurl_lite.errors import STORAGE_ERRNOS, JobError, StorageError, storage_error
-from unfurl_lite.executors import make_executor
-from unfurl_lite.job import JobOptions, JobResult, Resumed, run_plan
-from unfurl_lite.loader import Ensemble, load_ensemble
-from unfurl_lite.observer import JobState, Observer, Observers
-from unfurl_lite.paths import confine_records
-from unfurl_lite.plan import Plan, plan_workflow
-from unfurl_lite.repo import Repo, find_repo, identity_problem
+from unfurl_lite.load.loader import Ensemble, load_ensemble
+from unfurl_lite.model import changeid
+from unfurl_lite.plan.core import Plan, plan_workflow
+from unfurl_lite.record import layout, lock, records
+from unfurl_lite.record.repo import Repo, find_repo, identity_problem
+from unfurl_lite.run.executors import make_executor
+from unfurl_lite.run.job import JobOptions, JobResult, Resumed, run_plan
+from unfurl_lite.run.observer import JobState, Observer, Observers
+from unfurl_lite.security.paths import confine_records
 
 DIRTY_MODES = ("auto", "ok", "abort")
 
@@ -56,7 +57,7 @@ def check_dirty(repo: Repo | None, ensemble: Ensemble, mode: str) -> None:
         return
     dirty = repo.dirty_files()
     if mode == "auto":
-        from unfurl_lite.leftovers import is_record
+        from unfurl_lite.record.leftovers import is_record
 
         own = {repo.relative(ensemble.path), repo.relative(ensemble.jobs_tsv)}
         dirty = [f for f in dirty
@@ -87,7 +88,7 @@ def _prepare_git(repo: Repo, ensemble: Ensemble) -> None:
     """Before any operation runs: a stale index.lock would only fail the job's commit at
     the end, so it is refused now; records an earlier job left uncommitted are committed."""
     from unfurl_lite.errors import GitError
-    from unfurl_lite.leftovers import commit_leftovers
+    from unfurl_lite.record.leftovers import commit_leftovers
 
     stale = repo.stale_index_lock()
     if stale is not None:
@@ -162,7 +163,7 @@ def _run_locked(
     resumed: Resumed | None,
     start_instances: dict[str, Any] | None,
 ) -> JobResult | None:
-    from unfurl_lite.journal import Journal
+    from unfurl_lite.record.journal import Journal
 
     repo = find_repo(ensemble.project_root)
     confine_records(ensemble.project_root, ensemble.jobs_log, request.options.allow_outside_paths)

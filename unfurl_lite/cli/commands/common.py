@@ -1,0 +1,175 @@
+"""Options shared by the job commands, and how a job is shown and confirmed."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from unfurl_lite.cli.terminal import console as console  # the commands take them from here
+from unfurl_lite.cli.terminal import is_terminal as is_terminal
+from unfurl_lite.errors import ApprovalRequired
+
+ENSEMBLE_ARG = click.argument("ensemble", required=False, type=click.Path())
+
+
+def instance_names(ensemble: str | None) -> list[str]:
+    """Template and instance names, read cheaply (no validation) for shell completion."""
+    from pathlib import Path
+
+    from ruamel.yaml import YAML
+
+    from unfurl_lite.record import layout
+
+    path = Path(ensemble or ".")
+    if path.is_dir():
+        path = path / "ensemble.yaml"
+    try:
+        doc = YAML(typ="safe").load(path.read_text())
+        spec = doc.get("spec") or {}
+        templates = ((spec.get("service_template") or {}).get("topology_template") or {}).get(
+            "node_templates"
+        ) or {}
+        instances = layout.flatten((doc.get("status") or {}).get("instances") or {})
+    except Exception:  # completion must never fail loudly
+        return []
+    return sorted({str(n) for n in [*templates, *instances] if not str(n).startswith("+")})
+
+
+def complete_instances(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    from click.shell_completion import CompletionItem
+
+    ensemble = ctx.params.get("ensemble")
+    return [CompletionItem(n) for n in instance_names(ensemble) if n.startswith(incomplete)]
+
+
+def job_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The options every job command takes (Unfurl's names and meanings)."""
+    decorators = [
+        click.option(
+            "--dryrun", is_flag=True, help="Run nothing, show what would run, record nothing."
+        ),
+        click.option("-a", "--approve", is_flag=True, help="Do not ask for confirmation."),
+        click.option(
+            "--commit/--no-commit",
+            default=True,
+            show_default=True,
+            help="Commit the job's records to git.",
+        ),
+        click.option(
+            "-m", "--message", help="Commit message (default: Updating status for job ID)."
+        ),
+        click.option(
+            "--dirty",
+            type=click.Choice(["auto", "ok", "abort"]),
+            default="auto",
+            show_default=True,
+            help="What to do when the repo has uncommitted changes: abort on any "
+            "(abort), on any but the ensemble's own files (auto), or go on (ok).",
+        ),
+        click.option(
+            "--jobs",
+            "-j",
+            "jobs",
+            type=click.IntRange(min=1),
+            default=None,
+            help="Tasks to run in parallel (default: the number of cores).",
+        ),
+        click.option(
+            "--instance",
+            "-i",
+            "instances",
+            multiple=True,
+            shell_complete=complete_instances,
+            help="Limit the job to this instance (repeatable) and what it needs.",
+        ),
+        click.option(
+            "--jobexitcode",
+            type=click.Choice(["error", "degraded", "never"]),
+            default="error",
+            show_default=True,
+            help="Exit 64 when the job ends at this status or worse.",
+        ),
+        click.option(
+            "--queue",
+            is_flag=True,
+            help="If a job is running on this ensemble, wait for it to end, then run.",
+        ),
+        click.option(
+            "--retries",
+            type=click.IntRange(min=0),
+            default=0,
+            show_default=True,
+            help="Retry a failing task this many times, with back-off.",
+        ),
+        click.option(
+            "--env-passthrough",
+            is_flag=True,
+            help="Give operations this whole environment, not only the allow-list.",
+        ),
+        click.option(
+            "--allow-outside-paths",
+            is_flag=True,
+            help="Let file(), shell cwd and the job records use paths outside the project.",
+        ),
+        click.option(
+            "--executor",
+            type=click.Choice(["local", "celery"]),
+            default=None,
+            help="Where operations run: this process (local) or Celery workers "
+            "(default: $UNFURL_EXECUTOR or local).",
+        ),
+        click.option(
+            "--broker",
+            default=None,
+            help="The Celery broker for --executor celery "
+            "(default: $UNFURL_BROKER or redis://127.0.0.1:6379/0).",
+        ),
+        click.option("--json", "as_json", is_flag=True, help="Print the job's result as JSON."),
+        click.option("-v", "--verbose", count=True, help="More output (repeat for more)."),
+        click.option("-q", "--quiet", is_flag=True, help="Only errors and the final result."),
+    ]
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
+def confirm_plan(
+    plan_text_or_tree: Any, approve: bool, needs_approval: bool, as_json: bool
+) -> bool:
+    """Show the plan; ask on a terminal; refuse (clearly) when nobody can be asked."""
+    if not as_json and plan_text_or_tree:
+        show(plan_text_or_tree)
+    if approve or not needs_approval:
+        return True
+    if not sys.stdin.isatty():
+        raise ApprovalRequired(
+            "this job changes things and there is no terminal to confirm on",
+            hint="review the plan (unfurl plan) and pass --approve to run it",
+        )
+    if as_json and plan_text_or_tree:
+        console(stderr=True).print(plan_text_or_tree)
+    # with --json, stdout holds the result document only
+    return click.confirm("Run this job?", default=False, err=as_json)
+
+
+def show(renderable: Any) -> None:
+    if isinstance(renderable, str):
+        click.echo(renderable)
+    else:
+        console().print(renderable)
+
+
+def echo_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, sort_keys=False, default=str))
+
+
+def verbosity(ctx: click.Context, opts: dict[str, Any]) -> int:
+    """-1 quiet, 0 normal, 1+ verbose: from the command's own flags or the group's."""
+    if opts.get("quiet"):
+        return -1
+    group = (ctx.find_root().obj or {}).get("verbose", 0)
+    return group if group < 0 else group + int(opts.get("verbose") or 0)

@@ -1,0 +1,266 @@
+"""Job commands: deploy, undeploy, check, discover and run."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import click
+
+from unfurl_lite.cli.commands.common import (
+    ENSEMBLE_ARG,
+    confirm_plan,
+    console,
+    echo_json,
+    is_terminal,
+    job_options,
+    show,
+    verbosity,
+)
+from unfurl_lite.cli.commands.parameters import merge, parameter_options
+
+READ_ONLY_WORKFLOWS = ("check", "discover")
+RECORDED_OPTION_NAMES = (
+    "dryrun",
+    "commit",
+    "dirty",
+    "force",
+    "instances",
+    "jobs",
+    "retries",
+    "destroy_discovered",
+    "operation",
+)
+
+
+def recorded_options(opts: dict[str, Any]) -> dict[str, Any]:
+    """What lastJob.options shows: the options the user set, as Unfurl records them."""
+    recorded: dict[str, Any] = {}
+    for name in RECORDED_OPTION_NAMES:
+        value = opts.get(name)
+        if value in (None, False, (), []) or (name == "dirty" and value == "auto"):
+            continue
+        recorded[name] = list(value) if isinstance(value, tuple) else value
+    if opts.get("commit") is not None:
+        recorded["commit"] = bool(opts["commit"])
+    return recorded
+
+
+def execute_workflow(
+    ctx: click.Context,
+    workflow: str,
+    ensemble_path: str | None,
+    plan_options: dict[str, Any],
+    opts: dict[str, Any],
+) -> None:
+    from unfurl_lite import api
+    from unfurl_lite.cli import render
+    from unfurl_lite.run.job import JobOptions
+
+    if opts.get("instances") and "instance_names" not in plan_options:
+        filters = any(p.name == "node_instance_ids" for p in ctx.command.params)
+        raise click.UsageError(
+            f"{ctx.info_name} selects instances with --node-instance-ids, --node-ids or "
+            "--type-names, not --instance" if filters
+            else f"--instance does not apply to {ctx.info_name} (see its --help)", ctx
+        )
+    as_json = opts.get("as_json", False)
+    level = verbosity(ctx, opts)
+    if opts.get("queue") and not opts.get("dryrun"):
+        _wait_in_queue(ensemble_path, level)
+    options = JobOptions(
+        workflow=workflow,
+        dryrun=opts.get("dryrun", False),
+        commit=opts.get("commit", True),
+        message=opts.get("message"),
+        jobs=opts.get("jobs") or 0,
+        jobexitcode=opts.get("jobexitcode", "error"),
+        env_passthrough=opts.get("env_passthrough", False),
+        allow_outside_paths=opts.get("allow_outside_paths", False),
+        retries=opts.get("retries", 0),
+        recorded=recorded_options(opts),
+    )
+    request = api.JobRequest(
+        ensemble=ensemble_path,
+        workflow=workflow,
+        plan_options=plan_options,
+        options=options,
+        dirty=opts.get("dirty", "auto"),
+        executor=opts.get("executor") or os.environ.get("UNFURL_EXECUTOR", "local"),
+        executor_options=opts.get("executor_options")
+        or ({"broker": opts["broker"]} if opts.get("broker") else None),
+    )
+    ensemble = api.load(ensemble_path)
+    plan = api.make_plan(ensemble, workflow, **plan_options)
+    tty = is_terminal()
+    needs_approval = workflow not in READ_ONLY_WORKFLOWS and not options.dryrun and bool(plan.tasks)
+    shown = render.plan_tree(plan) if tty else render.plan_text(plan)
+    if level < 0 and (opts.get("approve") or not needs_approval):
+        shown = ""  # quiet: nobody has to read the plan before it runs
+    if not confirm_plan(shown, opts.get("approve", False), needs_approval, as_json):
+        click.echo("Cancelled: nothing was run.", err=True)
+        ctx.exit(1)
+    if not plan.tasks:
+        if as_json:
+            echo_json({"workflow": workflow, "summary": "nothing to do", "tasks": []})
+        elif level >= 0:
+            click.echo("Nothing to do.")
+        return
+    observer: Any
+    progress = None
+    if tty and not as_json and level >= 0:
+        progress = render.ProgressObserver(console(), len(plan.runnable))
+        observer = progress
+    elif level >= 0 and not as_json:
+        observer = render.LineObserver()
+    else:
+        observer = None
+    result = run_with_signals(request, observer, progress, ensemble, plan)
+    assert result is not None
+    show_result(ctx, result, options, as_json, tty, level)
+
+
+def _wait_in_queue(ensemble_path: str | None, level: int) -> None:
+    """--queue: wait for the job running on this ensemble, then plan from what it left."""
+    from unfurl_lite.load.loader import resolve_path
+    from unfurl_lite.record import lock
+
+    path = resolve_path(ensemble_path)
+    info = lock.read_lock(lock.lock_path(path))
+    if info is not None and info.alive and info.pid not in (-1, os.getpid()) and level >= 0:
+        click.echo(f"Queued: waiting for {lock.describe(info)} to end...", err=True)
+    lock.wait_until_free(path)
+
+
+def run_with_signals(
+    request: Any, observer: Any, progress: Any, ensemble: Any, plan: Any, **extra: Any
+) -> Any:
+    """Run the job with Ctrl-C / SIGTERM meaning cancel, and a second one kill."""
+    import contextlib
+
+    from unfurl_lite import api
+    from unfurl_lite.run.signals import JobControl, handle_signals
+
+    with handle_signals(JobControl()) as control, progress or contextlib.nullcontext():
+        return api.run_job(
+            request, observer=observer, cancel=control, ensemble=ensemble, plan=plan, **extra
+        )
+
+
+def show_result(
+    ctx: click.Context, result: Any, options: Any, as_json: bool, tty: bool, level: int = 0
+) -> None:
+    from unfurl_lite.cli import render
+
+    if as_json:
+        echo_json(render.result_json(result))
+        ctx.exit(result.exit_code(options.jobexitcode))
+    if result.workflow == "run" and not result.dryrun:
+        output = render.run_output_text(result)
+        if output:
+            click.echo(output)
+    if tty and level >= 0:
+        show(render.summary_table(result))
+        show(render.summary_text(result))
+    else:
+        show(render.summary_text(result))
+    ctx.exit(result.exit_code(options.jobexitcode))
+
+
+@click.command()
+@ENSEMBLE_ARG
+@job_options
+@parameter_options
+@click.option("--force", is_flag=True, help="Run operations even on instances already ok.")
+@click.pass_context
+def deploy(ctx: click.Context, ensemble: str | None, **opts: Any) -> None:
+    """Deploy the ensemble: create, configure and start every instance not yet ok."""
+    plan_options = {"instance_names": opts["instances"], "force": opts["force"]}
+    execute_workflow(ctx, "deploy", ensemble, merge("deploy", plan_options, opts), opts)
+
+
+@click.command()
+@ENSEMBLE_ARG
+@job_options
+@click.option(
+    "--destroy-discovered",
+    is_flag=True,
+    help="Also delete instances that were discovered rather than created.",
+)
+@click.option(
+    "--ignore-failure", is_flag=True, help="Go on past failing instances (Cloudify's uninstall)."
+)
+@parameter_options
+@click.pass_context
+def undeploy(ctx: click.Context, ensemble: str | None, **opts: Any) -> None:
+    """Undeploy: stop and delete instances in reverse dependency order."""
+    plan_options = {
+        "instance_names": opts["instances"],
+        "destroy_discovered": opts["destroy_discovered"],
+        "ignore_failure": opts["ignore_failure"],
+        **({"delete_without_operation": True} if ctx.info_name == "uninstall" else {}),
+    }
+    execute_workflow(ctx, "undeploy", ensemble, merge("undeploy", plan_options, opts), opts)
+
+
+@click.command()
+@ENSEMBLE_ARG
+@job_options
+@click.pass_context
+def check(ctx: click.Context, ensemble: str | None, **opts: Any) -> None:
+    """Run each instance's check operation and record what it finds (changes nothing live)."""
+    execute_workflow(ctx, "check", ensemble, {"instance_names": opts["instances"]}, opts)
+
+
+@click.command()
+@ENSEMBLE_ARG
+@job_options
+@click.pass_context
+def discover(ctx: click.Context, ensemble: str | None, **opts: Any) -> None:
+    """Run each instance's discover operation: record attributes and found instances."""
+    execute_workflow(ctx, "discover", ensemble, {"instance_names": opts["instances"]}, opts)
+
+
+@click.command(context_settings={"ignore_unknown_options": False})
+@click.option(
+    "--ensemble",
+    "-e",
+    "ensemble",
+    type=click.Path(),
+    default=None,
+    help="The ensemble (default: ./ensemble.yaml).",
+)
+@job_options
+@click.option("--operation", help="Run this operation (e.g. configure, Install.check).")
+@click.option("--workflow", "-w", "custom_workflow", metavar="NAME",
+              help="Run the custom workflow NAME from the topology's `workflows:`.")
+@click.argument("command", nargs=-1)
+@click.pass_context
+def run(ctx: click.Context, ensemble: str | None, command: tuple[str, ...], **opts: Any) -> None:
+    """Run an ad hoc COMMAND (after --), an --operation, or a custom --workflow on the
+    selected instances.
+
+    Example: unfurl run --instance app -- echo hello
+    """
+    if opts.get("custom_workflow"):
+        if command or opts["operation"]:
+            raise click.UsageError("--workflow runs the workflow's own steps: give no "
+                                   "command or --operation with it", ctx)
+        from unfurl_lite.load.loader import load_ensemble
+        from unfurl_lite.plan import tosca as tosca_workflows
+
+        tosca_workflows.require(load_ensemble(ensemble).spec, opts["custom_workflow"])
+        execute_workflow(ctx, opts["custom_workflow"], ensemble,
+                         {"instance_names": opts["instances"]}, opts)
+        return
+    execute_workflow(
+        ctx,
+        "run",
+        ensemble,
+        {
+            "instance_names": opts["instances"],
+            "command": command,
+            "operation": opts["operation"],
+        },
+        opts,
+    )

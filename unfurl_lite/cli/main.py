@@ -1,0 +1,251 @@
+"""The ``unfurl`` command: a click group whose commands load only when called.
+
+Each command lives in a module of ``unfurl_lite.cli.commands``; this module knows their names
+so that ``--version`` and ``--help`` import nothing heavy. Every ``UnfurlLiteError``
+becomes one clear message and its exit code (1); a usage error (a misspelled command or
+option) exits 2, as click and Unfurl do; anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from unfurl_lite import __version__
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    # name: (module in cli/commands:attribute, one-line help --help shows without importing it)
+    "init": ("project:init", "Create a new ensemble project (a git repo)."),
+    "validate": ("project:validate", "Check an ensemble for errors."),
+    "plan": ("project:plan", "Show what a workflow would do, run nothing."),
+    "deploy": (
+        "jobs:deploy",
+        "Create, configure and start what the spec describes.",
+    ),
+    "undeploy": ("jobs:undeploy", "Stop and delete what was deployed."),
+    "check": ("jobs:check", "Check the live status of instances."),
+    "discover": ("jobs:discover", "Discover instances and their attributes."),
+    "run": ("jobs:run", "Run a command or an operation on instances."),
+    "completion": (
+        "project:completion",
+        "Print a shell completion script (bash, zsh, fish).",
+    ),
+    "install": ("jobs:deploy", "Cloudify's name for deploy."),
+    "uninstall": ("jobs:undeploy", "Cloudify's name for undeploy."),
+    "execute-operation": (
+        "cloudify:execute_operation",
+        "Run one operation on the instances the filters select.",
+    ),
+    "start": ("cloudify:start", "Start instances, dependencies first."),
+    "stop": ("cloudify:stop", "Stop instances, dependents first."),
+    "restart": ("cloudify:restart", "Stop all, then start all."),
+    "heal": ("cloudify:heal", "Heal or reinstall a failing instance."),
+    "scale": ("cloudify:scale", "Add or remove instances of a template."),
+    "update": ("cloudify:update", "Apply spec changes to what was deployed."),
+    "status": ("inspect:status", "Show instances, their status and drift."),
+    "history": ("inspect:history", "List jobs, newest first, with commits."),
+    "show": ("inspect:show_change", "Show one job or task by changeId."),
+    "diff": ("inspect:diff", "Show what changed between two jobs."),
+    "resume": (
+        "control:resume",
+        "Continue the last failed, cancelled or killed job.",
+    ),
+    "export": (
+        "export:export",
+        "Print the expanded ensemble (includes and directives applied).",
+    ),
+    "version": ("project:version", "Print the version (same as --version)."),
+    "cancel": ("control:cancel", "Cancel the job running on an ensemble."),
+    "worker": (
+        "distributed:worker",
+        "Start a Celery worker that runs this project's operations.",
+    ),
+    "agents": (
+        "distributed:agents",
+        "List agent queues and the workers serving them; --start the missing ones.",
+    ),
+}
+
+
+def version_text() -> str:
+    commit = _source_commit(Path(__file__).resolve().parents[2] / ".git")
+    return f"unfurl-lite {__version__}" + (f" (commit {commit[:12]})" if commit else "")
+
+
+def _source_commit(git: Path) -> str:
+    """The checkout's HEAD commit read from .git's files (no git process, no GitPython):
+    a worktree's ``.git`` file, loose and packed refs."""
+    try:
+        if git.is_file():  # a worktree or submodule: "gitdir: <path>"
+            git = (git.parent / git.read_text().strip().removeprefix("gitdir: ")).resolve()
+        common = git
+        if (git / "commondir").exists():
+            common = (git / (git / "commondir").read_text().strip()).resolve()
+        ref = (git / "HEAD").read_text().strip()
+        if not ref.startswith("ref: "):
+            return ref
+        name = ref[5:]
+        for base in (git, common):
+            if (base / name).exists():
+                return (base / name).read_text().strip()
+        packed = common / "packed-refs"
+        for line in packed.read_text().splitlines() if packed.exists() else ():
+            sha, _, ref_name = line.partition(" ")
+            if ref_name == name:
+                return sha
+    except OSError:
+        pass
+    return ""
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        target, _ = COMMANDS[cmd_name]
+        module_name, _, attribute = target.partition(":")
+        module = importlib.import_module(f"unfurl_lite.cli.commands.{module_name}")
+        command: click.Command = getattr(module, attribute)
+        return command
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta["unfurl.json"] = wants_json(args)
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        from unfurl_lite.errors import UnfurlLiteError
+
+        try:
+            try:
+                return super().invoke(ctx)
+            except OSError as exc:  # a full disk or a read-only file anywhere: no traceback
+                from unfurl_lite.errors import STORAGE_ERRNOS, storage_error
+
+                if exc.errno not in STORAGE_ERRNOS:
+                    raise
+                raise storage_error(exc) from None
+        except UnfurlLiteError as exc:
+            if ctx.meta.get("unfurl.json"):
+                click.echo(_error_json(exc))
+            click.echo(_error_text(exc), err=True)
+            ctx.exit(exc.exit_code)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, help_text) for name, (_, help_text) in sorted(COMMANDS.items())]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and name not in COMMANDS:
+            close = difflib.get_close_matches(name, list(COMMANDS), n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise click.UsageError(f"No such command {name!r}.{hint}", ctx)
+        return super().resolve_command(ctx, args)
+
+
+def _completion(install: bool) -> Callable[[click.Context, click.Parameter, bool], None]:
+    """``--install-completion``/``--show-completion``, the spelling typer made familiar,
+    as shortcuts for ``unfurl completion [--install]`` with the shell from $SHELL."""
+
+    def callback(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+        if not value or ctx.resilient_parsing:
+            return
+        from unfurl_lite.cli import completion as completing
+        from unfurl_lite.cli.commands.project import completion
+
+        ctx.invoke(completion, shell=completing.detect_shell(), install=install, as_json=False)
+        ctx.exit()
+
+    return callback
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(message="%(version)s", version=version_text())
+@click.option("--install-completion", is_flag=True, expose_value=False, is_eager=True,
+              callback=_completion(install=True),
+              help="Install shell completion for your shell ($SHELL), then exit.")
+@click.option("--show-completion", is_flag=True, expose_value=False, is_eager=True,
+              callback=_completion(install=False),
+              help="Print the completion script for your shell, then exit.")
+@click.option("-v", "--verbose", count=True, help="More output (repeat for more).")
+@click.option("-q", "--quiet", is_flag=True, help="Only errors and the final result.")
+@click.option("--no-color", is_flag=True, help="No colours or styles, even on a terminal.")
+@click.pass_context
+def cli(ctx: click.Context, verbose: int, quiet: bool, no_color: bool) -> None:
+    """unfurl-lite: plan and run deployment jobs on a git-backed TOSCA ensemble."""
+    ctx.ensure_object(dict)
+    ctx.obj["verbose"] = -1 if quiet else verbose
+    if no_color:
+        from unfurl_lite.cli.terminal import disable_colour
+
+        disable_colour()
+
+
+def main(argv: list[str] | None = None) -> Any:
+    from unfurl_lite.errors import UnfurlLiteError
+
+    try:
+        return cli.main(args=argv, prog_name="unfurl", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(1)
+    except click.ClickException as exc:
+        if wants_json(sys.argv[1:] if argv is None else argv):
+            import json
+
+            error = {"error": exc.format_message(), "hint": None, "exitCode": exc.exit_code}
+            click.echo(json.dumps(error, indent=2))
+        exc.show()
+        sys.exit(exc.exit_code)
+    except UnfurlLiteError as exc:
+        if wants_json(sys.argv[1:] if argv is None else argv):
+            click.echo(_error_json(exc))
+        click.echo(_error_text(exc), err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        sys.exit(130)
+
+
+def _error_text(exc: Exception) -> str:
+    from unfurl_lite.errors import InputError, UnfurlLiteError
+
+    if isinstance(exc, InputError):
+        return exc.format()
+    if isinstance(exc, UnfurlLiteError):
+        return f"error: {exc.format()}"
+    return f"error: {exc}"
+
+
+def wants_json(args: list[str]) -> bool:
+    """``--json`` among the options (not after ``--``, where it belongs to a command)."""
+    return "--json" in (args[: args.index("--")] if "--" in args else args)
+
+
+def _error_json(exc: Exception) -> str:
+    """An error as the one JSON document a ``--json`` caller parses from stdout."""
+    import json
+
+    from unfurl_lite.errors import InputError, UnfurlLiteError
+
+    data: dict[str, Any] = {"error": str(exc), "exitCode": 1}
+    if isinstance(exc, UnfurlLiteError):
+        data.update(error=exc.message, hint=exc.hint, exitCode=exc.exit_code)
+    if isinstance(exc, InputError):
+        data["problems"] = [
+            {"message": p.message, "file": p.file, "line": p.line, "path": p.path, "hint": p.hint}
+            for p in exc.problems
+        ]
+    return json.dumps(data, indent=2)

@@ -1,0 +1,331 @@
+"""How plans, progress and results look: a rich tree and live progress on a terminal,
+plain lines otherwise, JSON for scripts. Nothing here decides anything.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import TYPE_CHECKING, Any
+
+from unfurl_lite.run.observer import Observer, TaskState
+
+if TYPE_CHECKING:
+    from unfurl_lite.plan.core import Plan, Task
+    from unfurl_lite.run.job import JobResult, TaskRun
+
+
+def task_label(task: Task) -> str:
+    op = task.operation
+    name = op.qualified_name if op else "(no operation: state only)"
+    if op is None and task.reason.startswith("step:") and task.done_state:
+        name = f"set_state {task.done_state}"  # a TOSCA workflow's set_state activity
+    extra = f" -> {task.peer}" if task.peer and task.source else ""
+    return f"{name}{extra}"
+
+
+def plan_json(plan: Plan) -> dict[str, Any]:
+    return {
+        "workflow": plan.workflow,
+        "tasks": [
+            {
+                "task": t.number,
+                "target": t.target,
+                "template": t.template,
+                "operation": t.operation.qualified_name if t.operation else None,
+                "reason": t.reason,
+                "after": list(t.after),
+                **({"source": t.source, "relationshipTarget": t.peer} if t.source else {}),
+                **({"skipWhen": str(t.skip_when)} if t.skip_when else {}),
+                **({"setState": str(t.done_state)} if t.done_state and not t.operation else {}),
+            }
+            for t in plan.tasks
+        ],
+        "notes": [{"target": n.target, "message": n.message} for n in plan.notes],
+        "new_instances": sorted(plan.new_instances),
+    }
+
+
+def guard_text(task: Any) -> str:
+    """When a guarded task runs, for the plan (heal, update and scale decide at run time)."""
+    guard = task.guard
+    if guard is None:
+        return ""
+
+    def tasks(numbers: tuple[int, ...]) -> str:
+        return ("task " if len(numbers) == 1 else "one of tasks ") + ",".join(map(str, numbers))
+
+    parts = []
+    if guard.if_failed:
+        parts.append(f"if {tasks(guard.if_failed)} failed")
+    if guard.if_ran:
+        parts.append(f"if {tasks(guard.if_ran)} ran")
+    if guard.unless_failed:
+        parts.append(f"unless {tasks(guard.unless_failed)} failed")
+    if guard.unless_ok:
+        parts.append(f"unless {', '.join(guard.unless_ok)} ok")
+    return f" (only {'; '.join(parts)})" if parts else ""
+
+
+def plan_text(plan: Plan) -> str:
+    lines = [f"Plan for {plan.workflow}:"]
+    if not plan.tasks:
+        lines.append("  nothing to do")
+    for target, tasks in plan.by_target().items():
+        lines.append(f"  {target} ({tasks[0].reason})")
+        for task in tasks:
+            after = f" after {','.join(map(str, task.after))}" if task.after else ""
+            lines.append(
+                f"    {task.number}. {task_label(task)} [{task.reason}]{after}{guard_text(task)}"
+            )
+    for note in plan.notes:
+        lines.append(f"  {note.target}: {note.message}")
+    return "\n".join(lines)
+
+
+def plan_tree(plan: Plan) -> Any:
+    from rich.markup import escape
+    from rich.tree import Tree
+
+    tree = Tree(f"[bold]Plan for {plan.workflow}[/bold]")
+    if not plan.tasks:
+        tree.add("[dim]nothing to do[/dim]")
+    for target, tasks in plan.by_target().items():
+        branch = tree.add(f"[bold cyan]{target}[/bold cyan] ({tasks[0].reason})")
+        for task in tasks:
+            after = f" [dim]after {','.join(map(str, task.after))}[/dim]" if task.after else ""
+            branch.add(
+                f"{task.number}. {task_label(task)} [yellow]{task.reason}[/yellow]{after}"
+                f"[dim]{escape(guard_text(task))}[/dim]"
+            )
+    for note in plan.notes:
+        tree.add(f"[dim]{note.target}: {note.message}[/dim]")
+    return tree
+
+
+def result_json(result: JobResult) -> dict[str, Any]:
+    from unfurl_lite.expressions.expr import redact
+
+    return {
+        "changeId": result.job_id,
+        "workflow": result.workflow,
+        "state": str(result.state),
+        "status": str(result.status),
+        "summary": result.summary,
+        "counts": result.counts,
+        "commit": result.commit,
+        "notCommitted": result.not_committed,
+        "dryrun": result.dryrun,
+        "duration": round((result.ended_at - result.started_at).total_seconds(), 3),
+        "tasks": [
+            {
+                "changeId": r.change_id,
+                "target": r.task.target,
+                "operation": r.task.operation.qualified_name if r.task.operation else None,
+                "reason": r.task.reason,
+                "state": str(r.state),
+                "status": str(r.status) if r.status else None,
+                "changed": r.changed,
+                "attempts": r.attempts,
+                "message": redact(r.message, result.secrets) if r.message else None,
+                **({"output": command_output(r, result)} if result.workflow == "run" else {}),
+            }
+            for r in result.runs
+            if r.counted
+        ],
+        "instances": {
+            name: {
+                "status": str(inst.status),
+                "state": str(inst.state) if inst.state else None,
+                "effective": str(result.effective.get(name, inst.status)),
+            }
+            for name, inst in result.instances.items()
+        },
+        "notes": [{"target": n.target, "message": n.message} for n in result.plan.notes],
+    }
+
+
+OUTCOME_STYLE = {
+    TaskState.succeeded: "green",
+    TaskState.failed: "red",
+    TaskState.blocked: "magenta",
+    TaskState.skipped: "dim",
+}
+
+
+def summary_table(result: JobResult) -> Any:
+    from rich.table import Table
+
+    table = Table(title=f"Job {result.job_id} ({result.workflow}): {result.state}")
+    table.add_column("task", no_wrap=True, min_width=12)  # a changeId: never split
+    for column in ("target", "operation", "reason", "outcome", "status"):
+        table.add_column(column, overflow="fold")
+    table.add_column("message", overflow="fold")
+    for r in result.runs:
+        if not r.counted:
+            continue
+        style = OUTCOME_STYLE.get(r.state, "")
+        table.add_row(
+            r.change_id or "-",
+            r.task.target,
+            r.task.operation.qualified_name if r.task.operation else "-",
+            r.task.reason,
+            f"[{style}]{r.state}[/{style}]" if style else str(r.state),
+            str(r.status or ""),
+            _short(r.message, result),
+        )
+    return table
+
+
+def summary_text(result: JobResult) -> str:
+    from unfurl_lite.run.job import found_unhealthy
+
+    lines = []
+    for r in result.runs:
+        if found_unhealthy(r):
+            lines.append(f"  {r.task.target} {task_label(r.task)}: found {r.status}")
+        if not r.counted or r.state == TaskState.succeeded:
+            continue
+        lines.append(
+            f"  {r.task.target} {task_label(r.task)}: {r.state}: {_short(r.message, result)}"
+        )
+    duration = (result.ended_at - result.started_at).total_seconds()
+    head = (
+        f"Job {result.job_id} {result.workflow} {result.state} "
+        f"(status {result.status}) in {duration:.2f}s: {result.summary}"
+    )
+    if result.dryrun:
+        head += " [dry run: nothing was recorded]"
+    if result.workflow in ("check", "discover"):
+        lines += [f"  {n.target}: {n.message}" for n in result.plan.notes]
+    if result.commit:
+        head += f"\ncommitted {result.commit[:12]}"
+    elif result.not_committed:
+        head += f"\nnot committed: {result.not_committed}"
+    return "\n".join([head, *lines])
+
+
+def command_output(run: TaskRun, result: JobResult) -> dict[str, Any] | None:
+    """What an ad hoc task's command printed (redacted), or None if it ran no command."""
+    from unfurl_lite.expressions.expr import redact_text
+
+    outputs = run.result.outputs if run.result else {}
+    if not any(key in outputs for key in ("stdout", "stderr", "returncode")):
+        return None
+    return {
+        "returncode": outputs.get("returncode"),
+        "stdout": redact_text(str(outputs.get("stdout") or ""), result.secrets),
+        "stderr": redact_text(str(outputs.get("stderr") or ""), result.secrets),
+    }
+
+
+def run_output_text(result: JobResult) -> str:
+    """An ad hoc run's point is what its command printed: each task's stdout and stderr,
+    under a line naming the task, as Unfurl shows a run's output on the console."""
+    blocks = []
+    for r in result.runs:
+        output = command_output(r, result) if r.counted else None
+        if output is None:
+            continue
+        code = output["returncode"]
+        head = f"[{r.change_id or '-'}] {r.task.target}: {task_label(r.task)} output"
+        blocks.append(head + (f" (exit code {code}):" if code not in (None, 0) else ":"))
+        if output["stdout"]:
+            blocks.append(output["stdout"].rstrip("\n"))
+        if output["stderr"]:
+            blocks.append("stderr:\n" + output["stderr"].rstrip("\n"))
+        if not output["stdout"] and not output["stderr"]:
+            blocks.append("(no output)")
+    return "\n".join(blocks)
+
+
+def _short(message: str | None, result: JobResult) -> str:
+    from unfurl_lite.expressions.expr import redact_text
+
+    if not message:
+        return ""
+    text = redact_text(message, result.secrets)
+    return text if len(text) < 200 else text[:197] + "..."
+
+
+class LineObserver(Observer):
+    """One line per task event: for logs, pipes and CI."""
+
+    def __init__(self, stream: Any = None) -> None:
+        self.stream = stream or sys.stderr
+        self.lock = threading.Lock()
+
+    def _emit(self, text: str) -> None:
+        with self.lock:
+            print(text, file=self.stream, flush=True)
+
+    def task_started(self, run: TaskRun) -> None:
+        self._emit(f"[{run.change_id}] {run.task.target}: {task_label(run.task)} started")
+
+    def task_finished(self, run: TaskRun) -> None:
+        if not run.counted:
+            return
+        detail = f": {run.message}" if run.message and run.state != TaskState.succeeded else ""
+        self._emit(
+            f"[{run.change_id or '-'}] {run.task.target}: "
+            f"{task_label(run.task)} {run.state}{detail}"
+        )
+
+    def task_rescheduled(self, run: TaskRun, delay: float) -> None:
+        self._emit(
+            f"[{run.change_id}] {run.task.target}: rescheduled in {delay:.1f}s ({run.message})"
+        )
+
+
+class ProgressObserver(Observer):
+    """A live progress bar with the running tasks, for a terminal."""
+
+    def __init__(self, console: Any, total: int) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        )
+        self.bar = self.progress.add_task("running", total=total)
+        self.running: dict[str, str] = {}
+        self.lock = threading.Lock()
+
+    def __enter__(self) -> ProgressObserver:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def _describe(self) -> None:
+        names = ", ".join(list(self.running.values())[:4])
+        more = f" +{len(self.running) - 4}" if len(self.running) > 4 else ""
+        self.progress.update(self.bar, description=f"running {names}{more}" if names else "waiting")
+
+    def task_started(self, run: TaskRun) -> None:
+        with self.lock:
+            self.running[run.change_id or ""] = f"{run.task.target}.{run.task.name}"
+            self._describe()
+
+    def task_finished(self, run: TaskRun) -> None:
+        with self.lock:
+            self.running.pop(run.change_id or "", None)
+            if run.counted:
+                self.progress.advance(self.bar)
+            self._describe()
+            if run.state in (TaskState.failed, TaskState.blocked):
+                self.progress.console.print(
+                    f"[red]{run.task.target} {task_label(run.task)}: {run.state}[/red] "
+                    f"{run.message or ''}"
+                )

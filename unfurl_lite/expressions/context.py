@@ -1,0 +1,370 @@
+"""What an operation's templates see: read-only views of instances, and the result hooks.
+
+``SELF.port`` reads a property or attribute as in Unfurl; ``SELF.attributes`` and
+``SELF.properties`` are there for TOSCA functions. Secrets are wrapped before any
+template can touch them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from unfurl_lite.expressions.expr import (
+    EvalContext,
+    ExpressionError,
+    LazyValues,
+    Sensitive,
+    evaluate,
+    tainted_copy,
+)
+from unfurl_lite.load import yamlio
+from unfurl_lite.model.entities import Instance, NodeTemplate, Topology
+from unfurl_lite.run.operations.base import OperationResult
+
+POST_INPUTS = ("done", "resultTemplate")  # evaluated after the operation, with its result
+
+
+def instance_view(
+    instance: Instance,
+    template: NodeTemplate | None,
+    ctx_for: Callable[[], EvalContext] | None = None,
+) -> Mapping[str, Any]:
+    """An instance as templates see it: its properties, then the attributes its template
+    declares, then those operations reported (each wins over the one before). With
+    ``ctx_for`` (the context its own expressions evaluate in: SELF is this instance) each
+    spec value is evaluated when first read, so ``{eval: {get_env: X}}`` or
+    ``{get_input: X}`` reaches an operation as its value."""
+    raw = dict(template.properties) if template else {}
+    sensitive = template.sensitive_properties if template else frozenset()
+
+    def property_value(key: str, value: Any) -> Any:
+        if ctx_for is not None:
+            ctx = ctx_for()
+            value = evaluate(value, ctx)
+            if key in sensitive and value is not None and not isinstance(value, Sensitive):
+                ctx.secrets.add(str(value))
+        if key in sensitive and value is not None and not isinstance(value, Sensitive):
+            value = Sensitive(str(value))
+        return value
+
+    properties = LazyValues(raw, property_value)
+    declared = dict(template.attributes) if template else {}
+    recorded = instance.attributes
+
+    def attribute_value(key: str, value: Any) -> Any:
+        if key in recorded or ctx_for is None:
+            return value  # what an operation reported is data, not an expression
+        return evaluate(value, ctx_for())
+
+    attributes = LazyValues({**declared, **recorded}, attribute_value)
+    fixed = dict(
+        name=instance.name,
+        template=instance.template,
+        type=template.type if template else None,
+        attributes=attributes,
+        properties=properties,
+        status=str(instance.status),
+        state=str(instance.state) if instance.state else None,
+    )
+
+    def view_value(key: str, value: Any) -> Any:
+        if key in fixed:
+            return value
+        if key in attributes:
+            return attributes[key]
+        return properties[key]
+
+    return LazyValues({**raw, **declared, **recorded, **fixed}, view_value)
+
+
+def wrapped_inputs(topology: Topology) -> dict[str, Any]:
+    """Sensitive inputs wrapped; one given as an expression (``{eval: {get_env: PW}}``)
+    is marked so its value is wrapped once evaluated."""
+    sensitive = topology.sensitive_inputs
+    return {k: _wrap(v) if k in sensitive else v for k, v in topology.inputs.items()}
+
+
+def _wrap(value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, dict | list):
+        return {"eval": {"sensitive": value}}
+    return Sensitive(str(value))
+
+
+def topology_secrets(topology: Topology) -> set[str]:
+    """Every secret the spec declares, known before any task runs, so output from any
+    task (a command echoing ``$PASSWORD``) is redacted even if no template read it."""
+    found = {
+        str(v)
+        for k, v in topology.inputs.items()
+        if k in topology.sensitive_inputs and v is not None and not isinstance(v, dict | list)
+    }
+    for template in topology.templates.values():
+        for key in template.sensitive_properties:
+            value = template.properties.get(key)
+            if value is not None and not isinstance(value, dict | list):
+                found.add(str(value))
+    return found
+
+
+def declared_env(topology: Topology) -> frozenset[str]:
+    """Environment variables the spec names with ``{eval: {get_env: NAME}}`` (in topology
+    inputs and operation inputs): templates may read these with ``get_env`` too."""
+    cached = _DECLARED.get(id(topology))
+    if cached is not None and cached[0] is topology:
+        return cached[1]
+    names: set[str] = set()
+    stack: list[Any] = [topology.inputs]
+    for template in topology.templates.values():
+        for operations in template.interfaces.values():
+            stack.extend(op.inputs for op in operations.values() if op is not None)
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Mapping):
+            found = item.get("get_env") if len(item) == 1 else None
+            if isinstance(found, str):
+                names.add(found)
+            elif isinstance(found, list) and found and isinstance(found[0], str):
+                names.add(found[0])
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    result = frozenset(names)
+    if len(_DECLARED) > 8:
+        _DECLARED.clear()
+    _DECLARED[id(topology)] = (topology, result)
+    return result
+
+
+_DECLARED: dict[int, tuple[Topology, frozenset[str]]] = {}
+
+
+def spec_secrets(topology: Topology) -> set[str]:
+    """Every secret the spec can be seen to hold without running anything: the declared
+    ones (:func:`topology_secrets`), sensitive inputs given as expressions (evaluated
+    now), and the value of every variable it names with ``get_env``. A job knows these
+    before its first task; ``resume`` derives them again before recording a killed job."""
+    import os
+
+    found = topology_secrets(topology)
+    ctx = EvalContext(self_view={}, inputs=wrapped_inputs(topology))
+    for name in topology.sensitive_inputs:
+        value = topology.inputs.get(name)
+        if isinstance(value, dict | list):
+            try:
+                evaluate(value, ctx)
+            except Exception:
+                continue
+    found.update(ctx.secrets)
+    for name in declared_env(topology):
+        value = os.environ.get(name)
+        if value:
+            found.add(value)
+    return found
+
+
+def make_context(
+    topology: Topology,
+    instances: Mapping[str, Instance],
+    target: str,
+    source: str | None = None,
+    peer: str | None = None,
+) -> EvalContext:
+    views: dict[str, Mapping[str, Any]] = {}
+    own_contexts: dict[str, EvalContext] = {}
+
+    def view(name: str | None) -> Mapping[str, Any] | None:
+        if name is None or name not in instances:
+            return None
+        if name not in views:
+            inst = instances[name]
+            views[name] = instance_view(
+                inst, topology.templates.get(inst.template), lambda: own_context(name))
+        return views[name]
+
+    def lookup(name: str) -> Mapping[str, Any] | None:
+        if name in instances:
+            return view(name)
+        first = next((i.name for i in instances.values() if i.template == name), None)
+        return view(first)
+
+    def host_of(name: str) -> Mapping[str, Any] | None:
+        template = topology.templates.get(instances[name].template)
+        return lookup(template.host) if template and template.host else None
+
+    def own_context(name: str) -> EvalContext:
+        """Where an instance's own property expressions evaluate: SELF is that instance,
+        with the job's inputs, secrets and project directory."""
+        if name not in own_contexts:
+            own_contexts[name] = dataclasses.replace(
+                ctx, self_view=view(name) or {}, host=host_of(name), source=None, target=None,
+                operation_inputs={}, extra={})
+        return own_contexts[name]
+
+    ctx = EvalContext(
+        self_view=view(target) or {},
+        inputs=wrapped_inputs(topology),
+        host=host_of(target),
+        source=view(source) if source else None,
+        target=view(peer) if peer else None,
+        lookup_node=lookup,
+        declared_env=declared_env(topology),
+    )
+    template = topology.templates.get(instances[target].template)
+    for value in ctx.inputs.values():
+        if isinstance(value, Sensitive):
+            ctx.secrets.add(str(value))
+    for key in template.sensitive_properties if template else ():
+        value = template.properties.get(key) if template else None
+        if value is not None and not isinstance(value, dict | list):
+            ctx.secrets.add(str(value))
+    return ctx
+
+
+def render_inputs(
+    raw: Mapping[str, Any], extra: Mapping[str, Any], ctx: EvalContext, allow_override: bool = True
+) -> dict[str, Any]:
+    """Evaluate an operation's inputs now, just before it runs (post-inputs stay raw)."""
+    merged = dict(raw)
+    for key, value in extra.items():
+        if key in merged and not allow_override:
+            raise ExpressionError(
+                f"input {key!r} is defined by the operation; "
+                "pass --allow-kwargs-override to replace it"
+            )
+        merged[key] = value
+    lazy = LazyValues(merged, lambda k, v: v if k in POST_INPUTS else evaluate(v, ctx))
+    ctx.operation_inputs = lazy  # `{{ inputs.a }}` in another input reads a's value
+    rendered = {k: lazy[k] for k in merged}
+    ctx.operation_inputs = rendered
+    return rendered
+
+
+def apply_post_inputs(inputs: Mapping[str, Any], result: OperationResult, ctx: EvalContext) -> None:
+    """Evaluate ``resultTemplate`` and ``done`` with the operation's result and fold them in."""
+    if not any(inputs.get(k) is not None for k in POST_INPUTS):
+        return
+    outputs = result.outputs
+    if not ctx.operation_inputs:
+        ctx.operation_inputs = dict(inputs)
+    ctx.extra = {
+        **{k: outputs.get(k) for k in ("stdout", "stderr", "returncode")},
+        "result": outputs,
+        "success": result.success,
+        "error": result.error,
+        "outputs": outputs,
+    }
+    done = inputs.get("done")
+    values = evaluate(done, ctx) if done is not None else None
+    if values is not None and not isinstance(values, Mapping):
+        raise ExpressionError("`done` must be a mapping (status, modified, success, outputs...)")
+    # as Unfurl, the resultTemplate's variables are the result: the command's (stdout,
+    # returncode...) or a Template's `done: {result: ...}` (else what its `run` gave)
+    given = values.get("result") if values else None
+    variables = dict(given) if isinstance(given, Mapping) else dict(outputs)
+    ctx.extra = {
+        **variables,
+        **{k: outputs.get(k) for k in ("stdout", "stderr", "returncode")},
+        "result": given if given is not None else outputs,
+        "success": result.success,
+        "error": result.error,
+        "outputs": outputs,
+    }
+    template = inputs.get("resultTemplate")
+    status_before = result.status
+    if template is not None:
+        rendered = evaluate(template, ctx)
+        if isinstance(rendered, str):
+            tainted = isinstance(rendered, Sensitive)
+            try:
+                rendered = (
+                    yamlio.to_plain(yamlio.parse(rendered, "resultTemplate"))
+                    if rendered.strip()
+                    else None
+                )
+            except ExpressionError:
+                raise
+            except Exception as exc:
+                if not tainted:
+                    raise
+                raise ExpressionError(
+                    f"resultTemplate did not render valid YAML: {type(exc).__name__} "
+                    "(details withheld: the template read a secret)"
+                ) from None
+            if tainted:  # what came from a render that read a secret is secret as a whole
+                rendered = tainted_copy(rendered)
+        _apply_updates(rendered, result)
+    if values is not None:
+        from_template = result.status if result.status != status_before else None
+        _apply_done(values, result)
+        if from_template is not None:  # Unfurl: the status the resultTemplate set wins
+            result.status = from_template
+
+
+def _apply_done(values: Mapping[str, Any], result: OperationResult) -> None:
+    if "success" in values:
+        result.success = _truthy(values["success"])
+    if "modified" in values:
+        result.modified = _truthy(values["modified"])
+    if values.get("status"):
+        result.status = str(values["status"]).lower()
+    if isinstance(values.get("outputs"), Mapping):
+        result.outputs.update(values["outputs"])
+    if isinstance(values.get("result"), Mapping):
+        result.outputs.update(values["result"])
+    if isinstance(values.get("attributes"), Mapping):
+        result.attributes.update(values["attributes"])
+    if isinstance(values.get("resources"), list):
+        result.resources.extend(dict(r) for r in values["resources"] if isinstance(r, Mapping))
+
+
+#: what an item of a resultTemplate may say about an instance (Unfurl's update_instances)
+INSTANCE_SPEC_KEYS = frozenset({"name", "template", "parent", "attributes", "readyState",
+                                "status", "protected", "priority", "modified", "outputs"})
+
+
+def _apply_updates(updates: Any, result: OperationResult) -> None:
+    """A resultTemplate's instances, as Unfurl's ``update_instances``: a list of instance
+    specs (``name: SELF`` or none for the target, another name makes that instance), or
+    one mapping for the target; a mapping of anything else is the target's attributes."""
+    if updates is None:
+        return
+    if isinstance(updates, list):
+        for item in updates:
+            if not isinstance(item, Mapping):
+                continue
+            name = str(item.get("name", "SELF"))
+            if name in (".self", "SELF"):
+                _apply_self(item, result)
+            else:
+                result.resources.append({**dict(item), "name": name, "createdByTask": True})
+        return
+    if not isinstance(updates, Mapping):
+        raise ExpressionError("resultTemplate must produce a mapping of attributes")
+    special = {"attributes", "readyState", "status", "modified", "protected"}
+    if set(updates) & special and set(updates) <= INSTANCE_SPEC_KEYS:
+        _apply_self(updates, result)
+    else:
+        result.attributes.update(updates)
+
+
+def _apply_self(spec: Mapping[str, Any], result: OperationResult) -> None:
+    result.attributes.update(spec.get("attributes") or {})
+    ready = spec.get("readyState", spec.get("status"))
+    if isinstance(ready, Mapping):
+        ready = ready.get("local")
+    if ready:
+        result.status = str(ready).lower()
+    if "modified" in spec:
+        result.modified = _truthy(spec["modified"])
+    if "protected" in spec:
+        result.protected = _truthy(spec["protected"])
+
+
+def _truthy(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "yes", "1", "on")
+    return bool(value)

@@ -1,0 +1,239 @@
+"""Limits on what a YAML document may be, checked right after parsing and before any
+merge, validation or copying: the checks later steps rely on to stay fast and safe.
+
+ruamel shares aliased nodes instead of copying them, so a "billion laughs" document
+parses quickly and only explodes when something (merge, ``to_plain``, jsonschema) walks
+it. The guard measures the size the document *would* have with every alias expanded,
+in time linear in its real size, and refuses it before that happens.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+from unfurl_lite.errors import InputError, Problem
+
+MAX_EXPANDED_NODES = 1_000_000  # nodes with every alias expanded (an alias bomb)
+MAX_EXPANDED_CHARS = 50_000_000  # characters of keys and strings with every alias expanded
+MAX_DEPTH = 100  # levels of nested mappings and lists
+_BRACKETS = re.compile(r"[\[\]{}]")
+PLAIN_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:omap")
+SCALARS = (str, int, float, bool, type(None), datetime.date)
+
+
+#: bidirectional overrides and isolates: they reorder what a terminal shows
+_BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def is_control(char: str) -> bool:
+    """A C0/C1 control character (tab and line breaks included) or a bidi override."""
+    code = ord(char)
+    return code < 0x20 or 0x7F <= code < 0xA0 or char in _BIDI
+
+
+def control_character(name: str) -> str | None:
+    """The first control character in a name, shown escaped (``\\x1b``), or None."""
+    if name.isprintable():
+        return None
+    for char in name:
+        if is_control(char):
+            return repr(char)[1:-1]
+    return None
+
+
+def check_text(text: str, filename: str) -> None:
+    """Refuse deeply nested flow collections (``[[[[...``) before the parser recurses
+    into them; brackets inside quoted strings may count too, which only errs on the
+    side of refusing a pathological file."""
+    depth = 0
+    for match in _BRACKETS.finditer(text):
+        if match.group() in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                position = match.start()
+                line = text.count("\n", 0, position) + 1
+                column = position - (text.rfind("\n", 0, position) + 1) + 1
+                raise InputError(Problem(
+                    f"nested more than {MAX_DEPTH} levels deep", file=filename,
+                    line=line, column=column, hint="flatten the document",
+                ))
+        elif depth:
+            depth -= 1
+
+
+# an anchor or alias starts a node: at a line's start, after "key:", "-", "[", "{" or ","
+_NODE_START = r"(?:^[ \t]*|:[ \t]+|-[ \t]+|[\[{,][ \t]*)"
+_ANCHOR = re.compile(_NODE_START + r"&[^\s\[\]{},]", re.M)
+_ALIAS = re.compile(_NODE_START + r"\*[^\s\[\]{},]", re.M)
+
+
+def check_aliases(text: str, filename: str) -> None:
+    """Refuse an alias inside its own anchor (``&r {self: *r}``). ruamel's round-trip
+    loader silently turns it into null, so a job writing the document back would lose the
+    data; the composed node graph still shows the cycle. Only texts with both an anchor
+    and an alias are composed."""
+    if not (_ANCHOR.search(text) and _ALIAS.search(text)):
+        return
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+    from ruamel.yaml.nodes import MappingNode, SequenceNode
+
+    try:
+        root = YAML(typ="rt").compose(text)
+    except (YAMLError, RecursionError, ValueError):
+        return  # the parse proper reports it, with its line
+    done: set[int] = set()
+    on_path: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)] if root is not None else []
+    while stack:
+        node, leaving = stack.pop()
+        if leaving:
+            on_path.discard(id(node))
+            done.add(id(node))
+            continue
+        if not isinstance(node, MappingNode | SequenceNode) or id(node) in done:
+            continue
+        if id(node) in on_path:
+            mark = node.start_mark
+            raise InputError(Problem(
+                f"recursive alias: the anchor &{node.anchor} contains an alias to itself",
+                file=filename, line=mark.line + 1, column=mark.column + 1,
+                hint="remove the alias, or copy the content it should repeat",
+            ))
+        on_path.add(id(node))
+        stack.append((node, True))
+        children = node.value if isinstance(node, SequenceNode) else [
+            item for pair in node.value for item in pair]
+        stack.extend((child, False) for child in children)
+
+
+#: keys whose values are data, not names: control characters in their keys are allowed
+#: (an operation's reported attributes must never make the ensemble unloadable)
+DATA_KEYS = frozenset({"attributes"})
+
+
+def check(document: Any, filename: str) -> None:
+    """Raise InputError if the document is an alias bomb, too deep, self-referencing, or
+    has keys that are not strings, or names (keys) with control characters."""
+    sizes: dict[int, tuple[int, int, int]] = {}  # id -> (expanded size, height, characters)
+    in_progress: set[int] = set()
+    free: set[int] = set()  # data whose keys are not names (an operation's attributes)
+    stack: list[tuple[Any, bool]] = [(document, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if not isinstance(node, Mapping | list):
+            _check_scalar(node, filename)
+            continue
+        key = id(node)
+        if expanded:
+            in_progress.discard(key)
+            sizes[key] = _measure(node, sizes, filename)
+            continue
+        if key in sizes:
+            continue
+        if key in in_progress:
+            raise _problem(filename, node, "a node contains itself through an alias",
+                           "remove the recursive alias")
+        tag = getattr(getattr(node, "tag", None), "value", None)
+        if tag and tag not in PLAIN_TAGS:
+            raise _problem(filename, node, f"unsupported YAML value tagged {tag!r} "
+                           "(custom tags are not part of the ensemble format)",
+                           "remove the tag: use plain mappings and lists")
+        in_progress.add(key)
+        stack.append((node, True))
+        data = key in free
+        if isinstance(node, Mapping):
+            for k, v in node.items():
+                if not isinstance(k, str):
+                    raise _problem(
+                        filename, node,
+                        f"mapping key {_show(k)} is a {type(k).__name__}, not a string",
+                        "quote the key so it is a string", k,
+                    )
+                if data or k in DATA_KEYS:
+                    if isinstance(v, Mapping | list):
+                        free.add(id(v))
+                    stack.append((v, False))
+                    continue
+                bad = control_character(k)
+                if bad is not None:
+                    raise _problem(
+                        filename, node,
+                        f"name {_show(k)} contains the control character {bad}: names "
+                        "(templates, instances, types, keys) may not",
+                        "remove the control character from the name", k,
+                    )
+                stack.append((v, False))
+        else:
+            if data:
+                free.update(id(v) for v in node if isinstance(v, Mapping | list))
+            stack.extend((v, False) for v in node)
+
+
+def _measure(
+    node: Any, sizes: dict[int, tuple[int, int, int]], filename: str
+) -> tuple[int, int, int]:
+    """Nodes, height and characters of ``node`` with every alias in it expanded: a big
+    string repeated by thousands of aliases is small as parsed and huge once copied."""
+    total, height, chars = 1, 0, 0
+    if isinstance(node, Mapping):
+        chars += sum(len(k) for k in node if isinstance(k, str))
+        children = list(node.values())
+    else:
+        children = list(node)
+    for child in children:
+        if isinstance(child, Mapping | list):
+            size, child_height, child_chars = sizes.get(id(child), (1, -1, 0))
+        else:
+            size, child_height = 1, -1
+            child_chars = len(child) if isinstance(child, str) else 1
+        total += size
+        chars += child_chars
+        height = max(height, child_height + 1)
+    if total > MAX_EXPANDED_NODES:
+        raise _problem(
+            filename, node,
+            f"the document expands to more than {MAX_EXPANDED_NODES} nodes "
+            "(aliases repeat their anchor's content: an alias bomb?)",
+            "use fewer or smaller aliases",
+        )
+    if chars > MAX_EXPANDED_CHARS:
+        raise _problem(
+            filename, node,
+            f"the document expands to more than {MAX_EXPANDED_CHARS} characters "
+            "(aliases repeat their anchor's content: an alias bomb?)",
+            "use fewer or smaller aliases",
+        )
+    if height > MAX_DEPTH:
+        raise _problem(filename, node, f"nested more than {MAX_DEPTH} levels deep",
+                       "flatten the document")
+    return total, height, chars
+
+
+def _check_scalar(value: Any, filename: str) -> None:
+    if not isinstance(value, SCALARS):
+        raise InputError(Problem(
+            f"unsupported YAML value of type {type(value).__name__} "
+            "(custom tags, sets and binary are not part of the ensemble format)",
+            file=filename,
+            hint="use plain strings, numbers, booleans, lists and mappings",
+        ))
+
+
+def _show(key: Any) -> str:
+    text = repr(key)
+    return text if len(text) < 60 else text[:57] + "..."
+
+
+def _problem(filename: str, node: Any, message: str, hint: str, key: Any = None) -> InputError:
+    from unfurl_lite.load.yamlio import location
+
+    line, column = location(node, key) if key is not None else location(node)
+    if line is None and isinstance(node, CommentedMap | CommentedSeq):
+        line, column = location(node)
+    return InputError(Problem(message, file=filename, line=line, column=column, hint=hint))

@@ -1,0 +1,521 @@
+"""From ``ensemble.yaml`` on disk to an :class:`Ensemble`: parse, merge, validate, build.
+
+Two roads lead to the same model. The fast one (C parser into plain data, or the parse
+cache) serves ensembles without merge directives, which is almost all of them; the round
+trip keeps line numbers and applies directives, and is also how every invalid ensemble is
+reported, so errors always name their line. The round-trip document a job may need to
+write back is parsed only when it is first asked for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from unfurl_lite.errors import InputError, Problem
+from unfurl_lite.load import parsecache, structure, yamlio
+from unfurl_lite.model.entities import (
+    OPERATION_KINDS,
+    Implementation,
+    Instance,
+    Interfaces,
+    NodeState,
+    NodeTemplate,
+    NodeType,
+    Operation,
+    Priority,
+    Requirement,
+    Retry,
+    Status,
+    Topology,
+    canonical_interface,
+)
+from unfurl_lite.record import layout
+
+ENSEMBLE_FILE = "ensemble.yaml"
+SENSITIVE_TYPES = ("unfurl.datatypes.Sensitive", "sensitive", "tosca.datatypes.Credential")
+
+
+@dataclass
+class Ensemble:
+    path: Path
+    text: str  # the file as read: what the round-trip document and section rewrites start from
+    topology: Topology
+    instances: dict[str, Instance]  # recorded instances, in recorded order
+    last_job: dict[str, Any] | None = None
+    jobs_log: str = "jobs.tsv"
+    spec: dict[str, Any] = field(default_factory=dict)  # merged spec as plain data
+    #: the file's own data as written (directives unapplied), for section rewrites
+    plain: dict[str, Any] | None = None
+    #: merge directives made the model's data differ from ``plain``
+    merged: bool = False
+    _document: Any = field(default=None, repr=False)
+
+    @property
+    def document(self) -> Any:
+        """The ruamel round-trip document (comments and all), parsed on first use."""
+        if self._document is None:
+            self._document = yamlio.parse(self.text, str(self.path))
+        return self._document
+
+    @property
+    def project_root(self) -> Path:
+        return self.path.parent
+
+    @property
+    def jobs_tsv(self) -> Path:
+        return self.project_root / self.jobs_log
+
+    def instances_of(self, template: str) -> list[Instance]:
+        return [i for i in self.instances.values() if i.template == template]
+
+
+def resolve_path(path: str | Path | None) -> Path:
+    """ENSEMBLE may be a file, a directory holding ensemble.yaml, or omitted (cwd)."""
+    candidate = Path(path) if path else Path.cwd()
+    if candidate.is_dir():
+        candidate = candidate / ENSEMBLE_FILE
+    if not candidate.exists():
+        raise InputError(
+            Problem(
+                "ensemble not found",
+                file=str(candidate),
+                hint="give the path of an ensemble.yaml, or run `unfurl init` to create one",
+            )
+        )
+    return candidate.resolve()
+
+
+def load_ensemble(path: str | Path | None = None) -> Ensemble:
+    file = resolve_path(path)
+    text = yamlio.read_text(file)
+    cached = parsecache.get(file, text)
+    if cached is not None:
+        data, raw = cached["data"], cached["raw"]
+    else:
+        data, raw = _fast_load(text, str(file)), None
+        if data is None:
+            return _round_trip_load(file, text)
+        parsecache.put(file, text, data)
+    ensemble = build(file, text, data)
+    ensemble.merged = raw is not None
+    ensemble.plain = raw if raw is not None else data
+    return ensemble
+
+
+def _fast_load(text: str, file: str) -> dict[str, Any] | None:
+    """Valid plain data through the C parser, or None when only the round trip can apply
+    merge directives or say where a problem is."""
+    from ruamel.yaml.error import YAMLError
+
+    from unfurl_lite.load import guard, merge, validate
+
+    try:
+        guard.check_text(text, file)
+        data = yamlio.parse_plain(text)
+        guard.check(data, file)
+    except (YAMLError, InputError, RecursionError, ValueError, IndexError, OverflowError):
+        return None
+    if not isinstance(data, dict) or merge.has_directives(data) or validate.check(data, file):
+        return None
+    return data
+
+
+def _round_trip_load(file: Path, text: str) -> Ensemble:
+    from unfurl_lite.load import merge, validate
+
+    document = yamlio.parse(text, str(file))
+    if not isinstance(document, dict):
+        raise InputError(Problem("the ensemble must be a YAML mapping", file=str(file), line=1))
+    reads: dict[str, str | None] = {}
+    merged = merge.expand(document, file, file.parent, reads=reads)
+    problems = validate.check(merged, str(file))
+    if problems:
+        raise InputError(problems, summary=f"{file.name} is not a valid ensemble")
+    data = yamlio.to_plain(merged)
+    ensemble = build(file, text, data)
+    ensemble._document = document
+    if merge.has_directives(document):
+        ensemble.merged = True
+        ensemble.plain = yamlio.to_plain(document)
+        parsecache.put(file, text, data, deps=reads, raw=ensemble.plain)
+    return ensemble
+
+
+def build(file: Path, text: str, data: dict[str, Any]) -> Ensemble:
+    spec = data.get("spec") or {}
+    service = spec.get("service_template") or {}
+    topology_tpl = service.get("topology_template") or {}
+    node_types, relationship_types = structure.split_types(service.get("types"))
+    node_types.update(service.get("node_types") or {})
+    relationship_types.update(service.get("relationship_types") or {})
+    types = {name: _node_type(name, d or {}) for name, d in node_types.items()}
+    relationship_templates = topology_tpl.get("relationship_templates") or {}
+    node_templates = topology_tpl.get("node_templates") or {}
+    templates = {
+        name: _node_template(name, d or {}, types, relationship_templates, relationship_types)
+        for name, d in node_templates.items()
+    }
+    if any(isinstance(d, dict) and d.get("requirements") for d in node_types.values()) or any(
+        not r.node for t in templates.values() for r in t.requirements
+    ):  # some requirement is left for matching (rare: kept off the common path)
+        for name, implied in structure.implied_requirements(service).items():
+            templates[name] = _node_template(
+                name, node_templates[name] or {}, types, relationship_templates,
+                relationship_types, implied,
+            )
+    inputs, sensitive_inputs = _inputs(topology_tpl.get("inputs") or {}, spec.get("inputs") or {})
+    topology = Topology(
+        templates=templates,
+        types=types,
+        inputs=inputs,
+        sensitive_inputs=frozenset(sensitive_inputs),
+        outputs=topology_tpl.get("outputs") or {},
+    )
+    status = data.get("status") or {}
+    instances = {
+        name: _instance(name, record or {}, parent)
+        for name, (record, parent) in layout.flatten(status.get("instances") or {}).items()
+    }
+    for name, record in (spec.get("instances") or {}).items():
+        if name not in instances:
+            instances[name] = _instance(name, structure.spec_instance_record(record))
+    return Ensemble(
+        path=file,
+        text=text,
+        topology=topology,
+        instances=instances,
+        last_job=data.get("lastJob"),
+        jobs_log=data.get("jobsLog") or "jobs.tsv",
+        spec=spec,
+    )
+
+
+def _inputs(definitions: dict[str, Any], values: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
+    resolved: dict[str, Any] = {}
+    sensitive: set[str] = set()
+    for name, definition in definitions.items():
+        definition = definition if isinstance(definition, dict) else {"default": definition}
+        if "default" in definition:
+            resolved[name] = definition["default"]
+        if _is_sensitive(definition):
+            sensitive.add(name)
+    resolved.update(values)
+    return resolved, sensitive
+
+
+def _is_sensitive(definition: Any) -> bool:
+    if not isinstance(definition, dict):
+        return False
+    metadata = definition.get("metadata") or {}
+    return bool(metadata.get("sensitive")) or definition.get("type") in SENSITIVE_TYPES
+
+
+def _node_type(name: str, data: dict[str, Any]) -> NodeType:
+    return NodeType(
+        name=name,
+        derived_from=data.get("derived_from"),
+        properties=data.get("properties") or {},
+        interfaces=_interfaces(data.get("interfaces") or {}),
+        metadata=data.get("metadata") or {},
+        attributes=data.get("attributes") or {},
+    )
+
+
+def lineage(type_name: str, types: dict[str, NodeType]) -> tuple[str, ...]:
+    chain: list[str] = []
+    current: str | None = type_name
+    while current and current not in chain:
+        chain.append(current)
+        current = types[current].derived_from if current in types else None
+    return tuple(chain)
+
+
+def _node_template(
+    name: str,
+    data: dict[str, Any],
+    types: dict[str, NodeType],
+    relationship_templates: dict[str, Any],
+    relationship_types: dict[str, Any],
+    implied: list[tuple[str, dict[str, Any], str | None]] | None = None,
+) -> NodeTemplate:
+    type_name = data.get("type") or "tosca.nodes.Root"
+    chain = lineage(type_name, types)
+    ancestors = [types[t] for t in reversed(chain) if t in types]  # root first
+    interfaces: Interfaces = {}
+    property_defs: dict[str, Any] = {}
+    attribute_defs: dict[str, Any] = {}
+    for node_type in ancestors:
+        interfaces = _merge_interfaces(interfaces, node_type.interfaces)
+        property_defs.update(node_type.properties)
+        attribute_defs.update(node_type.attributes)
+    interfaces = _merge_interfaces(interfaces, _interfaces(data.get("interfaces") or {}))
+    interfaces = _apply_defaults(interfaces, (data.get("interfaces") or {}).get("defaults"))
+    properties = {
+        key: d["default"]
+        for key, d in property_defs.items()
+        if isinstance(d, dict) and "default" in d
+    }
+    properties.update(data.get("properties") or {})
+    attributes = {
+        key: d["default"]
+        for key, d in attribute_defs.items()
+        if isinstance(d, dict) and "default" in d
+    }
+    attributes.update(data.get("attributes") or {})
+    metadata = data.get("metadata") or {}
+    priority = data.get("priority") or metadata.get("priority") or "required"
+    return NodeTemplate(
+        name=name,
+        type=type_name,
+        properties=properties,
+        requirements=_requirements(
+            data.get("requirements") or [], implied, relationship_templates, relationship_types
+        ),
+        interfaces=interfaces,
+        metadata=metadata,
+        directives=tuple(data.get("directives") or ()),
+        priority=Priority(priority) if priority in Priority.__members__ else Priority.required,
+        type_lineage=chain,
+        sensitive_properties=frozenset(k for k, d in property_defs.items() if _is_sensitive(d)),
+        default_instances=_default_instances(data),
+        attributes=attributes,
+    )
+
+
+def _default_instances(data: dict[str, Any]) -> int:
+    scalable = ((data.get("capabilities") or {}).get("scalable") or {}).get("properties") or {}
+    value = scalable.get("default_instances", 1)
+    return value if isinstance(value, int) and value >= 0 else 1
+
+
+def _requirements(
+    items: list[Any],
+    implied: list[tuple[str, dict[str, Any], str | None]] | None,
+    relationship_templates: dict[str, Any],
+    relationship_types: dict[str, Any],
+) -> tuple[Requirement, ...]:
+    """The template's requirements, with those its type declares (or it leaves without a
+    node) connected to the template they match."""
+    found = [_requirement(r, relationship_templates, relationship_types) for r in items]
+    if not implied:
+        return tuple(found)
+    matched = {name: (d, t) for name, d, t in implied if t is not None}
+    found = [r for r in found if r.node or r.name not in matched]
+    for name, (definition, target) in matched.items():
+        found.append(
+            _requirement({name: {**definition, "node": target}}, relationship_templates,
+                         relationship_types)
+        )
+    return tuple(found)
+
+
+def _requirement(
+    item: dict[str, Any], relationship_templates: dict[str, Any], relationship_types: dict[str, Any]
+) -> Requirement:
+    ((name, value),) = item.items()
+    if isinstance(value, str):
+        return Requirement(name=name, node=value)
+    value = value or {}
+    relationship = value.get("relationship")
+    rel_interfaces: Interfaces = {}
+    rel_name: str | None = None
+    if isinstance(relationship, str):
+        rel_name = relationship
+        if relationship in relationship_templates:
+            template = relationship_templates[relationship] or {}
+            rel_interfaces = _interfaces(template.get("interfaces") or {})
+            rel_name = template.get("type", relationship)
+    elif isinstance(relationship, dict):
+        rel_name = relationship.get("type")
+        rel_interfaces = _interfaces(relationship.get("interfaces") or {})
+    if rel_name in relationship_types:
+        type_interfaces = _interfaces((relationship_types[rel_name] or {}).get("interfaces") or {})
+        rel_interfaces = _merge_interfaces(type_interfaces, rel_interfaces)
+    occurrences = value.get("occurrences") or [1, 1]
+    optional = bool(value.get("optional")) or (
+        isinstance(occurrences, list) and bool(occurrences) and occurrences[0] == 0
+    )
+    return Requirement(
+        name=name,
+        node=value.get("node", ""),
+        relationship=rel_name,
+        interfaces=rel_interfaces,
+        optional=optional,
+    )
+
+
+def _merge_interfaces(base: Interfaces, override: Interfaces) -> Interfaces:
+    merged = {name: dict(ops) for name, ops in base.items()}
+    for name, ops in override.items():
+        target = merged.setdefault(name, {})
+        for op_name, op in ops.items():
+            inherited = target.get(op_name)
+            if inherited:
+                op = Operation(
+                    interface=op.interface,
+                    name=op.name,
+                    implementation=op.implementation or inherited.implementation,
+                    inputs={**inherited.inputs, **op.inputs},
+                    retry=op.retry or inherited.retry,
+                    timeout=op.timeout or inherited.timeout,
+                    environment=op.environment or inherited.environment,
+                )
+            target[op_name] = op
+    return merged
+
+
+#: keys of an interface definition that are not operations
+INTERFACE_KEYS = ("type", "inputs", "outputs", "description", "notifications", "implementation",
+                  "requirements")
+
+
+def _interfaces(data: dict[str, Any]) -> Interfaces:
+    """Interfaces as Unfurl builds them: ``defaults`` (beside the interfaces) and an
+    interface's own ``implementation`` and ``inputs`` apply to each of its operations; an
+    operation declared with no body takes the shared implementation, so it runs."""
+    result: Interfaces = {}
+    defaults = data.get("defaults") or {}
+    for raw_name, body in data.items():
+        if raw_name == "defaults":
+            continue
+        interface = canonical_interface(raw_name)
+        body = body or {}
+        operations = (
+            body.get("operations")
+            if "operations" in body
+            else {k: v for k, v in body.items() if k not in INTERFACE_KEYS}
+        )
+        shared_inputs = {**(defaults.get("inputs") or {}), **(body.get("inputs") or {})}
+        shared_impl = body.get("implementation") or defaults.get("implementation")
+        result[interface] = {
+            name: _operation(interface, name, _with_implementation(definition, shared_impl),
+                             shared_inputs)
+            for name, definition in (operations or {}).items()
+            if definition != "not_implemented"
+        }
+    return result
+
+
+def _apply_defaults(interfaces: Interfaces, defaults: Any) -> Interfaces:
+    """A template's ``defaults`` also fill the operations its types only declare (Unfurl
+    applies them to the merged interfaces)."""
+    if not isinstance(defaults, dict) or not defaults.get("implementation"):
+        return interfaces
+    shared_inputs = defaults.get("inputs") or {}
+    result: Interfaces = {}
+    for name, ops in interfaces.items():
+        result[name] = {}
+        for op_name, op in ops.items():
+            if op.implementation is None:
+                filled = _operation(name, op_name, {"implementation": defaults["implementation"]},
+                                    shared_inputs)
+                op = replace(op, implementation=filled.implementation,
+                             inputs={**shared_inputs, **op.inputs})
+            result[name][op_name] = op
+    return result
+
+
+def _with_implementation(definition: Any, shared: Any) -> Any:
+    if not shared:
+        return definition
+    if not definition:
+        return {"implementation": shared}
+    if isinstance(definition, dict) and not definition.get("implementation"):
+        return {**definition, "implementation": shared}
+    return definition
+
+
+def _operation(
+    interface: str, name: str, definition: Any, shared_inputs: dict[str, Any]
+) -> Operation:
+    if definition is None:
+        return Operation(interface, name, None, dict(shared_inputs))
+    if isinstance(definition, str):
+        return Operation(
+            interface, name, Implementation("Shell", primary=definition), dict(shared_inputs)
+        )
+    implementation = definition.get("implementation")
+    impl: Implementation | None
+    if implementation is None:
+        impl = None
+    elif isinstance(implementation, str):
+        impl = (
+            Implementation(implementation)
+            if implementation in OPERATION_KINDS
+            else Implementation("Shell", primary=implementation)
+        )
+    else:
+        impl = Implementation(
+            implementation.get("className") or "Shell", primary=implementation.get("primary")
+        )
+    inputs = {**shared_inputs, **(definition.get("inputs") or {})}
+    retry_def = definition.get("retry") or (definition.get("metadata") or {}).get("retry")
+    retry = (
+        Retry(
+            max_retries=int(retry_def.get("max_retries", 0)),
+            interval=float(retry_def.get("interval", 0)),
+            backoff=float(retry_def.get("backoff", 1)),
+        )
+        if isinstance(retry_def, dict)
+        else None
+    )
+    impl_map = implementation if isinstance(implementation, dict) else {}
+    timeout = impl_map.get("timeout", definition.get("timeout", inputs.get("timeout")))
+    environment = impl_map.get("environment")
+    return Operation(
+        interface,
+        name,
+        impl,
+        inputs,
+        retry=retry,
+        timeout=float(timeout) if isinstance(timeout, int | float) else None,
+        environment=dict(environment) if isinstance(environment, dict) and environment else None,
+    )
+
+
+def _instance(name: str, record: dict[str, Any], host: str | None = None) -> Instance:
+    ready = record.get("readyState") or {}
+    if isinstance(ready, str):
+        ready = {"local": ready}
+    known = {
+        "template",
+        "priority",
+        "readyState",
+        "attributes",
+        "created",
+        "lastConfigChange",
+        "lastStateChange",
+        "protected",
+        "requirements",
+    }
+    local = ready.get("local", "unknown")
+    state = ready.get("state")
+    priority = record.get("priority", "required")
+    return Instance(
+        name=name,
+        template=record.get("template") or name,
+        status=Status(local) if local in Status.__members__ else Status.unknown,
+        state=NodeState(str(state)) if state in NodeState.__members__ else None,
+        priority=Priority(priority) if priority in Priority.__members__ else Priority.required,
+        attributes=dict(record.get("attributes") or {}),
+        created=record.get("created"),
+        last_config_change=record.get("lastConfigChange"),
+        last_state_change=record.get("lastStateChange"),
+        protected=bool(record.get("protected", False)),
+        extra={k: v for k, v in record.items() if k not in known}
+        | ({layout.HOSTED_ON: host} if host else {}),
+        relationships=_relationships(record.get("requirements")),
+    )
+
+
+def _relationships(entries: Any) -> dict[str, Instance]:
+    """Unfurl's ``requirements:`` list: ``- name: {relationship instance record}``."""
+    found: dict[str, Instance] = {}
+    for entry in entries if isinstance(entries, list) else ():
+        if isinstance(entry, dict) and len(entry) == 1:
+            (name, record), = entry.items()
+            if isinstance(record, dict):
+                found[str(name)] = _instance(str(record.get("name") or name), record)
+    return found

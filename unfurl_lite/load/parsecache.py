@@ -1,0 +1,178 @@
+"""Validated ensembles remembered by their path and the digest of their text, like .pyc files.
+
+Parsing and validating a 10 000-node ensemble costs seconds even with a C parser; loading
+the same data back with ``marshal`` costs milliseconds. The key is the SHA-256 of the
+ensemble's resolved path and its text, together with this package's version and the JSON
+schema, so any edit (or an upgrade) misses and the ensemble is parsed and validated again.
+The path is part of the key because the same text means different things in different
+projects: ``+include: env.yaml`` reads *this* project's env.yaml. An entry also names every
+file its includes read with the SHA-256 of what it held, and it is used only while each of
+those files (all inside the ensemble's own directory) still holds exactly that: a hit can
+only return data that passed validation for exactly these bytes in exactly this place. A
+job that writes an ensemble stores the data it wrote, so the next command on it starts warm.
+
+The cache lives in ``$UNFURL_LITE_CACHE`` (``off`` turns it off), else
+``$XDG_CACHE_HOME/unfurl-lite`` or ``~/.cache/unfurl-lite``; files are private to the user
+(an ensemble may hold secrets in its inputs) and the oldest are pruned beyond
+:data:`KEEP`. A directory or entry that someone else owns, that others may write, that is a
+symlink, unreadable or corrupt is ignored (a foreign entry could otherwise decide what a
+job runs). Anything going wrong here only costs a parse: it is never an error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import marshal
+import os
+import stat
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+ENV = "UNFURL_LITE_CACHE"
+KEEP = 64  # entries; one per version of each ensemble recently loaded
+
+
+def directory() -> Path | None:
+    configured = os.environ.get(ENV)
+    if configured is not None:
+        return None if configured.strip().lower() in ("", "off", "0", "no") else Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "unfurl-lite"
+
+
+@lru_cache(maxsize=1)
+def _salt() -> bytes:
+    from unfurl_lite import __version__
+
+    schema = resources.files("unfurl_lite").joinpath("schema/ensemble.schema.json").read_bytes()
+    return __version__.encode() + b"\0" + hashlib.sha256(schema).digest()
+
+
+def _entry(root: Path, file: Path, text: str) -> Path:
+    digest = hashlib.sha256(_salt() + _identity(file, text)).hexdigest()
+    return root / f"{digest}.marshal"
+
+
+def _identity(file: Path, text: str) -> bytes:
+    return (os.fsencode(str(file)) + b"\0"
+            + hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest())
+
+
+def _owned_privately(info: os.stat_result) -> bool:
+    """Ours alone: owned by this user, writable by nobody else."""
+    getuid = getattr(os, "getuid", None)
+    if getuid is not None and info.st_uid != getuid():
+        return False
+    return not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def _usable_directory(root: Path) -> bool:
+    try:
+        info = os.lstat(root)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and _owned_privately(info)
+
+
+def _read_entry(path: Path) -> bytes | None:
+    """The entry's bytes, unless it is not a regular file of ours (a symlink, another
+    user's, readable or writable by others)."""
+    try:
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if (not stat.S_ISREG(info.st_mode) or not _owned_privately(info)
+                or info.st_mode & 0o077 or not info.st_mode & stat.S_IRUSR):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def get(file: Path, text: str) -> Any:
+    """The entry stored for exactly this text at this path (see :func:`put`), or None,
+    also when a file it was merged from has changed since or the entry is not to be
+    trusted."""
+    root = directory()
+    if root is None or not _usable_directory(root):
+        return None
+    payload = _read_entry(_entry(root, file, text))
+    if payload is None:
+        return None
+    try:
+        entry = marshal.loads(payload)
+    except Exception:
+        return None
+    if (not isinstance(entry, dict) or "data" not in entry
+            or entry.get("key") != _identity(file, text)):
+        return None
+    deps = entry.get("deps") or {}
+    if not isinstance(deps, dict):
+        return None
+    project = file.parent
+    for name, digest in deps.items():
+        if not isinstance(name, str) or not Path(name).is_relative_to(project):
+            return None
+        if file_digest(Path(name)) != digest:
+            return None
+    return entry
+
+
+def text_digest(text: str) -> str:
+    """SHA-256 of a file's text as read (UTF-8, so it equals :func:`file_digest`)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def file_digest(path: Path) -> str | None:
+    """SHA-256 of a file's bytes; None when it is not a readable file."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def put(file: Path, text: str, data: Any, deps: dict[str, str | None] | None = None,
+        raw: Any = None) -> None:
+    """Remember ``data`` as what ``text`` at ``file`` (resolved) validates to, given the
+    files it was merged from
+    (``deps``: path -> SHA-256, None for absent) and, when merge directives made them
+    differ, the text's own ``raw`` data. Silently skipped when it cannot be stored."""
+    from unfurl_lite.load.yamlio import temp_file
+
+    root = directory()
+    if root is None:
+        return
+    try:
+        entry = {"key": _identity(file, text), "data": data, "deps": deps or {}, "raw": raw}
+        payload = marshal.dumps(entry)  # ValueError for dates and other non-plain values
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not _usable_directory(root):
+            return
+        fd, tmp = temp_file(root, ".entry.")  # mode 0600
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+        os.replace(tmp, _entry(root, file, text))
+        _prune(root)
+    except (OSError, ValueError):
+        return
+
+
+def _prune(root: Path) -> None:
+    entries = sorted(root.glob("*.marshal"), key=_mtime, reverse=True)
+    for stale in entries[KEEP:]:
+        stale.unlink(missing_ok=True)
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0

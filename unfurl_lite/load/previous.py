@@ -1,0 +1,71 @@
+"""Templates the spec no longer has, as the ensemble's git history last defined them.
+
+Cloudify's update uninstalls the instances of removed nodes, which needs their stop and
+delete operations after the user has deleted them from the spec. The repository is the
+deployment history, so the last committed version of ensemble.yaml that still defined a
+template is where its operations are read from. Includes are resolved against today's
+files. Nothing here is an error: a template that cannot be found is simply not returned.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from unfurl_lite.load.loader import Ensemble
+    from unfurl_lite.model.entities import NodeTemplate
+
+DEPTH = 50  # commits of ensemble.yaml looked through at most
+
+
+def removed_templates(ensemble: Ensemble, names: set[str]) -> dict[str, NodeTemplate]:
+    found: dict[str, NodeTemplate] = {}
+    wanted = set(names)
+    for text in _versions(ensemble.path):
+        old = _templates(ensemble, text)
+        for name in [n for n in wanted if n in old]:
+            found[name] = old[name]
+            wanted.discard(name)
+        if not wanted:
+            break
+    return found
+
+
+def _git(cwd: Path, *args: str) -> str | None:
+    try:
+        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
+                              check=False)
+    except OSError:
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def _versions(path: Path) -> Iterator[str]:
+    """The file's text at each commit that changed it, newest first, read one at a time."""
+    root = _git(path.parent, "rev-parse", "--show-toplevel")
+    if not root:
+        return
+    relative = str(path.resolve().relative_to(Path(root.strip()).resolve()))
+    log = _git(path.parent, "log", f"-n{DEPTH}", "--format=%H", "--", relative) or ""
+    for commit in log.split():
+        text = _git(path.parent, "show", f"{commit}:{relative}")
+        if text is not None:
+            yield text
+
+
+def _templates(ensemble: Ensemble, text: str) -> dict[str, Any]:
+    from unfurl_lite.load import loader, merge, yamlio
+
+    try:
+        data = yamlio.parse_plain(text)
+        if isinstance(data, dict) and merge.has_directives(data):
+            document = yamlio.parse(text, str(ensemble.path))
+            data = yamlio.to_plain(merge.expand(document, ensemble.path, ensemble.project_root))
+        if not isinstance(data, dict):
+            return {}
+        return dict(loader.build(ensemble.path, text, data).topology.templates)
+    except Exception:  # an old version that no longer loads is just not used
+        return {}

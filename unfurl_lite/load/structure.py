@@ -1,0 +1,153 @@
+"""Sections Unfurl 1.2.0 allows beyond TOSCA's: a service template's ``types:`` (types of
+any kind in one section, told apart by what they derive from) and ``spec.instances``
+(instances declared in the spec, which exist without being deployed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: what Unfurl records as ``created`` for an instance declared in the spec
+SPEC_CREATED = "::root"
+
+
+def split_types(types: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(node types, relationship types) among a ``types:`` section. A type is a relationship
+    type when its ``derived_from`` chain reaches ``tosca.relationships``; other kinds
+    (capability, data, ...) reach their own normative prefix and are neither."""
+    if not isinstance(types, dict):
+        return {}, {}
+    nodes: dict[str, Any] = {}
+    relationships: dict[str, Any] = {}
+    for name in types:
+        kind = _kind(str(name), types)
+        if kind == "node":
+            nodes[name] = types[name]
+        elif kind == "relationship":
+            relationships[name] = types[name]
+    return nodes, relationships
+
+
+def _kind(name: str, types: dict[str, Any]) -> str:
+    seen: set[str] = set()
+    current: Any = name
+    while isinstance(current, str) and current in types and current not in seen:
+        seen.add(current)
+        body = types[current]
+        current = body.get("derived_from") if isinstance(body, dict) else None
+    if not isinstance(current, str) or current in seen:
+        return "node"
+    if current.startswith(("tosca.relationships.", "unfurl.relationships.")):
+        return "relationship"
+    if current.startswith(("tosca.nodes.", "unfurl.nodes.")) or "." not in current:
+        return "node"
+    return "other"
+
+
+def spec_instance_record(record: Any) -> dict[str, Any]:
+    """The status record of an instance declared in the spec, as Unfurl creates it: ready
+    (``ok``) unless it says otherwise, created by the topology itself."""
+    record = dict(record) if isinstance(record, dict) else {}
+    record.setdefault("readyState", "ok")
+    record.setdefault("created", SPEC_CREATED)
+    return record
+
+
+def implied_requirements(
+    service: Any,
+) -> dict[str, list[tuple[str, dict[str, Any], str | None]]]:
+    """template -> (requirement name, definition, matched template or None) for each
+    requirement its type declares (or it declares without a ``node``) that the template
+    does not connect itself. As Unfurl does, a requirement is matched to the template its
+    ``node`` names (a template, or the first template of that type) or else to the first
+    template with the ``capability`` it asks for."""
+    from unfurl_lite.record.layout import _lineage, _mapping
+
+    service = _mapping(service)
+    node_types = {**split_types(service.get("types"))[0], **_mapping(service.get("node_types"))}
+    templates = _mapping(_mapping(service.get("topology_template")).get("node_templates"))
+    lineages: dict[Any, list[str]] = {}
+    capabilities: dict[Any, dict[str, Any]] = {}
+    found: dict[str, list[tuple[str, dict[str, Any], str | None]]] = {}
+    declared: dict[Any, dict[str, dict[str, Any]]] = {}
+    for name, body in templates.items():
+        body = _mapping(body)
+        type_name = body.get("type") if isinstance(body.get("type"), str) else None
+        if type_name not in declared:
+            lineages[type_name] = _lineage(type_name, node_types)
+            declared[type_name] = {}
+            for ancestor in reversed(lineages[type_name]):
+                for entry in _entries(_mapping(node_types.get(ancestor)).get("requirements")):
+                    declared[type_name].update(entry)
+        if not declared[type_name] and _all_connected(body.get("requirements")):
+            continue  # the common case, kept cheap: nothing to match
+        definitions = dict(declared[type_name])
+        given: set[str] = set()
+        for entry in _entries(body.get("requirements")):
+            for req, value in entry.items():
+                if isinstance(value, str) or _mapping(value).get("node"):
+                    given.add(req)
+                elif req in definitions:
+                    definitions[req] = {**definitions[req], **_mapping(value)}
+                else:
+                    definitions[req] = dict(_mapping(value))
+        for req, definition in definitions.items():
+            if req in given:
+                continue
+            target = _match(str(name), definition, templates, node_types, lineages, capabilities)
+            found.setdefault(str(name), []).append((req, definition, target))
+    return found
+
+
+def _all_connected(requirements: Any) -> bool:
+    for entry in requirements if isinstance(requirements, list) else ():
+        for value in entry.values() if isinstance(entry, dict) else ():
+            if not isinstance(value, str) and not (isinstance(value, dict) and value.get("node")):
+                return False
+    return True
+
+
+def _entries(value: Any) -> list[dict[str, Any]]:
+    return [
+        {str(k): v if isinstance(v, dict) else {"node": v} for k, v in entry.items()}
+        for entry in (value if isinstance(value, list) else ())
+        if isinstance(entry, dict)
+    ]
+
+
+def _match(
+    source: str,
+    definition: dict[str, Any],
+    templates: Any,
+    node_types: dict[str, Any],
+    lineages: dict[Any, list[str]],
+    capabilities: dict[Any, dict[str, Any]],
+) -> str | None:
+    from unfurl_lite.record.layout import _lineage, capabilities_of, matching_capability
+
+    node, wanted = definition.get("node"), definition.get("capability")
+    if isinstance(node, str) and node in templates:
+        return node
+    for name, body in templates.items():
+        if name == source or not isinstance(body, dict):
+            continue
+        type_name = body.get("type") if isinstance(body.get("type"), str) else None
+        if type_name not in lineages:
+            lineages[type_name] = _lineage(type_name, node_types)
+        if isinstance(node, str):
+            if node in lineages[type_name]:
+                return str(name)
+            continue
+        if wanted is None:
+            continue
+        if type_name not in capabilities:
+            capabilities[type_name] = capabilities_of(type_name, node_types)
+        if matching_capability(capabilities[type_name], wanted):
+            return str(name)
+    return None
+
+
+def is_optional(definition: dict[str, Any]) -> bool:
+    occurrences = definition.get("occurrences")
+    return bool(definition.get("optional")) or (
+        isinstance(occurrences, list) and bool(occurrences) and occurrences[0] == 0
+    )

@@ -1,0 +1,243 @@
+"""YAML in and out: ruamel round-trip so comments and key order survive, atomic writes."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import os
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from unfurl_lite.errors import InputError, Problem
+
+if TYPE_CHECKING:
+    from ruamel.yaml import YAML
+
+MAX_FILE_BYTES = 20 * 1024 * 1024
+
+
+def _round_trip() -> YAML:
+    from ruamel.yaml import YAML
+
+    yaml = YAML(typ="rt")
+    yaml.preserve_quotes = True
+    yaml.width = 80  # as Unfurl writes, so records wrap where its records wrap
+    yaml.indent(mapping=2, sequence=2, offset=0)
+    return yaml
+
+
+def parse(text: str, filename: str) -> Any:
+    """Parse YAML text; syntax errors become an InputError naming file, line and column."""
+    from ruamel.yaml.constructor import DuplicateKeyError
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+    from unfurl_lite.load import guard
+
+    guard.check_text(text, filename)
+    guard.check_aliases(text, filename)
+    try:
+        document = _round_trip().load(text)
+    except RecursionError:
+        raise InputError(
+            Problem(
+                f"nested more than {guard.MAX_DEPTH} levels deep",
+                file=filename,
+                hint="flatten the document",
+            )
+        ) from None
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        duplicate = isinstance(exc, DuplicateKeyError)
+        raise InputError(
+            Problem(
+                f"{'duplicate key' if duplicate else 'YAML syntax error'}: "
+                f"{exc.problem or exc.context}",
+                file=filename,
+                line=mark.line + 1 if mark else None,
+                column=mark.column + 1 if mark else None,
+                hint="each key may appear only once in a mapping: rename or remove one"
+                if duplicate
+                else "fix the YAML syntax at that line",
+            )
+        ) from None
+    except YAMLError as exc:
+        raise InputError(Problem(f"YAML error: {exc}", file=filename)) from None
+    except (ValueError, IndexError, OverflowError) as exc:  # ruamel failing on e.g. "-_"
+        raise InputError(Problem(
+            f"a value could not be read: {exc}", file=filename,
+            hint="quote values meant as strings (a lone sign with underscores reads as a number)",
+        )) from None
+    guard.check(document, filename)
+    return document
+
+
+def load_file(path: Path) -> Any:
+    return parse(read_text(path), str(path))
+
+
+def read_text(path: Path) -> str:
+    """The file's text, refusing what cannot be an ensemble before any parser sees it."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise InputError(
+                Problem(
+                    f"file is too large ({size} bytes, at most {MAX_FILE_BYTES})",
+                    file=str(path),
+                )
+            )
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(Problem("file not found", file=str(path))) from None
+    except IsADirectoryError:
+        raise InputError(Problem("is a directory, expected a YAML file", file=str(path))) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(Problem(f"not UTF-8 text (byte {exc.start})", file=str(path))) from None
+    if "\x00" in text:
+        raise InputError(Problem("binary data (NUL byte), not YAML", file=str(path)))
+    return text
+
+
+def parse_plain(text: str) -> Any:
+    """Plain dicts and lists through ruamel's C parser: several times faster than the round
+    trip, with the same YAML 1.2 rules and duplicate-key check, but no comments or line
+    numbers. Raises ruamel's YAMLError; callers that need a located error re-parse with
+    :func:`parse`."""
+    from unfurl_lite.load import plainyaml
+
+    try:
+        return plainyaml.load(text)
+    except (plainyaml.Unsupported, ImportError):
+        pass
+    from ruamel.yaml import YAML
+
+    return YAML(typ="safe", pure=False).load(text)
+
+
+def dump(data: Any) -> str:
+    from unfurl_lite.record import emit
+
+    fast = emit.dump(data)
+    if fast is not None:
+        return fast
+    stream = io.StringIO()
+    _round_trip().dump(data, stream)
+    return stream.getvalue()
+
+
+_TEMP_COUNTER = itertools.count()
+
+
+def temp_file(directory: Path, prefix: str) -> tuple[int, str]:
+    """A new private file (0600) in ``directory``, opened for writing: like
+    tempfile.mkstemp, without importing tempfile (and shutil, random) on every command."""
+    while True:
+        unique = f"{os.getpid()}-{threading.get_ident()}-{next(_TEMP_COUNTER)}"
+        name = directory / f"{prefix}{unique}.tmp"
+        try:
+            return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), str(name)
+        except FileExistsError:  # left by a crashed process that had our pid
+            continue
+
+
+def _named(exc: OSError, path: Path) -> OSError:
+    """A write error names the file it was for (``write()`` errors name none)."""
+    if exc.filename is None or str(exc.filename).endswith(".tmp"):
+        exc.filename = str(path)
+    return exc
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write so that a crash, a full disk or a read-only directory at any instant leaves
+    either the old or the new file (and no temp file)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = temp_file(path.parent, f".{path.name}.")
+    except OSError as exc:
+        raise _named(exc, path) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise _named(exc, path) from None
+        raise
+    _fsync_dir(path.parent)
+
+
+def atomic_append(path: Path, text: str) -> None:
+    """Append whole lines with one write and fsync, so a reader never sees half a line
+    (a full disk may still tear the last one: readers skip it, appends close it)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except OSError as exc:
+        raise _named(exc, path) from None
+
+
+def append_lines(path: Path, text: str) -> None:
+    """Append whole lines, as :func:`atomic_append`, always starting on a fresh line: a
+    torn last line (a crash or a full disk mid-write) is first closed with a cell that
+    marks it damaged, so readers skip it instead of reading the next record into it."""
+    torn = False
+    try:
+        with open(path, "rb") as handle:
+            if handle.seek(0, os.SEEK_END) > 0:
+                handle.seek(-1, os.SEEK_END)
+                torn = handle.read(1) != b"\n"
+    except FileNotFoundError:
+        pass
+    atomic_append(path, ("\tDAMAGED\n" if torn else "") + text)
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def to_plain(data: Any) -> Any:
+    """Deep-copy ruamel containers into plain dicts and lists (for JSON, hashing, jinja)."""
+    if isinstance(data, dict):
+        return {str(k): to_plain(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [to_plain(v) for v in data]
+    if isinstance(data, str):
+        return str(data)
+    return data
+
+
+def location(node: Any, key: Any = None) -> tuple[int | None, int | None]:
+    """1-based (line, column) of a mapping key or sequence item, or of the node itself."""
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+    if not isinstance(node, CommentedMap | CommentedSeq):
+        return None, None
+    try:
+        if key is not None:
+            if isinstance(node, CommentedMap):
+                line, col = node.lc.key(key)
+            else:
+                line, col = node.lc.item(key)
+        else:
+            line, col = node.lc.line, node.lc.col
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return None, None
+    if line is None:
+        return None, None
+    return line + 1, (col + 1 if col is not None else None)

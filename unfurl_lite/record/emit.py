@@ -1,0 +1,214 @@
+"""A fast writer for the plain data a job records, byte for byte what ``yamlio.dump`` writes.
+
+ruamel's round-trip emitter is pure Python and walks an event stream: at 10 000 instances
+the status section and the job files took longer to dump than the whole job took to run.
+Records are simple data (mappings with name-like keys, lists, short ASCII strings, ints,
+booleans), so this writer lays them out directly with ruamel's rules for block style,
+quoting and line folding. Anything outside that subset (floats, dates, non-ASCII or
+multi-line strings, lists of lists) makes :func:`dump` return None and the caller uses
+ruamel: the bytes written never depend on which writer ran. Round-trip containers
+(which may carry comments) are left to ruamel too.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+WIDTH = 80  # yamlio's ruamel width, which is Unfurl's
+_INDICATORS = frozenset("#,[]{}&*!|>'\"%@`")
+_RUNS = re.compile("( +)")  # words and the runs of spaces between them
+_PRINTABLE = frozenset(chr(c) for c in range(0x20, 0x7F))
+
+
+class _GiveUp(Exception):
+    """The data has a shape this writer does not reproduce exactly."""
+
+
+class _Writer:
+    __slots__ = ("column", "parts", "whitespace")
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.column = 0
+        self.whitespace = True
+
+    def put(self, text: str) -> None:
+        self.parts.append(text)
+        self.column += len(text)
+
+    def newline(self, indent: int) -> None:
+        self.parts.append("\n" + " " * indent)
+        self.column = indent
+        self.whitespace = True
+
+
+def dump(data: Any) -> str | None:
+    """The YAML text of a non-empty mapping, or None if only ruamel can write it exactly."""
+    if type(data) is not dict or not data:
+        return None
+    writer = _Writer()
+    try:
+        _mapping(writer, data, 0)
+    except _GiveUp:
+        return None
+    writer.parts.append("\n")
+    return "".join(writer.parts)
+
+
+def _mapping(w: _Writer, mapping: dict[Any, Any], indent: int) -> None:
+    first = True
+    for key, value in mapping.items():
+        if not first:
+            w.newline(indent)
+        first = False
+        if not isinstance(key, str) or len(key) > WIDTH or _style(key) != "plain":
+            raise _GiveUp
+        w.put(key + ":")
+        w.whitespace = False
+        if value is None:
+            continue
+        kind = type(value)
+        if kind is dict:
+            if not value:
+                w.put(" {}")
+                continue
+            w.newline(indent + 2)
+            _mapping(w, value, indent + 2)
+        elif kind is list:
+            if not value:
+                w.put(" []")
+                continue
+            w.newline(indent)
+            _sequence(w, value, indent)
+        else:
+            _scalar(w, value, indent + 2)
+
+
+def _sequence(w: _Writer, items: list[Any], indent: int) -> None:
+    for index, item in enumerate(items):
+        if index:
+            w.newline(indent)
+        w.put("-")
+        w.whitespace = False
+        kind = type(item)
+        if item is None:
+            w.put(" ")
+        elif kind is dict:
+            w.put(" ")
+            if item:
+                _mapping(w, item, indent + 2)
+            else:
+                w.put("{}")
+        elif kind is list:
+            if item:
+                raise _GiveUp
+            w.put(" []")
+        else:
+            _scalar(w, item, indent + 2)
+
+
+def _scalar(w: _Writer, value: Any, indent: int) -> None:
+    if value is True or value is False:
+        w.put(" true" if value else " false")
+    elif type(value) is int:
+        w.put(f" {value}")
+    elif type(value) is float and _plain_float(value):
+        w.put(f" {value!r}")
+    elif type(value) is str:
+        style = _style(value)
+        if style == "plain":
+            _plain(w, value, indent)
+        elif style == "single":
+            _single_quoted(w, value, indent)
+        else:
+            raise _GiveUp
+    else:
+        raise _GiveUp
+    w.whitespace = False
+
+
+def _plain_float(value: float) -> bool:
+    """Finite floats whose repr ruamel writes unchanged (0.004, 12.5; not 1e-05 or inf)."""
+    text = repr(value)
+    return "." in text and "e" not in text and "n" not in text
+
+
+@lru_cache(maxsize=65536)
+def _style(text: str) -> str:
+    """'plain', 'single' (quoted) or 'other' (left to ruamel), as ruamel would choose."""
+    if not text or not _PRINTABLE.issuperset(text):
+        return "single" if text == "" else "other"
+    plain = not (
+        text[0] == " "
+        or text[-1] == " "
+        or text.startswith(("---", "..."))
+        or _has_block_indicator(text)
+        or not _resolves_to_str(text)
+    )
+    if plain:
+        return "plain"
+    return "other" if "'" in text else "single"  # ruamel double-quotes those
+
+
+def _has_block_indicator(text: str) -> bool:
+    first = text[0]
+    followed_by_space = len(text) == 1 or text[1] == " "
+    if first in _INDICATORS or (first in "?:-" and followed_by_space):
+        return True
+    return ": " in text or " #" in text or text.endswith(":")
+
+
+def _resolves_to_str(text: str) -> bool:
+    from unfurl_lite.load.plainyaml import implicit_type
+
+    return implicit_type(text) == "str"
+
+
+def _plain(w: _Writer, text: str, indent: int) -> None:
+    """ruamel's folding of plain scalars: a word that would pass the width starts a line,
+    and a single space once past it becomes the line break."""
+    if not w.whitespace:
+        w.put(" ")
+    w.whitespace = False
+    if w.column + len(text) <= WIDTH:  # fits: no fold point can trigger
+        w.put(text)
+        return
+    for token in _RUNS.split(text):
+        if not token:
+            continue
+        if token[0] == " ":
+            if len(token) == 1 and w.column >= WIDTH:
+                w.newline(indent)
+                w.whitespace = False
+            else:
+                w.put(token)
+        else:
+            if len(token) + w.column > WIDTH and w.column > indent:
+                w.newline(indent)
+                w.whitespace = False
+            w.put(token)
+
+
+def _single_quoted(w: _Writer, text: str, indent: int) -> None:
+    """ruamel's folding of single-quoted scalars: a single space past the width breaks."""
+    w.put("'" if w.whitespace else " '")
+    quoted = text.replace("'", "''")
+    if w.column + len(quoted) + 1 <= WIDTH:  # fits: no fold point can trigger
+        w.put(quoted + "'")
+        return
+    position = 0
+    for token in _RUNS.split(text):
+        if not token:
+            continue
+        if token[0] == " ":
+            inside = position != 0 and position + len(token) != len(text)
+            if len(token) == 1 and w.column > WIDTH and inside:
+                w.newline(indent)
+            else:
+                w.put(token)
+        else:
+            w.put(token.replace("'", "''"))
+        position += len(token)
+    w.put("'")

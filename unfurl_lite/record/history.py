@@ -1,0 +1,532 @@
+"""A deployment's history from what is committed: jobs.tsv, the job files, and git.
+
+Nothing here reads a local cache, so a fresh clone has the whole history. jobs.tsv is read
+once, as a stream; each job's workflow comes from the head of its ``jobs/`` file (Unfurl's
+job line has no workflow field); one ``git log`` over the job files finds the commit that
+recorded each job.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from unfurl_lite.errors import UnfurlLiteError
+from unfurl_lite.model import changeid
+from unfurl_lite.record import layout, records
+
+
+class HistoryError(UnfurlLiteError):
+    """A changeId or filter that names nothing in the history."""
+
+
+@dataclass(frozen=True)
+class Commit:
+    hexsha: str
+    author: str
+    email: str
+    date: str  # ISO 8601, as git gives it
+    subject: str
+
+
+@dataclass
+class TaskLine:
+    """One task line of jobs.tsv."""
+
+    change_id: str
+    status: str
+    target: str  # instance name, without Unfurl's leading ``::``
+    operation: str
+    digest_keys: str
+    digest_value: str
+    summary: str
+    previous_id: str = ""
+
+
+@dataclass
+class JobRecord:
+    """One job: its jobs.tsv line and task lines, joined with its job file and commit."""
+
+    change_id: str
+    status: str
+    start_time: str
+    summary: str
+    spec_digest: str = ""
+    start_commit: str = ""
+    previous_id: str = ""
+    changelog: str = ""
+    tasks: list[TaskLine] = field(default_factory=list)
+    workflow: str = ""
+    job_file: Path | None = None
+    commit: Commit | None = None
+    state: str = ""  # "cancelled" for a cancelled job, "started" for one still running
+
+    @property
+    def shown_status(self) -> str:
+        """What a user reads as the job's outcome: a cancelled job is not "ok"."""
+        return self.state if self.state in ("cancelled", "started") else self.status
+
+    @property
+    def prefix(self) -> str:
+        return self.change_id[:8]
+
+    @property
+    def time(self) -> datetime:
+        return changeid.decode(self.change_id)
+
+    @property
+    def targets(self) -> set[str]:
+        return {t.target for t in self.tasks}
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "changeId": self.change_id,
+            "time": iso(self.time),
+            "workflow": self.workflow or None,
+            "state": self.state or None,
+            "status": self.shown_status,
+            "summary": self.summary,
+            "commit": self.commit.hexsha if self.commit else None,
+            "author": self.commit.author if self.commit else None,
+            "committed": self.commit.date if self.commit else None,
+            "startCommit": self.start_commit or None,
+            "specDigest": self.spec_digest or None,
+            "jobFile": str(self.job_file) if self.job_file else None,
+            "changelog": self.changelog or None,
+            "tasks": [
+                {
+                    "changeId": t.change_id,
+                    "target": t.target,
+                    "operation": t.operation,
+                    "status": t.status,
+                }
+                for t in self.tasks
+            ],
+        }
+
+
+def iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# ------------------------------------------------------------------------------ jobs.tsv
+
+
+def _task_line(record: dict[str, str]) -> TaskLine:
+    return TaskLine(
+        change_id=record["changeId"],
+        status=record.get("status", ""),
+        target=record.get("target", "").removeprefix("::"),
+        operation=record.get("operation", ""),
+        digest_keys=record.get("digestKeys", ""),
+        digest_value=record.get("digestValue", ""),
+        summary=record.get("summary", ""),
+        previous_id=record.get("previousId", ""),
+    )
+
+
+def read_jobs(jobs_tsv: Path) -> Iterator[JobRecord]:
+    """Jobs in file (= time) order, each with its task lines; one pass over the file."""
+    current: JobRecord | None = None
+    for record in records.read_jobs_tsv(jobs_tsv):
+        cid = record["changeId"]
+        if not changeid.is_changeid(cid):
+            continue
+        if cid.endswith("0000"):
+            if current is not None:
+                yield current
+            current = JobRecord(
+                change_id=cid,
+                status=record.get("status", ""),
+                start_time=record.get("startTime", ""),
+                summary=record.get("summary", ""),
+                spec_digest=record.get("specDigest", ""),
+                start_commit=record.get("startCommit", ""),
+                previous_id=record.get("previousId", ""),
+                changelog=record.get("changelog", ""),
+            )
+        elif current is not None and cid[:8] == current.prefix:
+            current.tasks.append(_task_line(record))
+    if current is not None:
+        yield current
+
+
+# ----------------------------------------------------------------------------- job files
+
+_WORKFLOW = re.compile(r"^\s*workflow:\s*['\"]?([\w.-]+)")
+_STATE = re.compile(r"^\s*state:\s*['\"]?(cancelled|cancelling)\b")
+
+
+def job_file_of(root: Path, job: JobRecord) -> Path | None:
+    """``jobs/job<start>-<prefix>.yaml``, else any job file with the prefix, else the changelog."""
+    if job.start_time:
+        path = root / records.JOBS_DIR / records.job_file_name(job.start_time[:19], job.prefix)
+        if path.exists():
+            return path
+    found = sorted((root / records.JOBS_DIR).glob(f"job*-{job.prefix}.yaml"))
+    if found:
+        return found[0]
+    if job.changelog and (root / job.changelog).exists():
+        return root / job.changelog
+    return None
+
+
+def workflow_of(path: Path) -> str:
+    """The workflow of the job record, the file's first change; only its head is read."""
+    return _head_of(path)[0]
+
+
+def _head_of(path: Path) -> tuple[str, str]:
+    """(workflow, state) of the job record's first change; only its head is read."""
+    entries = 0
+    workflow = state = ""
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            if line.startswith("- "):
+                entries += 1
+                if entries > 1:
+                    break
+            if entries != 1:
+                continue
+            if not workflow and (match := _WORKFLOW.match(line)):
+                workflow = match.group(1)
+            elif match := _STATE.match(line):
+                state = "cancelled"
+    return workflow, state
+
+
+def running_jobs(root: Path) -> list[JobRecord]:
+    """Jobs still running (their journal says started and their process is alive), newest
+    first: they reach jobs.tsv only when they end."""
+    from unfurl_lite.record.journal import list_journals
+    from unfurl_lite.record.lock import pid_alive
+
+    found = []
+    for journal in list_journals(root):
+        if journal.state not in ("started", "cancelling") or not pid_alive(journal.pid):
+            continue
+        if not changeid.is_changeid(journal.change_id):
+            continue
+        found.append(JobRecord(
+            change_id=journal.change_id, status="", start_time="",
+            summary=f"running (pid {journal.pid})",
+            workflow=str(journal.data.get("workflow") or ""), state="started",
+        ))  # fmt: skip
+    return list(reversed(found))
+
+
+def _found_by(root: Path, job: JobRecord, instance: str) -> bool:
+    """Did one of the job's tasks report ``instance`` (a discover creating it)? Only
+    jobs that ran a check or discover can have; a quick text search rules most out."""
+    path = job_file_of(root, job)
+    if path is None or f"::{instance}" not in path.read_text(encoding="utf-8"):
+        return False
+    try:
+        entries = load_job_file(path)
+    except HistoryError:
+        return False
+    return any(f"::{instance}" in (entry.get("resources") or []) for entry in entries)
+
+
+def load_job_file(path: Path) -> list[dict[str, Any]]:
+    from ruamel.yaml import YAML
+
+    try:
+        data = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
+    except Exception as exc:  # a damaged job file is reported, not fatal
+        raise HistoryError(f"cannot read {path}: {exc}") from None
+    changes = data.get("changes") if isinstance(data, dict) else None
+    return [c for c in changes or [] if isinstance(c, dict)]
+
+
+# ------------------------------------------------------------------------------------ git
+
+
+def git(root: Path, *args: str, check: bool = True) -> str:
+    """Run git in the ensemble's directory; failures become a clear error."""
+    try:
+        done = subprocess.run(
+            ["git", *args], cwd=root, capture_output=True, text=True, check=False
+        )
+    except FileNotFoundError:
+        raise HistoryError("git is not installed") from None
+    if check and done.returncode != 0:
+        raise HistoryError(f"git {args[0]} failed: {done.stderr.strip()}")
+    return done.stdout if done.returncode == 0 else ""
+
+
+def job_commits(root: Path) -> dict[str, Commit]:
+    """job prefix -> the commit that added its job file (one ``git log`` for all jobs)."""
+    out = git(
+        root,
+        "log",
+        "--diff-filter=A",
+        "--name-only",
+        "--format=%x00%H%x1f%an%x1f%ae%x1f%aI%x1f%s",
+        "--",
+        records.JOBS_DIR,
+        records.CHANGES_DIR,
+        check=False,
+    )
+    commits: dict[str, Commit] = {}
+    for block in out.split("\x00"):
+        if not block.strip():
+            continue
+        head, _, names = block.partition("\n")
+        parts = head.split("\x1f")
+        if len(parts) != 5:
+            continue
+        commit = Commit(*parts)
+        for name in names.split():
+            match = re.search(r"-(A[0-9A-Za-z]{7})\.yaml$", name)
+            if match:
+                # newest first: keep the oldest commit that added the file
+                commits[match.group(1)] = commit
+        subject = re.search(r"\bjob (A[0-9A-Za-z]{7})", commit.subject)
+        if subject and subject.group(1) not in commits:
+            commits[subject.group(1)] = commit
+    return commits
+
+
+# ------------------------------------------------------------------------------- queries
+
+
+@dataclass(frozen=True)
+class Filters:
+    instance: str | None = None
+    since: str | None = None  # a changeId or an ISO date/time
+    workflow: str | None = None
+    limit: int | None = None
+
+
+def since_key(text: str) -> str:
+    """A string that every changeId at or after ``text`` (a changeId or a date) sorts above."""
+    if changeid.is_changeid(text):
+        return str(changeid.parse(text).job)
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise HistoryError(
+            f"--since {text!r} is neither a changeId nor a date",
+            hint="e.g. --since 2026-11-22, --since '2026-11-22 18:30' or --since A6BMIY9e",
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    ticks = changeid.ticks_of(moment)
+    if ticks < 0:
+        return "A"  # before changeIds began: everything
+    try:
+        return str(changeid.ChangeId(ticks, 0))
+    except changeid.ChangeIdError:
+        return "B"  # past the last encodable year: nothing
+
+
+def history(
+    root: Path, jobs_tsv: Path, filters: Filters = Filters(), with_git: bool = True
+) -> list[JobRecord]:
+    """Jobs newest first, filtered; only jobs that pass the cheap filters open their files."""
+    since = since_key(filters.since) if filters.since else None
+    chosen: list[JobRecord] = []
+    for job in read_jobs(jobs_tsv):
+        if since and job.change_id < since:
+            continue
+        if filters.instance and filters.instance not in job.targets \
+                and not _found_by(root, job, filters.instance):
+            continue
+        chosen.append(job)
+    chosen.reverse()
+    result: list[JobRecord] = []
+    if not filters.instance:
+        logged = {j.change_id for j in chosen}
+        chosen[:0] = [
+            j for j in running_jobs(root)
+            if (not since or j.change_id >= since) and j.change_id not in logged
+        ]
+    for job in chosen:
+        if job.state != "started":
+            job.job_file = job_file_of(root, job)
+            job.workflow, job.state = _head_of(job.job_file) if job.job_file else ("", "")
+        if filters.workflow and job.workflow != filters.workflow:
+            continue
+        result.append(job)
+        if filters.limit and len(result) >= filters.limit:
+            break
+    if with_git and result:
+        commits = job_commits(root)
+        for job in result:
+            job.commit = commits.get(job.prefix)
+    return result
+
+
+def find_job(root: Path, jobs_tsv: Path, text: str) -> tuple[JobRecord, TaskLine | None]:
+    """The job a changeId names, and the task line when it names a task."""
+    try:
+        wanted = changeid.parse(text)
+    except changeid.ChangeIdError as exc:
+        raise HistoryError(str(exc), hint="list changeIds with `unfurl history`") from None
+    prefix = str(wanted)[:8]
+    for job in read_jobs(jobs_tsv):
+        if job.prefix != prefix:
+            continue
+        task = None
+        if not wanted.is_job:
+            task = next((t for t in job.tasks if t.change_id == str(wanted)), None)
+            if task is None and not _in_job_file(root, job, str(wanted)):
+                raise HistoryError(f"job {job.change_id} has no task {wanted}")
+        job.job_file = job_file_of(root, job)
+        job.workflow, job.state = _head_of(job.job_file) if job.job_file else ("", "")
+        job.commit = job_commits(root).get(job.prefix)
+        return job, task
+    raise HistoryError(
+        f"no job {prefix} in {jobs_tsv.name}", hint="list changeIds with `unfurl history`"
+    )
+
+
+def _in_job_file(root: Path, job: JobRecord, change_id: str) -> bool:
+    path = job_file_of(root, job)
+    return bool(path) and any(
+        str(c.get("changeId")) == change_id for c in load_job_file(path)  # type: ignore[arg-type]
+    )
+
+
+def job_entries(job: JobRecord) -> list[dict[str, Any]]:
+    return load_job_file(job.job_file) if job.job_file else []
+
+
+def file_at(root: Path, commit: str, path: str) -> str | None:
+    """A file's text at a commit (``path`` relative to ``root``), None if it was not there."""
+    out = subprocess.run(
+        ["git", "show", f"{commit}:./{path}"], cwd=root, capture_output=True, text=True
+    )
+    return out.stdout if out.returncode == 0 else None
+
+
+def ensemble_diff(root: Path, ensemble: str, base: str | None, head: str | None) -> str:
+    """``git diff`` of the ensemble between two commits; head None is the working tree;
+    base None is the commit's own change (its diff against its parent)."""
+    if base is None and head is not None:
+        return git(root, "show", "--format=", "--no-color", head, "--", ensemble)
+    args = ["diff", "--no-color", base or "HEAD"]
+    if head:
+        args.append(head)
+    return git(root, *args, "--", ensemble)
+
+
+def status_at(text: str | None) -> dict[str, dict[str, Any]]:
+    """instance -> {status, state} from an ensemble's text (empty when there is none)."""
+    if not text:
+        return {}
+    from ruamel.yaml import YAML
+
+    try:
+        doc = YAML(typ="safe").load(text)
+    except Exception:
+        return {}
+    instances = ((doc or {}).get("status") or {}).get("instances") or {}
+    found: dict[str, dict[str, Any]] = {}
+    for name, (record, _) in layout.flatten(instances).items():
+        ready = (record or {}).get("readyState") or {}
+        found[str(name)] = {"status": ready.get("local"), "state": ready.get("state")}
+    return found
+
+
+def status_changes(
+    before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]]
+) -> list[dict[str, Any]]:
+    changes = []
+    for name in sorted(set(before) | set(after)):
+        old, new = before.get(name), after.get(name)
+        if old != new:
+            changes.append({"instance": name, "before": old, "after": new})
+    return changes
+
+
+def redact_known(text: str, secrets: Iterable[str]) -> str:
+    from unfurl_lite.expressions.expr import redact_text
+
+    return redact_text(text, {s for s in secrets if s})
+
+
+def written_secrets(text: str | None) -> set[str]:
+    """Secrets written in an ensemble's text, found without loading it: ``{eval: {sensitive:
+    X}}`` anywhere, and the values of inputs and properties whose definitions are sensitive.
+    A diff shows versions of the spec other than the current one (and context lines around
+    what changed), so each version's own secrets must be redacted from it."""
+    if not text:
+        return set()
+    from ruamel.yaml import YAML
+
+    try:
+        doc = YAML(typ="safe").load(text)
+    except Exception:
+        return set()
+    found: set[str] = set()
+    sensitive_names: set[str] = set()
+    _scan_secrets(doc, found, sensitive_names)
+    if sensitive_names:
+        _scan_named(doc, sensitive_names, found)
+    return {s for s in found if s}
+
+
+def _is_sensitive_definition(value: Any) -> bool:
+    from unfurl_lite.load.loader import SENSITIVE_TYPES
+
+    if not isinstance(value, dict):
+        return False
+    metadata = value.get("metadata")
+    flagged = isinstance(metadata, dict) and metadata.get("sensitive") is True
+    return flagged or value.get("type") in SENSITIVE_TYPES
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, str | int | float) and not isinstance(value, bool)
+
+
+def _scan_secrets(node: Any, found: set[str], names: set[str]) -> None:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "sensitive" and _scalar(value):
+                found.add(str(value))
+            if _is_sensitive_definition(value):
+                names.add(str(key))
+                for field in ("default", "value"):
+                    found |= _literals(value.get(field))
+            _scan_secrets(value, found, names)
+    elif isinstance(node, list):
+        for item in node:
+            _scan_secrets(item, found, names)
+
+
+def _literals(value: Any) -> set[str]:
+    """The literal text in a sensitive value, e.g. the fallback of ``{eval: {get_env: [NAME,
+    fallback]}}`` (the variable's name is not secret)."""
+    if _scalar(value):
+        return {str(value)}
+    if isinstance(value, dict):
+        found: set[str] = set()
+        for key, item in value.items():
+            if key == "get_env" and isinstance(item, list):
+                item = item[1:]
+            found |= _literals(item)
+        return found
+    if isinstance(value, list):
+        return {text for item in value for text in _literals(item)}
+    return set()
+
+
+def _scan_named(node: Any, names: set[str], found: set[str]) -> None:
+    """Scalar values given under a sensitive input's or property's name (over-redacting a
+    same-named value elsewhere is the safe mistake)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if str(key) in names and _scalar(value):
+                found.add(str(value))
+            _scan_named(value, names, found)
+    elif isinstance(node, list):
+        for item in node:
+            _scan_named(item, names, found)

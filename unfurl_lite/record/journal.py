@@ -1,0 +1,356 @@
+"""The in-progress job file: what a job has done so far, kept current at every task
+transition, so a job killed at any instant leaves an exact record for ``resume``.
+
+It sits beside the job's record as ``jobs/journal<time>-<id>.yaml`` and holds what
+the records do not: the workflow and options to plan again (against the instance status
+the job started from, so tasks keep their numbers), every task's state, and the
+instances' status as of the last transition. The ensemble itself is only written when
+the job is recorded; until then the journal is the truth.
+
+The file is written once whole (atomically) when the job starts, then each transition
+appends one line to its ``.events`` log: the task's record and the instances it touched.
+Each line is written before the transition takes effect (so killing the process loses
+nothing) and reaches the disk within 0.1 s (see :class:`journal_format.EventLog`).
+Rewriting the whole journal at every transition cost O(N) per task, O(N^2) per job
+(see journal_format.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from unfurl_lite.expressions.expr import REDACTED, Sensitive, redact
+from unfurl_lite.load import yamlio
+from unfurl_lite.load.loader import Ensemble, _instance
+from unfurl_lite.model import changeid
+from unfurl_lite.model.entities import Instance, NodeState, Status
+from unfurl_lite.record import journal_format, records
+from unfurl_lite.run.job import (
+    JobOptions,
+    JobResult,
+    JobState,
+    Observer,
+    TaskRun,
+    TaskState,
+    previous_job_id,
+)
+from unfurl_lite.run.operations.base import OperationResult
+
+PREFIX = "journal"
+SYNC_INTERVAL = 0.1  # seconds between forced writes of the events to disk
+VERSION = 1
+
+
+def journal_path(root: Path, job_id: str) -> Path:
+    label = changeid.job_time_label(changeid.parse(job_id))
+    return root / records.JOBS_DIR / f"{PREFIX}{label}-{job_id[:8]}.yaml"
+
+
+def snapshot_instances(instances: dict[str, Instance], secrets: set[str]) -> dict[str, Any]:
+    return {
+        name: yamlio.to_plain(records.instance_record(i, None, None, secrets))
+        for name, i in list(instances.items())
+    }
+
+
+def restore_instances(data: dict[str, Any]) -> dict[str, Instance]:
+    return {name: _instance(name, dict(record)) for name, record in (data or {}).items()}
+
+
+def _plain_options(options: dict[str, Any]) -> dict[str, Any]:
+    return json.loads(json.dumps(options, default=list))
+
+
+class Journal(Observer):
+    """Observes one job and keeps its journal file current."""
+
+    def __init__(
+        self,
+        ensemble: Ensemble,
+        options: JobOptions,
+        plan_options: dict[str, Any],
+        start_instances: dict[str, Instance] | None = None,
+        resumes: str | None = None,
+        on_job_id: Any = None,
+    ) -> None:
+        from unfurl_lite.expressions.context import spec_secrets
+
+        self.root = ensemble.project_root
+        self.options = options
+        self.secrets: set[str] = spec_secrets(ensemble.topology)
+        self.data: dict[str, Any] = {
+            "journal": VERSION,
+            "changeId": None,
+            "previousId": resumes or previous_job_id(ensemble),
+            "resumes": resumes,
+            "workflow": options.workflow,
+            "planOptions": _plain_options(plan_options),
+            "jobOptions": {
+                "retries": options.retries,
+                "jobs": options.jobs,
+                "commit": options.commit,
+                "jobexitcode": options.jobexitcode,
+                "envPassthrough": options.env_passthrough,
+                "recorded": _plain_options(options.recorded),
+            },
+            "pid": os.getpid(),
+            "state": str(JobState.started),
+            "recorded": False,
+            "ensemble": ensemble.path.name,
+            "specDigest": records.spec_digest(ensemble.spec),
+            "startInstances": snapshot_instances(
+                start_instances if start_instances is not None else ensemble.instances,
+                self.secrets,
+            ),
+        }
+        self.path: Path | None = None
+        self.instances: dict[str, Instance] = {}
+        self.runs: list[TaskRun] = []
+        self.lock = threading.Lock()
+        self.on_job_id = on_job_id
+        self.known: set[str] = set()  # instances whose record the file already holds
+        self.seq = 0  # events appended so far
+        self.events: journal_format.EventLog | None = None
+        self.written: tuple[dict[str, Any], list[dict[str, Any]]] | None = None
+
+    # -- Observer hooks
+
+    def secrets_known(self, secrets: set[str]) -> None:
+        """Share the job's live set: every event is redacted with what is known when it
+        is written, which includes the inputs of the task it reports."""
+        with self.lock:
+            secrets.update(self.secrets)
+            self.secrets = secrets
+
+    def job_started(self, job_id: str, instances: dict[str, Instance], runs: list[TaskRun]) -> None:
+        self.data["changeId"] = job_id
+        self.path = journal_path(self.root, job_id)
+        journal_format.private_directory(self.path.parent)
+        self.instances, self.runs = instances, runs
+        if self.on_job_id is not None:
+            self.on_job_id(job_id)
+        self.write()
+
+    def task_changed(self, run: TaskRun) -> None:
+        if self.path is None:
+            return
+        with self.lock:
+            task = run.task
+            touched = {task.target, task.source, task.peer}
+            if run.result is not None:
+                touched.update(str(r.get("name") or "") for r in run.result.resources)
+            if len(self.known) < len(self.instances):  # instances created since the last write
+                touched.update(n for n in list(self.instances) if n not in self.known)
+            names = [n for n in touched if n and n in self.instances]
+            self.known.update(names)
+            full = run.result is not None or run.state not in (TaskState.sent, TaskState.started)
+            event = {
+                "task": task_record(run, self.secrets) if full else task_progress(run),
+                "instances": snapshot_instances(
+                    {n: self.instances[n] for n in names}, self.secrets
+                ),
+            }
+            self._append_locked(event)
+
+    def job_changed(self, state: JobState) -> None:
+        self.data["state"] = str(state)
+        self._append({"state": str(state)})
+
+    def _append(self, event: dict[str, Any]) -> None:
+        if self.path is None:
+            return
+        with self.lock:
+            self._append_locked(event)
+
+    def _append_locked(self, event: dict[str, Any]) -> None:
+        assert self.path is not None
+        self.seq += 1
+        if self.events is None:
+            self.events = journal_format.EventLog(self.path, SYNC_INTERVAL)
+        self.events.append(event, self.seq)
+
+    # -- the end of the job
+
+    def finished(self, result: JobResult) -> None:
+        self.data["state"] = str(result.state)
+        self.data["status"] = str(result.status)
+        self.secrets = result.secrets
+        self.write()
+
+    def mark_recorded(self) -> None:
+        self.data["recorded"] = True
+        self.write(unchanged_since_last=True)
+
+    def write(self, unchanged_since_last: bool = False) -> None:
+        """The whole journal, atomically: at the start and the end of the job. Once the
+        job has finished nothing but ``data`` changes, so the last snapshot serves again."""
+        if self.path is None:
+            return
+        with self.lock:
+            data = dict(self.data)
+            if unchanged_since_last and self.written is not None:
+                data["instances"], data["tasks"] = self.written
+            else:
+                data["instances"] = snapshot_instances(self.instances, self.secrets)
+                data["tasks"] = [task_record(r, self.secrets) for r in list(self.runs)]
+            self.written = (data["instances"], data["tasks"])
+            self.known = set(data["instances"])
+            if self.events is not None:
+                self.events.close()
+                self.events = None
+            journal_format.write_journal(self.path, data, self.seq)
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment else None
+
+
+def task_progress(run: TaskRun) -> dict[str, Any]:
+    """What changes between sending a task and its outcome (``sent``, ``started``): the
+    full record went with ``sending`` and comes again with the outcome, and fold merges
+    the fields in between."""
+    task = run.task
+    return {
+        "number": task.number,
+        "target": task.target,
+        "operation": task.operation.qualified_name if task.operation else None,
+        "state": str(run.state),
+        "changeId": run.change_id,
+        "attempts": run.attempts,
+        "startedAt": _iso(run.started_at),
+        "worker": run.worker,
+        "priorState": str(run.prior_state) if run.prior_state else None,
+        "previousId": run.previous_id,
+    }
+
+
+def task_record(run: TaskRun, secrets: set[str]) -> dict[str, Any]:
+    task = run.task
+    record: dict[str, Any] = {
+        "number": task.number,
+        "target": task.target,
+        "operation": task.operation.qualified_name if task.operation else None,
+        "state": str(run.state),
+        "changeId": run.change_id,
+        "previousId": run.previous_id,
+        "attempts": run.attempts,
+        "status": str(run.status) if run.status else None,
+        "changed": run.changed,
+        "priorState": str(run.prior_state) if run.prior_state else None,
+        "startedAt": _iso(run.started_at),
+        "endedAt": _iso(run.ended_at),
+        "message": redact(run.message, secrets) if run.message else None,
+        "carried": run.carried,
+        "interrupted": run.interrupted,
+        "retries": redact(list(run.retries), secrets),
+        "worker": run.worker,
+        "inputs": yamlio.to_plain(redact(run.inputs, secrets)),
+    }
+    if run.result is not None:
+        record["result"] = {
+            "success": run.result.success,
+            "modified": run.result.modified,
+            "error": redact(run.result.error, secrets) if run.result.error else None,
+            "outputs": yamlio.to_plain(redact(run.result.outputs, secrets)),
+            "attributes": yamlio.to_plain(redact(run.result.attributes, secrets)),
+        }
+    return record
+
+
+# ----------------------------------------------------------------------- reading back
+
+
+@dataclass
+class JournalFile:
+    path: Path
+    data: dict[str, Any]
+
+    @property
+    def change_id(self) -> str:
+        return str(self.data.get("changeId") or "")
+
+    @property
+    def state(self) -> str:
+        return str(self.data.get("state") or "")
+
+    @property
+    def pid(self) -> int:
+        return int(self.data.get("pid") or -1)
+
+    @property
+    def recorded(self) -> bool:
+        return bool(self.data.get("recorded"))
+
+    @property
+    def tasks(self) -> list[dict[str, Any]]:
+        return list(self.data.get("tasks") or [])
+
+
+def read_journal(path: Path) -> JournalFile:
+    data = journal_format.read_journal(path)
+    if data is None:  # written whole as YAML by an older version
+        data = yamlio.to_plain(yamlio.load_file(path)) or {}
+    return JournalFile(path, data)
+
+
+def list_journals(root: Path) -> list[JournalFile]:
+    """Every journal under jobs/, oldest first (changeIds sort by time)."""
+    found = []
+    for path in sorted((root / records.JOBS_DIR).glob(f"{PREFIX}*.yaml")):
+        journal = read_journal(path)
+        if journal.change_id:
+            found.append(journal)
+    return sorted(found, key=lambda j: j.change_id)
+
+
+def _unredact(value: Any) -> Any:
+    if value == REDACTED:
+        return Sensitive(REDACTED)
+    if isinstance(value, dict):
+        return {k: _unredact(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unredact(v) for v in value]
+    return value
+
+
+def _datetime(text: Any) -> datetime | None:
+    return datetime.fromisoformat(text) if text else None
+
+
+def restore_run(run: TaskRun, record: dict[str, Any]) -> TaskRun:
+    """Fill a fresh TaskRun (of the re-planned task) from its journal record."""
+    from unfurl_lite.run.job import TaskState
+
+    run.state = TaskState(record["state"])
+    run.change_id = record.get("changeId")
+    run.previous_id = record.get("previousId")
+    run.attempts = int(record.get("attempts") or 0)
+    status = str(record.get("status"))
+    run.status = Status(status) if status in Status.__members__ else None
+    run.changed = bool(record.get("changed"))
+    prior = str(record.get("priorState"))
+    run.prior_state = NodeState(prior) if prior in NodeState.__members__ else None
+    run.started_at = _datetime(record.get("startedAt"))
+    run.ended_at = _datetime(record.get("endedAt"))
+    run.message = record.get("message")
+    run.carried = bool(record.get("carried"))
+    run.interrupted = record.get("interrupted")
+    run.retries = list(record.get("retries") or [])
+    run.worker = record.get("worker")
+    run.inputs = _unredact(record.get("inputs") or {})
+    result = record.get("result")
+    if result:
+        run.result = OperationResult(
+            success=bool(result.get("success")),
+            modified=result.get("modified"),
+            error=result.get("error"),
+            outputs=dict(result.get("outputs") or {}),
+            attributes=dict(result.get("attributes") or {}),
+        )
+    return run

@@ -1,0 +1,184 @@
+"""The journal's file format: a YAML document whose values are JSON, plus an event log.
+
+Each top-level key sits on one line as ``key: <JSON>`` (JSON is valid YAML flow style, so
+any YAML reader still reads the file); it is only ever replaced atomically, so it is valid
+YAML at every instant. Task transitions go to a sibling ``.events`` file, one JSON line
+each, appended in O(1); JSON is two orders of magnitude faster than ruamel's round trip.
+A line torn by SIGKILL mid-write is ignored by the reader, so the journal is exact up to
+the last complete transition. Events carry a sequence number and the whole file records
+the last one it already holds, so a crash between the two writes never replays old
+events over newer state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from unfurl_lite.load import yamlio
+
+EVENTS = "events"
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def events_path(path: Path) -> Path:
+    return path.with_suffix(".events")
+
+
+def write_journal(path: Path, data: dict[str, Any], seq: int = 0) -> None:
+    """The whole journal, atomically, holding every event up to ``seq``."""
+    data = {**data, "eventSeq": seq}
+    lines = [f"{key}: {_json(value)}" for key, value in data.items() if key != EVENTS]
+    lines.append(f"{EVENTS}:")
+    private_directory(path.parent)
+    yamlio.atomic_write(path, "\n".join(lines) + "\n")  # a private (0600) file
+    events_path(path).unlink(missing_ok=True)
+
+
+def private_directory(directory: Path) -> None:
+    """jobs/ holds the journals of running jobs: readable by their owner only (0700)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    if directory.stat().st_mode & 0o077:
+        os.chmod(directory, 0o700)
+
+
+class EventLog:
+    """The open ``.events`` file of one journal, with a group commit.
+
+    Each event is written (and flushed to the kernel) before its transition takes effect,
+    so killing the process loses nothing. Forcing it to disk is batched: at most one fsync
+    per ``sync_interval``, and a timer makes sure the last events reach the disk within
+    that interval even when no transition follows, so a power cut loses at most that much.
+    An fsync per transition, and reopening the file for each, were a third of a large job.
+    """
+
+    def __init__(self, journal: Path, sync_interval: float = 0.1) -> None:
+        self.path = events_path(journal)
+        self.sync_interval = sync_interval
+        self.handle: TextIO | None = None
+        self.synced = 0.0  # monotonic time of the last fsync
+        self.timer: threading.Timer | None = None
+        self.lock = threading.Lock()
+
+    def append(self, event: dict[str, Any], seq: int) -> None:
+        with self.lock:
+            try:
+                if self.handle is None:
+                    fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                    os.fchmod(fd, 0o600)
+                    self.handle = open(fd, "a", encoding="utf-8")  # noqa: SIM115
+                self.handle.write(_json({"seq": seq, **event}) + "\n")  # one line per write
+                self.handle.flush()
+            except OSError as exc:
+                exc.filename = exc.filename or str(self.path)
+                raise
+            if time.monotonic() - self.synced >= self.sync_interval:
+                self._sync_locked()
+            elif self.timer is None:
+                self.timer = threading.Timer(self.sync_interval, self._sync)
+                self.timer.daemon = True
+                self.timer.start()
+
+    def _sync(self) -> None:
+        with self.lock:
+            self.timer = None
+            with contextlib.suppress(OSError):  # on the timer's thread: the job's next
+                self._sync_locked()  # write (or the final one) meets and reports it
+
+    def _sync_locked(self) -> None:
+        if self.handle is not None:
+            os.fsync(self.handle.fileno())
+        self.synced = time.monotonic()
+
+    def close(self) -> None:
+        """Before the journal is rewritten whole (which removes this file)."""
+        with self.lock:
+            if self.timer is not None:
+                self.timer.cancel()
+                self.timer = None
+            if self.handle is not None:
+                handle, self.handle = self.handle, None
+                with contextlib.suppress(OSError):  # a full disk: already reported
+                    handle.close()
+
+
+def fold(data: dict[str, Any], event: dict[str, Any]) -> None:
+    """Apply one event to the journal's data: later fields replace earlier ones (an event
+    in flight carries only the fields that changed)."""
+    task = event.get("task")
+    if isinstance(task, dict):
+        tasks = data.setdefault("tasks", [])
+        for index, known in enumerate(tasks):
+            if known.get("number") == task.get("number"):
+                tasks[index] = {**known, **task}
+                break
+        else:
+            tasks.append(task)
+    instances = event.get("instances")
+    if isinstance(instances, dict):
+        data.setdefault("instances", {}).update(instances)
+    for key, value in event.items():
+        if key not in ("task", "instances"):
+            data[key] = value
+
+
+def read_journal(path: Path) -> dict[str, Any] | None:
+    """The journal's data with every complete event folded in; None if the file is not
+    in this format (an older journal, written whole as block YAML)."""
+    text = path.read_text(encoding="utf-8")
+    data: dict[str, Any] = {}
+    lines = text.split("\n")
+    complete = lines[:-1]  # the part after the last newline is torn or empty
+    in_events = False
+    events: list[dict[str, Any]] = []
+    for line in complete:
+        if in_events:
+            if not line.startswith("- "):
+                return None
+            try:
+                events.append(json.loads(line[2:]))
+            except ValueError:
+                break  # torn by a crash: nothing after it was written either
+            continue
+        if line == f"{EVENTS}:":
+            in_events = True
+            continue
+        key, sep, value = line.partition(": ")
+        if not sep or not key.isidentifier():
+            return None
+        try:
+            data[key] = json.loads(value)
+        except ValueError:
+            return None
+    if not in_events:
+        return None
+    held = int(data.pop("eventSeq", 0) or 0)
+    try:
+        log = events_path(path).read_text(encoding="utf-8").split("\n")[:-1]
+    except FileNotFoundError:
+        log = []
+    for line in log:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            break  # torn by a crash: nothing after it was written either
+        if int(event.pop("seq", 0)) > held:
+            events.append(event)
+    tasks = data.get("tasks") or []
+    data["tasks"] = tasks
+    by_number = {t.get("number"): i for i, t in enumerate(tasks)}
+    for event in events:
+        task = event.get("task")
+        if isinstance(task, dict) and task.get("number") in by_number:
+            tasks[by_number[task["number"]]] = task
+            event = {k: v for k, v in event.items() if k != "task"}
+        fold(data, event)
+    return data

@@ -1,0 +1,62 @@
+"""Records a job wrote but never committed: it was killed between writing and committing
+(or between ``git add`` and ``git commit``), git failed (a full disk, a stale
+index.lock), or it ran with ``--no-commit``. The next job on the ensemble, or ``unfurl
+resume``, commits them first, in a commit of their own, so no record stays staged or
+untracked forever and none blocks later jobs as "uncommitted changes".
+
+Only files that are records of this ensemble's directory are taken: jobs.tsv, job and
+changelog files, and journals already marked recorded (a journal still being resumed is
+not, nor any events file). The caller holds the ensemble's lock, so no job is writing them.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from unfurl_lite.load.loader import Ensemble
+from unfurl_lite.record import records
+from unfurl_lite.record.journal import PREFIX, read_journal
+from unfurl_lite.record.repo import Repo
+
+_JOB_FILE = re.compile(r"^job[-\d]+-(A[0-9A-Za-z]{7})\.yaml$")
+
+
+def is_record(path: Path, root: Path) -> bool:
+    parent = path.parent
+    if parent == root / records.CHANGES_DIR:
+        return bool(_JOB_FILE.match(path.name))
+    if parent != root / records.JOBS_DIR:
+        return False
+    if _JOB_FILE.match(path.name):
+        return True
+    if path.name.startswith(PREFIX) and path.suffix == ".yaml":
+        try:
+            return read_journal(path).recorded
+        except Exception:  # a damaged journal is resume's to report, not ours to commit
+            return False
+    return False
+
+
+def uncommitted_records(repo: Repo, ensemble: Ensemble, with_ensemble: bool) -> list[Path]:
+    root = ensemble.project_root
+    candidates = [ensemble.jobs_tsv, root / records.JOBS_DIR, root / records.CHANGES_DIR]
+    found = [p for p in repo.uncommitted([p for p in candidates if p.exists()])
+             if p == ensemble.jobs_tsv or is_record(p, root)]
+    if with_ensemble and found and repo.uncommitted([ensemble.path]):
+        found.append(ensemble.path)
+    return found
+
+
+def commit_leftovers(repo: Repo, ensemble: Ensemble, with_ensemble: bool = False) -> list[str]:
+    """Commit what earlier jobs left uncommitted; the job prefixes it held ([] if none).
+
+    ``with_ensemble`` (resume) commits ensemble.yaml too: its status is the killed job's.
+    A new job leaves it to its own commit, since it may also hold the user's edits."""
+    paths = uncommitted_records(repo, ensemble, with_ensemble)
+    if not paths:
+        return []
+    jobs = sorted({m.group(1) for p in paths if (m := _JOB_FILE.match(p.name))})
+    named = ", ".join(jobs) if jobs else "an earlier job"
+    repo.commit(paths, f"Recording what job {named} left uncommitted")
+    return jobs

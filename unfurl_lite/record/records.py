@@ -1,0 +1,522 @@
+"""The records a job leaves, in Unfurl's formats: status in ensemble.yaml, jobs.tsv,
+``jobs/job<time>-<id>.yaml`` for every job and ``changes/job<time>-<id>.yaml`` for jobs
+that changed something. Every write is atomic; nothing here decides anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from unfurl_lite.expressions.expr import REDACTED, Sensitive, redact
+from unfurl_lite.load import guard, yamlio
+from unfurl_lite.model import changeid
+from unfurl_lite.model.entities import Instance, Status
+from unfurl_lite.record import layout
+
+if TYPE_CHECKING:
+    from unfurl_lite.load.loader import Ensemble
+    from unfurl_lite.run.job import JobResult, TaskRun
+
+JOBS_DIR = "jobs"
+CHANGES_DIR = "changes"
+
+
+# ------------------------------------------------------------------------------- digests
+
+
+def _digest_parts(value: Any) -> Iterator[str]:
+    if isinstance(value, Sensitive):
+        yield REDACTED
+    elif isinstance(value, Mapping):
+        for key in sorted(value, key=str):
+            yield str(key)
+            yield from _digest_parts(value[key])
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _digest_parts(item)
+    elif isinstance(value, str):
+        yield value
+    else:
+        yield json.dumps(value, sort_keys=True, default=str)
+
+
+def digest(values: Iterable[Any]) -> str:
+    """SHA1 over the values as Unfurl computes its digestValue (strings hash as themselves)."""
+    sha = hashlib.sha1()
+    for value in values:
+        for part in _digest_parts(value):
+            sha.update(part.encode("utf-8"))
+    return sha.hexdigest()
+
+
+def input_digest(inputs: Mapping[str, Any]) -> tuple[str, str]:
+    """(digestKeys, digestValue) of an operation's inputs; secrets do not take part."""
+    keys = [k for k, v in inputs.items() if not isinstance(v, Sensitive)]
+    return ",".join(keys), (digest(inputs[k] for k in keys) if keys else "")
+
+
+def spec_digest(spec: Mapping[str, Any]) -> str:
+    return hashlib.sha1(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()
+
+
+# ------------------------------------------------------------------------------ jobs.tsv
+
+
+#: characters a jobs.tsv field may not hold raw: they would start a line, end a cell, or
+#: reach a terminal as a control sequence
+_ESCAPES = {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"}
+_ESCAPED = re.compile(r"\\(\\|t|n|r|x[0-9a-f]{2}|u[0-9a-f]{4})")
+log = logging.getLogger(__name__)
+
+
+def escape_field(text: str) -> str:
+    """A field as jobs.tsv holds it: backslash, tab, line breaks and every other control
+    character escaped (``\\t``, ``\\n``, ``\\x1b``), so no value can start a record."""
+    if text.isprintable() and "\\" not in text:
+        return text
+    out = []
+    for char in text:
+        if char in _ESCAPES:
+            out.append(_ESCAPES[char])
+        elif guard.is_control(char):
+            code = ord(char)
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def unescape_field(text: str) -> str:
+    """Undo ``\\\\`` only: escaped control characters stay visible text, so what a reader
+    shows can never move a terminal's cursor or forge a line."""
+    if "\\" not in text:
+        return text
+    return _ESCAPED.sub(lambda m: "\\" if m.group(1) == "\\" else m.group(0), text)
+
+
+def tsv_line(fields: list[tuple[str, Any]], change_id: str) -> str:
+    cells = [escape_field(change_id)]
+    for key, value in fields:
+        text = "" if value is None else str(value)
+        cells.append(f"{key}={escape_field(text)}")
+    return "\t".join(cells) + "\n"
+
+
+def parse_tsv_line(line: str) -> dict[str, str]:
+    cells = line.rstrip("\n").split("\t")
+    record = {"changeId": cells[0]}
+    for cell in cells[1:]:
+        key, _, value = cell.partition("=")
+        record[key] = unescape_field(value)
+    return record
+
+
+@dataclass(frozen=True)
+class DamagedLine:
+    path: Path
+    number: int  # 1-based
+    why: str
+
+    def format(self) -> str:
+        return f"{self.path}:{self.number}: damaged line skipped: {self.why}"
+
+
+_reported: set[tuple[str, int, str]] = set()
+_CHANGEID = re.compile(r"A[0-9A-Za-z]{7}[0-9a-f]{4}")
+_RECORD = re.compile(r"A[0-9A-Za-z]{7}[0-9a-f]{4}(?:\t[^\t=]*=[^\t]*)*")
+
+
+def _damage(raw: bytes) -> tuple[str | None, str]:
+    """(why the line is damaged or None, its text)."""
+    if not raw.endswith(b"\n"):
+        return "incomplete (its write was interrupted)", ""
+    try:
+        line = raw[:-1].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8 (byte {exc.start + 1} of the line)", ""
+    if _RECORD.fullmatch(line):
+        return None, line
+    first = line.split("\t", 1)[0]
+    if not _CHANGEID.fullmatch(first):
+        return f"does not start with a changeId: {escape_field(first[:20])!r}", line
+    return "a field has no '=' (the line was torn)", line
+
+
+def read_jobs_tsv(path: Path, damaged: list[DamagedLine] | None = None) -> Iterator[dict[str, str]]:
+    """Stream jobs.tsv records. Lines are split on ``\\n`` only (a raw carriage return
+    starts no record); a damaged line (torn by a crash, not UTF-8, not a record) is
+    skipped and reported, once per process, as a warning and in ``damaged``."""
+    if not path.exists():
+        return
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            if not raw.strip():
+                continue
+            why, line = _damage(raw)
+            if why is None:
+                yield parse_tsv_line(line)
+                continue
+            found = DamagedLine(path, number, why)
+            if damaged is not None:
+                damaged.append(found)
+            key = (str(path), number, why)
+            if key not in _reported:
+                _reported.add(key)
+                log.warning("warning: %s", found.format())
+
+
+def last_job_id(path: Path) -> str | None:
+    last = None
+    for record in read_jobs_tsv(path):
+        if record["changeId"].endswith("0000"):
+            last = record["changeId"]
+    return last
+
+
+# ------------------------------------------------------------------------------- status
+
+
+def readystate_record(instance: Instance, effective: Status | None) -> dict[str, str]:
+    ready = {"local": str(instance.status)}
+    if instance.state is not None:
+        ready["state"] = str(instance.state)
+    if effective is not None and effective != instance.status:
+        ready["effective"] = str(effective)
+    return ready
+
+
+def instance_record(
+    instance: Instance, effective: Status | None, existing: Any, secrets: set[str]
+) -> dict[str, Any]:
+    """The instance's status entry. A round-trip ``existing`` entry is updated in place to
+    keep its comments; a plain one is copied, keeping its key order."""
+    if isinstance(existing, dict) and type(existing) is not dict:  # ruamel's CommentedMap
+        record: dict[str, Any] = existing
+    else:
+        record = dict(existing) if isinstance(existing, dict) else {}
+    values: list[tuple[str, Any]] = [
+        ("template", instance.template),
+        ("priority", str(instance.priority)),
+        ("readyState", readystate_record(instance, effective)),
+        ("lastStateChange", instance.last_state_change),
+        ("lastConfigChange", instance.last_config_change),
+        ("created", instance.created),
+        ("protected", instance.protected or None),
+        ("attributes", redact(instance.attributes, secrets) if instance.attributes else None),
+    ]
+    for key, value in values:
+        if value is None:
+            record.pop(key, None)
+        else:
+            record[key] = value
+    for key, value in instance.extra.items():
+        if record.get(key) != value:
+            record[key] = value
+    if instance.relationships:
+        record["requirements"] = _relationship_records(
+            instance, record.get("requirements"), secrets
+        )
+    return record
+
+
+def _relationship_records(instance: Instance, existing: Any, secrets: set[str]) -> list[Any]:
+    """Unfurl's ``requirements:`` list of an instance: ``- name: {relationship instance}``."""
+    before: dict[str, Any] = {}
+    for entry in existing if isinstance(existing, list) else ():
+        if isinstance(entry, dict) and len(entry) == 1:
+            before.update(entry)
+    return [
+        {name: instance_record(rel, None, before.get(name), secrets)}
+        for name, rel in instance.relationships.items()
+    ]
+
+
+def update_status(
+    document: Any,
+    instances: Mapping[str, Instance],
+    effective: Mapping[str, Status],
+    last_job: Mapping[str, Any],
+    jobs_log: str,
+    secrets: set[str],
+    forgotten: Iterable[str] = (),
+    hosts: Mapping[str, str] | None = None,
+) -> None:
+    """Write instances' status and lastJob into the document: the round-trip one, or the
+    file's plain data when only those sections will be rewritten. An instance with an entry
+    in ``hosts`` is written under its host's record, as Unfurl writes it."""
+    forgotten = set(forgotten)
+    status = document.get("status")
+    if not isinstance(status, dict):
+        status = {}
+        document["status"] = status
+    status.setdefault("inputs", {})
+    status.setdefault("outputs", {})
+    recorded = status.get("instances")
+    if not isinstance(recorded, dict):
+        recorded = {}
+    found = layout.flatten(recorded, detach=True)
+    records = {n: r for n, (r, _) in found.items() if n not in forgotten}
+    parents: dict[str, str | None] = {n: p for n, (_, p) in found.items()}
+    for name, instance in instances.items():
+        records[name] = instance_record(instance, effective.get(name), records.get(name), secrets)
+        parents[name] = (hosts or {}).get(name)
+    status["instances"] = layout.nest(records, parents, [*found, *instances], type(recorded))
+    document["lastJob"] = redact(dict(last_job), secrets)
+    document["jobsLog"] = jobs_log
+
+
+#: what a job rewrites in ensemble.yaml; everything else is the user's
+STATUS_SECTIONS = ("status", "lastJob", "jobsLog")
+
+
+def status_sections_text(text: str, keys: list[str], plain: dict[str, Any]) -> str | None:
+    """``text`` (whose top-level keys were ``keys``) with its status sections rewritten
+    from ``plain``, or None when only a round trip of the whole document writes it exactly."""
+    from unfurl_lite.record import emit, sections
+
+    dumped: dict[str, str] = {}
+    for key in STATUS_SECTIONS:
+        section = emit.dump({key: plain[key]})
+        if section is None:
+            return None
+        dumped[key] = section
+    return sections.replace(text, keys, dumped)
+
+
+# --------------------------------------------------------------------------- job files
+
+
+@dataclass
+class JobFiles:
+    """Relative paths of what one job writes, for the commit."""
+
+    ensemble: Path
+    jobs_tsv: Path
+    job_file: Path
+    changes_file: Path | None = None
+    extra: list[Path] = field(default_factory=list)
+
+    def all(self) -> list[Path]:
+        paths = [self.ensemble, self.jobs_tsv, self.job_file]
+        if self.changes_file is not None:
+            paths.append(self.changes_file)
+        return paths + self.extra
+
+
+def job_file_name(start_label: str, job_prefix: str) -> str:
+    return f"job{start_label}-{job_prefix}.yaml"
+
+
+def write_job_yaml(
+    path: Path, manifest: str, changes: list[Mapping[str, Any]], secrets: set[str]
+) -> None:
+    body = {"manifest": manifest, "changes": [redact(dict(c), secrets) for c in changes]}
+    yamlio.atomic_write(path, yamlio.dump(body))
+
+
+def append_tsv(path: Path, lines: list[str], secrets: set[str]) -> None:
+    from unfurl_lite.expressions.expr import redact_text
+
+    yamlio.append_lines(path, "".join(redact_text(line, secrets) for line in lines))
+
+
+def save_status(ensemble: Ensemble, update: Callable[[Any], None]) -> None:
+    """Apply ``update`` (see :func:`update_status`) and write ensemble.yaml once.
+
+    Where the file is plainly laid out only its status sections are rewritten and the
+    parse cache learns the new text; otherwise the round-trip document is updated and
+    dumped whole. Status and lastJob were redacted as they went in; the spec is the user's
+    own text either way.
+    """
+    from unfurl_lite.load import parsecache
+
+    if ensemble.plain is not None:
+        keys = list(ensemble.plain)
+        update(ensemble.plain)
+        text = status_sections_text(ensemble.text, keys, ensemble.plain)
+        if text is not None:
+            yamlio.atomic_write(ensemble.path, text)
+            if not ensemble.merged:  # else the next load merges again, and caches that
+                parsecache.put(ensemble.path, text, ensemble.plain)
+            return
+    update(ensemble.document)
+    text = yamlio.dump(ensemble.document)
+    _refuse_spec_change(ensemble, text)
+    yamlio.atomic_write(ensemble.path, text)
+
+
+def _refuse_spec_change(ensemble: Ensemble, text: str) -> None:
+    """A job writes status, never the user's spec: a round trip that would change anything
+    outside the status sections (a YAML construct ruamel cannot write back) is refused
+    before the file is touched."""
+    from unfurl_lite.errors import JobError
+
+    def users(source: str) -> Any:
+        try:
+            data = yamlio.parse_plain(source)
+        except Exception:  # unreadable either way: compare as text
+            return source
+        if not isinstance(data, dict):
+            return data
+        return {k: v for k, v in data.items() if k not in STATUS_SECTIONS}
+
+    try:
+        same = users(ensemble.text) == users(text)
+    except RecursionError:
+        same = False
+    if not same:
+        raise JobError(
+            f"writing the job's status would change the user's part of {ensemble.path}, "
+            "so it was not written",
+            hint="simplify the YAML outside status (anchors, aliases, tags) and run "
+            "unfurl resume to record the job",
+        )
+
+
+# ------------------------------------------------------------------ entries of one job
+
+
+def job_entry(
+    result: JobResult,
+    options: Mapping[str, Any],
+    spec_digest_value: str,
+    changelog: str | None,
+) -> dict[str, Any]:
+    """The job's own record, as lastJob, the first change and jobs.tsv's job line show it."""
+    entry: dict[str, Any] = {
+        "changeId": result.job_id,
+        "startTime": changeid.timestamp(result.started_at),
+        "endTime": changeid.timestamp(result.ended_at),
+    }
+    if result.previous_id:
+        entry["previousId"] = result.previous_id
+    entry.update(
+        workflow=result.workflow,
+        options=dict(options),
+        summary=result.summary,
+        startCommit=result.start_commit or "",
+        specDigest=spec_digest_value,
+        readyState={"local": str(result.status)},
+    )
+    if str(result.state) in ("cancelled", "cancelling"):
+        entry["state"] = str(result.state)
+    if changelog:
+        entry["changelog"] = changelog
+    return entry
+
+
+def task_entry(
+    run: TaskRun, instance: Instance | None, type_name: str, detailed: bool
+) -> dict[str, Any]:
+    task = run.task
+    op = task.operation
+    digest_keys, digest_value = input_digest(_digestable(run.inputs))
+    status = str(instance.status) if instance else "unknown"
+    relationship = task.requirement is not None and task.source is not None
+    entry: dict[str, Any] = {
+        "changeId": run.change_id,
+        "target": f"::{task.source}::.requirements::[.name={task.requirement.name}]"
+        if relationship and task.requirement is not None
+        else f"::{task.target}",
+        "priority": str(instance.priority) if instance else "required",
+        "readyState": {"local": status},
+        "implementation": {
+            "operation": task.name,
+            "className": op.implementation.unfurl_class_name if op and op.implementation else "",
+        },
+        "reason": task.reason,
+        "inputs": _digestable(run.inputs),
+        **(
+            {"result": run.result.outputs} if detailed and run.result and run.result.outputs else {}
+        ),
+        "digestKeys": digest_keys,
+        "digestValue": digest_value,
+        "digestPut": "",
+        "summary": task_summary(
+            run, type_name, status, str(instance.priority) if instance else "required"
+        ),
+    }
+    if run.previous_id:
+        entry["previousId"] = run.previous_id
+    if detailed:
+        entry["status"] = str(run.status) if run.status else None
+        entry["state"] = str(run.state)
+        entry["attempts"] = run.attempts
+        entry["worker"] = run.worker
+        if run.retries:
+            entry["retries"] = list(run.retries)
+        if run.interrupted:
+            entry["interrupted"] = run.interrupted
+        if task.source:
+            entry["source"] = f"::{task.source}"
+        if task.peer:
+            entry["relationshipTarget"] = f"::{task.peer}"
+        if run.result is not None and run.result.attributes:
+            entry["attributes"] = run.result.attributes
+        found = [str(r.get("name")) for r in (run.result.resources if run.result else [])
+                 if r.get("name")]
+        if found:  # instances the operation reported (a discover): history finds them
+            entry["resources"] = [f"::{name}" for name in found]
+        if run.message:
+            entry["message"] = run.message
+    return entry
+
+
+def _digestable(inputs: Mapping[str, Any]) -> dict[str, Any]:
+    from unfurl_lite.expressions.context import POST_INPUTS
+
+    return {k: v for k, v in inputs.items() if k not in POST_INPUTS}
+
+
+def task_summary(run: TaskRun, type_name: str, status: str, priority: str) -> str:
+    task = run.task
+    op = task.operation
+    impl = op.implementation.unfurl_class_name if op and op.implementation else "none"
+    subject = task.peer if task.requirement is not None and task.peer else task.target
+    return (
+        f"{task.name} on instance {subject} (type {type_name}, status {status}) "
+        f"using configurator for {task.reason}: {op.qualified_name if op else task.name} ({impl}), "
+        f"priority: {priority}, reason: {task.reason}"
+    )
+
+
+def job_tsv_line(entry: Mapping[str, Any]) -> str:
+    fields: list[tuple[str, Any]] = []
+    if entry.get("previousId"):
+        fields.append(("previousId", entry["previousId"]))
+    fields += [
+        ("status", entry["readyState"]["local"]),
+        ("startTime", entry["startTime"]),
+        ("specDigest", entry["specDigest"]),
+        ("startCommit", entry["startCommit"]),
+        ("summary", entry["summary"]),
+    ]
+    if entry.get("changelog"):
+        fields.append(("changelog", entry["changelog"]))
+    return tsv_line(fields, entry["changeId"])
+
+
+def task_tsv_line(entry: Mapping[str, Any], run: TaskRun) -> str:
+    status = (
+        "ok" if run.state.value == "succeeded" else (str(run.status) if run.status else "error")
+    )
+    return tsv_line(
+        [
+            ("previousId", entry.get("previousId", "")),
+            ("status", status),
+            ("target", entry["target"]),
+            ("operation", entry["implementation"]["operation"]),
+            ("digestKeys", entry["digestKeys"]),
+            ("digestValue", entry["digestValue"]),
+            ("digestPut", entry["digestPut"]),
+            ("summary", entry["summary"]),
+        ],
+        entry["changeId"],
+    )

@@ -1,0 +1,239 @@
+"""Resume: finish a failed, cancelled or killed job from its journal.
+
+The plan is made again from the journal's workflow, options and the instance status the
+job started from, so every task keeps its number; the journal then says which tasks are
+done. As in Cloudify: succeeded tasks are not run again; failed, rescheduled, blocked and
+pending ones run (retry count reset); tasks that were sent or started when the process
+died have an unknown outcome and run again only with ``force``. A killed job is first
+recorded as it stood (status, jobs.tsv, job files), so nothing it did is lost.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime
+from pathlib import Path
+
+from unfurl_lite.errors import JobError
+from unfurl_lite.expressions.context import spec_secrets
+from unfurl_lite.load.loader import Ensemble
+from unfurl_lite.model import changeid
+from unfurl_lite.plan.core import Plan, instance_graph, operationless, plan_workflow
+from unfurl_lite.record import records
+from unfurl_lite.record.journal import (
+    JournalFile,
+    list_journals,
+    restore_instances,
+    restore_run,
+    task_record,
+)
+from unfurl_lite.record.lock import pid_alive
+from unfurl_lite.run.job import (
+    JobOptions,
+    JobResult,
+    JobState,
+    Resumed,
+    TaskRun,
+    TaskState,
+    job_status,
+    summary_counts,
+    summary_text,
+)
+from unfurl_lite.run.operations.base import OperationResult
+from unfurl_lite.run.status import fold_effective, on_failure
+
+RESUMABLE = ("failed", "cancelled")
+UNFINISHED = ("started", "cancelling")
+IN_FLIGHT = (TaskState.sent, TaskState.started)
+
+
+def is_killed(journal: JournalFile) -> bool:
+    return journal.state in UNFINISHED and not pid_alive(journal.pid)
+
+
+def needs_recording(journal: JournalFile) -> bool:
+    """Killed mid-run, or killed while writing its records."""
+    if journal.recorded or pid_alive(journal.pid):
+        return False
+    return journal.state in UNFINISHED or any(t.get("changeId") for t in journal.tasks)
+
+
+def find_job(root: Path, change_id: str | None = None) -> JournalFile:
+    """The job to resume: CHANGEID (a prefix will do), else the newest not yet resumed."""
+    journals = list_journals(root)
+    if change_id:
+        matches = [j for j in journals if j.change_id.startswith(change_id)]
+        if not matches:
+            raise JobError(
+                f"no job {change_id!r} with a journal under jobs/",
+                hint="unfurl history lists the jobs; only jobs run by unfurl-lite can resume",
+            )
+        journal = matches[-1]
+        newest = _newest_of_lineage(journals, journal)
+        if newest is not journal:
+            raise JobError(
+                f"job {journal.change_id} was already resumed by job {newest.change_id}",
+                hint=f"resume the newest job of the lineage: unfurl resume {newest.change_id}"
+                if newest.state in RESUMABLE or needs_recording(newest)
+                else f"job {newest.change_id} ended {newest.state}: nothing is left to resume",
+            )
+    else:
+        resumed = {j.data.get("resumes") for j in journals}
+        candidates = [j for j in journals if j.change_id not in resumed]
+        candidates = [j for j in candidates if j.state in RESUMABLE or needs_recording(j)]
+        if not candidates:
+            raise JobError("there is no failed, cancelled or killed job to resume")
+        journal = candidates[-1]
+    if journal.state in UNFINISHED and not is_killed(journal):
+        raise JobError(
+            f"job {journal.change_id} is still running (pid {journal.pid})",
+            hint="wait for it, or stop it with: unfurl cancel",
+        )
+    if journal.state == "succeeded" and not needs_recording(journal):
+        raise JobError(f"job {journal.change_id} succeeded: there is nothing to resume")
+    return journal
+
+
+def killed_job_state(root: Path, change_id: str | None) -> str:
+    """What a stale lock's job left: ``none`` (no journal: nothing ran), ``recorded`` (it
+    was killed while committing), ``unrecorded``, or ``unreadable`` (a damaged journal:
+    only a successful resume may then clear its lock)."""
+    if not change_id:
+        return "none"
+    try:
+        journals = list_journals(root)
+    except Exception:
+        return "unreadable"
+    journal = next((j for j in journals if j.change_id == change_id), None)
+    if journal is None:
+        return "none"
+    return "recorded" if journal.recorded else "unrecorded"
+
+
+def _newest_of_lineage(journals: list[JournalFile], journal: JournalFile) -> JournalFile:
+    """The last job in the chain of resumes that starts at ``journal``."""
+    resumed_by = {str(j.data.get("resumes")): j for j in journals if j.data.get("resumes")}
+    seen = {journal.change_id}
+    while (newer := resumed_by.get(journal.change_id)) is not None and newer.change_id not in seen:
+        seen.add(newer.change_id)
+        journal = newer
+    return journal
+
+
+def replan(ensemble: Ensemble, journal: JournalFile) -> Plan:
+    """The journal's plan, made again; refused if the spec or the plan has changed."""
+    if journal.data.get("specDigest") != records.spec_digest(ensemble.spec):
+        raise JobError(
+            f"the ensemble's spec changed since job {journal.change_id} ran, so it cannot "
+            "be resumed exactly",
+            hint="run the workflow again instead (e.g. unfurl deploy)",
+        )
+    start = restore_instances(journal.data.get("startInstances") or {})
+    at_start = dataclasses.replace(ensemble, instances=start)
+    options = journal.data.get("planOptions") or {}
+    plan = plan_workflow(at_start, str(journal.data["workflow"]), **options)
+    planned = [
+        (t.number, t.target, t.operation.qualified_name if t.operation else None)
+        for t in plan.tasks
+    ]
+    recorded = [(t["number"], t["target"], t.get("operation")) for t in journal.tasks]
+    if planned != recorded:
+        raise JobError(
+            f"job {journal.change_id} cannot be planned again the same way",
+            hint="run the workflow again instead (e.g. unfurl deploy)",
+        )
+    return plan
+
+
+def job_options(journal: JournalFile, workflow: str | None = None) -> JobOptions:
+    saved = journal.data.get("jobOptions") or {}
+    return JobOptions(
+        workflow=workflow or str(journal.data["workflow"]),
+        retries=int(saved.get("retries") or 0),
+        jobs=int(saved.get("jobs") or 0),
+        commit=bool(saved.get("commit", True)),
+        jobexitcode=str(saved.get("jobexitcode") or "error"),
+        env_passthrough=bool(saved.get("envPassthrough")),
+        recorded=dict(saved.get("recorded") or {}),
+    )
+
+
+def interrupted_result(ensemble: Ensemble, journal: JournalFile, plan: Plan) -> JobResult:
+    """The killed job as it stood: in-flight tasks failed with an unknown outcome."""
+    instances = restore_instances(journal.data.get("instances") or {})
+    by_number = {t["number"]: t for t in journal.tasks}
+    runs = []
+    for task in plan.tasks:
+        run = restore_run(TaskRun(task), by_number[task.number])
+        instance = instances.get(task.target)
+        if run.state in IN_FLIGHT and instance is not None:
+            run.interrupted = str(run.state)
+            run.result = OperationResult(
+                success=False, modified=None, error="interrupted: the job process died"
+            )
+            if plan.affects_history:
+                on_failure(instance, task, run.result, run.change_id or "", run.prior_state)
+            run.state, run.status = TaskState.failed, instance.status
+            run.message = "interrupted: the job process died while this task ran"
+        elif run.state == TaskState.sending:
+            if instance is not None and run.prior_state is not None:
+                instance.state = run.prior_state
+            run.state = TaskState.pending
+        elif run.state == TaskState.rescheduled:
+            run.state, run.status = TaskState.failed, run.status
+        runs.append(run)
+    started_at = changeid.parse(journal.change_id).time
+    status = job_status(runs, instances)
+    effective = fold_effective(
+        instances, instance_graph(ensemble, instances), operationless(ensemble.topology)
+    )
+    return JobResult(
+        job_id=journal.change_id,
+        workflow=str(journal.data["workflow"]),
+        state=JobState.failed if journal.state in UNFINISHED else JobState(journal.state),
+        status=status,
+        runs=runs,
+        plan=plan,
+        started_at=started_at,
+        ended_at=datetime.now(UTC),
+        summary=summary_text(summary_counts(runs))
+        + (" (interrupted)" if journal.state in UNFINISHED else ""),
+        instances=instances,
+        effective=effective,
+        secrets=spec_secrets(ensemble.topology),  # what the killed job knew at its start
+        previous_id=journal.data.get("previousId"),
+    )
+
+
+def write_journal(journal: JournalFile, result: JobResult, **changes: object) -> None:
+    data = dict(journal.data)
+    data.update(changes)
+    data["tasks"] = [task_record(r, result.secrets) for r in result.runs]
+    from unfurl_lite.record.journal import snapshot_instances
+
+    data["instances"] = snapshot_instances(result.instances, result.secrets)
+    journal.data = data
+    from unfurl_lite.record.journal_format import write_journal as write_whole
+
+    write_whole(journal.path, data)
+
+
+def logged(ensemble: Ensemble, job_id: str) -> bool:
+    return any(r["changeId"] == job_id for r in records.read_jobs_tsv(ensemble.jobs_tsv))
+
+
+def resumed_from(journal: JournalFile, plan: Plan, force: bool) -> Resumed:
+    """Which runs are carried over as done, and the instances to start from."""
+    instances = restore_instances(journal.data.get("instances") or {})
+    by_number = {t["number"]: t for t in journal.tasks}
+    runs: dict[int, TaskRun] = {}
+    for task in plan.tasks:
+        record = by_number[task.number]
+        state = record["state"]
+        done = state in (TaskState.succeeded, TaskState.skipped)
+        stays_failed = state == TaskState.failed and record.get("interrupted") and not force
+        if done or stays_failed:
+            run = restore_run(TaskRun(task), record)
+            run.carried = True
+            runs[task.number] = run
+    return Resumed(journal.change_id, instances, runs)

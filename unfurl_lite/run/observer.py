@@ -1,0 +1,93 @@
+"""What a job tells the outside while it runs: task and job states, and the observer hooks.
+
+Apart from job.py so that showing a plan or a progress display does not import the
+engine (executors, operations, expression evaluation) it never runs.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from unfurl_lite.model.entities import Instance
+    from unfurl_lite.run.job import TaskRun
+
+
+class TaskState(StrEnum):
+    """Cloudify's task states, plus the two outcomes a task can have without running."""
+
+    pending = "pending"
+    sending = "sending"
+    sent = "sent"
+    started = "started"
+    succeeded = "succeeded"
+    failed = "failed"
+    rescheduled = "rescheduled"
+    blocked = "blocked"
+    skipped = "skipped"
+
+
+class JobState(StrEnum):
+    started = "started"
+    succeeded = "succeeded"
+    failed = "failed"
+    cancelling = "cancelling"
+    cancelled = "cancelled"
+
+
+class Observer:
+    """Hooks for progress display; the default does nothing."""
+
+    def task_started(self, run: TaskRun) -> None: ...
+
+    def task_finished(self, run: TaskRun) -> None: ...
+
+    def task_rescheduled(self, run: TaskRun, delay: float) -> None: ...
+
+    def job_started(self, job_id: str, instances: dict[str, Instance], runs: list[TaskRun]) -> None:
+        """The job has its changeId; ``instances`` and ``runs`` are the live objects."""
+
+    def secrets_known(self, secrets: set[str]) -> None:
+        """The job's live set of secrets (it grows as inputs are evaluated, always before
+        the task they belong to is reported), for anything an observer writes."""
+
+    def task_changed(self, run: TaskRun) -> None:
+        """Any task state transition (sending, sent, started...), for the journal."""
+
+    def job_changed(self, state: JobState) -> None: ...
+
+
+class Observers(Observer):
+    """Several observers as one (the journal and a progress display)."""
+
+    def __init__(self, *observers: Observer | None) -> None:
+        self.observers = [o for o in observers if o is not None]
+
+    def task_started(self, run: TaskRun) -> None:
+        for o in self.observers:
+            o.task_started(run)
+
+    def task_finished(self, run: TaskRun) -> None:
+        for o in self.observers:
+            o.task_finished(run)
+
+    def task_rescheduled(self, run: TaskRun, delay: float) -> None:
+        for o in self.observers:
+            o.task_rescheduled(run, delay)
+
+    def job_started(self, job_id: str, instances: dict[str, Instance], runs: list[TaskRun]) -> None:
+        for o in self.observers:
+            o.job_started(job_id, instances, runs)
+
+    def secrets_known(self, secrets: set[str]) -> None:
+        for o in self.observers:
+            o.secrets_known(secrets)
+
+    def task_changed(self, run: TaskRun) -> None:
+        for o in self.observers:
+            o.task_changed(run)
+
+    def job_changed(self, state: JobState) -> None:
+        for o in self.observers:
+            o.job_changed(state)

@@ -1,0 +1,26 @@
+"""Operations ("configurators" in Unfurl): the code that does the work of a task."""
+
+from __future__ import annotations
+
+from unfurl_lite.run.operations.base import OperationRequest, OperationResult, RetryOperation
+
+
+def run_operation(request: OperationRequest) -> OperationResult:
+    """Run one operation where this process is (a local thread or a worker)."""
+    if request.kind == "Shell":
+        from unfurl_lite.run.operations import shell
+
+        return shell.run(request)
+    if request.kind == "Python":
+        from unfurl_lite.run.operations import python
+
+        return python.run(request)
+    # Template (and Delegate): nothing runs; `run`/`done` were evaluated by the controller
+    if request.dryrun:  # no dry-run form: the job decides what that means for its workflow
+        return OperationResult(success=True, modified=False, skipped=True)
+    run = request.inputs.get("run")
+    outputs = dict(run) if isinstance(run, dict) else ({"result": run} if run is not None else {})
+    return OperationResult(success=True, modified=None, outputs=outputs)
+
+
+__all__ = ["OperationRequest", "OperationResult", "RetryOperation", "run_operation"]

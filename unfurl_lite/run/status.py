@@ -1,0 +1,128 @@
+"""Status rules: how a task's outcome changes its instance (Unfurl's jobs and workflows).
+
+- success sets the step's node state and the workflow's status (ok, or absent for delete);
+- a failure that modified the instance sets error (degraded when the instance is optional),
+  a failure that did not say sets unknown, a failure that changed nothing leaves it be;
+- a check (or any operation) may report an explicit status, which wins; a check that
+  succeeds without one found its instance ok, a discover without one leaves the status be
+  (it reports attributes and other instances, not its target's health);
+- an ad hoc run (``unfurl run``: a command or a named operation) changes nothing on its
+  instance, as custom and ad hoc workflows "do not affect the change history of the
+  topology": it is recorded as a job, its status, readyState and lastConfigChange stay.
+
+Pure functions over an :class:`Instance`, so the rules are testable without running a job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+
+from unfurl_lite.model.entities import Instance, NodeState, Priority, Status, effective_status
+from unfurl_lite.plan.core import Task
+from unfurl_lite.run.operations.base import OperationResult
+
+
+def on_start(instance: Instance, task: Task) -> None:
+    if task.running_state is not None:
+        instance.state = task.running_state
+
+
+def _explicit_status(result: OperationResult) -> Status | None:
+    if result.status and str(result.status).lower() in Status.__members__:
+        return Status(str(result.status).lower())
+    return None
+
+
+def on_success(instance: Instance, task: Task, result: OperationResult, change_id: str) -> bool:
+    """Apply a successful task; returns True when the instance's status or state changed."""
+    before = (instance.status, instance.state)
+    explicit = _explicit_status(result)
+    if task.done_state is not None:
+        instance.state = task.done_state
+    if explicit is not None:
+        instance.status = explicit
+        if explicit == Status.absent and task.reason != "check":
+            instance.state = NodeState.deleted
+    elif task.reason == "check":
+        instance.status = Status.ok
+    elif task.done_status is not None:
+        instance.status = task.done_status
+    if result.attributes:
+        instance.attributes.update(result.attributes)
+    if not change_id:  # a pass-through step ran nothing, so it has no changeId to record
+        pass
+    elif task.reason in ("check", "discover"):
+        if (instance.status, instance.state) != before:
+            instance.last_state_change = change_id
+    else:
+        moved = (instance.status, instance.state) != before
+        if result.modified is not False or moved:
+            instance.last_config_change = change_id
+        # Unfurl: an operation that brought the instance into being created it, even a
+        # Template that reports ``modified: false``
+        if (
+            instance.created is None
+            and task.done_status != Status.absent
+            and instance.status != Status.absent
+            and (result.modified or moved)
+        ):
+            instance.created = change_id
+    return (instance.status, instance.state) != before
+
+
+def on_failure(
+    instance: Instance,
+    task: Task,
+    result: OperationResult,
+    change_id: str,
+    prior_state: NodeState | None = None,
+) -> bool:
+    """Apply a failed task; ``prior_state`` is the node state before :func:`on_start`."""
+    before = (instance.status, prior_state)
+    explicit = _explicit_status(result)
+    if task.reason == "check":
+        instance.status = explicit or Status.error
+        if instance.status != before[0]:
+            instance.last_state_change = change_id
+        return (instance.status, instance.state) != before
+    if explicit is not None:
+        instance.status = explicit
+    elif result.modified is None:
+        instance.status = Status.unknown
+    elif result.modified:
+        # the node state stays where the operation left it (``creating``), as in Unfurl
+        optional = instance.priority == Priority.optional
+        instance.status = Status.degraded if optional else Status.error
+    else:
+        instance.state = prior_state
+    if result.attributes:
+        instance.attributes.update(result.attributes)
+    if result.modified is not False:
+        instance.last_config_change = change_id
+        if instance.created is None and result.modified:
+            instance.created = change_id
+    return (instance.status, instance.state) != before
+
+
+def fold_effective(
+    instances: Mapping[str, Instance],
+    requires: Mapping[str, Sequence[str]],
+    operationless: Collection[str] = (),
+) -> dict[str, Status]:
+    """Every instance's effective status, dependencies first (input in dependency order).
+
+    A ``pending`` instance of an ``operationless`` template has nothing to wait for: as in
+    Unfurl, its effective status is what its dependencies make it (``ok`` without any)."""
+    from unfurl_lite.model.graph import topological_order
+
+    effective: dict[str, Status] = {}
+    for name in topological_order(requires):
+        if name not in instances:
+            continue
+        deps = [effective[d] for d in requires.get(name, ()) if d in effective]
+        deps += [r.status for r in instances[name].relationships.values()]
+        own = instances[name].status
+        if own == Status.pending and instances[name].template in operationless:
+            own = Status.ok
+        effective[name] = effective_status(own, deps)
+    return effective

@@ -1,0 +1,119 @@
+"""Redaction at every write boundary: records, status, console, JSON.
+
+A secret can reach output wrapped (:class:`~unfurl_lite.expressions.expr.Sensitive`), or as plain
+text: a command's stderr, an error message quoting a value, an attribute parsed from a
+``resultTemplate``, or a jinja filter's output (``{{ secret | upper }}``). So besides
+replacing wrapped values, every string written is scanned for each known secret and the
+common transforms of it that templates and shells produce.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import shlex
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from typing import Any
+from urllib.parse import quote, quote_plus
+
+REDACTED = "<<REDACTED>>"
+MIN_SECRET_LENGTH = 3  # shorter values would redact ordinary words; documented
+LEAK_WINDOW = 4  # a tainted value keeping this many characters of a secret is dropped whole
+
+
+def _b64(data: str, urlsafe: bool) -> list[str]:
+    raw = data.encode("utf-8")
+    encoded = (base64.urlsafe_b64encode if urlsafe else base64.b64encode)(raw).decode()
+    return [encoded, encoded.rstrip("=")]
+
+
+@lru_cache(maxsize=1024)
+def variants(secret: str) -> tuple[str, ...]:
+    """The secret and what jinja filters, shells and encoders commonly turn it into."""
+    forms = {
+        secret,
+        secret.upper(),
+        secret.lower(),
+        secret.title(),
+        secret.capitalize(),
+        secret.swapcase(),
+        secret[::-1],
+        secret.strip(),
+        json.dumps(secret)[1:-1],
+        repr(secret)[1:-1],
+        html.escape(secret),
+        quote(secret, safe=""),
+        quote(secret),
+        quote_plus(secret),
+        shlex.quote(secret),
+        secret.encode("utf-8").hex(),
+        *_b64(secret, urlsafe=False),
+        *_b64(secret, urlsafe=True),
+    }
+    return tuple(sorted((f for f in forms if len(f) >= MIN_SECRET_LENGTH), key=len, reverse=True))
+
+
+def secret_forms(secrets: Iterable[str]) -> list[str]:
+    """Every form of every secret long enough to look for, longest first."""
+    return _all_forms(secrets)
+
+
+def _all_forms(secrets: Iterable[str]) -> list[str]:
+    forms = {f for s in secrets if len(s) >= MIN_SECRET_LENGTH for f in variants(s)}
+    return sorted(forms, key=len, reverse=True)
+
+
+def redact_text(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every known secret, and every transform of one, replaced."""
+    for form in _all_forms(secrets):
+        if form in text:
+            text = text.replace(form, REDACTED)
+    return text
+
+
+def _leaks(text: str, secret: str) -> bool:
+    window = min(len(secret), LEAK_WINDOW)
+    if window < MIN_SECRET_LENGTH:
+        return False
+    return any(secret[i : i + window] in text for i in range(len(secret) - window + 1))
+
+
+def redact_tainted(text: str, secrets: Iterable[str]) -> str:
+    """A value derived from a secret: keep its shape (``echo <<REDACTED>>``) when every
+    secret in it is recognised, otherwise drop it whole."""
+    known = [s for s in secrets if len(s) >= MIN_SECRET_LENGTH]
+    cleaned = redact_text(text, known)
+    if cleaned == text or any(_leaks(cleaned, s) for s in known):
+        return REDACTED
+    return cleaned
+
+
+def redact(value: Any, secrets: Iterable[str] = ()) -> Any:
+    """A copy of ``value`` safe to write anywhere."""
+    from unfurl_lite.expressions.expr import Sensitive, Tainted
+
+    known = secrets if isinstance(secrets, set | frozenset | list | tuple) else list(secrets)
+    forms = _all_forms(known)  # once per value, not once per string in it
+
+    def text(item: str) -> str:
+        for form in forms:
+            if form in item:
+                item = item.replace(form, REDACTED)
+        return item
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, Tainted):
+            return redact_tainted(str(item), known)
+        if isinstance(item, Sensitive):
+            return REDACTED
+        if isinstance(item, str):
+            return text(item) if forms else item
+        if isinstance(item, Mapping):
+            return {(text(k) if isinstance(k, str) else k): walk(v) for k, v in item.items()}
+        if isinstance(item, list | tuple):
+            return [walk(v) for v in item]
+        return item
+
+    return walk(value)
