@@ -256,17 +256,17 @@ def ratio_table(measures: list[Measure], slow: str = "unfurl-1.2.0",
     return "\n".join(lines) + "\n"
 
 
-START, END = "<!-- results:start -->", "<!-- results:end -->"
 
 
-def write_between_markers(path: Path, text: str) -> None:
-    old = path.read_text() if path.exists() else f"{START}\n{END}\n"
-    if START not in old or END not in old:
-        old += f"\n{START}\n{END}\n"
-    head, _, rest = old.partition(START)
-    _, _, tail = rest.partition(END)
+def write_between_markers(path: Path, text: str, marker: str = "results") -> None:
+    start, end = f"<!-- {marker}:start -->", f"<!-- {marker}:end -->"
+    old = path.read_text() if path.exists() else f"{start}\n{end}\n"
+    if start not in old or end not in old:
+        old += f"\n{start}\n{end}\n"
+    head, _, rest = old.partition(start)
+    _, _, tail = rest.partition(end)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"{head}{START}\n{text}{END}{tail}")
+    path.write_text(f"{head}{start}\n{text}\n{end}{tail}")
 
 
 def plot(measures: list[Measure], path: Path) -> None:
