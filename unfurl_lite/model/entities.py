@@ -245,13 +245,6 @@ class Topology:
 
 
 @dataclass
-class ReadyState:
-    local: Status = Status.unknown
-    state: NodeState | None = None
-    effective: Status | None = None
-
-
-@dataclass
 class Instance:
     """The recorded status of one instance of a template."""
 

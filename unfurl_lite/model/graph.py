@@ -1,38 +1,10 @@
-"""Dependency graphs over names: ordering, cycles and closures, free of any model type."""
+"""Dependency graphs over names: ordering and closures, free of any model type."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
 Graph = Mapping[str, Iterable[str]]  # node -> the nodes it depends on
-
-
-def find_cycle(graph: Graph) -> list[str] | None:
-    """A dependency cycle as a closed path (``[a, b, a]``), or None."""
-    white, grey, black = 0, 1, 2
-    color = dict.fromkeys(graph, white)
-    for root in graph:
-        if color[root] != white:
-            continue
-        stack: list[tuple[str, list[str]]] = [(root, list(graph.get(root, ())))]
-        path = [root]
-        color[root] = grey
-        while stack:
-            node, pending = stack[-1]
-            if not pending:
-                stack.pop()
-                path.pop()
-                color[node] = black
-                continue
-            nxt = pending.pop()
-            state = color.get(nxt, black)  # edges to unknown nodes are someone else's problem
-            if state == grey:
-                return [*path[path.index(nxt) :], nxt]
-            if state == white:
-                color[nxt] = grey
-                path.append(nxt)
-                stack.append((nxt, list(graph.get(nxt, ()))))
-    return None
 
 
 def topological_order(graph: Graph) -> list[str]:
