@@ -443,7 +443,7 @@ def status_changes(
 
 
 def redact_known(text: str, secrets: Iterable[str]) -> str:
-    from unfurl_lite.expressions.expr import redact_text
+    from unfurl_lite.security.redaction import redact_text
 
     return redact_text(text, {s for s in secrets if s})
 

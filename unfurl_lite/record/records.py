@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from unfurl_lite.expressions.expr import REDACTED, Sensitive, redact
 from unfurl_lite.load import guard, yamlio
 from unfurl_lite.model import changeid
 from unfurl_lite.model.entities import Instance, Status
 from unfurl_lite.record import layout
+from unfurl_lite.security.redaction import REDACTED, redact
+from unfurl_lite.security.taint import Sensitive
 
 if TYPE_CHECKING:
     from unfurl_lite.load.loader import Ensemble
@@ -322,7 +323,7 @@ def write_job_yaml(
 
 
 def append_tsv(path: Path, lines: list[str], secrets: set[str]) -> None:
-    from unfurl_lite.expressions.expr import redact_text
+    from unfurl_lite.security.redaction import redact_text
 
     yamlio.append_lines(path, "".join(redact_text(line, secrets) for line in lines))
 
