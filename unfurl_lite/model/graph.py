@@ -1,10 +1,34 @@
-"""Dependency graphs over names: ordering and closures, free of any model type."""
+"""Dependency graphs over names: ordering, cycles and closures, free of any model type."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
 Graph = Mapping[str, Iterable[str]]  # node -> the nodes it depends on
+
+
+def find_cycles(graph: Mapping[str, list[str]]) -> list[list[str]]:
+    """Each distinct cycle once, as ``[a, b, a]``, starting from its first node in graph order."""
+    order = {name: i for i, name in enumerate(graph)}
+    found: dict[tuple[str, ...], list[str]] = {}
+
+    def visit(node: str, trail: list[str]) -> None:
+        if node in trail:
+            loop = trail[trail.index(node):]
+            start = min(range(len(loop)), key=lambda i: order.get(loop[i], 0))
+            loop = loop[start:] + loop[:start]
+            found.setdefault(tuple(loop), [*loop, loop[0]])
+            return
+        if node in done:
+            return
+        for child in graph.get(node, []):
+            visit(child, [*trail, node])
+        done.add(node)
+
+    done: set[str] = set()
+    for name in graph:
+        visit(name, [])
+    return list(found.values())
 
 
 def topological_order(graph: Graph) -> list[str]:

@@ -280,7 +280,8 @@ STATUS_SECTIONS = ("status", "lastJob", "jobsLog")
 def status_sections_text(text: str, keys: list[str], plain: dict[str, Any]) -> str | None:
     """``text`` (whose top-level keys were ``keys``) with its status sections rewritten
     from ``plain``, or None when only a round trip of the whole document writes it exactly."""
-    from unfurl_lite.record import emit, sections
+    from unfurl_lite.load import emit
+    from unfurl_lite.record import sections
 
     dumped: dict[str, str] = {}
     for key in STATUS_SECTIONS:
