@@ -103,6 +103,10 @@ class ExpressionError(UnfurlLiteError):
     """An input could not be evaluated (bad template, unknown input, missing attribute)."""
 
 
+class RenderTimeout(ExpressionError):
+    """Rendering a template ran past the task's deadline."""
+
+
 class PathError(UnfurlLiteError):
     """A path named by the ensemble (or one of its records) leaves the project directory."""
 

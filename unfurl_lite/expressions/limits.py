@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from unfurl_lite.errors import ExpressionError
+from unfurl_lite.errors import ExpressionError, RenderTimeout
 from unfurl_lite.security import taint
 
 MAX_TEMPLATE_RESULT = 1_000_000  # characters or items a template operation may build
@@ -201,10 +201,6 @@ def bounded_concat(pieces: Any) -> str:
             raise _refuse("template output too large")
         out.append(piece)
     return "".join(out)
-
-
-class RenderTimeout(ExpressionError):
-    """Rendering ran past the task's deadline."""
 
 
 def tracer(deadline: float, limit: float) -> Callable[..., Any]:
