@@ -223,7 +223,6 @@ def tracer(deadline: float, limit: float) -> Callable[..., Any]:
     return trace
 
 
-
 def bounded_range(*args: int) -> range:
     result = range(*args)
     if len(result) > 100_000:

@@ -43,7 +43,6 @@ CREDENTIAL_STORES = frozenset({  # path components file() never reads
 })
 
 
-
 def _has_secret(value: Any, budget: int = 1000) -> bool:
     """Whether a value read by a template holds a secret (bounded, for huge attributes)."""
     stack = [value]

@@ -56,8 +56,6 @@ def operations_of(body: Any) -> Iterator[tuple[tuple[str, ...], str]]:
 #: Interfaces every node type has: TOSCA's Standard and Unfurl's Install (declared by
 #: tosca.nodes.Root), and Cloudify's node interfaces (accepted on any node, see the docs).
 NODE_INTERFACES = ("Standard", "Install", "Lifecycle", "Validation", "Monitoring")
-
-
 #: Interfaces every relationship type has (Unfurl 1.2.0 accepts these on any relationship).
 RELATIONSHIP_INTERFACES = ("Configure", "Install", "Standard", "RelationshipLifecycle")
 

@@ -13,8 +13,6 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from unfurl_lite.load import yamlio
 
 _ORIGIN = "_unfurl_lite_origin"  # container attribute: {key or index or None: file}
-
-
 _MERGED = "_unfurl_lite_merged"  # map attribute: {key: [Definition, ...]} for merged keys
 
 

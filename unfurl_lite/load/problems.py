@@ -7,11 +7,10 @@ import difflib
 from typing import Any
 
 from unfurl_lite.errors import Problem
-from unfurl_lite.load import merge, yamlio
+from unfurl_lite.load import yamlio
+from unfurl_lite.load.origins import format_path, source_file
 
 SERVICE = ("spec", "service_template")
-
-
 TOPOLOGY = (*SERVICE, "topology_template")
 
 
@@ -28,9 +27,9 @@ def locate(doc: Any, path: tuple[Any, ...] | list[Any], file: str) -> tuple[str,
             break
     if container is None:
         line, column = yamlio.location(node)
-        return merge.source_file(node) or file, line, column
+        return source_file(node) or file, line, column
     line, column = yamlio.location(container, key)
-    return merge.source_file(container, key) or file, line, column
+    return source_file(container, key) or file, line, column
 
 
 def problem_at(
@@ -38,7 +37,7 @@ def problem_at(
 ) -> Problem:
     where, line, column = locate(doc, path, file)
     return Problem(message, file=where, line=line, column=column,
-                   path=merge.format_path(list(path)) or None, hint=hint)
+                   path=format_path(list(path)) or None, hint=hint)
 
 
 def did_you_mean(word: str, choices: Any) -> str | None:

@@ -80,8 +80,6 @@ def _missing_requirements(doc: Any, file: str) -> Iterator[Problem]:
 
 #: template directives built here (Unfurl's ``protected``: undeploy leaves the instance)
 SUPPORTED_DIRECTIVES = frozenset({"protected"})
-
-
 #: what Unfurl does with the directives unfurl-lite refuses, for the message
 _DIRECTIVE_MEANING = {
     "dependent": "instantiated only when another template requires it",
@@ -116,8 +114,6 @@ CLOUDIFY_AGENT_INTERFACES = ("cloudify.interfaces.monitoring_agent",
 
 
 _RELATIONSHIP_INTERFACE_KEYS = ("source_interfaces", "target_interfaces")
-
-
 _TOSCA_RELATIONSHIP_HINT = ("write the operations as TOSCA relationship interfaces: a requirement "
                             "with `relationship: {type: ..., interfaces: {Configure: {operations: "
                             "{add_target: ...}}}}` (see docs/workflows.md, Lifecycle interfaces)")
@@ -206,8 +202,6 @@ def _unsupported_implementations(doc: Any, file: str) -> Iterator[Problem]:
 
 #: keys Unfurl allows in an implementation that unfurl-lite does not build
 _UNSUPPORTED_IMPLEMENTATION_KEYS = ("preConditions", "invoke")
-
-
 _IMPLEMENTATION_HINT = ("use `className: Shell` with the equivalent command (for example "
                         "`ansible-playbook site.yml`), `Template`, `Delegate`, or a Python "
                         "operation `package.module:function`")
