@@ -355,9 +355,9 @@ def test_a_down_broker_is_a_clear_error_at_job_start(project):
 
 
 def test_secrets_travel_marked_and_come_back_wrapped() -> None:
-    from unfurl_lite.expressions.expr import Sensitive, Tainted
     from unfurl_lite.run.executors.celery import decode_request, encode_request
     from unfurl_lite.run.operations.base import OperationRequest
+    from unfurl_lite.security.taint import Sensitive, Tainted
 
     request = OperationRequest("id", "Shell", "", "t", "Standard.create",
                                inputs={"command": Tainted("echo s3cret"),

@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import REFERENCE, ROOT, Invoke, Project, ensemble_yaml
-from unfurl_lite.load import parsecache, schemacheck, validate, yamlio
+from unfurl_lite.load import emit, parsecache, schema_problems, schemacheck, yamlio
 from unfurl_lite.load.loader import load_ensemble
-from unfurl_lite.record import emit, sections
+from unfurl_lite.record import sections
 
 SETTINGS = settings(max_examples=300, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -94,11 +94,11 @@ DOCUMENTS = ensemble_documents()
 
 
 def jsonschema_verdict(doc: Any) -> bool:
-    return jsonschema.Draft202012Validator(validate._schema()).is_valid(doc)
+    return jsonschema.Draft202012Validator(schema_problems._schema()).is_valid(doc)
 
 
 def test_quick_check_agrees_with_jsonschema_on_every_ensemble_we_have() -> None:
-    quick = schemacheck.compile_schema(validate._schema())
+    quick = schemacheck.compile_schema(schema_problems._schema())
     assert len(DOCUMENTS) > 10
     assert [quick(d) for d in DOCUMENTS] == [jsonschema_verdict(d) for d in DOCUMENTS]
 
@@ -127,7 +127,7 @@ def test_quick_check_agrees_with_jsonschema_on_mutated_ensembles(data: st.DataOb
     for part in path[:-1]:
         target = target[part]
     target[path[-1]] = replacement
-    quick = schemacheck.compile_schema(validate._schema())
+    quick = schemacheck.compile_schema(schema_problems._schema())
     assert quick(doc) == jsonschema_verdict(doc)
 
 

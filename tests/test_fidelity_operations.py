@@ -336,7 +336,9 @@ def test_unknown_filter_is_a_validation_error_before_any_job(project, invoke):
 
 
 def test_filters_keep_the_sandbox_size_limits():
-    from unfurl_lite.expressions.expr import EvalContext, ExpressionError, render_template
+    from unfurl_lite.errors import ExpressionError
+    from unfurl_lite.expressions.expr import EvalContext
+    from unfurl_lite.expressions.sandbox import render_template
 
     ctx = EvalContext(self_view={}, inputs={})
     with pytest.raises(ExpressionError):

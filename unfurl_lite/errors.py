@@ -99,6 +99,28 @@ class StorageError(UnfurlLiteError):
         self.keep_lock = keep_lock
 
 
+class ExpressionError(UnfurlLiteError):
+    """An input could not be evaluated (bad template, unknown input, missing attribute)."""
+
+
+class RenderTimeout(ExpressionError):
+    """Rendering a template ran past the task's deadline."""
+
+
+class PathError(UnfurlLiteError):
+    """A path named by the ensemble (or one of its records) leaves the project directory."""
+
+
+class ChangeIdError(UnfurlLiteError, ValueError):
+    """Text that is not a changeId (or a changeId that cannot be encoded).
+
+    Also a ValueError, as it was when parsing a changeId was the only thing that raised it."""
+
+
+class HistoryError(UnfurlLiteError):
+    """A changeId or filter that names nothing in the history."""
+
+
 FULL = (28, 122)  # ENOSPC, EDQUOT
 READ_ONLY = (1, 13, 30)  # EPERM, EACCES, EROFS
 STORAGE_ERRNOS = (*FULL, *READ_ONLY, 27)  # and EFBIG

@@ -104,7 +104,7 @@ def plan_tree(plan: Plan) -> Any:
 
 
 def result_json(result: JobResult) -> dict[str, Any]:
-    from unfurl_lite.expressions.expr import redact
+    from unfurl_lite.security.redaction import redact
 
     return {
         "changeId": result.job_id,
@@ -207,7 +207,7 @@ def summary_text(result: JobResult) -> str:
 
 def command_output(run: TaskRun, result: JobResult) -> dict[str, Any] | None:
     """What an ad hoc task's command printed (redacted), or None if it ran no command."""
-    from unfurl_lite.expressions.expr import redact_text
+    from unfurl_lite.security.redaction import redact_text
 
     outputs = run.result.outputs if run.result else {}
     if not any(key in outputs for key in ("stdout", "stderr", "returncode")):
@@ -240,7 +240,7 @@ def run_output_text(result: JobResult) -> str:
 
 
 def _short(message: str | None, result: JobResult) -> str:
-    from unfurl_lite.expressions.expr import redact_text
+    from unfurl_lite.security.redaction import redact_text
 
     if not message:
         return ""

@@ -1,4 +1,4 @@
-"""What an operation's templates see: read-only views of instances, and the result hooks.
+"""What an operation's templates see: read-only views of instances, its inputs rendered.
 
 ``SELF.port`` reads a property or attribute as in Unfurl; ``SELF.attributes`` and
 ``SELF.properties`` are there for TOSCA functions. Secrets are wrapped before any
@@ -11,19 +11,14 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from unfurl_lite.expressions.expr import (
-    EvalContext,
-    ExpressionError,
-    LazyValues,
-    Sensitive,
-    evaluate,
-    tainted_copy,
-)
-from unfurl_lite.load import yamlio
+from unfurl_lite.errors import ExpressionError
+from unfurl_lite.expressions.expr import EvalContext, evaluate
+from unfurl_lite.expressions.lazy import LazyValues
 from unfurl_lite.model.entities import Instance, NodeTemplate, Topology
-from unfurl_lite.run.operations.base import OperationResult
+from unfurl_lite.security.taint import Sensitive
 
-POST_INPUTS = ("done", "resultTemplate")  # evaluated after the operation, with its result
+#: inputs evaluated after the operation, with its result (:mod:`unfurl_lite.run.results`)
+POST_INPUTS = ("done", "resultTemplate")
 
 
 def instance_view(
@@ -241,130 +236,3 @@ def render_inputs(
     rendered = {k: lazy[k] for k in merged}
     ctx.operation_inputs = rendered
     return rendered
-
-
-def apply_post_inputs(inputs: Mapping[str, Any], result: OperationResult, ctx: EvalContext) -> None:
-    """Evaluate ``resultTemplate`` and ``done`` with the operation's result and fold them in."""
-    if not any(inputs.get(k) is not None for k in POST_INPUTS):
-        return
-    outputs = result.outputs
-    if not ctx.operation_inputs:
-        ctx.operation_inputs = dict(inputs)
-    ctx.extra = {
-        **{k: outputs.get(k) for k in ("stdout", "stderr", "returncode")},
-        "result": outputs,
-        "success": result.success,
-        "error": result.error,
-        "outputs": outputs,
-    }
-    done = inputs.get("done")
-    values = evaluate(done, ctx) if done is not None else None
-    if values is not None and not isinstance(values, Mapping):
-        raise ExpressionError("`done` must be a mapping (status, modified, success, outputs...)")
-    # as Unfurl, the resultTemplate's variables are the result: the command's (stdout,
-    # returncode...) or a Template's `done: {result: ...}` (else what its `run` gave)
-    given = values.get("result") if values else None
-    variables = dict(given) if isinstance(given, Mapping) else dict(outputs)
-    ctx.extra = {
-        **variables,
-        **{k: outputs.get(k) for k in ("stdout", "stderr", "returncode")},
-        "result": given if given is not None else outputs,
-        "success": result.success,
-        "error": result.error,
-        "outputs": outputs,
-    }
-    template = inputs.get("resultTemplate")
-    status_before = result.status
-    if template is not None:
-        rendered = evaluate(template, ctx)
-        if isinstance(rendered, str):
-            tainted = isinstance(rendered, Sensitive)
-            try:
-                rendered = (
-                    yamlio.to_plain(yamlio.parse(rendered, "resultTemplate"))
-                    if rendered.strip()
-                    else None
-                )
-            except ExpressionError:
-                raise
-            except Exception as exc:
-                if not tainted:
-                    raise
-                raise ExpressionError(
-                    f"resultTemplate did not render valid YAML: {type(exc).__name__} "
-                    "(details withheld: the template read a secret)"
-                ) from None
-            if tainted:  # what came from a render that read a secret is secret as a whole
-                rendered = tainted_copy(rendered)
-        _apply_updates(rendered, result)
-    if values is not None:
-        from_template = result.status if result.status != status_before else None
-        _apply_done(values, result)
-        if from_template is not None:  # Unfurl: the status the resultTemplate set wins
-            result.status = from_template
-
-
-def _apply_done(values: Mapping[str, Any], result: OperationResult) -> None:
-    if "success" in values:
-        result.success = _truthy(values["success"])
-    if "modified" in values:
-        result.modified = _truthy(values["modified"])
-    if values.get("status"):
-        result.status = str(values["status"]).lower()
-    if isinstance(values.get("outputs"), Mapping):
-        result.outputs.update(values["outputs"])
-    if isinstance(values.get("result"), Mapping):
-        result.outputs.update(values["result"])
-    if isinstance(values.get("attributes"), Mapping):
-        result.attributes.update(values["attributes"])
-    if isinstance(values.get("resources"), list):
-        result.resources.extend(dict(r) for r in values["resources"] if isinstance(r, Mapping))
-
-
-#: what an item of a resultTemplate may say about an instance (Unfurl's update_instances)
-INSTANCE_SPEC_KEYS = frozenset({"name", "template", "parent", "attributes", "readyState",
-                                "status", "protected", "priority", "modified", "outputs"})
-
-
-def _apply_updates(updates: Any, result: OperationResult) -> None:
-    """A resultTemplate's instances, as Unfurl's ``update_instances``: a list of instance
-    specs (``name: SELF`` or none for the target, another name makes that instance), or
-    one mapping for the target; a mapping of anything else is the target's attributes."""
-    if updates is None:
-        return
-    if isinstance(updates, list):
-        for item in updates:
-            if not isinstance(item, Mapping):
-                continue
-            name = str(item.get("name", "SELF"))
-            if name in (".self", "SELF"):
-                _apply_self(item, result)
-            else:
-                result.resources.append({**dict(item), "name": name, "createdByTask": True})
-        return
-    if not isinstance(updates, Mapping):
-        raise ExpressionError("resultTemplate must produce a mapping of attributes")
-    special = {"attributes", "readyState", "status", "modified", "protected"}
-    if set(updates) & special and set(updates) <= INSTANCE_SPEC_KEYS:
-        _apply_self(updates, result)
-    else:
-        result.attributes.update(updates)
-
-
-def _apply_self(spec: Mapping[str, Any], result: OperationResult) -> None:
-    result.attributes.update(spec.get("attributes") or {})
-    ready = spec.get("readyState", spec.get("status"))
-    if isinstance(ready, Mapping):
-        ready = ready.get("local")
-    if ready:
-        result.status = str(ready).lower()
-    if "modified" in spec:
-        result.modified = _truthy(spec["modified"])
-    if "protected" in spec:
-        result.protected = _truthy(spec["protected"])
-
-
-def _truthy(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in ("true", "yes", "1", "on")
-    return bool(value)

@@ -3,7 +3,7 @@ ensembles that use them: ``eval``/``ref``, ``map_value``/``mapValue``, ``sensiti
 ``abspath``. Any other filter that is not one of Jinja's built-ins is refused by
 ``validate`` (see :func:`unknown_filters`), never left to fail a task at run time.
 
-They run inside the template sandbox (``expressions/expr.py`` wraps every filter with its size
+They run inside the template sandbox (``expressions/sandbox.py`` wraps every filter with its size
 limits and taint rules): ``eval`` evaluates only the expressions the rest of the tool
 evaluates, and ``abspath`` only computes a path inside the project.
 """
@@ -21,9 +21,10 @@ UNSUPPORTED = frozenset({"to_label", "to_dns_label", "to_kubernetes_label",
 
 
 def _ctx() -> Any:
-    from unfurl_lite.expressions.expr import ExpressionError, _current_ctx
+    from unfurl_lite.errors import ExpressionError
+    from unfurl_lite.expressions.sandbox import current_ctx
 
-    ctx = _current_ctx.get()
+    ctx = current_ctx.get()
     if ctx is None:
         raise ExpressionError("this filter needs an operation's context")
     return ctx
@@ -32,7 +33,8 @@ def _ctx() -> Any:
 def eval_filter(value: Any, *args: Any, **kwargs: Any) -> Any:
     """``{{ {'get_input': 'x'} | eval }}`` / ``{{ 'a {{ b }}' | eval }}``: evaluate an
     expression (TOSCA functions, ``eval:`` expressions, templates)."""
-    from unfurl_lite.expressions.expr import FUNCTIONS, ExpressionError, evaluate
+    from unfurl_lite.errors import ExpressionError
+    from unfurl_lite.expressions.expr import FUNCTIONS, evaluate
 
     ctx = _ctx()
     if isinstance(value, str) and "::" in value and "{{" not in value:
@@ -56,7 +58,7 @@ def map_value_filter(value: Any, *args: Any, **kwargs: Any) -> Any:
 
 def sensitive_filter(value: Any, *args: Any, **kwargs: Any) -> Any:
     """``{{ value | sensitive }}``: the value is a secret from here on (redacted)."""
-    from unfurl_lite.expressions.expr import mark_secret
+    from unfurl_lite.security.taint import mark_secret
 
     return None if value is None else mark_secret(value)
 
@@ -64,7 +66,7 @@ def sensitive_filter(value: Any, *args: Any, **kwargs: Any) -> Any:
 def abspath_filter(path: Any, relativeTo: Any = None, mkdir: bool = False) -> str:
     """``{{ 'files/app.conf' | abspath }}``: the absolute path, relative to the project
     (Unfurl's default base); other bases and ``mkdir`` are refused."""
-    from unfurl_lite.expressions.expr import ExpressionError
+    from unfurl_lite.errors import ExpressionError
 
     if relativeTo not in (None, "", "src", "project") or mkdir:
         raise ExpressionError(
@@ -91,7 +93,7 @@ def unfurl_filters() -> dict[str, Any]:
 def _filters_in(text: str) -> tuple[str, ...]:
     from jinja2 import nodes
 
-    from unfurl_lite.expressions.expr import environment
+    from unfurl_lite.expressions.sandbox import environment
 
     try:
         tree = environment().parse(text)
@@ -112,6 +114,6 @@ def unknown_filters(text: str) -> Iterator[str]:
 
 @functools.lru_cache(maxsize=1)
 def _known() -> frozenset[str]:
-    from unfurl_lite.expressions.expr import environment
+    from unfurl_lite.expressions.sandbox import environment
 
     return frozenset(environment().filters)

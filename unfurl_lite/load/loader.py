@@ -15,8 +15,10 @@ from typing import Any
 
 from unfurl_lite.errors import InputError, Problem
 from unfurl_lite.load import parsecache, structure, yamlio
+from unfurl_lite.model import status_layout
 from unfurl_lite.model.entities import (
     OPERATION_KINDS,
+    RESERVED_INTERFACE_KEYS,
     Implementation,
     Instance,
     Interfaces,
@@ -31,7 +33,6 @@ from unfurl_lite.model.entities import (
     Topology,
     canonical_interface,
 )
-from unfurl_lite.record import layout
 
 ENSEMBLE_FILE = "ensemble.yaml"
 SENSITIVE_TYPES = ("unfurl.datatypes.Sensitive", "sensitive", "tosca.datatypes.Credential")
@@ -176,7 +177,7 @@ def build(file: Path, text: str, data: dict[str, Any]) -> Ensemble:
     status = data.get("status") or {}
     instances = {
         name: _instance(name, record or {}, parent)
-        for name, (record, parent) in layout.flatten(status.get("instances") or {}).items()
+        for name, (record, parent) in status_layout.flatten(status.get("instances") or {}).items()
     }
     for name, record in (spec.get("instances") or {}).items():
         if name not in instances:
@@ -366,11 +367,6 @@ def _merge_interfaces(base: Interfaces, override: Interfaces) -> Interfaces:
     return merged
 
 
-#: keys of an interface definition that are not operations
-INTERFACE_KEYS = ("type", "inputs", "outputs", "description", "notifications", "implementation",
-                  "requirements")
-
-
 def _interfaces(data: dict[str, Any]) -> Interfaces:
     """Interfaces as Unfurl builds them: ``defaults`` (beside the interfaces) and an
     interface's own ``implementation`` and ``inputs`` apply to each of its operations; an
@@ -385,7 +381,7 @@ def _interfaces(data: dict[str, Any]) -> Interfaces:
         operations = (
             body.get("operations")
             if "operations" in body
-            else {k: v for k, v in body.items() if k not in INTERFACE_KEYS}
+            else {k: v for k, v in body.items() if k not in RESERVED_INTERFACE_KEYS}
         )
         shared_inputs = {**(defaults.get("inputs") or {}), **(body.get("inputs") or {})}
         shared_impl = body.get("implementation") or defaults.get("implementation")
@@ -505,7 +501,7 @@ def _instance(name: str, record: dict[str, Any], host: str | None = None) -> Ins
         last_state_change=record.get("lastStateChange"),
         protected=bool(record.get("protected", False)),
         extra={k: v for k, v in record.items() if k not in known}
-        | ({layout.HOSTED_ON: host} if host else {}),
+        | ({status_layout.HOSTED_ON: host} if host else {}),
         relationships=_relationships(record.get("requirements")),
     )
 

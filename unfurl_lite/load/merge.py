@@ -4,6 +4,8 @@
 save the user's round-trip document back with its directives intact. Every container in
 the result keeps ruamel line info and remembers which file each key came from
 (:func:`source_file`), so an error inside included content names the included file.
+How two mappings merge is :mod:`~unfurl_lite.load.merge_maps`; where each part came from,
+:mod:`~unfurl_lite.load.origins`.
 """
 
 from __future__ import annotations
@@ -18,16 +20,21 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from unfurl_lite.errors import InputError, Problem
 from unfurl_lite.load import guard, parsecache, yamlio
+from unfurl_lite.load.merge_maps import STRATEGY_KEY, merge_maps
+from unfurl_lite.load.origins import (  # noqa: F401 (the merged document's origins, for callers)
+    Definition,
+    Path_,
+    format_path,
+    merged_from,
+    new_map,
+    new_seq,
+    put,
+    source_file,
+)
 
-STRATEGY_KEY = "+%"
 ANCHOR_KEY = "+&"
-_ORIGIN = "_unfurl_lite_origin"  # container attribute: {key or index or None: file}
-_MERGED = "_unfurl_lite_merged"  # map attribute: {key: [Definition, ...]} for merged keys
 _DIRECTIVE = re.compile(r"^\+(?P<maybe>\?)?(?:(?P<include>include[\w-]*)|(?P<ref>.*))$")
 _FIRST = re.compile(r"^(?:\*(?P<anchor>[^/.]+))?(?P<dots>\.*)$")
-_DROP = object()
-
-Path_ = tuple[str | int, ...]
 
 
 def expand(
@@ -59,7 +66,7 @@ def expand(
     if ctx.problems:
         raise InputError(ctx.problems, summary=f"{Path(file).name}: merge directives failed")
     if not isinstance(result, CommentedMap):
-        result = _new_map(doc if isinstance(doc, CommentedMap) else None, str(file))
+        result = new_map(doc if isinstance(doc, CommentedMap) else None, str(file))
     result.pop(STRATEGY_KEY, None)
     for missing in reversed(ctx.missing):
         _delete_path(result, missing.path)
@@ -101,50 +108,6 @@ def has_directives(doc: Any) -> bool:
         elif isinstance(node, list):
             stack.extend(v for v in node if isinstance(v, dict | list))
     return False
-
-
-def source_file(node: Any, key: Any = None) -> str | None:
-    """The file a container (or one of its keys or items) was read from, if known."""
-    origin = getattr(node, _ORIGIN, None)
-    if not origin:
-        return None
-    if key is not None and key in origin:
-        return str(origin[key])
-    return origin.get(None)
-
-
-@dataclass(frozen=True)
-class Definition:
-    """One of several mappings that were merged under the same key."""
-
-    file: str | None
-    line: int | None
-    value: Any
-
-
-def merged_from(node: Any, key: Any) -> list[Definition]:
-    """Every mapping merged into ``node[key]``, in merge order; empty if it had one source.
-
-    Validation uses it to tell a deliberate override from two files both defining a name.
-    """
-    return list(getattr(node, _MERGED, {}).get(key, []))
-
-
-def _definitions(node: Any, key: Any) -> list[Definition]:
-    return merged_from(node, key) or [
-        Definition(source_file(node, key), yamlio.location(node, key)[0], node[key])
-    ]
-
-
-def format_path(path: Path_ | list[Any]) -> str:
-    """``spec.node_templates.app.requirements[0]``: how users see a place in the document."""
-    text = ""
-    for part in path:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        else:
-            text += f".{part}" if text else str(part)
-    return text
 
 
 @dataclass
@@ -202,38 +165,6 @@ def parse_directive(key: Any) -> _Directive | None:
     return _Directive(key, maybe, False, head["anchor"], len(head["dots"]), pointer)
 
 
-def _new_map(src: CommentedMap | None, file: str) -> CommentedMap:
-    out = CommentedMap()
-    if src is not None:
-        out.lc.line, out.lc.col = src.lc.line, src.lc.col
-    setattr(out, _ORIGIN, {None: file})
-    return out
-
-
-def _new_seq(src: CommentedSeq | None, file: str) -> CommentedSeq:
-    out = CommentedSeq()
-    if src is not None:
-        out.lc.line, out.lc.col = src.lc.line, src.lc.col
-    setattr(out, _ORIGIN, {None: file})
-    return out
-
-
-def _put(dst: Any, key: Any, value: Any, src: Any, src_key: Any, file: str | None) -> None:
-    """Store value under key, carrying over the position and file it was read from."""
-    if isinstance(dst, CommentedSeq):
-        dst.append(value)
-    else:
-        dst[key] = value
-    data = getattr(getattr(src, "lc", None), "data", None)
-    if data and src_key in data:
-        if dst.lc.data is None:
-            dst.lc.data = {}
-        dst.lc.data[key] = list(data[src_key])
-    origin = getattr(dst, _ORIGIN)
-    owner = source_file(src, src_key) if src is not None else None
-    origin[key] = owner or file
-
-
 def _expand(node: Any, path: Path_, file: str, ctx: _Context) -> Any:
     ctx.nodes += 1
     if ctx.nodes > guard.MAX_EXPANDED_NODES:
@@ -251,16 +182,16 @@ def _expand(node: Any, path: Path_, file: str, ctx: _Context) -> Any:
 
 
 def _expand_seq(seq: Any, path: Path_, file: str, ctx: _Context) -> CommentedSeq:
-    out = _new_seq(seq if isinstance(seq, CommentedSeq) else None, file)
+    out = new_seq(seq if isinstance(seq, CommentedSeq) else None, file)
     for index, item in enumerate(seq):
         if isinstance(item, dict) and item.get(STRATEGY_KEY) == "whiteout":
             continue
         value = _expand(item, (*path, len(out)), file, ctx)
         if isinstance(item, dict) and isinstance(value, list) and _has_directive(item):
             for sub_index, sub in enumerate(value):
-                _put(out, len(out), sub, value, sub_index, file)
+                put(out, len(out), sub, value, sub_index, file)
         else:
-            _put(out, len(out), value, seq, index, file)
+            put(out, len(out), value, seq, index, file)
     return out
 
 
@@ -270,14 +201,14 @@ def _has_directive(mapping: dict) -> bool:
 
 def _expand_map(mapping: Any, path: Path_, file: str, ctx: _Context) -> Any:
     src = mapping if isinstance(mapping, CommentedMap) else None
-    own = _new_map(src, file)
+    own = new_map(src, file)
     bases: list[Any] = []
     for key, value in mapping.items():
         if key == ANCHOR_KEY:
             continue
         directive = parse_directive(key)
         if directive is None:
-            _put(own, key, _expand(value, (*path, key), file, ctx), mapping, key, file)
+            put(own, key, _expand(value, (*path, key), file, ctx), mapping, key, file)
             continue
         for result in _apply(directive, value, mapping, path, file, ctx):
             if isinstance(result, dict):
@@ -295,7 +226,7 @@ def _expand_map(mapping: Any, path: Path_, file: str, ctx: _Context) -> Any:
                 return result
     if not bases:
         return own
-    merged = _new_map(src, file)
+    merged = new_map(src, file)
     try:
         for base in [*bases, own]:
             merged = merge_maps(merged, base)
@@ -542,103 +473,3 @@ def _resolve_reference(
         return _expand(found, target_path if target_path is not None else path, start_file, ctx)
     finally:
         ctx.resolving = outer
-
-
-# --- merging --------------------------------------------------------------------------
-
-
-def merge_maps(base: Any, override: Any) -> CommentedMap:
-    """Recursively merge two expanded maps into a new one; the override's values win.
-
-    As Unfurl's merge: a null or empty mapping over a mapping leaves the mapping (the
-    override said nothing about it); ``+%: whiteout`` removes the key, ``nullout`` makes it
-    null, ``error`` refuses the merge. Lists are appended to (items already present are not
-    repeated, single-key mapping items merge by key, ``+%: merge`` items merge by position),
-    so an include can add requirements.
-    """
-    out = _new_map(override if isinstance(override, CommentedMap) else None,
-                   source_file(override) or source_file(base) or "")
-    skip: set[Any] = set()
-    for key, value in override.items():
-        if key == STRATEGY_KEY:
-            continue
-        old = base.get(key) if key in base else _DROP
-        new = _merge_value(key, old, value)
-        if new is _KEEP:
-            continue
-        if new is _DROP:
-            skip.add(key)
-            continue
-        if isinstance(old, dict) and isinstance(new, dict):
-            _note_merge(out, key, _definitions(base, key) + _definitions(override, key))
-        _put(out, key, new, override, key, None)
-    for key, value in base.items():
-        if key != STRATEGY_KEY and key not in out and key not in skip:
-            _put(out, key, value, base, key, None)
-    for key in out:
-        if not merged_from(out, key):
-            _note_merge(out, key, merged_from(override, key) or merged_from(base, key))
-    return out
-
-
-_KEEP = object()  # the override leaves the base's value as it is
-
-
-def _note_merge(node: Any, key: Any, definitions: list[Definition]) -> None:
-    if definitions:
-        merged = getattr(node, _MERGED, None) or {}
-        merged[key] = definitions
-        setattr(node, _MERGED, merged)
-
-
-def _merge_value(key: Any, old: Any, new: Any) -> Any:
-    if isinstance(new, dict) or new is None:
-        strategy = new.get(STRATEGY_KEY) if new else None
-        if isinstance(old, dict):
-            strategy = strategy or old.get(STRATEGY_KEY) or "merge"
-            if strategy == "merge":
-                return merge_maps(old, new) if new else _KEEP
-            if strategy == "error":
-                raise InputError([Problem(
-                    f"merging {key!r} is not allowed: `+%: error` was set",
-                    path=str(key), hint="remove one of the definitions or the `+%: error`",
-                )], summary="merge directives failed")
-        if strategy == "whiteout":
-            return _DROP
-        if strategy == "nullout":
-            return None
-        return new
-    if isinstance(old, list) and isinstance(new, list):
-        return _merge_lists(old, new)
-    return new
-
-
-def _merge_lists(old: list, new: list) -> CommentedSeq:
-    out = _new_seq(new if isinstance(new, CommentedSeq) else None, source_file(new) or "")
-    for index, item in enumerate(old):
-        _put(out, index, item, old, index, None)
-    for index, item in enumerate(new):
-        if isinstance(item, dict) and item.get(STRATEGY_KEY) == "merge":
-            if index >= len(out):
-                _put(out, len(out), item, new, index, None)
-            elif isinstance(out[index], dict):
-                out[index] = merge_maps(out[index], item)
-            else:
-                out[index] = item
-            continue
-        slot = _single_key_slot(out, item)
-        if slot is not None:
-            out[slot] = merge_maps(out[slot], item)
-        elif item not in out:
-            _put(out, len(out), item, new, index, None)
-    return out
-
-
-def _single_key_slot(seq: list, item: Any) -> int | None:
-    if not isinstance(item, dict) or len(item) != 1:
-        return None
-    (key,) = item
-    for index, existing in enumerate(seq):
-        if isinstance(existing, dict) and len(existing) == 1 and key in existing:
-            return index
-    return None

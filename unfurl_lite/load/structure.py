@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from unfurl_lite.model.topology import as_mapping, capabilities_of, lineage, matching_capability
+
 #: what Unfurl records as ``created`` for an instance declared in the spec
 SPEC_CREATED = "::root"
 
@@ -60,23 +62,21 @@ def implied_requirements(
     does not connect itself. As Unfurl does, a requirement is matched to the template its
     ``node`` names (a template, or the first template of that type) or else to the first
     template with the ``capability`` it asks for."""
-    from unfurl_lite.record.layout import _lineage, _mapping
-
-    service = _mapping(service)
-    node_types = {**split_types(service.get("types"))[0], **_mapping(service.get("node_types"))}
-    templates = _mapping(_mapping(service.get("topology_template")).get("node_templates"))
+    service = as_mapping(service)
+    node_types = {**split_types(service.get("types"))[0], **as_mapping(service.get("node_types"))}
+    templates = as_mapping(as_mapping(service.get("topology_template")).get("node_templates"))
     lineages: dict[Any, list[str]] = {}
     capabilities: dict[Any, dict[str, Any]] = {}
     found: dict[str, list[tuple[str, dict[str, Any], str | None]]] = {}
     declared: dict[Any, dict[str, dict[str, Any]]] = {}
     for name, body in templates.items():
-        body = _mapping(body)
+        body = as_mapping(body)
         type_name = body.get("type") if isinstance(body.get("type"), str) else None
         if type_name not in declared:
-            lineages[type_name] = _lineage(type_name, node_types)
+            lineages[type_name] = lineage(type_name, node_types)
             declared[type_name] = {}
             for ancestor in reversed(lineages[type_name]):
-                for entry in _entries(_mapping(node_types.get(ancestor)).get("requirements")):
+                for entry in _entries(as_mapping(node_types.get(ancestor)).get("requirements")):
                     declared[type_name].update(entry)
         if not declared[type_name] and _all_connected(body.get("requirements")):
             continue  # the common case, kept cheap: nothing to match
@@ -84,12 +84,12 @@ def implied_requirements(
         given: set[str] = set()
         for entry in _entries(body.get("requirements")):
             for req, value in entry.items():
-                if isinstance(value, str) or _mapping(value).get("node"):
+                if isinstance(value, str) or as_mapping(value).get("node"):
                     given.add(req)
                 elif req in definitions:
-                    definitions[req] = {**definitions[req], **_mapping(value)}
+                    definitions[req] = {**definitions[req], **as_mapping(value)}
                 else:
-                    definitions[req] = dict(_mapping(value))
+                    definitions[req] = dict(as_mapping(value))
         for req, definition in definitions.items():
             if req in given:
                 continue
@@ -122,8 +122,6 @@ def _match(
     lineages: dict[Any, list[str]],
     capabilities: dict[Any, dict[str, Any]],
 ) -> str | None:
-    from unfurl_lite.record.layout import _lineage, capabilities_of, matching_capability
-
     node, wanted = definition.get("node"), definition.get("capability")
     if isinstance(node, str) and node in templates:
         return node
@@ -132,7 +130,7 @@ def _match(
             continue
         type_name = body.get("type") if isinstance(body.get("type"), str) else None
         if type_name not in lineages:
-            lineages[type_name] = _lineage(type_name, node_types)
+            lineages[type_name] = lineage(type_name, node_types)
         if isinstance(node, str):
             if node in lineages[type_name]:
                 return str(name)

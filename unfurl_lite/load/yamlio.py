@@ -118,7 +118,7 @@ def parse_plain(text: str) -> Any:
 
 
 def dump(data: Any) -> str:
-    from unfurl_lite.record import emit
+    from unfurl_lite.load import emit
 
     fast = emit.dump(data)
     if fast is not None:

@@ -1,3 +1,4 @@
 """The domain model as plain data: templates, instances, relationships, statuses,
-changeIds, and dependency graphs over names. No I/O, no YAML, no evaluation.
+changeIds, dependency graphs over names, TOSCA type lineage and capabilities, and the
+status layout (instances nested under their hosts). No I/O, no YAML, no evaluation.
 """

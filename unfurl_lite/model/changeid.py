@@ -12,16 +12,14 @@ import string
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from unfurl_lite.errors import ChangeIdError
+
 DIGITS = string.digits + string.ascii_uppercase + string.ascii_lowercase
 _VALUE = {c: i for i, c in enumerate(DIGITS)}
 EPOCH_YEAR = 2020
 TICKS_PER_SECOND = 62
 _EPOCH = datetime(EPOCH_YEAR, 1, 1, tzinfo=UTC)
 MAX_TASKS = 0xFFFF
-
-
-class ChangeIdError(ValueError):
-    pass
 
 
 @dataclass(frozen=True, order=True)

@@ -107,6 +107,16 @@ INTERFACE_OPERATIONS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: keys of an interface definition that are never operations: Unfurl's reserved words
+#: (tosca-parser's INTERFACE_DEF_RESERVED_WORDS), ``outputs``, and ``defaults`` (the
+#: shared definition Unfurl puts beside the interfaces). Loading, validation and planning
+#: all read operations through this one list.
+RESERVED_INTERFACE_KEYS = frozenset({
+    "type", "description", "inputs", "outputs", "operations", "notifications",
+    "implementation", "requirements", "derived_from", "metadata", "defaults",
+})
+
+
 def canonical_interface(name: str) -> str:
     return INTERFACE_ALIASES.get(name, name)
 
@@ -242,13 +252,6 @@ class Topology:
     inputs: dict[str, Any] = field(default_factory=dict)  # resolved input values
     sensitive_inputs: frozenset[str] = frozenset()
     outputs: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class ReadyState:
-    local: Status = Status.unknown
-    state: NodeState | None = None
-    effective: Status | None = None
 
 
 @dataclass

@@ -7,32 +7,28 @@ from collections.abc import Iterable, Mapping
 Graph = Mapping[str, Iterable[str]]  # node -> the nodes it depends on
 
 
-def find_cycle(graph: Graph) -> list[str] | None:
-    """A dependency cycle as a closed path (``[a, b, a]``), or None."""
-    white, grey, black = 0, 1, 2
-    color = dict.fromkeys(graph, white)
-    for root in graph:
-        if color[root] != white:
-            continue
-        stack: list[tuple[str, list[str]]] = [(root, list(graph.get(root, ())))]
-        path = [root]
-        color[root] = grey
-        while stack:
-            node, pending = stack[-1]
-            if not pending:
-                stack.pop()
-                path.pop()
-                color[node] = black
-                continue
-            nxt = pending.pop()
-            state = color.get(nxt, black)  # edges to unknown nodes are someone else's problem
-            if state == grey:
-                return [*path[path.index(nxt) :], nxt]
-            if state == white:
-                color[nxt] = grey
-                path.append(nxt)
-                stack.append((nxt, list(graph.get(nxt, ()))))
-    return None
+def find_cycles(graph: Mapping[str, list[str]]) -> list[list[str]]:
+    """Each distinct cycle once, as ``[a, b, a]``, starting from its first node in graph order."""
+    order = {name: i for i, name in enumerate(graph)}
+    found: dict[tuple[str, ...], list[str]] = {}
+
+    def visit(node: str, trail: list[str]) -> None:
+        if node in trail:
+            loop = trail[trail.index(node):]
+            start = min(range(len(loop)), key=lambda i: order.get(loop[i], 0))
+            loop = loop[start:] + loop[:start]
+            found.setdefault(tuple(loop), [*loop, loop[0]])
+            return
+        if node in done:
+            return
+        for child in graph.get(node, []):
+            visit(child, [*trail, node])
+        done.add(node)
+
+    done: set[str] = set()
+    for name in graph:
+        visit(name, [])
+    return list(found.values())
 
 
 def topological_order(graph: Graph) -> list[str]:

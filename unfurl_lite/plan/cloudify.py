@@ -855,9 +855,8 @@ def deployed_digests(ensemble: Ensemble) -> dict[tuple[str, str], tuple[str, str
 
 def current_digest(ensemble: Ensemble, instance: str, op: Operation) -> str | None:
     """The digest the operation's inputs would have now (None when they cannot be rendered)."""
-    from unfurl_lite.errors import UnfurlLiteError
+    from unfurl_lite.errors import ExpressionError, UnfurlLiteError
     from unfurl_lite.expressions.context import POST_INPUTS, make_context, render_inputs
-    from unfurl_lite.expressions.expr import ExpressionError
 
     inputs = dict(op.inputs)
     if op.implementation is not None and op.implementation.primary and "command" not in inputs:

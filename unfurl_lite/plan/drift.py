@@ -71,8 +71,7 @@ def current_digest(ensemble: Ensemble, instance: Instance, operation: Operation)
 def instance_drift(
     ensemble: Ensemble, instance: Instance, recorded: Mapping[str, tuple[str, str]]
 ) -> Drift:
-    from unfurl_lite.errors import UnfurlLiteError
-    from unfurl_lite.expressions.expr import ExpressionError
+    from unfurl_lite.errors import ExpressionError, UnfurlLiteError
 
     drift = Drift()
     if instance.status in (Status.absent, Status.pending) or instance.discovered:

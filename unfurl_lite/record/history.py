@@ -16,13 +16,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from unfurl_lite.errors import UnfurlLiteError
+from unfurl_lite.errors import HistoryError
 from unfurl_lite.model import changeid
 from unfurl_lite.record import layout, records
-
-
-class HistoryError(UnfurlLiteError):
-    """A changeId or filter that names nothing in the history."""
 
 
 @dataclass(frozen=True)
@@ -447,7 +443,7 @@ def status_changes(
 
 
 def redact_known(text: str, secrets: Iterable[str]) -> str:
-    from unfurl_lite.expressions.expr import redact_text
+    from unfurl_lite.security.redaction import redact_text
 
     return redact_text(text, {s for s in secrets if s})
 

@@ -25,7 +25,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from unfurl_lite.expressions.expr import REDACTED, Sensitive, redact
 from unfurl_lite.load import yamlio
 from unfurl_lite.load.loader import Ensemble, _instance
 from unfurl_lite.model import changeid
@@ -41,6 +40,8 @@ from unfurl_lite.run.job import (
     previous_job_id,
 )
 from unfurl_lite.run.operations.base import OperationResult
+from unfurl_lite.security.redaction import REDACTED, redact
+from unfurl_lite.security.taint import Sensitive
 
 PREFIX = "journal"
 SYNC_INTERVAL = 0.1  # seconds between forced writes of the events to disk

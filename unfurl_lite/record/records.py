@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from unfurl_lite.expressions.expr import REDACTED, Sensitive, redact
 from unfurl_lite.load import guard, yamlio
 from unfurl_lite.model import changeid
 from unfurl_lite.model.entities import Instance, Status
 from unfurl_lite.record import layout
+from unfurl_lite.security.redaction import REDACTED, redact
+from unfurl_lite.security.taint import Sensitive
 
 if TYPE_CHECKING:
     from unfurl_lite.load.loader import Ensemble
@@ -279,7 +280,8 @@ STATUS_SECTIONS = ("status", "lastJob", "jobsLog")
 def status_sections_text(text: str, keys: list[str], plain: dict[str, Any]) -> str | None:
     """``text`` (whose top-level keys were ``keys``) with its status sections rewritten
     from ``plain``, or None when only a round trip of the whole document writes it exactly."""
-    from unfurl_lite.record import emit, sections
+    from unfurl_lite.load import emit
+    from unfurl_lite.record import sections
 
     dumped: dict[str, str] = {}
     for key in STATUS_SECTIONS:
@@ -322,7 +324,7 @@ def write_job_yaml(
 
 
 def append_tsv(path: Path, lines: list[str], secrets: set[str]) -> None:
-    from unfurl_lite.expressions.expr import redact_text
+    from unfurl_lite.security.redaction import redact_text
 
     yamlio.append_lines(path, "".join(redact_text(line, secrets) for line in lines))
 

@@ -19,14 +19,10 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from unfurl_lite.errors import UnfurlLiteError
-from unfurl_lite.expressions.context import (
-    apply_post_inputs,
-    make_context,
-    render_inputs,
-    spec_secrets,
-)
-from unfurl_lite.expressions.expr import RENDER_SECONDS, ExpressionError, evaluate, secrets_in
+from unfurl_lite.errors import ExpressionError, UnfurlLiteError
+from unfurl_lite.expressions.context import make_context, render_inputs, spec_secrets
+from unfurl_lite.expressions.expr import evaluate
+from unfurl_lite.expressions.limits import RENDER_SECONDS
 from unfurl_lite.load import guard
 from unfurl_lite.load.loader import Ensemble
 from unfurl_lite.model import changeid
@@ -36,11 +32,13 @@ from unfurl_lite.record import layout, records
 from unfurl_lite.run.executors import Executor
 from unfurl_lite.run.observer import JobState, Observer, TaskState
 from unfurl_lite.run.operations.base import DRYRUN_NOT_SUPPORTED, OperationRequest, OperationResult
-from unfurl_lite.run.operations.shell import base_environment
+from unfurl_lite.run.results import apply_post_inputs
 from unfurl_lite.run.routing import agent_of
 from unfurl_lite.run.status import fold_effective, on_failure, on_start, on_success
 from unfurl_lite.security import environment as openv
+from unfurl_lite.security.environment import base_environment
 from unfurl_lite.security.redaction import redact_text
+from unfurl_lite.security.taint import secrets_in
 
 OBSERVING = ("check", "discover")  # reasons whose operations change nothing live
 

@@ -6,6 +6,9 @@ sets the value when the caller has none), ``-NAME`` removes it, ``^NAME: dir`` p
 ``dir`` to a ``PATH``-like variable; names may be patterns (``+LC_*``) and ``!`` negates
 one (``-!FOO``). Copying by name is an explicit declaration, so it is the one way past
 the allow-list besides ``--env-passthrough``.
+
+The allow-list is here, not with the operations, because templates obey it too: ``get_env``
+reads what an operation would get, plus what the spec declares.
 """
 
 from __future__ import annotations
@@ -14,6 +17,35 @@ import fnmatch
 import os
 from collections.abc import Mapping
 from typing import Any
+
+ALLOWED_ENV = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LANGUAGE",
+    "USER",
+    "LOGNAME",
+    "TMPDIR",
+    "TZ",
+    "SHELL",
+    "TERM",
+)
+
+#: the ``UNFURL_*`` variables an operation gets: set by the job for each task, never
+#: taken from the caller's environment (where they could hold anything)
+PROJECT_VARIABLES = ("UNFURL_JOB", "UNFURL_CHANGEID", "UNFURL_WORKER")
+
+
+def base_environment(passthrough: bool = False) -> dict[str, str]:
+    """The caller's variables an operation sees: the allow-list (``--env-passthrough``:
+    all of them). The job adds :data:`PROJECT_VARIABLES` and the operation's ``env``."""
+    if passthrough:
+        return dict(os.environ)
+    return {k: v for k, v in os.environ.items() if allowed(k)}
+
+
+def allowed(name: str) -> bool:
+    return name in ALLOWED_ENV or name.startswith("LC_")
 
 
 def apply_rules(

@@ -10,13 +10,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from unfurl_lite.errors import UnfurlLiteError
+from unfurl_lite.errors import PathError
 
 ALLOW_HINT = "pass --allow-outside-paths to allow paths outside the project directory"
-
-
-class PathError(UnfurlLiteError):
-    """A path named by the ensemble (or one of its records) leaves the project directory."""
 
 
 def confine(
@@ -49,14 +45,6 @@ def confine(
 
 def _lexical(path: Path) -> Path:
     return Path(os.path.normpath(path))
-
-
-def is_inside(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> bool:
-    try:
-        confine(path, root)
-    except PathError:
-        return False
-    return True
 
 
 def confine_records(

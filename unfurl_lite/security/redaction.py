@@ -1,6 +1,6 @@
 """Redaction at every write boundary: records, status, console, JSON.
 
-A secret can reach output wrapped (:class:`~unfurl_lite.expressions.expr.Sensitive`), or as plain
+A secret can reach output wrapped (:class:`~unfurl_lite.security.taint.Sensitive`), or as plain
 text: a command's stderr, an error message quoting a value, an attribute parsed from a
 ``resultTemplate``, or a jinja filter's output (``{{ secret | upper }}``). So besides
 replacing wrapped values, every string written is scanned for each known secret and the
@@ -92,7 +92,7 @@ def redact_tainted(text: str, secrets: Iterable[str]) -> str:
 
 def redact(value: Any, secrets: Iterable[str] = ()) -> Any:
     """A copy of ``value`` safe to write anywhere."""
-    from unfurl_lite.expressions.expr import Sensitive, Tainted
+    from unfurl_lite.security.taint import Sensitive, Tainted
 
     known = secrets if isinstance(secrets, set | frozenset | list | tuple) else list(secrets)
     forms = _all_forms(known)  # once per value, not once per string in it

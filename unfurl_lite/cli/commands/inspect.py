@@ -189,8 +189,8 @@ def _secrets_of(path: Path) -> set[str]:
     """Values the current spec marks sensitive, redacted again in case old records hold them."""
     try:
         from unfurl_lite.expressions.context import wrapped_inputs
-        from unfurl_lite.expressions.expr import secrets_in
         from unfurl_lite.load.loader import load_ensemble
+        from unfurl_lite.security.taint import secrets_in
 
         loaded = load_ensemble(path)
     except Exception:
@@ -211,10 +211,10 @@ def _secrets_of(path: Path) -> set[str]:
 def show_change(change_id: str, ensemble: str | None, no_diff: bool, as_json: bool) -> None:
     """Show one job or task: its record, inputs (secrets redacted), outputs, and the diff
     of the ensemble in the job's commit."""
-    from unfurl_lite.expressions.expr import redact
     from unfurl_lite.load import yamlio
     from unfurl_lite.model import changeid
     from unfurl_lite.record import history as hist
+    from unfurl_lite.security.redaction import redact
 
     path, jobs_tsv = _paths(ensemble)
     root = path.parent

@@ -44,7 +44,6 @@ from celery.concurrency.thread import TaskPool as _CeleryThreadPool
 
 from unfurl_lite import __version__
 from unfurl_lite.errors import JobError
-from unfurl_lite.expressions.expr import REDACTED, Sensitive, redact_text
 from unfurl_lite.run.executors.wire import (
     decode,
     decode_request,
@@ -55,6 +54,8 @@ from unfurl_lite.run.executors.wire import (
 )
 from unfurl_lite.run.operations.base import OperationRequest, OperationResult
 from unfurl_lite.run.routing import DEFAULT_QUEUE
+from unfurl_lite.security.redaction import REDACTED, redact_text
+from unfurl_lite.security.taint import Sensitive
 
 __all__ = ["decode", "decode_request", "decode_result", "encode", "encode_request",
            "encode_result"]

@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
-from unfurl_lite.expressions.expr import Sensitive, Tainted
 from unfurl_lite.run.operations.base import OperationRequest, OperationResult
+from unfurl_lite.security.taint import Sensitive, Tainted
 
 
 def encode(value: Any) -> Any:

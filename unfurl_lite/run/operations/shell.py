@@ -23,41 +23,12 @@ from unfurl_lite.security.paths import PathError, confine
 RETRY_EXIT_CODE = 75  # EX_TEMPFAIL: the command asks to be tried again
 OUTPUT_LIMIT = 64 * 1024
 KILL_GRACE_SECONDS = 5.0
-ALLOWED_ENV = (
-    "PATH",
-    "HOME",
-    "LANG",
-    "LANGUAGE",
-    "USER",
-    "LOGNAME",
-    "TMPDIR",
-    "TZ",
-    "SHELL",
-    "TERM",
-)
 
 _running: dict[str, subprocess.Popen[str]] = {}
 _lock = threading.Lock()
 #: told of each command's process group as it starts (True) and ends (False): a Celery
 #: worker's watchdog kills them if the worker dies
 watch_processes: Callable[[int, bool], None] | None = None
-
-
-#: the ``UNFURL_*`` variables an operation gets: set by the job for each task, never
-#: taken from the caller's environment (where they could hold anything)
-PROJECT_VARIABLES = ("UNFURL_JOB", "UNFURL_CHANGEID", "UNFURL_WORKER")
-
-
-def base_environment(passthrough: bool = False) -> dict[str, str]:
-    """The caller's variables an operation sees: the allow-list (``--env-passthrough``:
-    all of them). The job adds :data:`PROJECT_VARIABLES` and the operation's ``env``."""
-    if passthrough:
-        return dict(os.environ)
-    return {k: v for k, v in os.environ.items() if allowed(k)}
-
-
-def allowed(name: str) -> bool:
-    return name in ALLOWED_ENV or name.startswith("LC_")
 
 
 def command_line(command: Any, dryrun_arg: str | None, dryrun: bool) -> Any:

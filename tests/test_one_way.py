@@ -1,0 +1,102 @@
+"""One way to do each thing: every user error in errors.py, one redaction entry point,
+the taint types in security, and the dead code gone."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Invoke, Project, ensemble_yaml
+from unfurl_lite import errors
+
+PACKAGE = Path(__file__).resolve().parent.parent / "unfurl_lite"
+REDACTORS = {"redact", "redact_text", "redact_tainted"}
+
+
+def _trees() -> dict[str, ast.Module]:
+    return {str(p.relative_to(PACKAGE.parent)): ast.parse(p.read_text())
+            for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _base_names(node: ast.ClassDef) -> set[str]:
+    return {b.id if isinstance(b, ast.Name) else b.attr
+            for b in node.bases if isinstance(b, ast.Name | ast.Attribute)}
+
+
+def test_every_user_error_is_defined_in_errors_py() -> None:
+    ours = {n.name for n in ast.walk(_trees()["unfurl_lite/errors.py"])
+            if isinstance(n, ast.ClassDef)}
+    elsewhere = [f"{path}: {node.name}" for path, tree in _trees().items()
+                 if path != "unfurl_lite/errors.py"
+                 for node in ast.walk(tree)
+                 if isinstance(node, ast.ClassDef) and _base_names(node) & ours]
+    assert elsewhere == []
+
+
+@pytest.mark.parametrize(("module", "name"), [
+    ("unfurl_lite.expressions.expr", "ExpressionError"),
+    ("unfurl_lite.security.paths", "PathError"),
+    ("unfurl_lite.model.changeid", "ChangeIdError"),
+    ("unfurl_lite.record.history", "HistoryError"),
+])
+def test_the_modules_that_raise_an_error_use_the_one_in_errors_py(module: str, name: str) -> None:
+    import importlib
+
+    cls = getattr(errors, name)
+    assert issubclass(cls, errors.UnfurlLiteError)
+    assert getattr(importlib.import_module(module), name) is cls
+
+
+def test_a_bad_changeid_is_a_user_error_and_still_a_value_error() -> None:
+    from unfurl_lite.model import changeid
+
+    with pytest.raises(errors.UnfurlLiteError, match="not a changeId") as caught:
+        changeid.parse("nonsense")
+    assert isinstance(caught.value, ValueError)
+
+
+def test_a_changeid_naming_nothing_is_a_clear_error(project: Project, invoke: Invoke) -> None:
+    project.write(ensemble_yaml("app:\n  type: tosca.nodes.Root\n"))
+    result = invoke("show", "not-a-changeid")
+    assert result.exit_code == 1
+    assert "not a changeId" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_redaction_has_one_entry_point() -> None:
+    """Only security/redaction.py redacts; everything else imports it from there."""
+    defined = [f"{path}: {node.name}" for path, tree in _trees().items()
+               if path != "unfurl_lite/security/redaction.py"
+               for node in ast.walk(tree)
+               if isinstance(node, ast.FunctionDef) and node.name in REDACTORS]
+    imported = [f"{path}: {node.module}" for path, tree in _trees().items()
+                for node in ast.walk(tree)
+                if isinstance(node, ast.ImportFrom)
+                and {a.name for a in node.names} & (REDACTORS | {"REDACTED"})
+                and node.module != "unfurl_lite.security.redaction"]
+    assert defined == []
+    assert imported == []
+
+
+def test_the_taint_types_belong_to_security() -> None:
+    from unfurl_lite.security import redaction, taint
+
+    secret = taint.Sensitive("hunter22")
+    assert repr(secret) == redaction.REDACTED
+    assert isinstance(secret[1:5], taint.Tainted)
+    assert redaction.redact({"pw": secret, "cmd": taint.Tainted("echo hunter22")},
+                            {"hunter22"}) == {"pw": redaction.REDACTED,
+                                              "cmd": f"echo {redaction.REDACTED}"}
+
+
+@pytest.mark.parametrize(("module", "name"), [
+    ("unfurl_lite.model.graph", "find_cycle"),
+    ("unfurl_lite.model.entities", "ReadyState"),
+    ("unfurl_lite.security.paths", "is_inside"),
+])
+def test_dead_code_is_gone(module: str, name: str) -> None:
+    import importlib
+
+    assert not hasattr(importlib.import_module(module), name)

@@ -1,0 +1,77 @@
+"""Mappings whose values are expressions, each evaluated when first read."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from unfurl_lite.errors import ExpressionError
+
+
+class LazyInputs(Mapping[str, Any]):
+    """``TOPOLOGY.inputs`` for templates: an input given as an expression (``{eval:
+    {get_env: PW}}``) is evaluated when read, so its secret stays wrapped."""
+
+    def __init__(self, inputs: Mapping[str, Any], read: Callable[[str], Any]) -> None:
+        self._inputs = inputs
+        self._read = read
+        self._cache: dict[str, Any] = {}
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._cache:
+            self._cache[key] = self._read(key)
+        return self._cache[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._inputs)
+
+    def __len__(self) -> int:
+        return len(self._inputs)
+
+
+class LazyValues(Mapping[str, Any]):
+    """Values that may be expressions (a node's properties, an operation's inputs), each
+    evaluated when first read, as Unfurl does: ``{{ SELF.port }}``, ``{{ inputs.url }}`` and
+    ``get_property`` see the value, never the ``{eval: ...}`` text, and a value nobody reads
+    is never evaluated (so it cannot fail). ``evaluator(key, raw)`` gives the value; a value
+    that needs itself (``a: "{{ inputs.b }}"``, ``b: "{{ inputs.a }}"``) is an error."""
+
+    def __init__(self, raw: Mapping[str, Any],
+                 evaluator: Callable[[str, Any], Any]) -> None:
+        self._raw = raw
+        self._evaluator = evaluator
+        self._cache: dict[str, Any] = {}
+        self._busy: set[str] = set()
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self._cache:
+            return self._cache[key]
+        raw = self._raw[key]
+        if key in self._busy:
+            raise ExpressionError(f"{key!r} refers to itself (a circular reference)")
+        self._busy.add(key)
+        try:
+            value = self._evaluator(key, raw)
+        finally:
+            self._busy.discard(key)
+        self._cache[key] = value
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._raw
+
+    def __repr__(self) -> str:  # `{{ SELF.properties }}` shows the values, as a dict would
+        return repr(dict(self))
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> Any:
+        from jinja2.exceptions import SecurityError
+
+        raise SecurityError("values read by a template cannot be changed")
+
+    update = pop = popitem = setdefault = clear = _read_only  # as the sandbox says of a dict

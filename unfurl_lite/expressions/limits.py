@@ -1,0 +1,230 @@
+"""The sandbox's limits: what a template may build and for how long.
+
+A template is user input that runs in the job's process, so every step that can build a
+large value (an operator, a method, a filter, the output itself) is sized before or as it
+runs, the whole render has a budget, and a trace function stops a render at its deadline.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import re
+import string
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from unfurl_lite.errors import ExpressionError, RenderTimeout
+from unfurl_lite.security import taint
+
+MAX_TEMPLATE_RESULT = 1_000_000  # characters or items a template operation may build
+MAX_RENDER_BUILT = 20_000_000  # characters and items all the steps of one render may build
+MAX_INT_BITS = 100_000  # bits of an integer a template may compute (about 30 000 digits)
+RENDER_SECONDS = 10.0  # a task's templates, when its operation has no shorter timeout
+
+
+#: characters and items the render under way has built so far
+built: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar(
+    "unfurl_lite_built", default=None
+)
+
+
+def too_big(value: Any) -> bool:
+    """Whether a value is over the limit for one value, counting it against the render's
+    budget: many values each under the limit (``map('center', 999999)`` over a long
+    list) must not add up to gigabytes either."""
+    if not isinstance(value, str | list | tuple | bytes):
+        return False
+    so_far = built.get()
+    if so_far is not None:
+        so_far[0] += len(value)
+        if so_far[0] > MAX_RENDER_BUILT:
+            raise _refuse("template builds too much: more than "
+                          f"{MAX_RENDER_BUILT} characters and items in all")
+    return len(value) > MAX_TEMPLATE_RESULT
+
+
+def _refuse(what: str) -> Any:
+    from jinja2.exceptions import SecurityError
+
+    return SecurityError(f"{what} (a template may build values of at most "
+                         f"{MAX_TEMPLATE_RESULT} characters, {MAX_RENDER_BUILT} in all, "
+                         f"and integers of {MAX_INT_BITS} bits)")
+
+
+_PRINTF = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?[a-zA-Z%]")
+_NUMBER = re.compile(r"\d+")
+
+
+def _printf_size(text: str) -> int:
+    """Characters ``text % args`` may produce beyond its own length (widths, precisions)."""
+    return sum(int(n) for m in _PRINTF.finditer(text) for n in m.groups() if n and n != "*")
+
+
+def _format_size(text: str) -> int:
+    """The same for ``str.format``: the widths and precisions in its replacement fields."""
+    try:
+        fields = list(string.Formatter().parse(text))
+    except ValueError:
+        return 0
+    return sum(max((int(n) for n in _NUMBER.findall(spec or "")), default=0)
+               for _, _, spec, _ in fields)
+
+
+def _int_bits(value: Any) -> int:
+    return abs(value).bit_length() if isinstance(value, int) else 0
+
+
+def check_binop(operator: str, left: Any, right: Any) -> None:
+    if operator == "**" and isinstance(left, int) and isinstance(right, int):
+        if abs(right) > 1000:
+            raise _refuse("exponent larger than 1000 in a template")
+        if right > 0 and abs(left) > 1 and _int_bits(left) * right > MAX_INT_BITS:
+            raise _refuse("exponent too large: the result would be too large")
+    elif operator == "*":
+        for a, b in ((left, right), (right, left)):
+            if (isinstance(a, str | list | tuple) and isinstance(b, int)
+                    and len(a) * b > MAX_TEMPLATE_RESULT):
+                raise _refuse("template builds a value that is too large")
+        if (isinstance(left, int) and isinstance(right, int)
+                and _int_bits(left) + _int_bits(right) > MAX_INT_BITS):
+            raise _refuse("template builds a number that is too large")
+    elif operator == "%" and isinstance(left, str):
+        if len(left) + _printf_size(left) > MAX_TEMPLATE_RESULT:
+            raise _refuse("template builds a value that is too large")
+    elif (isinstance(left, str | list | tuple) and isinstance(right, str | list | tuple)
+            and len(left) + len(right) > MAX_TEMPLATE_RESULT):
+        raise _refuse("template builds a value that is too large")
+
+
+def check_method(obj: Any, owner: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
+    """Size a string method's result before it is built (``'a'.replace('a', 'b' * 10**6)``
+    on a long string, ``'{:999999}{:999999}'.format(...)``)."""
+    if not isinstance(owner, str):
+        return
+    name = getattr(obj, "__name__", "")
+    size = len(owner)
+    if name == "replace" and len(args) >= 2:
+        old, new = str(args[0]), str(args[1])
+        count = owner.count(old) if old else len(owner) + 1
+        size += count * len(new)
+    elif name == "expandtabs":
+        width = args[0] if args else kwargs.get("tabsize", 8)
+        size += owner.count("\t") * (width if isinstance(width, int) else 8)
+    elif name in ("format", "format_map"):
+        size += _format_size(owner) + sum(len(a) for a in args if isinstance(a, str))
+    elif name == "join" and args and hasattr(args[0], "__len__"):
+        size = len(owner) * len(args[0])
+    if size > MAX_TEMPLATE_RESULT:
+        raise _refuse("template builds a value that is too large")
+
+
+def _filter_size(name: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> int:
+    """Characters a string-building filter will produce, estimated before it runs."""
+    if not args:
+        return 0
+    value, rest = args[0], args[1:]
+
+    def arg(index: int, key: str, default: Any) -> Any:
+        return rest[index] if len(rest) > index else kwargs.get(key, default)
+
+    def number(value: Any) -> int:
+        if isinstance(value, str):
+            return len(value)
+        return value if isinstance(value, int) else 0
+
+    text = value if isinstance(value, str) else ""
+    if name == "indent":
+        return len(text) + (text.count("\n") + 1) * number(arg(0, "width", 4))
+    if name == "center":
+        return len(text) + number(arg(0, "width", 80))
+    if name == "replace":
+        old, new = str(arg(0, "old", "")), str(arg(1, "new", ""))
+        return len(text) + (text.count(old) if old else len(text) + 1) * len(new)
+    if name == "wordwrap":
+        width = max(1, number(arg(0, "width", 79)))
+        wrap = str(arg(2, "wrapstring", None) or "\n")
+        return len(text) + (len(text) // width + 1) * len(wrap)
+    if name == "format":
+        return len(text) + _printf_size(text)
+    if name == "join" and hasattr(value, "__len__"):
+        return len(str(arg(0, "d", ""))) * len(value)
+    return 0
+
+
+def guarded_filter(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    """A filter that refuses to build a huge value and taints what it derives from a
+    secret (jinja calls filters directly, not through the sandbox's ``call``)."""
+    from jinja2.utils import _PassArg
+
+    skip = 0 if _PassArg.from_obj(function) is None else 1
+
+    @functools.wraps(function)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        values = list(args)
+        for index in range(skip, len(values)):
+            item = values[index]
+            if isinstance(item, Iterator):  # see whether a generator yields secrets
+                values[index] = list(_bounded_items(item))
+            elif isinstance(item, int) and not isinstance(item, bool) and (
+                    item > MAX_TEMPLATE_RESULT):
+                raise _refuse(f"{name}: a number argument that is too large")
+        if _filter_size(name, tuple(values[skip:]), kwargs) > MAX_TEMPLATE_RESULT:
+            raise _refuse(f"{name}: the result would be too large")
+        result = function(*values, **kwargs)
+        if any(taint.derives(v) for v in (*values[skip:], *kwargs.values())):
+            result = taint.derived(list(_bounded_items(result)) if isinstance(
+                result, Iterator) else result)
+        if too_big(result):
+            raise _refuse(f"{name}: the result is too large")
+        return result
+
+    return guarded
+
+
+def _bounded_items(items: Iterator[Any]) -> Iterator[Any]:
+    for count, item in enumerate(items):
+        if count >= MAX_TEMPLATE_RESULT:
+            raise _refuse("template builds a list that is too large")
+        yield item
+
+
+def bounded_concat(pieces: Any) -> str:
+    """The template's output, refused as soon as it grows past the limit (a loop that
+    prints a large value many times), before the pieces are joined."""
+    out: list[str] = []
+    total = 0
+    for piece in pieces:
+        total += len(piece)
+        if total > MAX_TEMPLATE_RESULT:
+            raise _refuse("template output too large")
+        out.append(piece)
+    return "".join(out)
+
+
+def tracer(deadline: float, limit: float) -> Callable[..., Any]:
+    """A trace function watching only the template's own code: each line it runs checks
+    the deadline, so a loop that would run for hours stops (C-level work cannot be
+    interrupted this way; the size limits keep each such step short)."""
+
+    def local(frame: Any, event: str, arg: Any) -> Any:
+        if event == "line" and time.monotonic() > deadline:
+            raise RenderTimeout(
+                f"rendering took longer than {limit:g} s (the operation's timeout, or "
+                f"{RENDER_SECONDS:g} s without one)",
+                hint="simplify the template, or raise the operation's timeout",
+            )
+        return local
+
+    def trace(frame: Any, event: str, arg: Any) -> Any:
+        return local if frame.f_code.co_filename == "<template>" else None
+
+    return trace
+
+
+def bounded_range(*args: int) -> range:
+    result = range(*args)
+    if len(result) > 100_000:
+        raise ExpressionError("range() in a template is limited to 100000 items")
+    return result

@@ -1,0 +1,262 @@
+"""Rendering a Jinja2 template in the sandbox, taint-aware: a render that reads a secret
+gives Tainted text, and its errors withhold what they would quote.
+
+Templates render just before the task runs, so attributes set by earlier tasks are
+visible. Only the globals and filters here exist: ``range`` bounded, ``get_env`` within
+the allow-list, ``file`` inside the project, and Unfurl's own filters.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import os
+import sys
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from unfurl_lite.errors import ExpressionError, PathError
+from unfurl_lite.expressions import limits
+from unfurl_lite.expressions.lazy import LazyInputs, LazyValues
+from unfurl_lite.expressions.limits import (
+    MAX_TEMPLATE_RESULT,
+    RENDER_SECONDS,
+    bounded_concat,
+    bounded_range,
+    check_binop,
+    check_method,
+    guarded_filter,
+    too_big,
+    tracer,
+)
+from unfurl_lite.security import redaction, taint
+from unfurl_lite.security.environment import PROJECT_VARIABLES, allowed
+
+if TYPE_CHECKING:
+    from unfurl_lite.expressions.expr import EvalContext
+
+CREDENTIAL_STORES = frozenset({  # path components file() never reads
+    ".git", ".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".password-store",
+    "gcloud", ".git-credentials", ".netrc", "_netrc", ".npmrc", ".pypirc", ".pgpass",
+    ".vault-token", ".boto", ".s3cfg", ".terraformrc", "credentials.tfrc.json",
+})
+
+
+def _has_secret(value: Any, budget: int = 1000) -> bool:
+    """Whether a value read by a template holds a secret (bounded, for huge attributes)."""
+    stack = [value]
+    while stack and budget > 0:
+        budget -= 1
+        item = stack.pop()
+        if isinstance(item, LazyInputs | LazyValues):
+            continue  # its values are noted one by one as they are read
+        if isinstance(item, taint.Sensitive):
+            return True
+        if isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return False
+
+
+def _note(value: Any) -> Any:
+    if taint.unmarked_render() and _has_secret(value):
+        taint.note_secret_read()
+    return value
+
+
+def _environment() -> Any:
+    from jinja2.exceptions import SecurityError
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    class Sandbox(ImmutableSandboxedEnvironment):
+        """Jinja's immutable sandbox, made loud and taint-aware.
+
+        Unsafe attributes raise at once instead of rendering as empty; every value read
+        is checked for secrets so a rendered template that used one is wrapped too; and
+        ``*``/``**`` and calls cannot build huge values.
+        """
+
+        intercepted_binops = frozenset(["*", "**", "%", "+"])
+        concat = staticmethod(bounded_concat)
+
+        def unsafe_undefined(self, obj: Any, attribute: str) -> Any:
+            raise SecurityError(
+                f"access to attribute {attribute!r} of {type(obj).__name__!r} is not allowed"
+            )
+
+        def getattr(self, obj: Any, attribute: str) -> Any:
+            return _note(super().getattr(obj, attribute))
+
+        def getitem(self, obj: Any, argument: Any) -> Any:
+            result = super().getitem(obj, argument)
+            if isinstance(obj, taint.Sensitive):
+                result = taint.derived(result)
+            return _note(result)
+
+        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+            check_binop(operator, left, right)
+            result = super().call_binop(context, operator, left, right)
+            too_big(result)
+            if taint.derives(left) or taint.derives(right):
+                result = taint.derived(result)
+            return _note(result)
+
+        def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+            if any(isinstance(a, int) and a > MAX_TEMPLATE_RESULT
+                   for a in (*args, *kwargs.values())):
+                raise SecurityError("template call with a number argument that is too large")
+            owner = getattr(__obj, "__self__", None)
+            check_method(__obj, owner, args, kwargs)
+            if owner is not None:
+                _note(owner)
+            for arg in (*args, *kwargs.values()):
+                _note(arg)
+            result = super().call(__context, __obj, *args, **kwargs)
+            if too_big(result):
+                raise SecurityError("template builds a value that is too large")
+            if taint.derives(owner) or any(taint.derives(a) for a in (*args, *kwargs.values())):
+                result = taint.derived(result)
+            return _note(result)
+
+    env = Sandbox(autoescape=False, keep_trailing_newline=False)
+    env.globals.clear()  # no range, lipsum, cycler, joiner, namespace from jinja's defaults
+    env.globals["range"] = bounded_range
+    env.globals["get_env"] = _get_env_global
+    env.globals["file"] = file_global
+    env.filters["file"] = file_global
+    from unfurl_lite.expressions.filters import unfurl_filters
+
+    env.filters.update(unfurl_filters())  # Unfurl's own (eval, map_value, sensitive...)
+    for name, function in list(env.filters.items()):
+        env.filters[name] = guarded_filter(name, function)
+    return env
+
+
+def env_allowed(name: str, ctx: EvalContext | None) -> bool:
+    """What ``get_env`` in a template may read: what an operation would get (the
+    allow-list; everything with ``--env-passthrough``) plus what the spec declares with
+    ``{eval: {get_env: NAME}}``."""
+    if ctx is None:
+        return allowed(name) or name in PROJECT_VARIABLES
+    return (ctx.env_passthrough or allowed(name) or name in PROJECT_VARIABLES
+            or name in ctx.declared_env)
+
+
+def _get_env_global(name: str, default: Any = None) -> Any:
+    """``{{ get_env('TOKEN') }}``: the value is a secret, as with ``{eval: {get_env: }}``."""
+    if not env_allowed(str(name), current_ctx.get()):
+        raise ExpressionError(
+            f"get_env({str(name)!r}): {name} is not passed to operations (not in the "
+            "allow-list) and the ensemble does not declare it",
+            hint=f"declare it in the spec, e.g. an input with default "
+            f"{{eval: {{get_env: {name}}}}}, or run with --env-passthrough",
+        )
+    value = os.environ.get(str(name), default)
+    return None if value is None else taint.mark_secret(value)
+
+
+def file_global(name: str) -> str:
+    """``{{ file('config/app.ini') }}``: a file's text, only from inside the project."""
+    from unfurl_lite.security.paths import confine
+
+    ctx = current_ctx.get()
+    if ctx is None or ctx.project_root is None:
+        raise ExpressionError("file(): no project directory to read from")
+    path = confine(str(name), ctx.project_root, ctx.allow_outside_paths, what="file()")
+    store = next((part for part in path.parts if part in CREDENTIAL_STORES), None)
+    if store is not None:
+        raise ExpressionError(
+            f"file(): refusing to read {str(name)!r}: it is in a credential store ({store})",
+            hint="git's own files, SSH keys and credential files are never readable from "
+            "a template; pass a secret with {eval: {get_env: NAME}} instead",
+        )
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ExpressionError(f"file(): cannot read {name!r}: {exc.strerror}") from None
+    if len(data) > MAX_TEMPLATE_RESULT:
+        raise ExpressionError(f"file(): {name!r} is larger than {MAX_TEMPLATE_RESULT} bytes")
+    return data.decode("utf-8", errors="replace")
+
+
+current_ctx: contextvars.ContextVar[EvalContext | None] = contextvars.ContextVar(
+    "unfurl_lite_ctx", default=None
+)
+
+
+_ENV: Any = None
+
+
+def environment() -> Any:
+    global _ENV
+    if _ENV is None:
+        _ENV = _environment()
+    return _ENV
+
+
+@functools.lru_cache(maxsize=1024)
+def _compiled(text: str) -> Any:
+    """Templates are compiled once per process: the same inputs render for every
+    instance of a node template, and compiling costs more than rendering."""
+    return environment().from_string(text)
+
+
+def is_template(value: Any) -> bool:
+    return isinstance(value, str) and ("{{" in value or "{%" in value)
+
+
+def render_template(text: str, ctx: EvalContext) -> Any:
+    """Render in the sandbox; the result is Tainted when the template read any secret.
+
+    Any failure is an ExpressionError (the task's failure); when the template read a
+    secret, the underlying error's text is withheld, since it may quote a value derived
+    from the secret. Rendering stops at ``ctx.deadline`` (RENDER_SECONDS from now without
+    one)."""
+    from jinja2 import TemplateError
+    from jinja2.exceptions import SecurityError
+
+    with taint.render_scope(ctx.secrets) as flag:
+        ctx_token = current_ctx.set(ctx)
+        built_token = limits.built.set([0])
+        deadline = ctx.deadline if ctx.deadline is not None else time.monotonic() + RENDER_SECONDS
+        limit = RENDER_SECONDS if ctx.deadline is None else ctx.time_limit
+        previous_trace = sys.gettrace()
+        try:
+            template = _compiled(text)
+            sys.settrace(tracer(deadline, limit))
+            result = template.render(ctx.variables())
+        except SecurityError as exc:
+            raise ExpressionError(
+                f"template not allowed by the sandbox: {_safe(exc, ctx)}"
+            ) from None
+        except PathError as exc:
+            raise ExpressionError(exc.message, hint=exc.hint) from None
+        except ExpressionError as exc:
+            raise ExpressionError(_safe(exc.message, ctx), hint=exc.hint) from None
+        except (TemplateError, Exception) as exc:
+            where = _safe(text, ctx)
+            if flag:
+                raise ExpressionError(
+                    f"template error in {where!r}: {type(exc).__name__} (details withheld: "
+                    "the template read a secret)"
+                ) from None
+            raise ExpressionError(
+                f"template error in {where!r}: {type(exc).__name__}: {_safe(exc, ctx)}"
+            ) from None
+        finally:
+            sys.settrace(previous_trace)
+            limits.built.reset(built_token)
+            current_ctx.reset(ctx_token)
+    if len(result) > MAX_TEMPLATE_RESULT:
+        raise ExpressionError(f"template result is longer than {MAX_TEMPLATE_RESULT} characters")
+    if flag or any(f in result for f in redaction.secret_forms(ctx.secrets)):
+        return taint.Tainted(result)
+    return result
+
+
+def _safe(text: Any, ctx: EvalContext) -> str:
+    """An error message may quote the value that failed (``int('s3cret')``)."""
+    return redaction.redact_text(str(text), ctx.secrets)
+

@@ -1,0 +1,174 @@
+"""Validation of interfaces and operations: an interface a template uses must be declared
+by its type (or be one every type has), and an operation must be one its interface
+declares. The keys of an interface that are not operations are
+:data:`~unfurl_lite.model.entities.RESERVED_INTERFACE_KEYS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from unfurl_lite.errors import Problem
+from unfurl_lite.load.problems import (
+    SERVICE,
+    TOPOLOGY,
+    did_you_mean,
+    get_section,
+    mapping,
+    problem_at,
+)
+from unfurl_lite.load.type_checks import NORMATIVE_NODE_TYPES, requirements_of
+from unfurl_lite.model.entities import (
+    INTERFACE_ALIASES,
+    INTERFACE_OPERATIONS,
+    RESERVED_INTERFACE_KEYS,
+    canonical_interface,
+)
+
+
+def interface_owners(doc: Any) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    """(path, interfaces mapping) of everything that can declare operations."""
+    for section in ("node_types", "relationship_types"):
+        for name, body in get_section(doc, (*SERVICE, section)).items():
+            yield (*SERVICE, section, name, "interfaces"), mapping(body).get("interfaces")
+    for section in ("node_templates", "relationship_templates"):
+        for name, body in get_section(doc, (*TOPOLOGY, section)).items():
+            base = (*TOPOLOGY, section, name)
+            yield (*base, "interfaces"), mapping(body).get("interfaces")
+            if section == "node_templates":
+                for index, req, _ in requirements_of(body):
+                    value = mapping(body)["requirements"][index][req]
+                    relationship = mapping(value).get("relationship")
+                    yield ((*base, "requirements", index, req, "relationship", "interfaces"),
+                           mapping(relationship).get("interfaces"))
+
+
+def operations_of(body: Any) -> Iterator[tuple[tuple[str, ...], str]]:
+    body = mapping(body)
+    for key in body:
+        if key not in RESERVED_INTERFACE_KEYS:
+            yield (key,), key
+    for key in mapping(body.get("operations")):
+        yield ("operations", key), key
+
+
+#: Interfaces every node type has: TOSCA's Standard and Unfurl's Install (declared by
+#: tosca.nodes.Root), and Cloudify's node interfaces (accepted on any node, see the docs).
+NODE_INTERFACES = ("Standard", "Install", "Lifecycle", "Validation", "Monitoring")
+#: Interfaces every relationship type has (Unfurl 1.2.0 accepts these on any relationship).
+RELATIONSHIP_INTERFACES = ("Configure", "Install", "Standard", "RelationshipLifecycle")
+
+
+def declared_interfaces(
+    type_name: str, types: dict[str, Any], base: tuple[str, ...] = NODE_INTERFACES,
+    normative: Callable[[str], bool] = NORMATIVE_NODE_TYPES.__contains__,
+) -> set[str] | None:
+    """The interfaces a type declares, with its ancestors'; None when a type in the chain
+    is not defined here (an import may declare more)."""
+    declared = set(base)
+    seen: set[str] = set()
+    while type_name in types and type_name not in seen:
+        seen.add(type_name)
+        body = mapping(types[type_name])
+        declared |= {canonical_interface(str(i)) for i in mapping(body.get("interfaces"))}
+        parent = body.get("derived_from")
+        if not isinstance(parent, str):
+            return declared
+        type_name = parent
+    if type_name in seen or normative(type_name):
+        return declared
+    return None
+
+
+def _normative_relationship(name: str) -> bool:
+    return name.startswith(("tosca.relationships.", "cloudify.relationships.")) or name in (
+        "DependsOn", "HostedOn", "ConnectsTo", "AttachesTo", "RoutesTo")
+
+
+def _relationship_owners(doc: Any) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    """(path, relationship body) of relationship templates and inline relationships."""
+    for name, body in get_section(doc, (*TOPOLOGY, "relationship_templates")).items():
+        yield (*TOPOLOGY, "relationship_templates", name), body
+    for name, body in get_section(doc, (*TOPOLOGY, "node_templates")).items():
+        for index, req, _ in requirements_of(body):
+            value = mapping(body)["requirements"][index][req]
+            relationship = mapping(value).get("relationship")
+            if isinstance(relationship, dict):
+                yield ((*TOPOLOGY, "node_templates", name, "requirements", index, req,
+                        "relationship"), relationship)
+
+
+def _undeclared(doc: Any, file: str, path: tuple[Any, ...], body: Any, type_name: str,
+                declared: set[str], types: dict[str, Any], kind: str) -> Iterator[Problem]:
+    for interface in mapping(mapping(body).get("interfaces")):
+        if canonical_interface(str(interface)) in declared or interface == "defaults":
+            continue
+        spelled = sorted(declared | {a for a, c in INTERFACE_ALIASES.items() if c in declared})
+        where = (f"in {kind}_types: {type_name}: interfaces: {interface}: {{...}}"
+                 if type_name in types else
+                 f"in a {kind} type derived from {type_name} ({kind}_types: MyType: "
+                 f"{{derived_from: {type_name}, interfaces: {{{interface}: {{...}}}}}}) "
+                 "and give the template that type")
+        hint = did_you_mean(str(interface), spelled) or (
+            f"declare it {where}; {type_name} declares {', '.join(sorted(declared))}"
+        )
+        yield problem_at(doc, (*path, "interfaces", interface), file,
+                         f"interface {interface!r} is not declared by type {type_name!r}", hint)
+
+
+def _undeclared_interfaces(doc: Any, file: str) -> Iterator[Problem]:
+    """TOSCA lets a template assign operations only to interfaces its type declares; an
+    undeclared one (``Standrad:``) would otherwise be silently never run."""
+    node_types = get_section(doc, (*SERVICE, "node_types"))
+    for name, body in get_section(doc, (*TOPOLOGY, "node_templates")).items():
+        type_name = mapping(body).get("type")
+        declared = declared_interfaces(type_name, node_types) if isinstance(
+            type_name, str) else None
+        if declared is not None:
+            yield from _undeclared(doc, file, (*TOPOLOGY, "node_templates", name), body,
+                                   str(type_name), declared, node_types, "node")
+    relationship_types = get_section(doc, (*SERVICE, "relationship_types"))
+    for path, body in _relationship_owners(doc):
+        type_name = mapping(body).get("type")
+        if not isinstance(type_name, str):
+            type_name = "tosca.relationships.Root"
+        declared = declared_interfaces(
+            type_name, relationship_types, RELATIONSHIP_INTERFACES, _normative_relationship)
+        if declared is not None:
+            yield from _undeclared(doc, file, path, body, type_name, declared,
+                                   relationship_types, "relationship")
+
+
+def _untyped_type_interfaces(doc: Any, file: str) -> Iterator[Problem]:
+    """A type's interface with no ``type:`` must be a well-known one: ``Standrad:`` in a
+    node type would declare a new, never-run interface (Unfurl: "Interface type ... not
+    found")."""
+    known = set(INTERFACE_OPERATIONS) | set(INTERFACE_ALIASES)
+    for section in ("node_types", "relationship_types"):
+        for name, body in get_section(doc, (*SERVICE, section)).items():
+            for interface, definition in mapping(mapping(body).get("interfaces")).items():
+                if str(interface) in known or interface == "defaults" or mapping(
+                        definition).get("type"):
+                    continue
+                hint = did_you_mean(str(interface), sorted(known)) or (
+                    f"give its interface type: {interface}: {{type: my.interfaces."
+                    f"{interface}}}")
+                owner = f"{section[:-1].replace('_', ' ')} {name!r}"
+                yield problem_at(doc, (*SERVICE, section, name, "interfaces", interface),
+                                 file, f"interface {interface!r} of {owner} has no type and is "
+                                 "not a TOSCA, Unfurl or Cloudify interface", hint)
+
+
+def _unknown_operations(doc: Any, file: str) -> Iterator[Problem]:
+    for path, interfaces in interface_owners(doc):
+        for interface, body in mapping(interfaces).items():
+            known = INTERFACE_OPERATIONS.get(canonical_interface(str(interface)))
+            if known is None:
+                continue
+            for subpath, op in operations_of(body):
+                if op not in known:
+                    hint = did_you_mean(op, [*known, *RESERVED_INTERFACE_KEYS]) or (
+                        f"{interface} declares {', '.join(known)}")
+                    yield problem_at(doc, (*path, interface, *subpath), file,
+                                     f"unknown operation {op!r} on interface {interface!r}", hint)

@@ -1,0 +1,56 @@
+"""Where a problem is: locating a path of the merged document in its file, and the small
+helpers every validation check shares."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from unfurl_lite.errors import Problem
+from unfurl_lite.load import yamlio
+from unfurl_lite.load.origins import format_path, source_file
+
+SERVICE = ("spec", "service_template")
+TOPOLOGY = (*SERVICE, "topology_template")
+
+
+def locate(doc: Any, path: tuple[Any, ...] | list[Any], file: str) -> tuple[str, int | None,
+                                                                             int | None]:
+    """(file, line, column) of a path in the merged document, down to the deepest known node."""
+    node, container, key = doc, None, None
+    for part in path:
+        if (isinstance(node, dict) and part in node) or (
+            isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        ):
+            container, key, node = node, part, node[part]
+        else:
+            break
+    if container is None:
+        line, column = yamlio.location(node)
+        return source_file(node) or file, line, column
+    line, column = yamlio.location(container, key)
+    return source_file(container, key) or file, line, column
+
+
+def problem_at(
+    doc: Any, path: tuple[Any, ...] | list[Any], file: str, message: str, hint: str | None
+) -> Problem:
+    where, line, column = locate(doc, path, file)
+    return Problem(message, file=where, line=line, column=column,
+                   path=format_path(list(path)) or None, hint=hint)
+
+
+def did_you_mean(word: str, choices: Any) -> str | None:
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
+    return f"did you mean {close[0]!r}?" if close else None
+
+
+def mapping(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def get_section(doc: Any, path: tuple[Any, ...]) -> dict:
+    node = doc
+    for part in path:
+        node = mapping(node).get(part)
+    return mapping(node)

@@ -1,0 +1,180 @@
+"""Validation of types and requirements: every type used is known, no type derives from
+itself, every requirement names a template that exists, and requirements form no cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from unfurl_lite.errors import Problem
+from unfurl_lite.load.problems import (
+    SERVICE,
+    TOPOLOGY,
+    did_you_mean,
+    get_section,
+    mapping,
+    problem_at,
+)
+from unfurl_lite.model.graph import find_cycles
+
+_TOSCA_NODES = (
+    "Root", "Compute", "SoftwareComponent", "WebServer", "WebApplication", "DBMS",
+    "Database", "ObjectStorage", "BlockStorage", "Container.Runtime",
+    "Container.Application", "LoadBalancer", "network.Network", "network.Port",
+    "Storage.ObjectStorage", "Storage.BlockStorage", "Abstract.Compute",
+    "Abstract.Storage", "Abstract.Directory",
+)
+
+
+_UNFURL_NODES = (
+    "Installer", "Installation", "Default", "Generic", "Repository", "LocalRepository",
+    "CloudAccount", "CloudObject",
+)
+
+
+#: Unfurl types that come with operations of their own (Unfurl's k8s, DNS and Docker
+#: configurators, its Terraform/Ansible installers): a template of one would run nothing
+#: here, so it is refused by name rather than accepted as a plain type
+_UNFURL_TYPES_WITH_OPERATIONS = (
+    "K8sCluster", "K8sNamespace", "K8sRawResource", "K8sSecretResource", "DNSZone",
+    "ContainerService", "ContainerHost", "ContainerImage", "Installer.Terraform",
+    "Installer.Ansible", "Installer.Helm", "Installer.Docker", "Installer.Kompose",
+)
+
+
+UNFURL_TYPES_WITH_OPERATIONS: frozenset[str] = frozenset(
+    f"unfurl.nodes.{n}" for n in _UNFURL_TYPES_WITH_OPERATIONS)
+
+
+_CLOUDIFY_NODES = (
+    "Root", "Compute", "WebServer", "ApplicationServer", "DBMS", "Database",
+    "ApplicationModule", "VirtualIP", "Port", "Network", "Subnet", "Router",
+    "SecurityGroup", "SoftwareComponent", "Tier", "Volume", "FileSystem", "ObjectStorage",
+    "LoadBalancer", "Container",
+)
+
+
+#: Node types every ensemble may use without defining them: TOSCA's, Unfurl's, Cloudify's.
+NORMATIVE_NODE_TYPES: frozenset[str] = frozenset(
+    [f"tosca.nodes.{n}" for n in _TOSCA_NODES]
+    + [f"tosca:{n}" for n in _TOSCA_NODES]
+    + list(_TOSCA_NODES)
+    + [f"unfurl.nodes.{n}" for n in _UNFURL_NODES]
+    + [f"cloudify.nodes.{n}" for n in _CLOUDIFY_NODES]
+)
+
+
+def _imports(doc: Any) -> bool:
+    return bool(get_section(doc, SERVICE).get("imports"))
+
+
+def known_type(name: str, defined: Any) -> bool:
+    """Defined in this document or normative. A type that only an ``imports:`` entry could
+    define is unknown: unfurl-lite does not load TOSCA imports, and a template of a type it
+    cannot see would run no operation at all."""
+    return name in defined or name in NORMATIVE_NODE_TYPES
+
+
+def _unknown_types(doc: Any, file: str) -> Iterator[Problem]:
+    defined = get_section(doc, (*SERVICE, "node_types"))
+    imports = _imports(doc)
+    for name, body in get_section(doc, (*TOPOLOGY, "node_templates")).items():
+        type_name = mapping(body).get("type")
+        if isinstance(type_name, str) and not known_type(type_name, defined):
+            yield _unknown_type(doc, file, (*TOPOLOGY, "node_templates", name, "type"),
+                                f"node template {name!r}", type_name, defined, imports)
+    for name, body in defined.items():
+        parent = mapping(body).get("derived_from")
+        if isinstance(parent, str) and not known_type(parent, defined):
+            yield _unknown_type(doc, file, (*SERVICE, "node_types", name, "derived_from"),
+                                f"node type {name!r}", parent, defined, imports)
+
+
+def _unknown_type(
+    doc: Any, file: str, path: tuple[Any, ...], owner: str, name: str, defined: Any,
+    imports: bool = False,
+) -> Problem:
+    hint = did_you_mean(name, [*defined, *NORMATIVE_NODE_TYPES]) or (
+        "define it under spec.service_template.node_types or use a normative type "
+        "such as tosca.nodes.Root"
+    )
+    what = f"{owner} has unknown type {name!r}"
+    if name in UNFURL_TYPES_WITH_OPERATIONS or name.startswith("unfurl.nodes.Installer."):
+        what = (f"{owner} uses Unfurl's type {name!r}, whose operations come from an Unfurl "
+                "configurator: not supported by unfurl-lite")
+        hint = "define your own type under node_types with Shell or Python operations"
+    elif imports:
+        what += (" (TOSCA `imports:` are not supported: unfurl-lite does not load them, so "
+                 "no imported type is known)")
+        hint = ("define the type under spec.service_template.node_types, or bring its "
+                "definition in with `+include`")
+    return problem_at(doc, path, file, what, hint)
+
+
+def _type_cycles(doc: Any, file: str) -> Iterator[Problem]:
+    for section in ("node_types", "relationship_types"):
+        for name, body in get_section(doc, (*SERVICE, section)).items():
+            if isinstance(mapping(body).get("derived_from"), list):
+                yield problem_at(
+                    doc, (*SERVICE, section, name, "derived_from"), file,
+                    f"type {name!r} derives from a list of types (Unfurl's multiple "
+                    "inheritance), which is not supported",
+                    "derive from one type and copy what it needs from the others",
+                )
+        types = get_section(doc, (*SERVICE, section))
+        parents = {n: mapping(b).get("derived_from") for n, b in types.items()}
+        graph = {n: [p] if isinstance(p, str) and p in types else [] for n, p in parents.items()}
+        for cycle in find_cycles(graph):
+            yield problem_at(doc, (*SERVICE, section, cycle[0], "derived_from"), file,
+                             f"derived_from cycle: {' -> '.join(cycle)}",
+                             "a type cannot be its own ancestor")
+
+
+def requirement_target(value: Any) -> str | None:
+    """The node a requirement names, in the short (``host: x``) or long form."""
+    if isinstance(value, str):
+        return value
+    node = mapping(value).get("node")
+    return node if isinstance(node, str) else None
+
+
+def requirements_of(body: Any) -> Iterator[tuple[int, str, str]]:
+    requirements = mapping(body).get("requirements")
+    for index, item in enumerate(requirements if isinstance(requirements, list) else []):
+        if isinstance(item, dict) and len(item) == 1:
+            ((name, value),) = item.items()
+            target = requirement_target(value)
+            if target:
+                yield index, str(name), target
+
+
+def _requirement_targets(doc: Any, file: str) -> Iterator[Problem]:
+    templates = get_section(doc, (*TOPOLOGY, "node_templates"))
+    types = get_section(doc, (*SERVICE, "node_types"))
+    for name, body in templates.items():
+        for index, req, target in requirements_of(body):
+            if target in templates or target in types or target in NORMATIVE_NODE_TYPES:
+                continue
+            hint = did_you_mean(target, templates) or (
+                f"node templates are: {', '.join(templates)}"
+            )
+            yield problem_at(
+                doc, (*TOPOLOGY, "node_templates", name, "requirements", index), file,
+                f"requirement {req!r} of {name!r} names unknown node template {target!r}", hint,
+            )
+
+
+def _requirement_cycles(doc: Any, file: str) -> Iterator[Problem]:
+    templates = get_section(doc, (*TOPOLOGY, "node_templates"))
+    graph = {
+        name: [t for _, _, t in requirements_of(body) if t in templates]
+        for name, body in templates.items()
+    }
+    for cycle in find_cycles(graph):
+        first = next(i for i, _, t in requirements_of(templates[cycle[0]]) if t == cycle[1])
+        yield problem_at(
+            doc, (*TOPOLOGY, "node_templates", cycle[0], "requirements", first), file,
+            f"requirement cycle: {' -> '.join(cycle)}",
+            "templates cannot depend on each other in a loop; remove one requirement",
+        )

@@ -1,0 +1,233 @@
+"""What validation refuses by name: Unfurl sections, directives, configurators and
+implementation keys, and Cloudify constructs that unfurl-lite does not build. The rule:
+a construct Unfurl or Cloudify defines is either built as they do, or refused here,
+never accepted and ignored.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from unfurl_lite.errors import Problem
+from unfurl_lite.load.interface_checks import interface_owners, operations_of
+from unfurl_lite.load.problems import (
+    SERVICE,
+    TOPOLOGY,
+    get_section,
+    mapping,
+    problem_at,
+)
+from unfurl_lite.load.type_checks import requirements_of
+from unfurl_lite.model.entities import OPERATION_KINDS
+
+#: Unfurl sections unfurl-lite refuses by name, with why and what to do
+_UNSUPPORTED_SECTIONS: dict[tuple[str, ...], tuple[str, str]] = {
+    ("changes",): (
+        "an inline `changes:` log (Unfurl records jobs in ensemble.yaml when it has no "
+        "jobsLog) is not supported",
+        "remove `changes:`; unfurl-lite records every job in jobs.tsv and changes/",
+    ),
+    ("spec", "discovered"): (
+        "Unfurl's `spec.discovered` (discovered node templates) is not supported",
+        "declare the templates under node_templates, or run `unfurl discover`",
+    ),
+    ("spec", "resource_templates"): (
+        "Unfurl's `spec.resource_templates` is not supported",
+        "declare the templates under node_templates",
+    ),
+    ("spec", "deployment_blueprints"): (
+        "Unfurl's `spec.deployment_blueprints` is not supported",
+        "merge the blueprint's templates into the service template",
+    ),
+    ("spec", "service_template", "decorators"): (
+        "Unfurl's `decorators:` (properties and requirements merged into the templates a "
+        "query matches) is not supported",
+        "write those properties and requirements into the templates themselves",
+    ),
+    ("spec", "service_template", "topology_template", "substitution_mappings"): (
+        "TOSCA `substitution_mappings` (a topology standing in for a node) is not supported",
+        "remove it: an ensemble's templates are deployed directly",
+    ),
+}
+
+
+def _unsupported_structure(doc: Any, file: str) -> Iterator[Problem]:
+    for path, (message, hint) in _UNSUPPORTED_SECTIONS.items():
+        parent = get_section(doc, path[:-1])
+        if path[-1] in parent and (path == ("changes",) or parent[path[-1]]):
+            yield problem_at(doc, path, file, message, hint)
+    yield from _unsupported_directives(doc, file)
+    yield from _missing_requirements(doc, file)
+
+
+def _missing_requirements(doc: Any, file: str) -> Iterator[Problem]:
+    """A required requirement nothing matches: Unfurl refuses to plan ("Node template X is
+    missing requirements: R")."""
+    from unfurl_lite.load import structure
+
+    for name, implied in structure.implied_requirements(get_section(doc, SERVICE)).items():
+        missing = [r for r, d, t in implied if t is None and not structure.is_optional(d)]
+        if missing:
+            yield problem_at(
+                doc, (*TOPOLOGY, "node_templates", name), file,
+                f"node template {name!r} is missing requirements: {', '.join(missing)}",
+                f"connect it (`requirements: [{{{missing[0]}: TEMPLATE}}]`), add a template "
+                "with the capability it asks for, or make it optional (occurrences: [0, 1])",
+            )
+
+
+#: template directives built here (Unfurl's ``protected``: undeploy leaves the instance)
+SUPPORTED_DIRECTIVES = frozenset({"protected"})
+#: what Unfurl does with the directives unfurl-lite refuses, for the message
+_DIRECTIVE_MEANING = {
+    "dependent": "instantiated only when another template requires it",
+    "select": "selects an existing instance from an imported ensemble",
+    "discover": "discovered by deploy instead of created",
+    "default": "used only when no other template matches a requirement",
+    "check": "checked before deploy decides what to do",
+    "virtual": "never instantiated (abstract)",
+    "substitute": "substituted by a nested topology",
+}
+
+
+def _unsupported_directives(doc: Any, file: str) -> Iterator[Problem]:
+    for name, body in get_section(doc, (*TOPOLOGY, "node_templates")).items():
+        directives = mapping(body).get("directives")
+        for index, directive in enumerate(directives if isinstance(directives, list) else ()):
+            if isinstance(directive, str) and directive in SUPPORTED_DIRECTIVES:
+                continue
+            meaning = _DIRECTIVE_MEANING.get(str(directive))
+            what = f" (in Unfurl: {meaning})" if meaning else ""
+            yield problem_at(
+                doc, (*TOPOLOGY, "node_templates", name, "directives", index), file,
+                f"template directive {directive!r} on {name!r}{what} is not supported",
+                "remove it; unfurl-lite supports the directives: "
+                + ", ".join(sorted(SUPPORTED_DIRECTIVES)),
+            )
+
+
+#: Cloudify interfaces that exist to drive Cloudify's agents, which unfurl-lite has none of
+CLOUDIFY_AGENT_INTERFACES = ("cloudify.interfaces.monitoring_agent",
+                             "cloudify.interfaces.cloudify_agent", "cloudify.interfaces.host")
+
+
+_RELATIONSHIP_INTERFACE_KEYS = ("source_interfaces", "target_interfaces")
+_TOSCA_RELATIONSHIP_HINT = ("write the operations as TOSCA relationship interfaces: a requirement "
+                            "with `relationship: {type: ..., interfaces: {Configure: {operations: "
+                            "{add_target: ...}}}}` (see docs/workflows.md, Lifecycle interfaces)")
+
+
+def _cloudify_unsupported(doc: Any, file: str) -> Iterator[Problem]:
+    """Cloudify constructs that would otherwise be accepted and never run, refused by name."""
+    for path, interfaces in interface_owners(doc):
+        for interface in mapping(interfaces):
+            if str(interface) in CLOUDIFY_AGENT_INTERFACES:
+                yield problem_at(
+                    doc, (*path, interface), file,
+                    f"Cloudify's agent interface {interface!r} is not supported: unfurl-lite "
+                    "installs no agents, so its operations would never run",
+                    "use cloudify.interfaces.monitoring (start/stop) or "
+                    "cloudify.interfaces.lifecycle (poststart/prestop) for the same commands",
+                )
+    templates = get_section(doc, (*TOPOLOGY, "node_templates"))
+    for name, body in templates.items():
+        base = (*TOPOLOGY, "node_templates", name)
+        if "relationships" in mapping(body):
+            yield problem_at(
+                doc, (*base, "relationships"), file,
+                f"Cloudify's `relationships:` list (on {name!r}) is not supported",
+                "write each relationship as a TOSCA requirement (`requirements: [{dependency: "
+                "{node: db, relationship: ...}}]`, `host:` for contained_in)",
+            )
+        for index, req, _ in requirements_of(body):
+            relationship = mapping(mapping(mapping(body)["requirements"][index][req])
+                                    .get("relationship"))
+            for key in _RELATIONSHIP_INTERFACE_KEYS:
+                if key in relationship:
+                    yield problem_at(
+                        doc, (*base, "requirements", index, req, "relationship", key), file,
+                        f"Cloudify's {key!r} is not supported", _TOSCA_RELATIONSHIP_HINT,
+                    )
+    for section in (("relationship_templates",), ):
+        for name, body in get_section(doc, (*TOPOLOGY, *section)).items():
+            for key in _RELATIONSHIP_INTERFACE_KEYS:
+                if key in mapping(body):
+                    yield problem_at(
+                        doc, (*TOPOLOGY, *section, name, key), file,
+                        f"Cloudify's {key!r} is not supported", _TOSCA_RELATIONSHIP_HINT,
+                    )
+
+
+#: Unfurl's configurators that unfurl-lite does not implement, by their short names
+UNFURL_ONLY_CONFIGURATORS = (
+    "Ansible", "Terraform", "Kompose", "Supervisor", "DNS", "Octodns", "Cmd", "Cluster",
+    "Connection", "Resource", "CheckGoogleCloudConnection", "PythonPackageCheck",
+)
+
+
+#: implementation keys Unfurl 1.2.0 acts on that unfurl-lite does not: refused, never ignored
+UNFURL_ONLY_IMPLEMENTATION_KEYS = {
+    "operation_host": "runs the operation on another host; here operations run on this "
+                      "machine, or on the Celery worker their routing picks",
+    "dependencies": "installs artifacts before the operation runs",
+}
+
+
+_CALLABLE = re.compile(r"^[A-Za-z_][\w.]*(?::|\.)[A-Za-z_]\w*$")
+
+
+def _unsupported_implementations(doc: Any, file: str) -> Iterator[Problem]:
+    """An operation that would only fail when the job reaches it is refused up front."""
+    for path, interfaces in interface_owners(doc):
+        for interface, body in mapping(interfaces).items():
+            for subpath, _ in operations_of(body):
+                definition: Any = mapping(body)
+                for part in subpath:
+                    definition = mapping(definition).get(part)
+                implementation = mapping(definition).get("implementation")
+                where = (*path, interface, *subpath, "implementation")
+                why = _implementation_problem(implementation)
+                if why is not None:
+                    yield problem_at(doc, where, file, why, _IMPLEMENTATION_HINT)
+                for key in _UNSUPPORTED_IMPLEMENTATION_KEYS:
+                    if key in mapping(implementation):
+                        yield problem_at(
+                            doc, (*where, key), file,
+                            f"implementation key {key!r} is not supported by unfurl-lite",
+                            "remove it (Unfurl's TOSCA extension; no equivalent here)",
+                        )
+
+
+#: keys Unfurl allows in an implementation that unfurl-lite does not build
+_UNSUPPORTED_IMPLEMENTATION_KEYS = ("preConditions", "invoke")
+_IMPLEMENTATION_HINT = ("use `className: Shell` with the equivalent command (for example "
+                        "`ansible-playbook site.yml`), `Template`, `Delegate`, or a Python "
+                        "operation `package.module:function`")
+
+
+def _implementation_problem(implementation: Any) -> str | None:
+    if isinstance(implementation, str):
+        name = implementation.strip()
+        if name in UNFURL_ONLY_CONFIGURATORS:
+            return f"Unfurl's {name} configurator is not supported by unfurl-lite"
+        return None
+    for key, what in UNFURL_ONLY_IMPLEMENTATION_KEYS.items():
+        if mapping(implementation).get(key) not in (None, [], {}):
+            return f"implementation key `{key}` (in Unfurl it {what}) is not supported"
+    primary = mapping(implementation).get("primary")
+    if isinstance(primary, dict):
+        return ("an inline artifact as `primary` is not supported: give a shell command, or "
+                "`className`")
+    if isinstance(primary, str) and primary.strip() in UNFURL_ONLY_CONFIGURATORS:
+        return f"Unfurl's {primary.strip()} configurator is not supported by unfurl-lite"
+    class_name = mapping(implementation).get("className")
+    if not isinstance(class_name, str) or class_name in OPERATION_KINDS:
+        return None
+    if class_name.startswith("unfurl.") or class_name in UNFURL_ONLY_CONFIGURATORS:
+        return f"Unfurl's configurator {class_name!r} is not supported by unfurl-lite"
+    if not _CALLABLE.match(class_name):
+        return (f"className {class_name!r} is neither a built-in operation (Shell, Template, "
+                "Delegate) nor a Python callable (package.module:function)")
+    return None
