@@ -412,9 +412,9 @@ def _unsupported_directives(doc: Any, file: str) -> Iterator[Problem]:
 
 
 def _workflows(doc: Any, file: str) -> Iterator[Problem]:
-    from unfurl_lite.plan import tosca as tosca_workflows
+    from unfurl_lite.load import workflows
 
-    return tosca_workflows.problems(doc, file)
+    return workflows.problems(doc, file)
 
 
 def _imports(doc: Any) -> bool:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from unfurl_lite.model.entities import Instance, NodeTemplate, Status
 
 if TYPE_CHECKING:
-    from unfurl_lite.plan.core import Task
+    from unfurl_lite.plan.tasks import Task
 
 #: the key, in an instance's record, of the instances it hosts
 CHILDREN = "instances"
