@@ -51,7 +51,6 @@ def spec_digest(spec: Mapping[str, Any]) -> str:
     return hashlib.sha1(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()
 
 
-
 def digestable(inputs: Mapping[str, Any]) -> dict[str, Any]:
     """The inputs a digest covers: those known before the operation runs (not the
     post-run hooks, which are evaluated with its result)."""

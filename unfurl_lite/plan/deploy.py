@@ -47,7 +47,6 @@ def _deploy_reason(instance: Instance, force: bool) -> str | None:
     return REPAIR
 
 
-
 def _check_op(template: NodeTemplate) -> Operation | None:
     return implemented(template, "Install", "check")
 
@@ -129,7 +128,6 @@ def _configure_changed(
         return None
     now = current_digest(ensemble, instance.name, op)
     return (op, last[0]) if now is not None and now != last[1] else None
-
 
 
 def is_removable(instance: Instance, destroy_discovered: bool = False) -> str | None:

@@ -94,6 +94,18 @@ UNINSTALL: tuple[Step, ...] = (
     NodeStep((("Lifecycle", "postdelete"),)),
 )
 
+#: the relationship steps scale and heal run on their own (between two instances)
+INSTALL_RELATIONSHIPS = tuple(s for s in INSTALL if isinstance(s, RelationshipStep))
+ESTABLISH = INSTALL_RELATIONSHIPS[-1:]
+UNLINK = tuple(
+    RelationshipStep(((i, n, side),))
+    for i, n, side in (
+        ("Configure", "remove_target", "source"),
+        ("Configure", "remove_source", "target"),
+        ("RelationshipLifecycle", "unlink", "source"),
+    )
+)
+
 _PROGRESS = [
     NodeState.initial,
     NodeState.creating,
@@ -109,7 +121,6 @@ def implemented(template: NodeTemplate, interface: str, name: str) -> Operation 
     """The operation if the template maps it to an implementation (declared-only does nothing)."""
     op = template.interfaces.get(interface, {}).get(name)
     return op if op is not None and op.implementation is not None else None
-
 
 
 def _steps_for(
@@ -150,7 +161,6 @@ def _progress_index(state: NodeState | None) -> int:
     if state == NodeState.stopped:  # a stopped instance resumes at start
         return _PROGRESS.index(NodeState.configured)
     return _PROGRESS.index(state) if state in _PROGRESS else 0
-
 
 
 def add_install_tasks(
@@ -279,7 +289,6 @@ def add_uninstall_tasks(
         )
 
 
-
 def add_relationship_tasks(
     builder: Builder,
     ensemble: Ensemble,
@@ -319,16 +328,3 @@ def add_relationship_tasks(
                 )
                 numbers.append(task.number)
     return numbers
-
-
-INSTALL_RELATIONSHIPS = tuple(s for s in INSTALL if isinstance(s, RelationshipStep))
-ESTABLISH = INSTALL_RELATIONSHIPS[-1:]
-UNLINK = tuple(
-    RelationshipStep(((i, n, side),))
-    for i, n, side in (
-        ("Configure", "remove_target", "source"),
-        ("Configure", "remove_source", "target"),
-        ("RelationshipLifecycle", "unlink", "source"),
-    )
-)
-

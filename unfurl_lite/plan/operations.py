@@ -51,7 +51,6 @@ def _resolve(template: NodeTemplate, name: str) -> Operation | None:
     return template.operation(name)
 
 
-
 def _filtered(
     ensemble: Ensemble,
     type_names: Sequence[str],

@@ -195,7 +195,6 @@ def _scale_out(
     return plan
 
 
-
 def _scale_in(
     builder: Builder,
     ensemble: Ensemble,

@@ -96,7 +96,6 @@ def select(instances: dict[str, Instance], names: Sequence[str]) -> list[str]:
     return chosen
 
 
-
 def operationless(topology: Topology) -> frozenset[str]:
     """Templates with no implemented operation at all: deploy gives their instances no task,
     so they stay ``pending`` and take their effective status from their dependencies."""
@@ -118,6 +117,7 @@ def operationless(topology: Topology) -> frozenset[str]:
 
 
 def is_present(instance: Instance) -> bool:
+    """Deployed and not taken down: what Cloudify's workflows act on."""
     return instance.present or instance.status in (Status.ok, Status.degraded)
 
 
@@ -151,6 +151,7 @@ def contained(ensemble: Ensemble, instances: Mapping[str, Instance], root: str) 
 
 
 def root_host(ensemble: Ensemble, instances: Mapping[str, Instance], name: str) -> str:
+    """The outermost container of ``name`` (itself when it has no host)."""
     seen = {name}
     while (host := host_of(ensemble, instances, name)) is not None and host not in seen:
         seen.add(host)
@@ -159,6 +160,7 @@ def root_host(ensemble: Ensemble, instances: Mapping[str, Instance], name: str) 
 
 
 def containers(ensemble: Ensemble, instances: Mapping[str, Instance], name: str) -> list[str]:
+    """The hosts ``name`` is (transitively) contained in, innermost first."""
     found: list[str] = []
     while (host := host_of(ensemble, instances, name)) is not None and host not in found:
         found.append(host)
@@ -169,11 +171,11 @@ def containers(ensemble: Ensemble, instances: Mapping[str, Instance], name: str)
 def ordered(
     ensemble: Ensemble, instances: Mapping[str, Instance], names: Iterable[str]
 ) -> list[str]:
+    """``names`` in dependency order (what they require first)."""
     wanted = set(names)
     return [
         n for n in graph.topological_order(instance_graph(ensemble, dict(instances))) if n in wanted
     ]
-
 
 
 def hosted_templates(ensemble: Ensemble, root: str) -> list[str]:
@@ -186,7 +188,6 @@ def hosted_templates(ensemble: Ensemble, root: str) -> list[str]:
             if t.host == name and t.name not in found
         )
     return found
-
 
 
 def host_view(

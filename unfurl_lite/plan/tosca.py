@@ -264,7 +264,6 @@ def replace_lifecycle(
     return True
 
 
-
 def require(spec: dict[str, Any], workflow: str) -> None:
     """Refuse a custom workflow name the spec does not define (did-you-mean)."""
     names = custom_names(spec)
