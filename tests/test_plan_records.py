@@ -14,6 +14,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import ROOT
 from tests.test_workflows import deployed, node, ok, op, ran, reset, respec
@@ -157,3 +159,44 @@ def test_has_operation_is_gone():
     import unfurl_lite.plan.topology as topology
 
     assert not hasattr(lifecycle, "has_operation") and not hasattr(topology, "has_operation")
+
+
+_VALUES = st.one_of(
+    st.text(max_size=90),
+    st.sampled_from(["::app", "true", "0123", "1e5", "null", "", "a: b", "x #y", "- z", "'q'",
+                     "step:install", "::a::.requirements::[.name=host]", "é ü", "  padded "]),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.fixed_dictionaries({
+    "changeId": _VALUES, "target": _VALUES, "reason": _VALUES, "digestValue": _VALUES,
+    "state": _VALUES, "interface": _VALUES, "summary": _VALUES,
+    "implementation": st.fixed_dictionaries({"operation": _VALUES, "className": _VALUES}),
+    "inputs": st.dictionaries(st.text(max_size=5), _VALUES, max_size=2),
+}), max_size=4), _VALUES)
+def test_job_records_read_line_by_line_say_what_yaml_says(entries, workflow):
+    """The fast reader of job records either reads exactly what a YAML parser reads from
+    the file as the record package writes it, or declines (and the file is parsed)."""
+    from unfurl_lite.load import taskrecords, yamlio
+
+    text = yamlio.dump({"manifest": "../ensemble.yaml",
+                        "changes": [{"changeId": "A0000000" "0000", "workflow": workflow},
+                                    *entries]})
+    scanned = taskrecords._scan(text)
+    parsed = yamlio.parse_plain(text)
+    if scanned is not None:
+        assert list(taskrecords._records(scanned)) == list(taskrecords._records(parsed))
+    assert list(taskrecords._records(taskrecords._parse(text))) == list(
+        taskrecords._records(parsed))
+
+
+def test_the_line_reader_reads_ordinary_records_without_a_parser(project, invoke):
+    from unfurl_lite.load import taskrecords
+
+    deployed(project, invoke, {"app": node(), "db": node(Lifecycle=("update",))})
+    [path] = (project.root / "jobs").glob("job*.yaml")
+    assert taskrecords._scan(path.read_text()) is not None
+    records = taskrecords.task_records(project.root)
+    assert {(r.instance, r.qualified_name, r.reason, r.succeeded) for r in records} >= {
+        ("app", "Standard.create", "add", True), ("db", "Standard.configure", "add", True)}

@@ -18,6 +18,9 @@ from unfurl_lite.errors import UnfurlLiteError
 log = logging.getLogger(__name__)
 
 JOBS_DIR = "jobs"
+#: the fields of a job record planning reads; the rest (inputs, results) is not parsed
+FIELDS = frozenset({"changeId", "workflow", "target", "implementation", "reason",
+                    "digestValue", "state", "interface"})
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,82 @@ def _records(data: Any) -> Iterator[TaskRecord]:
         )
 
 
+#: first characters that make a YAML scalar something other than its own text
+_INDICATORS = frozenset("'\"!&*|>%@`{}[],#?-")
+
+
+def _scalar(raw: str) -> str | None:
+    """The string a one-line scalar holds, or None when it is not that simple: a plain
+    scalar (its text), or a single-quoted one. The writer quotes any string YAML would
+    read as something else (``'true'``, ``'0123'``), so plain text is always a string."""
+    value = raw.strip()
+    if not value:
+        return None
+    if value[0] == "'":
+        inner = value[1:-1]
+        if len(value) < 2 or value[-1] != "'" or "'" in inner.replace("''", ""):
+            return None
+        return inner.replace("''", "'")
+    if value[0] in _INDICATORS or " #" in value or ": " in value or value.endswith(":"):
+        return None
+    return value
+
+
+def _scan(text: str) -> dict[str, Any] | None:
+    """:data:`FIELDS` of each entry read line by line: a job's inputs and outputs are most
+    of its file and nearly all the time a YAML parser would take. The record package
+    writes block YAML (entries at column 0, their keys at column 2, ``implementation``'s at
+    column 4); anything not that plain (a multi-line or double-quoted value, another
+    layout) gives None, and the caller parses the whole file as YAML instead."""
+    entries: list[dict[str, Any]] = []
+    entry: dict[str, Any] | None = None
+    key: str | None = None
+    for line in text.splitlines():
+        body = line.lstrip(" ")
+        indent = len(line) - len(body)
+        if not body:
+            continue
+        if indent == 0 and body.startswith("- "):
+            entry = {}
+            entries.append(entry)
+            body, indent = body[2:], 2
+        elif indent == 0:
+            entry, key = None, None
+            continue
+        if entry is None:
+            continue
+        if indent == 2:
+            name, colon, raw = body.partition(":")
+            if not colon:
+                return None
+            key = name if name in FIELDS else None
+            if key == "implementation":
+                if raw.strip():
+                    return None
+                entry[key] = {}
+            elif key is not None:
+                value = _scalar(raw)
+                if value is None:
+                    return None
+                entry[key] = value
+        elif key == "implementation" and indent == 4:
+            name, colon, raw = body.partition(":")
+            value = _scalar(raw)
+            if not colon or value is None:
+                return None
+            entry[key][name] = value
+        elif key is not None:  # a wanted value goes on over more lines
+            return None
+    return {"changes": entries}
+
+
+def _parse(text: str) -> Any:
+    from unfurl_lite.load import yamlio
+
+    scanned = _scan(text)
+    return scanned if scanned is not None else yamlio.parse_plain(text)
+
+
 def task_records(project_root: Path) -> list[TaskRecord]:
     """Every recorded task of every job, oldest first (by changeId). A job file that cannot
     be read is skipped with a warning: it takes no part, as a damaged jobs.tsv line."""
@@ -85,7 +164,7 @@ def task_records(project_root: Path) -> list[TaskRecord]:
         return found
     for path in sorted(directory.glob("job*.yaml")):
         try:
-            data = yamlio.parse_plain(yamlio.read_text(path))
+            data = _parse(yamlio.read_text(path))
         except (UnfurlLiteError, YAMLError, ValueError, OSError) as exc:
             log.warning("warning: %s: job record skipped: %s", path, type(exc).__name__)
             continue
