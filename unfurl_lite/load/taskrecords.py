@@ -115,6 +115,8 @@ def _scan(text: str) -> dict[str, Any] | None:
             entries.append(entry)
             body, indent = body[2:], 2
         elif indent == 0:
+            if body != "changes:" and not body.startswith("manifest: "):
+                return None
             entry, key = None, None
             continue
         if entry is None:
