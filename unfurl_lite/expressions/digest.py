@@ -11,7 +11,6 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from unfurl_lite.expressions.context import POST_INPUTS
 from unfurl_lite.expressions.expr import Sensitive
 from unfurl_lite.security.redaction import REDACTED
 
@@ -54,4 +53,6 @@ def spec_digest(spec: Mapping[str, Any]) -> str:
 def digestable(inputs: Mapping[str, Any]) -> dict[str, Any]:
     """The inputs a digest covers: those known before the operation runs (not the
     post-run hooks, which are evaluated with its result)."""
+    from unfurl_lite.expressions.context import POST_INPUTS  # rendering's: load it when used
+
     return {k: v for k, v in inputs.items() if k not in POST_INPUTS}

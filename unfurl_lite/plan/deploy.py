@@ -18,7 +18,6 @@ from unfurl_lite.model.entities import (
     Status,
 )
 from unfurl_lite.plan import tosca
-from unfurl_lite.plan.baselines import current_digest, deployed_digests
 from unfurl_lite.plan.lifecycle import add_install_tasks, add_uninstall_tasks, implemented
 from unfurl_lite.plan.tasks import (
     ADD,
@@ -115,18 +114,21 @@ def _configure_changed(
     """Unfurl's change detection: the configure operation (and the changeId of its last run)
     when the digest of its inputs, rendered now, differs from the one it last ran with.
 
-    ``recorded`` caches jobs.tsv's digests, read only once an instance has a configure."""
+    ``recorded`` caches the recorded digests, read only once an instance has a configure
+    (as rendering inputs, its imports cost a cold plan that needs none)."""
     op = implemented(template, "Standard", "configure") or implemented(
         template, "Lifecycle", "configure"
     )
     if op is None or instance.discovered:
         return None
+    from unfurl_lite.plan.baselines import deployed_digests, digest_now
+
     if not recorded:
         recorded.update(deployed_digests(ensemble) or {("", ""): ("", "")})
     last = recorded.get((instance.name, op.qualified_name))
     if last is None or not last[1]:
         return None
-    now = current_digest(ensemble, instance.name, op)
+    now = digest_now(ensemble, instance.name, op)
     return (op, last[0]) if now is not None and now != last[1] else None
 
 
