@@ -200,3 +200,29 @@ def test_the_line_reader_reads_ordinary_records_without_a_parser(project, invoke
     records = taskrecords.task_records(project.root)
     assert {(r.instance, r.qualified_name, r.reason, r.succeeded) for r in records} >= {
         ("app", "Standard.create", "add", True), ("db", "Standard.configure", "add", True)}
+
+
+#: every built-in workflow, with the options it needs
+WORKFLOWS = [
+    ("deploy", {"force": True}), ("undeploy", {}), ("check", {}), ("discover", {}),
+    ("run", {"command": ["true"], "instance_names": ["app"]}),
+    ("execute_operation", {"operation": "configure"}),
+    ("start", {}), ("stop", {}), ("restart", {}), ("heal", {}), ("update", {}),
+    ("scale", {"scalable_entity_name": "app"}),
+    ("scale", {"scalable_entity_name": "app", "delta": -1}),
+]
+
+
+def test_no_planner_changes_the_ensemble(project, invoke):
+    templates = {"db": node(Install=("check", "discover")), "old": node(),
+                 "app": node(requirements=[{"dependency": "db"}])}
+    deployed(project, invoke, templates)
+    ok(invoke("scale", "app", "--approve"))
+    del templates["old"]
+    respec(project, templates)
+    ensemble = load_ensemble(project.ensemble)
+    assert {w for w, _ in WORKFLOWS} == set(PLANNERS)
+    for workflow, options in WORKFLOWS:
+        before = copy.deepcopy((ensemble.topology, ensemble.instances, ensemble.spec))
+        assert build(ensemble, workflow, options).tasks, workflow
+        assert (ensemble.topology, ensemble.instances, ensemble.spec) == before, workflow
