@@ -3,8 +3,8 @@
 Unfurl records, for every task, a digest of the inputs it ran with (``digestValue``).
 Deploy's reconfigure, update and drift compare that baseline with the digest of the same
 operation's inputs rendered from today's spec; secrets take no part, so a rotated secret
-is not a change. The baseline comes from the structured job records (never from the
-summary text meant for people).
+is not a change. The baseline comes from the records' fields (jobs.tsv's and the job
+records'), never from the summary text meant for people.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from unfurl_lite.errors import UnfurlLiteError
 from unfurl_lite.expressions.digest import digestable, input_digest
+from unfurl_lite.load.jobslog import read_jobs_tsv
 from unfurl_lite.load.loader import Ensemble
 from unfurl_lite.load.taskrecords import TaskRecord, task_records
 from unfurl_lite.model.entities import Operation
@@ -24,28 +25,38 @@ RELATIONSHIP_INTERFACES = ("Configure", "RelationshipLifecycle")
 NOT_DEPLOYING = (CHECK, RUN, DISCOVER)
 
 
-def _qualified(ensemble: Ensemble, record: TaskRecord, instance: str) -> str:
-    """The operation's full name; records older than the ``interface`` field name it
-    through the instance's template (or by its short name, when the template lost it)."""
-    if record.qualified_name:
-        return record.qualified_name
+def _qualified(ensemble: Ensemble, instance: str, operation: str,
+               detail: TaskRecord | None) -> str:
+    """The operation's full name from its job record; for a task without one (or written
+    before records named the interface), through the instance's template, or by its
+    short name when the template no longer has it."""
+    if detail is not None and detail.qualified_name:
+        return detail.qualified_name
     recorded = ensemble.instances.get(instance)
     template = ensemble.topology.templates.get(recorded.template) if recorded else None
-    op = template.operation(record.operation) if template else None
-    return op.qualified_name if op else record.operation
+    op = template.operation(operation) if template else None
+    return op.qualified_name if op else operation
 
 
 def deployed_digests(ensemble: Ensemble) -> dict[tuple[str, str], tuple[str, str]]:
     """(instance, qualified operation) -> (changeId, digestValue) of its latest successful run,
-    or of the last update that brought the instance in line with the spec."""
+    or of the last update that brought the instance in line with the spec.
+
+    jobs.tsv (Unfurl's log) says which tasks succeeded on which target with which digest;
+    the job records in ``jobs/`` add what Unfurl's log has no field for: the task's reason
+    (checks, discovers and ad hoc runs are no baseline) and the operation's interface."""
+    details = {r.change_id: r for r in task_records(ensemble.project_root)}
     found: dict[tuple[str, str], tuple[str, str]] = {}
-    for record in task_records(ensemble.project_root):
-        name = record.instance
-        if (name is None or not record.succeeded or not record.class_name
-                or record.reason in NOT_DEPLOYING):
+    for record in read_jobs_tsv(ensemble.jobs_tsv):
+        target = record.get("target", "")
+        name = target[2:] if target.startswith("::") else ""
+        if not name or "::" in name or record.get("status") != "ok":
+            continue  # a job's own line, a relationship's operation, or a failed task
+        detail = details.get(record["changeId"])
+        if detail is not None and (detail.reason in NOT_DEPLOYING or not detail.class_name):
             continue
-        found[(name, _qualified(ensemble, record, name))] = (
-            record.change_id, record.digest_value)
+        qualified = _qualified(ensemble, name, record.get("operation", ""), detail)
+        found[(name, qualified)] = (record["changeId"], record.get("digestValue", ""))
     for name, instance in ensemble.instances.items():
         baseline = instance.extra.get("specDigests")
         if not isinstance(baseline, dict):
