@@ -19,7 +19,8 @@ from typing import Any
 from unfurl_lite.errors import STORAGE_ERRNOS, JobError, StorageError, storage_error
 from unfurl_lite.load.loader import Ensemble, load_ensemble
 from unfurl_lite.model import changeid
-from unfurl_lite.plan.core import Plan, plan_workflow
+from unfurl_lite.plan.registry import build
+from unfurl_lite.plan.tasks import Plan
 from unfurl_lite.record import layout, lock, records
 from unfurl_lite.record.repo import Repo, find_repo, identity_problem
 from unfurl_lite.run.executors import make_executor
@@ -47,7 +48,7 @@ def load(path: str | Path | None) -> Ensemble:
 
 
 def make_plan(ensemble: Ensemble, workflow: str, **plan_options: Any) -> Plan:
-    return plan_workflow(ensemble, workflow, **plan_options)
+    return build(ensemble, workflow, plan_options)
 
 
 def check_dirty(repo: Repo | None, ensemble: Ensemble, mode: str) -> None:
@@ -122,7 +123,7 @@ def run_job(
     journal.py) from its first task to its commit.
     """
     ensemble = ensemble or load_ensemble(request.ensemble)
-    plan = plan or plan_workflow(ensemble, request.workflow, **request.plan_options)
+    plan = plan or build(ensemble, request.workflow, request.plan_options)
     with contextlib.ExitStack() as held:
         lock_file = None
         if not (request.options.dryrun or request.locked):
@@ -317,11 +318,11 @@ def _subject(ensemble: Ensemble, result: JobResult, run: Any) -> tuple[Any, str]
     relationship = layout.relationship_instance(result.instances, run.task)
     if relationship is not None:
         return relationship, layout.relationship_type(run.task)
-    return result.instances.get(run.task.target), _type_of(ensemble, run.task.template)
+    return result.instances.get(run.task.target), _type_of(ensemble, result, run.task.template)
 
 
-def _type_of(ensemble: Ensemble, template: str) -> str:
-    tpl = ensemble.topology.templates.get(template)
+def _type_of(ensemble: Ensemble, result: JobResult, template: str) -> str:
+    tpl = ensemble.topology.templates.get(template) or result.plan.removed_templates.get(template)
     return tpl.type if tpl else ""
 
 

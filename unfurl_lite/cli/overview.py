@@ -13,8 +13,8 @@ from typing import Any
 from unfurl_lite.load.loader import Ensemble
 from unfurl_lite.model import changeid
 from unfurl_lite.model.entities import Instance, Status
-from unfurl_lite.plan.core import instance_graph, operationless, planned_instances
 from unfurl_lite.plan.drift import Drift, ensemble_drift
+from unfurl_lite.plan.topology import instance_graph, operationless, planned_instances
 from unfurl_lite.record import records
 from unfurl_lite.record.history import iso
 from unfurl_lite.run.status import fold_effective

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from unfurl_lite.run.observer import Observer, TaskState
 
 if TYPE_CHECKING:
-    from unfurl_lite.plan.core import Plan, Task
+    from unfurl_lite.plan.tasks import Plan, Task
     from unfurl_lite.run.job import JobResult, TaskRun
 
 

@@ -128,9 +128,9 @@ def _with_types_section(doc: Any) -> Any:
 
 
 def _workflows(doc: Any, file: str) -> Iterator[Problem]:
-    from unfurl_lite.plan import tosca as tosca_workflows
+    from unfurl_lite.load import workflows
 
-    return tosca_workflows.problems(doc, file)
+    return workflows.problems(doc, file)
 
 
 def _duplicate_templates(doc: Any, file: str) -> Iterator[Problem]:

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from unfurl_lite.load.loader import Ensemble
-from unfurl_lite.model.entities import Instance, Operation, Status
-from unfurl_lite.plan.core import UNINSTALL, NodeStep
-from unfurl_lite.record import records
+from unfurl_lite.model.entities import Instance, Status
+from unfurl_lite.plan.baselines import RELATIONSHIP_INTERFACES, current_digest, deployed_digests
+from unfurl_lite.plan.lifecycle import UNINSTALL, NodeStep
 
 # operations that take an instance down: their inputs changing is not drift of what runs
 UNINSTALL_OPERATIONS = frozenset(
@@ -44,8 +44,6 @@ def deployed_baselines(ensemble: Ensemble) -> dict[str, dict[str, tuple[str, str
     The same baseline ``unfurl update`` acts on (the latest successful run, or the last
     update that accepted the spec), so status shows drift exactly when update has work.
     """
-    from unfurl_lite.plan.cloudify import RELATIONSHIP_INTERFACES, deployed_digests
-
     found: dict[str, dict[str, tuple[str, str]]] = {}
     for (name, qualified), recorded in deployed_digests(ensemble).items():
         interface, _, op = qualified.rpartition(".")
@@ -53,19 +51,6 @@ def deployed_baselines(ensemble: Ensemble) -> dict[str, dict[str, tuple[str, str
             continue
         found.setdefault(name, {})[qualified] = recorded
     return found
-
-
-def current_digest(ensemble: Ensemble, instance: Instance, operation: Operation) -> str:
-    """The digestValue the operation would be recorded with if it ran now."""
-    from unfurl_lite.expressions.context import make_context, render_inputs
-
-    inputs = dict(operation.inputs)
-    implementation = operation.implementation
-    if implementation is not None and implementation.primary and "command" not in inputs:
-        inputs["command"] = implementation.primary
-    ctx = make_context(ensemble.topology, ensemble.instances, instance.name)
-    rendered = render_inputs(inputs, {}, ctx)
-    return records.input_digest(records._digestable(rendered))[1]
 
 
 def instance_drift(
@@ -86,7 +71,7 @@ def instance_drift(
             drift.changed.append(f"{name}: operation removed")
             continue
         try:
-            now = current_digest(ensemble, instance, operation)
+            now = current_digest(ensemble, instance.name, operation)
         except (ExpressionError, UnfurlLiteError) as exc:
             drift.unknown.append(f"{name}: {exc.message}")
             continue

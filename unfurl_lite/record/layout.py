@@ -26,7 +26,7 @@ from unfurl_lite.model.topology import (
 )
 
 if TYPE_CHECKING:
-    from unfurl_lite.plan.core import Task
+    from unfurl_lite.plan.tasks import Task
 
 
 def relationship_instance(

@@ -5,21 +5,27 @@ that changed something. Every write is atomic; nothing here decides anything.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import logging
-import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from unfurl_lite.load import guard, yamlio
+# digests and the jobs.tsv reader live below record (planning uses them too); the names
+# stay here for the writers' callers
+from unfurl_lite.expressions.digest import digest as digest
+from unfurl_lite.expressions.digest import digestable, input_digest
+from unfurl_lite.expressions.digest import spec_digest as spec_digest
+from unfurl_lite.load import yamlio
+from unfurl_lite.load.jobslog import DamagedLine as DamagedLine
+from unfurl_lite.load.jobslog import escape_field
+from unfurl_lite.load.jobslog import last_job_id as last_job_id
+from unfurl_lite.load.jobslog import parse_tsv_line as parse_tsv_line
+from unfurl_lite.load.jobslog import read_jobs_tsv as read_jobs_tsv
+from unfurl_lite.load.jobslog import unescape_field as unescape_field
 from unfurl_lite.model import changeid
 from unfurl_lite.model.entities import Instance, Status
 from unfurl_lite.record import layout
-from unfurl_lite.security.redaction import REDACTED, redact
-from unfurl_lite.security.taint import Sensitive
+from unfurl_lite.security.redaction import redact
 
 if TYPE_CHECKING:
     from unfurl_lite.load.loader import Ensemble
@@ -29,77 +35,7 @@ JOBS_DIR = "jobs"
 CHANGES_DIR = "changes"
 
 
-# ------------------------------------------------------------------------------- digests
-
-
-def _digest_parts(value: Any) -> Iterator[str]:
-    if isinstance(value, Sensitive):
-        yield REDACTED
-    elif isinstance(value, Mapping):
-        for key in sorted(value, key=str):
-            yield str(key)
-            yield from _digest_parts(value[key])
-    elif isinstance(value, list | tuple):
-        for item in value:
-            yield from _digest_parts(item)
-    elif isinstance(value, str):
-        yield value
-    else:
-        yield json.dumps(value, sort_keys=True, default=str)
-
-
-def digest(values: Iterable[Any]) -> str:
-    """SHA1 over the values as Unfurl computes its digestValue (strings hash as themselves)."""
-    sha = hashlib.sha1()
-    for value in values:
-        for part in _digest_parts(value):
-            sha.update(part.encode("utf-8"))
-    return sha.hexdigest()
-
-
-def input_digest(inputs: Mapping[str, Any]) -> tuple[str, str]:
-    """(digestKeys, digestValue) of an operation's inputs; secrets do not take part."""
-    keys = [k for k, v in inputs.items() if not isinstance(v, Sensitive)]
-    return ",".join(keys), (digest(inputs[k] for k in keys) if keys else "")
-
-
-def spec_digest(spec: Mapping[str, Any]) -> str:
-    return hashlib.sha1(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()
-
-
 # ------------------------------------------------------------------------------ jobs.tsv
-
-
-#: characters a jobs.tsv field may not hold raw: they would start a line, end a cell, or
-#: reach a terminal as a control sequence
-_ESCAPES = {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"}
-_ESCAPED = re.compile(r"\\(\\|t|n|r|x[0-9a-f]{2}|u[0-9a-f]{4})")
-log = logging.getLogger(__name__)
-
-
-def escape_field(text: str) -> str:
-    """A field as jobs.tsv holds it: backslash, tab, line breaks and every other control
-    character escaped (``\\t``, ``\\n``, ``\\x1b``), so no value can start a record."""
-    if text.isprintable() and "\\" not in text:
-        return text
-    out = []
-    for char in text:
-        if char in _ESCAPES:
-            out.append(_ESCAPES[char])
-        elif guard.is_control(char):
-            code = ord(char)
-            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
-        else:
-            out.append(char)
-    return "".join(out)
-
-
-def unescape_field(text: str) -> str:
-    """Undo ``\\\\`` only: escaped control characters stay visible text, so what a reader
-    shows can never move a terminal's cursor or forge a line."""
-    if "\\" not in text:
-        return text
-    return _ESCAPED.sub(lambda m: "\\" if m.group(1) == "\\" else m.group(0), text)
 
 
 def tsv_line(fields: list[tuple[str, Any]], change_id: str) -> str:
@@ -108,77 +44,6 @@ def tsv_line(fields: list[tuple[str, Any]], change_id: str) -> str:
         text = "" if value is None else str(value)
         cells.append(f"{key}={escape_field(text)}")
     return "\t".join(cells) + "\n"
-
-
-def parse_tsv_line(line: str) -> dict[str, str]:
-    cells = line.rstrip("\n").split("\t")
-    record = {"changeId": cells[0]}
-    for cell in cells[1:]:
-        key, _, value = cell.partition("=")
-        record[key] = unescape_field(value)
-    return record
-
-
-@dataclass(frozen=True)
-class DamagedLine:
-    path: Path
-    number: int  # 1-based
-    why: str
-
-    def format(self) -> str:
-        return f"{self.path}:{self.number}: damaged line skipped: {self.why}"
-
-
-_reported: set[tuple[str, int, str]] = set()
-_CHANGEID = re.compile(r"A[0-9A-Za-z]{7}[0-9a-f]{4}")
-_RECORD = re.compile(r"A[0-9A-Za-z]{7}[0-9a-f]{4}(?:\t[^\t=]*=[^\t]*)*")
-
-
-def _damage(raw: bytes) -> tuple[str | None, str]:
-    """(why the line is damaged or None, its text)."""
-    if not raw.endswith(b"\n"):
-        return "incomplete (its write was interrupted)", ""
-    try:
-        line = raw[:-1].decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return f"not UTF-8 (byte {exc.start + 1} of the line)", ""
-    if _RECORD.fullmatch(line):
-        return None, line
-    first = line.split("\t", 1)[0]
-    if not _CHANGEID.fullmatch(first):
-        return f"does not start with a changeId: {escape_field(first[:20])!r}", line
-    return "a field has no '=' (the line was torn)", line
-
-
-def read_jobs_tsv(path: Path, damaged: list[DamagedLine] | None = None) -> Iterator[dict[str, str]]:
-    """Stream jobs.tsv records. Lines are split on ``\\n`` only (a raw carriage return
-    starts no record); a damaged line (torn by a crash, not UTF-8, not a record) is
-    skipped and reported, once per process, as a warning and in ``damaged``."""
-    if not path.exists():
-        return
-    with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, 1):
-            if not raw.strip():
-                continue
-            why, line = _damage(raw)
-            if why is None:
-                yield parse_tsv_line(line)
-                continue
-            found = DamagedLine(path, number, why)
-            if damaged is not None:
-                damaged.append(found)
-            key = (str(path), number, why)
-            if key not in _reported:
-                _reported.add(key)
-                log.warning("warning: %s", found.format())
-
-
-def last_job_id(path: Path) -> str | None:
-    last = None
-    for record in read_jobs_tsv(path):
-        if record["changeId"].endswith("0000"):
-            last = record["changeId"]
-    return last
 
 
 # ------------------------------------------------------------------------------- status
@@ -419,7 +284,7 @@ def task_entry(
 ) -> dict[str, Any]:
     task = run.task
     op = task.operation
-    digest_keys, digest_value = input_digest(_digestable(run.inputs))
+    digest_keys, digest_value = input_digest(digestable(run.inputs))
     status = str(instance.status) if instance else "unknown"
     relationship = task.requirement is not None and task.source is not None
     entry: dict[str, Any] = {
@@ -434,7 +299,7 @@ def task_entry(
             "className": op.implementation.unfurl_class_name if op and op.implementation else "",
         },
         "reason": task.reason,
-        "inputs": _digestable(run.inputs),
+        "inputs": digestable(run.inputs),
         **(
             {"result": run.result.outputs} if detailed and run.result and run.result.outputs else {}
         ),
@@ -448,6 +313,8 @@ def task_entry(
     if run.previous_id:
         entry["previousId"] = run.previous_id
     if detailed:
+        if op is not None:  # the operation's full name, for planning (not in Unfurl's format)
+            entry["interface"] = op.interface
         entry["status"] = str(run.status) if run.status else None
         entry["state"] = str(run.state)
         entry["attempts"] = run.attempts
@@ -469,12 +336,6 @@ def task_entry(
         if run.message:
             entry["message"] = run.message
     return entry
-
-
-def _digestable(inputs: Mapping[str, Any]) -> dict[str, Any]:
-    from unfurl_lite.expressions.context import POST_INPUTS
-
-    return {k: v for k, v in inputs.items() if k not in POST_INPUTS}
 
 
 def task_summary(run: TaskRun, type_name: str, status: str, priority: str) -> str:

@@ -18,7 +18,9 @@ from unfurl_lite.errors import JobError
 from unfurl_lite.expressions.context import spec_secrets
 from unfurl_lite.load.loader import Ensemble
 from unfurl_lite.model import changeid
-from unfurl_lite.plan.core import Plan, instance_graph, operationless, plan_workflow
+from unfurl_lite.plan.registry import build
+from unfurl_lite.plan.tasks import Plan
+from unfurl_lite.plan.topology import instance_graph, operationless
 from unfurl_lite.record import records
 from unfurl_lite.record.journal import (
     JournalFile,
@@ -131,7 +133,7 @@ def replan(ensemble: Ensemble, journal: JournalFile) -> Plan:
     start = restore_instances(journal.data.get("startInstances") or {})
     at_start = dataclasses.replace(ensemble, instances=start)
     options = journal.data.get("planOptions") or {}
-    plan = plan_workflow(at_start, str(journal.data["workflow"]), **options)
+    plan = build(at_start, str(journal.data["workflow"]), options)
     planned = [
         (t.number, t.target, t.operation.qualified_name if t.operation else None)
         for t in plan.tasks

@@ -27,7 +27,8 @@ from unfurl_lite.load import guard
 from unfurl_lite.load.loader import Ensemble
 from unfurl_lite.model import changeid
 from unfurl_lite.model.entities import Instance, NodeState, Priority, Status
-from unfurl_lite.plan.core import Plan, Task, instance_graph, operationless
+from unfurl_lite.plan.tasks import Plan, Task
+from unfurl_lite.plan.topology import instance_graph, operationless, with_templates
 from unfurl_lite.record import layout, records
 from unfurl_lite.run.executors import Executor
 from unfurl_lite.run.observer import JobState, Observer, TaskState
@@ -692,6 +693,7 @@ def run_plan(
 
     A ``resumed`` job starts from where an earlier one stopped and names it as previousId.
     """
+    ensemble = with_templates(ensemble, plan.removed_templates)  # update's removed ones
     started_at = now()
     latest = previous_job_id(ensemble)
     floor = max((i for i in (latest, resumed.job_id if resumed else None) if i), default=None)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 
 from unfurl_lite.model.entities import Instance, NodeState, Priority, Status, effective_status
-from unfurl_lite.plan.core import Task
+from unfurl_lite.plan.tasks import Task
 from unfurl_lite.run.operations.base import OperationResult
 
 

@@ -241,7 +241,7 @@ def plan(
     """Show the tasks a workflow would run, in order, with the reason for each; run nothing."""
     from unfurl_lite.cli import render
     from unfurl_lite.load.loader import load_ensemble
-    from unfurl_lite.plan.core import plan_workflow
+    from unfurl_lite.plan import build
 
     loaded = load_ensemble(ensemble)
     options: dict[str, Any] = {"instance_names": instances}
@@ -251,7 +251,7 @@ def plan(
         from unfurl_lite.plan import tosca as tosca_workflows
 
         tosca_workflows.require(loaded.spec, workflow)
-    result = plan_workflow(loaded, workflow, **options)
+    result = build(loaded, workflow, options)
     if as_json:
         echo_json(render.plan_json(result))
     elif is_terminal():

@@ -1,0 +1,123 @@
+"""What each instance was last deployed with, and what its operations would run with now.
+
+Unfurl records, for every task, a digest of the inputs it ran with (``digestValue``).
+Deploy's reconfigure, update and drift compare that baseline with the digest of the same
+operation's inputs rendered from today's spec; secrets take no part, so a rotated secret
+is not a change. The baseline comes from the records' fields (jobs.tsv's and the job
+records'), never from the summary text meant for people.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from unfurl_lite.errors import UnfurlLiteError
+from unfurl_lite.expressions.digest import digestable, input_digest
+from unfurl_lite.load.jobslog import read_jobs_tsv
+from unfurl_lite.load.loader import Ensemble
+from unfurl_lite.load.taskrecords import TaskRecord, task_records
+from unfurl_lite.model.entities import Operation
+from unfurl_lite.plan.tasks import CHECK, DISCOVER, RUN
+from unfurl_lite.plan.topology import is_present
+
+RELATIONSHIP_INTERFACES = ("Configure", "RelationshipLifecycle")
+#: tasks that observe or run ad hoc: what they ran with is not what was deployed
+NOT_DEPLOYING = (CHECK, RUN, DISCOVER)
+
+
+def _qualified(ensemble: Ensemble, instance: str, operation: str,
+               detail: TaskRecord | None) -> str:
+    """The operation's full name from its job record; for a task without one (or written
+    before records named the interface), through the instance's template, or by its
+    short name when the template no longer has it."""
+    if detail is not None and detail.qualified_name:
+        return detail.qualified_name
+    recorded = ensemble.instances.get(instance)
+    template = ensemble.topology.templates.get(recorded.template) if recorded else None
+    op = template.operation(operation) if template else None
+    return op.qualified_name if op else operation
+
+
+def deployed_digests(ensemble: Ensemble) -> dict[tuple[str, str], tuple[str, str]]:
+    """(instance, qualified operation) -> (changeId, digestValue) of its latest successful run,
+    or of the last update that brought the instance in line with the spec.
+
+    jobs.tsv (Unfurl's log) says which tasks succeeded on which target with which digest;
+    the job records in ``jobs/`` add what Unfurl's log has no field for: the task's reason
+    (checks, discovers and ad hoc runs are no baseline) and the operation's interface."""
+    details = {r.change_id: r for r in task_records(ensemble.project_root)}
+    found: dict[tuple[str, str], tuple[str, str]] = {}
+    for record in read_jobs_tsv(ensemble.jobs_tsv):
+        target = record.get("target", "")
+        name = target[2:] if target.startswith("::") else ""
+        if not name or "::" in name or record.get("status") != "ok":
+            continue  # a job's own line, a relationship's operation, or a failed task
+        detail = details.get(record["changeId"])
+        if detail is not None and (detail.reason in NOT_DEPLOYING or not detail.class_name):
+            continue
+        qualified = _qualified(ensemble, name, record.get("operation", ""), detail)
+        found[(name, qualified)] = (record["changeId"], record.get("digestValue", ""))
+    for name, instance in ensemble.instances.items():
+        baseline = instance.extra.get("specDigests")
+        if not isinstance(baseline, dict):
+            continue
+        change_id = str(baseline.get("changeId", ""))
+        for op, value in baseline.items():
+            if op == "changeId":
+                continue
+            if found.get((name, op), ("", ""))[0] <= change_id:
+                found[(name, op)] = (change_id, str(value))
+    return found
+
+
+def current_digest(ensemble: Ensemble, instance: str, op: Operation) -> str:
+    """The digestValue the operation would be recorded with if it ran now; raises the
+    expression's error when its inputs cannot be rendered."""
+    from unfurl_lite.expressions.context import make_context, render_inputs
+
+    inputs = dict(op.inputs)
+    if op.implementation is not None and op.implementation.primary and "command" not in inputs:
+        inputs["command"] = op.implementation.primary
+    ctx = make_context(ensemble.topology, ensemble.instances, instance)
+    return input_digest(digestable(render_inputs(inputs, {}, ctx)))[1]
+
+
+def digest_now(ensemble: Ensemble, instance: str, op: Operation) -> str | None:
+    """:func:`current_digest`, or None when the inputs cannot be rendered now."""
+    from unfurl_lite.errors import ExpressionError
+
+    try:
+        return current_digest(ensemble, instance, op)
+    except (ExpressionError, UnfurlLiteError):
+        return None
+
+
+def changed_operations(
+    ensemble: Ensemble, deployed: Mapping[tuple[str, str], tuple[str, str]]
+) -> dict[str, list[str]]:
+    """instance -> the operations whose inputs differ from what last ran (or that are gone)."""
+    changed: dict[str, list[str]] = {}
+    for (name, qualified), (_, digest) in deployed.items():
+        instance = ensemble.instances.get(name)
+        if instance is None or not is_present(instance):
+            continue
+        template = ensemble.topology.templates.get(instance.template)
+        if template is None or qualified.split(".")[0] in RELATIONSHIP_INTERFACES:
+            continue
+        op = template.operation(qualified)
+        if op is None or op.implementation is None or digest_now(ensemble, name, op) != digest:
+            changed.setdefault(name, []).append(qualified)
+    return changed
+
+
+def spec_baseline(ensemble: Ensemble, name: str) -> dict[str, str]:
+    """The digests of the instance's node operations as the spec now has them."""
+    template = ensemble.topology.templates[ensemble.instances[name].template]
+    digests = {}
+    for interface, ops in template.interfaces.items():
+        for op in ops.values():
+            if op.implementation is not None and interface not in RELATIONSHIP_INTERFACES:
+                value = digest_now(ensemble, name, op)
+                if value is not None:
+                    digests[op.qualified_name] = value
+    return digests

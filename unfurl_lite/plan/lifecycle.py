@@ -1,0 +1,330 @@
+"""Lifecycles as tables of steps, and the tasks they become for one instance.
+
+TOSCA's Standard and Configure interfaces and Cloudify's lifecycle, validation,
+monitoring and relationship interfaces share one mechanism: a step names the operations
+that may fill it (the first one implemented wins) and the node state it moves through.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from unfurl_lite.load.loader import Ensemble
+from unfurl_lite.model.entities import (
+    Instance,
+    NodeState,
+    NodeTemplate,
+    Operation,
+    Requirement,
+    Status,
+)
+from unfurl_lite.plan.tasks import ADD, REPAIR, Builder, Guard
+
+
+@dataclass(frozen=True)
+class NodeStep:
+    candidates: tuple[tuple[str, str], ...]  # (interface, operation); the first defined wins
+    running: NodeState | None = None
+    done: NodeState | None = None
+
+
+@dataclass(frozen=True)
+class RelationshipStep:
+    # (interface, operation, side): side "source" runs on the requirer, "target" on the required
+    operations: tuple[tuple[str, str, str], ...]
+
+
+Step = NodeStep | RelationshipStep
+
+INSTALL: tuple[Step, ...] = (
+    NodeStep((("Validation", "create"),)),
+    NodeStep((("Lifecycle", "precreate"),)),
+    NodeStep(
+        (("Standard", "create"), ("Lifecycle", "create")), NodeState.creating, NodeState.created
+    ),
+    RelationshipStep(
+        (
+            ("Configure", "pre_configure_source", "source"),
+            ("Configure", "pre_configure_target", "target"),
+            ("RelationshipLifecycle", "preconfigure", "source"),
+        )
+    ),
+    NodeStep(
+        (("Standard", "configure"), ("Lifecycle", "configure")),
+        NodeState.configuring,
+        NodeState.configured,
+    ),
+    RelationshipStep(
+        (
+            ("Configure", "post_configure_source", "source"),
+            ("Configure", "post_configure_target", "target"),
+            ("RelationshipLifecycle", "postconfigure", "source"),
+        )
+    ),
+    NodeStep(
+        (("Standard", "start"), ("Lifecycle", "start")), NodeState.starting, NodeState.started
+    ),
+    NodeStep((("Lifecycle", "poststart"),)),
+    NodeStep((("Monitoring", "start"),)),
+    RelationshipStep(
+        (
+            ("Configure", "add_target", "source"),
+            ("Configure", "add_source", "target"),
+            ("RelationshipLifecycle", "establish", "source"),
+        )
+    ),
+)
+
+UNINSTALL: tuple[Step, ...] = (
+    NodeStep((("Validation", "delete"),)),
+    NodeStep((("Monitoring", "stop"),)),
+    NodeStep((("Lifecycle", "prestop"),)),
+    NodeStep((("Standard", "stop"), ("Lifecycle", "stop")), NodeState.stopping, NodeState.stopped),
+    RelationshipStep(
+        (
+            ("Configure", "remove_target", "source"),
+            ("Configure", "remove_source", "target"),
+            ("RelationshipLifecycle", "unlink", "source"),
+        )
+    ),
+    NodeStep(
+        (("Standard", "delete"), ("Lifecycle", "delete")), NodeState.deleting, NodeState.deleted
+    ),
+    NodeStep((("Lifecycle", "postdelete"),)),
+)
+
+#: the relationship steps scale and heal run on their own (between two instances)
+INSTALL_RELATIONSHIPS = tuple(s for s in INSTALL if isinstance(s, RelationshipStep))
+ESTABLISH = INSTALL_RELATIONSHIPS[-1:]
+UNLINK = tuple(
+    RelationshipStep(((i, n, side),))
+    for i, n, side in (
+        ("Configure", "remove_target", "source"),
+        ("Configure", "remove_source", "target"),
+        ("RelationshipLifecycle", "unlink", "source"),
+    )
+)
+
+_PROGRESS = [
+    NodeState.initial,
+    NodeState.creating,
+    NodeState.created,
+    NodeState.configuring,
+    NodeState.configured,
+    NodeState.starting,
+    NodeState.started,
+]
+
+
+def implemented(template: NodeTemplate, interface: str, name: str) -> Operation | None:
+    """The operation if the template maps it to an implementation (declared-only does nothing)."""
+    op = template.interfaces.get(interface, {}).get(name)
+    return op if op is not None and op.implementation is not None else None
+
+
+def _steps_for(
+    steps: Sequence[Step],
+    ensemble: Ensemble,
+    template: NodeTemplate,
+    instance: Instance,
+    instances: dict[str, Instance],
+) -> list[tuple[Operation, NodeStep | None, Requirement | None, str, str | None]]:
+    """The concrete operations of a lifecycle for one instance: (op, step, req, runs_on, peer)."""
+    found: list[tuple[Operation, NodeStep | None, Requirement | None, str, str | None]] = []
+    for step in steps:
+        if isinstance(step, NodeStep):
+            for interface, name in step.candidates:
+                op = implemented(template, interface, name)
+                if op:
+                    found.append((op, step, None, instance.name, None))
+                    break
+            continue
+        for req in template.requirements:
+            peers: list[str] | None = None  # an O(N) scan: only when an operation needs it
+            for interface, name, side in step.operations:
+                op = req.interfaces.get(interface, {}).get(name)
+                if op is None or op.implementation is None:
+                    continue
+                if peers is None:
+                    peers = [i.name for i in instances.values() if i.template == req.node]
+                    pinned = instance.extra.get("hostedOn")
+                    if req.node == template.host and pinned in peers:
+                        peers = [str(pinned)]
+                for peer in peers:
+                    runs_on = instance.name if side == "source" else peer
+                    found.append((op, None, req, runs_on, peer))
+    return found
+
+
+def _progress_index(state: NodeState | None) -> int:
+    if state == NodeState.stopped:  # a stopped instance resumes at start
+        return _PROGRESS.index(NodeState.configured)
+    return _PROGRESS.index(state) if state in _PROGRESS else 0
+
+
+def add_install_tasks(
+    builder: Builder,
+    ensemble: Ensemble,
+    instance: Instance,
+    instances: dict[str, Instance],
+    reason: str,
+    after: Iterable[int],
+    skip_when: Status | None = None,
+    resume_from_state: bool = True,
+    pass_through: bool = True,
+) -> None:
+    """``pass_through``: an instance with nothing to run still reaches ``started`` (Cloudify's
+    install); without it (Unfurl's deploy) it gets no task and stays ``pending``."""
+    template = ensemble.topology.templates[instance.template]
+    ops = _steps_for(INSTALL, ensemble, template, instance, instances)
+    if not ops and not pass_through:
+        builder.note(instance.name, "nothing to run: no operations")
+        return
+    if (
+        resume_from_state
+        and reason in (ADD, REPAIR)
+        and instance.state not in (None, NodeState.error)
+        and instance.status != Status.absent
+    ):
+        reached = _progress_index(instance.state)
+        remaining = [
+            o
+            for o in ops
+            if o[1] is None or o[1].done is None or _progress_index(o[1].done) > reached
+        ]
+        # nothing left past the state it reached: only re-running its lifecycle can repair it
+        if any(o[1] is not None and o[1].done is not None for o in remaining):
+            ops = remaining
+    deps = list(after)
+    if not ops:
+        builder.add(
+            instance.name,
+            template.name,
+            None,
+            reason,
+            deps,
+            done_state=NodeState.started,
+            done_status=Status.ok,
+            skip_when=skip_when,
+        )
+        return
+    last_own = (
+        max(i for i, o in enumerate(ops) if o[3] == instance.name)
+        if any(o[3] == instance.name for o in ops)
+        else -1
+    )
+    for index, (op, step, req, runs_on, peer) in enumerate(ops):
+        is_last = index == last_own
+        builder.add(
+            runs_on,
+            instances[runs_on].template if runs_on in instances else template.name,
+            op,
+            reason,
+            deps + ([builder.last[instance.name]] if instance.name in builder.last else []),
+            running_state=step.running if step else None,
+            done_state=step.done if step else None,
+            done_status=(Status.ok if is_last else Status.pending)
+            if runs_on == instance.name
+            else None,
+            requirement=req,
+            source=instance.name if req else None,
+            peer=peer,
+            skip_when=skip_when,
+        )
+        if runs_on != instance.name:
+            # keep the source's chain ordered after a target-side relationship operation
+            builder.last[instance.name] = builder.last[runs_on]
+
+
+def add_uninstall_tasks(
+    builder: Builder,
+    ensemble: Ensemble,
+    instance: Instance,
+    instances: dict[str, Instance],
+    reason: str,
+    after: Iterable[int],
+    skip_when: Status | None = None,
+    ignore_failure: bool = False,
+    mark_deleted: bool = False,
+) -> None:
+    """``mark_deleted``: Cloudify's uninstall, where an instance without a delete operation
+    still ends deleted (a step with no task does nothing, the instance goes all the same)."""
+    template = ensemble.topology.templates[instance.template]
+    ops = _steps_for(UNINSTALL, ensemble, template, instance, instances)
+    deps = list(after)
+    has_delete = any(o[1] is not None and o[1].done == NodeState.deleted for o in ops)
+    if not has_delete and not mark_deleted:
+        builder.note(instance.name, "skipped: no delete operation, so it is left as it is")
+    for op, step, req, runs_on, peer in ops:
+        deleting = step is not None and step.done == NodeState.deleted
+        builder.add(
+            runs_on,
+            instances[runs_on].template if runs_on in instances else template.name,
+            op,
+            reason,
+            deps + ([builder.last[instance.name]] if instance.name in builder.last else []),
+            running_state=step.running if step else None,
+            done_state=step.done if step else None,
+            done_status=Status.absent if deleting else None,
+            requirement=req,
+            source=instance.name if req else None,
+            peer=peer,
+            skip_when=skip_when,
+            ignore_failure=ignore_failure,
+        )
+        if runs_on != instance.name:
+            builder.last[instance.name] = builder.last[runs_on]
+    if mark_deleted and not has_delete:
+        builder.add(
+            instance.name,
+            template.name,
+            None,
+            reason,
+            deps + ([builder.last[instance.name]] if instance.name in builder.last else []),
+            done_state=NodeState.deleted,
+            done_status=Status.absent,
+            skip_when=skip_when,
+            ignore_failure=ignore_failure,
+        )
+
+
+def add_relationship_tasks(
+    builder: Builder,
+    ensemble: Ensemble,
+    instances: Mapping[str, Instance],
+    source: str,
+    peer: str,
+    steps: Sequence[RelationshipStep],
+    reason: str,
+    after: Iterable[int],
+    guard: Guard | None = None,
+    ignore_failure: bool = False,
+) -> list[int]:
+    """Relationship operations of ``source``'s requirements on ``peer`` only (scale, heal)."""
+    template = ensemble.topology.templates[instances[source].template]
+    numbers: list[int] = []
+    deps = list(after)
+    for req in template.requirements:
+        if req.node != instances[peer].template:
+            continue
+        for step in steps:
+            for interface, name, side in step.operations:
+                op = req.interfaces.get(interface, {}).get(name)
+                if op is None or op.implementation is None:
+                    continue
+                runs_on = source if side == "source" else peer
+                task = builder.add(
+                    runs_on,
+                    instances[runs_on].template,
+                    op,
+                    reason,
+                    deps + numbers[-1:],
+                    requirement=req,
+                    source=source,
+                    peer=peer,
+                    guard=guard,
+                    ignore_failure=ignore_failure,
+                )
+                numbers.append(task.number)
+    return numbers

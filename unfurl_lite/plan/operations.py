@@ -1,0 +1,295 @@
+"""Workflows that run one named operation: Cloudify's execute_operation, start, stop and
+restart, and Unfurl's ad hoc ``run``.
+
+Cloudify's select instances with its three filters (type names, node ids, node instance
+ids), in dependency order when asked (start's default); ``run`` takes --instance names.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from unfurl_lite.errors import PlanError
+from unfurl_lite.load.loader import Ensemble
+from unfurl_lite.model import graph
+from unfurl_lite.model.entities import (
+    Implementation,
+    Instance,
+    NodeState,
+    NodeTemplate,
+    Operation,
+    Status,
+)
+from unfurl_lite.plan.lifecycle import implemented
+from unfurl_lite.plan.tasks import RUN, Builder, Plan
+from unfurl_lite.plan.topology import instance_graph, is_present, planned_instances, select
+
+START = "cloudify.interfaces.lifecycle.start"
+STOP = "cloudify.interfaces.lifecycle.stop"
+
+
+def _lifecycle_op(template: NodeTemplate, name: str) -> Operation | None:
+    """Cloudify's lifecycle operation, or TOSCA Standard's of the same name."""
+    return implemented(template, "Lifecycle", name) or implemented(template, "Standard", name)
+
+
+def _resolve(template: NodeTemplate, name: str) -> Operation | None:
+    """An operation by the name a user gives: ``start``, ``Standard.start`` or Cloudify's."""
+    interface, _, op = name.rpartition(".")
+    if not interface and op in ("start", "stop", "create", "configure", "delete"):
+        return _lifecycle_op(template, op) or template.operation(name)
+    if interface in ("cloudify.interfaces.lifecycle", "Lifecycle") and op in (
+        "start",
+        "stop",
+        "create",
+        "configure",
+        "delete",
+    ):
+        return _lifecycle_op(template, op) or template.operation(name)
+    return template.operation(name)
+
+
+def _filtered(
+    ensemble: Ensemble,
+    type_names: Sequence[str],
+    node_ids: Sequence[str],
+    node_instance_ids: Sequence[str],
+    instances: Mapping[str, Instance] | None = None,
+) -> list[str]:
+    """Cloudify's three filters, enforced together (an intersection; empty means all)."""
+    instances = ensemble.instances if instances is None else instances
+    for node in node_ids:
+        if node not in ensemble.topology.templates:
+            raise PlanError(f"no node template named {node!r}", hint="see `unfurl validate`")
+    for name in node_instance_ids:
+        if name not in instances:
+            raise PlanError(f"no instance named {name!r}", hint="run `unfurl status` to list them")
+    chosen = []
+    for name, instance in instances.items():
+        template = ensemble.topology.templates.get(instance.template)
+        if template is None:
+            continue
+        if node_ids and instance.template not in node_ids:
+            continue
+        if node_instance_ids and name not in node_instance_ids:
+            continue
+        if type_names and not any(template.is_a(t) for t in type_names):
+            continue
+        chosen.append(name)
+    return chosen
+
+
+def _state_change(op: Operation) -> dict[str, Any]:
+    """start and stop move the node state (a stopped instance is pending: not serving)."""
+    if op.interface not in ("Standard", "Lifecycle"):
+        return {}
+    if op.name == "start":
+        return dict(
+            running_state=NodeState.starting, done_state=NodeState.started, done_status=Status.ok
+        )
+    if op.name == "stop":
+        return dict(
+            running_state=NodeState.stopping,
+            done_state=NodeState.stopped,
+            done_status=Status.pending,
+        )
+    return {}
+
+
+def add_operation_tasks(
+    builder: Builder,
+    ensemble: Ensemble,
+    operation: str,
+    selected: Sequence[str],
+    operation_kwargs: Mapping[str, Any] | None = None,
+    allow_kwargs_override: bool | None = None,
+    run_by_dependency_order: bool = False,
+    reverse: bool = False,
+    missing: str = "error",
+    after: Iterable[int] = (),
+    instances: Mapping[str, Instance] | None = None,
+) -> list[int]:
+    """One task per selected instance; with dependency order, an instance also waits for
+    the nearest selected instances it depends on through filtered-out ones. Given
+    ``instances`` (execute_operation), instances not created yet run the operation too."""
+    everywhere = instances is not None
+    instances = ensemble.instances if instances is None else instances
+    deps = instance_graph(ensemble, dict(instances))
+    edges = graph.reverse(deps) if reverse else deps
+    frontier: dict[str, set[int]] = {}
+    numbers: list[int] = []
+    barrier = set(after)
+    wanted = set(selected)
+    for name in graph.topological_order(edges):
+        inherited: set[int] = set()
+        if run_by_dependency_order:
+            for dep in edges.get(name, ()):
+                inherited |= frontier.get(dep, set())
+        frontier[name] = inherited
+        if name not in wanted:
+            continue
+        instance = instances[name]
+        created = is_present(instance)
+        if not created and not everywhere:
+            builder.note(name, "skipped: not deployed")
+            continue
+        template = ensemble.topology.templates[instance.template]
+        op = _resolve(template, operation)
+        if op is None:
+            if missing == "skip":
+                builder.note(name, f"left as it is: no {operation} operation")
+                continue
+            raise PlanError(
+                f"instance {name!r} has no operation {operation!r}",
+                hint="filter it out with --node-ids, --node-instance-ids or --type-names",
+            )
+        if op.implementation is None:
+            builder.note(name, f"nothing to run: {operation} has no implementation")
+            continue
+        task = builder.add(
+            name,
+            template.name,
+            op,
+            RUN,
+            inherited | barrier,
+            extra_inputs=dict(operation_kwargs or {}),
+            allow_override=True if allow_kwargs_override is None else allow_kwargs_override,
+            **(_state_change(op) if created else {}),
+        )
+        if not created:
+            builder.note(name, f"not created yet (status {instance.status}): {operation} runs "
+                               "on it all the same, as Cloudify's execute_operation does")
+        frontier[name] = {task.number}
+        numbers.append(task.number)
+    return numbers
+
+
+def plan_execute_operation(
+    ensemble: Ensemble,
+    operation: str,
+    operation_kwargs: Mapping[str, Any] | None = None,
+    allow_kwargs_override: bool | None = None,
+    run_by_dependency_order: bool = False,
+    type_names: Sequence[str] = (),
+    node_ids: Sequence[str] = (),
+    node_instance_ids: Sequence[str] = (),
+) -> Plan:
+    builder = Builder("execute_operation")
+    instances = planned_instances(ensemble)
+    selected = _filtered(ensemble, type_names, node_ids, node_instance_ids, instances)
+    add_operation_tasks(
+        builder,
+        ensemble,
+        operation,
+        selected,
+        operation_kwargs,
+        allow_kwargs_override,
+        run_by_dependency_order,
+        instances=instances,
+    )
+    new = {n: i for n, i in instances.items() if n not in ensemble.instances and n in builder.last}
+    return builder.plan(new, operation=operation)
+
+
+def _start_or_stop(
+    workflow: str,
+    ensemble: Ensemble,
+    operation_parms: Mapping[str, Any] | None = None,
+    run_by_dependency_order: bool = True,
+    type_names: Sequence[str] = (),
+    node_ids: Sequence[str] = (),
+    node_instance_ids: Sequence[str] = (),
+) -> Plan:
+    """Cloudify's start and stop: execute-operation wrappers, dependency order by default."""
+    builder = Builder(workflow)
+    selected = _filtered(ensemble, type_names, node_ids, node_instance_ids)
+    add_operation_tasks(
+        builder,
+        ensemble,
+        START if workflow == "start" else STOP,
+        selected,
+        operation_parms,
+        None,
+        run_by_dependency_order,
+        reverse=workflow == "stop",
+        missing="skip",
+    )
+    return builder.plan({})
+
+
+plan_start = functools.partial(_start_or_stop, "start")
+plan_stop = functools.partial(_start_or_stop, "stop")
+
+
+def plan_restart(
+    ensemble: Ensemble,
+    stop_parms: Mapping[str, Any] | None = None,
+    start_parms: Mapping[str, Any] | None = None,
+    run_by_dependency_order: bool = True,
+    type_names: Sequence[str] = (),
+    node_ids: Sequence[str] = (),
+    node_instance_ids: Sequence[str] = (),
+) -> Plan:
+    """Every stop (dependents first), then every start (dependencies first)."""
+    builder = Builder("restart")
+    selected = _filtered(ensemble, type_names, node_ids, node_instance_ids)
+    stops = add_operation_tasks(
+        builder, ensemble, STOP, selected, stop_parms, None, run_by_dependency_order,
+        reverse=True, missing="skip",
+    )  # fmt: skip
+    add_operation_tasks(
+        builder, ensemble, START, selected, start_parms, None, run_by_dependency_order,
+        missing="skip", after=stops,
+    )  # fmt: skip
+    return builder.plan({})
+
+
+def plan_run(
+    ensemble: Ensemble,
+    instance_names: Sequence[str],
+    command: Sequence[str] = (),
+    operation: str | None = None,
+    inputs: dict[str, Any] | None = None,
+) -> Plan:
+    """An ad hoc command, or one named operation, on the selected instances."""
+    if not command and not operation:
+        raise PlanError("nothing to run", hint="give a command after `--`, or --operation NAME")
+    instances = planned_instances(ensemble)
+    chosen = select(instances, instance_names) if instance_names else list(ensemble.instances)
+    if not chosen:
+        raise PlanError("no instances to run on", hint="deploy first, or name one with --instance")
+    builder = Builder("run")
+    for name in chosen:
+        instance = instances[name]
+        template = ensemble.topology.templates.get(instance.template)
+        if template is None:
+            raise PlanError(f"instance {name!r} has no template in the spec")
+        if operation:
+            op = template.operation(operation)
+            if op is None:
+                raise PlanError(
+                    f"instance {name!r} has no operation {operation!r}",
+                    hint="operations: "
+                    + ", ".join(f"{i}.{o}" for i, ops in template.interfaces.items() for o in ops)
+                    or "none",
+                )
+            if inputs:
+                op = Operation(
+                    op.interface,
+                    op.name,
+                    op.implementation,
+                    {**op.inputs, **inputs},
+                    op.retry,
+                    op.timeout,
+                )
+        else:
+            argv = list(command)
+            shell_command: Any = argv[0] if len(argv) == 1 else argv
+            op = Operation("Install", "run", Implementation("Shell"), {"command": shell_command})
+        builder.add(name, template.name, op, RUN, ())
+    plan = builder.plan({})
+    plan.affects_history = False  # the seeds: ad hoc runs leave the change history alone
+    return plan
+

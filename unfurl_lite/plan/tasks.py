@@ -1,0 +1,155 @@
+"""What a plan is: tasks (one operation on one instance, or a state change), the guards
+that skip them at run time, and the notes that say why something is left alone.
+
+A plan is plain data; planners build it with :class:`Builder` and the job runs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from unfurl_lite.model.entities import (
+    Instance,
+    NodeState,
+    NodeTemplate,
+    Operation,
+    Requirement,
+    Status,
+)
+
+# reasons, as Unfurl names them
+RECONFIGURE = "reconfigure"
+ADD, UPDATE, REPAIR, FORCE, CHECK, DISCOVER, UNDEPLOY, RUN = (
+    "add",
+    "update",
+    "repair",
+    "force",
+    "check",
+    "discover",
+    "undeploy",
+    "run",
+)
+
+
+@dataclass(frozen=True)
+class Guard:
+    """A condition checked just before a task starts, for workflows whose path depends on
+    earlier outcomes (heal, update, scale's rollback); the task is skipped when it fails."""
+
+    unless_ok: tuple[str, ...] = ()  # run only if one of these instances is not ok
+    if_failed: tuple[int, ...] = ()  # run only if one of these tasks failed or was blocked
+    if_ran: tuple[int, ...] = ()  # run only if one of these tasks ran (succeeded or failed)
+    unless_failed: tuple[int, ...] = ()  # run only if none of these tasks failed or was blocked
+
+
+@dataclass(frozen=True)
+class Task:
+    number: int  # the task's index within the job; its changeId ends with it
+    target: str  # the instance the operation runs on
+    template: str
+    operation: Operation | None  # None: no operation, only a state change ("pass-through")
+    reason: str
+    workflow: str
+    after: tuple[int, ...] = ()  # tasks that must finish first
+    running_state: NodeState | None = None
+    done_state: NodeState | None = None
+    done_status: Status | None = None  # the instance's status when this task succeeds
+    requirement: Requirement | None = None  # set for relationship operations
+    source: str | None = None  # relationship source instance
+    peer: str | None = None  # relationship target instance
+    skip_when: Status | None = None  # skip if the instance already has this status
+    extra_inputs: dict[str, Any] = field(default_factory=dict)
+    allow_override: bool = True
+    ignore_failure: bool = False
+    guard: Guard | None = None
+    failure: str | None = None  # a pass-through that fails with this message when it runs
+
+    @property
+    def name(self) -> str:
+        return self.operation.name if self.operation else "(no operation)"
+
+    @property
+    def is_passthrough(self) -> bool:
+        return self.operation is None
+
+
+@dataclass(frozen=True)
+class Note:
+    target: str
+    message: str
+
+
+@dataclass
+class Plan:
+    workflow: str
+    tasks: list[Task]
+    new_instances: dict[str, Instance] = field(default_factory=dict)
+    notes: list[Note] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)
+    forget: tuple[str, ...] = ()  # instances dropped from status if the job leaves them gone
+    baselines: dict[str, dict[str, str]] = field(default_factory=dict)  # see workflows.update
+    #: False: the job records itself but leaves instances' status and changeIds alone
+    affects_history: bool = True
+    #: templates gone from the spec that the plan still runs operations of (update's
+    #: uninstall of a removed template, as its last commit defined it); planning leaves the
+    #: ensemble as it was, so the job adds these to its own view of the topology
+    removed_templates: dict[str, NodeTemplate] = field(default_factory=dict)
+
+    @property
+    def runnable(self) -> list[Task]:
+        return [t for t in self.tasks if not t.is_passthrough]
+
+    def by_target(self) -> dict[str, list[Task]]:
+        grouped: dict[str, list[Task]] = {}
+        for task in self.tasks:
+            grouped.setdefault(task.target, []).append(task)
+        return grouped
+
+
+@dataclass
+class Builder:
+    """A plan under construction: each task waits for the last task on its own target, so
+    planners only name the other tasks it must follow."""
+
+    workflow: str
+    tasks: list[Task] = field(default_factory=list)
+    last: dict[str, int] = field(default_factory=dict)  # instance -> its last task number
+    notes: list[Note] = field(default_factory=list)
+
+    def add(
+        self,
+        target: str,
+        template: str,
+        operation: Operation | None,
+        reason: str,
+        after: Iterable[int],
+        **kw: Any,
+    ) -> Task:
+        deps = set(after)
+        if target in self.last:
+            deps.add(self.last[target])
+        task = Task(
+            number=len(self.tasks) + 1,
+            target=target,
+            template=template,
+            operation=operation,
+            reason=reason,
+            workflow=self.workflow,
+            after=tuple(sorted(deps)),
+            **kw,
+        )
+        self.tasks.append(task)
+        self.last[target] = task.number
+        return task
+
+    def last_of(self, names: Iterable[str]) -> list[int]:
+        """The last task of each named instance that has one (what a new task must follow)."""
+        return [self.last[n] for n in names if n in self.last]
+
+    def note(self, target: str, message: str) -> None:
+        self.notes.append(Note(target, message))
+
+    def plan(self, new: dict[str, Instance], **options: Any) -> Plan:
+        return Plan(self.workflow, self.tasks, new, self.notes, options)

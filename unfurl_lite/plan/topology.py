@@ -1,0 +1,210 @@
+"""Topology queries planners share: the instances a plan works on (recorded plus the
+ones still to create), what each requires, what hosts what (Cloudify's ``contained_in``
+subgraphs that heal and scale act on), and which templates have nothing to run.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+
+from unfurl_lite.errors import PlanError
+from unfurl_lite.load.loader import Ensemble
+from unfurl_lite.model import graph
+from unfurl_lite.model.entities import Instance, NodeTemplate, Status, Topology
+
+
+def planned_instances(ensemble: Ensemble) -> dict[str, Instance]:
+    """Recorded instances plus new (pending) ones for each template that has none yet.
+
+    As in Cloudify's node-instance model, a template contained in a host that has several
+    instances gets its instances once per host instance, each pinned to its host
+    (``hostedOn``), so scaling or healing a host carries what it contains.
+    """
+    instances = dict(ensemble.instances)
+    recorded_templates = {i.template for i in instances.values()}
+    templates = ensemble.topology.templates
+    done: set[str] = set()
+
+    def plan_template(name: str, trail: tuple[str, ...] = ()) -> None:
+        if name in done or name in trail:
+            return
+        template = templates[name]
+        host = template.host if template.host in templates and template.host != name else None
+        if host is not None:
+            plan_template(host, (*trail, name))
+        done.add(name)
+        if name in recorded_templates:
+            return
+        hosts = sorted(n for n, i in instances.items() if i.template == host) if host else []
+        pins: list[str | None] = [*hosts] if len(hosts) > 1 else [None]
+        count = template.default_instances * len(pins)
+        # the first keeps the template's name, the others are <template>_<n>, as scale names them
+        names = [name, *(f"{name}_{n}" for n in range(1, count))]
+        for index, instance_name in enumerate(names):
+            pin = pins[index // template.default_instances]
+            instances.setdefault(
+                instance_name,
+                Instance(
+                    name=instance_name,
+                    template=name,
+                    status=Status.pending,
+                    priority=template.priority,
+                    extra={"hostedOn": pin} if pin else {},
+                ),
+            )
+
+    for name in templates:
+        plan_template(name)
+    return instances
+
+
+def instance_graph(ensemble: Ensemble, instances: dict[str, Instance]) -> dict[str, list[str]]:
+    """instance -> the instances it requires (every instance of each required template)."""
+    by_template: dict[str, list[str]] = {}
+    for inst in instances.values():
+        by_template.setdefault(inst.template, []).append(inst.name)
+    result: dict[str, list[str]] = {}
+    for inst in instances.values():
+        template = ensemble.topology.templates.get(inst.template)
+        deps: list[str] = []
+        if template:
+            pinned = inst.extra.get("hostedOn")
+            for req in template.requirements:
+                peers = by_template.get(req.node, ())
+                if req.node == template.host and pinned in peers:
+                    peers = [str(pinned)]  # contained in its own host instance only
+                deps.extend(peers)
+        result[inst.name] = deps
+    return result
+
+
+def select(instances: dict[str, Instance], names: Sequence[str]) -> list[str]:
+    """Validate --instance names (an instance or a template name selects its instances)."""
+    chosen: list[str] = []
+    for name in names:
+        if name in instances:
+            chosen.append(name)
+            continue
+        of_template = [i.name for i in instances.values() if i.template == name]
+        if not of_template:
+            close = difflib.get_close_matches(name, list(instances), n=1)
+            hint = f"did you mean {close[0]!r}?" if close else "run `unfurl status` to list them"
+            raise PlanError(f"no instance named {name!r}", hint=hint)
+        chosen.extend(of_template)
+    return chosen
+
+
+def operationless(topology: Topology) -> frozenset[str]:
+    """Templates with no implemented operation at all: deploy gives their instances no task,
+    so they stay ``pending`` and take their effective status from their dependencies."""
+    return frozenset(
+        name
+        for name, template in topology.templates.items()
+        if not any(
+            op.implementation is not None
+            for ops in template.interfaces.values()
+            for op in ops.values()
+        )
+        and not any(
+            op.implementation is not None
+            for req in template.requirements
+            for ops in req.interfaces.values()
+            for op in ops.values()
+        )
+    )
+
+
+def is_present(instance: Instance) -> bool:
+    """Deployed and not taken down: what Cloudify's workflows act on."""
+    return instance.present or instance.status in (Status.ok, Status.degraded)
+
+
+def host_of(ensemble: Ensemble, instances: Mapping[str, Instance], name: str) -> str | None:
+    """The instance ``name`` is contained in (a ``host`` or HostedOn/contained_in requirement)."""
+    template = ensemble.topology.templates.get(instances[name].template)
+    if template is None or template.host is None:
+        return None
+    hosts = [i.name for i in instances.values() if i.template == template.host]
+    pinned = instances[name].extra.get("hostedOn")
+    if pinned in hosts:
+        return str(pinned)
+    return hosts[0] if hosts else None
+
+
+def contained(ensemble: Ensemble, instances: Mapping[str, Instance], root: str) -> list[str]:
+    """``root`` and every instance (transitively) contained in it, root first."""
+    children: dict[str, list[str]] = {}
+    for name in instances:
+        host = host_of(ensemble, instances, name)
+        if host is not None:
+            children.setdefault(host, []).append(name)
+    found: list[str] = []
+    stack = [root]
+    while stack:
+        name = stack.pop(0)
+        if name not in found:
+            found.append(name)
+            stack.extend(children.get(name, ()))
+    return found
+
+
+def root_host(ensemble: Ensemble, instances: Mapping[str, Instance], name: str) -> str:
+    """The outermost container of ``name`` (itself when it has no host)."""
+    seen = {name}
+    while (host := host_of(ensemble, instances, name)) is not None and host not in seen:
+        seen.add(host)
+        name = host
+    return name
+
+
+def containers(ensemble: Ensemble, instances: Mapping[str, Instance], name: str) -> list[str]:
+    """The hosts ``name`` is (transitively) contained in, innermost first."""
+    found: list[str] = []
+    while (host := host_of(ensemble, instances, name)) is not None and host not in found:
+        found.append(host)
+        name = host
+    return found
+
+
+def ordered(
+    ensemble: Ensemble, instances: Mapping[str, Instance], names: Iterable[str]
+) -> list[str]:
+    """``names`` in dependency order (what they require first)."""
+    wanted = set(names)
+    return [
+        n for n in graph.topological_order(instance_graph(ensemble, dict(instances))) if n in wanted
+    ]
+
+
+def hosted_templates(ensemble: Ensemble, root: str) -> list[str]:
+    """``root`` and the templates (transitively) hosted on it, hosts first."""
+    found = [root]
+    for name in found:
+        found.extend(
+            t.name
+            for t in ensemble.topology.templates.values()
+            if t.host == name and t.name not in found
+        )
+    return found
+
+
+def host_view(
+    ensemble: Ensemble, instances: dict[str, Instance], name: str
+) -> dict[str, Instance]:
+    """Instances as ``name`` sees them: of its host's template, only its own host."""
+    template = ensemble.topology.templates[instances[name].template]
+    host = host_of(ensemble, instances, name)
+    return {
+        n: i for n, i in instances.items() if i.template != template.host or n in (host, name)
+    }
+
+
+def with_templates(ensemble: Ensemble, templates: Mapping[str, NodeTemplate]) -> Ensemble:
+    """A view of the ensemble whose topology also has ``templates`` (update's removed
+    ones); the ensemble itself is left as it is. No extra templates: the ensemble."""
+    if not templates:
+        return ensemble
+    topology = replace(ensemble.topology, templates={**ensemble.topology.templates, **templates})
+    return replace(ensemble, topology=topology)

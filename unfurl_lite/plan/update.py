@@ -1,0 +1,139 @@
+"""Cloudify's update as a plan: the minimal change from what was deployed to what the
+spec now says. Removed templates are uninstalled, new ones installed, and instances whose
+operations' inputs changed (or that drifted) are updated in place or reinstalled.
+
+Planning changes nothing: templates removed from the spec are found in git history and
+handed to the job in the plan (``removed_templates``), not put back into the ensemble.
+"""
+
+from __future__ import annotations
+
+from unfurl_lite.load import previous
+from unfurl_lite.load.loader import Ensemble
+from unfurl_lite.model import graph
+from unfurl_lite.model.entities import NodeState, Status
+from unfurl_lite.plan.baselines import changed_operations, deployed_digests, spec_baseline
+from unfurl_lite.plan.heal import add_reinstall, check_operation
+from unfurl_lite.plan.lifecycle import add_install_tasks, add_uninstall_tasks, implemented
+from unfurl_lite.plan.tasks import ADD, CHECK, UNDEPLOY, UPDATE, Builder, Guard, Plan
+from unfurl_lite.plan.topology import instance_graph, is_present, planned_instances, with_templates
+
+UPDATE_OPS = ("update", "update_config", "update_apply")
+
+
+def plan_update(
+    ensemble: Ensemble,
+    preview: bool = False,
+    skip_install: bool = False,
+    skip_uninstall: bool = False,
+    skip_reinstall: bool = False,
+    skip_drift_check: bool = False,
+    force_reinstall: bool = False,
+    skip_heal: bool = False,
+    workflow_id: str | None = None,
+) -> Plan:
+    """The minimal change from what was deployed to what the spec now says."""
+    instances = planned_instances(ensemble)
+    removed = [
+        n for n, i in ensemble.instances.items()
+        if i.template not in ensemble.topology.templates and is_present(i)
+    ]
+    old = {} if skip_uninstall or not removed else previous.removed_templates(
+        ensemble, {instances[n].template for n in removed})
+    # removed templates' operations render and run like any other's: plan with a view
+    # that has them, leave the caller's ensemble as it is, and hand them to the job
+    ensemble = with_templates(ensemble, old)
+    templates = ensemble.topology.templates
+    deps = instance_graph(ensemble, instances)
+    builder = Builder(UPDATE)
+    for name in reversed(removed):
+        if skip_uninstall:
+            builder.note(name, "not uninstalled (--skip-uninstall): its template was removed")
+            continue
+        if instances[name].template in old:
+            add_uninstall_tasks(builder, ensemble, instances[name], instances, UNDEPLOY, ())
+            builder.note(name, "removed from the spec: uninstalled with the operations its "
+                               "template had in the last commit that defined it")
+            continue
+        builder.add(
+            name, instances[name].template, None, UNDEPLOY, (),
+            done_state=NodeState.deleted, done_status=Status.absent,
+        )  # fmt: skip
+        builder.note(name, "removed from the spec and from git history: forgotten, no "
+                           "operation run")
+    new = {n: i for n, i in instances.items() if n not in ensemble.instances}
+    for name in graph.topological_order(deps):
+        if name not in new:
+            continue
+        if skip_install:
+            builder.note(name, "not installed (--skip-install)")
+            continue
+        add_install_tasks(
+            builder, ensemble, new[name], instances, ADD, builder.last_of(deps.get(name, ())),
+            resume_from_state=False,
+        )  # fmt: skip
+    changed = changed_operations(ensemble, deployed_digests(ensemble))
+    baselines: dict[str, dict[str, str]] = {}
+    reinstall: list[str] = []
+    reinstall_guards: dict[str, Guard | None] = {}
+    for name in graph.topological_order(deps):
+        instance = instances[name]
+        if name in new or name in removed or not is_present(instance):
+            continue
+        template = templates[instance.template]
+        updates = [op for n in UPDATE_OPS if (op := implemented(template, "Lifecycle", n))]
+        drift = implemented(template, "Lifecycle", "check_drift")
+        is_changed = name in changed
+        drift_task: int | None = None
+        if not skip_drift_check and drift is not None and instance.state == NodeState.started:
+            drift_task = builder.add(
+                name, template.name, drift, CHECK, builder.last_of(deps.get(name, ())),
+                ignore_failure=True,
+            ).number  # fmt: skip
+        if not is_changed and drift_task is None:
+            continue
+        if is_changed:
+            builder.note(name, "changed: " + ", ".join(changed[name]))
+        # a failing check_drift means drift
+        drifted: tuple[int, ...] = () if is_changed or drift_task is None else (drift_task,)
+        baselines[name] = spec_baseline(ensemble, name)
+        if updates and not force_reinstall:
+            unhealthy: tuple[int, ...] = ()
+            status_check = check_operation(template)
+            if not skip_heal and status_check is not None:
+                unhealthy = (builder.add(
+                    name, template.name, status_check, CHECK,
+                    builder.last_of(deps.get(name, ())), ignore_failure=True,
+                    guard=Guard(if_failed=drifted) if drifted else None,
+                ).number,)  # fmt: skip
+            numbers: list[int] = []
+            for index, op in enumerate(updates):
+                numbers.append(builder.add(
+                    name, template.name, op, UPDATE, builder.last_of(deps.get(name, ())),
+                    done_status=Status.ok if index == len(updates) - 1 else None,
+                    guard=Guard(if_failed=drifted, unless_failed=(*unhealthy, *numbers)),
+                    ignore_failure=not skip_reinstall,
+                ).number)  # fmt: skip
+            if skip_reinstall:
+                continue
+            # a failed update (or an unhealthy instance) is reinstalled instead
+            reinstall_guards[name] = Guard(if_failed=(*unhealthy, *numbers))
+            reinstall.append(name)
+        elif skip_reinstall:
+            builder.note(name, "not reinstalled (--skip-reinstall)")
+            del baselines[name]
+        else:
+            reinstall_guards[name] = Guard(if_failed=drifted) if drifted else None
+            reinstall.append(name)
+    if reinstall:
+        add_reinstall(
+            builder, ensemble, instances, reinstall, [], True, guards=reinstall_guards
+        )
+    plan = builder.plan(new, preview=preview)
+    plan.forget = tuple(removed) if not skip_uninstall else ()
+    plan.baselines = baselines
+    plan.removed_templates = old
+    if workflow_id:
+        plan.options["workflow_id"] = workflow_id
+    return plan
+
