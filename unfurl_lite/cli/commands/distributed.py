@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from unfurl_lite.cli.commands.common import ENSEMBLE_ARG, echo_json, show
+from unfurl_lite.cli.commands.common import echo_json, ensemble_option, show
 
 BROKER_OPTION = click.option(
     "--broker",
@@ -114,7 +114,7 @@ def start_worker(root: Path, name: str, queue: str, broker: str,
 
 
 @click.command()
-@ENSEMBLE_ARG
+@ensemble_option()
 @BROKER_OPTION
 @click.option("--start", is_flag=True, help="Start a local worker for each queue that has none.")
 @click.option("--concurrency", "-c", type=click.IntRange(min=1), default=None,
