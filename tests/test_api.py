@@ -234,3 +234,18 @@ def test_the_ensemble_option_and_argument_name_the_same_thing(project: Project,
     assert project.local("a") == "ok"
     both = run_unfurl(elsewhere, "status", str(project.ensemble), "-e", str(elsewhere))
     assert both.returncode == 2 and "two ensembles given" in both.stderr
+
+
+def test_the_documented_example_runs(project: Project) -> None:
+    text = (ROOT / "docs" / "api.md").read_text()
+    example = text.split("```python\n", 1)[1].split("```", 1)[0]
+    project.write(ensemble_yaml(shell_node("db", "echo db") + shell_node("app", "echo app")))
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", example], cwd=project.root, env=full_env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "['app.create']"
+    job_id, state, summary = lines[1].split(" ", 2)
+    assert state == "succeeded" and summary.startswith("2 tasks (2 changed, 2 ok, 0 failed")
+    assert lines[2].split()[:3] == [job_id, "deploy", "ok"] and len(lines) == 3
