@@ -152,7 +152,7 @@ def resume(
             executor=executor or os.environ.get("UNFURL_EXECUTOR", "local"),
         )
         result = run_job(
-            request, observer=observe(len(todo)) if observe else None, cancel=cancel,
+            request, observe=observe, cancel=cancel,
             ensemble=ens, plan=plan, resumed=resumed,
             start_instances=restore_instances(journal.data.get("startInstances") or {}),
         )

@@ -41,6 +41,8 @@ class JobRequest:
     executor: str = "local"
     executor_options: dict[str, Any] | None = None
     locked: bool = False  # the caller already holds the ensemble's lock (resume)
+    queue: bool = False  # wait for a job running on the ensemble to end, then plan
+    custom: bool = False  # the workflow must be one of the topology's ``workflows:``
 
     def __post_init__(self) -> None:
         if not self.options.workflow:
@@ -52,8 +54,15 @@ def load(path: str | Path | None = None) -> Ensemble:
     return load_ensemble(path)
 
 
-def make_plan(ensemble: Ensemble, workflow: str, options: PlanOptions | None = None) -> Plan:
-    """The tasks ``workflow`` would run, in order; runs and writes nothing."""
+def make_plan(ensemble: Ensemble, workflow: str, options: PlanOptions | None = None,
+              custom: bool = False) -> Plan:
+    """The tasks ``workflow`` would run, in order; runs and writes nothing. ``custom``: the
+    name must be one of the topology's ``workflows:`` (a built-in one, or a misspelling, is
+    refused with the names that are)."""
+    if custom:
+        from unfurl_lite.plan import tosca as tosca_workflows
+
+        tosca_workflows.require(ensemble.spec, workflow)
     return plan_workflow(ensemble, workflow, **(options or PlanOptions()).for_workflow(workflow))
 
 
@@ -134,20 +143,36 @@ def run_job(
     plan: Plan | None = None,
     resumed: Resumed | None = None,
     start_instances: dict[str, Any] | None = None,
+    observe: Callable[[int], Observer | None] | None = None,
+    notify: Callable[[str], None] | None = None,
 ) -> JobResult | None:
-    """Plan and run a workflow; None when the user declined at the confirmation.
+    """Plan and run a workflow; None when ``confirm`` declined (it sees the plan before
+    the lock is taken or anything is checked or run).
 
     A job that changes things holds the ensemble's lock and keeps a journal (see
-    journal.py) from its first task to its commit.
+    journal.py) from its first task to its commit. ``observe(n)``, if given, is called
+    once the job is about to run its ``n`` tasks and returns its observer (instead of
+    ``observer``); ``notify`` hears that a ``queue`` request is waiting.
     """
+    if request.queue and not request.options.dryrun and ensemble is None:
+        wait_for_turn(request.ensemble, on_wait=lambda job: notify and notify(
+            f"Queued: waiting for {job} to end..."))
     ensemble = ensemble or load_ensemble(request.ensemble)
-    plan = plan or make_plan(ensemble, request.workflow, request.plan_options)
+    plan = plan or make_plan(ensemble, request.workflow, request.plan_options, request.custom)
+    if not confirm(ensemble, plan):
+        return None
+    todo = len([t for t in plan.tasks if t.number not in resumed.runs]) if resumed \
+        else len(plan.runnable)
+
+    def watcher() -> Observer | None:
+        return observe(todo) if observe is not None else observer
+
     with contextlib.ExitStack() as held:
         lock_file = None
         if not (request.options.dryrun or request.locked):
             lock_file = held.enter_context(lock.held(ensemble.path, request.workflow))
         try:
-            return _run_locked(request, confirm, observer, cancel, ensemble, plan, resumed,
+            return _run_locked(request, watcher, cancel, ensemble, plan, resumed,
                                start_instances)
         except StorageError as exc:
             if exc.keep_lock and lock_file is not None:
@@ -157,8 +182,7 @@ def run_job(
 
 def _run_locked(
     request: JobRequest,
-    confirm: Callable[[Ensemble, Plan], bool],
-    observer: Observer | None,
+    watcher: Callable[[], Observer | None],
     cancel: threading.Event | None,
     ensemble: Ensemble,
     plan: Plan,
@@ -177,8 +201,7 @@ def _run_locked(
             missing = identity_problem(repo.root, " (or run the job with --no-commit)")
             if missing is not None:
                 raise missing
-    if not confirm(ensemble, plan):
-        return None
+    observer = watcher()  # the checks passed: the job runs
     executor = make_executor(
         request.executor, request.options.parallelism, **(request.executor_options or {})
     )

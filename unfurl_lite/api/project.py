@@ -187,11 +187,7 @@ def plan(ensemble: str | Path | Ensemble | None, workflow: str = "deploy",
     from unfurl_lite.api.jobs import make_plan
 
     loaded = ensemble if isinstance(ensemble, Ensemble) else load_ensemble(ensemble)
-    if custom:
-        from unfurl_lite.plan import tosca as tosca_workflows
-
-        tosca_workflows.require(loaded.spec, workflow)
-    return make_plan(loaded, workflow, options)
+    return make_plan(loaded, workflow, options, custom)
 
 
 #: Unfurl 1.2.0's export formats, named so that asking for one says it is not here

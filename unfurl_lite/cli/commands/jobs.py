@@ -58,8 +58,11 @@ def execute_workflow(
     opts: dict[str, Any],
     custom: bool = False,
 ) -> None:
+    import contextlib
+
     from unfurl_lite import api
     from unfurl_lite.cli import render
+    from unfurl_lite.run.signals import JobControl, handle_signals
 
     if isinstance(plan_options, dict):
         plan_options = api.PlanOptions.from_mapping(plan_options)
@@ -72,9 +75,6 @@ def execute_workflow(
         )
     as_json = opts.get("as_json", False)
     level = verbosity(ctx, opts)
-    if opts.get("queue") and not opts.get("dryrun"):
-        api.wait_for_turn(ensemble_path, on_wait=lambda job: click.echo(
-            f"Queued: waiting for {job} to end...", err=True) if level >= 0 else None)
     options = api.JobOptions(
         workflow=workflow,
         dryrun=opts.get("dryrun", False),
@@ -96,51 +96,48 @@ def execute_workflow(
         executor=opts.get("executor") or os.environ.get("UNFURL_EXECUTOR", "local"),
         executor_options=opts.get("executor_options")
         or ({"broker": opts["broker"]} if opts.get("broker") else None),
+        queue=bool(opts.get("queue")),
+        custom=custom,
     )
-    ensemble = api.load(ensemble_path)
-    plan = api.plan(ensemble, workflow, plan_options, custom=custom)
     tty = is_terminal()
-    needs_approval = workflow not in READ_ONLY_WORKFLOWS and not options.dryrun and bool(plan.tasks)
-    shown = render.plan_tree(plan) if tty else render.plan_text(plan)
-    if level < 0 and (opts.get("approve") or not needs_approval):
-        shown = ""  # quiet: nobody has to read the plan before it runs
-    if not confirm_plan(shown, opts.get("approve", False), needs_approval, as_json):
-        click.echo("Cancelled: nothing was run.", err=True)
-        ctx.exit(1)
-    if not plan.tasks:
+    nothing_to_do = False
+
+    def confirm(ensemble: Any, plan: Any) -> bool:
+        nonlocal nothing_to_do
+        needs_approval = (workflow not in READ_ONLY_WORKFLOWS and not options.dryrun
+                          and bool(plan.tasks))
+        shown = render.plan_tree(plan) if tty else render.plan_text(plan)
+        if level < 0 and (opts.get("approve") or not needs_approval):
+            shown = ""  # quiet: nobody has to read the plan before it runs
+        if not confirm_plan(shown, opts.get("approve", False), needs_approval, as_json):
+            click.echo("Cancelled: nothing was run.", err=True)
+            ctx.exit(1)
+        nothing_to_do = not plan.tasks
+        return not nothing_to_do
+
+    control = JobControl()
+    running = contextlib.ExitStack()
+
+    def observe(count: int) -> Any:
+        """The job is about to run: Ctrl-C now means cancel, and progress is shown."""
+        running.enter_context(handle_signals(control))
+        running.enter_context(quiet_collector())
+        if tty and not as_json and level >= 0:
+            return running.enter_context(render.ProgressObserver(console(), count))
+        return render.LineObserver() if level >= 0 and not as_json else None
+
+    with running:
+        result = api.run_job(
+            request, confirm=confirm, observe=observe, cancel=control,
+            notify=lambda message: click.echo(message, err=True) if level >= 0 else None,
+        )
+    if result is None:  # confirmed, with nothing to run
         if as_json:
             echo_json({"workflow": workflow, "summary": "nothing to do", "tasks": []})
         elif level >= 0:
             click.echo("Nothing to do.")
         return
-    observer: Any
-    progress = None
-    if tty and not as_json and level >= 0:
-        progress = render.ProgressObserver(console(), len(plan.runnable))
-        observer = progress
-    elif level >= 0 and not as_json:
-        observer = render.LineObserver()
-    else:
-        observer = None
-    result = run_with_signals(request, observer, progress, ensemble, plan)
-    assert result is not None
     show_result(ctx, result, options, as_json, tty, level)
-
-
-def run_with_signals(
-    request: Any, observer: Any, progress: Any, ensemble: Any, plan: Any, **extra: Any
-) -> Any:
-    """Run the job with Ctrl-C / SIGTERM meaning cancel, and a second one kill."""
-    import contextlib
-
-    from unfurl_lite import api
-    from unfurl_lite.run.signals import JobControl, handle_signals
-
-    with handle_signals(JobControl()) as control, progress or contextlib.nullcontext(), \
-            quiet_collector():
-        return api.run_job(
-            request, observer=observer, cancel=control, ensemble=ensemble, plan=plan, **extra
-        )
 
 
 def show_result(
