@@ -249,3 +249,47 @@ def test_the_documented_example_runs(project: Project) -> None:
     job_id, state, summary = lines[1].split(" ", 2)
     assert state == "succeeded" and summary.startswith("2 tasks (2 changed, 2 ok, 0 failed")
     assert lines[2].split()[:3] == [job_id, "deploy", "ok"] and len(lines) == 3
+
+
+def test_confirm_sees_the_plan_first_and_declining_runs_and_writes_nothing(
+        project: Project) -> None:
+    from unfurl_lite import api
+    from unfurl_lite.record import lock
+
+    project.write(ensemble_yaml(shell_node("a", "echo a") + shell_node("b", "echo b")))
+    seen: list[tuple[list[str], bool]] = []
+
+    def confirm(ensemble, plan) -> bool:
+        seen.append(([t.target for t in plan.tasks],
+                     lock.read_lock(lock.lock_path(ensemble.path)) is not None))
+        return False
+
+    before = project.commits()
+    assert api.run_job(api.JobRequest(project.ensemble, "deploy"), confirm=confirm) is None
+    assert seen == [(["a", "b"], False)]  # shown before the lock is taken
+    assert project.commits() == before and project.jobs_tsv() == []
+    assert "a" not in project.status()
+
+
+def test_a_job_through_the_api_installs_no_signal_handlers(project: Project) -> None:
+    import signal
+
+    from unfurl_lite import api
+
+    project.write(ensemble_yaml(shell_node("a", "echo a") + shell_node("b", "echo b")))
+    counts: list[int] = []
+    handlers: list[object] = []
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+
+    class Watch(api.Observer):
+        def task_started(self, run) -> None:
+            handlers.append((signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)))
+
+    def observe(count: int):
+        counts.append(count)
+        return Watch()
+
+    result = api.run_job(api.JobRequest(project.ensemble, "deploy"), observe=observe)
+    assert result is not None and str(result.state) == "succeeded"
+    assert counts == [2]  # made once, when the job is about to run its two tasks
+    assert handlers and set(handlers) == {before}
