@@ -11,6 +11,7 @@ Each use case lives in a module of this package, imported when first used, so th
   :class:`PlanOptions` and :class:`JobOptions`), :func:`record_job`, :func:`check_dirty`,
   :func:`wait_for_turn`
 - control: :func:`resume`, :func:`cancel`
+- distributed: :func:`agents`, :func:`serve_worker`
 - inspect: :func:`history`, :func:`show`, :func:`diff`
 - overview: :func:`status`
 - project: :func:`init`, :func:`validate`, :func:`plan`, :func:`export`
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from unfurl_lite.api.control import Cancelled, Resumption, cancel, resume
+    from unfurl_lite.api.distributed import Agents, agents, serve_worker
     from unfurl_lite.api.inspect import EnsembleDiff, Shown, diff, history, show
     from unfurl_lite.api.jobs import (
         JobRequest,
@@ -48,6 +50,9 @@ EXPORTS: dict[str, str] = {
     "Resumption": "unfurl_lite.api.control:Resumption",
     "cancel": "unfurl_lite.api.control:cancel",
     "resume": "unfurl_lite.api.control:resume",
+    "Agents": "unfurl_lite.api.distributed:Agents",
+    "agents": "unfurl_lite.api.distributed:agents",
+    "serve_worker": "unfurl_lite.api.distributed:serve_worker",
     "EnsembleDiff": "unfurl_lite.api.inspect:EnsembleDiff",
     "Shown": "unfurl_lite.api.inspect:Shown",
     "diff": "unfurl_lite.api.inspect:diff",
@@ -77,6 +82,7 @@ EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "Agents",
     "Cancelled",
     "Created",
     "EnsembleDiff",
@@ -89,6 +95,7 @@ __all__ = [
     "PlanOptions",
     "Resumption",
     "Shown",
+    "agents",
     "cancel",
     "changeid",
     "check_dirty",
@@ -103,6 +110,7 @@ __all__ = [
     "record_job",
     "resume",
     "run_job",
+    "serve_worker",
     "show",
     "status",
     "validate",
