@@ -149,6 +149,8 @@ def __getattr__(name: str) -> Any:
         value = getattr(errors, name, None)
         if value is None:
             value = getattr(importlib.import_module(ERROR_HOMES[name]), name)
+    elif name == "api":  # the facade module itself, for unfurl_lite.api.plan and friends
+        value = importlib.import_module("unfurl_lite.api")
     elif name == "RetryOperation":
         value = importlib.import_module("unfurl_lite.run.operations.base").RetryOperation
     else:
