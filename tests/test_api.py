@@ -293,3 +293,13 @@ def test_a_job_through_the_api_installs_no_signal_handlers(project: Project) -> 
     assert result is not None and str(result.state) == "succeeded"
     assert counts == [2]  # made once, when the job is about to run its two tasks
     assert handlers and set(handlers) == {before}
+
+
+def test_every_api_name_resolves_and_the_examples_are_the_commands(invoke) -> None:
+    from unfurl_lite import api
+
+    assert [name for name in api.__all__ if getattr(api, name, None) is None] == []
+    names = [name for name, _ in api.examples()]
+    assert "three-tier" in names
+    listed = invoke("init", "--list-examples").output.splitlines()
+    assert [line.split()[0] for line in listed] == names

@@ -14,7 +14,7 @@ Each use case lives in a module of this package, imported when first used, so th
 - distributed: :func:`agents`, :func:`serve_worker`
 - inspect: :func:`history`, :func:`show`, :func:`diff`
 - overview: :func:`status`
-- project: :func:`init`, :func:`validate`, :func:`plan`, :func:`export`
+- project: :func:`examples`, :func:`init`, :func:`validate`, :func:`plan`, :func:`export`
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     )
     from unfurl_lite.api.options import PlanOptions
     from unfurl_lite.api.overview import status
-    from unfurl_lite.api.project import Created, export, init, plan, validate
+    from unfurl_lite.api.project import Created, examples, export, init, plan, validate
     from unfurl_lite.load.parsecache import enable as enable_parse_cache
     from unfurl_lite.model import changeid
     from unfurl_lite.record.history import Filters as HistoryFilters
@@ -67,6 +67,7 @@ EXPORTS: dict[str, str] = {
     "wait_for_turn": "unfurl_lite.api.jobs:wait_for_turn",
     "PlanOptions": "unfurl_lite.api.options:PlanOptions",
     "Created": "unfurl_lite.api.project:Created",
+    "examples": "unfurl_lite.api.project:examples",
     "export": "unfurl_lite.api.project:export",
     "init": "unfurl_lite.api.project:init",
     "plan": "unfurl_lite.api.project:plan",
@@ -101,6 +102,7 @@ __all__ = [
     "check_dirty",
     "diff",
     "enable_parse_cache",
+    "examples",
     "export",
     "history",
     "init",

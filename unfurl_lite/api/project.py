@@ -172,6 +172,13 @@ def _refuse_links_out(source: Path) -> None:
 
 
 
+def examples() -> list[tuple[str, str]]:
+    """The bundled examples ``init`` can start from: (name, one-line description)."""
+    from unfurl_lite.load import bundled
+
+    return [(name, bundled.describe(name)) for name in bundled.example_names()]
+
+
 def validate(ensemble: str | Path | None = None) -> Ensemble:
     """The ensemble, validated: syntax, schema and references (every problem in one
     :class:`~unfurl_lite.errors.InputError`)."""

@@ -18,10 +18,10 @@ from unfurl_lite.cli.commands.common import (
 def _list_examples(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     if not value or ctx.resilient_parsing:
         return
-    from unfurl_lite.load import bundled
+    from unfurl_lite import api
 
-    for name in bundled.example_names():
-        click.echo(f"{name:<16}{bundled.describe(name)}")
+    for name, description in api.examples():
+        click.echo(f"{name:<16}{description}")
     ctx.exit()
 
 
