@@ -100,10 +100,9 @@ def execute_workflow(
         custom=custom,
     )
     tty = is_terminal()
-    nothing_to_do = False
 
     def confirm(ensemble: Any, plan: Any) -> bool:
-        nonlocal nothing_to_do
+        """Show the plan, ask if it must; False (run nothing) when it has no tasks."""
         needs_approval = (workflow not in READ_ONLY_WORKFLOWS and not options.dryrun
                           and bool(plan.tasks))
         shown = render.plan_tree(plan) if tty else render.plan_text(plan)
@@ -112,8 +111,7 @@ def execute_workflow(
         if not confirm_plan(shown, opts.get("approve", False), needs_approval, as_json):
             click.echo("Cancelled: nothing was run.", err=True)
             ctx.exit(1)
-        nothing_to_do = not plan.tasks
-        return not nothing_to_do
+        return bool(plan.tasks)
 
     control = JobControl()
     running = contextlib.ExitStack()
