@@ -185,6 +185,9 @@ def _completion(install: bool) -> Callable[[click.Context, click.Parameter, bool
 @click.pass_context
 def cli(ctx: click.Context, verbose: int, quiet: bool, no_color: bool) -> None:
     """unfurl-lite: plan and run deployment jobs on a git-backed TOSCA ensemble."""
+    from unfurl_lite.load import parsecache
+
+    parsecache.enable()  # the command may use the user's cache; the library does not unasked
     ctx.ensure_object(dict)
     ctx.obj["verbose"] = -1 if quiet else verbose
     if no_color:

@@ -11,9 +11,11 @@ those files (all inside the ensemble's own directory) still holds exactly that: 
 only return data that passed validation for exactly these bytes in exactly this place. A
 job that writes an ensemble stores the data it wrote, so the next command on it starts warm.
 
-The cache lives in ``$UNFURL_LITE_CACHE`` (``off`` turns it off), else
-``$XDG_CACHE_HOME/unfurl-lite`` or ``~/.cache/unfurl-lite``; files are private to the user
-(an ensemble may hold secrets in its inputs) and the oldest are pruned beyond
+The cache is off for a library caller until :func:`enable` (the ``unfurl`` command enables
+it): loading an ensemble should not write into someone's home unasked. It lives in
+``$UNFURL_LITE_CACHE`` when that is set (``off`` turns it off, even when enabled), else,
+once enabled, ``$XDG_CACHE_HOME/unfurl-lite`` or ``~/.cache/unfurl-lite``; files are
+private to the user (an ensemble may hold secrets in its inputs) and the oldest are pruned beyond
 :data:`KEEP`. A directory or entry that someone else owns, that others may write, that is a
 symlink, unreadable or corrupt is ignored (a foreign entry could otherwise decide what a
 job runs). Anything going wrong here only costs a parse: it is never an error.
@@ -32,12 +34,21 @@ from typing import Any
 
 ENV = "UNFURL_LITE_CACHE"
 KEEP = 64  # entries; one per version of each ensemble recently loaded
+_enabled = False
+
+
+def enable(on: bool = True) -> None:
+    """Use the default cache directory (the ``unfurl`` command does; a library caller may)."""
+    global _enabled
+    _enabled = on
 
 
 def directory() -> Path | None:
     configured = os.environ.get(ENV)
     if configured is not None:
         return None if configured.strip().lower() in ("", "off", "0", "no") else Path(configured)
+    if not _enabled:
+        return None
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "unfurl-lite"
 

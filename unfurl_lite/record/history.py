@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import subprocess
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -440,12 +440,6 @@ def status_changes(
         if old != new:
             changes.append({"instance": name, "before": old, "after": new})
     return changes
-
-
-def redact_known(text: str, secrets: Iterable[str]) -> str:
-    from unfurl_lite.security.redaction import redact_text
-
-    return redact_text(text, {s for s in secrets if s})
 
 
 def written_secrets(text: str | None) -> set[str]:

@@ -9,18 +9,11 @@ from typing import Any
 
 import click
 
-from unfurl_lite.cli.commands.common import echo_json, job_options
+from unfurl_lite.cli.commands.common import echo_json, ensemble_option, job_options
 from unfurl_lite.cli.commands.jobs import execute_workflow
 from unfurl_lite.cli.commands.parameters import merge, parameter_options
 
-ENSEMBLE_OPTION = click.option(
-    "--ensemble",
-    "-e",
-    "ensemble",
-    type=click.Path(),
-    default=None,
-    help="The ensemble (default: ./ensemble.yaml).",
-)
+ENSEMBLE_OPTION = ensemble_option(positional=False)
 
 
 def _json_mapping(ctx: click.Context, param: click.Parameter, value: str | None) -> dict[str, Any]:
@@ -289,9 +282,9 @@ def update(ctx: click.Context, ensemble: str | None, **opts: Any) -> None:
         from unfurl_lite import api
         from unfurl_lite.cli import render
 
-        plan = api.make_plan(api.load(ensemble), "update", **plan_options)
+        plan = api.plan(ensemble, "update", api.PlanOptions.from_mapping(plan_options))
         if opts.get("as_json"):
-            echo_json(render.plan_json(plan) if hasattr(render, "plan_json") else {})
+            echo_json(render.plan_json(plan))
         else:
             click.echo(render.plan_text(plan))
         return
@@ -328,6 +321,7 @@ def _run_instead(
         from unfurl_lite import api
         from unfurl_lite.cli import render
 
-        click.echo(render.plan_text(api.make_plan(api.load(ensemble), workflow, **plan_options)))
+        options = api.PlanOptions.from_mapping(plan_options)
+        click.echo(render.plan_text(api.plan(ensemble, workflow, options)))
         return
     execute_workflow(ctx, workflow, ensemble, plan_options, opts)

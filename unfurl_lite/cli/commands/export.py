@@ -8,30 +8,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import click
 
-from unfurl_lite.cli.commands.common import ENSEMBLE_ARG
-
-#: Unfurl 1.2.0's export formats, named so that asking for one says it is not here
-UNFURL_FORMATS = ("deployment", "blueprint", "environments", "deployments", "python")
-
-
-def expanded_document(ensemble: str | None) -> dict[str, Any]:
-    """The validated ensemble's whole document with every merge directive applied."""
-    from unfurl_lite.load import merge, yamlio
-    from unfurl_lite.load.loader import load_ensemble
-
-    loaded = load_ensemble(ensemble)
-    if not loaded.merged:
-        return loaded.plain or {}
-    expanded = merge.expand(loaded.document, loaded.path, loaded.project_root)
-    return dict(yamlio.to_plain(expanded))
+from unfurl_lite.cli.commands.common import ensemble_option
 
 
 @click.command()
-@ENSEMBLE_ARG
+@ensemble_option()
 @click.option("--format", "format_", metavar="[json|yaml]", default=None,
               help="Output format: json (default) or yaml.")
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
@@ -39,6 +23,8 @@ def expanded_document(ensemble: str | None) -> dict[str, Any]:
               help="Write the document to this file instead of printing it.")
 def export(ensemble: str | None, format_: str | None, as_json: bool, out_file: str | None) -> None:
     """Print ENSEMBLE's expanded document: includes and merge directives applied."""
+    from unfurl_lite import api
+    from unfurl_lite.api.project import UNFURL_FORMATS
     from unfurl_lite.load import yamlio
 
     if format_ in UNFURL_FORMATS:
@@ -50,7 +36,7 @@ def export(ensemble: str | None, format_: str | None, as_json: bool, out_file: s
                                  param_hint="'--format'")
     if as_json and format_ == "yaml":
         raise click.UsageError("--json and --format yaml contradict each other")
-    document = expanded_document(ensemble)
+    document = api.export(ensemble)
     if (format_ or "json") == "json":
         text = json.dumps(document, indent=2, default=str) + "\n"
     else:

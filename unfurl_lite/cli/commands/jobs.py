@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from unfurl_lite.cli.commands.common import (
-    ENSEMBLE_ARG,
     confirm_plan,
     console,
     echo_json,
+    ensemble_option,
     is_terminal,
     job_options,
+    quiet_collector,
     show,
     verbosity,
 )
 from unfurl_lite.cli.commands.parameters import merge, parameter_options
+
+if TYPE_CHECKING:
+    from unfurl_lite.api import PlanOptions
 
 READ_ONLY_WORKFLOWS = ("check", "discover")
 RECORDED_OPTION_NAMES = (
@@ -50,14 +54,19 @@ def execute_workflow(
     ctx: click.Context,
     workflow: str,
     ensemble_path: str | None,
-    plan_options: dict[str, Any],
+    plan_options: PlanOptions | dict[str, Any],
     opts: dict[str, Any],
+    custom: bool = False,
 ) -> None:
+    import contextlib
+
     from unfurl_lite import api
     from unfurl_lite.cli import render
-    from unfurl_lite.run.job import JobOptions
+    from unfurl_lite.run.signals import JobControl, handle_signals
 
-    if opts.get("instances") and "instance_names" not in plan_options:
+    if isinstance(plan_options, dict):
+        plan_options = api.PlanOptions.from_mapping(plan_options)
+    if opts.get("instances") and plan_options.instance_names is None:
         filters = any(p.name == "node_instance_ids" for p in ctx.command.params)
         raise click.UsageError(
             f"{ctx.info_name} selects instances with --node-instance-ids, --node-ids or "
@@ -66,9 +75,7 @@ def execute_workflow(
         )
     as_json = opts.get("as_json", False)
     level = verbosity(ctx, opts)
-    if opts.get("queue") and not opts.get("dryrun"):
-        _wait_in_queue(ensemble_path, level)
-    options = JobOptions(
+    options = api.JobOptions(
         workflow=workflow,
         dryrun=opts.get("dryrun", False),
         commit=opts.get("commit", True),
@@ -89,62 +96,46 @@ def execute_workflow(
         executor=opts.get("executor") or os.environ.get("UNFURL_EXECUTOR", "local"),
         executor_options=opts.get("executor_options")
         or ({"broker": opts["broker"]} if opts.get("broker") else None),
+        queue=bool(opts.get("queue")),
+        custom=custom,
     )
-    ensemble = api.load(ensemble_path)
-    plan = api.make_plan(ensemble, workflow, **plan_options)
     tty = is_terminal()
-    needs_approval = workflow not in READ_ONLY_WORKFLOWS and not options.dryrun and bool(plan.tasks)
-    shown = render.plan_tree(plan) if tty else render.plan_text(plan)
-    if level < 0 and (opts.get("approve") or not needs_approval):
-        shown = ""  # quiet: nobody has to read the plan before it runs
-    if not confirm_plan(shown, opts.get("approve", False), needs_approval, as_json):
-        click.echo("Cancelled: nothing was run.", err=True)
-        ctx.exit(1)
-    if not plan.tasks:
+
+    def confirm(ensemble: Any, plan: Any) -> bool:
+        """Show the plan, ask if it must; False (run nothing) when it has no tasks."""
+        needs_approval = (workflow not in READ_ONLY_WORKFLOWS and not options.dryrun
+                          and bool(plan.tasks))
+        shown = render.plan_tree(plan) if tty else render.plan_text(plan)
+        if level < 0 and (opts.get("approve") or not needs_approval):
+            shown = ""  # quiet: nobody has to read the plan before it runs
+        if not confirm_plan(shown, opts.get("approve", False), needs_approval, as_json):
+            click.echo("Cancelled: nothing was run.", err=True)
+            ctx.exit(1)
+        return bool(plan.tasks)
+
+    control = JobControl()
+    running = contextlib.ExitStack()
+
+    def observe(count: int) -> Any:
+        """The job is about to run: Ctrl-C now means cancel, and progress is shown."""
+        running.enter_context(handle_signals(control))
+        running.enter_context(quiet_collector())
+        if tty and not as_json and level >= 0:
+            return running.enter_context(render.ProgressObserver(console(), count))
+        return render.LineObserver() if level >= 0 and not as_json else None
+
+    with running:
+        result = api.run_job(
+            request, confirm=confirm, observe=observe, cancel=control,
+            notify=lambda message: click.echo(message, err=True) if level >= 0 else None,
+        )
+    if result is None:  # confirmed, with nothing to run
         if as_json:
             echo_json({"workflow": workflow, "summary": "nothing to do", "tasks": []})
         elif level >= 0:
             click.echo("Nothing to do.")
         return
-    observer: Any
-    progress = None
-    if tty and not as_json and level >= 0:
-        progress = render.ProgressObserver(console(), len(plan.runnable))
-        observer = progress
-    elif level >= 0 and not as_json:
-        observer = render.LineObserver()
-    else:
-        observer = None
-    result = run_with_signals(request, observer, progress, ensemble, plan)
-    assert result is not None
     show_result(ctx, result, options, as_json, tty, level)
-
-
-def _wait_in_queue(ensemble_path: str | None, level: int) -> None:
-    """--queue: wait for the job running on this ensemble, then plan from what it left."""
-    from unfurl_lite.load.loader import resolve_path
-    from unfurl_lite.record import lock
-
-    path = resolve_path(ensemble_path)
-    info = lock.read_lock(lock.lock_path(path))
-    if info is not None and info.alive and info.pid not in (-1, os.getpid()) and level >= 0:
-        click.echo(f"Queued: waiting for {lock.describe(info)} to end...", err=True)
-    lock.wait_until_free(path)
-
-
-def run_with_signals(
-    request: Any, observer: Any, progress: Any, ensemble: Any, plan: Any, **extra: Any
-) -> Any:
-    """Run the job with Ctrl-C / SIGTERM meaning cancel, and a second one kill."""
-    import contextlib
-
-    from unfurl_lite import api
-    from unfurl_lite.run.signals import JobControl, handle_signals
-
-    with handle_signals(JobControl()) as control, progress or contextlib.nullcontext():
-        return api.run_job(
-            request, observer=observer, cancel=control, ensemble=ensemble, plan=plan, **extra
-        )
 
 
 def show_result(
@@ -168,7 +159,7 @@ def show_result(
 
 
 @click.command()
-@ENSEMBLE_ARG
+@ensemble_option()
 @job_options
 @parameter_options
 @click.option("--force", is_flag=True, help="Run operations even on instances already ok.")
@@ -180,7 +171,7 @@ def deploy(ctx: click.Context, ensemble: str | None, **opts: Any) -> None:
 
 
 @click.command()
-@ENSEMBLE_ARG
+@ensemble_option()
 @job_options
 @click.option(
     "--destroy-discovered",
@@ -204,7 +195,7 @@ def undeploy(ctx: click.Context, ensemble: str | None, **opts: Any) -> None:
 
 
 @click.command()
-@ENSEMBLE_ARG
+@ensemble_option()
 @job_options
 @click.pass_context
 def check(ctx: click.Context, ensemble: str | None, **opts: Any) -> None:
@@ -213,7 +204,7 @@ def check(ctx: click.Context, ensemble: str | None, **opts: Any) -> None:
 
 
 @click.command()
-@ENSEMBLE_ARG
+@ensemble_option()
 @job_options
 @click.pass_context
 def discover(ctx: click.Context, ensemble: str | None, **opts: Any) -> None:
@@ -222,14 +213,7 @@ def discover(ctx: click.Context, ensemble: str | None, **opts: Any) -> None:
 
 
 @click.command(context_settings={"ignore_unknown_options": False})
-@click.option(
-    "--ensemble",
-    "-e",
-    "ensemble",
-    type=click.Path(),
-    default=None,
-    help="The ensemble (default: ./ensemble.yaml).",
-)
+@ensemble_option(positional=False)
 @job_options
 @click.option("--operation", help="Run this operation (e.g. configure, Install.check).")
 @click.option("--workflow", "-w", "custom_workflow", metavar="NAME",
@@ -246,12 +230,8 @@ def run(ctx: click.Context, ensemble: str | None, command: tuple[str, ...], **op
         if command or opts["operation"]:
             raise click.UsageError("--workflow runs the workflow's own steps: give no "
                                    "command or --operation with it", ctx)
-        from unfurl_lite.load.loader import load_ensemble
-        from unfurl_lite.plan import tosca as tosca_workflows
-
-        tosca_workflows.require(load_ensemble(ensemble).spec, opts["custom_workflow"])
         execute_workflow(ctx, opts["custom_workflow"], ensemble,
-                         {"instance_names": opts["instances"]}, opts)
+                         {"instance_names": opts["instances"]}, opts, custom=True)
         return
     execute_workflow(
         ctx,

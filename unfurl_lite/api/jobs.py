@@ -1,24 +1,24 @@
-"""The Python API the CLI and tests call: load, plan, run a job, record it, commit it.
+"""Running a job: load, plan, run, record it, commit it.
 
 Each step is a plain function; :func:`run_job` only strings them together and owns the
 order of the side effects (the ensemble is saved before git is touched, so a git failure
-never loses a status).
+never loses a status). Nothing here touches process-wide state a library caller did not
+ask for: no signal handlers, no garbage-collector settings (the CLI sets both).
 """
 
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 import threading
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from unfurl_lite.api.options import PlanOptions
 from unfurl_lite.errors import STORAGE_ERRNOS, JobError, StorageError, storage_error
 from unfurl_lite.load.loader import Ensemble, load_ensemble
-from unfurl_lite.model import changeid
 from unfurl_lite.plan.registry import build
 from unfurl_lite.plan.tasks import Plan
 from unfurl_lite.record import layout, lock, records
@@ -28,27 +28,55 @@ from unfurl_lite.run.job import JobOptions, JobResult, Resumed, run_plan
 from unfurl_lite.run.observer import JobState, Observer, Observers
 from unfurl_lite.security.paths import confine_records
 
-DIRTY_MODES = ("auto", "ok", "abort")
-
 
 @dataclass
 class JobRequest:
+    """One job to run: which ensemble, which workflow with what plan options, how
+    (``options.workflow`` defaults to ``workflow``)."""
+
     ensemble: str | Path | None
     workflow: str
-    plan_options: dict[str, Any]
-    options: JobOptions
+    plan_options: PlanOptions = field(default_factory=PlanOptions)
+    options: JobOptions = field(default_factory=lambda: JobOptions(""))
     dirty: str = "auto"
     executor: str = "local"
     executor_options: dict[str, Any] | None = None
     locked: bool = False  # the caller already holds the ensemble's lock (resume)
+    queue: bool = False  # wait for a job running on the ensemble to end, then plan
+    custom: bool = False  # the workflow must be one of the topology's ``workflows:``
+
+    def __post_init__(self) -> None:
+        if not self.options.workflow:
+            self.options.workflow = self.workflow
 
 
-def load(path: str | Path | None) -> Ensemble:
+def load(path: str | Path | None = None) -> Ensemble:
+    """The validated ensemble at ``path`` (a file or its directory; default: ./ensemble.yaml)."""
     return load_ensemble(path)
 
 
-def make_plan(ensemble: Ensemble, workflow: str, **plan_options: Any) -> Plan:
-    return build(ensemble, workflow, plan_options)
+def make_plan(ensemble: Ensemble, workflow: str, options: PlanOptions | None = None,
+              custom: bool = False) -> Plan:
+    """The tasks ``workflow`` would run, in order; runs and writes nothing. ``custom``: the
+    name must be one of the topology's ``workflows:`` (a built-in one, or a misspelling, is
+    refused with the names that are)."""
+    if custom:
+        from unfurl_lite.plan import tosca as tosca_workflows
+
+        tosca_workflows.require(ensemble.spec, workflow)
+    return build(ensemble, workflow, (options or PlanOptions()).for_workflow(workflow))
+
+
+def wait_for_turn(path: str | Path | None, on_wait: Callable[[str], None] | None = None) -> None:
+    """Wait for the job running on this ensemble (if any) to end, so the next is planned
+    from what it left; ``on_wait`` hears who is being waited for."""
+    from unfurl_lite.load.loader import resolve_path
+
+    resolved = resolve_path(path)
+    info = lock.read_lock(lock.lock_path(resolved))
+    if info is not None and info.alive and info.pid not in (-1, os.getpid()) and on_wait:
+        on_wait(lock.describe(info))
+    lock.wait_until_free(resolved)
 
 
 def check_dirty(repo: Repo | None, ensemble: Ensemble, mode: str) -> None:
@@ -116,21 +144,36 @@ def run_job(
     plan: Plan | None = None,
     resumed: Resumed | None = None,
     start_instances: dict[str, Any] | None = None,
+    observe: Callable[[int], Observer | None] | None = None,
+    notify: Callable[[str], None] | None = None,
 ) -> JobResult | None:
-    """Plan and run a workflow; None when the user declined at the confirmation.
+    """Plan and run a workflow; None when ``confirm`` declined (it sees the plan before
+    the lock is taken or anything is checked or run).
 
     A job that changes things holds the ensemble's lock and keeps a journal (see
-    journal.py) from its first task to its commit.
+    journal.py) from its first task to its commit. ``observe(n)``, if given, is called
+    once the job is about to run its ``n`` tasks and returns its observer (instead of
+    ``observer``); ``notify`` hears that a ``queue`` request is waiting.
     """
+    if request.queue and not request.options.dryrun and ensemble is None:
+        wait_for_turn(request.ensemble, on_wait=lambda job: notify and notify(
+            f"Queued: waiting for {job} to end..."))
     ensemble = ensemble or load_ensemble(request.ensemble)
-    plan = plan or build(ensemble, request.workflow, request.plan_options)
+    plan = plan or make_plan(ensemble, request.workflow, request.plan_options, request.custom)
+    if not confirm(ensemble, plan):
+        return None
+    todo = len([t for t in plan.tasks if t.number not in resumed.runs]) if resumed \
+        else len(plan.runnable)
+
+    def watcher() -> Observer | None:
+        return observe(todo) if observe is not None else observer
+
     with contextlib.ExitStack() as held:
         lock_file = None
         if not (request.options.dryrun or request.locked):
             lock_file = held.enter_context(lock.held(ensemble.path, request.workflow))
-        held.enter_context(_quiet_collector())
         try:
-            return _run_locked(request, confirm, observer, cancel, ensemble, plan, resumed,
+            return _run_locked(request, watcher, cancel, ensemble, plan, resumed,
                                start_instances)
         except StorageError as exc:
             if exc.keep_lock and lock_file is not None:
@@ -138,26 +181,9 @@ def run_job(
             raise
 
 
-@contextlib.contextmanager
-def _quiet_collector() -> Iterator[None]:
-    """A job allocates a long-lived record per task and almost no reference cycles, yet
-    Python's default thresholds rescan the growing heap every 700 allocations: at 10 000
-    tasks that was 15% of the job. The model loaded so far is frozen out of collection;
-    both are undone afterwards for whoever runs jobs in-process."""
-    thresholds = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(50_000, 20, 100)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*thresholds)
-        gc.unfreeze()
-
-
 def _run_locked(
     request: JobRequest,
-    confirm: Callable[[Ensemble, Plan], bool],
-    observer: Observer | None,
+    watcher: Callable[[], Observer | None],
     cancel: threading.Event | None,
     ensemble: Ensemble,
     plan: Plan,
@@ -176,8 +202,7 @@ def _run_locked(
             missing = identity_problem(repo.root, " (or run the job with --no-commit)")
             if missing is not None:
                 raise missing
-    if not confirm(ensemble, plan):
-        return None
+    observer = watcher()  # the checks passed: the job runs
     executor = make_executor(
         request.executor, request.options.parallelism, **(request.executor_options or {})
     )
@@ -190,7 +215,7 @@ def _run_locked(
         journal = Journal(
             ensemble,
             request.options,
-            request.plan_options,
+            request.plan_options.given(),
             start_instances=start_instances,
             resumes=resumed.job_id if resumed else None,
             on_job_id=lambda job_id: lock.update(lock_file, request.workflow, job_id),
@@ -324,6 +349,3 @@ def _subject(ensemble: Ensemble, result: JobResult, run: Any) -> tuple[Any, str]
 def _type_of(ensemble: Ensemble, result: JobResult, template: str) -> str:
     tpl = ensemble.topology.templates.get(template) or result.plan.removed_templates.get(template)
     return tpl.type if tpl else ""
-
-
-__all__ = ["JobRequest", "changeid", "check_dirty", "load", "make_plan", "record_job", "run_job"]

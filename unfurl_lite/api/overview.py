@@ -1,4 +1,4 @@
-"""``unfurl status``: one row per instance, from the ensemble, jobs.tsv and the spec.
+"""The status overview: one row per instance, from the ensemble, jobs.tsv and the spec.
 
 The row answers "what is it, how is it, since when, and does the spec still match": its
 recorded status and node state, the effective status folded over what it requires, the
@@ -8,6 +8,7 @@ last changeId that touched it (and the time that id encodes), and drift markers.
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from unfurl_lite.load.loader import Ensemble
@@ -66,8 +67,16 @@ def instance_row(
     }
 
 
+def status(ensemble: str | Path | Ensemble | None = None) -> dict[str, Any]:
+    """The overview of every instance (loading the ensemble if given as a path): the whole
+    of ``unfurl status --json`` (schema: unfurl_lite/schema/status.schema.json)."""
+    from unfurl_lite.load.loader import load_ensemble
+
+    return status_report(ensemble if isinstance(ensemble, Ensemble) else load_ensemble(ensemble))
+
+
 def status_report(ensemble: Ensemble) -> dict[str, Any]:
-    """The whole of ``unfurl status --json`` (schema: unfurl_lite/schema/status.schema.json)."""
+    """The overview of a loaded ensemble (see :func:`status`)."""
     drift = ensemble_drift(ensemble)
     instances = planned_instances(ensemble)
     effective = fold_effective(

@@ -1,0 +1,213 @@
+"""The project use cases that run no job: init, validate, plan, export."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from unfurl_lite.api.options import PlanOptions
+from unfurl_lite.errors import UnfurlLiteError
+from unfurl_lite.load.loader import Ensemble, load_ensemble
+from unfurl_lite.plan.core import Plan
+
+EXAMPLE_ENSEMBLE = """\
+apiVersion: unfurl/v1alpha1
+kind: Ensemble
+spec:
+  service_template:
+    topology_template:
+      node_templates:
+        # a database the app needs; each operation is a shell command
+        db:
+          type: tosca.nodes.Root
+          interfaces:
+            Standard:
+              operations:
+                create: echo "creating {{ SELF.name }}"
+                delete: echo "deleting {{ SELF.name }}"
+        app:
+          type: tosca.nodes.Root
+          requirements:
+            - dependency: db
+          interfaces:
+            Standard:
+              operations:
+                configure:
+                  implementation: {className: Shell}
+                  inputs:
+                    command: echo "configuring {{ SELF.name }}"
+                delete: echo "deleting {{ SELF.name }}"
+"""
+
+#: What every project's .gitignore holds (the lock file of a running job among them).
+GITIGNORE_LINES = ("jobs/*.log", "tosca_repositories", ".unfurl-lite.lock")
+
+
+
+@dataclass
+class Created:
+    """What ``init`` made: the ensemble, the repository it is in, and whether it is committed."""
+
+    ensemble: Path
+    repository: Path
+    new_repository: bool
+    problem: str | None  # why it is not committed, if it is not
+    source: str | None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"ensemble": str(self.ensemble), "repository": str(self.repository),
+                "newRepository": self.new_repository, "committed": self.problem is None,
+                "problem": self.problem, "from": self.source}
+
+
+def init(directory: str | Path = ".", source: str | None = None) -> Created:
+    """Create ``directory`` with an example ensemble (or a bundled example, or a copy of a
+    project directory: ``source``), committed to git.
+
+    Inside an existing git repository the project is added to that repository (unless the
+    repository ignores ``directory``); elsewhere ``directory`` becomes a new one.
+    """
+    import shutil
+
+    from unfurl_lite.load import bundled
+    from unfurl_lite.record.repo import find_repo, identity_problem, init_repo, is_ignored
+
+    root = Path(directory)
+    ensemble = root / "ensemble.yaml"
+    if ensemble.exists():
+        raise UnfurlLiteError(f"{ensemble} already exists", hint="choose an empty directory")
+    origin = bundled.resolve_source(source) if source else None
+    if source and origin is None:
+        names = ", ".join(bundled.example_names())
+        raise UnfurlLiteError(
+            f"--from {source}: neither a bundled example nor a directory with an ensemble.yaml",
+            hint=f"bundled examples: {names} (unfurl init --list-examples)",
+        )
+    if origin is not None:
+        _refuse_links_out(origin)
+    existing = find_repo(_existing_ancestor(root))
+    use_existing = existing is not None and (
+        existing.root == root.resolve() or not is_ignored(existing, root)
+    )
+    problem = identity_problem(existing.root if existing and use_existing else Path("/"))
+    if problem is not None:
+        raise problem
+    root.mkdir(parents=True, exist_ok=True)
+    repo = existing if existing is not None and use_existing else init_repo(root)
+    written: list[Path] = []
+    if origin is not None:
+        skip = shutil.ignore_patterns(".git", "__pycache__", "*.pyc")
+        shutil.copytree(origin, root, symlinks=True, dirs_exist_ok=True, ignore=skip)
+        written += [root / p for p in _copied_files(origin)]
+    else:
+        ensemble.write_text(EXAMPLE_ENSEMBLE)
+        written.append(ensemble)
+    gitignore = root / ".gitignore"
+    if _ensure_ignored(gitignore) and gitignore not in written:
+        written.append(gitignore)
+    not_committed = None
+    try:
+        repo.commit(written, "Create ensemble")
+    except UnfurlLiteError as exc:
+        not_committed = exc.message
+    return Created(ensemble, repo.root, not use_existing, not_committed, source)
+
+
+def _ensure_ignored(gitignore: Path) -> bool:
+    """Add the lines a project needs to its .gitignore (a copied one too); True if changed."""
+    text = gitignore.read_text(encoding="utf-8") if gitignore.exists() else ""
+    present = {line.strip() for line in text.splitlines()}
+    missing = [line for line in GITIGNORE_LINES if line not in present]
+    if not missing:
+        return False
+    if text and not text.endswith("\n"):
+        text += "\n"
+    gitignore.write_text(text + "".join(f"{line}\n" for line in missing), encoding="utf-8")
+    return True
+
+
+def _existing_ancestor(path: Path) -> Path:
+    path = path.resolve()
+    while not path.exists():
+        path = path.parent
+    return path
+
+
+def _copied_files(origin: Path) -> list[Path]:
+    """The files and symlinks ``init --from`` copies, relative to ``origin`` (links are not
+    followed: they are copied, and committed, as links)."""
+    found: list[Path] = []
+    for directory, dirs, files in os.walk(origin):
+        dirs[:] = [d for d in dirs if d not in (".git", "__pycache__")]
+        here = Path(directory)
+        links = [d for d in dirs if (here / d).is_symlink()]
+        dirs[:] = [d for d in dirs if d not in links]
+        found += [(here / name).relative_to(origin) for name in files + links
+                  if not name.endswith(".pyc")]
+    return found
+
+
+def _refuse_links_out(source: Path) -> None:
+    """Symlinks are copied as symlinks; one that leads outside the source directory would
+    put (or point the new repository at) files that are not the project's, so it is
+    refused before anything is copied."""
+    from unfurl_lite.errors import UnfurlLiteError
+
+    base = source.resolve()
+    for directory, dirs, files in os.walk(source):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        for name in dirs + files:
+            path = Path(directory) / name
+            if not path.is_symlink():
+                continue
+            target = path.resolve()
+            if not target.is_relative_to(base):
+                raise UnfurlLiteError(
+                    f"{path} is a symlink to {os.readlink(path)}, outside {source}: "
+                    "nothing was copied",
+                    hint="replace the link with the file it points to, or remove it",
+                )
+
+
+
+def examples() -> list[tuple[str, str]]:
+    """The bundled examples ``init`` can start from: (name, one-line description)."""
+    from unfurl_lite.load import bundled
+
+    return [(name, bundled.describe(name)) for name in bundled.example_names()]
+
+
+def validate(ensemble: str | Path | None = None) -> Ensemble:
+    """The ensemble, validated: syntax, schema and references (every problem in one
+    :class:`~unfurl_lite.errors.InputError`)."""
+    return load_ensemble(ensemble)
+
+
+def plan(ensemble: str | Path | Ensemble | None, workflow: str = "deploy",
+         options: PlanOptions | None = None, custom: bool = False) -> Plan:
+    """What ``workflow`` would run on the ensemble (loaded if given as a path), in order,
+    with the reason for each; runs and writes nothing. ``custom``: the name must be one of
+    the topology's ``workflows:`` (a built-in one, or a misspelling, is refused with the
+    names that are)."""
+    from unfurl_lite.api.jobs import make_plan
+
+    loaded = ensemble if isinstance(ensemble, Ensemble) else load_ensemble(ensemble)
+    return make_plan(loaded, workflow, options, custom)
+
+
+#: Unfurl 1.2.0's export formats, named so that asking for one says it is not here
+UNFURL_FORMATS = ("deployment", "blueprint", "environments", "deployments", "python")
+
+
+def export(ensemble: str | Path | None = None) -> dict[str, Any]:
+    """The validated ensemble's whole document with includes and merge directives applied,
+    as plain data (what every command works from)."""
+    from unfurl_lite.load import merge, yamlio
+
+    loaded = load_ensemble(ensemble)
+    if not loaded.merged:
+        return loaded.plain or {}
+    expanded = merge.expand(loaded.document, loaded.path, loaded.project_root)
+    return dict(yamlio.to_plain(expanded))
