@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from unfurl_lite.plan.core import plan_workflow
+from unfurl_lite.plan.registry import build
 
 from tests.conftest import Invoke, Project, ensemble_yaml
 from unfurl_lite.load.loader import load_ensemble
@@ -64,7 +64,7 @@ def test_a_reserved_key_is_never_an_operation(project: Project, key: str) -> Non
     path = project.write(_spec(key), commit=False)
     ensemble = load_ensemble(path)
     assert set(ensemble.topology.templates["app"].interfaces["Standard"]) == {"configure"}
-    plan = plan_workflow(ensemble, "deploy")
+    plan = build(ensemble, "deploy", {})
     assert [t.operation.name for t in plan.tasks if t.operation] == ["configure"]
 
 

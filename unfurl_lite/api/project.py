@@ -10,7 +10,7 @@ from typing import Any
 from unfurl_lite.api.options import PlanOptions
 from unfurl_lite.errors import UnfurlLiteError
 from unfurl_lite.load.loader import Ensemble, load_ensemble
-from unfurl_lite.plan.core import Plan
+from unfurl_lite.plan.tasks import Plan
 
 EXAMPLE_ENSEMBLE = """\
 apiVersion: unfurl/v1alpha1
