@@ -22,9 +22,10 @@ from unfurl_lite.model import changeid
 from unfurl_lite.plan.core import Plan, plan_workflow
 from unfurl_lite.record import layout, lock, records
 from unfurl_lite.record.repo import Repo, find_repo, identity_problem
-from unfurl_lite.run.executors import make_executor
+from unfurl_lite.run.executors import Executor, make_executor
 from unfurl_lite.run.job import JobOptions, JobResult, Resumed, run_plan
 from unfurl_lite.run.observer import JobState, Observer, Observers
+from unfurl_lite.run.signals import JobControl
 from unfurl_lite.security.paths import confine_records
 
 DIRTY_MODES = ("auto", "ok", "abort")
@@ -180,9 +181,8 @@ def _run_locked(
     executor = make_executor(
         request.executor, request.options.parallelism, **(request.executor_options or {})
     )
-    attach = getattr(cancel, "attach_executor", None)
-    if attach is not None:
-        attach(executor)
+    if isinstance(cancel, JobControl):
+        cancel.attach_executor(executor)
     journal = None
     if not request.options.dryrun:
         lock_file = lock.lock_path(ensemble.path)
@@ -217,7 +217,7 @@ def _run_and_record(
     ensemble: Ensemble,
     plan: Plan,
     resumed: Resumed | None,
-    executor: Any,
+    executor: Executor,
     journal: Any,
     repo: Repo | None,
     start_commit: str | None,
@@ -233,8 +233,7 @@ def _run_and_record(
             resumed=resumed,
         )
     finally:
-        forced = getattr(cancel, "forced", None)
-        if forced is not None and forced.is_set() and hasattr(executor, "abandon"):
+        if isinstance(cancel, JobControl) and cancel.forced.is_set():
             executor.abandon()  # force-cancel: leave running operations to finish
         else:
             executor.shutdown()

@@ -38,6 +38,7 @@ from unfurl_lite.run.observer import JobState, Observer, TaskState
 from unfurl_lite.run.operations.base import DRYRUN_NOT_SUPPORTED, OperationRequest, OperationResult
 from unfurl_lite.run.operations.shell import base_environment
 from unfurl_lite.run.routing import agent_of
+from unfurl_lite.run.signals import JobControl
 from unfurl_lite.run.status import fold_effective, on_failure, on_start, on_success
 from unfurl_lite.security import environment as openv
 from unfurl_lite.security.redaction import redact_text
@@ -265,10 +266,8 @@ class _Scheduler:
             for t in self.plan.tasks
             if not self.waiting[t.number] and not self.runs[t.number].carried
         )
-        if hasattr(self.executor, "on_started"):
-            self.executor.on_started = self.operation_started
-        if hasattr(self.executor, "secrets"):  # redacted out of results where they are kept
-            self.executor.secrets = self.secrets
+        self.executor.on_started = self.operation_started
+        self.executor.secrets = self.secrets  # redacted out of results where they are kept
         self.observer.job_started(
             str(self.job_id), self.instances, [self.runs[t.number] for t in self.plan.tasks]
         )
@@ -294,7 +293,7 @@ class _Scheduler:
 
     def loop(self) -> None:
         while self.ready or self.running or self.delayed:
-            capacity = getattr(self.executor, "capacity", None)
+            capacity = self.executor.capacity
             while self.ready and not self.cancel.is_set() and (
                 capacity is None or len(self.running) < capacity
             ):
@@ -305,8 +304,7 @@ class _Scheduler:
                 self.executor.withdraw_pending()
             if self.cancel.is_set() and not self.running:
                 break
-            forced = getattr(self.cancel, "forced", None)
-            if forced is not None and forced.is_set():
+            if isinstance(self.cancel, JobControl) and self.cancel.forced.is_set():
                 self.abandon_running()
                 break
             timeout = None
@@ -415,11 +413,7 @@ class _Scheduler:
         self.observer.task_changed(run)
         run.state = TaskState.sent
         self.observer.task_changed(run)
-        future = self.executor.submit(request)
-        if not hasattr(self.executor, "on_started"):
-            run.state = TaskState.started
-            self.observer.task_started(run)
-        self.running[future] = number
+        self.running[self.executor.submit(request)] = number
 
     def guard_fails(self, task: Task) -> str | None:
         """Why a guarded task is skipped, or None when it should run."""

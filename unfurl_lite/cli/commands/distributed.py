@@ -75,7 +75,6 @@ def worker(name: str | None, queues: tuple[str, ...], concurrency: int | None,
         os.environ[checkout.PROJECT_MODE_ENV] = project_mode
     if cache_dir:
         os.environ[checkout.CACHE_ENV] = str(Path(cache_dir).resolve())
-    distributed._worker_broker = url
     app = distributed.make_app(url)
     argv = [
         "worker",
