@@ -22,6 +22,7 @@ from unfurl_lite.model import changeid
 from unfurl_lite.plan.core import Plan, plan_workflow
 from unfurl_lite.record import layout, lock, records
 from unfurl_lite.record.repo import Repo, find_repo, identity_problem
+from unfurl_lite.run import relationships
 from unfurl_lite.run.executors import Executor, make_executor
 from unfurl_lite.run.job import JobOptions, JobResult, Resumed, run_plan
 from unfurl_lite.run.observer import JobState, Observer, Observers
@@ -231,6 +232,7 @@ def _run_and_record(
             Observers(journal, observer),
             cancel,
             resumed=resumed,
+            latest=records.previous_job_id(ensemble),
         )
     finally:
         if isinstance(cancel, JobControl) and cancel.forced.is_set():
@@ -313,9 +315,9 @@ def record_job(
 def _subject(ensemble: Ensemble, result: JobResult, run: Any) -> tuple[Any, str]:
     """The instance a task ran on and its type: a relationship operation's is its
     relationship instance, as Unfurl records it."""
-    relationship = layout.relationship_instance(result.instances, run.task)
+    relationship = relationships.relationship_instance(result.instances, run.task)
     if relationship is not None:
-        return relationship, layout.relationship_type(run.task)
+        return relationship, relationships.relationship_type(run.task)
     return result.instances.get(run.task.target), _type_of(ensemble, run.task.template)
 
 

@@ -60,7 +60,8 @@ def implied_requirements(
     does not connect itself. As Unfurl does, a requirement is matched to the template its
     ``node`` names (a template, or the first template of that type) or else to the first
     template with the ``capability`` it asks for."""
-    from unfurl_lite.record.layout import _lineage, _mapping
+    from unfurl_lite.model.topology import lineage as _lineage
+    from unfurl_lite.model.topology import mapping as _mapping
 
     service = _mapping(service)
     node_types = {**split_types(service.get("types"))[0], **_mapping(service.get("node_types"))}
@@ -122,7 +123,8 @@ def _match(
     lineages: dict[Any, list[str]],
     capabilities: dict[Any, dict[str, Any]],
 ) -> str | None:
-    from unfurl_lite.record.layout import _lineage, capabilities_of, matching_capability
+    from unfurl_lite.model.topology import capabilities_of, matching_capability
+    from unfurl_lite.model.topology import lineage as _lineage
 
     node, wanted = definition.get("node"), definition.get("capability")
     if isinstance(node, str) and node in templates:

@@ -38,7 +38,6 @@ from unfurl_lite.run.job import (
     Observer,
     TaskRun,
     TaskState,
-    previous_job_id,
 )
 from unfurl_lite.run.operations.base import OperationResult
 
@@ -87,7 +86,7 @@ class Journal(Observer):
         self.data: dict[str, Any] = {
             "journal": VERSION,
             "changeId": None,
-            "previousId": resumes or previous_job_id(ensemble),
+            "previousId": resumes or records.previous_job_id(ensemble),
             "resumes": resumes,
             "workflow": options.workflow,
             "planOptions": _plain_options(plan_options),

@@ -180,6 +180,14 @@ def last_job_id(path: Path) -> str | None:
     return last
 
 
+def previous_job_id(ensemble: Ensemble) -> str | None:
+    """The newest job recorded for the ensemble: its ``lastJob`` or its log's last job."""
+    last = (ensemble.last_job or {}).get("changeId")
+    from_log = last_job_id(ensemble.jobs_tsv)
+    candidates = [c for c in (last, from_log) if c and changeid.is_changeid(c)]
+    return max(candidates) if candidates else None
+
+
 # ------------------------------------------------------------------------------- status
 
 

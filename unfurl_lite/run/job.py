@@ -32,11 +32,11 @@ from unfurl_lite.load.loader import Ensemble
 from unfurl_lite.model import changeid
 from unfurl_lite.model.entities import Instance, NodeState, Priority, Status
 from unfurl_lite.plan.core import Plan, Task, instance_graph, operationless
-from unfurl_lite.record import layout, records
 from unfurl_lite.run.executors import Executor
 from unfurl_lite.run.observer import JobState, Observer, TaskState
 from unfurl_lite.run.operations.base import DRYRUN_NOT_SUPPORTED, OperationRequest, OperationResult
 from unfurl_lite.run.operations.shell import base_environment
+from unfurl_lite.run.relationships import relationship_instance
 from unfurl_lite.run.routing import agent_of
 from unfurl_lite.run.signals import JobControl
 from unfurl_lite.run.status import fold_effective, on_failure, on_start, on_success
@@ -178,13 +178,6 @@ def summary_text(counts: dict[str, int]) -> str:
         f"{counts['failed']} failed, {counts['blocked']} blocked, {counts['unknown']} unknown, "
         f"{counts['skipped']} skipped)"
     )
-
-
-def previous_job_id(ensemble: Ensemble) -> str | None:
-    last = (ensemble.last_job or {}).get("changeId")
-    from_log = records.last_job_id(ensemble.jobs_tsv)
-    candidates = [c for c in (last, from_log) if c and changeid.is_changeid(c)]
-    return max(candidates) if candidates else None
 
 
 def job_status(runs: list[TaskRun], instances: dict[str, Instance]) -> Status:
@@ -388,7 +381,7 @@ class _Scheduler:
             run.change_id = str(self.job_id.for_task(self.next_task_number))
             self.next_task_number += 1
             spec = self.ensemble.spec
-            subject = layout.relationship_instance(self.instances, task, spec) or instance
+            subject = relationship_instance(self.instances, task, spec) or instance
             run.previous_id = (
                 subject.last_state_change
                 if task.reason == "check"
@@ -563,7 +556,7 @@ class _Scheduler:
             run.status = Status.ok if result.success else Status.error
             run.changed = bool(result.modified) and not self.options.dryrun
             return self.complete(run, state, result.error)
-        relationship = layout.relationship_instance(self.instances, run.task, self.ensemble.spec)
+        relationship = relationship_instance(self.instances, run.task, self.ensemble.spec)
         if relationship is not None:
             instance, task = relationship, _on_relationship(run.task, instance)
         else:
@@ -683,13 +676,16 @@ def run_plan(
     cancel: threading.Event | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
     resumed: Resumed | None = None,
+    latest: str | None = None,
 ) -> JobResult:
     """Run every task of the plan; the ensemble's instances are updated in memory.
 
-    A ``resumed`` job starts from where an earlier one stopped and names it as previousId.
+    ``latest`` is the newest job recorded for the ensemble (the records know it: see
+    ``record.records.previous_job_id``): the new job's changeId sorts after it and names
+    it as previousId. A ``resumed`` job starts from where an earlier one stopped and
+    names that one instead.
     """
     started_at = now()
-    latest = previous_job_id(ensemble)
     floor = max((i for i in (latest, resumed.job_id if resumed else None) if i), default=None)
     if floor and changeid.from_the_future(floor, started_at):
         logging.getLogger(__name__).warning(

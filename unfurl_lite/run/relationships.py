@@ -1,0 +1,66 @@
+"""Relationship instances: where a relationship operation's status is recorded.
+
+Unfurl records a relationship instance under its source's ``requirements:``, named after
+its target, created the first time an operation runs on it; its ``capability`` names the
+target's capability the requirement connects to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from unfurl_lite.load.structure import split_types
+from unfurl_lite.model.entities import Instance, Status
+from unfurl_lite.model.topology import (
+    capabilities_of,
+    mapping,
+    matching_capability,
+    wanted_capability,
+)
+
+if TYPE_CHECKING:
+    from unfurl_lite.plan.core import Task
+
+
+def relationship_instance(
+    instances: Mapping[str, Instance], task: Task, spec: Mapping[str, Any] | None = None
+) -> Instance | None:
+    """The relationship instance a relationship operation runs on, as Unfurl records it:
+    under its source's ``requirements:``, named after its target, created when first used."""
+    requirement, source = task.requirement, instances.get(task.source or "")
+    if requirement is None or source is None:
+        return None
+    found = source.relationships.get(requirement.name)
+    if found is None:
+        found = Instance(
+            name=task.peer or requirement.node,
+            template=f"{source.template}~r~{requirement.name}",
+            status=Status.pending,
+            priority=source.priority,
+        )
+        if spec is not None and task.peer:
+            found.extra["capability"] = capability_ref(
+                spec, source.template, requirement.name, instances[task.peer].template
+                if task.peer in instances else task.peer
+            )
+        source.relationships[requirement.name] = found
+    return found
+
+
+def relationship_type(task: Task) -> str:
+    requirement = task.requirement
+    return (requirement.relationship if requirement else None) or "tosca.relationships.DependsOn"
+
+
+def capability_ref(spec: Mapping[str, Any], source: str, requirement: str, target: str) -> str:
+    """Unfurl's ``capability`` of a relationship instance: the target's capability the
+    requirement connects to, ``::target::.capabilities::[.name=NAME]``."""
+    service = mapping(spec.get("service_template"))
+    node_types = {**split_types(service.get("types"))[0], **mapping(service.get("node_types"))}
+    templates = mapping(mapping(service.get("topology_template")).get("node_templates"))
+    wanted = wanted_capability(mapping(templates.get(source)), node_types, requirement)
+    capabilities = capabilities_of(mapping(templates.get(target)).get("type"), node_types)
+    name = "host" if requirement == "host" and "host" in capabilities else "feature"
+    name = matching_capability(capabilities, wanted) or name
+    return f"::{target}::.capabilities::[.name={name}]"
