@@ -8,10 +8,11 @@ target's capability the requirement connects to.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.load.structure import split_types
-from unfurl_lite.model.entities import Instance, Status
+from unfurl_lite.model.entities import Instance, NodeState, Status
 from unfurl_lite.model.topology import (
     capabilities_of,
     mapping,
@@ -64,3 +65,24 @@ def capability_ref(spec: Mapping[str, Any], source: str, requirement: str, targe
     name = "host" if requirement == "host" and "host" in capabilities else "feature"
     name = matching_capability(capabilities, wanted) or name
     return f"::{target}::.capabilities::[.name={name}]"
+
+
+#: relationship operations that take the relationship away
+_UNLINKING = frozenset({"remove_target", "remove_source", "unlink"})
+
+
+def on_relationship(task: Task, node: Instance) -> Task:
+    """A relationship operation's task as it applies to its relationship instance (as
+    Unfurl records it: ok and configured once linked, absent once unlinked); the status it
+    would have given the node it runs on is applied to the node here."""
+    if task.done_state is not None:
+        node.state = task.done_state
+    if task.done_status is not None:
+        node.status = task.done_status
+    unlinking = task.name in _UNLINKING
+    return replace(
+        task,
+        running_state=None,
+        done_state=None if unlinking else NodeState.configured,
+        done_status=Status.absent if unlinking else Status.ok,
+    )
