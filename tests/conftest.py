@@ -94,7 +94,7 @@ class Project:
     def status(self) -> dict:
         from ruamel.yaml import YAML
 
-        from unfurl_lite.record.layout import flatten
+        from unfurl_lite.model.status_layout import flatten
 
         doc = YAML(typ="safe").load(self.ensemble.read_text())
         nested = (doc.get("status") or {}).get("instances") or {}

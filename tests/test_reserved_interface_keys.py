@@ -8,11 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
-from unfurl_lite.plan.registry import build
 
 from tests.conftest import Invoke, Project, ensemble_yaml
 from unfurl_lite.load.loader import load_ensemble
 from unfurl_lite.model.entities import RESERVED_INTERFACE_KEYS
+from unfurl_lite.plan.registry import build
 
 #: a value of each reserved key that the schema accepts
 VALUES = {

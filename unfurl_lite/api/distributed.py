@@ -49,7 +49,6 @@ def serve_worker(name: str | None = None, queues: tuple[str, ...] = (),
         os.environ[checkout.PROJECT_MODE_ENV] = project_mode
     if cache_dir:
         os.environ[checkout.CACHE_ENV] = str(Path(cache_dir).resolve())
-    distributed._worker_broker = url
     app = distributed.make_app(url)
     argv = [
         "worker",

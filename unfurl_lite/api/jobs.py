@@ -19,13 +19,16 @@ from typing import Any
 from unfurl_lite.api.options import PlanOptions
 from unfurl_lite.errors import STORAGE_ERRNOS, JobError, StorageError, storage_error
 from unfurl_lite.load.loader import Ensemble, load_ensemble
+from unfurl_lite.model import status_layout as layout
 from unfurl_lite.plan.registry import build
 from unfurl_lite.plan.tasks import Plan
-from unfurl_lite.record import layout, lock, records
+from unfurl_lite.record import lock, records
 from unfurl_lite.record.repo import Repo, find_repo, identity_problem
-from unfurl_lite.run.executors import make_executor
+from unfurl_lite.run import relationships
+from unfurl_lite.run.executors import Executor, make_executor
 from unfurl_lite.run.job import JobOptions, JobResult, Resumed, run_plan
 from unfurl_lite.run.observer import JobState, Observer, Observers
+from unfurl_lite.run.signals import JobControl
 from unfurl_lite.security.paths import confine_records
 
 
@@ -206,9 +209,8 @@ def _run_locked(
     executor = make_executor(
         request.executor, request.options.parallelism, **(request.executor_options or {})
     )
-    attach = getattr(cancel, "attach_executor", None)
-    if attach is not None:
-        attach(executor)
+    if isinstance(cancel, JobControl):
+        cancel.attach_executor(executor)
     journal = None
     if not request.options.dryrun:
         lock_file = lock.lock_path(ensemble.path)
@@ -243,7 +245,7 @@ def _run_and_record(
     ensemble: Ensemble,
     plan: Plan,
     resumed: Resumed | None,
-    executor: Any,
+    executor: Executor,
     journal: Any,
     repo: Repo | None,
     start_commit: str | None,
@@ -257,10 +259,10 @@ def _run_and_record(
             Observers(journal, observer),
             cancel,
             resumed=resumed,
+            latest=records.previous_job_id(ensemble),
         )
     finally:
-        forced = getattr(cancel, "forced", None)
-        if forced is not None and forced.is_set() and hasattr(executor, "abandon"):
+        if isinstance(cancel, JobControl) and cancel.forced.is_set():
             executor.abandon()  # force-cancel: leave running operations to finish
         else:
             executor.shutdown()
@@ -340,9 +342,9 @@ def record_job(
 def _subject(ensemble: Ensemble, result: JobResult, run: Any) -> tuple[Any, str]:
     """The instance a task ran on and its type: a relationship operation's is its
     relationship instance, as Unfurl records it."""
-    relationship = layout.relationship_instance(result.instances, run.task)
+    relationship = relationships.relationship_instance(result.instances, run.task)
     if relationship is not None:
-        return relationship, layout.relationship_type(run.task)
+        return relationship, relationships.relationship_type(run.task)
     return result.instances.get(run.task.target), _type_of(ensemble, result, run.task.template)
 
 

@@ -13,8 +13,6 @@ import re
 import sys
 from typing import Any
 
-# CSI (colours, cursor moves), OSC (titles, hyperlinks) and two-byte escapes
-ANSI_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 # only Select Graphic Rendition: colours and styles (bold, dim, italic...)
 STYLE_ESCAPE = re.compile(r"\x1b\[[0-9;:]*m")
 
@@ -44,7 +42,3 @@ def console(stderr: bool = False) -> Any:
         # rich's own no_color still emits bold/dim/italic: no colour system emits nothing
         return Console(color_system=None, no_color=True, highlight=False, stderr=stderr)
     return Console(highlight=False, stderr=stderr)
-
-
-def strip_ansi(text: str) -> str:
-    return ANSI_ESCAPE.sub("", text) if "\x1b" in text else text

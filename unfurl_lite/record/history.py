@@ -18,7 +18,8 @@ from typing import Any
 
 from unfurl_lite.errors import HistoryError
 from unfurl_lite.model import changeid
-from unfurl_lite.record import layout, records
+from unfurl_lite.model import status_layout as layout
+from unfurl_lite.record import records
 
 
 @dataclass(frozen=True)

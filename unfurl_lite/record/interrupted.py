@@ -1,6 +1,10 @@
-"""A job whose process died (``kill -9``, a crash, a power cut) before it finished: found
-from its journal, so that ``status`` and the stale-lock error can say so and name the
-command that finishes it.
+"""A job whose process died (``kill -9``, a crash, a power cut) before its records were
+all written: the one definition, read from its journal, that ``status``, the stale-lock
+error, ``cancel`` and ``resume`` all use.
+
+A killed job is one whose process is gone and whose journal is not marked recorded, if
+it died while running (journal state ``started`` or ``cancelling``) or while writing its
+records (some task has a changeId). ``resume`` records it as it stood, then finishes it.
 
 A plain ``unfurl resume`` records the tasks that were running when the job died as failed
 (whether they did their work is unknown); ``unfurl resume --force`` runs them again. So
@@ -11,8 +15,66 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from unfurl_lite.record.lock import pid_alive
+
+if TYPE_CHECKING:
+    from unfurl_lite.record.journal import JournalFile
+
+#: journal states of a job that has not ended
+UNFINISHED = ("started", "cancelling")
 IN_FLIGHT_STATES = ("sent", "started")
+
+
+def running(journal: JournalFile) -> bool:
+    """The job has not ended and its process is alive."""
+    return journal.state in UNFINISHED and pid_alive(journal.pid)
+
+
+def killed(journal: JournalFile) -> bool:
+    """Its process died before the job's records were all written."""
+    if journal.recorded or pid_alive(journal.pid):
+        return False
+    return journal.state in UNFINISHED or any(t.get("changeId") for t in journal.tasks)
+
+
+def newest_of_lineage(journals: list[JournalFile], journal: JournalFile) -> JournalFile:
+    """The last job in the chain of resumes that starts at ``journal``."""
+    resumed_by = {str(j.data.get("resumes")): j for j in journals if j.data.get("resumes")}
+    seen = {journal.change_id}
+    while (newer := resumed_by.get(journal.change_id)) is not None and newer.change_id not in seen:
+        seen.add(newer.change_id)
+        journal = newer
+    return journal
+
+
+def not_resumed(journals: list[JournalFile]) -> list[JournalFile]:
+    """The journals no other job resumed: the newest job of each lineage."""
+    resumed = {j.data.get("resumes") for j in journals}
+    return [j for j in journals if j.change_id not in resumed]
+
+
+def newest_killed(journals: list[JournalFile]) -> JournalFile | None:
+    return next((j for j in reversed(not_resumed(journals)) if killed(j)), None)
+
+
+def lock_job_state(root: Path, change_id: str | None) -> str:
+    """What a stale lock's job left: ``none`` (no journal: nothing ran), ``recorded`` (it
+    was killed while committing), ``unrecorded``, or ``unreadable`` (a damaged journal:
+    only a successful resume may then clear its lock)."""
+    from unfurl_lite.record.journal import list_journals
+
+    if not change_id:
+        return "none"
+    try:
+        journals = list_journals(root)
+    except Exception:
+        return "unreadable"
+    journal = next((j for j in journals if j.change_id == change_id), None)
+    if journal is None:
+        return "none"
+    return "recorded" if journal.recorded else "unrecorded"
 
 
 @dataclass(frozen=True)
@@ -42,23 +104,17 @@ class Interrupted:
 
 
 def find(project_root: Path) -> Interrupted | None:
-    """The newest job whose process died while it ran and that nobody has finished."""
+    """The newest killed job that nobody has resumed (see :func:`killed`)."""
     from unfurl_lite.record.journal import list_journals
-    from unfurl_lite.record.resume import UNFINISHED, is_killed
 
     try:
         journals = list_journals(project_root)
     except Exception:  # a damaged journal must not break status or a lock error
         return None
-    resumed = {j.data.get("resumes") for j in journals}
-    for journal in reversed(journals):
-        if journal.change_id in resumed or journal.recorded:
-            continue
-        if journal.state in UNFINISHED and is_killed(journal):
-            in_flight = tuple(
-                f"{t.get('target')} {t.get('operation')}" for t in journal.tasks
-                if t.get("state") in IN_FLIGHT_STATES
-            )
-            return Interrupted(journal.change_id, str(journal.data.get("workflow") or "?"),
-                               journal.pid, in_flight)
-    return None
+    journal = newest_killed(journals)
+    if journal is None:
+        return None
+    in_flight = tuple(f"{t.get('target')} {t.get('operation')}" for t in journal.tasks
+                      if t.get("state") in IN_FLIGHT_STATES)
+    return Interrupted(journal.change_id, str(journal.data.get("workflow") or "?"),
+                       journal.pid, in_flight)

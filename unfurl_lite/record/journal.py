@@ -30,15 +30,8 @@ from unfurl_lite.load.loader import Ensemble, _instance
 from unfurl_lite.model import changeid
 from unfurl_lite.model.entities import Instance, NodeState, Status
 from unfurl_lite.record import journal_format, records
-from unfurl_lite.run.job import (
-    JobOptions,
-    JobResult,
-    JobState,
-    Observer,
-    TaskRun,
-    TaskState,
-    previous_job_id,
-)
+from unfurl_lite.run.job import JobOptions, JobResult, TaskRun
+from unfurl_lite.run.observer import JobState, Observer, TaskState
 from unfurl_lite.run.operations.base import OperationResult
 from unfurl_lite.security.redaction import REDACTED, redact
 from unfurl_lite.security.taint import Sensitive
@@ -88,7 +81,7 @@ class Journal(Observer):
         self.data: dict[str, Any] = {
             "journal": VERSION,
             "changeId": None,
-            "previousId": resumes or previous_job_id(ensemble),
+            "previousId": resumes or records.previous_job_id(ensemble),
             "resumes": resumes,
             "workflow": options.workflow,
             "planOptions": _plain_options(plan_options),
@@ -326,7 +319,7 @@ def _datetime(text: Any) -> datetime | None:
 
 def restore_run(run: TaskRun, record: dict[str, Any]) -> TaskRun:
     """Fill a fresh TaskRun (of the re-planned task) from its journal record."""
-    from unfurl_lite.run.job import TaskState
+    from unfurl_lite.run.observer import TaskState
 
     run.state = TaskState(record["state"])
     run.change_id = record.get("changeId")

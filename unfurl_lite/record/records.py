@@ -23,8 +23,8 @@ from unfurl_lite.load.jobslog import parse_tsv_line as parse_tsv_line
 from unfurl_lite.load.jobslog import read_jobs_tsv as read_jobs_tsv
 from unfurl_lite.load.jobslog import unescape_field as unescape_field
 from unfurl_lite.model import changeid
+from unfurl_lite.model import status_layout as layout
 from unfurl_lite.model.entities import Instance, Status
-from unfurl_lite.record import layout
 from unfurl_lite.security.redaction import redact
 
 if TYPE_CHECKING:
@@ -44,6 +44,14 @@ def tsv_line(fields: list[tuple[str, Any]], change_id: str) -> str:
         text = "" if value is None else str(value)
         cells.append(f"{key}={escape_field(text)}")
     return "\t".join(cells) + "\n"
+
+
+def previous_job_id(ensemble: Ensemble) -> str | None:
+    """The newest job recorded for the ensemble: its ``lastJob`` or its log's last job."""
+    last = (ensemble.last_job or {}).get("changeId")
+    from_log = last_job_id(ensemble.jobs_tsv)
+    candidates = [c for c in (last, from_log) if c and changeid.is_changeid(c)]
+    return max(candidates) if candidates else None
 
 
 # ------------------------------------------------------------------------------- status

@@ -21,7 +21,7 @@ from unfurl_lite.model import changeid
 from unfurl_lite.plan.registry import build
 from unfurl_lite.plan.tasks import Plan
 from unfurl_lite.plan.topology import instance_graph, operationless
-from unfurl_lite.record import records
+from unfurl_lite.record import interrupted, records
 from unfurl_lite.record.journal import (
     JournalFile,
     list_journals,
@@ -29,35 +29,25 @@ from unfurl_lite.record.journal import (
     restore_run,
     task_record,
 )
-from unfurl_lite.record.lock import pid_alive
 from unfurl_lite.run.job import (
     JobOptions,
     JobResult,
-    JobState,
     Resumed,
     TaskRun,
-    TaskState,
     job_status,
     summary_counts,
     summary_text,
 )
+from unfurl_lite.run.observer import JobState, TaskState
 from unfurl_lite.run.operations.base import OperationResult
 from unfurl_lite.run.status import fold_effective, on_failure
 
 RESUMABLE = ("failed", "cancelled")
-UNFINISHED = ("started", "cancelling")
 IN_FLIGHT = (TaskState.sent, TaskState.started)
-
-
-def is_killed(journal: JournalFile) -> bool:
-    return journal.state in UNFINISHED and not pid_alive(journal.pid)
-
-
-def needs_recording(journal: JournalFile) -> bool:
-    """Killed mid-run, or killed while writing its records."""
-    if journal.recorded or pid_alive(journal.pid):
-        return False
-    return journal.state in UNFINISHED or any(t.get("changeId") for t in journal.tasks)
+#: one notion of a killed job, defined in record/interrupted.py (names kept for callers)
+UNFINISHED = interrupted.UNFINISHED
+is_killed = needs_recording = interrupted.killed
+killed_job_state = interrupted.lock_job_state
 
 
 def find_job(root: Path, change_id: str | None = None) -> JournalFile:
@@ -71,54 +61,27 @@ def find_job(root: Path, change_id: str | None = None) -> JournalFile:
                 hint="unfurl history lists the jobs; only jobs run by unfurl-lite can resume",
             )
         journal = matches[-1]
-        newest = _newest_of_lineage(journals, journal)
+        newest = interrupted.newest_of_lineage(journals, journal)
         if newest is not journal:
             raise JobError(
                 f"job {journal.change_id} was already resumed by job {newest.change_id}",
                 hint=f"resume the newest job of the lineage: unfurl resume {newest.change_id}"
-                if newest.state in RESUMABLE or needs_recording(newest)
+                if newest.state in RESUMABLE or interrupted.killed(newest)
                 else f"job {newest.change_id} ended {newest.state}: nothing is left to resume",
             )
     else:
-        resumed = {j.data.get("resumes") for j in journals}
-        candidates = [j for j in journals if j.change_id not in resumed]
-        candidates = [j for j in candidates if j.state in RESUMABLE or needs_recording(j)]
+        candidates = [j for j in interrupted.not_resumed(journals)
+                      if j.state in RESUMABLE or interrupted.killed(j)]
         if not candidates:
             raise JobError("there is no failed, cancelled or killed job to resume")
         journal = candidates[-1]
-    if journal.state in UNFINISHED and not is_killed(journal):
+    if interrupted.running(journal):
         raise JobError(
             f"job {journal.change_id} is still running (pid {journal.pid})",
             hint="wait for it, or stop it with: unfurl cancel",
         )
-    if journal.state == "succeeded" and not needs_recording(journal):
+    if journal.state == "succeeded" and not interrupted.killed(journal):
         raise JobError(f"job {journal.change_id} succeeded: there is nothing to resume")
-    return journal
-
-
-def killed_job_state(root: Path, change_id: str | None) -> str:
-    """What a stale lock's job left: ``none`` (no journal: nothing ran), ``recorded`` (it
-    was killed while committing), ``unrecorded``, or ``unreadable`` (a damaged journal:
-    only a successful resume may then clear its lock)."""
-    if not change_id:
-        return "none"
-    try:
-        journals = list_journals(root)
-    except Exception:
-        return "unreadable"
-    journal = next((j for j in journals if j.change_id == change_id), None)
-    if journal is None:
-        return "none"
-    return "recorded" if journal.recorded else "unrecorded"
-
-
-def _newest_of_lineage(journals: list[JournalFile], journal: JournalFile) -> JournalFile:
-    """The last job in the chain of resumes that starts at ``journal``."""
-    resumed_by = {str(j.data.get("resumes")): j for j in journals if j.data.get("resumes")}
-    seen = {journal.change_id}
-    while (newer := resumed_by.get(journal.change_id)) is not None and newer.change_id not in seen:
-        seen.add(newer.change_id)
-        journal = newer
     return journal
 
 

@@ -18,7 +18,10 @@ import sys
 import threading
 from collections.abc import Iterator
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from unfurl_lite.run.executors import Executor
 
 CANCEL_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 KILL_SIGNAL = signal.SIGUSR1
@@ -30,11 +33,11 @@ class JobControl(threading.Event):
 
     def __init__(self) -> None:
         super().__init__()
-        self.executor: Any = None
+        self.executor: Executor | None = None
         self.killed = threading.Event()
         self.forced = threading.Event()
 
-    def attach_executor(self, executor: Any) -> None:
+    def attach_executor(self, executor: Executor) -> None:
         self.executor = executor
         if self.killed.is_set():
             self._kill_now()

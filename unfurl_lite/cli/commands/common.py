@@ -67,7 +67,7 @@ def instance_names(ensemble: str | None) -> list[str]:
 
     from ruamel.yaml import YAML
 
-    from unfurl_lite.record import layout
+    from unfurl_lite.model import status_layout as layout
 
     path = Path(ensemble or ".")
     if path.is_dir():

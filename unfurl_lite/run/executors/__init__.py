@@ -1,7 +1,12 @@
-"""Executors run operations somewhere: a local thread pool, or Celery workers."""
+"""Executors run operations somewhere: a local thread pool, or Celery workers.
+
+The job talks to an executor only through :class:`Executor`: everything it sets or calls
+is declared there, so the job never probes an executor for what it happens to offer.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Protocol
 
@@ -10,16 +15,29 @@ from unfurl_lite.run.operations.base import OperationRequest, OperationResult
 
 class Executor(Protocol):
     name: str
+    #: the most operations the job sends at once (None: no limit): nothing waits inside
+    #: the executor where a soft cancel could not stop it from starting
+    capacity: int | None
+    #: set by the job; the executor calls it (on any thread) with the task id when a sent
+    #: operation really starts, so the job shows "started" then, not when it was sent
+    on_started: Callable[[str], None] | None
+    #: set by the job: the job's secrets, redacted from results before they are stored
+    #: anywhere outside the job process
+    secrets: set[str]
 
     def submit(self, request: OperationRequest) -> Future[OperationResult]: ...
 
     def kill_running(self) -> None:
-        """Kill-cancel: stop every running operation now."""
+        """Kill-cancel: stop every running operation this executor started, now."""
 
     def withdraw_pending(self) -> None:
         """Soft cancel: operations sent but not yet started must not start."""
 
-    def shutdown(self) -> None: ...
+    def shutdown(self) -> None:
+        """The job has ended: wait for what runs, then release everything."""
+
+    def abandon(self) -> None:
+        """Force-cancel: start nothing more and wait for nothing."""
 
 
 def make_executor(kind: str, jobs: int, **options: object) -> Executor:

@@ -1,7 +1,9 @@
 """The default executor: a bounded thread pool in the job's own process.
 
 Operations are mostly subprocesses, so threads give real parallelism while the job
-process keeps sole ownership of the ensemble's state.
+process keeps sole ownership of the ensemble's state. Each executor keeps its own table of
+the commands it started, so a kill-cancel of one job never touches another job's
+operations running in the same process.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from unfurl_lite.run.operations import run_operation
+from unfurl_lite.run.operations import ProcessTable, run_operation
 from unfurl_lite.run.operations.base import OperationRequest, OperationResult
 
 
@@ -17,12 +19,11 @@ class LocalExecutor:
     name = "local"
 
     def __init__(self, jobs: int) -> None:
-        #: the job never sends more than this at once, so nothing waits in the pool's
-        #: queue where a soft cancel could not stop it from starting
-        self.capacity = max(1, jobs)
+        self.capacity: int | None = max(1, jobs)
         self._pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="unfurl-task")
-        # told (on a pool thread) when a queued operation really starts: sent -> started
         self.on_started: Callable[[str], None] | None = None
+        self.secrets: set[str] = set()  # results stay in this process: nothing to redact
+        self.processes = ProcessTable()
 
     def submit(self, request: OperationRequest) -> Future[OperationResult]:
         request.env.setdefault("UNFURL_WORKER", "local")
@@ -31,19 +32,16 @@ class LocalExecutor:
     def _run(self, request: OperationRequest) -> OperationResult:
         if self.on_started is not None:
             self.on_started(request.task_id)
-        return run_operation(request)
+        return run_operation(request, self.processes)
 
     def withdraw_pending(self) -> None:
         """Nothing waits: the job sends at most ``capacity`` operations at once."""
 
     def kill_running(self) -> None:
-        from unfurl_lite.run.operations import shell
-
-        shell.terminate_all()
+        self.processes.terminate_all()
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
     def abandon(self) -> None:
-        """Start nothing more and wait for nothing (force-cancel)."""
         self._pool.shutdown(wait=False, cancel_futures=True)

@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 from unfurl_lite.run.operations.base import OperationRequest, OperationResult, RetryOperation
+from unfurl_lite.run.operations.processes import ProcessTable
 
 
-def run_operation(request: OperationRequest) -> OperationResult:
-    """Run one operation where this process is (a local thread or a worker)."""
+def run_operation(
+    request: OperationRequest, processes: ProcessTable | None = None
+) -> OperationResult:
+    """Run one operation where this process is (a local thread or a worker); a command it
+    starts is in ``processes``, the table of the executor that kill-cancels it."""
     if request.kind == "Shell":
         from unfurl_lite.run.operations import shell
 
-        return shell.run(request)
+        return shell.run(request, processes)
     if request.kind == "Python":
         from unfurl_lite.run.operations import python
 
-        return python.run(request)
+        return python.run(request, processes)
     # Template (and Delegate): nothing runs; `run`/`done` were evaluated by the controller
     if request.dryrun:  # no dry-run form: the job decides what that means for its workflow
         return OperationResult(success=True, modified=False, skipped=True)
@@ -23,4 +27,5 @@ def run_operation(request: OperationRequest) -> OperationResult:
     return OperationResult(success=True, modified=None, outputs=outputs)
 
 
-__all__ = ["OperationRequest", "OperationResult", "RetryOperation", "run_operation"]
+__all__ = ["OperationRequest", "OperationResult", "ProcessTable", "RetryOperation",
+           "run_operation"]

@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from unfurl_lite.run.operations.base import OperationRequest, OperationResult, RetryOperation
+from unfurl_lite.run.operations.output import last_line, tail
+from unfurl_lite.run.operations.processes import ProcessTable, kill
 
 PACKAGE_PARENT = str(Path(__file__).resolve().parents[3])
 _BOOTSTRAP = (
@@ -42,9 +44,7 @@ def resolve(class_name: str, project_root: str) -> Any:
     return getattr(module, attr)
 
 
-def run(request: OperationRequest) -> OperationResult:
-    from unfurl_lite.run.operations import shell
-
+def run(request: OperationRequest, processes: ProcessTable | None = None) -> OperationResult:
     context = {
         "target": request.target,
         "operation": request.operation,
@@ -84,26 +84,18 @@ def run(request: OperationRequest) -> OperationResult:
     reply: list[bytes] = []
     reader = threading.Thread(target=lambda: reply.append(_read_all(read_end)), daemon=True)
     reader.start()
-    with shell._lock:
-        shell._running[request.task_id] = process
-    if shell.watch_processes is not None:
-        shell.watch_processes(process.pid, True)
     timed_out = False
-    try:
-        stdout, stderr = process.communicate(
-            payload, timeout=float(request.timeout) if request.timeout else None
-        )
-    except subprocess.TimeoutExpired:
-        shell._kill(process)
-        stdout, stderr = process.communicate()
-        timed_out = True
-    finally:
-        with shell._lock:
-            shell._running.pop(request.task_id, None)
-        if shell.watch_processes is not None:
-            shell.watch_processes(process.pid, False)
+    with (processes or ProcessTable()).running(request.task_id, process):
+        try:
+            stdout, stderr = process.communicate(
+                payload, timeout=float(request.timeout) if request.timeout else None
+            )
+        except subprocess.TimeoutExpired:
+            kill(process)
+            stdout, stderr = process.communicate()
+            timed_out = True
     reader.join()
-    printed = {k: shell._tail(v) for k, v in (("stdout", stdout), ("stderr", stderr)) if v}
+    printed = {k: tail(v) for k, v in (("stdout", stdout), ("stderr", stderr)) if v}
     if timed_out:
         return OperationResult(success=False, modified=None, outputs=printed,
                                error=f"timed out after {request.timeout} s")
@@ -117,7 +109,7 @@ def run(request: OperationRequest) -> OperationResult:
         return OperationResult(
             success=False, modified=None, outputs=printed,
             error=f"Python operation {request.class_name!r} {why} without a result: "
-            f"{shell._last_line(stderr)}",
+            f"{last_line(stderr)}",
         )
     result = _from_answer(answer, request.class_name)
     result.outputs = {**printed, **result.outputs}

@@ -7,28 +7,16 @@ not silently depend on (or leak) whatever happened to be in the caller's environ
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
 import subprocess
-import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
-from unfurl_lite.cli.terminal import strip_ansi
 from unfurl_lite.run.operations.base import OperationRequest, OperationResult
+from unfurl_lite.run.operations.output import OUTPUT_LIMIT, last_line, strip_ansi, tail
+from unfurl_lite.run.operations.processes import KILL_GRACE_SECONDS, ProcessTable, kill
 from unfurl_lite.security.paths import PathError, confine
 
 RETRY_EXIT_CODE = 75  # EX_TEMPFAIL: the command asks to be tried again
-OUTPUT_LIMIT = 64 * 1024
-KILL_GRACE_SECONDS = 5.0
-
-_running: dict[str, subprocess.Popen[str]] = {}
-_lock = threading.Lock()
-#: told of each command's process group as it starts (True) and ends (False): a Celery
-#: worker's watchdog kills them if the worker dies
-watch_processes: Callable[[int, bool], None] | None = None
 
 
 def command_line(command: Any, dryrun_arg: str | None, dryrun: bool) -> Any:
@@ -52,7 +40,9 @@ def command_line(command: Any, dryrun_arg: str | None, dryrun: bool) -> Any:
     return text.replace("%dryrun%", "")
 
 
-def run(request: OperationRequest) -> OperationResult:
+def run(request: OperationRequest, processes: ProcessTable | None = None) -> OperationResult:
+    """Run the command; while it runs it is in ``processes``, the executor's table that a
+    kill-cancel of this job stops."""
     inputs = request.inputs
     command = inputs.get("command")
     if command is None or command == "" or command == []:
@@ -94,28 +84,20 @@ def run(request: OperationRequest) -> OperationResult:
         return OperationResult(
             success=False, modified=False, error=f"could not start command: {exc}"
         )
-    with _lock:
-        _running[request.task_id] = process
-    if watch_processes is not None:
-        watch_processes(process.pid, True)
-    try:
-        stdout, stderr = process.communicate(timeout=float(timeout) if timeout else None)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        _kill(process)
-        stdout, stderr = process.communicate()
-        timed_out = True
-    finally:
-        with _lock:
-            _running.pop(request.task_id, None)
-        if watch_processes is not None:
-            watch_processes(process.pid, False)
+    with (processes or ProcessTable()).running(request.task_id, process):
+        try:
+            stdout, stderr = process.communicate(timeout=float(timeout) if timeout else None)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            kill(process)
+            stdout, stderr = process.communicate()
+            timed_out = True
     code = process.returncode
     stdout, stderr = strip_ansi(stdout or ""), strip_ansi(stderr or "")  # records stay plain
     outputs = {
         "returncode": code,
-        "stdout": _tail(stdout),
-        "stderr": _tail(stderr),
+        "stdout": tail(stdout),
+        "stderr": tail(stderr),
         "duration": round(time.monotonic() - started, 3),
     }
     if timed_out:
@@ -142,48 +124,8 @@ def run(request: OperationRequest) -> OperationResult:
         success=False,
         modified=True,
         outputs=outputs,
-        error=f"exit code {code}: {_last_line(stderr or stdout)}",
+        error=f"exit code {code}: {last_line(stderr or stdout)}",
     )
 
 
-def _tail(text: str | None) -> str:
-    text = text or ""
-    return text if len(text) <= OUTPUT_LIMIT else "...\n" + text[-OUTPUT_LIMIT:]
-
-
-def _last_line(text: str | None) -> str:
-    lines = [line for line in (text or "").splitlines() if line.strip()]
-    return lines[-1][:300] if lines else "(no output)"
-
-
-def _kill(process: subprocess.Popen[str], grace: float = KILL_GRACE_SECONDS) -> None:
-    """SIGTERM the command's process group, then SIGKILL after ``grace`` seconds."""
-    try:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-
-
-def terminate_all(grace: float = KILL_GRACE_SECONDS) -> list[str]:
-    """Kill every running command (kill-cancel); returns the task ids that were running."""
-    with _lock:
-        running = list(_running.items())
-    threads = [threading.Thread(target=_kill, args=(p, grace)) for _, p in running]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return [task_id for task_id, _ in running]
-
-
-def terminate_tasks(task_ids: set[str], grace: float = KILL_GRACE_SECONDS) -> list[str]:
-    """Kill the commands of these tasks only (a worker told to terminate some tasks)."""
-    with _lock:
-        running = [(t, p) for t, p in _running.items() if t in task_ids]
-    for _, process in running:
-        threading.Thread(target=_kill, args=(process, grace), daemon=True).start()
-    return [task_id for task_id, _ in running]
+__all__ = ["KILL_GRACE_SECONDS", "OUTPUT_LIMIT", "run"]

@@ -1,29 +1,20 @@
-"""The status layout: Unfurl writes an instance hosted on another nested under its host's
-record (``instances:`` inside the host's entry), so both tools must read and write that
-shape; a flat layout (older unfurl-lite) still reads. The pure reading and nesting functions
-live in :mod:`unfurl_lite.model.status_layout` (loading needs them too); this module adds
-the relationship instances a job records."""
+"""Relationship instances: where a relationship operation's status is recorded.
+
+Unfurl records a relationship instance under its source's ``requirements:``, named after
+its target, created the first time an operation runs on it; its ``capability`` names the
+target's capability the requirement connects to.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from unfurl_lite.model.entities import Instance, Status
-from unfurl_lite.model.status_layout import (  # noqa: F401 (the layout, as records use it)
-    CHILDREN,
-    HOSTED_ON,
-    flatten,
-    has_nested,
-    host_instances,
-    nest,
-)
-from unfurl_lite.model.topology import (
-    as_mapping,
-    capabilities_of,
-    matching_capability,
-    wanted_capability,
-)
+from unfurl_lite.load.problems import mapping
+from unfurl_lite.load.structure import split_types
+from unfurl_lite.model.entities import Instance, NodeState, Status
+from unfurl_lite.model.topology import capabilities_of, matching_capability, wanted_capability
 
 if TYPE_CHECKING:
     from unfurl_lite.plan.tasks import Task
@@ -62,13 +53,32 @@ def relationship_type(task: Task) -> str:
 def capability_ref(spec: Mapping[str, Any], source: str, requirement: str, target: str) -> str:
     """Unfurl's ``capability`` of a relationship instance: the target's capability the
     requirement connects to, ``::target::.capabilities::[.name=NAME]``."""
-    service = as_mapping(spec.get("service_template"))
-    from unfurl_lite.load.structure import split_types
-
-    node_types = {**split_types(service.get("types"))[0], **as_mapping(service.get("node_types"))}
-    templates = as_mapping(as_mapping(service.get("topology_template")).get("node_templates"))
-    wanted = wanted_capability(as_mapping(templates.get(source)), node_types, requirement)
-    capabilities = capabilities_of(as_mapping(templates.get(target)).get("type"), node_types)
+    service = mapping(spec.get("service_template"))
+    node_types = {**split_types(service.get("types"))[0], **mapping(service.get("node_types"))}
+    templates = mapping(mapping(service.get("topology_template")).get("node_templates"))
+    wanted = wanted_capability(mapping(templates.get(source)), node_types, requirement)
+    capabilities = capabilities_of(mapping(templates.get(target)).get("type"), node_types)
     name = "host" if requirement == "host" and "host" in capabilities else "feature"
     name = matching_capability(capabilities, wanted) or name
     return f"::{target}::.capabilities::[.name={name}]"
+
+
+#: relationship operations that take the relationship away
+_UNLINKING = frozenset({"remove_target", "remove_source", "unlink"})
+
+
+def on_relationship(task: Task, node: Instance) -> Task:
+    """A relationship operation's task as it applies to its relationship instance (as
+    Unfurl records it: ok and configured once linked, absent once unlinked); the status it
+    would have given the node it runs on is applied to the node here."""
+    if task.done_state is not None:
+        node.state = task.done_state
+    if task.done_status is not None:
+        node.status = task.done_status
+    unlinking = task.name in _UNLINKING
+    return replace(
+        task,
+        running_state=None,
+        done_state=None if unlinking else NodeState.configured,
+        done_status=Status.absent if unlinking else Status.ok,
+    )

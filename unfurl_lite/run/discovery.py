@@ -1,0 +1,57 @@
+"""Instances an operation reports (``resources``): discovered ones are added to the
+ensemble, known ones take the attributes and status reported for them."""
+
+from __future__ import annotations
+
+import logging
+
+from unfurl_lite.load import guard
+from unfurl_lite.model.entities import Instance, NodeState, Status
+from unfurl_lite.run.operations.base import OperationResult
+
+
+def add_discovered(
+    instances: dict[str, Instance], result: OperationResult, change_id: str = "",
+    creator: str = "",
+) -> bool:
+    """Instances an operation found: new ones are recorded as discovered (created: false),
+    known ones get the attributes and status reported for them. True if any was new."""
+    added = False
+    for resource in result.resources:
+        name = str(resource.get("name") or "")
+        if not name:
+            continue
+        if guard.control_character(name):
+            logging.getLogger(__name__).warning(
+                "warning: discovered instance %r ignored: its name contains a control "
+                "character", name)
+            continue
+        ready = resource.get("status") or resource.get("readyState")
+        if isinstance(ready, dict):
+            ready = ready.get("local")
+        status = str(ready or "ok").lower()
+        known = instances.get(name)
+        if known is not None:
+            before = known.status
+            known.attributes.update(resource.get("attributes") or {})
+            if ready and status in Status.__members__:
+                known.status = Status(status)
+            if known.status != before and change_id:
+                known.last_state_change = change_id
+            continue
+        made = bool(resource.get("createdByTask"))  # by a resultTemplate: it created it
+        spec = (resource.get("readyState") or {}) if made else {}
+        state = str(spec.get("state")) if isinstance(spec, dict) else None
+        instances[name] = Instance(
+            name=name,
+            template=str(resource.get("template") or name),
+            status=Status(status) if status in Status.__members__ else Status.ok,
+            state=NodeState(state) if state and state in NodeState.__members__ else None,
+            attributes=dict(resource.get("attributes") or {}),
+            created=f"::{creator}" if made else False,
+            last_state_change=None if made else change_id or None,
+            last_config_change=change_id or None if made else None,
+            protected=made and resource.get("protected") in (True, "true", "True", "yes"),
+        )
+        added = True
+    return added

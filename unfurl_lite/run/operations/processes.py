@@ -1,0 +1,82 @@
+"""The commands an executor has running, so a kill-cancel can stop them.
+
+Each executor owns one table: a job's kill-cancel stops the operations that job's executor
+started and nothing else, even when several jobs run in one process (library users, tests)
+or one Celery worker runs tasks of several jobs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+KILL_GRACE_SECONDS = 5.0
+
+#: told of each command's process group as it starts (True) and ends (False)
+Watcher = Callable[[int, bool], None]
+
+
+class ProcessTable:
+    """The commands (process groups) running, each with its task's id."""
+
+    def __init__(self, watch: Watcher | None = None) -> None:
+        # keyed by the process: two jobs' tasks may share a changeId (ensembles apart)
+        self._running: dict[int, tuple[str, subprocess.Popen[Any]]] = {}
+        self._lock = threading.Lock()
+        #: a Celery worker's watchdog kills these groups if the worker itself dies
+        self.watch = watch
+
+    @contextlib.contextmanager
+    def running(self, task_id: str, process: subprocess.Popen[Any]) -> Iterator[None]:
+        """``process`` is in the table while the block runs."""
+        with self._lock:
+            self._running[id(process)] = (task_id, process)
+        if self.watch is not None:
+            self.watch(process.pid, True)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._running.pop(id(process), None)
+            if self.watch is not None:
+                self.watch(process.pid, False)
+
+    def task_ids(self) -> list[str]:
+        with self._lock:
+            return [task_id for task_id, _ in self._running.values()]
+
+    def terminate_all(self, grace: float = KILL_GRACE_SECONDS) -> list[str]:
+        """Kill every command in this table and wait for them; returns their task ids."""
+        with self._lock:
+            running = list(self._running.values())
+        threads = [threading.Thread(target=kill, args=(p, grace)) for _, p in running]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return [task_id for task_id, _ in running]
+
+    def terminate(self, task_ids: set[str], grace: float = KILL_GRACE_SECONDS) -> list[str]:
+        """Kill the commands of these tasks only, without waiting."""
+        with self._lock:
+            running = [(t, p) for t, p in self._running.values() if t in task_ids]
+        for _, process in running:
+            threading.Thread(target=kill, args=(process, grace), daemon=True).start()
+        return [task_id for task_id, _ in running]
+
+
+def kill(process: subprocess.Popen[Any], grace: float = KILL_GRACE_SECONDS) -> None:
+    """SIGTERM the command's process group, then SIGKILL after ``grace`` seconds."""
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass

@@ -1,0 +1,178 @@
+"""A job's data and its outcome: the options it runs with, each task's run, the result,
+and the rules that turn the runs into the job's status and summary."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from unfurl_lite.model.entities import Instance, NodeState, Priority, Status
+from unfurl_lite.plan.tasks import Plan, Task
+from unfurl_lite.run.observer import JobState, TaskState
+from unfurl_lite.run.operations.base import OperationResult
+
+OBSERVING = ("check", "discover")  # reasons whose operations change nothing live
+
+
+@dataclass
+class JobOptions:
+    workflow: str
+    dryrun: bool = False
+    commit: bool = True
+    message: str | None = None
+    jobs: int = 0  # 0: the number of cores
+    jobexitcode: str = "error"
+    env_passthrough: bool = False
+    allow_outside_paths: bool = False
+    retries: int = 0
+    retry_interval: float = 1.0
+    recorded: dict[str, Any] = field(default_factory=dict)  # options shown in lastJob
+
+    @property
+    def parallelism(self) -> int:
+        return self.jobs if self.jobs > 0 else (os.cpu_count() or 2)
+
+
+@dataclass
+class TaskRun:
+    task: Task
+    state: TaskState = TaskState.pending
+    change_id: str | None = None
+    previous_id: str | None = None
+    inputs: dict[str, Any] = field(default_factory=dict)
+    result: OperationResult | None = None
+    status: Status | None = None  # the task's own outcome: ok, degraded, error, unknown
+    changed: bool = False
+    attempts: int = 0
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    message: str | None = None  # why it was blocked or skipped, or its error
+    prior_state: NodeState | None = None
+    worker: str | None = None
+    carried: bool = False  # finished in the job this one resumes; not run or recorded again
+    interrupted: str | None = None  # the state it was in when its job process died
+    retries: list[str] = field(default_factory=list)  # why each rescheduled attempt failed
+
+    @property
+    def counted(self) -> bool:
+        return not self.task.is_passthrough or self.task.failure is not None
+
+    @property
+    def ran(self) -> bool:
+        return (
+            self.state in (TaskState.succeeded, TaskState.failed)
+            and self.change_id is not None
+            and not self.carried
+        )
+
+
+@dataclass
+class JobResult:
+    job_id: str
+    workflow: str
+    state: JobState
+    status: Status
+    runs: list[TaskRun]
+    plan: Plan
+    started_at: datetime
+    ended_at: datetime
+    summary: str
+    instances: dict[str, Instance]
+    effective: dict[str, Status]
+    secrets: set[str]
+    previous_id: str | None = None
+    start_commit: str | None = None
+    commit: str | None = None
+    written: list[str] = field(default_factory=list)
+    dryrun: bool = False
+    not_committed: str | None = None  # why records that were written have no commit
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return summary_counts(self.runs)
+
+    @property
+    def changed_anything(self) -> bool:
+        return any(r.ran for r in self.runs) or any(
+            r.task.is_passthrough and r.state == TaskState.succeeded for r in self.runs
+        )
+
+    def exit_code(self, jobexitcode: str) -> int:
+        """64 when the job ended at the given status or worse (Unfurl's --jobexitcode)."""
+        if self.state == JobState.cancelled:
+            return 64 if jobexitcode != "never" else 0
+        worst = {"error": (Status.error,), "degraded": (Status.error, Status.degraded)}
+        return 64 if self.status in worst.get(jobexitcode, ()) else 0
+
+
+@dataclass
+class Resumed:
+    """What a resumed job starts from: the instances as the earlier job left them and the
+    runs it finished (``carried``), keyed by task number."""
+
+    job_id: str
+    instances: dict[str, Instance]
+    runs: dict[int, TaskRun]
+
+
+
+#: Unfurl's own workflows, where a dry run follows Unfurl's rules
+UNFURL_WORKFLOWS = frozenset({"deploy", "undeploy", "check", "discover", "run"})
+
+
+def summary_counts(runs: list[TaskRun]) -> dict[str, int]:
+    counted = [r for r in runs if r.counted]
+    return {
+        "tasks": len(counted),
+        "changed": sum(1 for r in counted if r.changed),
+        "ok": sum(1 for r in counted if r.state == TaskState.succeeded),
+        "failed": sum(
+            1 for r in counted if r.state == TaskState.failed and r.status != Status.unknown
+        ),
+        "blocked": sum(1 for r in counted if r.state == TaskState.blocked),
+        "unknown": sum(
+            1 for r in counted if r.state == TaskState.failed and r.status == Status.unknown
+        ),
+        "skipped": sum(1 for r in counted if r.state == TaskState.skipped),
+    }
+
+
+def summary_text(counts: dict[str, int]) -> str:
+    return (
+        f"{counts['tasks']} tasks ({counts['changed']} changed, {counts['ok']} ok, "
+        f"{counts['failed']} failed, {counts['blocked']} blocked, {counts['unknown']} unknown, "
+        f"{counts['skipped']} skipped)"
+    )
+
+
+def job_status(runs: list[TaskRun], instances: dict[str, Instance]) -> Status:
+    """The worst outcome: a failed or blocked task, or a check that found its instance in
+    error or degraded (a check job that finds errors must not exit 0)."""
+    worst = Status.ok
+    for run in runs:
+        if found_unhealthy(run) and not run.task.ignore_failure:
+            instance = instances.get(run.task.target)
+            optional = instance is not None and instance.priority == Priority.optional
+            if run.status == Status.degraded or optional:
+                worst = Status.degraded if worst == Status.ok else worst
+                continue
+            return Status.error
+        if run.state not in (TaskState.failed, TaskState.blocked) or run.task.ignore_failure:
+            continue
+        instance = instances.get(run.task.target)
+        if instance is not None and instance.priority == Priority.optional:
+            worst = Status.degraded if worst == Status.ok else worst
+        else:
+            return Status.error
+    return worst
+
+
+def found_unhealthy(run: TaskRun) -> bool:
+    """A check that ran and found its instance in error or degraded."""
+    return (
+        run.task.reason == "check"
+        and run.state == TaskState.succeeded
+        and run.status in (Status.error, Status.degraded)
+    )

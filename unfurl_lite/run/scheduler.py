@@ -1,0 +1,435 @@
+"""The scheduler: tasks in dependency order on an executor, each result applied to its
+instance as it arrives, retries, guards, and the three kinds of cancel.
+
+It lives only as long as one :func:`~unfurl_lite.run.job.run_plan`; the job process owns
+the ensemble, so every status decision is made here, never where the operation ran.
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+import time
+from collections import deque
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from unfurl_lite.errors import UnfurlLiteError
+from unfurl_lite.expressions.context import make_context, render_inputs, spec_secrets
+from unfurl_lite.expressions.expr import ExpressionError, evaluate
+from unfurl_lite.expressions.limits import RENDER_SECONDS
+from unfurl_lite.load.loader import Ensemble
+from unfurl_lite.model import changeid
+from unfurl_lite.model.entities import Instance, Status
+from unfurl_lite.plan.tasks import Plan, Task
+from unfurl_lite.run.discovery import add_discovered
+from unfurl_lite.run.executors import Executor
+from unfurl_lite.run.observer import JobState, Observer, TaskState
+from unfurl_lite.run.operations.base import DRYRUN_NOT_SUPPORTED, OperationRequest, OperationResult
+from unfurl_lite.run.outcome import OBSERVING, UNFURL_WORKFLOWS, JobOptions, Resumed, TaskRun
+from unfurl_lite.run.relationships import on_relationship, relationship_instance
+from unfurl_lite.run.results import apply_post_inputs
+from unfurl_lite.run.routing import agent_of
+from unfurl_lite.run.signals import JobControl
+from unfurl_lite.run.status import on_failure, on_start, on_success
+from unfurl_lite.security import environment as openv
+from unfurl_lite.security.environment import base_environment
+from unfurl_lite.security.redaction import redact_text
+from unfurl_lite.security.taint import secrets_in
+
+CANCEL_POLL = 0.2  # seconds between looks at the cancel event while operations run
+EXPLICIT_RETRY_LIMIT = 3  # retries granted to an operation that asks for one (exit 75)
+
+
+@dataclass
+class Scheduler:
+    """The moving parts of one run; lives only as long as :func:`run_plan`."""
+
+    ensemble: Ensemble
+    plan: Plan
+    options: JobOptions
+    executor: Executor
+    observer: Observer
+    job_id: changeid.ChangeId
+    cancel: threading.Event
+    instances: dict[str, Instance] = field(default_factory=dict)
+    runs: dict[int, TaskRun] = field(default_factory=dict)
+    waiting: dict[int, int] = field(default_factory=dict)
+    dependents: dict[int, list[int]] = field(default_factory=dict)
+    ready: deque[int] = field(default_factory=deque)
+    delayed: list[tuple[float, int]] = field(default_factory=list)
+    running: dict[Future[OperationResult], int] = field(default_factory=dict)
+    next_task_number: int = 1
+    secrets: set[str] = field(default_factory=set)
+    env: dict[str, str] = field(default_factory=dict)
+    resumed: Resumed | None = None
+    cancelling: bool = False
+    wakeup: Future[None] = field(default_factory=Future)
+    newly_started: list[str] = field(default_factory=list)
+    started_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def setup(self) -> None:
+        self.instances = {n: i for n, i in self.ensemble.instances.items()}
+        self.instances.update(self.plan.new_instances)
+        if self.resumed is not None:
+            self.instances = dict(self.resumed.instances)
+            self.runs.update(self.resumed.runs)
+        self.env = base_environment(self.options.env_passthrough)
+        self.secrets.update(spec_secrets(self.ensemble.topology))
+        self.observer.secrets_known(self.secrets)
+        for task in self.plan.tasks:
+            self.runs.setdefault(task.number, TaskRun(task))
+            self.waiting[task.number] = sum(
+                1 for d in task.after if not (d in self.runs and self.runs[d].carried)
+            )
+            for dep in task.after:
+                self.dependents.setdefault(dep, []).append(task.number)
+        self.ready.extend(
+            t.number
+            for t in self.plan.tasks
+            if not self.waiting[t.number] and not self.runs[t.number].carried
+        )
+        self.executor.on_started = self.operation_started
+        self.executor.secrets = self.secrets  # redacted out of results where they are kept
+        self.observer.job_started(
+            str(self.job_id), self.instances, [self.runs[t.number] for t in self.plan.tasks]
+        )
+
+    def operation_started(self, task_id: str) -> None:
+        """Called on the executor's thread: hand over to the loop, which owns the state."""
+        with self.started_lock:
+            self.newly_started.append(task_id)
+            if not self.wakeup.done():
+                self.wakeup.set_result(None)
+
+    def mark_started(self) -> None:
+        with self.started_lock:
+            started, self.newly_started = self.newly_started, []
+            self.wakeup = Future()
+        by_id = {self.runs[n].change_id: self.runs[n] for n in self.running.values()}
+        for task_id in started:
+            run = by_id.get(task_id)
+            if run is not None and run.state == TaskState.sent:
+                run.state = TaskState.started
+                self.observer.task_started(run)  # "started" when it starts, not when sent
+                self.observer.task_changed(run)
+
+    def loop(self) -> None:
+        while self.ready or self.running or self.delayed:
+            capacity = self.executor.capacity
+            while self.ready and not self.cancel.is_set() and (
+                capacity is None or len(self.running) < capacity
+            ):
+                self.start(self.ready.popleft())
+            if self.cancel.is_set() and not self.cancelling:
+                self.cancelling = True
+                self.observer.job_changed(JobState.cancelling)
+                self.executor.withdraw_pending()
+            if self.cancel.is_set() and not self.running:
+                break
+            if isinstance(self.cancel, JobControl) and self.cancel.forced.is_set():
+                self.abandon_running()
+                break
+            timeout = None
+            if self.delayed:
+                timeout = max(0.0, self.delayed[0][0] - time.monotonic())
+            if self.running:
+                if not self.cancel.is_set():  # a signal handler only sets the event: poll it
+                    timeout = min(timeout, CANCEL_POLL) if timeout is not None else CANCEL_POLL
+                waiting_on: list[Future[Any]] = [*self.running, self.wakeup]
+                done, _ = wait(waiting_on, timeout=timeout, return_when=FIRST_COMPLETED)
+                if self.wakeup.done():
+                    self.mark_started()
+                for future in done:
+                    if future not in self.running:
+                        continue
+                    number = self.running.pop(future)
+                    self.finish(number, _result_of(future))
+            elif timeout:
+                self.cancel.wait(timeout)
+            now = time.monotonic()
+            while self.delayed and self.delayed[0][0] <= now:
+                _, number = heapq.heappop(self.delayed)
+                self.ready.append(number)
+
+    def abandon_running(self) -> None:
+        """Force-cancel: record the running tasks with an unknown outcome, wait for none."""
+        for future, number in list(self.running.items()):
+            del self.running[future]
+            self.runs[number].result = OperationResult(
+                success=False, modified=None,
+                error="force-cancelled: left running, its outcome is unknown",
+            )  # fmt: skip
+            self.conclude(self.runs[number])
+
+    # -- a task's life
+
+    def start(self, number: int) -> None:
+        run = self.runs[number]
+        task = run.task
+        guard_why = self.guard_fails(task)
+        if guard_why is not None:
+            return self.complete(run, TaskState.skipped, guard_why)
+        failed_dep = next(
+            (
+                d
+                for d in task.after
+                if not (task.guard and d in task.guard.if_failed)
+                if self.runs[d].state in (TaskState.failed, TaskState.blocked)
+                and not self.runs[d].task.ignore_failure
+            ),
+            None,
+        )
+        if failed_dep is not None:
+            dep = self.runs[failed_dep].task
+            return self.complete(
+                run, TaskState.blocked, f"{dep.name} on {dep.target} did not succeed"
+            )
+        in_error = next(  # e.g. a resultTemplate that set readyState: error
+            (
+                self.runs[d].task.target
+                for d in task.after
+                if self.runs[d].state == TaskState.succeeded
+                and self.runs[d].task.target != task.target
+                and not self.runs[d].task.ignore_failure
+                and self.instances[self.runs[d].task.target].status == Status.error
+            ),
+            None,
+        )
+        if in_error is not None and not self.options.dryrun:
+            return self.complete(run, TaskState.blocked, f"{in_error} is in error")
+        instance = self.instances[task.target]
+        if task.skip_when is not None and instance.status == task.skip_when:
+            return self.complete(run, TaskState.skipped, f"skipped: already {task.skip_when}")
+        if task.failure is not None:
+            return self.complete(run, TaskState.failed, task.failure)
+        if task.is_passthrough:
+            if self.plan.affects_history:
+                on_success(instance, task, OperationResult(success=True, modified=False), "")
+            return self.complete(run, TaskState.succeeded)
+        if run.change_id is None:
+            run.change_id = str(self.job_id.for_task(self.next_task_number))
+            self.next_task_number += 1
+            spec = self.ensemble.spec
+            subject = relationship_instance(self.instances, task, spec) or instance
+            run.previous_id = (
+                subject.last_state_change
+                if task.reason == "check"
+                else subject.last_config_change
+            )
+            run.prior_state = instance.state
+        run.started_at = run.started_at or datetime.now(UTC)
+        try:
+            request = self.request_for(run, instance)
+        except (ExpressionError, UnfurlLiteError) as exc:
+            run.result = OperationResult(success=False, modified=False, error=exc.message)
+            return self.conclude(run)
+        except Exception as exc:  # any failure preparing a task is that task's failure
+            run.result = OperationResult(
+                success=False, modified=False, error=f"{type(exc).__name__}: {exc}"
+            )
+            return self.conclude(run)
+        run.state = TaskState.sending
+        if self.plan.affects_history:
+            on_start(instance, task)
+        run.attempts += 1
+        self.observer.task_changed(run)
+        run.state = TaskState.sent
+        self.observer.task_changed(run)
+        self.running[self.executor.submit(request)] = number
+
+    def guard_fails(self, task: Task) -> str | None:
+        """Why a guarded task is skipped, or None when it should run."""
+        guard = task.guard
+        if guard is None:
+            return None
+        if guard.if_failed and not any(
+            self.runs[n].state in (TaskState.failed, TaskState.blocked) for n in guard.if_failed
+        ):
+            return "skipped: nothing failed"
+        if guard.if_ran and not any(
+            self.runs[n].state in (TaskState.succeeded, TaskState.failed) for n in guard.if_ran
+        ):
+            return "skipped: nothing was reinstalled"
+        if guard.unless_failed and any(
+            self.runs[n].state in (TaskState.failed, TaskState.blocked) for n in guard.unless_failed
+        ):
+            return "skipped: an earlier step failed"
+        if guard.unless_ok and all(
+            self.instances[n].status == Status.ok for n in guard.unless_ok if n in self.instances
+        ):
+            return "skipped: healthy"
+        return None
+
+    def request_for(self, run: TaskRun, instance: Instance) -> OperationRequest:
+        task = run.task
+        op = task.operation
+        assert op is not None and op.implementation is not None
+        ctx = make_context(
+            self.ensemble.topology, self.instances, task.target, task.source, task.peer
+        )
+        ctx.project_root = self.ensemble.project_root
+        ctx.allow_outside_paths = self.options.allow_outside_paths
+        ctx.env_passthrough = self.options.env_passthrough
+        began = time.monotonic()
+        ctx.time_limit = op.timeout if op.timeout else RENDER_SECONDS
+        ctx.deadline = began + ctx.time_limit
+        inputs = dict(op.inputs)
+        if op.implementation.primary and "command" not in inputs:
+            inputs["command"] = op.implementation.primary
+        template = self.ensemble.topology.templates.get(instance.template)
+        properties = dict(template.properties) if template else {}
+        attributes = dict(instance.attributes)
+        try:
+            run.inputs = render_inputs(inputs, task.extra_inputs, ctx, task.allow_override)
+            if op.implementation.kind == "Python":  # its code may read any: send values
+                properties = dict(ctx.self_view.get("properties") or {})
+                attributes = dict(ctx.self_view.get("attributes") or {})
+            environment = (
+                {k: evaluate(v, ctx) for k, v in op.environment.items()}
+                if op.environment is not None
+                else None
+            )
+        finally:
+            self.secrets.update(ctx.secrets)
+        self.secrets.update(secrets_in(run.inputs))
+        self.secrets.update(secrets_in(properties))
+        self.secrets.update(secrets_in(attributes))
+        env = {**self.env, "UNFURL_JOB": str(self.job_id), "UNFURL_CHANGEID": run.change_id or ""}
+        if environment is not None:
+            self.secrets.update(secrets_in(environment))
+            env = openv.apply_rules(environment, env)
+        return OperationRequest(
+            task_id=run.change_id or "",
+            kind=op.implementation.kind,
+            class_name=op.implementation.class_name,
+            target=instance.name,
+            operation=op.qualified_name,
+            inputs=run.inputs,
+            cwd=str(self.ensemble.project_root),
+            env=env,
+            timeout=max(0.001, op.timeout - (time.monotonic() - began)) if op.timeout else None,
+            dryrun=self.options.dryrun,
+            attributes=attributes,
+            properties=properties,
+            queue=agent_of(self.ensemble.topology, instance.template),
+            allow_outside_paths=self.options.allow_outside_paths,
+        )
+
+    def finish(self, number: int, result: OperationResult) -> None:
+        run = self.runs[number]
+        run.result = result
+        run.worker = result.worker
+        if not result.success and self._retry(run, result):
+            return
+        if not self.options.dryrun and not result.skipped:
+            try:
+                ctx = make_context(
+                    self.ensemble.topology,
+                    self.instances,
+                    run.task.target,
+                    run.task.source,
+                    run.task.peer,
+                )
+                ctx.project_root = self.ensemble.project_root
+                ctx.allow_outside_paths = self.options.allow_outside_paths
+                ctx.env_passthrough = self.options.env_passthrough
+                try:
+                    apply_post_inputs(run.inputs, result, ctx)
+                finally:
+                    self.secrets.update(ctx.secrets)
+                if run.task.reason in OBSERVING and result.status:
+                    # a check that reports a status has done its job, whatever its exit code
+                    result.success, result.error = True, None
+            except (ExpressionError, UnfurlLiteError) as exc:
+                # as Unfurl: the task fails and the instance's status is unknown
+                result.success, result.modified = False, None
+                result.error = f"resultTemplate/done: {exc.message}"
+            except Exception as exc:  # the task's failure, not the job's
+                result.success = False
+                result.error = redact_text(
+                    f"resultTemplate/done: {type(exc).__name__}: {exc}", self.secrets
+                )
+        self.conclude(run)
+
+    def _retry(self, run: TaskRun, result: OperationResult) -> bool:
+        op = run.task.operation
+        policy = op.retry if op else None
+        limit = policy.max_retries if policy else self.options.retries
+        if result.retry:
+            limit = max(limit, EXPLICIT_RETRY_LIMIT)
+        if run.attempts > limit or self.cancel.is_set():
+            return False
+        interval = policy.interval if policy else self.options.retry_interval
+        backoff = policy.backoff if policy else 2.0
+        delay = interval * (backoff ** (run.attempts - 1))
+        run.state = TaskState.rescheduled
+        run.message = redact_text(
+            f"rescheduled after attempt {run.attempts}: {result.error}", self.secrets
+        )
+        run.retries.append(redact_text(f"attempt {run.attempts}: {result.error}", self.secrets))
+        self.observer.task_rescheduled(run, delay)
+        self.observer.task_changed(run)
+        heapq.heappush(self.delayed, (time.monotonic() + delay, run.task.number))
+        return True
+
+    def conclude(self, run: TaskRun) -> None:
+        result = run.result or OperationResult(success=False, modified=None)
+        instance = self.instances[run.task.target]
+        change_id = run.change_id or ""
+        if self.options.dryrun and result.skipped and self.plan.workflow in UNFURL_WORKFLOWS:
+            # Unfurl fails a task whose operation has no dry-run form (Cloudify's preview
+            # workflows only list it)
+            result.success, result.error, result.skipped = False, DRYRUN_NOT_SUPPORTED, False
+        if self.options.dryrun or not self.plan.affects_history:
+            state = TaskState.succeeded if result.success else TaskState.failed
+            run.status = Status.ok if result.success else Status.error
+            run.changed = bool(result.modified) and not self.options.dryrun
+            return self.complete(run, state, result.error)
+        relationship = relationship_instance(self.instances, run.task, self.ensemble.spec)
+        if relationship is not None:
+            instance, task = relationship, on_relationship(run.task, instance)
+        else:
+            task = run.task
+        if result.protected is not None:
+            instance.protected = result.protected
+        if result.success:
+            changed = on_success(instance, task, result, change_id)
+            observing = run.task.reason in OBSERVING
+            run.status = instance.status if observing else Status.ok
+            run.changed = changed if observing else bool(result.modified) or changed
+            if add_discovered(self.instances, result, change_id, run.task.target):
+                run.changed = True
+            return self.complete(run, TaskState.succeeded)
+        changed = on_failure(instance, task, result, change_id, run.prior_state)
+        run.changed = bool(result.modified) or changed
+        run.status = Status.unknown if result.modified is None else Status.error
+        if result.outputs.get("timeout") or (result.error or "").startswith("resultTemplate/"):
+            # Unfurl: a timed-out operation or a failed resultTemplate is an `error` task
+            run.status, run.changed = Status.error, True
+        if run.task.reason == "check":
+            run.status = instance.status
+        self.complete(run, TaskState.failed, result.error)
+
+    def complete(self, run: TaskRun, state: TaskState, message: str | None = None) -> None:
+        run.state = state
+        run.message = redact_text(message, self.secrets) if message else message
+        run.ended_at = datetime.now(UTC)
+        self.observer.task_finished(run)
+        self.observer.task_changed(run)
+        for dependent in self.dependents.get(run.task.number, ()):
+            self.waiting[dependent] -= 1
+            if self.waiting[dependent] == 0:
+                self.ready.append(dependent)
+
+
+def _result_of(future: Future[OperationResult]) -> OperationResult:
+    """An executor or transport failure, or an exit raised inside the operation
+    (``SystemExit``, ``KeyboardInterrupt`` raised by its code: the future holds it, so it
+    is not the user's Ctrl-C, which only sets the cancel event), is the task's failure."""
+    exc = future.exception()
+    if exc is None:
+        return future.result()
+    return OperationResult(success=False, modified=None, error=f"{type(exc).__name__}: {exc}")
