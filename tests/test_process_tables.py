@@ -22,7 +22,7 @@ def _ensemble(root: Path, command: str) -> Path:
 
 
 def _start(path: Path, control: JobControl) -> tuple[threading.Thread, list[JobResult | None]]:
-    request = api.JobRequest(ensemble=path, workflow="deploy", plan_options={},
+    request = api.JobRequest(ensemble=path, workflow="deploy",
                              options=JobOptions(workflow="deploy", commit=False), dirty="ok")
     results: list[JobResult | None] = []
     thread = threading.Thread(target=lambda: results.append(api.run_job(request, cancel=control)))
