@@ -520,7 +520,8 @@ def _add_reinstall(
             instances[name].template,
             None,
             REPAIR,
-            barrier,
+            # the guard reads the containers' status: wait for their checks to report it
+            [*barrier, *_after(builder, scope[1:])],
             done_status=Status.pending,
             guard=guard_of[name],
         )
