@@ -20,6 +20,16 @@ from unfurl_lite.cli.main import cli
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "tests" / "data" / "unfurl120-deploy"
 
+#: The suite imports the package (and compiles its own asserts) hundreds of times, in this
+#: process and in every ``python -m unfurl_lite`` it starts: compile once, even where the
+#: environment says PYTHONDONTWRITEBYTECODE, into a cache under .pytest_cache (ignored by git)
+#: rather than __pycache__ directories beside the sources.
+PYCACHE = ROOT / ".pytest_cache" / "pycache"
+sys.pycache_prefix = str(PYCACHE)
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+os.environ["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
+
 
 ENSEMBLE_HEAD = """\
 apiVersion: unfurl/v1alpha1
@@ -110,9 +120,10 @@ class Project:
         return self.status()[name]["readyState"].get("state")
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Project:
-    root = tmp_path / "project"
+@pytest.fixture(scope="session")
+def template_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A git repo with an identity and one commit, made once per session (worker)."""
+    root = tmp_path_factory.mktemp("template") / "project"
     root.mkdir()
     git(root, "init", "-q", "-b", "main")
     git(root, "config", "user.email", "test@example.com")
@@ -120,6 +131,14 @@ def project(tmp_path: Path) -> Project:
     (root / ".gitignore").write_text("jobs/*.log\n")
     git(root, "add", ".gitignore")
     git(root, "commit", "-q", "-m", "init")
+    return root
+
+
+@pytest.fixture
+def project(tmp_path: Path, template_repo: Path) -> Project:
+    """A fresh git repo of its own (a copy of the template: no git process per test)."""
+    root = tmp_path / "project"
+    shutil.copytree(template_repo, root, symlinks=True)
     return Project(root)
 
 
