@@ -72,6 +72,7 @@ KILLED = SECRET_PW_HEAD + """\
 """
 
 
+@pytest.mark.slow  # a real process, signalled or killed
 def test_kill9_then_resume_commits_no_secret_and_the_journal_is_private(
     project: Project, tmp_path: Path
 ) -> None:
