@@ -145,16 +145,29 @@ def project(tmp_path: Path, template_repo: Path) -> Project:
 Invoke = Callable[..., Result]
 
 
+def _in_process(*args: str, input: str | None = None) -> Result:
+    return CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False,
+                              prog_name="unfurl")
+
+
 @pytest.fixture
 def invoke(project: Project, monkeypatch: pytest.MonkeyPatch) -> Invoke:
     """Run the CLI in-process from the project's directory, like a user at a shell."""
     monkeypatch.chdir(project.root)
+    return _in_process
 
-    def run(*args: str, input: str | None = None) -> Result:
-        runner = CliRunner()
-        return runner.invoke(
-            cli, list(args), input=input, catch_exceptions=False, prog_name="unfurl"
-        )
+
+InvokeIn = Callable[..., Result]
+
+
+@pytest.fixture
+def invoke_in(monkeypatch: pytest.MonkeyPatch) -> InvokeIn:
+    """Run the CLI in-process from the directory ``cwd``: no interpreter to start, for tests
+    that need only the output and the exit code (``run_unfurl`` for signals, stdin, ttys)."""
+
+    def run(cwd: Path, *args: str, input: str | None = None) -> Result:
+        monkeypatch.chdir(cwd)
+        return _in_process(*args, input=input)
 
     return run
 
