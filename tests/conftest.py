@@ -191,6 +191,30 @@ def run_unfurl(
     )
 
 
+def run_in_process(
+    cwd: Path,
+    *args: str,
+    timeout: float | None = None,
+    env: dict | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """:func:`run_unfurl` without starting an interpreter: the CLI in this process, from
+    ``cwd``, with ``env`` added to the environment for the call. For tests that need only
+    the exit code and the output; signals, stdin and terminals need the real process."""
+    del timeout  # same signature as run_unfurl: the in-process CLI cannot be timed out
+    saved_cwd, saved_env = os.getcwd(), dict(os.environ)
+    try:
+        os.chdir(cwd)
+        os.environ.update(env or {})
+        result = _in_process(*args)
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return subprocess.CompletedProcess(
+        ["unfurl", *args], result.exit_code, result.stdout, result.stderr
+    )
+
+
 def unfurl120() -> Path:
     """Unfurl 1.2.0 is a tool outside the repository, so tests that run it are opt-in: the
     virtualenv named by ``$UNFURL120_VENV``, else an ``unfurl120`` executable on PATH."""
