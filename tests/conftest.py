@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -53,6 +54,66 @@ def shell_node(name: str, command: str, *input_lines: str, operation: str = "cre
     return (f"{name}:\n  type: tosca.nodes.Root\n  interfaces:\n    Standard:\n"
             f"      operations:\n        {operation}:\n"
             f"          implementation: {{className: Shell}}\n          inputs:{inputs}\n")
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process and of every process it has waited for (operations, git,
+    ``python -m unfurl_lite``): on a shared machine a better measure than the wall clock."""
+    own, children = (resource.getrusage(who)
+                     for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--cpu-durations", type=int, default=None, metavar="N",
+                     help="show the N tests that used the most CPU time, their own and their "
+                          "subprocesses' (0 for all), and the total")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> object:
+    return (yield from _measured(item, "setup"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> object:
+    return (yield from _measured(item, "call"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> object:
+    return (yield from _measured(item, "teardown"))
+
+
+def _measured(item: pytest.Item, when: str) -> Any:
+    """Attach the phase's CPU seconds to its report (user_properties reach the xdist
+    controller with the report)."""
+    before = _cpu_seconds()
+    try:
+        return (yield)
+    finally:
+        item.user_properties.append((f"cpu-{when}", _cpu_seconds() - before))
+
+
+_cpu_by_test: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    for name, value in report.user_properties:
+        if name == f"cpu-{report.when}":
+            _cpu_by_test[report.nodeid] = _cpu_by_test.get(report.nodeid, 0.0) + value
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    shown = config.getoption("--cpu-durations")
+    if shown is None or not _cpu_by_test:
+        return
+    ranked = sorted(_cpu_by_test.items(), key=lambda item: -item[1])
+    terminalreporter.write_sep("=", "CPU time per test (its own and its subprocesses')")
+    for nodeid, seconds in ranked[: shown or None]:
+        terminalreporter.write_line(f"{seconds:8.2f}s  {nodeid}")
+    total = sum(_cpu_by_test.values())
+    terminalreporter.write_line(f"{total:8.2f}s  total over {len(ranked)} tests")
 
 
 @pytest.fixture(autouse=True)
