@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.conftest import run_unfurl
+from tests.conftest import run_in_process, run_unfurl
 from tests.execution_helpers import count, start_unfurl, wait_for
 from tests.test_execution import gated, setup
 from unfurl_lite.record.journal import list_journals
@@ -16,20 +16,20 @@ from unfurl_lite.record.journal import list_journals
 def test_only_the_newest_job_of_a_resume_lineage_resumes(project):
     marks = setup(project, ["a", "b"], {"b": ["a"]}, sleep=0,
                   failing={"a": "[ ! -e marks/fixed ]"})
-    assert run_unfurl(project.root, "deploy", "--approve").returncode == 64
+    assert run_in_process(project.root, "deploy", "--approve").returncode == 64
     first = list_journals(project.root)[0].change_id
-    assert run_unfurl(project.root, "resume", first).returncode == 64  # still failing
+    assert run_in_process(project.root, "resume", first).returncode == 64  # still failing
     second = list_journals(project.root)[-1].change_id
     assert second != first
     starts = len((marks / "a.start").read_text().split())
-    refused = run_unfurl(project.root, "resume", first)
+    refused = run_in_process(project.root, "resume", first)
     assert refused.returncode == 1
     assert f"already resumed by job {second}" in refused.stderr
     assert f"unfurl resume {second}" in refused.stderr
     assert len((marks / "a.start").read_text().split()) == starts  # nothing ran again
     (marks / "fixed").write_text("")
-    assert run_unfurl(project.root, "resume", second).returncode == 0
-    refused = run_unfurl(project.root, "resume", second)
+    assert run_in_process(project.root, "resume", second).returncode == 0
+    refused = run_in_process(project.root, "resume", second)
     assert refused.returncode == 1 and "already resumed" in refused.stderr
 
 
