@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from tests.conftest import ROOT, Project, ensemble_yaml, git, run_unfurl
+from tests.conftest import ROOT, Project, ensemble_yaml, git, run_in_process, run_unfurl
 from tests.execution_helpers import chain_ensemble, count, kill9, start_unfurl, wait_for
 from unfurl_lite.load.loader import load_ensemble
 from unfurl_lite.record import records
@@ -277,7 +277,7 @@ def test_git_without_identity_is_a_clear_error_before_anything_runs(project, tmp
 def test_detached_head_is_a_clear_error_after_saving(project):
     setup(project, ["a"], {}, sleep=0)
     git(project.root, "checkout", "-q", "--detach")
-    result = run_unfurl(project.root, "deploy", "--approve")
+    result = run_in_process(project.root, "deploy", "--approve")
     assert result.returncode == 1 and "HEAD is detached" in result.stderr
     assert project.local("a") == "ok"
 
@@ -285,7 +285,7 @@ def test_detached_head_is_a_clear_error_after_saving(project):
 def test_stale_index_lock_is_a_clear_error_before_running(project):
     setup(project, ["a"], {}, sleep=0)
     (project.root / ".git" / "index.lock").write_text("")
-    result = run_unfurl(project.root, "deploy", "--approve")
+    result = run_in_process(project.root, "deploy", "--approve")
     assert result.returncode == 1 and "index.lock" in result.stderr
     assert "delete it" in result.stderr
     assert "a" not in project.status()  # refused before running anything
@@ -293,16 +293,16 @@ def test_stale_index_lock_is_a_clear_error_before_running(project):
 
 def test_resume_with_nothing_to_resume_is_clear(project):
     setup(project, ["a"], {}, sleep=0)
-    assert run_unfurl(project.root, "deploy", "--approve").returncode == 0
-    result = run_unfurl(project.root, "resume")
+    assert run_in_process(project.root, "deploy", "--approve").returncode == 0
+    result = run_in_process(project.root, "resume")
     assert result.returncode == 1 and "no failed, cancelled or killed job" in result.stderr
 
 
 def test_resume_refuses_a_changed_spec(project):
     marks = setup(project, ["a", "b"], {"b": ["a"]}, sleep=0, failing={"a": "true"})
-    assert run_unfurl(project.root, "deploy", "--approve").returncode == 64
+    assert run_in_process(project.root, "deploy", "--approve").returncode == 64
     setup(project, ["a", "b", "c"], {"b": ["a"]}, sleep=0)
-    result = run_unfurl(project.root, "resume")
+    result = run_in_process(project.root, "resume")
     assert result.returncode == 1 and "spec changed" in result.stderr
     assert marks.exists()
 
@@ -310,10 +310,10 @@ def test_resume_refuses_a_changed_spec(project):
 def test_failed_job_resumes_after_the_cause_is_fixed(project):
     marks = setup(project, ["a", "b"], {"b": ["a"]}, sleep=0,
                   failing={"a": "[ ! -e marks/fixed ]"})
-    first = run_unfurl(project.root, "deploy", "--approve")
+    first = run_in_process(project.root, "deploy", "--approve")
     assert first.returncode == 64 and project.local("a") == "error"
     (marks / "fixed").write_text("")
-    result = run_unfurl(project.root, "resume")
+    result = run_in_process(project.root, "resume")
     assert result.returncode == 0, result.stderr
     assert set(statuses(project).values()) == {("ok", "configured")}
     assert subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
