@@ -50,18 +50,19 @@ def stamp(name: str, op: str, sleep: float = 0, partner: str | None = None) -> s
     (clock-free) whether another operation was still running when it ended: it marks itself
     busy from start to end, so of two overlapping operations the first to end sees the
     other's mark (``log/overlaps``). With a ``partner``, it waits (at most 30 s) for the
-    partner's busy mark instead of sleeping: two operations that run at once meet at once,
-    however slow the machine, and a serial run shows up as no overlap."""
+    partner to have started instead of sleeping: two operations that run at once meet at
+    once, however slow the machine, and a serial run shows up as no overlap."""
     wait = (
-        f"i=0; while [ ! -e log/{partner}.busy ] && [ $i -lt 300 ]; do "
+        f"i=0; while [ ! -e log/{partner}.met ] && [ $i -lt 300 ]; do "
         f"sleep 0.1; i=$((i+1)); done; "
         if partner else f"sleep {sleep}; "
     )
     return (
-        f"python3 -c \"import time,sys; print('start', time.time())\" >> log/{name}.{op}; "
+        f"echo start $(date +%s.%N) >> log/{name}.{op}; "
         f"touch log/{name}.busy; "
+        + (f"touch log/{name}.met; " if partner else "")  # stays: the partner may be late
         + wait
-        + f"python3 -c \"import time; print('end', time.time())\" >> log/{name}.{op}; "
+        + f"echo end $(date +%s.%N) >> log/{name}.{op}; "
         f"if ls log | grep '[.]busy$' | grep -qvx {name}.busy; then "
         f"echo {name}.{op} >> log/overlaps; fi; "
         f"rm log/{name}.busy"
