@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -19,6 +20,16 @@ from unfurl_lite.cli.main import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "tests" / "data" / "unfurl120-deploy"
+
+#: The suite imports the package (and compiles its own asserts) hundreds of times, in this
+#: process and in every ``python -m unfurl_lite`` it starts: compile once, even where the
+#: environment says PYTHONDONTWRITEBYTECODE, into a cache under .pytest_cache (ignored by git)
+#: rather than __pycache__ directories beside the sources.
+PYCACHE = ROOT / ".pytest_cache" / "pycache"
+sys.pycache_prefix = str(PYCACHE)
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+os.environ["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
 
 
 ENSEMBLE_HEAD = """\
@@ -43,6 +54,66 @@ def shell_node(name: str, command: str, *input_lines: str, operation: str = "cre
     return (f"{name}:\n  type: tosca.nodes.Root\n  interfaces:\n    Standard:\n"
             f"      operations:\n        {operation}:\n"
             f"          implementation: {{className: Shell}}\n          inputs:{inputs}\n")
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process and of every process it has waited for (operations, git,
+    ``python -m unfurl_lite``): on a shared machine a better measure than the wall clock."""
+    own, children = (resource.getrusage(who)
+                     for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--cpu-durations", type=int, default=None, metavar="N",
+                     help="show the N tests that used the most CPU time, their own and their "
+                          "subprocesses' (0 for all), and the total")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> object:
+    return (yield from _measured(item, "setup"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> object:
+    return (yield from _measured(item, "call"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> object:
+    return (yield from _measured(item, "teardown"))
+
+
+def _measured(item: pytest.Item, when: str) -> Any:
+    """Attach the phase's CPU seconds to its report (user_properties reach the xdist
+    controller with the report)."""
+    before = _cpu_seconds()
+    try:
+        return (yield)
+    finally:
+        item.user_properties.append((f"cpu-{when}", _cpu_seconds() - before))
+
+
+_cpu_by_test: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    for name, value in report.user_properties:
+        if name == f"cpu-{report.when}":
+            _cpu_by_test[report.nodeid] = _cpu_by_test.get(report.nodeid, 0.0) + value
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    shown = config.getoption("--cpu-durations")
+    if shown is None or not _cpu_by_test:
+        return
+    ranked = sorted(_cpu_by_test.items(), key=lambda item: -item[1])
+    terminalreporter.write_sep("=", "CPU time per test (its own and its subprocesses')")
+    for nodeid, seconds in ranked[: shown or None]:
+        terminalreporter.write_line(f"{seconds:8.2f}s  {nodeid}")
+    total = sum(_cpu_by_test.values())
+    terminalreporter.write_line(f"{total:8.2f}s  total over {len(ranked)} tests")
 
 
 @pytest.fixture(autouse=True)
@@ -110,9 +181,10 @@ class Project:
         return self.status()[name]["readyState"].get("state")
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Project:
-    root = tmp_path / "project"
+@pytest.fixture(scope="session")
+def template_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A git repo with an identity and one commit, made once per session (worker)."""
+    root = tmp_path_factory.mktemp("template") / "project"
     root.mkdir()
     git(root, "init", "-q", "-b", "main")
     git(root, "config", "user.email", "test@example.com")
@@ -120,22 +192,43 @@ def project(tmp_path: Path) -> Project:
     (root / ".gitignore").write_text("jobs/*.log\n")
     git(root, "add", ".gitignore")
     git(root, "commit", "-q", "-m", "init")
+    return root
+
+
+@pytest.fixture
+def project(tmp_path: Path, template_repo: Path) -> Project:
+    """A fresh git repo of its own (a copy of the template: no git process per test)."""
+    root = tmp_path / "project"
+    shutil.copytree(template_repo, root, symlinks=True)
     return Project(root)
 
 
 Invoke = Callable[..., Result]
 
 
+def _in_process(*args: str, input: str | None = None) -> Result:
+    return CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False,
+                              prog_name="unfurl")
+
+
 @pytest.fixture
 def invoke(project: Project, monkeypatch: pytest.MonkeyPatch) -> Invoke:
     """Run the CLI in-process from the project's directory, like a user at a shell."""
     monkeypatch.chdir(project.root)
+    return _in_process
 
-    def run(*args: str, input: str | None = None) -> Result:
-        runner = CliRunner()
-        return runner.invoke(
-            cli, list(args), input=input, catch_exceptions=False, prog_name="unfurl"
-        )
+
+InvokeIn = Callable[..., Result]
+
+
+@pytest.fixture
+def invoke_in(monkeypatch: pytest.MonkeyPatch) -> InvokeIn:
+    """Run the CLI in-process from the directory ``cwd``: no interpreter to start, for tests
+    that need only the output and the exit code (``run_unfurl`` for signals, stdin, ttys)."""
+
+    def run(cwd: Path, *args: str, input: str | None = None) -> Result:
+        monkeypatch.chdir(cwd)
+        return _in_process(*args, input=input)
 
     return run
 
@@ -156,6 +249,30 @@ def run_unfurl(
         timeout=timeout,
         env=full_env,
         stdin=subprocess.DEVNULL,
+    )
+
+
+def run_in_process(
+    cwd: Path,
+    *args: str,
+    timeout: float | None = None,
+    env: dict | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """:func:`run_unfurl` without starting an interpreter: the CLI in this process, from
+    ``cwd``, with ``env`` added to the environment for the call. For tests that need only
+    the exit code and the output; signals, stdin and terminals need the real process."""
+    del timeout  # same signature as run_unfurl: the in-process CLI cannot be timed out
+    saved_cwd, saved_env = os.getcwd(), dict(os.environ)
+    try:
+        os.chdir(cwd)
+        os.environ.update(env or {})
+        result = _in_process(*args)
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return subprocess.CompletedProcess(
+        ["unfurl", *args], result.exit_code, result.stdout, result.stderr
     )
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 
-from tests.conftest import run_unfurl
+import pytest
+
+from tests.conftest import run_in_process, run_unfurl
 from tests.execution_helpers import count, start_unfurl, wait_for
 from tests.test_execution import gated, setup
 from unfurl_lite.record.journal import list_journals
@@ -14,23 +16,24 @@ from unfurl_lite.record.journal import list_journals
 def test_only_the_newest_job_of_a_resume_lineage_resumes(project):
     marks = setup(project, ["a", "b"], {"b": ["a"]}, sleep=0,
                   failing={"a": "[ ! -e marks/fixed ]"})
-    assert run_unfurl(project.root, "deploy", "--approve").returncode == 64
+    assert run_in_process(project.root, "deploy", "--approve").returncode == 64
     first = list_journals(project.root)[0].change_id
-    assert run_unfurl(project.root, "resume", first).returncode == 64  # still failing
+    assert run_in_process(project.root, "resume", first).returncode == 64  # still failing
     second = list_journals(project.root)[-1].change_id
     assert second != first
     starts = len((marks / "a.start").read_text().split())
-    refused = run_unfurl(project.root, "resume", first)
+    refused = run_in_process(project.root, "resume", first)
     assert refused.returncode == 1
     assert f"already resumed by job {second}" in refused.stderr
     assert f"unfurl resume {second}" in refused.stderr
     assert len((marks / "a.start").read_text().split()) == starts  # nothing ran again
     (marks / "fixed").write_text("")
-    assert run_unfurl(project.root, "resume", second).returncode == 0
-    refused = run_unfurl(project.root, "resume", second)
+    assert run_in_process(project.root, "resume", second).returncode == 0
+    refused = run_in_process(project.root, "resume", second)
     assert refused.returncode == 1 and "already resumed" in refused.stderr
 
 
+@pytest.mark.slow  # a real process, signalled or killed
 def test_cancelled_job_shows_cancelled_and_running_job_is_listed(project):
     marks = gated(project, ["a", "b"])
     job = start_unfurl(project.root, "deploy", "--approve")
@@ -53,6 +56,7 @@ def test_cancelled_job_shows_cancelled_and_running_job_is_listed(project):
     assert "Last job: " in status.stdout and " cancelled " in status.stdout, status.stdout
 
 
+@pytest.mark.slow  # a real process, signalled or killed
 def test_a_second_plain_cancel_does_not_escalate(project):
     marks = gated(project, ["a", "b"])
     job = start_unfurl(project.root, "deploy", "--approve")
@@ -68,6 +72,7 @@ def test_a_second_plain_cancel_does_not_escalate(project):
     assert project.local("a") == "ok"
 
 
+@pytest.mark.slow  # a real process, signalled or killed
 def test_force_cancel_records_the_job_cancelled_at_once(project):
     marks = setup(project, ["a"], {}, sleep=4)
     job = start_unfurl(project.root, "deploy", "--approve")
@@ -86,6 +91,7 @@ def test_force_cancel_records_the_job_cancelled_at_once(project):
     wait_for(lambda: count(marks, "end") == 1)  # left to finish on its own
 
 
+@pytest.mark.slow  # a real process, signalled or killed
 def test_second_job_is_refused_with_a_hint_or_queued(project, tmp_path):
     import os
     import subprocess

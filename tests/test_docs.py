@@ -62,7 +62,7 @@ def test_diff_of_one_changeid_shows_what_that_job_changed(project, invoke):
 
 
 def test_every_init_puts_the_lock_file_in_gitignore(tmp_path, monkeypatch):
-    from tests.conftest import run_unfurl
+    from tests.conftest import run_in_process
 
     for name, value in IDENTITY.items():
         monkeypatch.setenv(name, value)
@@ -74,7 +74,7 @@ def test_every_init_puts_the_lock_file_in_gitignore(tmp_path, monkeypatch):
     (mine / ".gitignore").write_text("state/")  # its own, without the lock file
     for name, args in (("plain", ()), ("named", ("--from", "three-tier")),
                        ("path", ("--from", str(mine)))):
-        result = run_unfurl(tmp_path, "init", name, *args)
+        result = run_in_process(tmp_path, "init", name, *args)
         assert result.returncode == 0, result.stderr
         ignored = (tmp_path / name / ".gitignore").read_text().splitlines()
         assert ".unfurl-lite.lock" in ignored, (name, ignored)

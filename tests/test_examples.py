@@ -6,28 +6,28 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, git, run_unfurl
+from tests.conftest import ROOT, InvokeIn, git
 
 EXAMPLES = sorted(p.name for p in (ROOT / "examples").iterdir() if (p / "ensemble.yaml").exists())
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
-def test_example_plans_deploys_and_undeploys(tmp_path: Path, name: str):
+def test_example_plans_deploys_and_undeploys(tmp_path: Path, name: str, invoke_in: InvokeIn):
     project = tmp_path / name
-    init = run_unfurl(tmp_path, "init", str(project), "--from", str(ROOT / "examples" / name))
-    assert init.returncode == 0, init.stderr
+    init = invoke_in(tmp_path, "init", str(project), "--from", str(ROOT / "examples" / name))
+    assert init.exit_code == 0, init.output
     git(project, "config", "user.email", "t@example.com")
     git(project, "config", "user.name", "T")
-    plan = run_unfurl(project, "plan")
-    assert plan.returncode == 0, plan.stderr
+    plan = invoke_in(project, "plan")
+    assert plan.exit_code == 0, plan.output
     assert "Plan for deploy:" in plan.stdout
-    deploy = run_unfurl(project, "deploy", "--approve")
-    assert deploy.returncode == 0, deploy.stdout + deploy.stderr
+    deploy = invoke_in(project, "deploy", "--approve")
+    assert deploy.exit_code == 0, deploy.output
     assert "deploy succeeded" in deploy.stdout
-    again = run_unfurl(project, "deploy", "--approve")
+    again = invoke_in(project, "deploy", "--approve")
     assert "Nothing to do" in again.stdout
-    undeploy = run_unfurl(project, "undeploy", "--approve")
-    assert undeploy.returncode == 0, undeploy.stdout + undeploy.stderr
+    undeploy = invoke_in(project, "undeploy", "--approve")
+    assert undeploy.exit_code == 0, undeploy.output
     assert git(project, "status", "--porcelain").strip() == ""
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git, run_unfurl
+from tests.conftest import git, run_in_process
 
 IDENTITY = {"GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.com",
             "GIT_COMMITTER_NAME": "Ada", "GIT_COMMITTER_EMAIL": "ada@example.com"}
@@ -21,14 +21,14 @@ def init(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         monkeypatch.setenv(name, value)
 
     def make(example: str) -> Path:
-        assert run_unfurl(tmp_path, "init", example, "--from", example).returncode == 0
+        assert run_in_process(tmp_path, "init", example, "--from", example).returncode == 0
         return tmp_path / example
 
     return make
 
 
 def _deploy(root: Path, *args: str, env: dict[str, str] | None = None):
-    result = run_unfurl(root, "deploy", "--approve", *args, env=env)
+    result = run_in_process(root, "deploy", "--approve", *args, env=env)
     assert result.returncode == 0, result.stderr
     return result
 
@@ -69,7 +69,7 @@ def test_the_secrets_demo_default_applies_without_db_password(init):
 def test_relationships_tell_the_app_about_its_database_connection(init):
     root = init("relationships")
     _deploy(root)
-    assert run_unfurl(root, "undeploy", "--approve").returncode == 0
+    assert run_in_process(root, "undeploy", "--approve").returncode == 0
     events = (root / "events.log").read_text().splitlines()
     assert events.index("app: configuring connection to db") < events.index("app configured")
     assert events.index("app: connected to db") > events.index("app configured")
@@ -82,17 +82,17 @@ def test_scaled_web_runs_three_instances_on_one_host_and_heals(init):
     assert sorted(p.name for p in (root / "state").iterdir()) == [
         "host", "web", "web_1", "web_2"]
     (root / "state" / "web_1").unlink()
-    run_unfurl(root, "heal", "web_1", "--approve")
+    run_in_process(root, "heal", "web_1", "--approve")
     assert (root / "state" / "web_1").exists()
 
 
 def test_check_discover_reports_a_volume_that_undeploy_leaves_alone(init):
     root = init("check-discover")
     _deploy(root)
-    assert run_unfurl(root, "discover").returncode == 0
-    status = run_unfurl(root, "status").stdout
+    assert run_in_process(root, "discover").returncode == 0
+    status = run_in_process(root, "status").stdout
     assert "data-volume" in status and "discovered" in status
-    undeploy = run_unfurl(root, "undeploy", "--approve")
+    undeploy = run_in_process(root, "undeploy", "--approve")
     assert undeploy.returncode == 0
     assert "data-volume: skipped: discovered" in undeploy.stdout + undeploy.stderr
     assert not (root / "state" / "server").exists()

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from tests.conftest import ROOT, Project, ensemble_yaml, git, run_unfurl
+from tests.conftest import ROOT, Project, ensemble_yaml, git, run_in_process, run_unfurl
 from tests.execution_helpers import chain_ensemble, count, kill9, start_unfurl, wait_for
 from unfurl_lite.load.loader import load_ensemble
 from unfurl_lite.record import records
@@ -103,6 +103,7 @@ def test_kill9_mid_run_then_resume_matches_an_uninterrupted_run(project, tmp_pat
     assert git(project.root, "status", "--porcelain", "--untracked-files=no") == ""
 
 
+@pytest.mark.slow  # a real process, signalled or killed
 def test_resume_stops_operations_the_killed_job_left_running(project):
     """The killed job's command would otherwise run on beside its re-run: it started first,
     so unstopped it would also finish first, and write a second end mark."""
@@ -118,6 +119,7 @@ def test_resume_stops_operations_the_killed_job_left_running(project):
     assert project.local("a") == "ok"
 
 
+@pytest.mark.slow  # a real process, signalled or killed
 def test_resume_without_force_leaves_interrupted_tasks_failed(project):
     marks = setup(project, ["a", "b"], {"b": ["a"]}, sleep=30)
     job = start_unfurl(project.root, "deploy", "--approve")
@@ -129,6 +131,7 @@ def test_resume_without_force_leaves_interrupted_tasks_failed(project):
     assert "interrupted" in result.stdout and "blocked" in result.stdout
 
 
+@pytest.mark.slow  # a real process, signalled or killed
 def test_first_sigint_cancels_and_running_tasks_finish(project):
     names = ["a", "b", "c", "d"]
     marks = setup(project, names, {"c": ["a"], "d": ["b"]}, sleep=0.5)
@@ -149,6 +152,7 @@ def test_first_sigint_cancels_and_running_tasks_finish(project):
     assert set(statuses(project).values()) == {("ok", "configured")}
 
 
+@pytest.mark.slow  # a real process, signalled or killed
 def test_a_soft_cancel_never_starts_tasks_that_were_only_waiting_for_a_free_slot(project):
     """Four independent tasks, one slot: the three waiting must not start after SIGINT."""
     names = ["a", "b", "c", "d"]
@@ -163,6 +167,7 @@ def test_a_soft_cancel_never_starts_tasks_that_were_only_waiting_for_a_free_slot
     assert states.count("ok") == 1 and "error" not in states
 
 
+@pytest.mark.slow  # a real process, signalled or killed
 def test_second_signal_kills_running_operations(project):
     marks = setup(project, ["a", "b"], {}, sleep=60)
     job = start_unfurl(project.root, "deploy", "--approve", "--jobs", "2")
@@ -179,6 +184,7 @@ def test_second_signal_kills_running_operations(project):
     assert all("killed by signal" in t["message"] for t in journal.tasks)
 
 
+@pytest.mark.slow  # a real process, signalled or killed
 def test_unfurl_cancel_signals_the_running_job(project):
     marks = gated(project, ["a", "b"])  # b requires a; a runs until the gate opens
     job = start_unfurl(project.root, "deploy", "--approve")
@@ -194,6 +200,7 @@ def test_unfurl_cancel_signals_the_running_job(project):
     assert nothing.returncode == 1 and "no job is running" in nothing.stderr
 
 
+@pytest.mark.slow  # a real process, signalled or killed
 def test_unfurl_cancel_kill_kills(project):
     marks = setup(project, ["a"], {}, sleep=60)
     job = start_unfurl(project.root, "deploy", "--approve")
@@ -204,6 +211,7 @@ def test_unfurl_cancel_kill_kills(project):
     assert project.local("a") == "unknown"
 
 
+@pytest.mark.slow  # a real process, signalled or killed
 def test_second_deploy_is_refused_while_one_runs_and_reads_never_block(project):
     marks = setup(project, ["a"], {}, sleep=30)
     job = start_unfurl(project.root, "deploy", "--approve")
@@ -269,7 +277,7 @@ def test_git_without_identity_is_a_clear_error_before_anything_runs(project, tmp
 def test_detached_head_is_a_clear_error_after_saving(project):
     setup(project, ["a"], {}, sleep=0)
     git(project.root, "checkout", "-q", "--detach")
-    result = run_unfurl(project.root, "deploy", "--approve")
+    result = run_in_process(project.root, "deploy", "--approve")
     assert result.returncode == 1 and "HEAD is detached" in result.stderr
     assert project.local("a") == "ok"
 
@@ -277,7 +285,7 @@ def test_detached_head_is_a_clear_error_after_saving(project):
 def test_stale_index_lock_is_a_clear_error_before_running(project):
     setup(project, ["a"], {}, sleep=0)
     (project.root / ".git" / "index.lock").write_text("")
-    result = run_unfurl(project.root, "deploy", "--approve")
+    result = run_in_process(project.root, "deploy", "--approve")
     assert result.returncode == 1 and "index.lock" in result.stderr
     assert "delete it" in result.stderr
     assert "a" not in project.status()  # refused before running anything
@@ -285,16 +293,16 @@ def test_stale_index_lock_is_a_clear_error_before_running(project):
 
 def test_resume_with_nothing_to_resume_is_clear(project):
     setup(project, ["a"], {}, sleep=0)
-    assert run_unfurl(project.root, "deploy", "--approve").returncode == 0
-    result = run_unfurl(project.root, "resume")
+    assert run_in_process(project.root, "deploy", "--approve").returncode == 0
+    result = run_in_process(project.root, "resume")
     assert result.returncode == 1 and "no failed, cancelled or killed job" in result.stderr
 
 
 def test_resume_refuses_a_changed_spec(project):
     marks = setup(project, ["a", "b"], {"b": ["a"]}, sleep=0, failing={"a": "true"})
-    assert run_unfurl(project.root, "deploy", "--approve").returncode == 64
+    assert run_in_process(project.root, "deploy", "--approve").returncode == 64
     setup(project, ["a", "b", "c"], {"b": ["a"]}, sleep=0)
-    result = run_unfurl(project.root, "resume")
+    result = run_in_process(project.root, "resume")
     assert result.returncode == 1 and "spec changed" in result.stderr
     assert marks.exists()
 
@@ -302,10 +310,10 @@ def test_resume_refuses_a_changed_spec(project):
 def test_failed_job_resumes_after_the_cause_is_fixed(project):
     marks = setup(project, ["a", "b"], {"b": ["a"]}, sleep=0,
                   failing={"a": "[ ! -e marks/fixed ]"})
-    first = run_unfurl(project.root, "deploy", "--approve")
+    first = run_in_process(project.root, "deploy", "--approve")
     assert first.returncode == 64 and project.local("a") == "error"
     (marks / "fixed").write_text("")
-    result = run_unfurl(project.root, "resume")
+    result = run_in_process(project.root, "resume")
     assert result.returncode == 0, result.stderr
     assert set(statuses(project).values()) == {("ok", "configured")}
     assert subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],

@@ -7,7 +7,7 @@ import os
 import pty
 import sys
 
-from tests.conftest import ROOT, ensemble_yaml, run_unfurl, shell_node
+from tests.conftest import ROOT, ensemble_yaml, run_in_process, run_unfurl, shell_node
 
 
 def test_a_misspelled_command_or_option_exits_2(project):
@@ -83,7 +83,7 @@ server:
 
 def test_a_check_that_finds_an_error_exits_per_jobexitcode(project):
     project.write(ensemble_yaml(CHECKED.format(found="error")))
-    assert run_unfurl(project.root, "deploy", "--approve").returncode == 0
+    assert run_in_process(project.root, "deploy", "--approve").returncode == 0  # set-up
     result = run_unfurl(project.root, "check")
     assert result.returncode == 64, result.stdout + result.stderr
     assert "check succeeded" not in result.stdout
@@ -94,7 +94,7 @@ def test_a_check_that_finds_an_error_exits_per_jobexitcode(project):
 
 def test_a_check_that_finds_degraded_exits_64_only_with_jobexitcode_degraded(project):
     project.write(ensemble_yaml(CHECKED.format(found="degraded")))
-    assert run_unfurl(project.root, "deploy", "--approve").returncode == 0
+    assert run_in_process(project.root, "deploy", "--approve").returncode == 0  # set-up
     result = run_unfurl(project.root, "check")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "(status degraded)" in result.stdout
@@ -103,7 +103,7 @@ def test_a_check_that_finds_degraded_exits_64_only_with_jobexitcode_degraded(pro
 
 def test_a_check_that_finds_ok_exits_0(project):
     project.write(ensemble_yaml(CHECKED.format(found="ok")))
-    assert run_unfurl(project.root, "deploy", "--approve").returncode == 0
+    assert run_in_process(project.root, "deploy", "--approve").returncode == 0  # set-up
     result = run_unfurl(project.root, "check", "--jobexitcode", "degraded")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "check succeeded (status ok)" in result.stdout

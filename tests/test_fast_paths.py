@@ -20,7 +20,7 @@ from unfurl_lite.load import emit, parsecache, schema_problems, schemacheck, yam
 from unfurl_lite.load.loader import load_ensemble
 from unfurl_lite.record import sections
 
-SETTINGS = settings(max_examples=300, deadline=None,
+SETTINGS = settings(max_examples=100, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
 

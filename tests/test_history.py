@@ -9,7 +9,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tests.conftest import ROOT, git, run_unfurl
+from tests.conftest import ROOT, git, run_in_process
 
 SCHEMA = json.loads((ROOT / "unfurl_lite" / "schema" / "status.schema.json").read_text())
 
@@ -221,14 +221,14 @@ def test_history_works_on_a_fresh_clone(project, invoke, tmp_path: Path):
     commits = three_jobs(project, invoke)
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(project.root), str(clone))
-    history = run_unfurl(clone, "history", "--json")
+    history = run_in_process(clone, "history", "--json")
     assert history.returncode == 0, history.stderr
     jobs = json.loads(history.stdout)
     assert [j["commit"] for j in jobs] == commits
-    shown = run_unfurl(clone, "show", jobs[1]["tasks"][0]["changeId"])
+    shown = run_in_process(clone, "show", jobs[1]["tasks"][0]["changeId"])
     assert shown.returncode == 0, shown.stderr
     assert "test -f state/server" in shown.stdout
-    status = run_unfurl(clone, "status", "--json")
+    status = run_in_process(clone, "status", "--json")
     jsonschema.validate(json.loads(status.stdout), SCHEMA)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, git, run_unfurl
+from tests.conftest import ROOT, git, run_in_process
 from unfurl_lite.load import bundled
 
 EXAMPLES = ("check-discover", "relationships", "scaled-web", "secrets", "three-tier")
@@ -28,19 +28,19 @@ def anywhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_init_from_a_bundled_example_by_name_works_from_any_directory(anywhere):
-    created = run_unfurl(anywhere, "init", "demo", "--from", "three-tier")
+    created = run_in_process(anywhere, "init", "demo", "--from", "three-tier")
     assert created.returncode == 0, created.stderr
     assert (anywhere / "demo" / "types.yaml").exists()
     assert git(anywhere / "demo", "log", "--format=%s") == "Create ensemble\n"
-    deployed = run_unfurl(anywhere, "deploy", "--approve", "demo")
+    deployed = run_in_process(anywhere, "deploy", "--approve", "demo")
     assert deployed.returncode == 0, deployed.stderr
     assert git(anywhere / "demo", "status", "--porcelain") == ""  # the lock file is ignored
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_every_bundled_example_inits_and_validates(anywhere, name):
-    assert run_unfurl(anywhere, "init", name, "--from", name).returncode == 0
-    assert run_unfurl(anywhere / name, "validate").returncode == 0
+    assert run_in_process(anywhere, "init", name, "--from", name).returncode == 0
+    assert run_in_process(anywhere / name, "validate").returncode == 0
 
 
 def test_from_a_path_still_copies_that_directory(anywhere):
@@ -49,15 +49,15 @@ def test_from_a_path_still_copies_that_directory(anywhere):
     (source / "ensemble.yaml").write_text((bundled.EXAMPLES / "secrets" / "ensemble.yaml")
                                           .read_text())
     (source / "notes.txt").write_text("mine\n")
-    result = run_unfurl(anywhere, "init", "copy", "--from", str(source))
+    result = run_in_process(anywhere, "init", "copy", "--from", str(source))
     assert result.returncode == 0, result.stderr
     assert (anywhere / "copy" / "notes.txt").read_text() == "mine\n"
-    relative = run_unfurl(anywhere, "init", "copy2", "--from", "./mine")
+    relative = run_in_process(anywhere, "init", "copy2", "--from", "./mine")
     assert relative.returncode == 0, relative.stderr
 
 
 def test_an_unknown_example_name_lists_the_bundled_ones(anywhere):
-    result = run_unfurl(anywhere, "init", "demo", "--from", "three-teir")
+    result = run_in_process(anywhere, "init", "demo", "--from", "three-teir")
     assert result.returncode == 1
     for name in EXAMPLES:
         assert name in result.stderr
@@ -66,7 +66,7 @@ def test_an_unknown_example_name_lists_the_bundled_ones(anywhere):
 
 
 def test_list_examples_names_each_with_what_it_shows(anywhere):
-    result = run_unfurl(anywhere, "init", "--list-examples")
+    result = run_in_process(anywhere, "init", "--list-examples")
     assert result.returncode == 0
     lines = result.stdout.splitlines()
     assert [line.split()[0] for line in lines] == list(EXAMPLES)
@@ -77,14 +77,14 @@ def test_init_inside_an_existing_repository_uses_it(anywhere):
     git(anywhere, "init", "-q", "-b", "main")
     git(anywhere, "commit", "-q", "--allow-empty", "-m", "mine")
     (anywhere / "unrelated.txt").write_text("not for the project's commit\n")
-    result = run_unfurl(anywhere, "init", "infra/demo", "--from", "secrets")
+    result = run_in_process(anywhere, "init", "infra/demo", "--from", "secrets")
     assert result.returncode == 0, result.stderr
     assert not (anywhere / "infra" / "demo" / ".git").exists()  # no nested repository
     assert git(anywhere, "log", "--format=%s") == "Create ensemble\nmine\n"
     committed = git(anywhere, "show", "--name-only", "--format=", "HEAD").split()
     assert sorted(committed) == ["infra/demo/.gitignore", "infra/demo/ensemble.yaml"]
     assert "unrelated.txt" in git(anywhere, "status", "--porcelain")
-    deployed = run_unfurl(anywhere / "infra" / "demo", "deploy", "--approve")
+    deployed = run_in_process(anywhere / "infra" / "demo", "deploy", "--approve")
     assert deployed.returncode == 0, deployed.stderr
     assert git(anywhere, "log", "-1", "--format=%s").startswith("Updating status for job")
 
@@ -92,7 +92,7 @@ def test_init_inside_an_existing_repository_uses_it(anywhere):
 def test_init_in_a_directory_the_repository_ignores_makes_its_own(anywhere):
     git(anywhere, "init", "-q", "-b", "main")
     (anywhere / ".gitignore").write_text("demo/\n")
-    result = run_unfurl(anywhere, "init", "demo", "--from", "three-tier")
+    result = run_in_process(anywhere, "init", "demo", "--from", "three-tier")
     assert result.returncode == 0, result.stderr
     assert (anywhere / "demo" / ".git").is_dir()
 

@@ -45,12 +45,27 @@ spec:
     )
 
 
-def stamp(name: str, op: str, sleep: float = 0) -> str:
-    """A command that records when it started and ended, for ordering assertions."""
+def stamp(name: str, op: str, sleep: float = 0, partner: str | None = None) -> str:
+    """A command that records when it started and ended, for ordering assertions, and
+    (clock-free) whether another operation was still running when it ended: it marks itself
+    busy from start to end, so of two overlapping operations the first to end sees the
+    other's mark (``log/overlaps``). With a ``partner``, it waits (at most 30 s) for the
+    partner to have started instead of sleeping: two operations that run at once meet at
+    once, however slow the machine, and a serial run shows up as no overlap."""
+    wait = (
+        f"i=0; while [ ! -e log/{partner}.met ] && [ $i -lt 300 ]; do "
+        f"sleep 0.1; i=$((i+1)); done; "
+        if partner else f"sleep {sleep}; "
+    )
     return (
-        f"python3 -c \"import time,sys; print('start', time.time())\" >> log/{name}.{op}; "
-        f"sleep {sleep}; "
-        f"python3 -c \"import time; print('end', time.time())\" >> log/{name}.{op}"
+        f"echo start $(date +%s.%N) >> log/{name}.{op}; "
+        f"touch log/{name}.busy; "
+        + (f"touch log/{name}.met; " if partner else "")  # stays: the partner may be late
+        + wait
+        + f"echo end $(date +%s.%N) >> log/{name}.{op}; "
+        f"if ls log | grep '[.]busy$' | grep -qvx {name}.busy; then "
+        f"echo {name}.{op} >> log/overlaps; fi; "
+        f"rm log/{name}.busy"
     )
 
 
@@ -59,16 +74,15 @@ def times(project, name: str, op: str) -> tuple[float, float]:
     return float(lines[1]), float(lines[3])
 
 
-@pytest.fixture
-def diamond(project):
+def _diamond(project, b: dict[str, str], c: dict[str, str]):
     (project.root / "log").mkdir()
     (project.root / ".gitignore").write_text("jobs/*.log\nlog/\n")
-    ops = lambda n, s=0: {"create": stamp(n, "create", s), "delete": stamp(n, "delete")}  # noqa: E731
+    ops = lambda n: {"create": stamp(n, "create"), "delete": stamp(n, "delete")}  # noqa: E731
     project.write(
         ensemble(
             node("a", ops=ops("a")),
-            node("b", ["a"], ops("b", 0.6)),
-            node("c", ["a"], ops("c", 0.6)),
+            node("b", ["a"], {**ops("b"), **b}),
+            node("c", ["a"], {**ops("c"), **c}),
             node("d", ["b", "c"], ops("d")),
         )
     )
@@ -77,12 +91,29 @@ def diamond(project):
     return project
 
 
-def test_diamond_runs_independent_branches_concurrently(diamond, invoke):
+@pytest.fixture
+def diamond(project):
+    """b and c take a while, so running them at once would show as an overlap."""
+    return _diamond(project, {"create": stamp("b", "create", 0.6)},
+                    {"create": stamp("c", "create", 0.6)})
+
+
+@pytest.fixture
+def meeting_diamond(project):
+    """b and c each wait for the other to have started: they end only if they run at once."""
+    return _diamond(project, {"create": stamp("b", "create", partner="c")},
+                    {"create": stamp("c", "create", partner="b")})
+
+
+def test_diamond_runs_independent_branches_concurrently(meeting_diamond, invoke):
+    diamond = meeting_diamond
     result = invoke("deploy", "--approve", "--jobs", "4")
     assert result.exit_code == 0, result.output
     a, b, c, d = (times(diamond, n, "create") for n in "abcd")
     assert a[1] <= b[0] and a[1] <= c[0]  # requirements first
     assert b[0] < c[1] and c[0] < b[1]  # b and c overlapped
+    overlaps = (diamond.root / "log" / "overlaps").read_text().split()
+    assert set(overlaps) & {"b.create", "c.create"}, overlaps
     assert d[0] >= max(b[1], c[1])
     assert all(diamond.local(n) == "ok" for n in "abcd")
 
@@ -90,8 +121,12 @@ def test_diamond_runs_independent_branches_concurrently(diamond, invoke):
 def test_jobs_1_runs_one_task_at_a_time(diamond, invoke):
     result = invoke("deploy", "--approve", "--jobs", "1")
     assert result.exit_code == 0, result.output
-    b, c = times(diamond, "b", "create"), times(diamond, "c", "create")
-    assert b[1] <= c[0] or c[1] <= b[0]
+    # each operation, as it ends, looks for another one's busy mark: no clocks compared
+    # across processes
+    overlaps = diamond.root / "log" / "overlaps"
+    assert not overlaps.exists(), overlaps.read_text()
+    assert all((diamond.root / "log" / f"{n}.create").exists() for n in "abcd")
+    assert all(diamond.local(n) == "ok" for n in "abcd")
 
 
 def test_second_deploy_runs_nothing_and_makes_no_commit(diamond, invoke):

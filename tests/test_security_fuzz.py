@@ -13,7 +13,7 @@ from unfurl_lite.load import yamlio
 from unfurl_lite.load.loader import load_ensemble
 
 SETTINGS = settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 
 KEYS = st.sampled_from(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from tests.conftest import ensemble_yaml, run_unfurl
+from tests.conftest import ensemble_yaml, run_in_process
 
 MISSPELLED = """\
 db:
@@ -96,14 +96,14 @@ def test_an_unknown_key_inside_an_interface_is_refused_with_did_you_mean(project
 def test_a_job_outside_a_git_repository_says_it_was_not_committed(tmp_path):
     (tmp_path / "ensemble.yaml").write_text(ensemble_yaml(MISSPELLED.replace("Standrad",
                                                                              "Standard")))
-    result = run_unfurl(tmp_path, "deploy", "--approve")
+    result = run_in_process(tmp_path, "deploy", "--approve")
     assert result.returncode == 0, result.stderr
     output = result.stdout + result.stderr
     assert output.count("not committed: not a git repository") == 1
     assert (tmp_path / "jobs.tsv").exists()
-    as_json = run_unfurl(tmp_path, "deploy", "--approve", "--force", "--json")
+    as_json = run_in_process(tmp_path, "deploy", "--approve", "--force", "--json")
     assert json.loads(as_json.stdout)["notCommitted"] == "not a git repository"
-    quiet = run_unfurl(tmp_path, "deploy", "--approve", "--force", "--no-commit")
+    quiet = run_in_process(tmp_path, "deploy", "--approve", "--force", "--no-commit")
     assert "not committed" not in quiet.stdout + quiet.stderr
 
 

@@ -6,28 +6,42 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, ensemble_yaml, git, run_unfurl, shell_node
+from tests.conftest import ROOT, Project, ensemble_yaml, git, run_unfurl, shell_node
 from unfurl_lite.cli.tables import cut, fit_widths, wrap
 
 TIME = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
 
 
-@pytest.fixture
-def deployed(project):
+@pytest.fixture(scope="module")
+def deployed_once(tmp_path_factory, template_repo) -> Path:
+    """Three jobs of history, made once: every test here only reads it (from a copy)."""
+    root = tmp_path_factory.mktemp("tables") / "project"
+    shutil.copytree(template_repo, root, symlinks=True)
+    project = Project(root)
     git(project.root, "config", "user.name", "Ada Lovelace of the Analytical Engine Works")
     nodes = "".join(
         shell_node(name, "echo ok") for name in ("database-primary", "application-server", "web")
     )
     project.write(ensemble_yaml(nodes))
+    cache = {"UNFURL_LITE_CACHE": str(tmp_path_factory.mktemp("parse-cache"))}
     for args in (("deploy", "--approve"), ("undeploy", "--approve"), ("deploy", "--approve")):
-        result = run_unfurl(project.root, *args)
+        result = run_unfurl(project.root, *args, env=cache)
         assert result.returncode == 0, result.stderr
-    return project
+    return root
+
+
+@pytest.fixture
+def deployed(deployed_once: Path, tmp_path: Path) -> Project:
+    root = tmp_path / "project"
+    shutil.copytree(deployed_once, root, symlinks=True)
+    return Project(root)
 
 
 def _on_terminal(cwd, columns: int, *args: str) -> str:

@@ -168,7 +168,8 @@ def add_reinstall(
             instances[name].template,
             None,
             REPAIR,
-            barrier,
+            # the guard reads the containers' status: wait for their checks to report it
+            [*barrier, *builder.last_of(scope[1:])],
             done_status=Status.pending,
             guard=guard_of[name],
         )
