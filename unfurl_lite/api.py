@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from unfurl_lite.errors import STORAGE_ERRNOS, JobError, StorageError, storage_error
+from unfurl_lite.load.gitrepo import Repo, find_repo, identity_problem
 from unfurl_lite.load.loader import Ensemble, load_ensemble
 from unfurl_lite.model import changeid
 from unfurl_lite.plan.core import Plan, plan_workflow
 from unfurl_lite.record import layout, lock, records
-from unfurl_lite.record.repo import Repo, find_repo, identity_problem
 from unfurl_lite.run.executors import make_executor
 from unfurl_lite.run.job import JobOptions, JobResult, Resumed, run_plan
 from unfurl_lite.run.observer import JobState, Observer, Observers

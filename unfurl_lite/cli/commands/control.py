@@ -35,10 +35,10 @@ def resume(ctx: click.Context, changeid: str | None, ensemble: str | None, force
     from unfurl_lite.cli import render
     from unfurl_lite.cli.commands.jobs import run_with_signals, show_result
     from unfurl_lite.errors import JobError
+    from unfurl_lite.load.gitrepo import find_repo
     from unfurl_lite.record import lock
     from unfurl_lite.record import resume as resuming
     from unfurl_lite.record.journal import restore_instances
-    from unfurl_lite.record.repo import find_repo
 
     ens = api.load(ensemble)
     stale = lock.stale_text(ens.path)

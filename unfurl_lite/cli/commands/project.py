@@ -97,7 +97,7 @@ def init(directory: str, source: str | None, as_json: bool) -> None:
 
     from unfurl_lite.errors import UnfurlLiteError
     from unfurl_lite.load import bundled
-    from unfurl_lite.record.repo import find_repo, identity_problem, init_repo, is_ignored
+    from unfurl_lite.load.gitrepo import find_repo, identity_problem, init_repo, is_ignored
 
     root = Path(directory)
     ensemble = root / "ensemble.yaml"
