@@ -67,6 +67,8 @@ def run(cwd: Path | str, *args: str, timeout: float | None = None,
         strip: bool = True) -> Outcome:
     """One git command in ``cwd``; its outcome, whatever its exit status. ``strip=False``
     keeps the output byte for byte (a file's text)."""
+    if not os.path.isdir(cwd):  # GitPython would run git in the process's own directory
+        raise GitError(f"cannot run git in {cwd}: no such directory")
     git = _git_class()
     runner = git.Git(str(cwd))
     try:
@@ -76,8 +78,6 @@ def run(cwd: Path | str, *args: str, timeout: float | None = None,
             kill_after_timeout=timeout, strip_newline_in_stdout=strip,
         )
     except git.GitCommandNotFound:
-        if not os.path.isdir(cwd):  # Popen reports a missing cwd as a missing program
-            raise GitError(f"cannot run git in {cwd}: no such directory") from None
         raise GitError("git is not installed (or not on PATH)",
                        hint="install git, or run the job with --no-commit") from None
     return Outcome(code, stdout, stderr)
@@ -371,11 +371,11 @@ def versions(path: Path, depth: int) -> Iterator[str]:
         if not top:
             return
         relative = str(path.resolve().relative_to(Path(top).resolve()))
-        log = run(path.parent, "log", f"-n{depth}", "--format=%H", "--", relative)
+        log = run(top, "log", f"-n{depth}", "--format=%H", "--", relative)
     except (GitError, ValueError):
         return
     for commit in log.stdout.split() if log.ok else ():
-        shown = run(path.parent, "show", f"{commit}:{relative}", strip=False)
+        shown = run(top, "show", f"{commit}:{relative}", strip=False)
         if shown.ok:
             yield shown.stdout
 
