@@ -154,3 +154,29 @@ def test_gitpython_is_a_dependency() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert any(d.replace(" ", "").startswith("GitPython>=3.1.40")
                for d in project["dependencies"])
+
+
+def test_update_uninstalls_a_removed_template_of_an_ensemble_in_a_subdirectory(
+    project: Project, invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The removed template's operations come from the ensemble's git history, which is
+    found for an ensemble below the repository's root too."""
+    import json
+
+    from tests.conftest import safe_load
+    from tests.test_workflows import LOG, ensemble, node, ok
+
+    sub = "envs/prod"
+    project.write(f"{sub}/{LOG}\njobs/*.log\n", name=".gitignore")
+    templates = {"keep": node(), "old": node()}
+    project.write(ensemble(templates), name=f"{sub}/ensemble.yaml")
+    path = f"{sub}/ensemble.yaml"
+    monkeypatch.chdir(project.root / sub)
+    ok(invoke("deploy", "--approve"))
+    doc = safe_load((project.root / path).read_text())
+    del templates["old"]
+    doc["spec"] = json.loads(ensemble(templates))["spec"]
+    project.write(json.dumps(doc, indent=1, default=str) + "\n", name=path)
+    (project.root / sub / LOG).unlink()
+    ok(invoke("update", "--approve"))
+    assert (project.root / sub / LOG).read_text().splitlines() == ["old stop", "old delete"]
