@@ -92,6 +92,22 @@ def test_without_git_init_says_git_is_not_installed(tmp_path: Path) -> None:
     assert not (tmp_path / "proj" / "ensemble.yaml").exists()
 
 
+def test_without_git_a_job_in_a_repository_says_so_unless_told_not_to_use_it(
+    project: Project, tmp_path: Path
+) -> None:
+    project.write(ensemble_yaml(shell_node("a", "echo hi")))
+    empty = tmp_path / "no-git-here"
+    empty.mkdir()
+    refused = run_unfurl(project.root, "deploy", "--approve", env={"PATH": str(empty)})
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "git is not installed" in refused.stderr and "--no-commit --dirty=ok" in refused.stderr
+    assert "Traceback" not in refused.stderr and project.jobs_tsv() == []
+    done = run_unfurl(project.root, "deploy", "--approve", "--no-commit", "--dirty=ok",
+                      env={"PATH": str(empty)})
+    assert done.returncode == 0, done.stderr
+    assert project.local("a") == "ok" and project.commits()[0] == "write ensemble.yaml"
+
+
 def test_a_missing_directory_is_not_reported_as_a_missing_git(tmp_path: Path) -> None:
     with pytest.raises(GitError, match="no such directory"):
         gitrepo.output(tmp_path / "gone", "status")

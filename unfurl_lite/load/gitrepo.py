@@ -79,8 +79,15 @@ def run(cwd: Path | str, *args: str, timeout: float | None = None,
         )
     except git.GitCommandNotFound:
         raise GitError("git is not installed (or not on PATH)",
-                       hint="install git, or run the job with --no-commit") from None
+                       hint="install git; a job runs without it with --no-commit --dirty=ok",
+                       ) from None
     return Outcome(code, stdout, stderr)
+
+
+def _opened(path: Path | str, search: bool = False) -> Any:
+    """GitPython's view of the repository at (or, with ``search``, above) ``path``: the
+    work tree, HEAD and refs are read from .git's files, which costs no git process."""
+    return _git_class().Repo(str(path), search_parent_directories=search)
 
 
 def output(cwd: Path | str, *args: str, timeout: float | None = None) -> str:
@@ -105,8 +112,12 @@ class Repo:
 
     def head(self) -> str | None:
         """The commit HEAD points at; None before the first commit."""
-        outcome = run(self.root, "rev-parse", "--verify", "-q", "HEAD")
-        return outcome.stdout.strip() if outcome.ok else None
+        git = _git_class()
+        try:
+            sha = git.SymbolicReference.dereference_recursive(_opened(self.root), "HEAD")
+        except (ValueError, OSError, git.GitError):
+            return None
+        return str(sha)
 
     def dirty_files(self) -> list[str]:
         """Tracked files with uncommitted changes (staged or not)."""
@@ -133,13 +144,7 @@ class Repo:
         return found
 
     def _on_branch(self) -> bool:
-        git_dir = self.root / ".git"
-        if git_dir.is_dir():  # the common case, read without a git process
-            try:
-                return (git_dir / "HEAD").read_text().startswith("ref: ")
-            except OSError:
-                pass
-        return run(self.root, "symbolic-ref", "-q", "HEAD").ok
+        return not _opened(self.root).head.is_detached
 
     def commit(self, paths: list[Path], message: str) -> str:
         """Commit exactly these paths (added if new), whatever else is staged; returns the
@@ -178,10 +183,8 @@ class Repo:
             delay = min(delay * 2, 0.5)
 
     def index_lock(self) -> Path:
-        git_dir = self.root / ".git"
-        if git_dir.is_dir():
-            return git_dir / "index.lock"
-        return (self.root / output(self.root, "rev-parse", "--git-path", "index.lock")).resolve()
+        """The lock file of this work tree's index (a linked worktree has its own)."""
+        return Path(_opened(self.root).git_dir) / "index.lock"
 
     def stale_index_lock(self) -> Path | None:
         """git's index.lock when it is left over: no git process runs in this repository
@@ -257,16 +260,18 @@ def commit_error(stderr: str, stale_lock: Path | None = None) -> GitError:
 
 
 def find_repo(path: Path) -> Repo | None:
-    """The work tree holding ``path``; None outside git, in a bare repository, or when
-    git is not installed."""
+    """The work tree holding ``path``; None outside git or in a bare repository."""
     start = path if path.is_dir() else path.parent
     if not start.exists():
         return None
+    git = _git_class()
     try:
-        top = toplevel(start)
-    except GitError:
+        found = _opened(start, search=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         return None
-    return Repo(Path(top).resolve()) if top else None
+    if found.bare or not found.working_tree_dir:
+        return None
+    return Repo(Path(found.working_tree_dir).resolve())
 
 
 def toplevel(cwd: Path | str) -> str:
