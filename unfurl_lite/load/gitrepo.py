@@ -128,6 +128,8 @@ class Repo:
 
     def uncommitted(self, paths: list[Path]) -> list[Path]:
         """Files under ``paths`` that are untracked (and not ignored) or differ from HEAD."""
+        if not paths:  # an empty pathspec would mean the whole work tree
+            return []
         relative = [self.relative(p) for p in paths]
         outcome = run(self.root, "status", "--porcelain", "-z", "--untracked-files=all",
                       "--", *relative)
