@@ -387,33 +387,6 @@ def versions(path: Path, depth: int) -> Iterator[str]:
             yield shown.stdout
 
 
-def source_commit(git: Path) -> str:
-    """The commit a checkout's HEAD names, read from its ``.git`` (a directory, or a
-    worktree's file) without a git process or GitPython: ``unfurl --version`` names the
-    tool's own commit and must stay fast. Loose and packed refs; '' when unreadable."""
-    try:
-        if git.is_file():  # a worktree or submodule: "gitdir: <path>"
-            git = (git.parent / git.read_text().strip().removeprefix("gitdir: ")).resolve()
-        common = git
-        if (git / "commondir").exists():
-            common = (git / (git / "commondir").read_text().strip()).resolve()
-        ref = (git / "HEAD").read_text().strip()
-        if not ref.startswith("ref: "):
-            return ref
-        name = ref[5:]
-        for base in (git, common):
-            if (base / name).exists():
-                return (base / name).read_text().strip()
-        packed = common / "packed-refs"
-        for line in packed.read_text().splitlines() if packed.exists() else ():
-            sha, _, ref_name = line.partition(" ")
-            if ref_name == name:
-                return sha
-    except OSError:
-        pass
-    return ""
-
-
 # -------------------------------------------------------------------- a worker's checkout
 
 
