@@ -196,3 +196,16 @@ def test_update_uninstalls_a_removed_template_of_an_ensemble_in_a_subdirectory(
     (project.root / sub / LOG).unlink()
     ok(invoke("update", "--approve"))
     assert (project.root / sub / LOG).read_text().splitlines() == ["old stop", "old delete"]
+
+
+def test_git_operations_leave_the_callers_environment_alone(project: Project) -> None:
+    """The git environment is passed to each git process, never set in the library
+    user's own process."""
+    code = ("import os\nfrom pathlib import Path\nfrom unfurl_lite.load import gitrepo\n"
+            "before = dict(os.environ)\n"
+            "repo = gitrepo.find_repo(Path('.'))\nrepo.dirty_files()\n"
+            "print('SAME', before == dict(os.environ), 'git' in __import__('sys').modules)\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_PYTHON")}
+    done = subprocess.run([sys.executable, "-c", code], cwd=project.root, text=True,
+                          capture_output=True, env={**env, "PYTHONPATH": str(ROOT)})
+    assert "SAME True True" in done.stdout, done.stdout + done.stderr

@@ -47,20 +47,24 @@ class Outcome:
         return f"git {doing} failed: {(self.stderr.strip() or self.stdout.strip())[-500:]}"
 
 
-_gitpython: Any = None
+_loaded: Any = None
 
 
-def _git_class() -> Any:
-    """GitPython's command runner, imported on first use. ``GIT_PYTHON_REFRESH=quiet``
-    lets the import succeed without git, so a missing git is our clear error rather than
-    GitPython's ImportError."""
-    global _gitpython
-    if _gitpython is None:
-        os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
-        import git
-
-        _gitpython = git
-    return _gitpython
+def _gitpython() -> Any:
+    """GitPython, imported on first use. ``GIT_PYTHON_REFRESH=quiet`` (while importing
+    only: the caller's environment is theirs) lets the import succeed without git, so a
+    missing git is our clear error rather than GitPython's ImportError."""
+    global _loaded
+    if _loaded is None:
+        before = os.environ.get("GIT_PYTHON_REFRESH")
+        os.environ["GIT_PYTHON_REFRESH"] = before or "quiet"
+        try:
+            import git
+        finally:
+            if before is None:
+                os.environ.pop("GIT_PYTHON_REFRESH", None)
+        _loaded = git
+    return _loaded
 
 
 def run(cwd: Path | str, *args: str, timeout: float | None = None,
@@ -69,7 +73,7 @@ def run(cwd: Path | str, *args: str, timeout: float | None = None,
     keeps the output byte for byte (a file's text)."""
     if not os.path.isdir(cwd):  # GitPython would run git in the process's own directory
         raise GitError(f"cannot run git in {cwd}: no such directory")
-    git = _git_class()
+    git = _gitpython()
     runner = git.Git(str(cwd))
     try:
         code, stdout, stderr = runner.execute(
@@ -87,7 +91,7 @@ def run(cwd: Path | str, *args: str, timeout: float | None = None,
 def _opened(path: Path | str, search: bool = False) -> Any:
     """GitPython's view of the repository at (or, with ``search``, above) ``path``: the
     work tree, HEAD and refs are read from .git's files, which costs no git process."""
-    return _git_class().Repo(str(path), search_parent_directories=search)
+    return _gitpython().Repo(str(path), search_parent_directories=search)
 
 
 def output(cwd: Path | str, *args: str, timeout: float | None = None) -> str:
@@ -112,7 +116,7 @@ class Repo:
 
     def head(self) -> str | None:
         """The commit HEAD points at; None before the first commit."""
-        git = _git_class()
+        git = _gitpython()
         try:
             sha = git.SymbolicReference.dereference_recursive(_opened(self.root), "HEAD")
         except (ValueError, OSError, git.GitError):
@@ -266,7 +270,7 @@ def find_repo(path: Path) -> Repo | None:
     start = path if path.is_dir() else path.parent
     if not start.exists():
         return None
-    git = _git_class()
+    git = _gitpython()
     try:
         found = _opened(start, search=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
