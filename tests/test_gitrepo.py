@@ -209,3 +209,27 @@ def test_git_operations_leave_the_callers_environment_alone(project: Project) ->
     done = subprocess.run([sys.executable, "-c", code], cwd=project.root, text=True,
                           capture_output=True, env={**env, "PYTHONPATH": str(ROOT)})
     assert "SAME True True" in done.stdout, done.stdout + done.stderr
+
+
+def test_head_is_read_however_git_stores_it(project: Project, tmp_path: Path) -> None:
+    """Loose and packed refs, a detached HEAD, a linked worktree, a subdirectory; before
+    the first commit there is none."""
+    head = git(project.root, "rev-parse", "HEAD").strip()
+    repo = gitrepo.find_repo(project.root / "ensemble.yaml")
+    assert repo is not None and repo.root == project.root.resolve()
+    assert repo.head() == head
+    git(project.root, "pack-refs", "--all")
+    (project.root / "sub").mkdir()
+    assert gitrepo.head_of(project.root / "sub") == head
+    git(project.root, "worktree", "add", "-q", "-b", "other", str(tmp_path / "wt"))
+    linked = gitrepo.find_repo(tmp_path / "wt")
+    assert linked is not None and linked.head() == head
+    assert linked.index_lock() == project.root / ".git" / "worktrees" / "wt" / "index.lock"
+    git(project.root, "checkout", "-q", "--detach")
+    assert repo.head() == head
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    git(fresh, "init", "-q")
+    assert gitrepo.Repo(fresh).head() is None
+    with pytest.raises(GitError, match="not in a git repository"):
+        gitrepo.head_of(tmp_path)

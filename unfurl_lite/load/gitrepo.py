@@ -116,12 +116,10 @@ class Repo:
 
     def head(self) -> str | None:
         """The commit HEAD points at; None before the first commit."""
-        git = _gitpython()
         try:
-            sha = git.SymbolicReference.dereference_recursive(_opened(self.root), "HEAD")
-        except (ValueError, OSError, git.GitError):
+            return head_of(self.root)
+        except GitError:
             return None
-        return str(sha)
 
     def dirty_files(self) -> list[str]:
         """Tracked files with uncommitted changes (staged or not)."""
@@ -395,7 +393,19 @@ def versions(path: Path, depth: int) -> Iterator[str]:
 
 
 def head_of(cwd: Path | str) -> str:
-    return output(cwd, "rev-parse", "HEAD")
+    """The commit HEAD of the work tree holding ``cwd`` points at (read by GitPython from
+    .git's files: a worker asks before each task)."""
+    if not os.path.isdir(cwd):
+        raise GitError(f"cannot read git's HEAD in {cwd}: no such directory")
+    git = _gitpython()
+    try:
+        repo = _opened(cwd, search=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        raise GitError(f"{cwd} is not in a git repository") from None
+    try:
+        return str(git.SymbolicReference.dereference_recursive(repo, "HEAD"))
+    except (ValueError, OSError, git.GitError) as exc:  # before the first commit
+        raise GitError(f"cannot read git's HEAD in {cwd}: {exc}") from None
 
 
 def config_value(cwd: Path | str, key: str) -> str | None:
