@@ -79,10 +79,10 @@ def resume(
     returns the observer for the re-run.
     """
     from unfurl_lite.api.jobs import JobRequest, load, record_job, run_job
+    from unfurl_lite.load.gitrepo import find_repo
     from unfurl_lite.record import lock
     from unfurl_lite.record import resume as resuming
     from unfurl_lite.record.journal import restore_instances
-    from unfurl_lite.record.repo import find_repo
 
     ens = load(ensemble)
     stale = lock.stale_text(ens.path)

@@ -18,12 +18,12 @@ from typing import Any
 
 from unfurl_lite.api.options import PlanOptions
 from unfurl_lite.errors import STORAGE_ERRNOS, JobError, StorageError, storage_error
+from unfurl_lite.load.gitrepo import Repo, find_repo, identity_problem
 from unfurl_lite.load.loader import Ensemble, load_ensemble
 from unfurl_lite.model import status_layout as layout
 from unfurl_lite.plan.registry import build
 from unfurl_lite.plan.tasks import Plan
 from unfurl_lite.record import lock, records
-from unfurl_lite.record.repo import Repo, find_repo, identity_problem
 from unfurl_lite.run import relationships
 from unfurl_lite.run.executors import Executor, make_executor
 from unfurl_lite.run.job import JobOptions, JobResult, Resumed, run_plan

@@ -72,7 +72,7 @@ def init(directory: str | Path = ".", source: str | None = None) -> Created:
     import shutil
 
     from unfurl_lite.load import bundled
-    from unfurl_lite.record.repo import find_repo, identity_problem, init_repo, is_ignored
+    from unfurl_lite.load.gitrepo import find_repo, identity_problem, init_repo, is_ignored
 
     root = Path(directory)
     ensemble = root / "ensemble.yaml"

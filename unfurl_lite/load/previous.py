@@ -9,10 +9,9 @@ files. Nothing here is an error: a template that cannot be found is simply not r
 
 from __future__ import annotations
 
-import subprocess
-from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from unfurl_lite.load import gitrepo
 
 if TYPE_CHECKING:
     from unfurl_lite.load.loader import Ensemble
@@ -24,7 +23,7 @@ DEPTH = 50  # commits of ensemble.yaml looked through at most
 def removed_templates(ensemble: Ensemble, names: set[str]) -> dict[str, NodeTemplate]:
     found: dict[str, NodeTemplate] = {}
     wanted = set(names)
-    for text in _versions(ensemble.path):
+    for text in gitrepo.versions(ensemble.path, DEPTH):
         old = _templates(ensemble, text)
         for name in [n for n in wanted if n in old]:
             found[name] = old[name]
@@ -32,28 +31,6 @@ def removed_templates(ensemble: Ensemble, names: set[str]) -> dict[str, NodeTemp
         if not wanted:
             break
     return found
-
-
-def _git(cwd: Path, *args: str) -> str | None:
-    try:
-        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
-                              check=False)
-    except OSError:
-        return None
-    return done.stdout if done.returncode == 0 else None
-
-
-def _versions(path: Path) -> Iterator[str]:
-    """The file's text at each commit that changed it, newest first, read one at a time."""
-    root = _git(path.parent, "rev-parse", "--show-toplevel")
-    if not root:
-        return
-    relative = str(path.resolve().relative_to(Path(root.strip()).resolve()))
-    log = _git(path.parent, "log", f"-n{DEPTH}", "--format=%H", "--", relative) or ""
-    for commit in log.split():
-        text = _git(path.parent, "show", f"{commit}:{relative}")
-        if text is not None:
-            yield text
 
 
 def _templates(ensemble: Ensemble, text: str) -> dict[str, Any]:

@@ -2,14 +2,13 @@
 
 Nothing here reads a local cache, so a fresh clone has the whole history. jobs.tsv is read
 once, as a stream; each job's workflow comes from the head of its ``jobs/`` file (Unfurl's
-job line has no workflow field); one ``git log`` over the job files finds the commit that
-recorded each job.
+job line has no workflow field); one ``git log`` over the job files (through the git layer)
+finds the commit that recorded each job.
 """
 
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -17,18 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from unfurl_lite.errors import HistoryError
+from unfurl_lite.load import gitrepo
+from unfurl_lite.load.gitrepo import Commit
 from unfurl_lite.model import changeid
 from unfurl_lite.model import status_layout as layout
 from unfurl_lite.record import records
-
-
-@dataclass(frozen=True)
-class Commit:
-    hexsha: str
-    author: str
-    email: str
-    date: str  # ISO 8601, as git gives it
-    subject: str
 
 
 @dataclass
@@ -244,42 +236,11 @@ def load_job_file(path: Path) -> list[dict[str, Any]]:
 # ------------------------------------------------------------------------------------ git
 
 
-def git(root: Path, *args: str, check: bool = True) -> str:
-    """Run git in the ensemble's directory; failures become a clear error."""
-    try:
-        done = subprocess.run(
-            ["git", *args], cwd=root, capture_output=True, text=True, check=False
-        )
-    except FileNotFoundError:
-        raise HistoryError("git is not installed") from None
-    if check and done.returncode != 0:
-        raise HistoryError(f"git {args[0]} failed: {done.stderr.strip()}")
-    return done.stdout if done.returncode == 0 else ""
-
-
 def job_commits(root: Path) -> dict[str, Commit]:
     """job prefix -> the commit that added its job file (one ``git log`` for all jobs)."""
-    out = git(
-        root,
-        "log",
-        "--diff-filter=A",
-        "--name-only",
-        "--format=%x00%H%x1f%an%x1f%ae%x1f%aI%x1f%s",
-        "--",
-        records.JOBS_DIR,
-        records.CHANGES_DIR,
-        check=False,
-    )
     commits: dict[str, Commit] = {}
-    for block in out.split("\x00"):
-        if not block.strip():
-            continue
-        head, _, names = block.partition("\n")
-        parts = head.split("\x1f")
-        if len(parts) != 5:
-            continue
-        commit = Commit(*parts)
-        for name in names.split():
+    for commit, names in gitrepo.commits_adding(root, records.JOBS_DIR, records.CHANGES_DIR):
+        for name in names:
             match = re.search(r"-(A[0-9A-Za-z]{7})\.yaml$", name)
             if match:
                 # newest first: keep the oldest commit that added the file
@@ -397,21 +358,13 @@ def job_entries(job: JobRecord) -> list[dict[str, Any]]:
 
 def file_at(root: Path, commit: str, path: str) -> str | None:
     """A file's text at a commit (``path`` relative to ``root``), None if it was not there."""
-    out = subprocess.run(
-        ["git", "show", f"{commit}:./{path}"], cwd=root, capture_output=True, text=True
-    )
-    return out.stdout if out.returncode == 0 else None
+    return gitrepo.file_at(root, commit, path)
 
 
 def ensemble_diff(root: Path, ensemble: str, base: str | None, head: str | None) -> str:
     """``git diff`` of the ensemble between two commits; head None is the working tree;
     base None is the commit's own change (its diff against its parent)."""
-    if base is None and head is not None:
-        return git(root, "show", "--format=", "--no-color", head, "--", ensemble)
-    args = ["diff", "--no-color", base or "HEAD"]
-    if head:
-        args.append(head)
-    return git(root, *args, "--", ensemble)
+    return gitrepo.diff(root, ensemble, base, head)
 
 
 def status_at(text: str | None) -> dict[str, dict[str, Any]]:

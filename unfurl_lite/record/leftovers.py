@@ -14,10 +14,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from unfurl_lite.load.gitrepo import Repo
 from unfurl_lite.load.loader import Ensemble
 from unfurl_lite.record import records
 from unfurl_lite.record.journal import PREFIX, read_journal
-from unfurl_lite.record.repo import Repo
 
 _JOB_FILE = re.compile(r"^job[-\d]+-(A[0-9A-Za-z]{7})\.yaml$")
 

@@ -12,13 +12,13 @@ import contextlib
 import fcntl
 import hashlib
 import os
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from unfurl_lite.errors import JobError
+from unfurl_lite.errors import GitError, JobError
+from unfurl_lite.load import gitrepo
 
 PROJECT_MODE_ENV = "UNFURL_WORKER_PROJECT"  # auto (default) or git
 CACHE_ENV = "UNFURL_WORKER_CACHE"
@@ -29,11 +29,14 @@ _heads: dict[str, tuple[float, str]] = {}
 def source_of(cwd: str) -> dict[str, str]:
     """The controller's side: repository URL, commit and the project's place in it."""
     try:
-        top = _git(cwd, "rev-parse", "--show-toplevel")
-        commit = _git(cwd, "rev-parse", "HEAD")
-    except JobError:
+        top = gitrepo.toplevel(cwd)
+        commit = gitrepo.head_of(cwd) if top else ""
+        origin = gitrepo.config_value(cwd, "remote.origin.url") if top else None
+    except GitError:
         return {}
-    url = without_password(os.environ.get("UNFURL_REPOSITORY_URL") or _origin(cwd) or top)
+    if not top:
+        return {}
+    url = without_password(os.environ.get("UNFURL_REPOSITORY_URL") or origin or top)
     subdir = os.path.relpath(os.path.realpath(cwd), os.path.realpath(top))
     return {"repo": url, "commit": commit, "subdir": "" if subdir == "." else subdir}
 
@@ -74,6 +77,13 @@ def cache_root() -> Path:
 
 
 def _worktree(url: str, commit: str) -> Path:
+    try:
+        return _checked_out(url, commit)
+    except GitError as exc:
+        raise JobError(exc.message, hint=exc.hint) from None
+
+
+def _checked_out(url: str, commit: str) -> Path:
     key = hashlib.sha256(url.encode()).hexdigest()[:16]
     root = cache_root()
     clone = root / "repos" / key
@@ -85,22 +95,13 @@ def _worktree(url: str, commit: str) -> Path:
         if (tree / ".git").exists():
             return tree
         if not clone.exists():
-            _git(str(root), "clone", "--quiet", "--bare", url, str(clone))
-        elif not _has(clone, commit):
-            _git(str(clone), "fetch", "--quiet", url, "+refs/heads/*:refs/heads/*")
-        if not _has(clone, commit):
+            gitrepo.clone_bare(url, clone)
+        elif not gitrepo.has_commit(clone, commit):
+            gitrepo.fetch_branches(clone, url)
+        if not gitrepo.has_commit(clone, commit):
             raise JobError(f"commit {commit[:12]} is not in {url} (was it pushed?)")
-        tree.parent.mkdir(parents=True, exist_ok=True)
-        _git(str(clone), "worktree", "add", "--quiet", "--detach", str(tree), commit)
+        gitrepo.add_worktree(clone, tree, commit)
     return tree
-
-
-def _has(clone: Path, commit: str) -> bool:
-    try:
-        _git(str(clone), "cat-file", "-e", f"{commit}^{{commit}}")
-        return True
-    except JobError:
-        return False
 
 
 @contextlib.contextmanager
@@ -119,26 +120,8 @@ def _head(cwd: str) -> str | None:
     if cached and now - cached[0] < _HEAD_CACHE_SECONDS:
         return cached[1]
     try:
-        head = _git(cwd, "rev-parse", "HEAD")
-    except JobError:
+        head = gitrepo.head_of(cwd)
+    except GitError:
         return None
     _heads[cwd] = (now, head)
     return head
-
-
-def _origin(cwd: str) -> str | None:
-    try:
-        return _git(cwd, "config", "--get", "remote.origin.url") or None
-    except JobError:
-        return None
-
-
-def _git(cwd: str, *args: str) -> str:
-    try:
-        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
-                              timeout=300, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise JobError(f"git {args[0]} failed: {exc}") from None
-    if done.returncode != 0:
-        raise JobError(f"git {args[0]} failed: {done.stderr.strip()[-300:]}")
-    return done.stdout.strip()

@@ -1,0 +1,235 @@
+"""One git layer: every git process the package starts goes through load/gitrepo.py
+(GitPython, imported on first use), with the same environment and the same errors."""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, Project, ensemble_yaml, git, run_unfurl, shell_node
+from unfurl_lite.errors import GitError
+from unfurl_lite.load import gitrepo
+
+REAL_GIT = shutil.which("git") or "git"
+WATCHED = ("LC_ALL", "LANGUAGE", "GIT_TERMINAL_PROMPT", "GIT_PAGER", "GIT_EDITOR",
+           "GIT_OPTIONAL_LOCKS")
+
+
+def spying_git(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """An environment whose ``git`` logs its subcommand and environment, then runs git."""
+    bin_dir = tmp_path / "spybin"
+    bin_dir.mkdir()
+    log = tmp_path / "git-calls.log"
+    script = bin_dir / "git"
+    script.write_text("#!/bin/sh\n{ printf '%s' \"$1\"; "
+                      + "".join(f"printf ' {v}=%s' \"${{{v}-unset}}\"; " for v in WATCHED)
+                      + f"echo; }} >> {log}\nexec {REAL_GIT} \"$@\"\n")
+    script.chmod(0o755)
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "LC_ALL": "en_US.UTF-8",
+           "LANGUAGE": "fr", "GIT_PAGER": "less", "GIT_EDITOR": "vi"}
+    return env, log
+
+
+def test_every_git_process_runs_in_c_locale_without_prompt_pager_or_editor(
+    project: Project, tmp_path: Path
+) -> None:
+    """Deploy (dirty check, commit), history (git log) and show (git show) alike, whatever
+    the user's own locale, pager and editor."""
+    project.write(ensemble_yaml(shell_node("a", "echo hi")))
+    env, log = spying_git(tmp_path)
+    deployed = run_unfurl(project.root, "deploy", "--approve", env=env)
+    assert deployed.returncode == 0, deployed.stderr
+    job = project.jobs_tsv()[-1].split("\t")[0]
+    for args in (("history",), ("show", job)):
+        shown = run_unfurl(project.root, *args, env=env)
+        assert shown.returncode == 0, shown.stderr
+    # GitPython's own probe when it is imported (``git version``) reads no repository
+    calls = [line.split() for line in log.read_text().splitlines() if line[:8] != "version "]
+    assert {"status", "commit", "log", "show"} <= {call[0] for call in calls}
+    expected = ["LC_ALL=C", "LANGUAGE=C", "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat",
+                "GIT_EDITOR=:", "GIT_OPTIONAL_LOCKS=0"]
+    assert [call for call in calls if call[1:] != expected] == []
+
+
+def _loaded_after(project: Project, *args: str) -> str:
+    code = ("import sys\nfrom unfurl_lite.cli.main import main\n"
+            f"try:\n    main({list(args)!r})\nexcept SystemExit as exit:\n"
+            "    print('EXIT', exit.code)\n"
+            "print('GITPYTHON', 'git' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=project.root, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    return done.stdout
+
+
+@pytest.mark.parametrize("args", [("--version",), ("validate",), ("plan", "deploy")])
+def test_version_validate_and_plan_do_not_import_gitpython(project: Project, args) -> None:
+    project.write(ensemble_yaml(shell_node("a", "echo hi")))
+    out = _loaded_after(project, *args)
+    assert "EXIT 0" in out or "EXIT" not in out, out
+    assert "GITPYTHON False" in out, out
+
+
+def test_a_deploy_reaches_git_through_gitpython(project: Project) -> None:
+    project.write(ensemble_yaml(shell_node("a", "echo hi")))
+    out = _loaded_after(project, "deploy", "--approve", "-q")
+    assert "GITPYTHON True" in out, out
+    assert project.commits()[0].startswith("Updating status for job")
+
+
+def test_without_git_init_says_git_is_not_installed(tmp_path: Path) -> None:
+    empty = tmp_path / "no-git-here"
+    empty.mkdir()
+    done = run_unfurl(tmp_path, "init", "proj", env={"PATH": str(empty)})
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "git is not installed" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "proj" / "ensemble.yaml").exists()
+
+
+def test_without_git_a_job_in_a_repository_says_so_unless_told_not_to_use_it(
+    project: Project, tmp_path: Path
+) -> None:
+    project.write(ensemble_yaml(shell_node("a", "echo hi")))
+    empty = tmp_path / "no-git-here"
+    empty.mkdir()
+    refused = run_unfurl(project.root, "deploy", "--approve", env={"PATH": str(empty)})
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "git is not installed" in refused.stderr and "--no-commit --dirty=ok" in refused.stderr
+    assert "Traceback" not in refused.stderr and project.jobs_tsv() == []
+    done = run_unfurl(project.root, "deploy", "--approve", "--no-commit", "--dirty=ok",
+                      env={"PATH": str(empty)})
+    assert done.returncode == 0, done.stderr
+    assert project.local("a") == "ok" and project.commits()[0] == "write ensemble.yaml"
+
+
+def test_a_missing_directory_is_not_reported_as_a_missing_git(tmp_path: Path) -> None:
+    with pytest.raises(GitError, match="no such directory"):
+        gitrepo.output(tmp_path / "gone", "status")
+    assert gitrepo.find_repo(tmp_path / "gone" / "ensemble.yaml") is None
+
+
+def test_a_failing_command_names_itself_and_gits_message(tmp_path: Path) -> None:
+    with pytest.raises(GitError, match=r"git rev-parse failed: fatal: not a git repository"):
+        gitrepo.output(tmp_path, "rev-parse", "HEAD")
+
+
+def test_file_at_keeps_the_text_byte_for_byte(project: Project) -> None:
+    project.write("one\n\n\n", name="notes.txt")
+    head = git(project.root, "rev-parse", "HEAD").strip()
+    assert gitrepo.file_at(project.root, head, "notes.txt") == "one\n\n\n"
+    assert gitrepo.file_at(project.root, head, "missing.txt") is None
+
+
+def test_versions_lists_a_files_texts_newest_first(project: Project, tmp_path: Path) -> None:
+    for text in ("v1\n", "v2\n", "v3\n"):
+        project.write(text, name="sub/spec.yaml")
+    assert list(gitrepo.versions(project.root / "sub" / "spec.yaml", 2)) == ["v3\n", "v2\n"]
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    assert list(gitrepo.versions(outside / "spec.yaml", 5)) == []
+
+
+def test_commit_takes_only_the_given_paths(project: Project) -> None:
+    project.write("mine\n", name="mine.txt", commit=False)
+    project.write("theirs\n", name="theirs.txt", commit=False)
+    git(project.root, "add", "theirs.txt")
+    repo = gitrepo.find_repo(project.root)
+    assert repo is not None
+    sha = repo.commit([project.root / "mine.txt"], "only mine")
+    assert git(project.root, "show", "--name-only", "--format=", sha).split() == ["mine.txt"]
+    assert git(project.root, "diff", "--cached", "--name-only").split() == ["theirs.txt"]
+
+
+def _git_commands(path: Path) -> list[int]:
+    """Lines of list or tuple literals that start with the string "git": a git command
+    line built to be run by subprocess."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.List | ast.Tuple) and node.elts:
+            first = node.elts[0]
+            if isinstance(first, ast.Constant) and first.value == "git":
+                lines.append(node.lineno)
+    return lines
+
+
+def test_no_module_but_the_git_layer_runs_git() -> None:
+    package = ROOT / "unfurl_lite"
+    found = {str(p.relative_to(ROOT)): lines for p in sorted(package.rglob("*.py"))
+             if p.name != "gitrepo.py" and (lines := _git_commands(p))}
+    assert found == {}
+    assert "subprocess" not in (package / "load" / "gitrepo.py").read_text()
+
+
+def test_gitpython_is_a_dependency() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert any(d.replace(" ", "").startswith("GitPython>=3.1.40")
+               for d in project["dependencies"])
+
+
+def test_update_uninstalls_a_removed_template_of_an_ensemble_in_a_subdirectory(
+    project: Project, invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The removed template's operations come from the ensemble's git history, which is
+    found for an ensemble below the repository's root too."""
+    import json
+
+    from tests.conftest import safe_load
+    from tests.test_workflows import LOG, ensemble, node, ok
+
+    sub = "envs/prod"
+    project.write(f"{sub}/{LOG}\njobs/*.log\n", name=".gitignore")
+    templates = {"keep": node(), "old": node()}
+    project.write(ensemble(templates), name=f"{sub}/ensemble.yaml")
+    path = f"{sub}/ensemble.yaml"
+    monkeypatch.chdir(project.root / sub)
+    ok(invoke("deploy", "--approve"))
+    doc = safe_load((project.root / path).read_text())
+    del templates["old"]
+    doc["spec"] = json.loads(ensemble(templates))["spec"]
+    project.write(json.dumps(doc, indent=1, default=str) + "\n", name=path)
+    (project.root / sub / LOG).unlink()
+    ok(invoke("update", "--approve"))
+    assert (project.root / sub / LOG).read_text().splitlines() == ["old stop", "old delete"]
+
+
+def test_git_operations_leave_the_callers_environment_alone(project: Project) -> None:
+    """The git environment is passed to each git process, never set in the library
+    user's own process."""
+    code = ("import os\nfrom pathlib import Path\nfrom unfurl_lite.load import gitrepo\n"
+            "before = dict(os.environ)\n"
+            "repo = gitrepo.find_repo(Path('.'))\nrepo.dirty_files()\n"
+            "print('SAME', before == dict(os.environ), 'git' in __import__('sys').modules)\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_PYTHON")}
+    done = subprocess.run([sys.executable, "-c", code], cwd=project.root, text=True,
+                          capture_output=True, env={**env, "PYTHONPATH": str(ROOT)})
+    assert "SAME True True" in done.stdout, done.stdout + done.stderr
+
+
+def test_head_is_read_however_git_stores_it(project: Project, tmp_path: Path) -> None:
+    """Loose and packed refs, a detached HEAD, a linked worktree, a subdirectory; before
+    the first commit there is none."""
+    head = git(project.root, "rev-parse", "HEAD").strip()
+    repo = gitrepo.find_repo(project.root / "ensemble.yaml")
+    assert repo is not None and repo.root == project.root.resolve()
+    assert repo.head() == head
+    git(project.root, "pack-refs", "--all")
+    (project.root / "sub").mkdir()
+    assert gitrepo.head_of(project.root / "sub") == head
+    git(project.root, "worktree", "add", "-q", "-b", "other", str(tmp_path / "wt"))
+    linked = gitrepo.find_repo(tmp_path / "wt")
+    assert linked is not None and linked.head() == head
+    assert linked.index_lock() == project.root / ".git" / "worktrees" / "wt" / "index.lock"
+    git(project.root, "checkout", "-q", "--detach")
+    assert repo.head() == head
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    git(fresh, "init", "-q")
+    assert gitrepo.Repo(fresh).head() is None
+    with pytest.raises(GitError, match="not in a git repository"):
+        gitrepo.head_of(tmp_path)

@@ -1,0 +1,434 @@
+"""The one way the package reaches git: GitPython, wrapped here and nowhere else.
+
+GitPython is imported on the first git operation, never at module import: importing it
+costs more than ``unfurl --version`` may take in all, and validate and plan need no git.
+Every git process runs with a C locale (its messages are matched below), no terminal
+prompt, no pager, no editor and no optional locks (a ``git status`` must not take the
+index.lock another job's commit is waiting for), and every failure becomes a
+:class:`GitError` whose hint says what to do. The ensemble is always saved before git is
+touched, so each hint can say the records are safe.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from unfurl_lite.errors import GitError
+
+ENV = {
+    "LC_ALL": "C",
+    "LANGUAGE": "C",
+    "GIT_TERMINAL_PROMPT": "0",  # a missing credential fails instead of asking
+    "GCM_INTERACTIVE": "never",  # Git Credential Manager: no dialog either
+    "GIT_PAGER": "cat",
+    "GIT_EDITOR": ":",
+    "GIT_OPTIONAL_LOCKS": "0",
+}
+INDEX_LOCK_WAIT = 30.0  # seconds a commit waits for another git process to release the index
+NETWORK_TIMEOUT = 300.0  # seconds a clone or fetch may take
+
+
+@dataclass(frozen=True)
+class Outcome:
+    code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.code == 0
+
+    def error(self, doing: str) -> str:
+        return f"git {doing} failed: {(self.stderr.strip() or self.stdout.strip())[-500:]}"
+
+
+_loaded: Any = None
+
+
+def _gitpython() -> Any:
+    """GitPython, imported on first use. ``GIT_PYTHON_REFRESH=quiet`` (while importing
+    only: the caller's environment is theirs) lets the import succeed without git, so a
+    missing git is our clear error rather than GitPython's ImportError."""
+    global _loaded
+    if _loaded is None:
+        before = os.environ.get("GIT_PYTHON_REFRESH")
+        os.environ["GIT_PYTHON_REFRESH"] = before or "quiet"
+        try:
+            import git
+        finally:
+            if before is None:
+                os.environ.pop("GIT_PYTHON_REFRESH", None)
+        _loaded = git
+    return _loaded
+
+
+def run(cwd: Path | str, *args: str, timeout: float | None = None,
+        strip: bool = True) -> Outcome:
+    """One git command in ``cwd``; its outcome, whatever its exit status. ``strip=False``
+    keeps the output byte for byte (a file's text)."""
+    if not os.path.isdir(cwd):  # GitPython would run git in the process's own directory
+        raise GitError(f"cannot run git in {cwd}: no such directory")
+    git = _gitpython()
+    runner = git.Git(str(cwd))
+    try:
+        code, stdout, stderr = runner.execute(
+            [runner.GIT_PYTHON_GIT_EXECUTABLE or "git", *args],
+            with_extended_output=True, with_exceptions=False, env=ENV,
+            kill_after_timeout=timeout, strip_newline_in_stdout=strip,
+        )
+    except git.GitCommandNotFound:
+        raise GitError("git is not installed (or not on PATH)",
+                       hint="install git; a job runs without it with --no-commit --dirty=ok",
+                       ) from None
+    return Outcome(code, stdout, stderr)
+
+
+def _opened(path: Path | str, search: bool = False) -> Any:
+    """GitPython's view of the repository at (or, with ``search``, above) ``path``: the
+    work tree, HEAD and refs are read from .git's files, which costs no git process."""
+    return _gitpython().Repo(str(path), search_parent_directories=search)
+
+
+def output(cwd: Path | str, *args: str, timeout: float | None = None) -> str:
+    """The command's output (stripped); a failure is a :class:`GitError` naming it."""
+    outcome = run(cwd, *args, timeout=timeout)
+    if not outcome.ok:
+        raise GitError(outcome.error(args[0]))
+    return outcome.stdout.strip()
+
+
+# ------------------------------------------------------------------------- the work tree
+
+
+@dataclass(frozen=True)
+class Repo:
+    root: Path
+
+    def relative(self, path: Path) -> str:
+        """The path git knows it by: a symlink is itself, not the file it points to."""
+        absolute = path.parent.resolve() / path.name if path.is_symlink() else path.resolve()
+        return str(absolute.relative_to(self.root))
+
+    def head(self) -> str | None:
+        """The commit HEAD points at; None before the first commit."""
+        try:
+            return head_of(self.root)
+        except GitError:
+            return None
+
+    def dirty_files(self) -> list[str]:
+        """Tracked files with uncommitted changes (staged or not)."""
+        outcome = run(self.root, "status", "--porcelain", "--untracked-files=no")
+        if not outcome.ok:
+            raise GitError(outcome.error("status"))
+        return [line[3:].split(" -> ")[-1] for line in outcome.stdout.splitlines() if line.strip()]
+
+    def uncommitted(self, paths: list[Path]) -> list[Path]:
+        """Files under ``paths`` that are untracked (and not ignored) or differ from HEAD."""
+        if not paths:  # an empty pathspec would mean the whole work tree
+            return []
+        relative = [self.relative(p) for p in paths]
+        outcome = run(self.root, "status", "--porcelain", "-z", "--untracked-files=all",
+                      "--", *relative)
+        if not outcome.ok:
+            raise GitError(outcome.error("status"))
+        found: list[Path] = []
+        entries = iter(outcome.stdout.split("\0"))
+        for entry in entries:
+            if len(entry) < 4:
+                continue
+            found.append(self.root / entry[3:])
+            if entry[0] in "RC":
+                next(entries, None)  # a rename's or copy's source
+        return found
+
+    def _on_branch(self) -> bool:
+        return not _opened(self.root).head.is_detached
+
+    def commit(self, paths: list[Path], message: str) -> str:
+        """Commit exactly these paths (added if new), whatever else is staged; returns the
+        new commit's hash. Another git process holding the index (a job on another
+        ensemble of this repository) is waited for; a stale index.lock is explained."""
+        relative = [self.relative(p) for p in paths if p.exists() or p.is_symlink()]
+        if not self._on_branch():
+            raise GitError(
+                "git commit refused: HEAD is detached, so the commit would belong to no branch",
+                hint="the ensemble and records are saved; switch to a branch "
+                "(git switch -c NAME) and commit them: git add -A && git commit",
+            )
+        for args in (("add", "--", *relative),
+                     ("commit", "-q", "-m", message, "--", *relative)):
+            self._run_waiting(args)
+        head = self.head()
+        if head is None:
+            raise GitError("git commit failed: no commit was made")
+        return head
+
+    def _run_waiting(self, args: tuple[str, ...]) -> None:
+        waited = 0.0
+        delay = 0.02
+        while True:
+            outcome = run(self.root, *args)
+            if outcome.ok:
+                return
+            stderr = outcome.stderr.strip() or outcome.stdout.strip()
+            if "index.lock" not in stderr or waited >= INDEX_LOCK_WAIT:
+                raise commit_error(stderr, self.stale_index_lock())
+            stale = self.stale_index_lock()
+            if stale is not None:
+                raise commit_error(stderr, stale)
+            time.sleep(delay)
+            waited += delay
+            delay = min(delay * 2, 0.5)
+
+    def index_lock(self) -> Path:
+        """The lock file of this work tree's index (a linked worktree has its own)."""
+        return Path(_opened(self.root).git_dir) / "index.lock"
+
+    def stale_index_lock(self) -> Path | None:
+        """git's index.lock when it is left over: no git process runs in this repository
+        (git writes no pid into it, so its owner is looked for among running processes)."""
+        lock = self.index_lock()
+        before = _identity(lock)
+        for pause in (0.0, 0.05):  # twice, as git processes of other jobs come and go
+            time.sleep(pause)
+            if before is None or _git_running_in(self.root) or _identity(lock) != before:
+                return None
+        return lock
+
+    def is_ignored(self, path: Path) -> bool:
+        """Whether .gitignore rules exclude the directory ``path`` (which need not exist
+        yet: the trailing slash lets ``dir/`` patterns match)."""
+        return run(self.root, "check-ignore", "-q", "--", f"{path.resolve()}/").ok
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        found = path.stat()
+    except OSError:
+        return None
+    return found.st_ino, found.st_mtime_ns
+
+
+def _git_running_in(root: Path) -> bool:
+    """Is a git process running with its working directory in ``root``? (Linux /proc;
+    elsewhere assume so, which only means a stale lock is reported less precisely.)"""
+    proc = Path("/proc")
+    if not (proc / "self" / "cwd").exists():
+        return True
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if not (entry / "comm").read_text().startswith("git"):
+                continue
+            cwd = Path(os.readlink(entry / "cwd"))
+        except OSError:
+            continue
+        if cwd == root or cwd.is_relative_to(root):
+            return True
+    return False
+
+
+def commit_error(stderr: str, stale_lock: Path | None = None) -> GitError:
+    """What a failed ``git add``/``git commit`` means, and what the user does about it."""
+    hint = ("the ensemble and records are saved: once git works again, unfurl resume (or "
+            "the next job) commits them")
+    if stale_lock is not None:
+        return GitError(
+            f"git commit failed: {stale_lock} was left by a git process that is no longer "
+            "running (it was killed or crashed), so git refuses to touch the index",
+            hint=f"make sure no git command is running, delete it (rm {stale_lock}); {hint}",
+        )
+    if "index.lock" in stderr:
+        hint = (
+            "another git process held the index for too long: wait for it to finish; " + hint
+        )
+    elif "user.email" in stderr or "identity" in stderr.lower():
+        hint = (
+            "set your identity: git config user.email you@example.com && "
+            "git config user.name 'Your Name'; " + hint
+        )
+    elif "No space left" in stderr or "Quota exceeded" in stderr:
+        hint = "free space on the disk that holds the repository; " + hint
+    elif any(text in stderr for text in ("Read-only file system", "ermission denied",
+                                         "Operation not permitted", "insufficient permission")):
+        hint = ("make the repository writable (.git's permissions, an immutable flag shown "
+                "by lsattr, or a read-only mount); " + hint)
+    return GitError(f"git commit failed: {stderr}", hint=hint)
+
+
+def find_repo(path: Path) -> Repo | None:
+    """The work tree holding ``path``; None outside git or in a bare repository."""
+    start = path if path.is_dir() else path.parent
+    if not start.exists():
+        return None
+    git = _gitpython()
+    try:
+        found = _opened(start, search=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return None
+    if found.bare or not found.working_tree_dir:
+        return None
+    return Repo(Path(found.working_tree_dir).resolve())
+
+
+def toplevel(cwd: Path | str) -> str:
+    """The work tree's root directory as git names it ('' when there is none)."""
+    outcome = run(cwd, "rev-parse", "--show-toplevel")
+    return outcome.stdout.strip() if outcome.ok else ""
+
+
+def init_repo(path: Path) -> Repo:
+    path.mkdir(parents=True, exist_ok=True)
+    outcome = run(path, "init", "-q")
+    if not outcome.ok:
+        raise GitError(outcome.error("init"))
+    return Repo(path.resolve())
+
+
+def identity_problem(cwd: Path, instead: str = "") -> GitError | None:
+    """Why git could not commit here for want of an author or committer, or None.
+
+    Asked before anything is written, so that a missing identity is one clear error rather
+    than a project (or a job's records) left half-committed."""
+    for variable in _idents_to_check():
+        outcome = run(cwd, "var", variable)
+        if not outcome.ok:
+            reason = next((line for line in outcome.stderr.splitlines()
+                           if line.startswith("fatal:")), outcome.stderr.strip())
+            return GitError(
+                f"git has no identity to commit with ({reason.removeprefix('fatal: ')})",
+                hint="set it once: git config --global user.name 'Your Name' && "
+                f"git config --global user.email you@example.com{instead}",
+            )
+    return None
+
+
+def _idents_to_check() -> list[str]:
+    """One git process, not two: author and committer come from the same config unless the
+    environment sets one of them, so ask about the one the environment does not set."""
+    author = os.environ.get("GIT_AUTHOR_NAME") and os.environ.get("GIT_AUTHOR_EMAIL")
+    return ["GIT_COMMITTER_IDENT"] if author else ["GIT_AUTHOR_IDENT"]
+
+
+def is_ignored(repo: Repo, path: Path) -> bool:
+    return repo.is_ignored(path)
+
+
+# ------------------------------------------------------------------------------- history
+
+
+@dataclass(frozen=True)
+class Commit:
+    hexsha: str
+    author: str
+    email: str
+    date: str  # ISO 8601, as git gives it
+    subject: str
+
+
+_FIELDS = "%H%x1f%an%x1f%ae%x1f%aI%x1f%s"
+
+
+def commits_adding(root: Path, *pathspecs: str) -> list[tuple[Commit, list[str]]]:
+    """Each commit that added files under ``pathspecs``, newest first, with the files'
+    paths; one ``git log`` for all. [] when there is no history to read."""
+    outcome = run(root, "log", "--diff-filter=A", "--name-only", f"--format=%x00{_FIELDS}",
+                  "--", *pathspecs)
+    found: list[tuple[Commit, list[str]]] = []
+    for block in outcome.stdout.split("\x00") if outcome.ok else ():
+        if not block.strip():
+            continue
+        head, _, names = block.partition("\n")
+        parts = head.split("\x1f")
+        if len(parts) == 5:
+            found.append((Commit(*parts), names.split()))
+    return found
+
+
+def file_at(root: Path, commit: str, path: str) -> str | None:
+    """A file's text at a commit (``path`` relative to ``root``), None if it was not there."""
+    outcome = run(root, "show", f"{commit}:./{path}", strip=False)
+    return outcome.stdout if outcome.ok else None
+
+
+def diff(root: Path, path: str, base: str | None, head: str | None) -> str:
+    """``git diff`` of one file between two commits; head None is the working tree; base
+    None is the commit's own change (its diff against its parent)."""
+    if base is None and head is not None:
+        args = ["show", "--format=", "--no-color", head]
+    else:
+        args = ["diff", "--no-color", base or "HEAD", *([head] if head else [])]
+    outcome = run(root, *args, "--", path, strip=False)
+    if not outcome.ok:
+        raise GitError(outcome.error(args[0]),
+                       hint="list the jobs and their commits with `unfurl history`")
+    return outcome.stdout
+
+
+def versions(path: Path, depth: int) -> Iterator[str]:
+    """A file's text at each of the last ``depth`` commits that changed it, newest first,
+    read one at a time; nothing outside a work tree or without git."""
+    try:
+        top = toplevel(path.parent)
+        if not top:
+            return
+        relative = str(path.resolve().relative_to(Path(top).resolve()))
+        log = run(top, "log", f"-n{depth}", "--format=%H", "--", relative)
+    except (GitError, ValueError):
+        return
+    for commit in log.stdout.split() if log.ok else ():
+        shown = run(top, "show", f"{commit}:{relative}", strip=False)
+        if shown.ok:
+            yield shown.stdout
+
+
+# -------------------------------------------------------------------- a worker's checkout
+
+
+def head_of(cwd: Path | str) -> str:
+    """The commit HEAD of the work tree holding ``cwd`` points at (read by GitPython from
+    .git's files: a worker asks before each task)."""
+    if not os.path.isdir(cwd):
+        raise GitError(f"cannot read git's HEAD in {cwd}: no such directory")
+    git = _gitpython()
+    try:
+        repo = _opened(cwd, search=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        raise GitError(f"{cwd} is not in a git repository") from None
+    try:
+        return str(git.SymbolicReference.dereference_recursive(repo, "HEAD"))
+    except (ValueError, OSError, git.GitError) as exc:  # before the first commit
+        raise GitError(f"cannot read git's HEAD in {cwd}: {exc}") from None
+
+
+def config_value(cwd: Path | str, key: str) -> str | None:
+    outcome = run(cwd, "config", "--get", key)
+    return outcome.stdout.strip() or None if outcome.ok else None
+
+
+def has_commit(repository: Path, commit: str) -> bool:
+    return run(repository, "cat-file", "-e", f"{commit}^{{commit}}").ok
+
+
+def clone_bare(url: str, destination: Path) -> None:
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    output(destination.parent, "clone", "--quiet", "--bare", url, str(destination),
+           timeout=NETWORK_TIMEOUT)
+
+
+def fetch_branches(repository: Path, url: str) -> None:
+    output(repository, "fetch", "--quiet", url, "+refs/heads/*:refs/heads/*",
+           timeout=NETWORK_TIMEOUT)
+
+
+def add_worktree(repository: Path, tree: Path, commit: str) -> None:
+    """A detached work tree of ``repository`` at ``commit``."""
+    tree.parent.mkdir(parents=True, exist_ok=True)
+    output(repository, "worktree", "add", "--quiet", "--detach", str(tree), commit)
