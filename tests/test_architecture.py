@@ -78,3 +78,14 @@ def test_no_module_is_longer_than_the_limit(limit):
     long = {str(p.relative_to(PACKAGE.parent)): n for _, p in _modules()
             if (n := len(p.read_text().splitlines())) > limit}
     assert long == {}
+
+
+def test_contributing_maps_every_package_and_module():
+    """The map in CONTRIBUTING.md is how newcomers find their way: it must not go stale."""
+    text = (PACKAGE.parent / "CONTRIBUTING.md").read_text()
+    missing = [module for module, path in _modules()
+               if path.stem not in TOP and f"`{path.stem}`" not in text
+               and f"`{path.stem}/`" not in text]
+    missing += [f"{layer}/" for layer in LAYERS
+                if (PACKAGE / layer).is_dir() and f"`{layer}/`" not in text]
+    assert missing == []
