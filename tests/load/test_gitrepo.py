@@ -180,7 +180,7 @@ def test_update_uninstalls_a_removed_template_of_an_ensemble_in_a_subdirectory(
     import json
 
     from tests.conftest import safe_load
-    from tests.test_workflows import LOG, ensemble, node, ok
+    from tests.plan.test_workflows import LOG, ensemble, node, ok
 
     sub = "envs/prod"
     project.write(f"{sub}/{LOG}\njobs/*.log\n", name=".gitignore")

@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import Project, safe_load
 from unfurl_lite.security import environment as openv
 
-UNFURL = Path(__file__).parent / "data" / "unfurl120" / "13-fidelity"
+UNFURL = Path(__file__).parent.parent / "data" / "unfurl120" / "13-fidelity"
 
 
 def fields(row: str) -> dict[str, str]:

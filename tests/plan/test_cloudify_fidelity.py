@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from tests.test_workflows import LOG, deployed, node, ok, op, ran, reset, respec
+from tests.plan.test_workflows import LOG, deployed, node, ok, op, ran, reset, respec
 
 
 def failing_if(name: str, marker: str) -> str:
@@ -247,7 +247,7 @@ def test_execute_operation_runs_on_instances_not_created_yet(project, invoke):
         "web": node(standard=("create",), Custom=("ping",)),
     }
     project.write(f"jobs/*.log\n{LOG}\n", name=".gitignore")
-    from tests.test_workflows import ensemble
+    from tests.plan.test_workflows import ensemble
 
     project.write(ensemble(templates))
     ok(invoke("deploy", "--approve", "-i", "db"))
@@ -262,7 +262,7 @@ def test_execute_operation_runs_on_instances_not_created_yet(project, invoke):
 
 
 def test_cloudify_agent_and_relationship_syntax_refused_by_name(project, invoke):
-    from tests.test_workflows import ensemble
+    from tests.plan.test_workflows import ensemble
 
     db = node(standard=("create",))
     db["interfaces"]["cloudify.interfaces.monitoring_agent"] = {"operations": {"install": "true"}}
@@ -330,7 +330,7 @@ def test_scale_in_aborts_when_fewer_would_remain_than_are_excluded(project, invo
 
 
 def test_scale_compute_is_ignored_for_a_group(project, invoke):
-    from tests.test_workflows import ensemble
+    from tests.plan.test_workflows import ensemble
 
     doc = json.loads(ensemble({"vm": node(standard=("create",)),
                                "app": node(standard=("create",), requirements=[{"host": "vm"}])}))

@@ -11,7 +11,7 @@ from ruamel.yaml import YAML
 
 from tests.conftest import ensemble_yaml, shell_node
 
-DATA = Path(__file__).parent / "data" / "unfurl120" / "13-structure-and-layout"
+DATA = Path(__file__).parent.parent / "data" / "unfurl120" / "13-structure-and-layout"
 
 
 def ready(instances: dict) -> dict:

@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import ROOT, Invoke, Project, ensemble_yaml, git, run_unfurl, shell_node
 from tests.execution_helpers import kill9, start_unfurl, wait_for
-from tests.test_security_secrets import _files, _history
+from tests.security.test_security_secrets import _files, _history
 
 PW = "hunter2-PW-xyz"
 TOKEN = "ghp-TOKEN-4242abcd"

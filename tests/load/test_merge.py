@@ -264,7 +264,7 @@ def test_plus_keys_that_are_not_directives_are_data(project: Path) -> None:
 
 # --- Unfurl 1.2.0's documents, through `unfurl export` ----------------------------------
 
-UNFURL_CASES = Path(__file__).parent / "data" / "merge-directives"
+UNFURL_CASES = Path(__file__).parent.parent / "data" / "merge-directives"
 
 
 def export(root: Path, *args: str) -> Result:

@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import run_in_process, run_unfurl
 from tests.execution_helpers import count, start_unfurl, wait_for
-from tests.test_execution import gated, setup
+from tests.run.test_execution import gated, setup
 from unfurl_lite.record.journal import list_journals
 
 

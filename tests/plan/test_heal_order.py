@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from tests.test_workflows import HOSTED, deployed
+from tests.plan.test_workflows import HOSTED, deployed
 
 
 def _tasks(plan_text: str) -> dict[int, tuple[str, str, set[int], str]]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-DATA = Path(__file__).parent / "data" / "unfurl120" / "13-structure-and-layout"
+DATA = Path(__file__).parent.parent / "data" / "unfurl120" / "13-structure-and-layout"
 
 
 def captured(scenario: str, step: str = "1-deploy") -> dict:

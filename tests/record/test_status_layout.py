@@ -12,7 +12,7 @@ from ruamel.yaml import YAML
 
 from tests.conftest import unfurl120
 
-DATA = Path(__file__).parent / "data" / "unfurl120"
+DATA = Path(__file__).parent.parent / "data" / "unfurl120"
 HOSTED = DATA / "13-structure-and-layout"
 UNFURL = unfurl120()
 NEEDS_UNFURL120 = pytest.mark.skipif(

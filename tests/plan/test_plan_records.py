@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import ROOT
-from tests.test_workflows import deployed, node, ok, op, ran, reset, respec
+from tests.plan.test_workflows import deployed, node, ok, op, ran, reset, respec
 from unfurl_lite.load.loader import load_ensemble
 from unfurl_lite.plan import build
 from unfurl_lite.plan.registry import PLANNERS, planner

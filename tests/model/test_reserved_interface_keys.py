@@ -54,7 +54,7 @@ def test_unfurls_reserved_words_are_all_reserved() -> None:
 
 def test_the_schema_allows_exactly_the_reserved_keys_beside_operations() -> None:
     schema = json.loads(
-        (Path(__file__).parent.parent / "unfurl_lite/schema/ensemble.schema.json").read_text())
+        (Path(__file__).parents[2] / "unfurl_lite/schema/ensemble.schema.json").read_text())
     interface = next(s for s in schema["$defs"]["interface"]["anyOf"] if s["type"] == "object")
     assert set(interface["properties"]) == RESERVED_INTERFACE_KEYS
 

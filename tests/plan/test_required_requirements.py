@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-DATA = Path(__file__).parent / "data" / "unfurl120" / "13-structure-and-layout"
+DATA = Path(__file__).parent.parent / "data" / "unfurl120" / "13-structure-and-layout"
 
 
 def test_required_requirement_with_no_match_is_a_plan_error(project, invoke):

@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import ENSEMBLE_HEAD, Project, safe_load
 
-UNFURL = Path(__file__).parent / "data" / "unfurl120" / "12-custom-workflows"
+UNFURL = Path(__file__).parent.parent / "data" / "unfurl120" / "12-custom-workflows"
 
 
 def fields(row: str) -> dict[str, str]:

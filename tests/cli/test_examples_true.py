@@ -59,7 +59,7 @@ def test_the_secrets_demo_default_applies_without_db_password(init):
     root = init("secrets")
     env = {k: v for k, v in os.environ.items() if k != "DB_PASSWORD"}
     result = subprocess.run(["python", "-m", "unfurl_lite", "deploy", "--approve"], cwd=root,
-                            env={**env, "PYTHONPATH": str(Path(__file__).parent.parent)},
+                            env={**env, "PYTHONPATH": str(Path(__file__).parents[2])},
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     expected = hashlib.sha256(b"demo-password-123\n").hexdigest()
