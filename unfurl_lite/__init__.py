@@ -18,7 +18,8 @@ raises :class:`RetryOperation` to ask for a retry.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+
+TYPE_CHECKING = False  # typing itself is not imported: `import unfurl_lite` stays cheap
 
 __version__ = "0.1.0"
 
@@ -140,7 +141,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     """PEP 562: import a name's module when the name is first used."""
     if name in API:
         value = getattr(importlib.import_module("unfurl_lite.api"), RENAMED.get(name, name))

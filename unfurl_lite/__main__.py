@@ -1,5 +1,5 @@
 import sys
 
-from unfurl_lite.cli.main import main
+from unfurl_lite.cli import main
 
 sys.exit(main())

@@ -2,3 +2,24 @@
 and terminal rules. The only package that imports click or rich; every command is
 one call of :mod:`unfurl_lite.api`.
 """
+
+from __future__ import annotations
+
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def main(argv: list[str] | None = None) -> Any:
+    """The ``unfurl`` entry point: ``--version`` is answered at once, everything else
+    goes to the click group in :mod:`unfurl_lite.cli.main`."""
+    if (sys.argv[1:] if argv is None else argv) == ["--version"]:
+        from unfurl_lite.cli.version import version_text
+
+        print(version_text())
+        return 0
+    from unfurl_lite.cli.main import main as run
+
+    return run(argv)
