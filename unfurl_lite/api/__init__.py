@@ -61,7 +61,7 @@ EXPORTS: dict[str, str] = {
     "JobRequest": "unfurl_lite.api.jobs:JobRequest",
     "check_dirty": "unfurl_lite.api.jobs:check_dirty",
     "load": "unfurl_lite.api.jobs:load",
-    "make_plan": "unfurl_lite.api.jobs:make_plan",
+    "make_plan": "unfurl_lite.api.project:make_plan",
     "record_job": "unfurl_lite.api.jobs:record_job",
     "run_job": "unfurl_lite.api.jobs:run_job",
     "wait_for_turn": "unfurl_lite.api.jobs:wait_for_turn",

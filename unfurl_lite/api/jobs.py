@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from unfurl_lite.api.options import PlanOptions
+from unfurl_lite.api.project import make_plan
 from unfurl_lite.errors import STORAGE_ERRNOS, JobError, StorageError, storage_error
 from unfurl_lite.load.gitrepo import Repo, find_repo, identity_problem
 from unfurl_lite.load.loader import Ensemble, load_ensemble
 from unfurl_lite.model import status_layout as layout
-from unfurl_lite.plan.registry import build
 from unfurl_lite.plan.tasks import Plan
 from unfurl_lite.record import lock, records
 from unfurl_lite.run import relationships
@@ -56,18 +56,6 @@ class JobRequest:
 def load(path: str | Path | None = None) -> Ensemble:
     """The validated ensemble at ``path`` (a file or its directory; default: ./ensemble.yaml)."""
     return load_ensemble(path)
-
-
-def make_plan(ensemble: Ensemble, workflow: str, options: PlanOptions | None = None,
-              custom: bool = False) -> Plan:
-    """The tasks ``workflow`` would run, in order; runs and writes nothing. ``custom``: the
-    name must be one of the topology's ``workflows:`` (a built-in one, or a misspelling, is
-    refused with the names that are)."""
-    if custom:
-        from unfurl_lite.plan import tosca as tosca_workflows
-
-        tosca_workflows.require(ensemble.spec, workflow)
-    return build(ensemble, workflow, (options or PlanOptions()).for_workflow(workflow))
 
 
 def wait_for_turn(path: str | Path | None, on_wait: Callable[[str], None] | None = None) -> None:

@@ -185,14 +185,26 @@ def validate(ensemble: str | Path | None = None) -> Ensemble:
     return load_ensemble(ensemble)
 
 
+def make_plan(ensemble: Ensemble, workflow: str, options: PlanOptions | None = None,
+              custom: bool = False) -> Plan:
+    """The tasks ``workflow`` would run, in order; runs and writes nothing. ``custom``: the
+    name must be one of the topology's ``workflows:`` (a built-in one, or a misspelling, is
+    refused with the names that are)."""
+    if custom:
+        from unfurl_lite.plan import tosca as tosca_workflows
+
+        tosca_workflows.require(ensemble.spec, workflow)
+    from unfurl_lite.plan.registry import build
+
+    return build(ensemble, workflow, (options or PlanOptions()).for_workflow(workflow))
+
+
 def plan(ensemble: str | Path | Ensemble | None, workflow: str = "deploy",
          options: PlanOptions | None = None, custom: bool = False) -> Plan:
     """What ``workflow`` would run on the ensemble (loaded if given as a path), in order,
     with the reason for each; runs and writes nothing. ``custom``: the name must be one of
     the topology's ``workflows:`` (a built-in one, or a misspelling, is refused with the
     names that are)."""
-    from unfurl_lite.api.jobs import make_plan
-
     loaded = ensemble if isinstance(ensemble, Ensemble) else load_ensemble(ensemble)
     return make_plan(loaded, workflow, options, custom)
 

@@ -17,6 +17,7 @@ from typing import Any
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from unfurl_lite.errors import InputError, Problem
+from unfurl_lite.security.names import control_character, is_control  # noqa: F401
 
 MAX_EXPANDED_NODES = 1_000_000  # nodes with every alias expanded (an alias bomb)
 MAX_EXPANDED_CHARS = 50_000_000  # characters of keys and strings with every alias expanded
@@ -24,26 +25,6 @@ MAX_DEPTH = 100  # levels of nested mappings and lists
 _BRACKETS = re.compile(r"[\[\]{}]")
 PLAIN_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:omap")
 SCALARS = (str, int, float, bool, type(None), datetime.date)
-
-
-#: bidirectional overrides and isolates: they reorder what a terminal shows
-_BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-
-
-def is_control(char: str) -> bool:
-    """A C0/C1 control character (tab and line breaks included) or a bidi override."""
-    code = ord(char)
-    return code < 0x20 or 0x7F <= code < 0xA0 or char in _BIDI
-
-
-def control_character(name: str) -> str | None:
-    """The first control character in a name, shown escaped (``\\x1b``), or None."""
-    if name.isprintable():
-        return None
-    for char in name:
-        if is_control(char):
-            return repr(char)[1:-1]
-    return None
 
 
 def check_text(text: str, filename: str) -> None:

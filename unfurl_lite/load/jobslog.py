@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from unfurl_lite.load import guard
+from unfurl_lite.security.names import is_control
 
 #: characters a jobs.tsv field may not hold raw: they would start a line, end a cell, or
 #: reach a terminal as a control sequence
@@ -29,7 +29,7 @@ def escape_field(text: str) -> str:
     for char in text:
         if char in _ESCAPES:
             out.append(_ESCAPES[char])
-        elif guard.is_control(char):
+        elif is_control(char):
             code = ord(char)
             out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
         else:

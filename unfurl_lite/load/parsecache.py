@@ -28,9 +28,10 @@ import marshal
 import os
 import stat
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
+
+from unfurl_lite.load import schemacheck
 
 ENV = "UNFURL_LITE_CACHE"
 KEEP = 64  # entries; one per version of each ensemble recently loaded
@@ -57,7 +58,7 @@ def directory() -> Path | None:
 def _salt() -> bytes:
     from unfurl_lite import __version__
 
-    schema = resources.files("unfurl_lite").joinpath("schema/ensemble.schema.json").read_bytes()
+    schema = schemacheck.SCHEMA.read_bytes()
     return __version__.encode() + b"\0" + hashlib.sha256(schema).digest()
 
 

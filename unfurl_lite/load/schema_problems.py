@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from functools import cache
-from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import Problem
@@ -23,7 +22,7 @@ if TYPE_CHECKING:  # jsonschema is imported only to explain a document the quick
 
 @cache
 def _schema() -> dict[str, Any]:
-    text = resources.files("unfurl_lite").joinpath("schema/ensemble.schema.json").read_text()
+    text = schemacheck.SCHEMA.read_text()
     schema: dict[str, Any] = json.loads(text)
     return schema
 

@@ -12,7 +12,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+#: the ensemble's JSON schema, shipped in the package (read as a file: importing
+#: importlib.resources costs more than the read)
+SCHEMA = Path(__file__).resolve().parent.parent / "schema" / "ensemble.schema.json"
 
 Check = Callable[[Any], bool]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import logging
 
-from unfurl_lite.load import guard
 from unfurl_lite.model.entities import Instance, NodeState, Status
 from unfurl_lite.run.operations.base import OperationResult
+from unfurl_lite.security.names import control_character
 
 
 def add_discovered(
@@ -21,7 +21,7 @@ def add_discovered(
         name = str(resource.get("name") or "")
         if not name:
             continue
-        if guard.control_character(name):
+        if control_character(name):
             logging.getLogger(__name__).warning(
                 "warning: discovered instance %r ignored: its name contains a control "
                 "character", name)
