@@ -146,6 +146,22 @@ def test_commit_takes_only_the_given_paths(project: Project) -> None:
     assert git(project.root, "diff", "--cached", "--name-only").split() == ["theirs.txt"]
 
 
+def test_committing_records_already_committed_is_that_commit_not_an_error(
+    project: Project,
+) -> None:
+    """A job killed after its commit, resumed: the records it writes again are the ones
+    already committed, so the commit that holds them is the job's (found by the
+    kill-anywhere property test, where resume used to fail with "nothing to commit")."""
+    project.write("records\n", name="records.txt", commit=False)
+    project.write("someone else's\n", name="untracked.txt", commit=False)
+    repo = gitrepo.find_repo(project.root)
+    assert repo is not None
+    first = repo.commit([project.root / "records.txt"], "the job")
+    again = repo.commit([project.root / "records.txt"], "the job, resumed")
+    assert again == first
+    assert git(project.root, "log", "--format=%s").splitlines()[0] == "the job"
+
+
 def _git_commands(path: Path) -> list[int]:
     """Lines of list or tuple literals that start with the string "git": a git command
     line built to be run by subprocess."""

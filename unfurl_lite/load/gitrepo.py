@@ -161,20 +161,24 @@ class Repo:
                 hint="the ensemble and records are saved; switch to a branch "
                 "(git switch -c NAME) and commit them: git add -A && git commit",
             )
-        for args in (("add", "--", *relative),
-                     ("commit", "-q", "-m", message, "--", *relative)):
-            self._run_waiting(args)
+        self._run_waiting(("add", "--", *relative))
+        # nothing to commit: a killed job committed these very records before it died,
+        # and its resume wrote them again byte for byte; that commit is the job's
+        self._run_waiting(("commit", "-q", "-m", message, "--", *relative), unchanged_ok=True)
         head = self.head()
         if head is None:
             raise GitError("git commit failed: no commit was made")
         return head
 
-    def _run_waiting(self, args: tuple[str, ...]) -> None:
+    def _run_waiting(self, args: tuple[str, ...], unchanged_ok: bool = False) -> None:
         waited = 0.0
         delay = 0.02
         while True:
             outcome = run(self.root, *args)
             if outcome.ok:
+                return
+            if unchanged_ok and ("nothing to commit" in outcome.stdout
+                                 or "nothing added to commit" in outcome.stdout):  # LC_ALL=C
                 return
             stderr = outcome.stderr.strip() or outcome.stdout.strip()
             if "index.lock" not in stderr or waited >= INDEX_LOCK_WAIT:
