@@ -312,6 +312,37 @@ def test_cancel_reaches_running_tasks_on_workers(project, broker, workers):
     assert "Cancelling" in out + err or "cancel" in (out + err).lower()
 
 
+def test_a_soft_cancelled_task_a_worker_receives_after_the_revoke_ends_the_job(
+    project, broker, workers
+):
+    """The revoke reaches only the workers alive when it is sent: a worker that starts
+    later still receives the message, finds the task given up and drops it unrun, which
+    Celery records as a success. The job used to wait for it forever."""
+    prepare(project, ensemble(node("x", "mkdir -p ran && touch ran/x")))
+    job = start_unfurl(project.root, "deploy", "--approve", "--executor", "celery",
+                       "--broker", broker)
+    try:
+        wait_for(lambda: queued(broker, "unfurl.management") > 0, job, limit=60)
+        cancelled = run_unfurl(project.root, "cancel")
+        assert cancelled.returncode == 0, cancelled.stderr
+        wait_for(lambda: "cancelling" in list_journals(project.root)[0].state, job)
+        workers("late", "unfurl.management", concurrency=1)
+        out, err = job.communicate(timeout=60)
+    finally:
+        if job.poll() is None:
+            job.kill()
+    assert job.returncode == 64, out + err
+    assert not (project.root / "ran" / "x").exists()
+    assert "before a worker started it" in job_tasks(project)["x"]["message"]
+
+
+def queued(broker: str, queue: str) -> int:
+    """Messages waiting on a queue (Celery's redis transport keeps each queue as a list)."""
+    import redis
+
+    return int(redis.Redis.from_url(broker).llen(queue))
+
+
 def test_a_soft_cancel_revokes_tasks_still_waiting_on_the_queue(project, broker, workers):
     def slow(name: str) -> str:  # runs until the test opens the gate
         return (f"mkdir -p ran && touch ran/{name}.started && "

@@ -343,8 +343,13 @@ class CeleryExecutor:
         backend = self.app.backend
         values = self.client.mget([backend.get_key_for_task(f.celery_id) for f in waiting])
         for flight, value in zip(waiting, values, strict=True):
-            state = (backend.decode_result(value) if value else {}).get("status", "PENDING")
-            if state == "REVOKED" and flight.withdrawn:
+            meta = backend.decode_result(value) if value else {}
+            state = meta.get("status", "PENDING")
+            # a worker that received the message before the revoke drops it unrun (it is
+            # marked given up): Celery records that as a success with no reply of ours
+            dropped = state == "SUCCESS" and isinstance(meta.get("result"), dict) \
+                and "dropped" in meta["result"]
+            if (state == "REVOKED" or dropped) and flight.withdrawn:
                 self._finish(flight, OperationResult(
                     success=False, modified=False, worker="celery",
                     error="cancelled before a worker started it"))
