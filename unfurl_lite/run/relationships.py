@@ -11,10 +11,16 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from unfurl_lite.load.problems import mapping
 from unfurl_lite.load.structure import split_types
 from unfurl_lite.model.entities import Instance, NodeState, Status
-from unfurl_lite.model.topology import capabilities_of, matching_capability, wanted_capability
+from unfurl_lite.model.topology import (
+    as_mapping as mapping,
+)
+from unfurl_lite.model.topology import (
+    capabilities_of,
+    matching_capability,
+    wanted_capability,
+)
 
 if TYPE_CHECKING:
     from unfurl_lite.plan.tasks import Task
