@@ -66,7 +66,7 @@ def test_version_commit_is_read_from_packed_refs_and_worktrees(tmp_path):
     from pathlib import Path
 
     from tests.conftest import git
-    from unfurl_lite.cli.main import _source_commit
+    from unfurl_lite.cli.version import _source_commit
 
     repo = tmp_path / "repo"
     repo.mkdir()

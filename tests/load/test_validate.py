@@ -10,6 +10,7 @@ import pytest
 from tests.conftest import REFERENCE, ensemble_yaml
 from unfurl_lite.errors import InputError, Problem
 from unfurl_lite.load import merge, validate, yamlio
+from unfurl_lite.model.graph import find_cycles
 
 HEAD = "apiVersion: unfurl/v1alpha1\nkind: Ensemble\n"
 
@@ -394,7 +395,7 @@ def test_check_never_raises_on_garbage() -> None:
 
 def test_find_cycles_reports_each_cycle_once() -> None:
     graph = {"a": ["b"], "b": ["c"], "c": ["a", "d"], "d": ["d"]}
-    assert validate.find_cycles(graph) == [["a", "b", "c", "a"], ["d", "d"]]
+    assert find_cycles(graph) == [["a", "b", "c", "a"], ["d", "d"]]
 
 
 @pytest.mark.parametrize(

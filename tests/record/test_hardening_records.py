@@ -84,12 +84,13 @@ def test_recorded_instance_names_are_validated(project: Project, invoke: Invoke)
 
 
 def test_every_jobs_tsv_field_is_escaped() -> None:
+    from unfurl_lite.load import jobslog
     from unfurl_lite.record import records
 
     line = records.tsv_line([("target", f"::{FORGED}\tstatus=ok\n\x1b[31m")], "A6BNA7xw0001")
     assert line.count("\n") == 1 and line.count("\t") == 1 and "\r" not in line
     assert "\x1b" not in line
-    record = records.parse_tsv_line(line)
+    record = jobslog.parse_tsv_line(line)
     assert record["target"] == "::x\\rAB1100000000\\tstatus=ok\\n\\x1b[31m"
 
 

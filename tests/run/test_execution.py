@@ -14,8 +14,8 @@ from ruamel.yaml import YAML
 
 from tests.conftest import ROOT, Project, ensemble_yaml, git, run_in_process, run_unfurl
 from tests.execution_helpers import chain_ensemble, count, kill9, start_unfurl, wait_for
+from unfurl_lite.load import jobslog
 from unfurl_lite.load.loader import load_ensemble
-from unfurl_lite.record import records
 from unfurl_lite.record.journal import list_journals
 
 
@@ -50,7 +50,7 @@ def statuses(project: Project) -> dict[str, tuple[str, str | None]]:
 
 def files_load(project: Project) -> None:
     load_ensemble(project.ensemble)
-    list(records.read_jobs_tsv(project.root / "jobs.tsv"))
+    list(jobslog.read_jobs_tsv(project.root / "jobs.tsv"))
     for path in (project.root / "jobs").glob("*.yaml"):
         YAML(typ="safe").load(path.read_text())
 
@@ -95,7 +95,7 @@ def test_kill9_mid_run_then_resume_matches_an_uninterrupted_run(project, tmp_pat
     assert statuses(project) == expected
     for name in succeeded:  # succeeded before the kill: never run again
         assert len((marks / f"{name}.start").read_text().split()) == starts[name]
-    lines = [records.parse_tsv_line(line + "\n") for line in project.jobs_tsv()]
+    lines = [jobslog.parse_tsv_line(line + "\n") for line in project.jobs_tsv()]
     jobs = [r for r in lines if r["changeId"].endswith("0000")]
     assert jobs[0]["changeId"] == killed.change_id and "(interrupted)" in jobs[0]["summary"]
     assert jobs[1]["previousId"] == killed.change_id

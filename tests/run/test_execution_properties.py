@@ -15,8 +15,8 @@ from ruamel.yaml import YAML
 
 from tests.conftest import Project, git, run_unfurl
 from tests.execution_helpers import count, kill9, start_unfurl, wait_for
+from unfurl_lite.load import jobslog
 from unfurl_lite.load.loader import load_ensemble
-from unfurl_lite.record import records
 from unfurl_lite.record.journal import list_journals
 
 
@@ -56,7 +56,7 @@ def stamps(marks: Path, name: str, kind: str) -> list[int]:
 
 def all_files_load(root: Path) -> None:
     load_ensemble(root / "ensemble.yaml")
-    list(records.read_jobs_tsv(root / "jobs.tsv"))
+    list(jobslog.read_jobs_tsv(root / "jobs.tsv"))
     for path in (root / "jobs").glob("*.yaml"):
         YAML(typ="safe").load(path.read_text())
 

@@ -80,7 +80,7 @@ def resume(
     """
     from unfurl_lite.api.jobs import JobRequest, load, record_job, run_job
     from unfurl_lite.load.gitrepo import find_repo
-    from unfurl_lite.record import lock
+    from unfurl_lite.record import interrupted, lock
     from unfurl_lite.record import resume as resuming
     from unfurl_lite.record.journal import restore_instances
 
@@ -96,7 +96,7 @@ def resume(
             swept = commit_leftovers(repo, ens, with_ensemble=True)
             if swept:
                 notify(f"Committed the records job {', '.join(swept)} left uncommitted")
-        killed_state = resuming.killed_job_state(ens.project_root, killed_lock.change_id)
+        killed_state = interrupted.lock_job_state(ens.project_root, killed_lock.change_id)
         if killed_state in ("none", "recorded"):
             killed_lock.settle()
         try:
@@ -110,7 +110,7 @@ def resume(
                            "stale lock; nothing else to resume.")
             return Resumption(killed_lock.change_id, "nothing to resume", message,
                               committed_leftovers=swept)
-        if resuming.is_killed(journal):
+        if interrupted.killed(journal):
             from unfurl_lite.run import orphans
 
             left = orphans.find(journal.change_id)
@@ -122,14 +122,14 @@ def resume(
         options = resuming.job_options(journal)
         options.commit = commit
         recorded = None
-        if resuming.needs_recording(journal):
+        if interrupted.killed(journal):
             recorded = resuming.interrupted_result(ens, journal, plan)
             recorded.start_commit = repo.head() if repo else None
             files = record_job(ens, recorded, options,
                                append_log=not resuming.logged(ens, journal.change_id))
             state = str(recorded.state)
             resuming.write_journal(journal, recorded, state=state, recorded=True,
-                                   killed=journal.state in resuming.UNFINISHED)
+                                   killed=journal.state in interrupted.UNFINISHED)
             killed_lock.settle()
             files.extra.append(journal.path)
             notify(f"Recorded interrupted job {journal.change_id}: {recorded.summary}")

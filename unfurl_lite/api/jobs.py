@@ -19,6 +19,7 @@ from typing import Any
 from unfurl_lite.api.options import PlanOptions
 from unfurl_lite.api.project import make_plan
 from unfurl_lite.errors import STORAGE_ERRNOS, JobError, StorageError, storage_error
+from unfurl_lite.expressions.digest import spec_digest
 from unfurl_lite.load.gitrepo import Repo, find_repo, identity_problem
 from unfurl_lite.load.loader import Ensemble, load_ensemble
 from unfurl_lite.model import status_layout as layout
@@ -287,8 +288,8 @@ def record_job(
     name = records.job_file_name(label, job_prefix)
     ran = [r for r in result.runs if r.ran]
     changelog = f"{records.CHANGES_DIR}/{name}" if ran else None
-    spec_digest = records.spec_digest(ensemble.spec)
-    job = records.job_entry(result, options.recorded, spec_digest, changelog)
+    digest = spec_digest(ensemble.spec)
+    job = records.job_entry(result, options.recorded, digest, changelog)
     entries = []
     for run in result.runs:
         if not run.counted:

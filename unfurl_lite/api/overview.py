@@ -11,12 +11,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from unfurl_lite.expressions.digest import spec_digest
 from unfurl_lite.load.loader import Ensemble
 from unfurl_lite.model import changeid
 from unfurl_lite.model.entities import Instance, Status
 from unfurl_lite.plan.drift import Drift, ensemble_drift
 from unfurl_lite.plan.topology import instance_graph, operationless, planned_instances
-from unfurl_lite.record import records
 from unfurl_lite.record.history import iso
 from unfurl_lite.run.status import fold_effective
 
@@ -94,7 +94,7 @@ def status_report(ensemble: Ensemble) -> dict[str, Any]:
     ]
     last = ensemble.last_job or {}
     last_id = last.get("changeId")
-    spec_digest = records.spec_digest(ensemble.spec)
+    digest = spec_digest(ensemble.spec)
     return {
         "schemaVersion": SCHEMA_VERSION,
         "ensemble": str(ensemble.path),
@@ -109,7 +109,7 @@ def status_report(ensemble: Ensemble) -> dict[str, Any]:
         }
         if last_id
         else None,
-        "specChanged": (spec_digest != last.get("specDigest")) if last_id else None,
+        "specChanged": (digest != last.get("specDigest")) if last_id else None,
         "counts": dict(Counter(r["status"] for r in rows)),
         "instances": rows,
         "interrupted": _interrupted(ensemble),

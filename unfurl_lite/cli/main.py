@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from unfurl_lite.cli.version import _source_commit, version_text  # noqa: F401 (tests)
+from unfurl_lite.cli.version import version_text
 
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module in cli/commands:attribute, one-line help --help shows without importing it)

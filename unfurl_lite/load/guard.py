@@ -17,7 +17,7 @@ from typing import Any
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from unfurl_lite.errors import InputError, Problem
-from unfurl_lite.security.names import control_character, is_control  # noqa: F401
+from unfurl_lite.security.names import control_character
 
 MAX_EXPANDED_NODES = 1_000_000  # nodes with every alias expanded (an alias bomb)
 MAX_EXPANDED_CHARS = 50_000_000  # characters of keys and strings with every alias expanded

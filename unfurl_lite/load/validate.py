@@ -21,12 +21,11 @@ from unfurl_lite.load.interface_checks import (
     _unknown_operations,
     _untyped_type_interfaces,
 )
-from unfurl_lite.load.problems import (  # noqa: F401 (problem_at, did_you_mean: for workflows)
+from unfurl_lite.load.problems import (
     SERVICE,
     TOPOLOGY,
     did_you_mean,
     get_section,
-    locate,
     mapping,
     problem_at,
 )
@@ -42,7 +41,6 @@ from unfurl_lite.load.unsupported import (
     _unsupported_implementations,
     _unsupported_structure,
 )
-from unfurl_lite.model.graph import find_cycles  # noqa: F401 (plan.tosca imports it here)
 
 
 def check(doc: Any, file: str) -> list[Problem]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from unfurl_lite.errors import Problem
+from unfurl_lite.load.problems import did_you_mean, problem_at
 from unfurl_lite.model.entities import NodeState, NodeTemplate, Operation
 
 WORKFLOWS = ("spec", "service_template", "topology_template", "workflows")
@@ -124,8 +125,6 @@ def custom_names(spec: dict[str, Any]) -> list[str]:
 
 def problems(doc: Any, file: str) -> Iterator[Problem]:
     """Everything in ``workflows:`` that cannot run as written, by name."""
-    from unfurl_lite.load import validate
-
     workflows = doc
     for part in WORKFLOWS:
         workflows = workflows.get(part) if isinstance(workflows, dict) else None
@@ -134,7 +133,7 @@ def problems(doc: Any, file: str) -> Iterator[Problem]:
     templates = _templates(doc, file)
 
     def at(path: tuple[Any, ...], message: str, hint: str | None = None) -> Problem:
-        return validate.problem_at(doc, (*WORKFLOWS, *path), file, message, hint)
+        return problem_at(doc, (*WORKFLOWS, *path), file, message, hint)
 
     for name, body in workflows.items():
         if name in RESERVED:
@@ -159,7 +158,7 @@ def problems(doc: Any, file: str) -> Iterator[Problem]:
             if pre.get("target") not in templates:
                 yield at((name, "preconditions", index, "target"),
                          f"precondition target {pre.get('target')!r} is not a node template",
-                         validate.did_you_mean(str(pre.get("target")), templates))
+                         did_you_mean(str(pre.get("target")), templates))
             yield from _conditions(at, (name, "preconditions", index, "condition"),
                                    pre.get("condition") or [])
         steps = body.get("steps") or {}
@@ -186,15 +185,13 @@ def _templates(doc: Any, file: str) -> dict[str, NodeTemplate]:
 
 def _keys(at: Any, path: tuple[Any, ...], body: dict, known: set[str], unsupported: set[str],
           owner: str) -> Iterator[Problem]:
-    from unfurl_lite.load import validate
-
     for key in body:
         if key in unsupported:
             yield at((*path, key), f"{owner}: `{key}` is not supported",
                      f"remove `{key}`; see docs/workflows.md for what workflows support")
         elif key not in known:
             yield at((*path, key), f"{owner}: unknown key {key!r}",
-                     validate.did_you_mean(str(key), known))
+                     did_you_mean(str(key), known))
 
 
 def _conditions(at: Any, path: tuple[Any, ...], clauses: Any) -> Iterator[Problem]:
@@ -220,8 +217,6 @@ def _conditions(at: Any, path: tuple[Any, ...], clauses: Any) -> Iterator[Proble
 
 def _steps(at: Any, name: str, steps: dict, workflows: dict,
            templates: dict[str, NodeTemplate], doc: Any) -> Iterator[Problem]:
-    from unfurl_lite.load import validate
-
     types = {t for template in templates.values() for t in template.type_lineage}
     node_types = doc
     for part in ("spec", "service_template", "node_types"):
@@ -237,14 +232,14 @@ def _steps(at: Any, name: str, steps: dict, workflows: dict,
         if not isinstance(target, str) or (target not in templates and target not in types):
             yield at((*path, "target"), f"step {step_name!r}: target {target!r} is neither a "
                      "node template nor a type of one",
-                     validate.did_you_mean(str(target), [*templates, *types]))
+                     did_you_mean(str(target), [*templates, *types]))
         if step.get("filter") is not None:
             yield from _conditions(at, (*path, "filter"), step.get("filter"))
         for key in ("on_success", "on_failure"):
             for next_name in _names(step.get(key)):
                 if next_name not in steps:
                     yield at((*path, key), f"step {step_name!r}: {key} names unknown step "
-                             f"{next_name!r}", validate.did_you_mean(next_name, steps))
+                             f"{next_name!r}", did_you_mean(next_name, steps))
                 elif name in REPLACEABLE and steps[next_name].get("target") != target:
                     yield at((*path, key),
                              f"step {step_name!r} leads to {next_name!r}, which has another "
@@ -262,8 +257,6 @@ def _steps(at: Any, name: str, steps: dict, workflows: dict,
 def _activity_problems(at: Any, path: tuple[Any, ...], activity: Any, workflow: str,
                        workflows: dict, templates: dict[str, NodeTemplate],
                        target: Any) -> Iterator[Problem]:
-    from unfurl_lite.load import validate
-
     if not isinstance(activity, dict) or len(activity) != 1:
         yield at(path, "an activity is a single-key mapping", "e.g. "
                  "`- call_operation: Standard.configure`")
@@ -271,7 +264,7 @@ def _activity_problems(at: Any, path: tuple[Any, ...], activity: Any, workflow: 
     ((kind, value),) = activity.items()
     if kind not in ACTIVITIES:
         yield at((*path, kind), f"activity {kind!r} is not supported",
-                 validate.did_you_mean(str(kind), ACTIVITIES) or "use one of: "
+                 did_you_mean(str(kind), ACTIVITIES) or "use one of: "
                  + ", ".join(ACTIVITIES))
         return
     name = value
@@ -284,7 +277,7 @@ def _activity_problems(at: Any, path: tuple[Any, ...], activity: Any, workflow: 
     if kind == "set_state":
         if str(value) not in NodeState.__members__:
             yield at((*path, kind), f"set_state {value!r} is not a node state",
-                     validate.did_you_mean(str(value), NodeState.__members__))
+                     did_you_mean(str(value), NodeState.__members__))
         elif workflow not in REPLACEABLE:
             yield at((*path, kind), f"set_state in custom workflow {workflow!r} is not "
                      "supported: custom workflows do not change instances' state",
@@ -294,14 +287,14 @@ def _activity_problems(at: Any, path: tuple[Any, ...], activity: Any, workflow: 
                  "delegate to one of: " + ", ".join(DELEGATES))
     elif kind == "inline" and (name not in workflows or name in REPLACEABLE):
         yield at((*path, kind), f"inline workflow {name!r} is not a custom workflow here",
-                 validate.did_you_mean(str(name), [w for w in workflows
+                 did_you_mean(str(name), [w for w in workflows
                                                    if w not in REPLACEABLE]))
     elif kind == "call_operation" and target in templates:
         op: Operation | None = templates[target].operation(str(name))
         if op is None:
             known = [f"{i}.{o}" for i, ops in templates[target].interfaces.items() for o in ops]
             yield at((*path, kind), f"call_operation: node template {target!r} has no "
-                     f"operation {name!r}", validate.did_you_mean(str(name), known)
+                     f"operation {name!r}", did_you_mean(str(name), known)
                      or "operations: " + (", ".join(known) or "none"))
 
 
@@ -334,7 +327,7 @@ def _inline_cycles(at: Any, workflows: dict) -> Iterator[Problem]:
                     inlined.append(str(value.get("workflow") if isinstance(value, dict)
                                        else value))
         graph[name] = [n for n in inlined if n in workflows]
-    from unfurl_lite.load.validate import find_cycles
+    from unfurl_lite.model.graph import find_cycles
 
     for cycle in find_cycles(graph):
         yield at((cycle[0],), f"workflows inline each other: {' -> '.join(cycle)}",

@@ -18,6 +18,7 @@ from typing import Any
 from unfurl_lite.errors import HistoryError
 from unfurl_lite.load import gitrepo
 from unfurl_lite.load.gitrepo import Commit
+from unfurl_lite.load.jobslog import read_jobs_tsv
 from unfurl_lite.model import changeid
 from unfurl_lite.model import status_layout as layout
 from unfurl_lite.record import records
@@ -122,7 +123,7 @@ def _task_line(record: dict[str, str]) -> TaskLine:
 def read_jobs(jobs_tsv: Path) -> Iterator[JobRecord]:
     """Jobs in file (= time) order, each with its task lines; one pass over the file."""
     current: JobRecord | None = None
-    for record in records.read_jobs_tsv(jobs_tsv):
+    for record in read_jobs_tsv(jobs_tsv):
         cid = record["changeId"]
         if not changeid.is_changeid(cid):
             continue

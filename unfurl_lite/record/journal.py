@@ -25,6 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from unfurl_lite.expressions.digest import spec_digest
 from unfurl_lite.load import yamlio
 from unfurl_lite.load.loader import Ensemble, _instance
 from unfurl_lite.model import changeid
@@ -97,7 +98,7 @@ class Journal(Observer):
             "state": str(JobState.started),
             "recorded": False,
             "ensemble": ensemble.path.name,
-            "specDigest": records.spec_digest(ensemble.spec),
+            "specDigest": spec_digest(ensemble.spec),
             "startInstances": snapshot_instances(
                 start_instances if start_instances is not None else ensemble.instances,
                 self.secrets,

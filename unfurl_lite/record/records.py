@@ -10,18 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-# digests and the jobs.tsv reader live below record (planning uses them too); the names
-# stay here for the writers' callers
-from unfurl_lite.expressions.digest import digest as digest
 from unfurl_lite.expressions.digest import digestable, input_digest
-from unfurl_lite.expressions.digest import spec_digest as spec_digest
 from unfurl_lite.load import yamlio
-from unfurl_lite.load.jobslog import DamagedLine as DamagedLine
 from unfurl_lite.load.jobslog import escape_field
 from unfurl_lite.load.jobslog import last_job_id as last_job_id
-from unfurl_lite.load.jobslog import parse_tsv_line as parse_tsv_line
-from unfurl_lite.load.jobslog import read_jobs_tsv as read_jobs_tsv
-from unfurl_lite.load.jobslog import unescape_field as unescape_field
 from unfurl_lite.model import changeid
 from unfurl_lite.model import status_layout as layout
 from unfurl_lite.model.entities import Instance, Status

@@ -16,12 +16,14 @@ from pathlib import Path
 
 from unfurl_lite.errors import JobError
 from unfurl_lite.expressions.context import spec_secrets
+from unfurl_lite.expressions.digest import spec_digest
+from unfurl_lite.load.jobslog import read_jobs_tsv
 from unfurl_lite.load.loader import Ensemble
 from unfurl_lite.model import changeid
 from unfurl_lite.plan.registry import build
 from unfurl_lite.plan.tasks import Plan
 from unfurl_lite.plan.topology import instance_graph, operationless
-from unfurl_lite.record import interrupted, records
+from unfurl_lite.record import interrupted
 from unfurl_lite.record.journal import (
     JournalFile,
     list_journals,
@@ -45,9 +47,6 @@ from unfurl_lite.run.status import fold_effective, on_failure
 RESUMABLE = ("failed", "cancelled")
 IN_FLIGHT = (TaskState.sent, TaskState.started)
 #: one notion of a killed job, defined in record/interrupted.py (names kept for callers)
-UNFINISHED = interrupted.UNFINISHED
-is_killed = needs_recording = interrupted.killed
-killed_job_state = interrupted.lock_job_state
 
 
 def find_job(root: Path, change_id: str | None = None) -> JournalFile:
@@ -87,7 +86,7 @@ def find_job(root: Path, change_id: str | None = None) -> JournalFile:
 
 def replan(ensemble: Ensemble, journal: JournalFile) -> Plan:
     """The journal's plan, made again; refused if the spec or the plan has changed."""
-    if journal.data.get("specDigest") != records.spec_digest(ensemble.spec):
+    if journal.data.get("specDigest") != spec_digest(ensemble.spec):
         raise JobError(
             f"the ensemble's spec changed since job {journal.change_id} ran, so it cannot "
             "be resumed exactly",
@@ -149,20 +148,21 @@ def interrupted_result(ensemble: Ensemble, journal: JournalFile, plan: Plan) -> 
         runs.append(run)
     started_at = changeid.parse(journal.change_id).time
     status = job_status(runs, instances)
+    interrupted_state = journal.state in interrupted.UNFINISHED
     effective = fold_effective(
         instances, instance_graph(ensemble, instances), operationless(ensemble.topology)
     )
     return JobResult(
         job_id=journal.change_id,
         workflow=str(journal.data["workflow"]),
-        state=JobState.failed if journal.state in UNFINISHED else JobState(journal.state),
+        state=JobState.failed if interrupted_state else JobState(journal.state),
         status=status,
         runs=runs,
         plan=plan,
         started_at=started_at,
         ended_at=datetime.now(UTC),
         summary=summary_text(summary_counts(runs))
-        + (" (interrupted)" if journal.state in UNFINISHED else ""),
+        + (" (interrupted)" if interrupted_state else ""),
         instances=instances,
         effective=effective,
         secrets=spec_secrets(ensemble.topology),  # what the killed job knew at its start
@@ -184,7 +184,7 @@ def write_journal(journal: JournalFile, result: JobResult, **changes: object) ->
 
 
 def logged(ensemble: Ensemble, job_id: str) -> bool:
-    return any(r["changeId"] == job_id for r in records.read_jobs_tsv(ensemble.jobs_tsv))
+    return any(r["changeId"] == job_id for r in read_jobs_tsv(ensemble.jobs_tsv))
 
 
 def resumed_from(journal: JournalFile, plan: Plan, force: bool) -> Resumed:

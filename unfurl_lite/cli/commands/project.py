@@ -163,7 +163,7 @@ def completion(shell: str | None, install: bool, as_json: bool) -> None:
 def version(as_json: bool) -> None:
     """Print the version and the project's git commit (Unfurl's `unfurl version`)."""
     from unfurl_lite import __version__
-    from unfurl_lite.cli.main import version_text
+    from unfurl_lite.cli.version import version_text
 
     if as_json:
         text = version_text()
