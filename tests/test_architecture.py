@@ -16,7 +16,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "unfurl_lite"
 LAYERS = ["errors", "security", "model", "expressions", "load", "plan", "run", "record",
-          "api", "cli"]
+          "api", "view", "cli"]
 TOP = {"__init__", "__main__"}  # the package's front door may re-export anything
 GIT_LAYER = "unfurl_lite.load.gitrepo"
 
