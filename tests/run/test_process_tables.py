@@ -9,8 +9,8 @@ from pathlib import Path
 from tests.conftest import ensemble_yaml, shell_node
 from tests.execution_helpers import wait_for
 from unfurl_lite import api
-from unfurl_lite.run.job import JobOptions, JobResult
 from unfurl_lite.run.observer import JobState, TaskState
+from unfurl_lite.run.outcome import JobOptions, JobResult
 from unfurl_lite.run.signals import JobControl
 
 

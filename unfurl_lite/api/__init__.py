@@ -41,8 +41,8 @@ if TYPE_CHECKING:
     from unfurl_lite.load.parsecache import enable as enable_parse_cache
     from unfurl_lite.model import changeid
     from unfurl_lite.record.history import Filters as HistoryFilters
-    from unfurl_lite.run.job import JobOptions, JobResult
     from unfurl_lite.run.observer import JobState, Observer
+    from unfurl_lite.run.outcome import JobOptions, JobResult
 
 #: public name -> "module:attribute" it is defined in
 EXPORTS: dict[str, str] = {
@@ -76,8 +76,8 @@ EXPORTS: dict[str, str] = {
     "enable_parse_cache": "unfurl_lite.load.parsecache:enable",
     "changeid": "unfurl_lite.model.changeid",
     "HistoryFilters": "unfurl_lite.record.history:Filters",
-    "JobOptions": "unfurl_lite.run.job:JobOptions",
-    "JobResult": "unfurl_lite.run.job:JobResult",
+    "JobOptions": "unfurl_lite.run.outcome:JobOptions",
+    "JobResult": "unfurl_lite.run.outcome:JobResult",
     "JobState": "unfurl_lite.run.observer:JobState",
     "Observer": "unfurl_lite.run.observer:Observer",
 }

@@ -20,8 +20,8 @@ from typing import Any
 
 from unfurl_lite.api.options import PlanOptions
 from unfurl_lite.errors import JobError, UnfurlLiteError
-from unfurl_lite.run.job import JobOptions, JobResult
 from unfurl_lite.run.observer import Observer
+from unfurl_lite.run.outcome import JobOptions, JobResult
 
 _log = logging.getLogger(__name__)
 

@@ -27,8 +27,9 @@ from unfurl_lite.plan.tasks import Plan
 from unfurl_lite.record import lock, records
 from unfurl_lite.run import relationships
 from unfurl_lite.run.executors import Executor, make_executor
-from unfurl_lite.run.job import JobOptions, JobResult, Resumed, run_plan
+from unfurl_lite.run.job import run_plan
 from unfurl_lite.run.observer import JobState, Observer, Observers
+from unfurl_lite.run.outcome import JobOptions, JobResult, Resumed
 from unfurl_lite.run.signals import JobControl
 from unfurl_lite.security.paths import confine_records
 

@@ -12,7 +12,7 @@ from unfurl_lite.run.observer import Observer, TaskState
 
 if TYPE_CHECKING:
     from unfurl_lite.plan.tasks import Plan, Task
-    from unfurl_lite.run.job import JobResult, TaskRun
+    from unfurl_lite.run.outcome import JobResult, TaskRun
 
 
 def task_label(task: Task) -> str:
@@ -178,7 +178,7 @@ def summary_table(result: JobResult) -> Any:
 
 
 def summary_text(result: JobResult) -> str:
-    from unfurl_lite.run.job import found_unhealthy
+    from unfurl_lite.run.outcome import found_unhealthy
 
     lines = []
     for r in result.runs:

@@ -31,9 +31,9 @@ from unfurl_lite.load.loader import Ensemble, _instance
 from unfurl_lite.model import changeid
 from unfurl_lite.model.entities import Instance, NodeState, Status
 from unfurl_lite.record import journal_format, records
-from unfurl_lite.run.job import JobOptions, JobResult, TaskRun
 from unfurl_lite.run.observer import JobState, Observer, TaskState
 from unfurl_lite.run.operations.base import OperationResult
+from unfurl_lite.run.outcome import JobOptions, JobResult, TaskRun
 from unfurl_lite.security.redaction import REDACTED, redact
 from unfurl_lite.security.taint import Sensitive
 

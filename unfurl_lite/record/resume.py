@@ -31,7 +31,9 @@ from unfurl_lite.record.journal import (
     restore_run,
     task_record,
 )
-from unfurl_lite.run.job import (
+from unfurl_lite.run.observer import JobState, TaskState
+from unfurl_lite.run.operations.base import OperationResult
+from unfurl_lite.run.outcome import (
     JobOptions,
     JobResult,
     Resumed,
@@ -40,8 +42,6 @@ from unfurl_lite.run.job import (
     summary_counts,
     summary_text,
 )
-from unfurl_lite.run.observer import JobState, TaskState
-from unfurl_lite.run.operations.base import OperationResult
 from unfurl_lite.run.status import fold_effective, on_failure
 
 RESUMABLE = ("failed", "cancelled")

@@ -20,13 +20,9 @@ from unfurl_lite.plan.topology import instance_graph, operationless, with_templa
 from unfurl_lite.run.executors import Executor
 from unfurl_lite.run.observer import JobState, Observer, TaskState
 from unfurl_lite.run.outcome import (
-    OBSERVING,
-    UNFURL_WORKFLOWS,
     JobOptions,
     JobResult,
     Resumed,
-    TaskRun,
-    found_unhealthy,
     job_status,
     summary_counts,
     summary_text,
@@ -126,6 +122,4 @@ def run_plan(
     )
 
 
-__all__ = ["OBSERVING", "UNFURL_WORKFLOWS", "JobOptions", "JobResult", "JobState", "Observer",
-           "Resumed", "TaskRun", "TaskState", "found_unhealthy", "job_status", "run_plan",
-           "summary_counts", "summary_text"]
+__all__ = ["run_plan"]

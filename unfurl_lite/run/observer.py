@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from unfurl_lite.model.entities import Instance
-    from unfurl_lite.run.job import TaskRun
+    from unfurl_lite.run.outcome import TaskRun
 
 
 class TaskState(StrEnum):
