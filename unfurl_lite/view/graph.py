@@ -8,8 +8,9 @@ The formats live in modules of their own and are re-exported here.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.model.entities import Instance, NodeTemplate, Requirement, Status
 
@@ -212,6 +213,26 @@ def _instance_edges(
 def build_graph(ensemble: Ensemble, *, instances: bool = False) -> Graph:
     """The ensemble's templates (or, with ``instances``, its instances) and what links them."""
     return instance_graph(ensemble) if instances else template_graph(ensemble)
+
+
+def load_graph(path: str | Path | None = None, *, instances: bool = False) -> Graph:
+    """The graph of the ensemble at ``path`` (a file, its directory, or the current one)."""
+    from unfurl_lite.load.loader import load_ensemble
+
+    return build_graph(load_ensemble(path), instances=instances)
+
+
+#: the version of :func:`as_json`'s document
+SCHEMA_VERSION = 1
+
+
+def as_json(graph: Graph) -> dict[str, Any]:
+    """The graph as plain data (``unfurl graph --json``), each node with its colour."""
+    return {
+        "schemaVersion": SCHEMA_VERSION,
+        "nodes": [{**asdict(n), "colour": status_colour(n.status)} for n in graph.nodes],
+        "edges": [asdict(e) for e in graph.edges],
+    }
 
 
 def to_dot(graph: Graph) -> str:
