@@ -149,3 +149,20 @@ def test_builtin_svg_draws_a_cycle_the_loader_would_refuse():
 
     assert len([g for g in root.iter(f"{SVG}g") if g.get("data-id")]) == 3
     assert len([g for g in root.iter(f"{SVG}g") if g.get("data-source")]) == 4
+
+
+@needs_dot
+@pytest.mark.slow
+def test_a_big_topology_through_graphviz_keeps_every_node():
+    from unfurl_lite.view.graph import Graph, GraphEdge, GraphNode
+
+    count = 600  # past svg.LARGE: laid out with the faster options
+    nodes = tuple(GraphNode(f"n{i}", f"n{i}", "template", "T", "ok", None, "ok")
+                  for i in range(count))
+    edges = tuple(GraphEdge(f"n{i}", f"n{(i - 1) // 3}", "host", "host")
+                  for i in range(1, count))
+    root = ET.fromstring(to_svg(Graph(nodes, edges)))
+
+    groups = [g for g in root.iter(f"{SVG}g") if g.get("class") in ("node", "edge")]
+    assert sum(g.get("class") == "node" for g in groups) == count
+    assert sum(g.get("class") == "edge" for g in groups) == count - 1
