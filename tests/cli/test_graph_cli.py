@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import stat
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -62,6 +64,20 @@ def test_svg_to_a_file_with_o_prints_nothing(deployed, invoke):
     assert result.stdout == ""
     svg = ET.parse(deployed.root / "pictures" / "topology.svg").getroot()
     assert svg.tag == "{http://www.w3.org/2000/svg}svg"
+
+
+def test_o_writes_a_file_others_can_read_and_keeps_an_old_files_mode(deployed, invoke):
+    old_umask = os.umask(0o022)
+    try:
+        assert invoke("graph", "-o", "new.dot").exit_code == 0
+        (deployed.root / "kept.dot").write_text("old")
+        (deployed.root / "kept.dot").chmod(0o640)
+        assert invoke("graph", "-o", "kept.dot").exit_code == 0
+    finally:
+        os.umask(old_umask)
+    assert stat.S_IMODE((deployed.root / "new.dot").stat().st_mode) == 0o644
+    assert stat.S_IMODE((deployed.root / "kept.dot").stat().st_mode) == 0o640
+    assert set(parse_dot((deployed.root / "kept.dot").read_text()).nodes) == {"host", "web"}
 
 
 def test_ensemble_given_with_e_from_elsewhere(deployed, invoke_in, tmp_path):
