@@ -128,6 +128,34 @@ def test_builtin_svg_puts_each_node_below_what_requires_it(graph):
             assert y != y2 or x + w <= x2 or x2 + w2 <= x
 
 
+def test_builtin_svg_routes_an_edge_past_the_layer_it_would_cross(project):
+    project.write(ensemble_yaml("""\
+        top:
+          type: tosca.nodes.Root
+          requirements:
+            - middle: middle
+            - bottom: bottom
+        middle:
+          type: tosca.nodes.Root
+          requirements:
+            - dependency: bottom
+        bottom:
+          type: tosca.nodes.Root
+        """))
+    root = ET.fromstring(to_builtin_svg(build_graph(load_ensemble(project.ensemble))))
+    middle = next(g.find(f"{SVG}rect") for g in root.iter(f"{SVG}g")
+                  if g.get("data-id") == "middle")
+    long_edge = next(g for g in root.iter(f"{SVG}g") if g.get("data-target") == "bottom"
+                     and g.get("data-source") == "top")
+    path = long_edge.find(f"{SVG}path").get("d")
+    lane = float(path.split(" L")[1].split(",")[0])  # the vertical part: x of the lane
+
+    left, right = float(middle.get("x")), float(middle.get("x")) + float(middle.get("width"))
+    assert not left <= lane <= right
+    label = long_edge.find(f"{SVG}text")
+    assert float(label.get("x")) + len("bottom") * 5.6 <= float(root.get("width"))
+
+
 def test_builtin_svg_lays_out_a_long_chain_one_layer_each(project):
     lines = [f"n{i}:\n  type: tosca.nodes.Root\n  requirements:\n    - dependency: n{i + 1}\n"
              for i in range(299)] + ["n299:\n  type: tosca.nodes.Root\n"]
