@@ -312,3 +312,17 @@ def test_json_lists_nodes_with_their_colour_and_edges(project):
         "colour": PALETTE["pending"]}
     assert {"source": "web", "target": "app", "kind": "connect", "status": None,
             "label": "backend (cloudify.relationships.connected_to)"} in document["edges"]
+
+
+def test_the_docs_palette_and_pictures_match_the_code():
+    from tests.conftest import ROOT
+    from unfurl_lite.view.graph import STROKES
+
+    doc = (ROOT / "docs" / "graph.md").read_text()
+    for status, fill in PALETTE.items():
+        assert f"| {status} | `{fill}` " in doc and f"| `{STROKES[status]}` |" in doc
+    example = (ROOT / "docs" / "img" / "graph-example.svg").read_text()
+    for name, status in (("db", "ok"), ("app", "error"), ("web", "pending")):
+        assert f">{name}</text>" in example and PALETTE[status] in example
+    assert "(img/graph-example.svg)" in doc
+    assert "(docs/img/graph-example.svg)" in (ROOT / "README.md").read_text()
