@@ -80,6 +80,14 @@ def test_o_writes_a_file_others_can_read_and_keeps_an_old_files_mode(deployed, i
     assert set(parse_dot((deployed.root / "kept.dot").read_text()).nodes) == {"host", "web"}
 
 
+def test_o_dash_is_stdout(deployed, invoke):
+    result = invoke("graph", "-o", "-", "--format", "mermaid")
+
+    assert result.exit_code == 0
+    assert set(parse_mermaid(result.stdout).nodes) == {"host", "web"}
+    assert not (deployed.root / "-").exists()
+
+
 def test_ensemble_given_with_e_from_elsewhere(deployed, invoke_in, tmp_path):
     result = invoke_in(tmp_path, "graph", "-e", str(deployed.ensemble), "--format", "mermaid")
 

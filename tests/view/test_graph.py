@@ -185,6 +185,8 @@ def test_scaled_instances_each_sit_in_their_own_host_instance(project):
     assert {(e.source, e.target) for e in graph.edges} == {
         ("web", "host"), ("web_1", "host_1")}
     assert {n.id: n.status for n in graph.nodes}["web_1"] == "pending"
+    assert graph.node("web_1").detail == "pending · not deployed yet"
+    assert graph.node("host_1").detail == "ok · started"
 
 
 def test_dot_carries_names_labels_and_the_status_colours(project):
@@ -326,3 +328,26 @@ def test_the_docs_palette_and_pictures_match_the_code():
         assert f">{name}</text>" in example and PALETTE[status] in example
     assert "(img/graph-example.svg)" in doc
     assert "(docs/img/graph-example.svg)" in (ROOT / "README.md").read_text()
+
+
+def test_an_instance_fine_itself_but_failed_by_what_it_requires_says_so(project):
+    project.write(with_status("""\
+        db:
+          type: tosca.nodes.Root
+        app:
+          type: tosca.nodes.Root
+          requirements:
+            - dependency: db
+        """, """\
+        db:
+          template: db
+          readyState: {local: error, state: error}
+        app:
+          template: app
+          readyState: {local: ok, state: started}
+        """))
+    graph = build_graph(load_ensemble(project.ensemble), instances=True)
+
+    assert graph.node("app").status == "ok"  # coloured by its own status
+    assert graph.node("app").detail == "ok · started · effective error"
+    assert graph.node("db").detail == "error · error"

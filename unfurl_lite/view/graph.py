@@ -128,16 +128,22 @@ def template_node(template: NodeTemplate, instances: Sequence[Instance]) -> Grap
 
 
 def instance_node(
-    instance: Instance, type_name: str, effective: Status | None, host: str | None
+    instance: Instance,
+    type_name: str,
+    effective: Status | None,
+    host: str | None,
+    recorded: bool = True,
 ) -> GraphNode:
+    """An instance; one a deploy would create (not recorded yet) says so."""
     status = str(instance.status)
     state = str(instance.state) if instance.state is not None else None
-    effective_note = (
-        f"effective {effective}" if effective is not None and effective != instance.status
-        else None
-    )
+    note = None
+    if not recorded:
+        note = "not deployed yet"
+    elif effective is not None and effective != instance.status:
+        note = f"effective {effective}"
     return GraphNode(instance.name, instance.name, "instance", type_name, status, state,
-                     _detail(status, state, effective_note), host)
+                     _detail(status, state, note), host)
 
 
 def template_graph(ensemble: Ensemble) -> Graph:
@@ -178,6 +184,7 @@ def instance_graph(ensemble: Ensemble) -> Graph:
             templates[inst.template].type if inst.template in templates else "",
             effective.get(name),
             hosts.get(name),
+            name in ensemble.instances,
         )
         for name, inst in instances.items()
     )

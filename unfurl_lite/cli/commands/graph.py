@@ -23,7 +23,7 @@ FORMATS = ("dot", "mermaid", "svg")
               help="Draw instances (hosted ones inside their host, relationship instances "
                    "on the edges) instead of templates.")
 @click.option("--output", "-o", "out_file", type=click.Path(dir_okay=False), default=None,
-              help="Write the picture to this file instead of printing it.")
+              help="Write the picture to this file instead of printing it (- : stdout).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the graph's nodes and edges as JSON instead of a picture.")
 def graph(
@@ -53,7 +53,7 @@ def graph(
         text = view.to_mermaid(topology)
     else:
         text = view.to_dot(topology)
-    if out_file:
+    if out_file and out_file != "-":
         write_whole(Path(out_file), text)
     else:
         click.echo(text, nl=False)
