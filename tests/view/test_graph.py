@@ -68,6 +68,7 @@ def test_templates_not_yet_deployed_are_pending_with_every_edge_labelled(project
     assert {n.status for n in graph.nodes} == {"pending"}
     assert all(n.kind == "template" for n in graph.nodes)
     assert graph.node("server").type == "tosca.nodes.Compute"
+    assert graph.node("server").detail == "pending · no instance yet"
     assert set(graph.edges) == {
         GraphEdge("db", "server", "host", "host"),
         GraphEdge("app", "server", "host", "host"),
@@ -207,7 +208,8 @@ def test_dot_carries_names_labels_and_the_status_colours(project):
 
     assert set(dot.nodes) == {"host", "web", "db", "cache"}
     assert dot.label_lines("web") == ["web", "tosca.nodes.Root", "ok · started"]
-    assert dot.label_lines("cache") == ["cache", "tosca.nodes.Root", "pending · no instance yet"]
+    # no operation: a deploy runs nothing for it, so it stays pending, and says why
+    assert dot.label_lines("cache")[2] == "pending · no operation to run"
     colours = {name: attrs["fillcolor"] for name, attrs in dot.nodes.items()}
     assert colours == {"host": PALETTE["error"], "web": PALETTE["ok"],
                        "db": PALETTE["absent"], "cache": PALETTE["pending"]}

@@ -113,11 +113,15 @@ def _detail(*parts: str | None) -> str:
     return " · ".join(p for p in parts if p)
 
 
-def template_node(template: NodeTemplate, instances: Sequence[Instance]) -> GraphNode:
-    """A template takes the status of its instances (the worst of them); none yet: pending."""
+def template_node(
+    template: NodeTemplate, instances: Sequence[Instance], operationless: bool = False
+) -> GraphNode:
+    """A template takes the status of its instances (the worst of them); none yet: pending,
+    saying why when it has no operation (a deploy runs nothing for it, as in Unfurl)."""
     if not instances:
+        why = "no operation to run" if operationless else "no instance yet"
         return GraphNode(template.name, template.name, "template", template.type,
-                         "pending", None, "pending · no instance yet")
+                         "pending", None, f"pending · {why}")
     statuses = [str(i.status) for i in instances]
     states = {str(i.state) for i in instances if i.state is not None}
     status = worst_status(statuses)
@@ -147,11 +151,16 @@ def instance_node(
 
 
 def template_graph(ensemble: Ensemble) -> Graph:
+    from unfurl_lite.plan.topology import operationless
+
     templates = ensemble.topology.templates
+    idle = operationless(ensemble.topology)
     by_template: dict[str, list[Instance]] = {}
     for inst in ensemble.instances.values():
         by_template.setdefault(inst.template, []).append(inst)
-    nodes = tuple(template_node(t, by_template.get(name, [])) for name, t in templates.items())
+    nodes = tuple(
+        template_node(t, by_template.get(name, []), name in idle) for name, t in templates.items()
+    )
     edges = tuple(
         GraphEdge(name, req.node, edge_label(req), edge_kind(req))
         for name, template in templates.items()
