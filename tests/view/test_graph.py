@@ -344,12 +344,14 @@ def test_an_instance_fine_itself_but_failed_by_what_it_requires_says_so(project)
         db:
           template: db
           readyState: {local: error, state: error}
+          created: false
         app:
           template: app
           readyState: {local: ok, state: started}
+          protected: true
         """))
     graph = build_graph(load_ensemble(project.ensemble), instances=True)
 
     assert graph.node("app").status == "ok"  # coloured by its own status
-    assert graph.node("app").detail == "ok · started · effective error"
-    assert graph.node("db").detail == "error · error"
+    assert graph.node("app").detail == "ok · started · effective error · protected"
+    assert graph.node("db").detail == "error · error · discovered"

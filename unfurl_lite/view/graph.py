@@ -138,16 +138,19 @@ def instance_node(
     host: str | None,
     recorded: bool = True,
 ) -> GraphNode:
-    """An instance; one a deploy would create (not recorded yet) says so."""
+    """An instance; what sets it apart is in its detail: not recorded yet (a deploy would
+    create it), failed by what it requires (its effective status), discovered, protected."""
     status = str(instance.status)
     state = str(instance.state) if instance.state is not None else None
-    note = None
+    notes: list[str | None] = []
     if not recorded:
-        note = "not deployed yet"
+        notes.append("not deployed yet")
     elif effective is not None and effective != instance.status:
-        note = f"effective {effective}"
+        notes.append(f"effective {effective}")
+    notes.append("discovered" if instance.discovered else None)
+    notes.append("protected" if instance.protected else None)
     return GraphNode(instance.name, instance.name, "instance", type_name, status, state,
-                     _detail(status, state, note), host)
+                     _detail(status, state, *notes), host)
 
 
 def template_graph(ensemble: Ensemble) -> Graph:
