@@ -235,10 +235,11 @@ def build_graph(ensemble: Ensemble, *, instances: bool = False) -> Graph:
 
 
 def load_graph(path: str | Path | None = None, *, instances: bool = False) -> Graph:
-    """The graph of the ensemble at ``path`` (a file, its directory, or the current one)."""
-    from unfurl_lite.load.loader import load_ensemble
+    """The graph of the ensemble at ``path`` (a file, its directory, or the current one),
+    loaded and checked as ``unfurl validate`` does."""
+    from unfurl_lite.api.project import validate
 
-    return build_graph(load_ensemble(path), instances=instances)
+    return build_graph(validate(path), instances=instances)
 
 
 #: the version of :func:`as_json`'s document
