@@ -44,7 +44,7 @@ def test_dot_by_default_on_stdout(deployed, invoke):
     dot = parse_dot(result.stdout)
     assert set(dot.nodes) == {"host", "web"}
     assert dot.nodes["web"]["fillcolor"] == PALETTE["ok"]
-    assert dot.edge("web", "host")["label"] == "host"
+    assert dot.edge("web", "host")["label"] == "host (tosca.relationships.HostedOn)"
 
 
 def test_mermaid_with_instances(deployed, invoke):
@@ -104,8 +104,9 @@ def test_json_is_the_graph_as_data(deployed, invoke):
     document = json.loads(result.stdout)
     assert [(n["id"], n["kind"], n["status"], n["host"]) for n in document["nodes"]] == [
         ("host", "instance", "ok", None), ("web", "instance", "ok", "host")]
-    assert document["edges"] == [{"source": "web", "target": "host", "label": "host",
-                                  "kind": "host", "status": None}]
+    assert document["edges"] == [{"source": "web", "target": "host", "kind": "host",
+                                  "label": "host (tosca.relationships.HostedOn)",
+                                  "status": None}]
 
 
 def test_json_and_format_together_is_a_usage_error(deployed, invoke):

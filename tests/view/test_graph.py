@@ -20,6 +20,10 @@ from unfurl_lite.view.graph import (
     to_mermaid,
 )
 
+HOSTED = "host (tosca.relationships.HostedOn)"  # no relationship named: TOSCA's default
+DEPENDS = "dependency (tosca.relationships.DependsOn)"
+DEPENDS_ON = "tosca.relationships.DependsOn"
+
 STACK = """\
 server:
   type: tosca.nodes.Compute
@@ -70,9 +74,9 @@ def test_templates_not_yet_deployed_are_pending_with_every_edge_labelled(project
     assert graph.node("server").type == "tosca.nodes.Compute"
     assert graph.node("server").detail == "pending · no instance yet"
     assert set(graph.edges) == {
-        GraphEdge("db", "server", "host", "host"),
-        GraphEdge("app", "server", "host", "host"),
-        GraphEdge("app", "db", "dependency", "dependency"),
+        GraphEdge("db", "server", HOSTED, "host"),
+        GraphEdge("app", "server", HOSTED, "host"),
+        GraphEdge("app", "db", DEPENDS, "dependency"),
         GraphEdge("app", "db", "cache (tosca.relationships.ConnectsTo)", "connect"),
         GraphEdge("web", "app", "backend (cloudify.relationships.connected_to)", "connect"),
     }
@@ -213,7 +217,7 @@ def test_dot_carries_names_labels_and_the_status_colours(project):
     colours = {name: attrs["fillcolor"] for name, attrs in dot.nodes.items()}
     assert colours == {"host": PALETTE["error"], "web": PALETTE["ok"],
                        "db": PALETTE["absent"], "cache": PALETTE["pending"]}
-    assert dot.edge("web", "host") == {"label": "host", "style": "bold"}
+    assert dot.edge("web", "host") == {"label": HOSTED, "style": "bold"}
 
 
 def test_mermaid_carries_names_labels_and_the_status_colours(project, invoke):
@@ -225,7 +229,7 @@ def test_mermaid_carries_names_labels_and_the_status_colours(project, invoke):
     assert mermaid.nodes["app"]["fillcolor"] == PALETTE["error"]
     assert mermaid.nodes["web"]["fillcolor"] == PALETTE["pending"]
     assert mermaid.nodes["db"]["fillcolor"] == PALETTE["ok"]
-    assert mermaid.edge("db", "server") == {"label": "host", "arrow": "==>"}
+    assert mermaid.edge("db", "server") == {"label": HOSTED, "arrow": "==>"}
     assert mermaid.edge("web", "app") == {
         "label": "backend (cloudify.relationships.connected_to)", "arrow": "-->"}
     assert mermaid.nodes["app"]["label"].split("\n")[2].startswith("error")
@@ -271,11 +275,11 @@ def test_odd_names_come_back_exactly(project, fmt):
 
     assert list(parsed.nodes) == ODD
     assert {(s, t, a["label"]) for s, t, a in parsed.edges} == {
-        (ODD[1], ODD[0], "host"),
-        (ODD[2], ODD[1], "dependency"),
-        (ODD[3], ODD[2], 'needs "it"'),
-        (ODD[4], ODD[3], "dependency"),
-        (ODD[5], ODD[4], "dependency"),
+        (ODD[1], ODD[0], HOSTED),
+        (ODD[2], ODD[1], DEPENDS),
+        (ODD[3], ODD[2], f'needs "it" ({DEPENDS_ON})'),
+        (ODD[4], ODD[3], DEPENDS),
+        (ODD[5], ODD[4], DEPENDS),
     }
 
 

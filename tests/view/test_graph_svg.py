@@ -54,7 +54,8 @@ def test_svg_through_graphviz_shows_every_name_label_and_colour(graph):
     root = ET.fromstring(svg)  # well-formed XML
 
     shown = texts(svg)
-    for name in ("server", 'app "x"-ü', "db", "host", "db (tosca.relationships.ConnectsTo)"):
+    for name in ("server", 'app "x"-ü', "db", "host (tosca.relationships.HostedOn)",
+                 "db (tosca.relationships.ConnectsTo)"):
         assert name in shown
     fills = {p.get("fill") for p in root.iter(f"{SVG}path")} | {
         p.get("fill") for p in root.iter(f"{SVG}polygon")}
@@ -74,7 +75,7 @@ def test_graphviz_reads_the_dot_with_the_names_unchanged(graph):
     names = [o["name"] for o in layout["objects"]]
     assert names == ["server", 'app "x"-ü', "db"]
     assert sorted(e["label"] for e in layout["edges"]) == [
-        "db (tosca.relationships.ConnectsTo)", "host"]
+        "db (tosca.relationships.ConnectsTo)", "host (tosca.relationships.HostedOn)"]
 
 
 def test_missing_dot_is_a_clear_error_naming_debians_package(graph, tmp_path, monkeypatch):
@@ -108,7 +109,7 @@ def test_builtin_svg_draws_every_node_in_its_colour_and_every_edge(graph):
                     "db": PALETTE["ok"]}
     edges = [g for g in root.iter(f"{SVG}g") if "edge" in g.get("class", "").split()]
     assert {(g.get("data-source"), g.get("data-target"), "".join(g.find(f"{SVG}text").itertext()))
-            for g in edges} == {('app "x"-ü', "server", "host"),
+            for g in edges} == {('app "x"-ü', "server", "host (tosca.relationships.HostedOn)"),
                                 ('app "x"-ü', "db", "db (tosca.relationships.ConnectsTo)")}
     assert float(root.get("width")) > 0 and float(root.get("height")) > 0
 
@@ -153,7 +154,9 @@ def test_builtin_svg_routes_an_edge_past_the_layer_it_would_cross(project):
     left, right = float(middle.get("x")), float(middle.get("x")) + float(middle.get("width"))
     assert not left <= lane <= right
     label = long_edge.find(f"{SVG}text")
-    assert float(label.get("x")) + len("bottom") * 5.6 <= float(root.get("width"))
+    text = "".join(label.itertext())
+    assert text == "bottom (tosca.relationships.DependsOn)"
+    assert float(label.get("x")) + len(text) * 5.6 <= float(root.get("width"))
 
 
 def test_builtin_svg_lays_out_a_long_chain_one_layer_each(project):

@@ -98,11 +98,21 @@ def edge_kind(requirement: Requirement) -> str:
     return "relationship"
 
 
-def edge_label(requirement: Requirement) -> str:
-    """The requirement's name and, when the template names one, its relationship type."""
+#: the relationship a requirement has when the template names none (TOSCA's defaults)
+HOSTED_ON = "tosca.relationships.HostedOn"
+DEPENDS_ON = "tosca.relationships.DependsOn"
+
+
+def relationship_type(requirement: Requirement) -> str:
+    """The relationship type the template names, else the one TOSCA implies."""
     if requirement.relationship:
-        return f"{requirement.name} ({requirement.relationship})"
-    return requirement.name
+        return requirement.relationship
+    return HOSTED_ON if requirement.is_host else DEPENDS_ON
+
+
+def edge_label(requirement: Requirement) -> str:
+    """The requirement's name and its relationship type: ``db (tosca.relationships.ConnectsTo)``."""
+    return f"{requirement.name} ({relationship_type(requirement)})"
 
 
 def worst_status(statuses: Sequence[str]) -> str:
