@@ -197,3 +197,20 @@ def test_a_big_topology_through_graphviz_keeps_every_node():
     groups = [g for g in root.iter(f"{SVG}g") if g.get("class") in ("node", "edge")]
     assert sum(g.get("class") == "node" for g in groups) == count
     assert sum(g.get("class") == "edge" for g in groups) == count - 1
+
+
+@needs_dot
+def test_both_svgs_draw_odd_names_exactly_as_written():
+    from unfurl_lite.view.graph import Graph, GraphEdge, GraphNode
+
+    names = ['say "hi"', "back\\slash", "a&amp;b", "<b>x</b>", "café-ünï-日本", "\\N", "n-1"]
+    nodes = tuple(GraphNode(n, n, "template", "T", "ok", None, "ok") for n in names)
+    edges = tuple(GraphEdge(a, b, f"{a} to {b}", "dependency")
+                  for a, b in zip(names, names[1:], strict=False))
+    graph = Graph(nodes, edges)
+
+    for shown in (texts(to_svg(graph)), texts(to_builtin_svg(graph))):
+        for name in names:
+            assert name in shown
+        for edge in edges:
+            assert edge.label in shown
