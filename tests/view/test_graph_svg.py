@@ -4,6 +4,7 @@ the dashboard falls back to."""
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
@@ -206,7 +207,7 @@ def test_both_svgs_draw_odd_names_exactly_as_written():
     names = ['say "hi"', "back\\slash", "a&amp;b", "<b>x</b>", "café-ünï-日本", "\\N", "n-1"]
     nodes = tuple(GraphNode(n, n, "template", "T", "ok", None, "ok") for n in names)
     edges = tuple(GraphEdge(a, b, f"{a} to {b}", "dependency")
-                  for a, b in zip(names, names[1:], strict=False))
+                  for a, b in itertools.pairwise(names))
     graph = Graph(nodes, edges)
 
     for shown in (texts(to_svg(graph)), texts(to_builtin_svg(graph))):
