@@ -1,0 +1,131 @@
+"""The graph in Graphviz's DOT language.
+
+Every id and label is a quoted string, so any name (quotes, backslashes, dashes, unicode)
+is safe; hosted instances are drawn inside a cluster of their host.
+"""
+
+from __future__ import annotations
+
+from unfurl_lite.view.graph import Graph, GraphEdge, GraphNode, status_colour, status_stroke
+
+#: how each kind of edge is drawn
+EDGE_STYLES = {
+    "host": "bold",
+    "dependency": "dashed",
+    "connect": "solid",
+    "relationship": "dotted",
+}
+
+
+def quote(text: str) -> str:
+    """A DOT quoted string that a label (Graphviz's escString) shows literally: backslashes
+    doubled (``\\N`` would be the node's name), ``&`` as an entity (labels decode them)."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("&", "&amp;")
+    escaped = escaped.replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\n")
+    return f'"{escaped}"'
+
+
+def node_ids(graph: Graph) -> dict[str, str]:
+    """Each node's DOT id: its name, quoted. In an id only ``\\"`` is an escape (a backslash
+    stays as written), so a name with a backslash or a line break gets a made-up id
+    (``node-<n>``, unique) instead; the label always shows the name."""
+    plain = {n.id for n in graph.nodes if not _awkward(n.id)}
+    ids: dict[str, str] = {}
+    for index, node in enumerate(graph.nodes):
+        if node.id in plain:
+            ids[node.id] = '"' + node.id.replace('"', '\\"') + '"'
+            continue
+        made = f"node-{index}"
+        while made in plain:
+            made += "_"
+        ids[node.id] = f'"{made}"'
+    return ids
+
+
+def _awkward(name: str) -> bool:
+    return any(char in name for char in "\\\n\r")
+
+
+def node_label(node: GraphNode) -> str:
+    return "\n".join(part for part in (node.label, node.type, node.detail) if part)
+
+
+def node_line(node_id: str, node: GraphNode) -> str:
+    attrs = {
+        "label": node_label(node),
+        "fillcolor": status_colour(node.status),
+        "color": status_stroke(node.status),
+        "tooltip": f"{node.kind} {node.label}: {node.detail}",
+    }
+    if node.kind == "instance":
+        attrs["shape"] = "box"
+        attrs["style"] = "filled"
+    return f"{node_id} [{_attrs(attrs)}];"
+
+
+def edge_line(ids: dict[str, str], edge: GraphEdge) -> str:
+    attrs = {
+        "label": edge.label + (f" · {edge.status}" if edge.status else ""),
+        "style": EDGE_STYLES.get(edge.kind, "solid"),
+    }
+    if edge.status:
+        attrs["color"] = status_stroke(edge.status)
+        attrs["fontcolor"] = status_stroke(edge.status)
+    return f"{ids[edge.source]} -> {ids[edge.target]} [{_attrs(attrs)}];"
+
+
+def _attrs(attrs: dict[str, str]) -> str:
+    return ", ".join(f"{key}={quote(value)}" for key, value in attrs.items())
+
+
+def _clusters(graph: Graph) -> dict[str | None, list[GraphNode]]:
+    """host id (None: top level) -> the nodes hosted directly on it."""
+    ids = {n.id for n in graph.nodes}
+    children: dict[str | None, list[GraphNode]] = {}
+    for node in graph.nodes:
+        host = node.host if node.host in ids and node.host != node.id else None
+        children.setdefault(host, []).append(node)
+    return children
+
+
+def render(graph: Graph) -> str:
+    lines = [
+        "digraph topology {",
+        '  graph [rankdir="TB", fontname="Helvetica", fontsize="11"];',
+        '  node [shape="box", style="rounded,filled", fontname="Helvetica", fontsize="11"];',
+        '  edge [fontname="Helvetica", fontsize="9", color="#555555"];',
+    ]
+    ids = node_ids(graph)
+    children = _clusters(graph)
+    counter = iter(range(len(graph.nodes) + 1))
+    drawn: set[str] = set()
+
+    def place(node: GraphNode, indent: str) -> None:
+        if node.id in drawn:
+            return
+        drawn.add(node.id)
+        hosted = children.get(node.id, [])
+        if not hosted:
+            lines.append(indent + node_line(ids[node.id], node))
+            return
+        lines.append(f"{indent}subgraph {quote(f'cluster_{next(counter)}')} {{")
+        lines.append(
+            f'{indent}  graph [label={quote(node.label)}, style="rounded,dashed", '
+            f'color="#9e9e9e"];'
+        )
+        lines.append(indent + "  " + node_line(ids[node.id], node))
+        for child in hosted:
+            place(child, indent + "  ")
+        lines.append(indent + "}")
+
+    for node in children.get(None, []):
+        place(node, "  ")
+    for node in graph.nodes:  # a cycle of hosts: drawn flat
+        if node.id not in drawn:
+            drawn.add(node.id)
+            lines.append("  " + node_line(ids[node.id], node))
+    lines.extend(
+        "  " + edge_line(ids, e) for e in graph.edges if e.source in ids and e.target in ids
+    )
+    lines.append("}")
+    return "\n".join(lines) + "\n"
