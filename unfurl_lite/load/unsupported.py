@@ -78,17 +78,15 @@ def _missing_requirements(doc: Any, file: str) -> Iterator[Problem]:
             )
 
 
-#: template directives built here (Unfurl's ``protected``: undeploy leaves the instance)
-SUPPORTED_DIRECTIVES = frozenset({"protected"})
+#: template directives built here, as Unfurl 1.2.0 defines them (docs/ensemble-format.md)
+SUPPORTED_DIRECTIVES = frozenset(
+    {"protected", "dependent", "select", "discover", "default", "check"}
+)
 #: what Unfurl does with the directives unfurl-lite refuses, for the message
 _DIRECTIVE_MEANING = {
-    "dependent": "instantiated only when another template requires it",
-    "select": "selects an existing instance from an imported ensemble",
-    "discover": "discovered by deploy instead of created",
-    "default": "used only when no other template matches a requirement",
-    "check": "checked before deploy decides what to do",
-    "virtual": "never instantiated (abstract)",
-    "substitute": "substituted by a nested topology",
+    "virtual": "its instance is never recorded, yet every deploy runs its operations again",
+    "substitute": "substituted by a nested topology's substitution_mappings, which "
+                  "unfurl-lite does not support",
 }
 
 
@@ -99,7 +97,8 @@ def _unsupported_directives(doc: Any, file: str) -> Iterator[Problem]:
             if isinstance(directive, str) and directive in SUPPORTED_DIRECTIVES:
                 continue
             meaning = _DIRECTIVE_MEANING.get(str(directive))
-            what = f" (in Unfurl: {meaning})" if meaning else ""
+            what = (f" (in Unfurl: {meaning})" if meaning
+                    else " (Unfurl 1.2.0 ignores a directive it does not know)")
             yield problem_at(
                 doc, (*TOPOLOGY, "node_templates", name, "directives", index), file,
                 f"template directive {directive!r} on {name!r}{what} is not supported",
