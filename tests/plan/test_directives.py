@@ -34,10 +34,12 @@ def ready(instances: dict) -> dict:
     return {name: record["readyState"] for name, record in instances.items()}
 
 
-def states(instances: dict) -> dict[str, tuple[str, str | None, bool]]:
-    """instance -> (local status, node state, whether it records ``created``)."""
+def states(instances: dict) -> dict[str, tuple[str, str | None, str | None, bool]]:
+    """instance -> (local status, effective status, node state, whether it records
+    ``created``)."""
     return {
-        name: (r["readyState"]["local"], r["readyState"].get("state"), "created" in r)
+        name: (r["readyState"]["local"], r["readyState"].get("effective"),
+               r["readyState"].get("state"), "created" in r)
         for name, r in instances.items()
     }
 
