@@ -10,12 +10,13 @@ directive are refused by name at validate.
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
 from ruamel.yaml import YAML
 
-from tests.conftest import ensemble_yaml, shell_node
+from tests.conftest import ensemble_yaml, shell_node, unfurl120
 from unfurl_lite.model.status_layout import flatten
 
 DATA = Path(__file__).parent.parent / "data" / "unfurl120" / "13-structure-and-layout"
@@ -207,3 +208,29 @@ def test_directives_not_built_are_refused_by_name(project, invoke, directive, me
     before = project.commits()
     assert invoke("deploy", "--approve").exit_code == 1
     assert project.commits() == before and project.jobs_tsv() == []
+
+
+UNFURL = unfurl120()
+NEEDS_UNFURL120 = pytest.mark.skipif(
+    not UNFURL.exists(), reason="set UNFURL120_VENV to a virtualenv with unfurl==1.2.0"
+)
+
+
+@pytest.mark.unfurl120
+@NEEDS_UNFURL120
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_directives_continue_what_unfurl_deployed(project, invoke, scenario):
+    """Unfurl 1.2.0 deploys; unfurl-lite's second deploy and undeploy then end as Unfurl's."""
+    project.write((DIRECTIVES / f"{scenario}.yaml").read_text())
+    proc = subprocess.run(
+        [str(UNFURL), "--home", "", "deploy", "--approve", "--dirty=ok", "--commit",
+         "ensemble.yaml"],
+        cwd=project.root, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert states(project.status()) == states(unfurl_status(DIRECTIVES / scenario / "3-deploy"))
+    for step in ("4-deploy-again", "6-undeploy"):
+        result = invoke(*STEPS[step], "--dirty=ok")
+        assert result.exit_code == 0, result.output
+        theirs = states(unfurl_status(DIRECTIVES / scenario / step))
+        assert states(project.status()) == theirs, (step, result.output)
