@@ -165,6 +165,14 @@ def test_discover_directive_never_creates_or_deletes(project, invoke):
     assert not any("deleting found" in line for line in project.jobs_tsv())
 
 
+def test_discover_directive_runs_only_discover_even_when_forced(project, invoke):
+    """Unfurl's deploy treats an instance it must discover as read-only, --force or not."""
+    project.write((DIRECTIVES / "discover.yaml").read_text())
+    result = invoke("plan", "--force")
+    assert result.exit_code == 0, result.output
+    assert lite_plan(result.output) == [("found", "discover"), ("app", "create")]
+
+
 def test_check_directive_checks_an_ok_instance_on_every_deploy(project, invoke):
     project.write((DIRECTIVES / "check-ok.yaml").read_text())
     assert invoke("deploy", "--approve").exit_code == 0

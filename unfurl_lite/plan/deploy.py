@@ -65,11 +65,12 @@ def plan_deploy(
     deps = instance_graph(ensemble, instances)
     wanted = graph.closure(deps, select(instances, instance_names)) if instance_names else set(deps)
     builder = Builder("deploy")
-    _note_directives(ensemble, instances, builder, skip_defaults=not instance_names)
-    if not instance_names:  # as Unfurl: a default template nothing requires is left out
-        unrequired = unrequired_defaults(ensemble.topology)
-        wanted -= {n for n, i in instances.items()
-                   if i.template in unrequired and n not in ensemble.instances}
+    # as Unfurl: a default template nothing requires is left out, unless asked for by name
+    unrequired = frozenset() if instance_names else unrequired_defaults(ensemble.topology)
+    _note_directives(ensemble, instances, builder, unrequired)
+    wanted -= {n for n, i in instances.items()
+               if i.template in unrequired and n not in ensemble.instances}
+    idle: list[frozenset[str]] = []  # templates with no operation, found when first needed
     replaces = tosca.replacing(ensemble.spec, "deploy")
     recorded: dict[tuple[str, str], tuple[str, str]] = {}
     for name in graph.topological_order(deps):
@@ -88,9 +89,9 @@ def plan_deploy(
         reason = _deploy_reason(instance, force)
         after = [builder.last[d] for d in deps[name] if d in builder.last]
         directives = template.directives
-        if "discover" in directives and not force and _discover(builder, instance, template, after):
+        if "discover" in directives and _discover(builder, instance, template, after):
             continue
-        if reason is None and _waits_on_pending(ensemble, deps[name]):
+        if reason is None and _waits_on_pending(ensemble, deps[name], idle):
             reason = MISSING
         if reason is None and "check" in directives and _check_op(template) is not None:
             # Unfurl's ``check`` directive: an instance already ok is checked on every
@@ -130,16 +131,17 @@ def plan_deploy(
 
 
 def _note_directives(
-    ensemble: Ensemble, instances: dict[str, Instance], builder: Builder, skip_defaults: bool
+    ensemble: Ensemble, instances: dict[str, Instance], builder: Builder,
+    unrequired: frozenset[str],
 ) -> None:
     """Say why a template with a directive has no instance in the plan."""
-    recorded = {i.template for i in instances.values()}
-    unrequired = unrequired_defaults(ensemble.topology) if skip_defaults else frozenset()
+    planned = {i.template for i in instances.values()}
+    recorded = {i.template for i in ensemble.instances.values()} if unrequired else set()
     for name, template in ensemble.topology.templates.items():
-        why = not_instantiated(template)
-        if why and name not in recorded:
+        why = template.directives and not_instantiated(template)
+        if why and name not in planned:
             builder.note(name, why)
-        elif name in unrequired and name not in {i.template for i in ensemble.instances.values()}:
+        elif name in unrequired and name not in recorded:
             builder.note(name, 'skipped: a template with the "default" directive that no '
                                "other template requires")
 
@@ -160,16 +162,20 @@ def _discover(
     return False
 
 
-def _waits_on_pending(ensemble: Ensemble, dependencies: list[str]) -> bool:
+def _waits_on_pending(
+    ensemble: Ensemble, dependencies: list[str], idle: list[frozenset[str]]
+) -> bool:
     """Unfurl: an instance whose (recorded) dependency is still pending is itself pending
     in effect, so deploy runs it again (reason ``missing``), e.g. after a discover that
-    reported nothing. A template with no operation is not pending in effect."""
-    idle = operationless(ensemble.topology)
-    return any(
-        d in ensemble.instances and ensemble.instances[d].status == Status.pending
-        and ensemble.instances[d].template not in idle
-        for d in dependencies
-    )
+    reported nothing. A template with no operation is not pending in effect (``idle``
+    caches those templates for the plan)."""
+    pending = [
+        ensemble.instances[d].template for d in dependencies
+        if d in ensemble.instances and ensemble.instances[d].status == Status.pending
+    ]
+    if pending and not idle:
+        idle.append(operationless(ensemble.topology))
+    return any(t not in idle[0] for t in pending)
 
 
 def _found_not_created(instance: Instance, directives: tuple[str, ...]) -> bool:

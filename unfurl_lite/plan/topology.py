@@ -39,6 +39,8 @@ def unrequired_defaults(topology: Topology) -> frozenset[str]:
     directive, or one such a template requires) requires: deploy leaves them out."""
     templates = topology.templates
     required = [n for n, t in templates.items() if "default" not in t.directives]
+    if len(required) == len(templates):
+        return frozenset()
     seen = set(required)
     for name in required:
         for target in templates[name].dependencies:
