@@ -96,7 +96,7 @@ def lite_plan(output: str) -> list[tuple[str, str]]:
 
 
 SCENARIOS = ["dependent", "select", "discover", "discover-ok", "default", "default-only",
-             "check", "check-ok"]
+             "default-unmatched", "check", "check-ok"]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
@@ -152,6 +152,23 @@ def test_default_template_only_used_when_nothing_else_matches(project, invoke):
     # asked for by name, it is deployed (Unfurl: a filtered job requires what it names)
     assert invoke("deploy", "--approve", "--instance", "fallback_db").exit_code == 0
     assert project.local("fallback_db") == "ok"
+
+
+def test_missing_requirement_of_a_default_template_counts_only_once_it_is_required(
+    project, invoke
+):
+    """Unfurl only warns about an unused default template's unmatched requirement."""
+    text = (DIRECTIVES / "default-unmatched.yaml").read_text()
+    project.write(text)
+    assert invoke("validate").exit_code == 0
+    project.write(text.replace(
+        "        other:\n          type: tosca.nodes.Root\n",
+        "        other:\n          type: tosca.nodes.Root\n"
+        "          requirements: [{app: fallback_app}]\n",
+    ))
+    result = invoke("validate")
+    assert result.exit_code == 1
+    assert "node template 'fallback_app' is missing requirements: db" in result.output
 
 
 def test_discover_directive_never_creates_or_deletes(project, invoke):
