@@ -95,7 +95,7 @@ def lite_plan(output: str) -> list[tuple[str, str]]:
     return planned
 
 
-SCENARIOS = ["dependent", "select", "discover", "discover-ok", "default", "default-only",
+SCENARIOS = ["dependent", "dependent-created", "select", "discover", "discover-ok", "default", "default-only",
              "default-unmatched", "check", "check-ok"]
 
 
@@ -135,6 +135,17 @@ def test_dependent_instance_an_operation_recorded_is_deployed_as_usual(project, 
     result = invoke("deploy", "--approve")
     assert result.exit_code == 0, result.output
     assert project.local("db") == "ok" and "orphan" not in project.status()
+
+
+def test_undeploy_leaves_an_instance_another_operation_created(project, invoke):
+    """Unfurl: "creation and deletion is managed by another instance" (``created: ::NAME``)."""
+    project.write((DIRECTIVES / "dependent-created.yaml").read_text())
+    assert invoke("deploy", "--approve").exit_code == 0
+    assert project.status()["managed"]["created"] == "::installer"
+    result = invoke("undeploy", "--approve")
+    assert "managed: skipped: creation and deletion is managed by another instance " \
+           "::installer" in result.output
+    assert not any("deleting worker" in line for line in project.jobs_tsv())
 
 
 def test_select_template_is_not_found_without_external_ensembles(project, invoke):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from unfurl_lite.load.loader import Ensemble
-from unfurl_lite.model import graph
+from unfurl_lite.model import changeid, graph
 from unfurl_lite.model.entities import (
     Instance,
     NodeState,
@@ -221,6 +221,10 @@ def is_removable(instance: Instance, destroy_discovered: bool = False) -> str | 
         return "skipped: discovered, not created by unfurl (use --destroy-discovered)"
     if instance.protected:
         return "skipped: protected"
+    if isinstance(instance.created, str) and not changeid.is_changeid(instance.created):
+        # as Unfurl: made by another instance's operation (a resultTemplate, ``::NAME``)
+        return ("skipped: creation and deletion is managed by another instance "
+                f"{instance.created}")
     return None
 
 
