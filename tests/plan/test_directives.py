@@ -95,8 +95,8 @@ def lite_plan(output: str) -> list[tuple[str, str]]:
     return planned
 
 
-SCENARIOS = ["dependent", "dependent-created", "select", "discover", "discover-ok", "default", "default-only",
-             "default-unmatched", "check", "check-ok"]
+SCENARIOS = ["dependent", "dependent-created", "select", "discover", "discover-ok", "default",
+             "default-only", "default-unmatched", "check", "check-ok"]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
