@@ -61,7 +61,8 @@ def implied_requirements(
     requirement its type declares (or it declares without a ``node``) that the template
     does not connect itself. As Unfurl does, a requirement is matched to the template its
     ``node`` names (a template, or the first template of that type) or else to the first
-    template with the ``capability`` it asks for."""
+    template with the ``capability`` it asks for; a template with the ``default`` directive
+    only when no other template matches."""
     service = as_mapping(service)
     node_types = {**split_types(service.get("types"))[0], **as_mapping(service.get("node_types"))}
     templates = as_mapping(as_mapping(service.get("topology_template")).get("node_templates"))
@@ -125,6 +126,7 @@ def _match(
     node, wanted = definition.get("node"), definition.get("capability")
     if isinstance(node, str) and node in templates:
         return node
+    fallback: str | None = None  # a template with Unfurl's ``default`` directive
     for name, body in templates.items():
         if name == source or not isinstance(body, dict):
             continue
@@ -132,16 +134,24 @@ def _match(
         if type_name not in lineages:
             lineages[type_name] = lineage(type_name, node_types)
         if isinstance(node, str):
-            if node in lineages[type_name]:
-                return str(name)
+            matched = node in lineages[type_name]
+        elif wanted is None:
             continue
-        if wanted is None:
+        else:
+            if type_name not in capabilities:
+                capabilities[type_name] = capabilities_of(type_name, node_types)
+            matched = matching_capability(capabilities[type_name], wanted) is not None
+        if not matched:
             continue
-        if type_name not in capabilities:
-            capabilities[type_name] = capabilities_of(type_name, node_types)
-        if matching_capability(capabilities[type_name], wanted):
+        if "default" not in _directives(body):
             return str(name)
-    return None
+        fallback = fallback or str(name)
+    return fallback
+
+
+def _directives(body: dict[str, Any]) -> list[Any]:
+    directives = body.get("directives")
+    return directives if isinstance(directives, list) else []
 
 
 def is_optional(definition: dict[str, Any]) -> bool:

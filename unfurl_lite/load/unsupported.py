@@ -67,9 +67,11 @@ def _missing_requirements(doc: Any, file: str) -> Iterator[Problem]:
     missing requirements: R")."""
     from unfurl_lite.load import structure
 
-    for name, implied in structure.implied_requirements(get_section(doc, SERVICE)).items():
+    found = structure.implied_requirements(get_section(doc, SERVICE))
+    templates = get_section(doc, (*TOPOLOGY, "node_templates"))
+    for name, implied in found.items():
         missing = [r for r, d, t in implied if t is None and not structure.is_optional(d)]
-        if missing:
+        if missing and not _unused_default(name, templates, found):
             yield problem_at(
                 doc, (*TOPOLOGY, "node_templates", name), file,
                 f"node template {name!r} is missing requirements: {', '.join(missing)}",
@@ -78,17 +80,30 @@ def _missing_requirements(doc: Any, file: str) -> Iterator[Problem]:
             )
 
 
-#: template directives built here (Unfurl's ``protected``: undeploy leaves the instance)
-SUPPORTED_DIRECTIVES = frozenset({"protected"})
+def _unused_default(name: str, templates: Any, found: dict[str, list[Any]]) -> bool:
+    """A template with the ``default`` directive that no other template requires: Unfurl
+    only warns about its missing requirements, and deploys it not at all."""
+    if "default" not in (mapping(templates.get(name)).get("directives") or ()):
+        return False
+    for other, body in templates.items():
+        for entry in mapping(body).get("requirements") or ():
+            for value in mapping(entry).values():
+                if name in (value, mapping(value).get("node")):
+                    return False
+        if any(target == name for _, _, target in found.get(other, ())):
+            return False
+    return True
+
+
+#: template directives built here, as Unfurl 1.2.0 defines them (docs/ensemble-format.md)
+SUPPORTED_DIRECTIVES = frozenset(
+    {"protected", "dependent", "select", "discover", "default", "check"}
+)
 #: what Unfurl does with the directives unfurl-lite refuses, for the message
 _DIRECTIVE_MEANING = {
-    "dependent": "instantiated only when another template requires it",
-    "select": "selects an existing instance from an imported ensemble",
-    "discover": "discovered by deploy instead of created",
-    "default": "used only when no other template matches a requirement",
-    "check": "checked before deploy decides what to do",
-    "virtual": "never instantiated (abstract)",
-    "substitute": "substituted by a nested topology",
+    "virtual": "its instance is never recorded, yet every deploy runs its operations again",
+    "substitute": "substituted by a nested topology's substitution_mappings, which "
+                  "unfurl-lite does not support",
 }
 
 
@@ -99,7 +114,8 @@ def _unsupported_directives(doc: Any, file: str) -> Iterator[Problem]:
             if isinstance(directive, str) and directive in SUPPORTED_DIRECTIVES:
                 continue
             meaning = _DIRECTIVE_MEANING.get(str(directive))
-            what = f" (in Unfurl: {meaning})" if meaning else ""
+            what = (f" (in Unfurl: {meaning})" if meaning
+                    else " (Unfurl 1.2.0 ignores a directive it does not know)")
             yield problem_at(
                 doc, (*TOPOLOGY, "node_templates", name, "directives", index), file,
                 f"template directive {directive!r} on {name!r}{what} is not supported",

@@ -23,17 +23,6 @@ class Status(StrEnum):
     absent = "absent"
 
 
-# how bad each status is when folding dependencies into ``effective``
-_SEVERITY = {
-    Status.ok: 0,
-    Status.degraded: 1,
-    Status.pending: 2,
-    Status.unknown: 3,
-    Status.error: 4,
-    Status.absent: 4,
-}
-
-
 class NodeState(StrEnum):
     """TOSCA node state (TOSCA 1.3 §3.4.1), Unfurl's ``readyState.state``."""
 
@@ -288,14 +277,16 @@ class Instance:
 def effective_status(own: Status, dependencies: list[Status]) -> Status:
     """Fold what an instance depends on into its own status (Unfurl's ``effective``).
 
-    An instance that is fine but depends on something absent or in error is itself in
-    error: it cannot work. A degraded or unknown dependency degrades it.
+    As Unfurl's aggregate status: an instance that is fine but depends on something
+    absent, in error or unknown is itself in error (it cannot work); one whose dependency
+    is still pending is pending; a degraded dependency degrades it.
     """
     if own not in (Status.ok, Status.degraded) or not dependencies:
         return own
-    worst = max(dependencies, key=lambda s: _SEVERITY[s])
-    if worst in (Status.error, Status.absent):
+    if any(s in (Status.error, Status.absent, Status.unknown) for s in dependencies):
         return Status.error
-    if worst in (Status.degraded, Status.unknown, Status.pending):
+    if Status.pending in dependencies:
+        return Status.pending
+    if Status.degraded in dependencies:
         return Status.degraded
     return own

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from unfurl_lite.load.loader import Ensemble
-from unfurl_lite.model import graph
+from unfurl_lite.model import changeid, graph
 from unfurl_lite.model.entities import (
     Instance,
     NodeState,
@@ -24,13 +24,21 @@ from unfurl_lite.plan.tasks import (
     CHECK,
     DISCOVER,
     FORCE,
+    MISSING,
     RECONFIGURE,
     REPAIR,
     UNDEPLOY,
     Builder,
     Plan,
 )
-from unfurl_lite.plan.topology import instance_graph, planned_instances, select
+from unfurl_lite.plan.topology import (
+    instance_graph,
+    not_instantiated,
+    operationless,
+    planned_instances,
+    select,
+    unrequired_defaults,
+)
 
 
 def _deploy_reason(instance: Instance, force: bool) -> str | None:
@@ -57,6 +65,12 @@ def plan_deploy(
     deps = instance_graph(ensemble, instances)
     wanted = graph.closure(deps, select(instances, instance_names)) if instance_names else set(deps)
     builder = Builder("deploy")
+    # as Unfurl: a default template nothing requires is left out, unless asked for by name
+    unrequired = frozenset() if instance_names else unrequired_defaults(ensemble.topology)
+    _note_directives(ensemble, instances, builder, unrequired)
+    wanted -= {n for n, i in instances.items()
+               if i.template in unrequired and n not in ensemble.instances}
+    idle: list[frozenset[str]] = []  # templates with no operation, found when first needed
     replaces = tosca.replacing(ensemble.spec, "deploy")
     recorded: dict[tuple[str, str], tuple[str, str]] = {}
     for name in graph.topological_order(deps):
@@ -74,6 +88,17 @@ def plan_deploy(
             continue
         reason = _deploy_reason(instance, force)
         after = [builder.last[d] for d in deps[name] if d in builder.last]
+        directives = template.directives
+        if "discover" in directives and _discover(builder, instance, template, after):
+            continue
+        if reason is None and _waits_on_pending(ensemble, deps[name], idle):
+            reason = MISSING
+        if reason is None and "check" in directives and _check_op(template) is not None:
+            # Unfurl's ``check`` directive: an instance already ok is checked on every
+            # deploy, from ``unknown``, and nothing else runs on it
+            builder.add(name, template.name, _check_op(template), CHECK, after,
+                        done_status=Status.unknown)
+            continue
         if reason is None:
             changed = _configure_changed(ensemble, instance, template, recorded)
             if changed is None:
@@ -103,6 +128,60 @@ def plan_deploy(
     kept = wanted if builder.last else set()
     new = {n: i for n, i in instances.items() if n not in ensemble.instances and n in kept}
     return builder.plan(new, force=force)
+
+
+def _note_directives(
+    ensemble: Ensemble, instances: dict[str, Instance], builder: Builder,
+    unrequired: frozenset[str],
+) -> None:
+    """Say why a template with a directive has no instance in the plan."""
+    planned = {i.template for i in instances.values()}
+    recorded = {i.template for i in ensemble.instances.values()} if unrequired else set()
+    for name, template in ensemble.topology.templates.items():
+        why = template.directives and not_instantiated(template)
+        if why and name not in planned:
+            builder.note(name, why)
+        elif name in unrequired and name not in recorded:
+            builder.note(name, 'skipped: a template with the "default" directive that no '
+                               "other template requires")
+
+
+def _discover(
+    builder: Builder, instance: Instance, template: NodeTemplate, after: list[int]
+) -> bool:
+    """Unfurl's ``discover`` directive: until its instance is operational, deploy runs only
+    Install.discover on it, never its lifecycle. True when the instance is planned here."""
+    op = implemented(template, "Install", "discover")
+    if instance.status not in (Status.ok, Status.degraded):
+        if op is None:
+            builder.note(instance.name, 'not discovered: the "discover" directive, and no '
+                                        "Install.discover operation")
+        else:
+            builder.add(instance.name, template.name, op, DISCOVER, after)
+        return True
+    return False
+
+
+def _waits_on_pending(
+    ensemble: Ensemble, dependencies: list[str], idle: list[frozenset[str]]
+) -> bool:
+    """Unfurl: an instance whose (recorded) dependency is still pending is itself pending
+    in effect, so deploy runs it again (reason ``missing``), e.g. after a discover that
+    reported nothing. A template with no operation is not pending in effect (``idle``
+    caches those templates for the plan)."""
+    pending = [
+        ensemble.instances[d].template for d in dependencies
+        if d in ensemble.instances and ensemble.instances[d].status == Status.pending
+    ]
+    if pending and not idle:
+        idle.append(operationless(ensemble.topology))
+    return any(t not in idle[0] for t in pending)
+
+
+def _found_not_created(instance: Instance, directives: tuple[str, ...]) -> bool:
+    """An instance its ``discover`` or ``check`` directive found rather than created: Unfurl's
+    undeploy leaves it ("instance wasn't created by this ensemble")."""
+    return not instance.created and bool({"discover", "check"} & set(directives))
 
 
 def _configure_changed(
@@ -142,6 +221,10 @@ def is_removable(instance: Instance, destroy_discovered: bool = False) -> str | 
         return "skipped: discovered, not created by unfurl (use --destroy-discovered)"
     if instance.protected:
         return "skipped: protected"
+    if isinstance(instance.created, str) and not changeid.is_changeid(instance.created):
+        # as Unfurl: made by another instance's operation (a resultTemplate, ``::NAME``)
+        return ("skipped: creation and deletion is managed by another instance "
+                f"{instance.created}")
     return None
 
 
@@ -167,6 +250,8 @@ def plan_undeploy(
         directives = getattr(ensemble.topology.templates.get(instance.template), "directives", ())
         if "protected" in directives and not why:
             why = 'skipped: instance with "protected" directive'
+        if _found_not_created(instance, directives) and not why and not destroy_discovered:
+            why = "skipped: instance wasn't created by this ensemble (use --destroy-discovered)"
         if why:
             builder.note(name, why)
             continue
@@ -181,13 +266,10 @@ def plan_undeploy(
             replaces, builder, ensemble, instance, instances, after
         ):
             continue
-        skip_when = None
-        check = _check_op(template)
-        if instance.status == Status.unknown and check is not None:
-            builder.add(name, template.name, check, CHECK, after)
-            skip_when = Status.absent
+        # as Unfurl 1.2.0 (tests/data/unfurl120/14-directives/check): undeploy never checks
+        # first, even an instance whose status is unknown
         add_uninstall_tasks(
-            builder, ensemble, instance, instances, UNDEPLOY, after, skip_when, ignore_failure,
+            builder, ensemble, instance, instances, UNDEPLOY, after, None, ignore_failure,
             mark_deleted=delete_without_operation,
         )
     return builder.plan({}, destroy_discovered=destroy_discovered)

@@ -21,6 +21,7 @@ from unfurl_lite.model.entities import (
 
 # reasons, as Unfurl names them
 RECONFIGURE = "reconfigure"
+MISSING = "missing"  # a dependency it needs is still pending
 ADD, UPDATE, REPAIR, FORCE, CHECK, DISCOVER, UNDEPLOY, RUN = (
     "add",
     "update",

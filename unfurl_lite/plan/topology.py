@@ -14,13 +14,50 @@ from unfurl_lite.load.loader import Ensemble
 from unfurl_lite.model import graph
 from unfurl_lite.model.entities import Instance, NodeTemplate, Status, Topology
 
+#: Unfurl's template directives that keep a plan from creating the template's instance
+#: (one already recorded, e.g. made by another operation's resultTemplate, is planned as usual)
+NOT_INSTANTIATED = {
+    "dependent": "skipped: its template has the \"dependent\" directive (only another "
+                 "operation creates its instance)",
+    # Unfurl looks for it in the ensembles it imports; unfurl-lite imports none, as
+    # Unfurl without a home or `external:` ensembles
+    "select": "skipped: could not find external instance for template {template} "
+              "(\"select\" directive)",
+}
+
+
+def not_instantiated(template: NodeTemplate) -> str | None:
+    """Why no plan creates ``template``'s instance (a directive), or None."""
+    for directive, why in NOT_INSTANTIATED.items():
+        if directive in template.directives:
+            return why.format(template=template.name)
+    return None
+
+
+def unrequired_defaults(topology: Topology) -> frozenset[str]:
+    """Templates with Unfurl's ``default`` directive that no other template (one without the
+    directive, or one such a template requires) requires: deploy leaves them out."""
+    templates = topology.templates
+    required = [n for n, t in templates.items() if "default" not in t.directives]
+    if len(required) == len(templates):
+        return frozenset()
+    seen = set(required)
+    for name in required:
+        for target in templates[name].dependencies:
+            if target in templates and target not in seen:
+                seen.add(target)
+                required.append(target)
+    return frozenset(templates) - seen
+
 
 def planned_instances(ensemble: Ensemble) -> dict[str, Instance]:
     """Recorded instances plus new (pending) ones for each template that has none yet.
 
     As in Cloudify's node-instance model, a template contained in a host that has several
     instances gets its instances once per host instance, each pinned to its host
-    (``hostedOn``), so scaling or healing a host carries what it contains.
+    (``hostedOn``), so scaling or healing a host carries what it contains. Templates with
+    the ``dependent`` or ``select`` directive get none (:data:`NOT_INSTANTIATED`); one with
+    ``check`` gets its new instance ``unknown``, so it is checked before anything else runs.
     """
     instances = dict(ensemble.instances)
     recorded_templates = {i.template for i in instances.values()}
@@ -35,7 +72,7 @@ def planned_instances(ensemble: Ensemble) -> dict[str, Instance]:
         if host is not None:
             plan_template(host, (*trail, name))
         done.add(name)
-        if name in recorded_templates:
+        if name in recorded_templates or not_instantiated(template):
             return
         hosts = sorted(n for n, i in instances.items() if i.template == host) if host else []
         pins: list[str | None] = [*hosts] if len(hosts) > 1 else [None]
@@ -49,7 +86,7 @@ def planned_instances(ensemble: Ensemble) -> dict[str, Instance]:
                 Instance(
                     name=instance_name,
                     template=name,
-                    status=Status.pending,
+                    status=Status.unknown if "check" in template.directives else Status.pending,
                     priority=template.priority,
                     extra={"hostedOn": pin} if pin else {},
                 ),

@@ -22,7 +22,7 @@ from unfurl_lite.expressions.expr import ExpressionError, evaluate
 from unfurl_lite.expressions.limits import RENDER_SECONDS
 from unfurl_lite.load.loader import Ensemble
 from unfurl_lite.model import changeid
-from unfurl_lite.model.entities import Instance, Status
+from unfurl_lite.model.entities import Instance, NodeState, Status
 from unfurl_lite.plan.tasks import Plan, Task
 from unfurl_lite.run.discovery import add_discovered
 from unfurl_lite.run.executors import Executor
@@ -202,6 +202,10 @@ class Scheduler:
             return self.complete(run, TaskState.blocked, f"{in_error} is in error")
         instance = self.instances[task.target]
         if task.skip_when is not None and instance.status == task.skip_when:
+            if task.skip_when == Status.ok and task.workflow == "deploy" and instance.state in (
+                None, NodeState.initial
+            ):  # Unfurl: the check that found it ok ends the workflow, which ends started
+                instance.state = NodeState.started
             return self.complete(run, TaskState.skipped, f"skipped: already {task.skip_when}")
         if task.failure is not None:
             return self.complete(run, TaskState.failed, task.failure)

@@ -3,9 +3,9 @@
 - success sets the step's node state and the workflow's status (ok, or absent for delete);
 - a failure that modified the instance sets error (degraded when the instance is optional),
   a failure that did not say sets unknown, a failure that changed nothing leaves it be;
-- a check (or any operation) may report an explicit status, which wins; a check that
-  succeeds without one found its instance ok, a discover without one leaves the status be
-  (it reports attributes and other instances, not its target's health);
+- a check (or any operation) may report an explicit status, which wins; a check or a
+  discover that succeeds without one leaves the status be, as in Unfurl (a discover
+  reports attributes and other instances, not its target's health);
 - an ad hoc run (``unfurl run``: a command or a named operation) changes nothing on its
   instance, as custom and ad hoc workflows "do not affect the change history of the
   topology": it is recorded as a job, its status, readyState and lastConfigChange stay.
@@ -44,7 +44,9 @@ def on_success(instance: Instance, task: Task, result: OperationResult, change_i
         if explicit == Status.absent and task.reason != "check":
             instance.state = NodeState.deleted
     elif task.reason == "check":
-        instance.status = Status.ok
+        # as Unfurl: a check that reports no status leaves the instance's as it was (the
+        # ``check`` directive's check starts from unknown: its done_status)
+        instance.status = task.done_status or instance.status
     elif task.done_status is not None:
         instance.status = task.done_status
     if result.attributes:
