@@ -18,7 +18,7 @@ ROW = 22  # px per task
 LABEL_WIDTH = 260
 CHART_WIDTH = 640
 AXIS = 24
-TOLERANCE = 0.05  # seconds: a task "follows" one that ended at most this long before it began
+TOLERANCE = 0.001  # seconds: clocks round; a task "follows" one that ended no later than this after it began
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ def _seconds(delta: float) -> str:
 
 def timeline_svg(bars: list[Bar], now: datetime | None = None) -> str:
     """The chart; an empty string when no task has a start time."""
-    timed = [b for b in bars if b.start is not None]
+    timed = sorted((b for b in bars if b.start is not None), key=lambda b: b.start)  # type: ignore[arg-type,return-value]
     if not timed:
         return ""
     origin = min(b.start for b in timed)  # type: ignore[type-var]
