@@ -99,3 +99,38 @@ def serving(ensemble: Path) -> Iterator[Running]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
+
+
+def read_events(running: Running, path: str) -> Iterator[tuple[str, dict]]:
+    """(event, data) as a browser's EventSource would receive them, until the stream ends."""
+    import json
+
+    connection = http.client.HTTPConnection("127.0.0.1", running.port, timeout=60)
+    try:
+        connection.request("GET", path)
+        response = connection.getresponse()
+        assert response.status == 200, response.read()
+        assert response.getheader("Content-Type", "").startswith("text/event-stream")
+        name, data = "", ""
+        while True:
+            line = response.fp.readline().decode("utf-8")
+            if not line:
+                return
+            line = line.rstrip("\n")
+            if line.startswith("event: "):
+                name = line[7:]
+            elif line.startswith("data: "):
+                data = line[6:]
+            elif line == "" and name:
+                yield name, json.loads(data)
+                name, data = "", ""
+    finally:
+        connection.close()
+
+
+def waiting_ensemble(flag: Path) -> str:
+    """The dashboard's test ensemble with a task that runs until ``flag`` exists (a job the
+    test can watch while it runs, and let finish when it has seen enough)."""
+    wait = (f"for i in $(seq 1200); do [ -f {flag} ] && exit 0; sleep 0.05; done; exit 1")
+    return ENSEMBLE.replace('inputs: {command: "echo app created"}',
+                            f"inputs: {{command: '{wait}'}}")

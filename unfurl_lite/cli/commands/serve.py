@@ -29,12 +29,12 @@ def serve(ensemble: str | None, port: int, host: str, no_browser: bool) -> None:
         click.echo(f"warning: listening on {host}, not loopback: anyone who can reach this "
                    "machine on that address can read this project's dashboard (status, "
                    "history, job output)", err=True)
-    click.echo(f"Serving the dashboard of {path} at {server.url} (Ctrl-C to stop)")
-    if not no_browser:
-        import webbrowser
-
-        webbrowser.open(server.url)
     try:
+        click.echo(f"Serving the dashboard of {path} at {server.url} (Ctrl-C to stop)")
+        if not no_browser:
+            import webbrowser
+
+            webbrowser.open(server.url)
         server.serve_forever()
     except KeyboardInterrupt:
         click.echo("Stopped.", err=True)
