@@ -111,6 +111,10 @@ class PathError(UnfurlLiteError):
     """A path named by the ensemble (or one of its records) leaves the project directory."""
 
 
+class ToolMissing(UnfurlLiteError):
+    """An external program a command needs (e.g. Graphviz's ``dot``) is not installed."""
+
+
 class ChangeIdError(UnfurlLiteError, ValueError):
     """Text that is not a changeId (or a changeId that cannot be encoded).
 

@@ -51,6 +51,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "history": ("inspect:history", "List jobs, newest first, with commits."),
     "show": ("inspect:show_change", "Show one job or task by changeId."),
     "diff": ("inspect:diff", "Show what changed between two jobs."),
+    "graph": ("graph:graph", "Print the topology as a graph (DOT, Mermaid or SVG)."),
     "resume": (
         "control:resume",
         "Continue the last failed, cancelled or killed job.",
