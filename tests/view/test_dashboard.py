@@ -105,8 +105,8 @@ def test_history_filters_by_instance(project):
 def test_job_page_lists_every_task_with_its_details(project, site):
     job = job_ids(project)[-1]
     body = site.get(f"/jobs/{job}")
-    rows = dict(re.findall(r'<tr id="(\w+)" data-change-id="\w+" data-state="\w+">(.*?)</tr>',
-                           body, re.DOTALL))
+    rows = dict(re.findall(r'<tr id="(\w+)" data-change-id="\w+" data-number="\d+" '
+                           r'data-state="\w+">(.*?)</tr>', body, re.DOTALL))
     assert sorted(rows) == [f"{job[:8]}000{n}" for n in range(1, 5)]
     create_db = next(r for r in rows.values() if "db</a>" in r and "Standard.create" in r)
     cells = [re.sub(r"<[^>]+>", "", c).strip()
@@ -176,7 +176,7 @@ def test_head_answers_without_a_body(site):
 def test_pages_load_nothing_from_outside(project, site):
     job = job_ids(project)[-1]
     for path in ("/", "/history", f"/jobs/{job}", "/nosuch"):
-        status, headers, body = site.request(path)
+        _, headers, body = site.request(path)
         assert "default-src 'none'" in headers["content-security-policy"]
         for url in urls_of(body):
             assert url.startswith(("/", "#")) and not url.startswith("//"), (path, url)

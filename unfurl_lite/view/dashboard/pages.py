@@ -44,6 +44,7 @@ class TaskView:
     output: str
     started: datetime | None = None
     ended: datetime | None = None
+    number: int | None = None  # the task's number in a running job (its changeId comes later)
 
 
 @dataclass
@@ -106,7 +107,7 @@ def _task_view(entry: dict[str, Any]) -> TaskView:
     operation = str(implementation.get("operation") or "")
     if entry.get("interface"):
         operation = f"{entry['interface']}.{operation}"
-    result = entry.get("result") if isinstance(entry.get("result"), dict) else {}
+    result: dict[str, Any] = entry["result"] if isinstance(entry.get("result"), dict) else {}
     duration = result.get("duration") if isinstance(result.get("duration"), int | float) else None
     output = [f"{key}: {value}" for key, value in result.items()
               if key != "duration" and value not in ("", None)]
@@ -193,7 +194,7 @@ def _recorded_page(ensemble: Path, shown: Any) -> JobPage:
 
 def bars_of(tasks: list[TaskView]) -> list[Bar]:
     return [
-        Bar(key=t.change_id or t.operation, label=f"{t.target} {t.operation}", status=t.status
+        Bar(key=t.change_id or f"#{t.number}", label=f"{t.target} {t.operation}", status=t.status
             or t.state, start=t.started, end=t.ended)
         for t in tasks
         if t.started is not None
@@ -212,7 +213,8 @@ def _running_page(ensemble: Path, job_id: str) -> JobPage | None:
                  operation=str(t.get("operation") or ""), reason="", status=t.get("status") or "",
                  state=str(t.get("state") or ""), attempts=t.get("attempts"),
                  worker=str(t.get("worker") or ""), duration=None, output="",
-                 started=_moment(t.get("startedAt")), ended=_moment(t.get("endedAt")))
+                 started=_moment(t.get("startedAt")), ended=_moment(t.get("endedAt")),
+                 number=t.get("number"))
         for t in journal.tasks
     ]
     return JobPage(

@@ -31,7 +31,8 @@ from unfurl_lite.view.dashboard.pages import NotFound
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
        "img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; "
        "frame-ancestors 'none'")
-STATIC_TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8"}
+STATIC_TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8",
+                ".svg": "image/svg+xml"}
 LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1", "[::1]"}
 
 Route = Callable[["Handler", re.Match[str], dict[str, str]], None]
@@ -62,7 +63,8 @@ class DashboardServer(ThreadingHTTPServer):
     @property
     def url(self) -> str:
         host, port = self.server_address[:2]
-        shown = f"[{host}]" if ":" in str(host) else str(host)
+        name = host.decode() if isinstance(host, bytes) else str(host)
+        shown = f"[{name}]" if ":" in name else name
         return f"http://{shown}:{port}/"
 
     def shutdown(self) -> None:
@@ -75,7 +77,7 @@ class Handler(BaseHTTPRequestHandler):
     server_version = "unfurl-dashboard"
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: Any) -> None:
         pass  # a quiet server: the terminal shows the URL and errors only
 
     # ---------------------------------------------------------------------- dispatch
@@ -191,6 +193,9 @@ class Handler(BaseHTTPRequestHandler):
     def project_events(self, match: re.Match[str], query: dict[str, str]) -> None:
         self._stream(live.project_events(self.server.ensemble, self.server.stop))
 
+    def favicon(self, match: re.Match[str], query: dict[str, str]) -> None:
+        self._send(HTTPStatus.OK, (STATIC / "favicon.svg").read_bytes(), "image/svg+xml")
+
     def static(self, match: re.Match[str], query: dict[str, str]) -> None:
         name = match.group(1)
         path = STATIC / name
@@ -230,6 +235,7 @@ ROUTES: list[tuple[re.Pattern[str], Callable[..., None]]] = [
     (re.compile(r"/events"), Handler.project_events),
     (re.compile(r"/static/([\w-]+\.\w+)"), Handler.static),
     (re.compile(r"/topology\.svg"), Handler.topology),
+    (re.compile(r"/favicon\.ico"), Handler.favicon),
     (re.compile(r"/api/status"), Handler.api_status),
     (re.compile(r"/api/history"), Handler.api_history),
     (re.compile(rf"/api/jobs/{_ID}"), Handler.api_job),

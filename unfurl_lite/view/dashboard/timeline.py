@@ -18,7 +18,7 @@ ROW = 22  # px per task
 LABEL_WIDTH = 260
 CHART_WIDTH = 640
 AXIS = 24
-TOLERANCE = 0.001  # seconds: clocks round; a task "follows" one that ended no later than this after it began
+TOLERANCE = 0.001  # seconds of rounding: a task "follows" one that ended up to this after it began
 
 
 @dataclass(frozen=True)

@@ -55,9 +55,13 @@ function followJob(section) {
          (data.running ? ", " + data.running + " running" : "") +
          (data.failed ? ", " + data.failed + " failed" : ""));
     for (const task of data.tasks) {
-      const row = task.changeId ? document.getElementById(task.changeId) : null;
+      const row = document.querySelector('#tasks tr[data-number="' + task.number + '"]');
       if (!row) { continue; }
       row.dataset.state = task.state || "";
+      if (task.changeId) {
+        row.dataset.changeId = task.changeId;
+        text(row.querySelector(".changeid"), task.changeId);
+      }
       text(row.querySelector(".status .badge"), task.status || task.state || "pending");
     }
     document.body.dataset.live = "progress";
