@@ -15,7 +15,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
 from unfurl_lite.view.dashboard import pages
-from unfurl_lite.view.dashboard.timeline import timeline_svg
+from unfurl_lite.view.dashboard.timeline import status_of, timeline_svg
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -30,9 +30,9 @@ def environment() -> Environment:
     )
     env.filters["short_time"] = short_time
     env.filters["seconds"] = lambda v: "" if v is None else f"{v:.3f}s"
-    from unfurl_lite.view.graph import status_colour
+    from unfurl_lite.view.graph import status_colour, status_stroke
 
-    env.globals["colour"] = status_colour
+    env.globals.update(colour=status_colour, stroke=status_stroke, status_of=status_of)
     return env
 
 

@@ -30,6 +30,19 @@ class Bar:
     end: datetime | None  # None: still running
 
 
+#: a task's state (Cloudify's names) as the status whose colour it is drawn in
+_STATE_STATUS = {"succeeded": "ok", "failed": "error", "blocked": "absent", "skipped": "unknown",
+                 "pending": "pending", "sending": "pending", "sent": "pending",
+                 "started": "pending", "rescheduled": "degraded", "cancelled": "absent",
+                 "running": "pending"}
+
+
+def status_of(status_or_state: str | None) -> str:
+    """The palette's status for a status, a task state or a job's shown status."""
+    text = str(status_or_state or "pending")
+    return _STATE_STATUS.get(text, text)
+
+
 def critical_path(bars: list[Bar], now: datetime | None = None) -> set[str]:
     """Keys of the chain that ends last: from the last task to end, each step back takes
     the task that ended latest before (or right as) the current one started."""
@@ -96,7 +109,7 @@ def timeline_svg(bars: list[Bar], now: datetime | None = None) -> str:
             f'<text x="{LABEL_WIDTH - 6}" y="{y + 14}" font-size="11" text-anchor="end" '
             f'fill="#222">{escape(bar.label[:40])}</text>'
             f'<rect class="bar" x="{x:.1f}" y="{y + 3}" width="{length:.1f}" height="{ROW - 6}" '
-            f'rx="3" fill="{status_colour(bar.status or None)}"{outline}/>'
+            f'rx="3" fill="{status_colour(status_of(bar.status))}"{outline}/>'
             f'<text x="{x + length + 4:.1f}" y="{y + 14}" font-size="10" fill="#555">'
             f"{_seconds(duration)}</text></g>"
         )
