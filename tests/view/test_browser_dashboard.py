@@ -120,10 +120,14 @@ def test_a_live_jobs_progress_moves_and_ends_with_its_summary(project: Project, 
             page.locator("body[data-live=done]").wait_for(timeout=60_000)
             seen = page.evaluate("window.seen")
             summary = page.locator("#summary").inner_text()
+            # once recorded, the timeline and the tasks (with their output) are redrawn
+            timeline_bars = page.locator("#timeline svg rect.bar").count()
+            outputs = page.locator("#tasks pre.output").count()
         finally:
             flag.touch()
             deploy.communicate(timeout=120)
     assert deploy.returncode == 0
+    assert timeline_bars == 4 and outputs == 4
     assert seen == sorted(seen) and seen[0] < 4 and seen[-1] == 4 and len(set(seen)) >= 2
     assert summary.startswith("4 tasks (4 changed, 4 ok") and "(ok)" in summary
     assert page.errors == []

@@ -45,9 +45,32 @@ function setProgress(done, total) {
   if (fill) { fill.style.width = (total ? (100 * done / total) : 100).toFixed(1) + "%"; }
 }
 
+// The page as the server draws it now: its timeline (and, once recorded, its tasks with their
+// output) replace the ones drawn when the page was loaded.
+// One fetch at a time; progress refreshes coalesce, the final one always runs.
+let chain = Promise.resolve();
+let queued = false;
+async function redraw(parts) {
+  const response = await fetch(window.location.pathname, {cache: "no-store"});
+  if (!response.ok) { return; }
+  const fresh = new DOMParser().parseFromString(await response.text(), "text/html");
+  for (const id of parts) {
+    const now = document.getElementById(id);
+    const then = fresh.getElementById(id);
+    if (now && then) { now.closest("section").replaceWith(then.closest("section")); }
+  }
+}
+function refresh(parts, always) {
+  if (queued && !always) { return chain; }
+  queued = true;
+  chain = chain.then(() => { queued = false; return redraw(parts); }).catch(() => {});
+  return chain;
+}
+
 function followJob(section) {
   const source = new EventSource(section.dataset.events);
   const summary = document.getElementById("summary");
+  let lastDone = -1;
   source.addEventListener("progress", (event) => {
     const data = JSON.parse(event.data);
     setProgress(data.done, data.total);
@@ -64,6 +87,10 @@ function followJob(section) {
       }
       text(row.querySelector(".status .badge"), task.status || task.state || "pending");
     }
+    if (data.done !== lastDone || data.running) {
+      lastDone = data.done;
+      refresh(["timeline"]);
+    }
     document.body.dataset.live = "progress";
   });
   source.addEventListener("summary", (event) => {
@@ -72,8 +99,8 @@ function followJob(section) {
     const total = Number(document.getElementById("progress")?.getAttribute("aria-valuemax"));
     setProgress(total, total);
     text(summary, data.summary + " (" + data.status + ")");
-    document.body.dataset.live = "done";
     section.dataset.status = data.status;
+    refresh(["timeline", "tasks"], true).finally(() => { document.body.dataset.live = "done"; });
   });
 }
 
