@@ -247,3 +247,31 @@ def test_static_files_ship_with_the_package():
     assert "view/dashboard/templates/*.html" in pyproject
     assert "view/dashboard/static/*" in pyproject
     assert os.access(folder / "templates", os.R_OK)
+
+
+def test_a_failed_job_shows_the_failure_and_the_blocked_task(project):
+    project.write(deployed.__globals__["ENSEMBLE"].replace('echo configured', 'exit 3'))
+    from tests.conftest import run_in_process
+
+    assert run_in_process(project.root, "deploy", "--approve").returncode == 64
+    job = job_ids(project)[-1]
+    with serving(project.ensemble) as site:
+        body = site.get(f"/jobs/{job}")
+        history = site.get("/history")
+        overview = site.get("/")
+    rows = re.findall(r'data-state="(\w+)">(.*?)</tr>', body, re.DOTALL)
+    states = {re.search(r'instance=(\w+)', r).group(1) + " " + re.search(
+        r"<td>(Standard\.\w+)</td>", r).group(1): s for s, r in rows}
+    assert states["db Standard.configure"] == "failed"
+    assert states["app Standard.create"] == "blocked"
+    assert "exit code 3" in body or "returncode: 3" in body
+    assert ">error<" in re.search(rf'<tr data-change-id="{job}">(.*?)</tr>', history,
+                                  re.DOTALL).group(1)
+    assert re.search(r'<tr data-instance="db">.*?>error<', overview, re.DOTALL)
+
+
+def test_what_a_url_carries_is_escaped(site):
+    body = site.get("/history?instance=%3Cscript%3Ealert(1)%3C/script%3E")
+    assert "<script>alert(1)" not in body and "&lt;script&gt;alert(1)" in body
+    status, _, body = site.request("/jobs/%3Cb%3Ex")
+    assert status == 404 and "<b>x" not in body
