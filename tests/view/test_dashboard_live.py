@@ -68,3 +68,36 @@ def test_a_running_job_streams_its_progress_and_ends_with_its_summary(project, t
         flag.touch()
         _, err = deploy.communicate(timeout=120)
     assert deploy.returncode == 0, err
+
+
+@pytest.mark.slow  # kills a real deploy
+def test_a_killed_job_ends_its_stream_saying_resume_continues_it(project, tmp_path):
+    import signal
+
+    flag = tmp_path / "go"
+    project.write(waiting_ensemble(flag))
+    deploy = start_deploy(project)
+    try:
+        with serving(project.ensemble) as site:
+            job = None
+            for name, data in read_events(site, "/events"):
+                if name == "jobs" and data["running"]:
+                    job = data["running"][0]["changeId"]
+                    break
+            assert job
+            last = None
+            for name, data in read_events(site, f"/jobs/{job}/events"):
+                if name == "progress" and any(t["target"] == "app" and t["state"] == "started"
+                                              for t in data["tasks"]):
+                    deploy.send_signal(signal.SIGKILL)
+                    deploy.wait(timeout=60)
+                if name == "summary":
+                    last = data
+                    break
+            assert last is not None and "unfurl resume" in last["summary"]
+            assert last["status"] in ("interrupted", "started")
+            assert "is running" not in site.get("/")
+    finally:
+        flag.touch()
+        deploy.kill()
+        deploy.communicate(timeout=60)

@@ -166,11 +166,16 @@ class Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         if self.head:
             return
-        for name, data in events:
-            chunk = ": keepalive\n\n" if not name else (
-                f"event: {name}\ndata: {json.dumps(data, default=str)}\n\n")
-            self.wfile.write(chunk.encode("utf-8"))
-            self.wfile.flush()
+        try:
+            for name, data in events:
+                chunk = ": keepalive\n\n" if not name else (
+                    f"event: {name}\ndata: {json.dumps(data, default=str)}\n\n")
+                self.wfile.write(chunk.encode("utf-8"))
+                self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the page was closed
+        except Exception:  # headers are sent: end the stream, the browser reconnects
+            traceback.print_exc(file=sys.stderr)
 
     # ---------------------------------------------------------------------- pages
 
