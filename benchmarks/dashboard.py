@@ -27,9 +27,9 @@ from unfurl_lite.view.dashboard.server import start  # noqa: E402
 
 
 def unfurl(root: Path, *args: str) -> None:
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(root)}
     done = subprocess.run([sys.executable, "-m", "unfurl_lite", *args], cwd=root, text=True,
-                          capture_output=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin",
-                                                    "HOME": str(root)})
+                          capture_output=True, env=env)
     if done.returncode:
         raise SystemExit(f"unfurl {' '.join(args)}: {done.stdout}{done.stderr}")
 
