@@ -97,6 +97,9 @@ def test_a_killed_job_ends_its_stream_saying_resume_continues_it(project, tmp_pa
             assert last is not None and "unfurl resume" in last["summary"]
             assert last["status"] in ("interrupted", "started")
             assert "is running" not in site.get("/")
+            page = site.get(f"/jobs/{job}")  # not in jobs.tsv: its page comes from the journal
+            assert "interrupted" in page and "unfurl resume" in page
+            assert "data-events" not in page
     finally:
         flag.touch()
         deploy.kill()

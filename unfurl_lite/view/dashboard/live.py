@@ -88,7 +88,7 @@ def summary(ensemble: Path, job_id: str) -> dict[str, Any] | None:
     return None
 
 
-def _alive(journal: JournalFile) -> bool:
+def alive(journal: JournalFile) -> bool:
     from unfurl_lite.record.lock import pid_alive
 
     return pid_alive(journal.pid)
@@ -117,14 +117,14 @@ def job_events(
                 last, quiet = now, 0.0
                 yield "progress", now
             if journal.recorded or (journal.state not in ("started", "cancelling")
-                                    and not _alive(journal)):
+                                    and not alive(journal)):
                 yield "summary", summary(ensemble, job_id) or {
                     "changeId": job_id, "status": journal.state,
                     "summary": "interrupted before it was recorded: `unfurl resume` continues it"}
                 return
         elif last is not None and last["state"] in ("started", "cancelling"):
             journal = find_journal(ensemble, job_id)
-            if journal is not None and not _alive(journal):  # killed: nothing will change
+            if journal is not None and not alive(journal):  # killed: nothing will change
                 yield "summary", {"changeId": job_id, "status": "interrupted",
                                   "summary": "the job's process is gone: `unfurl resume` "
                                              "continues it"}
@@ -150,7 +150,7 @@ def running(ensemble: Path) -> list[dict[str, Any]]:
         except (OSError, ValueError):
             continue
         if (journal.state in ("started", "cancelling") and not journal.recorded
-                and changeid.is_changeid(journal.change_id) and _alive(journal)):
+                and changeid.is_changeid(journal.change_id) and alive(journal)):
             found.append(progress(journal))
     return list(reversed(found))
 

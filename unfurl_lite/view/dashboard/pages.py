@@ -217,14 +217,19 @@ def _running_page(ensemble: Path, job_id: str) -> JobPage | None:
                  number=t.get("number"))
         for t in journal.tasks
     ]
+    alive = live.alive(journal)
+    summary = f"{progress['done']} of {progress['total']} tasks done"
+    if not alive and not journal.recorded:
+        summary += ("; the job's process is gone before it was recorded: `unfurl resume` "
+                    "continues it")
     return JobPage(
         change_id=job_id,
         workflow=str(journal.data.get("workflow") or ""),
-        status=str(progress["state"]),
-        summary=f"{progress['done']} of {progress['total']} tasks done",
+        status=str(progress["state"]) if alive else "interrupted",
+        summary=summary,
         commit=None,
         time=hist.iso(changeid.decode(job_id)),
-        running=True,
+        running=alive,
         tasks=tasks,
         bars=bars_of(tasks),
     )
