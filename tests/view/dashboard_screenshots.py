@@ -51,10 +51,10 @@ ENSEMBLE = "\n".join([
 ]) + "\n"
 
 
-def unfurl(root: Path, *args: str) -> None:
+def unfurl(root: Path, *args: str, expect: int = 0) -> None:
     done = subprocess.run([sys.executable, "-m", "unfurl_lite", *args], cwd=root, text=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True)
-    if done.returncode:
+    if done.returncode != expect:
         raise SystemExit(f"unfurl {' '.join(args)} failed:\n{done.stdout}{done.stderr}")
 
 
@@ -74,6 +74,8 @@ def main(out: Path) -> None:
         spec = (root / "ensemble.yaml").read_text()
         (root / "ensemble.yaml").write_text(spec.replace("echo worker", "echo worker v2"))
         subprocess.run(["git", "commit", "-qam", "worker v2"], cwd=root, check=True)
+        unfurl(root, "run", "--approve", "--instance", "worker", "--", "sh", "-c",
+               "echo queue full >&2; exit 2", expect=64)
         unfurl(root, "run", "--approve", "--instance", "cache", "--", "echo", "flushed")
         job = (root / "jobs.tsv").read_text().split("\t", 1)[0]
         with serving(root / "ensemble.yaml") as site, sync_playwright() as playwright:
