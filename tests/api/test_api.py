@@ -210,7 +210,7 @@ def test_init_through_the_api(tmp_path: Path, monkeypatch) -> None:
 ENSEMBLE_COMMANDS = ["deploy", "undeploy", "check", "discover", "run", "validate", "plan",
                      "status", "history", "show", "diff", "export", "resume", "cancel",
                      "agents", "execute-operation", "start", "stop", "restart", "heal",
-                     "scale", "update", "install", "uninstall"]
+                     "scale", "update", "install", "uninstall", "graph"]
 
 
 @pytest.mark.parametrize("command", ENSEMBLE_COMMANDS)

@@ -49,6 +49,7 @@ JSON_CASES: dict[str, tuple[list[str], bool]] = {
     "version": (["version"], False),
     "export": (["export"], False),
     "completion": (["completion", "zsh"], False),
+    "graph": (["graph", "--instances"], True),
 }
 
 

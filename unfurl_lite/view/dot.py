@@ -18,17 +18,39 @@ EDGE_STYLES = {
 
 
 def quote(text: str) -> str:
-    """A DOT quoted string that shows ``text`` literally."""
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    """A DOT quoted string that a label (Graphviz's escString) shows literally: backslashes
+    doubled (``\\N`` would be the node's name), ``&`` as an entity (labels decode them)."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("&", "&amp;")
     escaped = escaped.replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\n")
     return f'"{escaped}"'
+
+
+def node_ids(graph: Graph) -> dict[str, str]:
+    """Each node's DOT id: its name, quoted. In an id only ``\\"`` is an escape (a backslash
+    stays as written), so a name with a backslash or a line break gets a made-up id
+    (``node-<n>``, unique) instead; the label always shows the name."""
+    plain = {n.id for n in graph.nodes if not _awkward(n.id)}
+    ids: dict[str, str] = {}
+    for index, node in enumerate(graph.nodes):
+        if node.id in plain:
+            ids[node.id] = '"' + node.id.replace('"', '\\"') + '"'
+            continue
+        made = f"node-{index}"
+        while made in plain:
+            made += "_"
+        ids[node.id] = f'"{made}"'
+    return ids
+
+
+def _awkward(name: str) -> bool:
+    return any(char in name for char in "\\\n\r")
 
 
 def node_label(node: GraphNode) -> str:
     return "\n".join(part for part in (node.label, node.type, node.detail) if part)
 
 
-def node_line(node: GraphNode) -> str:
+def node_line(node_id: str, node: GraphNode) -> str:
     attrs = {
         "label": node_label(node),
         "fillcolor": status_colour(node.status),
@@ -38,10 +60,10 @@ def node_line(node: GraphNode) -> str:
     if node.kind == "instance":
         attrs["shape"] = "box"
         attrs["style"] = "filled"
-    return f"{quote(node.id)} [{_attrs(attrs)}];"
+    return f"{node_id} [{_attrs(attrs)}];"
 
 
-def edge_line(edge: GraphEdge) -> str:
+def edge_line(ids: dict[str, str], edge: GraphEdge) -> str:
     attrs = {
         "label": edge.label + (f" · {edge.status}" if edge.status else ""),
         "style": EDGE_STYLES.get(edge.kind, "solid"),
@@ -49,7 +71,7 @@ def edge_line(edge: GraphEdge) -> str:
     if edge.status:
         attrs["color"] = status_stroke(edge.status)
         attrs["fontcolor"] = status_stroke(edge.status)
-    return f"{quote(edge.source)} -> {quote(edge.target)} [{_attrs(attrs)}];"
+    return f"{ids[edge.source]} -> {ids[edge.target]} [{_attrs(attrs)}];"
 
 
 def _attrs(attrs: dict[str, str]) -> str:
@@ -73,6 +95,7 @@ def render(graph: Graph) -> str:
         '  node [shape="box", style="rounded,filled", fontname="Helvetica", fontsize="11"];',
         '  edge [fontname="Helvetica", fontsize="9", color="#555555"];',
     ]
+    ids = node_ids(graph)
     children = _clusters(graph)
     counter = iter(range(len(graph.nodes) + 1))
     drawn: set[str] = set()
@@ -83,14 +106,14 @@ def render(graph: Graph) -> str:
         drawn.add(node.id)
         hosted = children.get(node.id, [])
         if not hosted:
-            lines.append(indent + node_line(node))
+            lines.append(indent + node_line(ids[node.id], node))
             return
         lines.append(f"{indent}subgraph {quote(f'cluster_{next(counter)}')} {{")
         lines.append(
             f'{indent}  graph [label={quote(node.label)}, style="rounded,dashed", '
             f'color="#9e9e9e"];'
         )
-        lines.append(indent + "  " + node_line(node))
+        lines.append(indent + "  " + node_line(ids[node.id], node))
         for child in hosted:
             place(child, indent + "  ")
         lines.append(indent + "}")
@@ -100,7 +123,9 @@ def render(graph: Graph) -> str:
     for node in graph.nodes:  # a cycle of hosts: drawn flat
         if node.id not in drawn:
             drawn.add(node.id)
-            lines.append("  " + node_line(node))
-    lines.extend("  " + edge_line(edge) for edge in graph.edges)
+            lines.append("  " + node_line(ids[node.id], node))
+    lines.extend(
+        "  " + edge_line(ids, e) for e in graph.edges if e.source in ids and e.target in ids
+    )
     lines.append("}")
     return "\n".join(lines) + "\n"

@@ -98,11 +98,21 @@ def edge_kind(requirement: Requirement) -> str:
     return "relationship"
 
 
-def edge_label(requirement: Requirement) -> str:
-    """The requirement's name and, when the template names one, its relationship type."""
+#: the relationship a requirement has when the template names none (TOSCA's defaults)
+HOSTED_ON = "tosca.relationships.HostedOn"
+DEPENDS_ON = "tosca.relationships.DependsOn"
+
+
+def relationship_type(requirement: Requirement) -> str:
+    """The relationship type the template names, else the one TOSCA implies."""
     if requirement.relationship:
-        return f"{requirement.name} ({requirement.relationship})"
-    return requirement.name
+        return requirement.relationship
+    return HOSTED_ON if requirement.is_host else DEPENDS_ON
+
+
+def edge_label(requirement: Requirement) -> str:
+    """The requirement's name and its relationship type: ``db (tosca.relationships.ConnectsTo)``."""
+    return f"{requirement.name} ({relationship_type(requirement)})"
 
 
 def worst_status(statuses: Sequence[str]) -> str:
@@ -113,11 +123,15 @@ def _detail(*parts: str | None) -> str:
     return " · ".join(p for p in parts if p)
 
 
-def template_node(template: NodeTemplate, instances: Sequence[Instance]) -> GraphNode:
-    """A template takes the status of its instances (the worst of them); none yet: pending."""
+def template_node(
+    template: NodeTemplate, instances: Sequence[Instance], operationless: bool = False
+) -> GraphNode:
+    """A template takes the status of its instances (the worst of them); none yet: pending,
+    saying why when it has no operation (a deploy runs nothing for it, as in Unfurl)."""
     if not instances:
+        why = "no operation to run" if operationless else "no instance yet"
         return GraphNode(template.name, template.name, "template", template.type,
-                         "pending", None, "pending · no instance yet")
+                         "pending", None, f"pending · {why}")
     statuses = [str(i.status) for i in instances]
     states = {str(i.state) for i in instances if i.state is not None}
     status = worst_status(statuses)
@@ -128,24 +142,38 @@ def template_node(template: NodeTemplate, instances: Sequence[Instance]) -> Grap
 
 
 def instance_node(
-    instance: Instance, type_name: str, effective: Status | None, host: str | None
+    instance: Instance,
+    type_name: str,
+    effective: Status | None,
+    host: str | None,
+    recorded: bool = True,
 ) -> GraphNode:
+    """An instance; what sets it apart is in its detail: not recorded yet (a deploy would
+    create it), failed by what it requires (its effective status), discovered, protected."""
     status = str(instance.status)
     state = str(instance.state) if instance.state is not None else None
-    effective_note = (
-        f"effective {effective}" if effective is not None and effective != instance.status
-        else None
-    )
+    notes: list[str | None] = []
+    if not recorded:
+        notes.append("not deployed yet")
+    elif effective is not None and effective != instance.status:
+        notes.append(f"effective {effective}")
+    notes.append("discovered" if instance.discovered else None)
+    notes.append("protected" if instance.protected else None)
     return GraphNode(instance.name, instance.name, "instance", type_name, status, state,
-                     _detail(status, state, effective_note), host)
+                     _detail(status, state, *notes), host)
 
 
 def template_graph(ensemble: Ensemble) -> Graph:
+    from unfurl_lite.plan.topology import operationless
+
     templates = ensemble.topology.templates
+    idle = operationless(ensemble.topology)
     by_template: dict[str, list[Instance]] = {}
     for inst in ensemble.instances.values():
         by_template.setdefault(inst.template, []).append(inst)
-    nodes = tuple(template_node(t, by_template.get(name, [])) for name, t in templates.items())
+    nodes = tuple(
+        template_node(t, by_template.get(name, []), name in idle) for name, t in templates.items()
+    )
     edges = tuple(
         GraphEdge(name, req.node, edge_label(req), edge_kind(req))
         for name, template in templates.items()
@@ -178,6 +206,7 @@ def instance_graph(ensemble: Ensemble) -> Graph:
             templates[inst.template].type if inst.template in templates else "",
             effective.get(name),
             hosts.get(name),
+            name in ensemble.instances,
         )
         for name, inst in instances.items()
     )
@@ -216,10 +245,11 @@ def build_graph(ensemble: Ensemble, *, instances: bool = False) -> Graph:
 
 
 def load_graph(path: str | Path | None = None, *, instances: bool = False) -> Graph:
-    """The graph of the ensemble at ``path`` (a file, its directory, or the current one)."""
-    from unfurl_lite.load.loader import load_ensemble
+    """The graph of the ensemble at ``path`` (a file, its directory, or the current one),
+    loaded and checked as ``unfurl validate`` does."""
+    from unfurl_lite.api.project import validate
 
-    return build_graph(load_ensemble(path), instances=instances)
+    return build_graph(validate(path), instances=instances)
 
 
 #: the version of :func:`as_json`'s document

@@ -14,9 +14,11 @@ ARROWS = {"host": "==>", "dependency": "-.->", "connect": "-->", "relationship":
 
 
 def escape(text: str) -> str:
-    """Text safe inside a quoted Mermaid label (entity codes for # " < > and newlines)."""
+    """Text safe inside a quoted Mermaid label: entity codes for # & " < > ` (Mermaid
+    turns ``#code;`` into ``&code;``, and labels are HTML), ``<br/>`` for line breaks."""
     text = text.replace("#", "#35;")
-    for char, code in (('"', "#quot;"), ("<", "#lt;"), (">", "#gt;"), ("`", "#96;")):
+    for char, code in (("&", "#38;"), ('"', "#quot;"), ("<", "#lt;"), (">", "#gt;"),
+                       ("`", "#96;")):
         text = text.replace(char, code)
     return text.replace("\r\n", "<br/>").replace("\n", "<br/>").replace("\r", "<br/>")
 

@@ -23,7 +23,7 @@ FORMATS = ("dot", "mermaid", "svg")
               help="Draw instances (hosted ones inside their host, relationship instances "
                    "on the edges) instead of templates.")
 @click.option("--output", "-o", "out_file", type=click.Path(dir_okay=False), default=None,
-              help="Write the picture to this file instead of printing it.")
+              help="Write the picture to this file instead of printing it (- : stdout).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the graph's nodes and edges as JSON instead of a picture.")
 def graph(
@@ -38,7 +38,6 @@ def graph(
     unfurl graph --format svg -o topology.svg
     unfurl graph --format mermaid --instances
     """
-    from unfurl_lite.load import yamlio
     from unfurl_lite.view import graph as view
 
     if as_json and format_ is not None:
@@ -54,7 +53,24 @@ def graph(
         text = view.to_mermaid(topology)
     else:
         text = view.to_dot(topology)
-    if out_file:
-        yamlio.atomic_write(Path(out_file), text)
+    if out_file and out_file != "-":
+        write_whole(Path(out_file), text)
     else:
         click.echo(text, nl=False)
+
+
+def write_whole(path: Path, text: str) -> None:
+    """Write the whole file or nothing (a temporary file renamed over it), with the mode a
+    plain write would give it: the old file's, else what the umask allows."""
+    import os
+
+    from unfurl_lite.load import yamlio
+
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    yamlio.atomic_write(path, text)
+    os.chmod(path, mode)
