@@ -275,3 +275,30 @@ def test_what_a_url_carries_is_escaped(site):
     assert "<script>alert(1)" not in body and "&lt;script&gt;alert(1)" in body
     status, _, body = site.request("/jobs/%3Cb%3Ex")
     assert status == 404 and "<b>x" not in body
+
+
+def test_without_graphviz_the_overview_draws_the_picture_itself(project, site, monkeypatch,
+                                                               tmp_path):
+    tools = tmp_path / "bin"  # git and a shell, but no dot
+    tools.mkdir()
+    import shutil
+
+    for name in ("git", "sh"):
+        found = shutil.which(name)
+        assert found
+        (tools / name).symlink_to(found)
+    monkeypatch.setenv("PATH", str(tools))
+    body = site.get("/")
+    assert "drawn by built-in" in body
+    picture = re.search(r'<div class="picture" id="topology">(.*?)</div>', body, re.DOTALL)
+    assert picture and picture.group(1).lstrip().startswith("<svg")
+    for name in ("db", "app", "cache"):
+        assert f">{name}<" in picture.group(1)
+
+
+def test_with_graphviz_the_overview_uses_it(site):
+    import shutil
+
+    if shutil.which("dot") is None:
+        pytest.skip("Graphviz's dot is not installed here (CI installs graphviz)")
+    assert "drawn by graphviz" in site.get("/")

@@ -104,3 +104,10 @@ def test_a_killed_job_ends_its_stream_saying_resume_continues_it(project, tmp_pa
         flag.touch()
         deploy.kill()
         deploy.communicate(timeout=60)
+
+
+def test_the_projects_stream_says_which_jobs_run(project):
+    deployed(project)
+    with serving(project.ensemble) as site:
+        name, data = next(iter(read_events(site, "/events")))
+    assert name == "jobs" and data["running"] == []
