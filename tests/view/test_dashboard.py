@@ -302,3 +302,11 @@ def test_with_graphviz_the_overview_uses_it(site):
     if shutil.which("dot") is None:
         pytest.skip("Graphviz's dot is not installed here (CI installs graphviz)")
     assert "drawn by graphviz" in site.get("/")
+
+
+def test_a_damaged_job_file_is_said_so_not_a_missing_job(project, site):
+    job = job_ids(project)[-1]
+    next((project.root / "jobs").glob(f"job*-{job[:8]}.yaml")).write_text("changes: [unclosed\n")
+    status, _, body = site.request(f"/jobs/{job}")
+    assert status == 422 and "cannot read" in body and "Traceback" not in body
+    assert job in site.get("/history")

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from unfurl_lite import api
-from unfurl_lite.errors import HistoryError, UnfurlLiteError
+from unfurl_lite.errors import UnfurlLiteError
 from unfurl_lite.model import changeid
 from unfurl_lite.record import history as hist
 from unfurl_lite.record.history import Filters
@@ -90,16 +90,17 @@ def _parse_change_id(text: str) -> changeid.ChangeId:
 def job_page(ensemble: Path, text: str) -> JobPage:
     """The job ``text`` names: from its records once it has ended, from its journal while it
     runs; NotFound when neither exists."""
+    from unfurl_lite.view.dashboard import live
+
     wanted = _parse_change_id(text)
     job_id = str(wanted.job)
-    try:
-        shown = api.show(job_id, ensemble, with_diff=False)
-    except HistoryError:
+    if live.summary(ensemble, job_id) is None:  # not in jobs.tsv (yet)
         running = _running_page(ensemble, job_id)
         if running is None:
-            raise NotFound(f"no job {job_id[:8]} in this project's history") from None
+            raise NotFound(f"no job {job_id[:8]} in this project's history")
         return running
-    return _recorded_page(ensemble, shown)
+    # a damaged job file is an error of its own (shown as such), not "no such job"
+    return _recorded_page(ensemble, api.show(job_id, ensemble, with_diff=False))
 
 
 def _task_view(entry: dict[str, Any]) -> TaskView:
