@@ -131,3 +131,20 @@ def test_a_live_jobs_progress_moves_and_ends_with_its_summary(project: Project, 
     assert seen == sorted(seen) and seen[0] < 4 and seen[-1] == 4 and len(set(seen)) >= 2
     assert summary.startswith("4 tasks (4 changed, 4 ok") and "(ok)" in summary
     assert page.errors == []
+
+
+def test_the_overview_shows_a_new_job_once_it_is_recorded(project: Project, page: Any):
+    from tests.conftest import run_in_process
+    from tests.view.dashboard_helpers import ENSEMBLE
+
+    project.write(ENSEMBLE)
+    with serving(project.ensemble) as site:
+        page.goto(f"http://127.0.0.1:{site.port}/")
+        assert "No job has run yet" in page.locator("#last-job").inner_text()
+        page.locator("body[data-page=overview]").wait_for()
+        assert run_in_process(project.root, "deploy", "--approve").returncode == 0
+        job = project.jobs_tsv()[0].split("\t")[0]
+        # the page reloads itself when jobs.tsv changes: no refresh by the test
+        page.locator(f"#last-job a.changeid:has-text('{job}')").wait_for(timeout=60_000)
+        assert page.locator("#instances .badge:has-text('ok')").count() == 3
+    assert page.errors == []

@@ -155,6 +155,15 @@ def running(ensemble: Path) -> list[dict[str, Any]]:
     return list(reversed(found))
 
 
+def jobs_log_stamp(ensemble: Path) -> list[float]:
+    """jobs.tsv's modification time and size: a page drawn at one stamp reloads when the
+    project's stream reports another (a job was recorded since)."""
+    from unfurl_lite.api.inspect import ensemble_paths
+
+    _, jobs_tsv = ensemble_paths(ensemble)
+    return list(_stamp(jobs_tsv)[:2])
+
+
 def project_events(
     ensemble: Path, stop: threading.Event, poll: float = POLL
 ) -> Iterator[tuple[str, dict[str, Any] | None]]:
@@ -173,7 +182,7 @@ def project_events(
             seen = stamp
             now = {"running": [{k: j[k] for k in ("changeId", "workflow", "done", "total")}
                                for j in running(ensemble)],
-                   "jobsLog": list(_stamp(jobs_tsv)[:2])}
+                   "jobsLog": jobs_log_stamp(ensemble)}
             if now != last:
                 last, quiet = now, 0.0
                 yield "jobs", now

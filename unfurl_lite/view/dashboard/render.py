@@ -6,6 +6,7 @@ labels: the topology picture and the timeline.
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
-from unfurl_lite.view.dashboard import pages
+from unfurl_lite.view.dashboard import live, pages
 from unfurl_lite.view.dashboard.timeline import status_of, timeline_svg
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -41,7 +42,9 @@ def short_time(iso_time: str | None) -> str:
 
 
 def _render(name: str, **context: Any) -> str:
-    return environment().get_template(name).render(**context)
+    project = context.get("project")
+    stamp = live.jobs_log_stamp(project) if project is not None else None
+    return environment().get_template(name).render(jobs_log=json.dumps(stamp), **context)
 
 
 def overview(ensemble: Path, instances: bool = False) -> str:

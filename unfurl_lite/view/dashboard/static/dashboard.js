@@ -22,14 +22,14 @@ function showRunning(jobs) {
 
 function followProject() {
   const source = new EventSource("/events");
-  let first = null;
+  // jobs.tsv as it was when the server drew this page: another stamp means a new record
+  const drawn = JSON.stringify(JSON.parse(document.body.dataset.jobsLog || "null"));
   source.addEventListener("jobs", (event) => {
     const data = JSON.parse(event.data);
     showRunning(data.running);
     const stamp = JSON.stringify(data.jobsLog);
     const page = document.body.dataset.page;
-    if (first === null) { first = stamp; return; }
-    if (stamp !== first && (page === "overview" || page === "history")) {
+    if (drawn !== "null" && stamp !== drawn && (page === "overview" || page === "history")) {
       source.close();
       window.location.reload(); // a job was recorded: show the new state
     }
