@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -86,7 +87,33 @@ def main(out: Path) -> None:
                                ("job", f"/jobs/{job}")):
                 page.goto(base + path)
                 page.screenshot(path=str(out / f"dashboard-{name}.png"), full_page=True)
+            live(root, page, base, out)
             browser.close()
+
+
+def live(root: Path, page: Any, base: str, out: Path) -> None:
+    """A job caught running: undeploy and deploy again, worker's create held until the
+    picture is taken."""
+    flag = root.parent / "go"
+    spec = (root / "ensemble.yaml").read_text()
+    held = f"for i in $(seq 600); do [ -f {flag} ] && exit 0; sleep 0.05; done; exit 1"
+    (root / "ensemble.yaml").write_text(spec.replace("echo worker v2", held).replace(
+        "sleep 0.3; echo web", "sleep 0.3; echo web v2"))
+    subprocess.run(["git", "commit", "-qam", "web v2"], cwd=root, check=True)
+    page.goto(base + "/")
+    job = subprocess.Popen([sys.executable, "-m", "unfurl_lite", "update", "--approve"],
+                           cwd=root, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        page.locator("#running a").wait_for(timeout=60_000)
+        page.locator("#running a").click()
+        page.locator("body[data-live=progress]").wait_for(timeout=60_000)
+        page.locator("#tasks tr[data-state=started]").first.wait_for(timeout=60_000)
+        page.wait_for_timeout(700)  # let the other tasks finish and the timeline redraw
+        page.screenshot(path=str(out / "dashboard-live.png"), full_page=True)
+    finally:
+        flag.touch()
+        job.wait(timeout=120)
 
 
 if __name__ == "__main__":

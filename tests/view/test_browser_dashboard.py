@@ -115,7 +115,7 @@ def test_a_live_jobs_progress_moves_and_ends_with_its_summary(project: Project, 
             }""")
             # locators, not wait_for_function: the page's CSP forbids evaluating strings
             page.locator("body[data-live=progress]").wait_for(timeout=60_000)
-            page.locator("#tasks tr[data-state=started]").wait_for(timeout=60_000)
+            page.locator("#tasks tr[data-state=started]").first.wait_for(timeout=60_000)
             flag.touch()  # the slow task may end now
             page.locator("body[data-live=done]").wait_for(timeout=60_000)
             seen = page.evaluate("window.seen")

@@ -89,7 +89,7 @@ function followJob(section) {
     }
     if (data.done !== lastDone || data.running) {
       lastDone = data.done;
-      refresh(["timeline"]);
+      refresh(["timeline", "tasks"]);  // the bars, and each row in its status's colours
     }
     document.body.dataset.live = "progress";
   });
