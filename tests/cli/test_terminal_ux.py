@@ -20,7 +20,7 @@ THREE_TIER = ROOT / "examples" / "three-tier"
 
 # every command, the arguments that make it do its real work, and whether the project is
 # deployed first; `worker` is a long-running server and prints no result
-NO_RESULT = {"worker"}
+NO_RESULT = {"worker", "serve"}  # servers: they run until stopped, with no result to print
 JSON_CASES: dict[str, tuple[list[str], bool]] = {
     "init": (["init", "another"], False),
     "validate": (["validate"], False),

@@ -60,6 +60,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "export:export",
         "Print the expanded ensemble (includes and directives applied).",
     ),
+    "serve": ("serve:serve", "Serve a read-only dashboard of the project in a browser."),
     "version": ("project:version", "Print the version (same as --version)."),
     "cancel": ("control:cancel", "Cancel the job running on an ensemble."),
     "worker": (

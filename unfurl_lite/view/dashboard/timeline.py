@@ -1,0 +1,117 @@
+"""A job's tasks as a Gantt chart: one bar per task from its start to its end, inline SVG.
+
+Bars that overlap in time ran in parallel; the critical path (the chain of tasks, each
+starting after the one before it ended, that ends last) is outlined, because that chain
+is what made the job as long as it was. Drawn here rather than by a chart library so the
+page needs no script and no asset from outside the package.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from html import escape
+
+from unfurl_lite.view.graph import status_colour
+
+ROW = 22  # px per task
+LABEL_WIDTH = 260
+CHART_WIDTH = 640
+AXIS = 24
+TOLERANCE = 0.001  # seconds of rounding: a task "follows" one that ended up to this after it began
+
+
+@dataclass(frozen=True)
+class Bar:
+    key: str  # the task's changeId
+    label: str
+    status: str
+    start: datetime | None
+    end: datetime | None  # None: still running
+
+
+#: a task's state (Cloudify's names) as the status whose colour it is drawn in
+_STATE_STATUS = {"succeeded": "ok", "failed": "error", "blocked": "absent", "skipped": "unknown",
+                 "pending": "pending", "sending": "pending", "sent": "pending",
+                 "started": "pending", "rescheduled": "degraded", "cancelled": "absent",
+                 "running": "pending"}
+
+
+def status_of(status_or_state: str | None) -> str:
+    """The palette's status for a status, a task state or a job's shown status."""
+    text = str(status_or_state or "pending")
+    return _STATE_STATUS.get(text, text)
+
+
+def critical_path(bars: list[Bar], now: datetime | None = None) -> set[str]:
+    """Keys of the chain that ends last: from the last task to end, each step back takes
+    the task that ended latest before (or right as) the current one started."""
+    timed = [b for b in bars if b.start is not None]
+    if not timed:
+        return set()
+
+    def end_of(bar: Bar) -> datetime:
+        return bar.end or now or max(b.end or b.start for b in timed)  # type: ignore[type-var,return-value]
+
+    current = max(timed, key=end_of)
+    chain = {current.key}
+    while True:
+        start = current.start
+        assert start is not None
+        before = [b for b in timed if b.key not in chain
+                  and (end_of(b) - start).total_seconds() <= TOLERANCE and b.start < start]  # type: ignore[operator]
+        if not before:
+            return chain
+        current = max(before, key=end_of)
+        chain.add(current.key)
+
+
+def _seconds(delta: float) -> str:
+    return f"{delta:.3f}s" if delta < 10 else f"{delta:.1f}s"
+
+
+def timeline_svg(bars: list[Bar], now: datetime | None = None) -> str:
+    """The chart; an empty string when no task has a start time."""
+    timed = sorted((b for b in bars if b.start is not None), key=lambda b: b.start)  # type: ignore[arg-type,return-value]
+    if not timed:
+        return ""
+    origin = min(b.start for b in timed)  # type: ignore[type-var]
+    ends = [b.end or now or b.start for b in timed]
+    span = max(max((e - origin).total_seconds() for e in ends), 0.001)  # type: ignore[operator]
+    scale = CHART_WIDTH / span
+    critical = critical_path(timed, now)
+    height = AXIS + ROW * len(timed) + 8
+    width = LABEL_WIDTH + CHART_WIDTH + 70
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="timeline" width="{width}" '
+        f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="Timeline of {len(timed)} tasks over {_seconds(span)}">',
+        f'<line x1="{LABEL_WIDTH}" y1="{AXIS - 6}" x2="{LABEL_WIDTH + CHART_WIDTH}" '
+        f'y2="{AXIS - 6}" stroke="#888"/>',
+    ]
+    for tick in range(5):
+        x = LABEL_WIDTH + CHART_WIDTH * tick / 4
+        parts.append(f'<text x="{x:.1f}" y="{AXIS - 10}" font-size="10" text-anchor="middle" '
+                     f'fill="#555">{_seconds(span * tick / 4)}</text>')
+    for row, (bar, end) in enumerate(zip(timed, ends, strict=True)):
+        y = AXIS + row * ROW
+        x = LABEL_WIDTH + (bar.start - origin).total_seconds() * scale  # type: ignore[operator]
+        length = max((end - bar.start).total_seconds() * scale, 2.0)  # type: ignore[operator]
+        on_path = bar.key in critical
+        outline = ' stroke="#111" stroke-width="2"' if on_path else ""
+        duration = (end - bar.start).total_seconds()  # type: ignore[operator]
+        running = " (running)" if bar.end is None else ""
+        title = escape(f"{bar.label}: {bar.status}, {_seconds(duration)}{running}"
+                       + (", on the critical path" if on_path else ""))
+        parts.append(
+            f'<g class="task{" critical" if on_path else ""}" data-change-id="{escape(bar.key)}">'
+            f"<title>{title}</title>"
+            f'<text x="{LABEL_WIDTH - 6}" y="{y + 14}" font-size="11" text-anchor="end" '
+            f'fill="#222">{escape(bar.label[:40])}</text>'
+            f'<rect class="bar" x="{x:.1f}" y="{y + 3}" width="{length:.1f}" height="{ROW - 6}" '
+            f'rx="3" fill="{status_colour(status_of(bar.status))}"{outline}/>'
+            f'<text x="{x + length + 4:.1f}" y="{y + 14}" font-size="10" fill="#555">'
+            f"{_seconds(duration)}</text></g>"
+        )
+    parts.append("</svg>")
+    return "\n".join(parts)
