@@ -1,0 +1,3 @@
+import tosca
+class A(tosca.nodes.Root):
+    pass
