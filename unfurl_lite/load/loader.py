@@ -110,7 +110,7 @@ def _fast_load(text: str, file: str) -> dict[str, Any] | None:
     merge directives or say where a problem is."""
     from ruamel.yaml.error import YAMLError
 
-    from unfurl_lite.load import guard, merge, validate
+    from unfurl_lite.load import guard, imports, merge, validate
 
     try:
         guard.check_text(text, file)
@@ -118,26 +118,28 @@ def _fast_load(text: str, file: str) -> dict[str, Any] | None:
         guard.check(data, file)
     except (YAMLError, InputError, RecursionError, ValueError, IndexError, OverflowError):
         return None
-    if not isinstance(data, dict) or merge.has_directives(data) or validate.check(data, file):
+    if (not isinstance(data, dict) or merge.has_directives(data) or imports.has_imports(data)
+            or validate.check(data, file)):
         return None
     return data
 
 
 def _round_trip_load(file: Path, text: str) -> Ensemble:
-    from unfurl_lite.load import merge, validate
+    from unfurl_lite.load import imports, merge, validate
 
     document = yamlio.parse(text, str(file))
     if not isinstance(document, dict):
         raise InputError(Problem("the ensemble must be a YAML mapping", file=str(file), line=1))
     reads: dict[str, str | None] = {}
     merged = merge.expand(document, file, file.parent, reads=reads)
+    merged = imports.apply(merged, file, file.parent, reads=reads)
     problems = validate.check(merged, str(file))
     if problems:
         raise InputError(problems, summary=f"{file.name} is not a valid ensemble")
     data = yamlio.to_plain(merged)
     ensemble = build(file, text, data)
     ensemble._document = document
-    if merge.has_directives(document):
+    if merge.has_directives(document) or imports.has_imports(document):
         ensemble.merged = True
         ensemble.plain = yamlio.to_plain(document)
         parsecache.put(file, text, data, deps=reads, raw=ensemble.plain)

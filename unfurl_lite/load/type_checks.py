@@ -70,9 +70,7 @@ def _imports(doc: Any) -> bool:
 
 
 def known_type(name: str, defined: Any) -> bool:
-    """Defined in this document or normative. A type that only an ``imports:`` entry could
-    define is unknown: unfurl-lite does not load TOSCA imports, and a template of a type it
-    cannot see would run no operation at all."""
+    """Defined in this document (its imports merged in) or normative."""
     return name in defined or name in NORMATIVE_NODE_TYPES
 
 
@@ -105,10 +103,10 @@ def _unknown_type(
                 "configurator: not supported by unfurl-lite")
         hint = "define your own type under node_types with Shell or Python operations"
     elif imports:
-        what += (" (TOSCA `imports:` are not supported: unfurl-lite does not load them, so "
-                 "no imported type is known)")
-        hint = ("define the type under spec.service_template.node_types, or bring its "
-                "definition in with `+include`")
+        what += " (defined neither here nor in any imported file)"
+        hint = hint if hint.startswith("did you") else (
+            "define the type under node_types here or in an imported file; a type from an "
+            "import with `namespace_prefix: P` is named `P.Type`")
     return problem_at(doc, path, file, what, hint)
 
 
