@@ -486,17 +486,3 @@ def test_unfurl_sections_that_would_be_ignored_are_refused(
 ) -> None:
     problem = only(problems_in(tmp_path, "spec:\n  service_template:\n" + section))
     assert named in problem.message and "not supported" in problem.message
-
-
-def test_multiple_inheritance_is_refused_by_name(tmp_path: Path) -> None:
-    problem = only(problems_in(tmp_path, """\
-        spec:
-          service_template:
-            node_types:
-              Both:
-                derived_from: [tosca.nodes.Compute, tosca.nodes.SoftwareComponent]
-            topology_template:
-              node_templates:
-                a: {type: Both}
-        """))
-    assert "multiple inheritance" in problem.message and "not supported" in problem.message

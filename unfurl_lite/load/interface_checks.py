@@ -25,6 +25,7 @@ from unfurl_lite.model.entities import (
     RESERVED_INTERFACE_KEYS,
     canonical_interface,
 )
+from unfurl_lite.model.topology import ancestry, parents
 
 
 def interface_owners(doc: Any) -> Iterator[tuple[tuple[Any, ...], Any]]:
@@ -67,18 +68,14 @@ def declared_interfaces(
     """The interfaces a type declares, with its ancestors'; None when a type in the chain
     is not defined here (an import may declare more)."""
     declared = set(base)
-    seen: set[str] = set()
-    while type_name in types and type_name not in seen:
-        seen.add(type_name)
-        body = mapping(types[type_name])
-        declared |= {canonical_interface(str(i)) for i in mapping(body.get("interfaces"))}
-        parent = body.get("derived_from")
-        if not isinstance(parent, str):
-            return declared
-        type_name = parent
-    if type_name in seen or normative(type_name):
-        return declared
-    return None
+    for name in ancestry(type_name, lambda t: parents(
+            mapping(types[t]).get("derived_from")) if t in types else ()):
+        if name in types:
+            interfaces = mapping(mapping(types[name]).get("interfaces"))
+            declared |= {canonical_interface(str(i)) for i in interfaces}
+        elif not normative(name):
+            return None
+    return declared
 
 
 def _normative_relationship(name: str) -> bool:

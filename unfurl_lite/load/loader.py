@@ -33,6 +33,7 @@ from unfurl_lite.model.entities import (
     Topology,
     canonical_interface,
 )
+from unfurl_lite.model.topology import ancestry, parents
 
 ENSEMBLE_FILE = "ensemble.yaml"
 SENSITIVE_TYPES = ("unfurl.datatypes.Sensitive", "sensitive", "tosca.datatypes.Credential")
@@ -218,7 +219,7 @@ def _is_sensitive(definition: Any) -> bool:
 def _node_type(name: str, data: dict[str, Any]) -> NodeType:
     return NodeType(
         name=name,
-        derived_from=data.get("derived_from"),
+        derived_from=_derived_from(data.get("derived_from")),
         properties=data.get("properties") or {},
         interfaces=_interfaces(data.get("interfaces") or {}),
         metadata=data.get("metadata") or {},
@@ -226,13 +227,14 @@ def _node_type(name: str, data: dict[str, Any]) -> NodeType:
     )
 
 
+def _derived_from(value: Any) -> str | tuple[str, ...] | None:
+    found = parents(value)
+    return found[0] if isinstance(value, str) else (found or None)
+
+
 def lineage(type_name: str, types: dict[str, NodeType]) -> tuple[str, ...]:
-    chain: list[str] = []
-    current: str | None = type_name
-    while current and current not in chain:
-        chain.append(current)
-        current = types[current].derived_from if current in types else None
-    return tuple(chain)
+    return tuple(ancestry(
+        type_name, lambda t: parents(types[t].derived_from) if t in types else ()))
 
 
 def _node_template(

@@ -17,6 +17,7 @@ from unfurl_lite.load.problems import (
     problem_at,
 )
 from unfurl_lite.model.graph import find_cycles
+from unfurl_lite.model.topology import parents
 
 _TOSCA_NODES = (
     "Root", "Compute", "SoftwareComponent", "WebServer", "WebApplication", "DBMS",
@@ -83,10 +84,13 @@ def _unknown_types(doc: Any, file: str) -> Iterator[Problem]:
             yield _unknown_type(doc, file, (*TOPOLOGY, "node_templates", name, "type"),
                                 f"node template {name!r}", type_name, defined, imports)
     for name, body in defined.items():
-        parent = mapping(body).get("derived_from")
-        if isinstance(parent, str) and not known_type(parent, defined):
-            yield _unknown_type(doc, file, (*SERVICE, "node_types", name, "derived_from"),
-                                f"node type {name!r}", parent, defined, imports)
+        derived_from = mapping(body).get("derived_from")
+        for index, parent in enumerate(parents(derived_from)):
+            if not known_type(parent, defined):
+                where = (*SERVICE, "node_types", name, "derived_from")
+                yield _unknown_type(doc, file, (*where, index) if isinstance(
+                    derived_from, list) else where, f"node type {name!r}", parent, defined,
+                    imports)
 
 
 def _unknown_type(
@@ -112,17 +116,9 @@ def _unknown_type(
 
 def _type_cycles(doc: Any, file: str) -> Iterator[Problem]:
     for section in ("node_types", "relationship_types"):
-        for name, body in get_section(doc, (*SERVICE, section)).items():
-            if isinstance(mapping(body).get("derived_from"), list):
-                yield problem_at(
-                    doc, (*SERVICE, section, name, "derived_from"), file,
-                    f"type {name!r} derives from a list of types (Unfurl's multiple "
-                    "inheritance), which is not supported",
-                    "derive from one type and copy what it needs from the others",
-                )
         types = get_section(doc, (*SERVICE, section))
-        parents = {n: mapping(b).get("derived_from") for n, b in types.items()}
-        graph = {n: [p] if isinstance(p, str) and p in types else [] for n, p in parents.items()}
+        graph = {n: [p for p in parents(mapping(b).get("derived_from")) if p in types]
+                 for n, b in types.items()}
         for cycle in find_cycles(graph):
             yield problem_at(doc, (*SERVICE, section, cycle[0], "derived_from"), file,
                              f"derived_from cycle: {' -> '.join(cycle)}",

@@ -201,7 +201,7 @@ class Requirement:
 @dataclass(frozen=True)
 class NodeType:
     name: str
-    derived_from: str | None = None
+    derived_from: str | tuple[str, ...] | None = None  # a tuple: Unfurl's list of parents
     properties: dict[str, Any] = field(default_factory=dict)  # property definitions
     interfaces: Interfaces = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)

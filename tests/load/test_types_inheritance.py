@@ -1,0 +1,98 @@
+"""``derived_from`` as a list (Unfurl's multiple inheritance), against what Unfurl 1.2.0 did
+(tests/data/unfurl120/15-imports-types/multi-inherit*)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, InvokeIn, Project, git, safe_load
+from unfurl_lite.load import yamlio
+from unfurl_lite.load.loader import load_ensemble
+from unfurl_lite.model.topology import ancestry
+
+CAPTURED = ROOT / "tests" / "data" / "unfurl120" / "15-imports-types"
+HEAD = "apiVersion: unfurl/v1alpha1\nkind: Ensemble\n"
+
+
+def case(project: Project, name: str) -> Path:
+    shutil.copytree(CAPTURED / name / "input", project.root, dirs_exist_ok=True)
+    git(project.root, "add", "-A")
+    git(project.root, "commit", "-q", "-m", f"case {name}")
+    return project.root
+
+
+def unfurl_stdout(name: str) -> list[str]:
+    console = (CAPTURED / name / "deploy" / "console.txt").read_text()
+    return re.findall(r"'stdout': '([^']*)\\n'", console)
+
+
+def test_the_first_parent_wins_and_inputs_merge_as_in_unfurl(project: Project,
+                                                            invoke_in: InvokeIn) -> None:
+    root = case(project, "multi-inherit-inputs")
+    file = CAPTURED / "multi-inherit-inputs" / "deploy" / "ensemble.after.yaml"
+    outputs = yamlio.to_plain(yamlio.parse(file.read_text(), str(file)))["status"]["outputs"]
+    template = load_ensemble(root).topology.templates["a"]
+    assert {k: template.properties[k] for k in outputs} == outputs  # shared: from-left
+    assert template.is_a("Left") and template.is_a("Right")
+    result = invoke_in(root, "deploy", "--approve")
+    assert result.exit_code == 0, result.output
+    (job,) = (root / "jobs").glob("job*.yaml")
+    ran = [c["result"]["stdout"].rstrip("\n")
+           for c in safe_load(job.read_text())["changes"] if c.get("target") == "::a"]
+    # create-left; configure-left left-x right-z (Right's input z merged); start-right
+    assert ran == unfurl_stdout("multi-inherit-inputs")[:3]
+
+
+def test_ancestors_are_depth_first_in_listed_order_each_once() -> None:
+    parents = {"Both": ("Left", "Right"), "Left": ("Base",), "Right": ("Base",), "Base": ()}
+    assert ancestry("Both", lambda t: parents.get(t, ())) == ["Both", "Left", "Base", "Right"]
+
+
+def _problems(project: Project, invoke_in: InvokeIn, types: str) -> str:
+    project.write(HEAD + "spec:\n  service_template:\n    node_types:\n"
+                  + textwrap.indent(textwrap.dedent(types), "      ")
+                  + "    topology_template:\n      node_templates:\n        a: {type: A}\n")
+    result = invoke_in(project.root, "validate")
+    assert result.exit_code == 1
+    return " ".join(result.output.split())
+
+
+@pytest.mark.parametrize(("types", "message", "where"), [
+    ("A: {derived_from: [tosca.nodes.Root, Nope]}\n", "node type 'A' has unknown type 'Nope'",
+     "node_types.A.derived_from[1]"),
+    ("A: {derived_from: [tosca.nodes.Root, B]}\nB: {derived_from: [A]}\n",
+     "derived_from cycle: A -> B -> A", "node_types.A.derived_from"),
+])
+def test_a_bad_parent_in_a_list_is_located(project: Project, invoke_in: InvokeIn,
+                                           types: str, message: str, where: str) -> None:
+    output = _problems(project, invoke_in, types)
+    assert message in output and where in output, output
+
+
+def test_an_interface_declared_by_the_second_parent_is_usable(project: Project,
+                                                             invoke_in: InvokeIn) -> None:
+    project.write(HEAD + textwrap.dedent("""\
+        spec:
+          service_template:
+            node_types:
+              Left: {derived_from: tosca.nodes.Root}
+              Right:
+                derived_from: tosca.nodes.Root
+                interfaces:
+                  Lifecycle: {type: cloudify.interfaces.lifecycle}
+              Both: {derived_from: [Left, Right]}
+            topology_template:
+              node_templates:
+                a:
+                  type: Both
+                  interfaces:
+                    Lifecycle:
+                      create: echo made
+        """))
+    result = invoke_in(project.root, "validate")
+    assert result.exit_code == 0, result.output
