@@ -169,6 +169,7 @@ def build(file: Path, text: str, data: dict[str, Any]) -> Ensemble:
                 name, node_templates[name] or {}, types, relationship_templates,
                 relationship_types, implied,
             )
+    templates = _not_required_ignored(templates, topology_tpl.get("root"))
     inputs, sensitive_inputs = _inputs(topology_tpl.get("inputs") or {}, spec.get("inputs") or {})
     topology = Topology(
         templates=templates,
@@ -194,6 +195,25 @@ def build(file: Path, text: str, data: dict[str, Any]) -> Ensemble:
         jobs_log=data.get("jobsLog") or "jobs.tsv",
         spec=spec,
     )
+
+
+def _not_required_ignored(templates: dict[str, NodeTemplate], root: Any) -> dict[str, NodeTemplate]:
+    """With ``root: {node: NAME}``, Unfurl deploys that template and what it requires
+    (transitively); every other template's instances get priority ``ignore``: recorded
+    pending, never run."""
+    node = root.get("node") if isinstance(root, dict) else None
+    if node not in templates:
+        return templates
+    required: set[str] = set()
+    stack = [node]
+    while stack:
+        name = stack.pop()
+        if name in required or name not in templates:
+            continue
+        required.add(name)
+        stack.extend(templates[name].dependencies)
+    return {name: t if name in required else replace(t, priority=Priority.ignore)
+            for name, t in templates.items()}
 
 
 def _inputs(definitions: dict[str, Any], values: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:

@@ -172,3 +172,31 @@ def _requirement_cycles(doc: Any, file: str) -> Iterator[Problem]:
             f"requirement cycle: {' -> '.join(cycle)}",
             "templates cannot depend on each other in a loop; remove one requirement",
         )
+
+
+def _topology_root(doc: Any, file: str) -> Iterator[Problem]:
+    """Unfurl's ``root: {node: NAME}`` (its alias of ``substitution_mappings``): the one
+    form that means something in an ensemble of its own. Its other keys map a topology
+    onto a node of an outer one, which is refused like ``substitution_mappings``."""
+    topology = get_section(doc, TOPOLOGY)
+    if "root" not in topology or topology["root"] is None:
+        return
+    root = topology["root"]
+    templates = get_section(doc, (*TOPOLOGY, "node_templates"))
+    for key in mapping(root):
+        if key != "node":
+            yield problem_at(
+                doc, (*TOPOLOGY, "root", key), file,
+                f"`root: {{{key}: ...}}` (Unfurl's substitution mapping) is not supported",
+                "give only `root: {node: TEMPLATE}`: the template deployed with what it "
+                "requires")
+    node = mapping(root).get("node")
+    if not isinstance(node, str):
+        yield problem_at(doc, (*TOPOLOGY, "root"), file,
+                         "`root:` needs `node:` naming a node template",
+                         "write `root: {node: TEMPLATE}`")
+    elif node not in templates:
+        yield problem_at(doc, (*TOPOLOGY, "root", "node"), file,
+                         f"unknown node {node!r} declared as the topology's root",
+                         did_you_mean(node, templates)
+                         or f"node templates are: {', '.join(map(str, templates))}")
