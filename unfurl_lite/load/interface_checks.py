@@ -163,9 +163,55 @@ def _unknown_operations(doc: Any, file: str) -> Iterator[Problem]:
             known = INTERFACE_OPERATIONS.get(canonical_interface(str(interface)))
             if known is None:
                 continue
+            type_name = _interface_type(doc, path, str(interface))
+            declared = interface_type_operations(doc, type_name) if type_name else ()
             for subpath, op in operations_of(body):
-                if op not in known:
-                    hint = did_you_mean(op, [*known, *RESERVED_INTERFACE_KEYS]) or (
-                        f"{interface} declares {', '.join(known)}")
+                if op not in known and op not in declared:
+                    base = _BASE_TYPES.get(canonical_interface(str(interface)), interface)
+                    hint = did_you_mean(op, [*known, *declared, *RESERVED_INTERFACE_KEYS]) or (
+                        f"{interface} declares {', '.join((*known, *declared))}; for an "
+                        f"operation of your own, declare an interface type (interface_types: "
+                        f"my.interfaces.X: {{derived_from: {base}, operations: {{{op}: }}}}) "
+                        "and give the interface `type: my.interfaces.X`, as Unfurl requires")
                     yield problem_at(doc, (*path, interface, *subpath), file,
                                      f"unknown operation {op!r} on interface {interface!r}", hint)
+
+
+_BASE_TYPES = {canonical: alias for alias, canonical in INTERFACE_ALIASES.items()}
+_INTERFACE_TYPE_KEYS = frozenset({"derived_from", "version", "metadata", "description",
+                                  "inputs", "operations", "notifications", "type"})
+
+
+def interface_type_operations(doc: Any, type_name: str) -> tuple[str, ...]:
+    """The operations an interface type of ``interface_types`` declares, its ancestors'
+    included (``operations:`` or, in TOSCA 1.2's form, keys beside ``derived_from``)."""
+    types = get_section(doc, (*SERVICE, "interface_types"))
+    found: list[str] = []
+    for name in ancestry(type_name, lambda t: parents(mapping(types.get(t)).get(
+            "derived_from"))):
+        body = mapping(types.get(name))
+        found += [str(k) for k in mapping(body.get("operations"))]
+        found += [str(k) for k in body if k not in _INTERFACE_TYPE_KEYS]
+    return tuple(dict.fromkeys(found))
+
+
+def _interface_type(doc: Any, path: tuple[Any, ...], interface: str) -> str | None:
+    """The ``type:`` of an interface, given where it is or on the node type (or an
+    ancestor) it comes from."""
+    interfaces = get_section(doc, path)
+    own = mapping(interfaces.get(interface)).get("type")
+    if isinstance(own, str):
+        return own
+    if len(path) < 2 or path[-3] not in ("node_templates", "node_types"):
+        return None
+    node_types = get_section(doc, (*SERVICE, "node_types"))
+    start = (mapping(get_section(doc, path[:-1])).get("type") if path[-3] == "node_templates"
+             else path[-2])
+    wanted = canonical_interface(interface)
+    for name in ancestry(start, lambda t: parents(mapping(node_types.get(t)).get(
+            "derived_from"))):
+        for key, body in mapping(mapping(node_types.get(name)).get("interfaces")).items():
+            found = mapping(body).get("type")
+            if canonical_interface(str(key)) == wanted and isinstance(found, str):
+                return found
+    return None

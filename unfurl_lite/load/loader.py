@@ -244,7 +244,19 @@ def _node_type(name: str, data: dict[str, Any]) -> NodeType:
         interfaces=_interfaces(data.get("interfaces") or {}),
         metadata=data.get("metadata") or {},
         attributes=data.get("attributes") or {},
+        interface_types=_interface_types(data.get("interfaces")),
     )
+
+
+def _interface_types(interfaces: Any) -> dict[str, str]:
+    """Interface type names given with ``type:`` (other than the well-known ones) -> the
+    interface, so an operation can be named by its interface's type."""
+    found: dict[str, str] = {}
+    for name, body in (interfaces or {}).items() if isinstance(interfaces, dict) else ():
+        type_name = body.get("type") if isinstance(body, dict) else None
+        if isinstance(type_name, str) and canonical_interface(type_name) == type_name:
+            found[type_name] = canonical_interface(str(name))
+    return found
 
 
 def _derived_from(value: Any) -> str | tuple[str, ...] | None:
@@ -271,7 +283,9 @@ def _node_template(
     interfaces: Interfaces = {}
     property_defs: dict[str, Any] = {}
     attribute_defs: dict[str, Any] = {}
+    interface_types: dict[str, str] = {}
     for node_type in ancestors:
+        interface_types.update(node_type.interface_types)
         interfaces = _merge_interfaces(interfaces, node_type.interfaces)
         property_defs.update(node_type.properties)
         attribute_defs.update(node_type.attributes)
@@ -306,6 +320,7 @@ def _node_template(
         sensitive_properties=frozenset(k for k, d in property_defs.items() if _is_sensitive(d)),
         default_instances=_default_instances(data),
         attributes=attributes,
+        interface_types={**interface_types, **_interface_types(data.get("interfaces"))},
     )
 
 
