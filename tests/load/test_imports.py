@@ -174,3 +174,13 @@ def test_a_prefixed_import_renames_references_between_its_types(project: Project
     (requirement,) = app.requirements
     assert (requirement.node, requirement.relationship) == ("db", "L.Uses")
     assert "add_target" in requirement.interfaces["Configure"]
+
+
+def test_an_imported_files_node_templates_are_not_instantiated(project: Project,
+                                                               invoke_in: InvokeIn) -> None:
+    root = case(project, "imports-topology")
+    result = invoke_in(root, "deploy", "--approve")
+    assert result.exit_code == 0, result.output
+    assert set(project.status()) == {"a"}  # Unfurl 1.2.0 deployed `a` only
+    assert task_rows((root / "jobs.tsv").read_text()) == task_rows(
+        (CAPTURED / "imports-topology" / "deploy" / "jobs.tsv").read_text())

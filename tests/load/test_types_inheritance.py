@@ -96,3 +96,26 @@ def test_an_interface_declared_by_the_second_parent_is_usable(project: Project,
         """))
     result = invoke_in(project.root, "validate")
     assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("name", ["template-op-inputs-only", "derived-op-inputs-only"])
+def test_an_operation_redeclared_without_implementation_inherits_none(
+    project: Project, invoke_in: InvokeIn, name: str
+) -> None:
+    """Unfurl 1.2.0: "no artifact or className set on operation" and the operation does not
+    run; a template's ``interfaces: defaults`` implementation fills it instead."""
+    root = case(project, name)
+    result = invoke_in(root, "deploy", "--approve")
+    assert result.exit_code == 0, result.output
+    expected = CAPTURED / name / "deploy"
+    unfurl_ran = [line.split("\t")[3:5] for line in
+                  (expected / "jobs.tsv").read_text().splitlines()[1:]] if (
+        expected / "jobs.tsv").exists() else []
+    ours = [line.split("\t")[3:5] for line in project.jobs_tsv()[1:]]
+    assert ours == unfurl_ran  # [] and [[target=::withdefaults, operation=start]]
+    if unfurl_ran:
+        (job,) = (root / "jobs").glob("job*.yaml")
+        stdout = [c["result"]["stdout"] for c in safe_load(job.read_text())["changes"]
+                  if "result" in c]
+        assert stdout == ["from-defaults 2\n"] and "from-defaults 2" in (
+            expected / "console.txt").read_text()

@@ -396,7 +396,9 @@ def _merge_interfaces(base: Interfaces, override: Interfaces) -> Interfaces:
                 op = Operation(
                     interface=op.interface,
                     name=op.name,
-                    implementation=op.implementation or inherited.implementation,
+                    # as Unfurl 1.2.0: an operation redeclared without an implementation
+                    # does not inherit one ("no artifact or className set on operation")
+                    implementation=op.implementation,
                     inputs={**inherited.inputs, **op.inputs},
                     retry=op.retry or inherited.retry,
                     timeout=op.timeout or inherited.timeout,
