@@ -184,3 +184,27 @@ def test_an_imported_files_node_templates_are_not_instantiated(project: Project,
     assert set(project.status()) == {"a"}  # Unfurl 1.2.0 deployed `a` only
     assert task_rows((root / "jobs.tsv").read_text()) == task_rows(
         (CAPTURED / "imports-topology" / "deploy" / "jobs.tsv").read_text())
+
+
+def test_update_deletes_a_removed_template_whose_type_was_imported(
+    project: Project, invoke_in: InvokeIn
+) -> None:
+    """The removed template's operations are read from history, its imports resolved."""
+    project.write("node_types:\n  T:\n    derived_from: tosca.nodes.Root\n    interfaces:\n"
+                  "      Standard:\n        create: echo create\n        delete: echo gone\n",
+                  "lib.yaml")
+    spec = HEAD + textwrap.dedent("""\
+        spec:
+          service_template:
+            imports: [lib.yaml]
+            topology_template:
+              node_templates:
+                a: {type: T}
+                b: {type: T}
+        """)
+    project.write(spec)
+    assert invoke_in(project.root, "deploy", "--approve").exit_code == 0
+    project.write(project.ensemble.read_text().replace("        b: {type: T}\n", ""))
+    result = invoke_in(project.root, "update", "--approve")
+    assert result.exit_code == 0, result.output
+    assert ("::b", "delete", "ok") in task_rows((project.root / "jobs.tsv").read_text())
