@@ -163,10 +163,14 @@ def _unknown_operations(doc: Any, file: str) -> Iterator[Problem]:
             known = INTERFACE_OPERATIONS.get(canonical_interface(str(interface)))
             if known is None:
                 continue
-            type_name = _interface_type(doc, path, str(interface))
-            declared = interface_type_operations(doc, type_name) if type_name else ()
+            declared: tuple[str, ...] | None = None  # looked up only for an unknown name
             for subpath, op in operations_of(body):
-                if op not in known and op not in declared:
+                if op in known:
+                    continue
+                if declared is None:
+                    type_name = _interface_type(doc, path, str(interface))
+                    declared = interface_type_operations(doc, type_name) if type_name else ()
+                if op not in declared:
                     base = _BASE_TYPES.get(canonical_interface(str(interface)), interface)
                     hint = did_you_mean(op, [*known, *declared, *RESERVED_INTERFACE_KEYS]) or (
                         f"{interface} declares {', '.join((*known, *declared))}; for an "
