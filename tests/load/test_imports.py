@@ -208,3 +208,16 @@ def test_update_deletes_a_removed_template_whose_type_was_imported(
     result = invoke_in(project.root, "update", "--approve")
     assert result.exit_code == 0, result.output
     assert ("::b", "delete", "ok") in task_rows((project.root / "jobs.tsv").read_text())
+
+
+def test_an_imported_operation_runs_in_the_project_directory(project: Project,
+                                                             invoke_in: InvokeIn) -> None:
+    """Unfurl 1.2.0 printed the project directory for `pwd` from types/lib.yaml."""
+    root = case(project, "imports-cwd")
+    assert invoke_in(root, "deploy", "--approve").exit_code == 0
+    (job,) = (root / "jobs").glob("job*.yaml")
+    stdout = [c["result"]["stdout"] for c in safe_load(job.read_text())["changes"]
+              if "result" in c]
+    assert stdout == [f"{root}\n", f"{root}\n"]
+    assert (CAPTURED / "imports-cwd" / "deploy" / "console.txt").read_text().count(
+        "'stdout': '.\\n'") == 2  # the scratch project's path, replaced by '.'
