@@ -119,3 +119,20 @@ def test_an_operation_redeclared_without_implementation_inherits_none(
                   if "result" in c]
         assert stdout == ["from-defaults 2\n"] and "from-defaults 2" in (
             expected / "console.txt").read_text()
+
+
+def test_a_relationship_type_inherits_its_ancestors_operations(project: Project,
+                                                              invoke_in: InvokeIn) -> None:
+    """Unfurl 1.2.0 planned BaseLink's pre_configure_source for a DerivedLink requirement
+    (its relationship operations then blocked, a difference docs/differences-from-unfurl.md
+    lists: here they run after the source)."""
+    console = (CAPTURED / "relationship-inherit" / "deploy" / "console.txt").read_text()
+    assert "- operation pre_configure_source (reason: add)" in console
+    root = case(project, "relationship-inherit")
+    result = invoke_in(root, "deploy", "--approve")
+    assert result.exit_code == 0, result.output
+    (job,) = (root / "jobs").glob("job*.yaml")
+    stdout = {c["result"]["stdout"] for c in safe_load(job.read_text())["changes"]
+              if "result" in c}
+    assert {"base-pre-configure-source\n", "derived-add-target\n"} <= stdout
+    assert "base-add-target\n" not in stdout

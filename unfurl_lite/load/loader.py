@@ -370,8 +370,13 @@ def _requirement(
     elif isinstance(relationship, dict):
         rel_name = relationship.get("type")
         rel_interfaces = _interfaces(relationship.get("interfaces") or {})
-    if rel_name in relationship_types:
-        type_interfaces = _interfaces((relationship_types[rel_name] or {}).get("interfaces") or {})
+    if rel_name in relationship_types:  # the type's interfaces, its ancestors' under them
+        type_interfaces: Interfaces = {}
+        for ancestor in reversed(ancestry(rel_name, lambda t: parents(
+                (relationship_types.get(t) or {}).get("derived_from")))):
+            if ancestor in relationship_types:
+                type_interfaces = _merge_interfaces(type_interfaces, _interfaces(
+                    (relationship_types[ancestor] or {}).get("interfaces") or {}))
         rel_interfaces = _merge_interfaces(type_interfaces, rel_interfaces)
     occurrences = value.get("occurrences") or [1, 1]
     optional = bool(value.get("optional")) or (
