@@ -62,6 +62,16 @@ def test_deploy_runs_the_imported_operations_unfurl_ran(project: Project,
     assert safe_load((root / "ensemble.yaml").read_text())["spec"] == before
 
 
+def test_imports_of_an_included_service_template_are_relative_to_its_file(
+    project: Project, invoke_in: InvokeIn
+) -> None:
+    root = case(project, "imports-in-include")  # spec/st.yaml imports types.yaml: spec/types.yaml
+    result = invoke_in(root, "deploy", "--approve")
+    assert result.exit_code == 0, result.output
+    assert task_rows((root / "jobs.tsv").read_text()) == task_rows(
+        (CAPTURED / "imports-in-include" / "deploy" / "jobs.tsv").read_text())
+
+
 def test_an_import_of_a_fragment_brings_the_types_under_it(project: Project,
                                                          invoke_in: InvokeIn) -> None:
     root = case(project, "imports-fragment")

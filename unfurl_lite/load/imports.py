@@ -61,7 +61,8 @@ def apply(doc: Any, file: Path, project_root: Path,
         return doc
     ctx = _Context(project_root.resolve(), reads if reads is not None else {},
                    chain=(file.resolve(),))
-    imported = _imports_of(doc, str(file), file.parent, ctx)
+    owner = Path(origins.source_file(service, "imports") or file)  # an +include's file
+    imported = _imports_of(doc, str(owner), owner.parent, ctx)
     if ctx.problems:
         raise InputError(ctx.problems, summary=f"{file.name}: imports failed")
     merged_service = origins.new_map(service if isinstance(service, CommentedMap) else None,
