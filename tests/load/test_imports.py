@@ -106,7 +106,10 @@ def test_a_bad_import_is_refused_naming_the_file_and_line(
      "importing from repository 'unfurl' is not supported: repositories are Unfurl's project "
      "machinery", "copy the file into the project"),
     ("https://example.com/types.yaml", "(a URL) is not supported", "download the file"),
-    ("{file: types.yaml, when: x}", "import key 'when' is not supported", "namespace_prefix"),
+    ("{file: types.yaml, when: x}", "a conditional import (`when:`, Unfurl's expression over "
+     "the topology) is not supported", "import the file unconditionally"),
+    ("{file: types.yaml, namespace_uri: x}", "import key 'namespace_uri' is not supported",
+     "namespace_prefix"),
     ("{file: types.yaml, namespace_prefix: [a]}", "namespace_prefix must be a name", None),
 ])
 def test_imports_unfurl_resolves_through_its_machinery_are_refused_by_name(

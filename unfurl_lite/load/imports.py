@@ -134,6 +134,10 @@ def _entry(entry: Any) -> tuple[str | None, str | None, tuple[str, str] | None]:
             f"importing from repository {entry['repository']!r} is not supported: "
             "repositories are Unfurl's project machinery, which unfurl-lite does not have",
             "copy the file into the project and import it by its path")
+    if "when" in entry:
+        return None, None, (
+            "a conditional import (`when:`, Unfurl's expression over the topology) is not "
+            "supported", "import the file unconditionally, or leave the import out")
     unknown = [str(k) for k in entry if k not in _IMPORT_KEYS]
     if unknown:
         return None, None, (f"import key {unknown[0]!r} is not supported",
