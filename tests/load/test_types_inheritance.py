@@ -136,3 +136,32 @@ def test_a_relationship_type_inherits_its_ancestors_operations(project: Project,
               if "result" in c}
     assert {"base-pre-configure-source\n", "derived-add-target\n"} <= stdout
     assert "base-add-target\n" not in stdout
+
+
+def test_a_cloudify_operation_overridden_by_its_inputs_keeps_the_types_implementation(
+    project: Project, invoke_in: InvokeIn
+) -> None:
+    project.write(HEAD + textwrap.dedent("""\
+        spec:
+          service_template:
+            node_types:
+              App:
+                derived_from: cloudify.nodes.Root
+                interfaces:
+                  cloudify.interfaces.lifecycle:
+                    create: echo create {{ inputs.w | default('no-w') }}
+            topology_template:
+              node_templates:
+                app:
+                  type: App
+                  interfaces:
+                    cloudify.interfaces.lifecycle:
+                      create:
+                        inputs: {w: given}
+        """))
+    result = invoke_in(project.root, "deploy", "--approve")
+    assert result.exit_code == 0, result.output
+    (job,) = (project.root / "jobs").glob("job*.yaml")
+    stdout = [c["result"]["stdout"] for c in safe_load(job.read_text())["changes"]
+              if "result" in c]
+    assert stdout == ["create given\n"]

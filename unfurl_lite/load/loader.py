@@ -17,6 +17,7 @@ from unfurl_lite.errors import InputError, Problem
 from unfurl_lite.load import parsecache, structure, yamlio
 from unfurl_lite.model import status_layout
 from unfurl_lite.model.entities import (
+    INTERFACE_ALIASES,
     OPERATION_KINDS,
     RESERVED_INTERFACE_KEYS,
     Implementation,
@@ -36,6 +37,10 @@ from unfurl_lite.model.entities import (
 from unfurl_lite.model.topology import ancestry, parents
 
 ENSEMBLE_FILE = "ensemble.yaml"
+#: Cloudify's interfaces by their short names: a template overriding only an operation's
+#: inputs keeps its type's implementation there
+CLOUDIFY_INTERFACES = frozenset(
+    short for name, short in INTERFACE_ALIASES.items() if name.startswith("cloudify."))
 SENSITIVE_TYPES = ("unfurl.datatypes.Sensitive", "sensitive", "tosca.datatypes.Credential")
 
 
@@ -402,8 +407,10 @@ def _merge_interfaces(base: Interfaces, override: Interfaces) -> Interfaces:
                     interface=op.interface,
                     name=op.name,
                     # as Unfurl 1.2.0: an operation redeclared without an implementation
-                    # does not inherit one ("no artifact or className set on operation")
-                    implementation=op.implementation,
+                    # does not inherit one ("no artifact or className set on operation");
+                    # Cloudify's interfaces keep the type's (its operation merging)
+                    implementation=op.implementation or (
+                        inherited.implementation if name in CLOUDIFY_INTERFACES else None),
                     inputs={**inherited.inputs, **op.inputs},
                     retry=op.retry or inherited.retry,
                     timeout=op.timeout or inherited.timeout,
