@@ -65,36 +65,45 @@ def apply(doc: Any, file: Path, project_root: Path,
     imported = _imports_of(doc, str(owner), owner.parent, ctx)
     if ctx.problems:
         raise InputError(ctx.problems, summary=f"{file.name}: imports failed")
-    merged_service = origins.new_map(service if isinstance(service, CommentedMap) else None,
-                                     str(file))
+    return _with_service(doc, _merged_service(service, imported, str(file)), str(file))
+
+
+def _merged_service(service: Any, imported: Sections, file: str) -> CommentedMap:
+    """The service template with each type section's imported definitions first, then
+    its own (which win); every definition keeps the file and line it was read from."""
+    merged = origins.new_map(service if isinstance(service, CommentedMap) else None, file)
     for key in service:
         if key not in TYPE_SECTIONS:
-            origins.put(merged_service, key, service[key], service, key, str(file))
+            origins.put(merged, key, service[key], service, key, file)
     for section in TYPE_SECTIONS:
         own = service.get(section)
         entries = imported.get(section, [])
         if not entries:
             if section in service:
-                origins.put(merged_service, section, own, service, section, str(file))
+                origins.put(merged, section, own, service, section, file)
             continue
-        target = origins.new_map(own if isinstance(own, CommentedMap) else None, str(file))
+        target = origins.new_map(own if isinstance(own, CommentedMap) else None, file)
         for name, body, src, src_key in entries:
             target.pop(name, None)  # a later definition wins, and takes its place in order
-            origins.put(target, name, body, src, src_key, origins.source_file(src) or str(file))
+            origins.put(target, name, body, src, src_key, origins.source_file(src) or file)
         for name, body in mapping(own).items():
             target.pop(name, None)
-            origins.put(target, name, body, own, name, str(file))
-        origins.put(merged_service, section, target, service, section, str(file))
-    result = origins.new_map(doc if isinstance(doc, CommentedMap) else None, str(file))
+            origins.put(target, name, body, own, name, file)
+        origins.put(merged, section, target, service, section, file)
+    return merged
+
+
+def _with_service(doc: Any, service: CommentedMap, file: str) -> CommentedMap:
+    """A new document: ``doc`` with ``service`` as its spec's service template."""
+    result = origins.new_map(doc if isinstance(doc, CommentedMap) else None, file)
     for key in doc:
         if key != "spec":
-            origins.put(result, key, doc[key], doc, key, str(file))
-    spec = origins.new_map(doc["spec"] if isinstance(doc["spec"], CommentedMap) else None,
-                           str(file))
+            origins.put(result, key, doc[key], doc, key, file)
+    spec = origins.new_map(doc["spec"] if isinstance(doc["spec"], CommentedMap) else None, file)
     for key in doc["spec"]:
-        value = merged_service if key == "service_template" else doc["spec"][key]
-        origins.put(spec, key, value, doc["spec"], key, str(file))
-    origins.put(result, "spec", spec, doc, "spec", str(file))
+        value = service if key == "service_template" else doc["spec"][key]
+        origins.put(spec, key, value, doc["spec"], key, file)
+    origins.put(result, "spec", spec, doc, "spec", file)
     return result
 
 
