@@ -428,8 +428,11 @@ web:
 # --- what Unfurl 1.2.0 acts on and unfurl-lite does not: refused by name, never ignored
 
 
-def test_a_type_only_an_import_could_define_is_refused_naming_imports(tmp_path: Path) -> None:
-    problem = only(problems_in(tmp_path, """\
+def test_a_type_no_import_defines_is_unknown_naming_the_imports(tmp_path: Path) -> None:
+    from unfurl_lite.load import imports
+
+    write(tmp_path, "types.yaml", "node_types: {my.nodes.Db: {derived_from: tosca.nodes.Root}}\n")
+    file = write(tmp_path, "ensemble.yaml", HEAD + textwrap.dedent("""\
         spec:
           service_template:
             imports: [types.yaml]
@@ -437,9 +440,10 @@ def test_a_type_only_an_import_could_define_is_refused_naming_imports(tmp_path: 
               node_templates:
                 web: {type: my.nodes.Web}
         """))
+    merged = imports.apply(merge.expand(yamlio.load_file(file), file, tmp_path), file, tmp_path)
+    problem = only(validate.check(merged, str(file)))
     assert "unknown type 'my.nodes.Web'" in problem.message
-    assert "`imports:` are not supported" in problem.message
-    assert "+include" in (problem.hint or "")
+    assert "defined neither here nor in any imported file" in problem.message
 
 
 @pytest.mark.parametrize("type_name", ["unfurl.nodes.Installer.Terraform", "unfurl.nodes.DNSZone",
@@ -482,17 +486,3 @@ def test_unfurl_sections_that_would_be_ignored_are_refused(
 ) -> None:
     problem = only(problems_in(tmp_path, "spec:\n  service_template:\n" + section))
     assert named in problem.message and "not supported" in problem.message
-
-
-def test_multiple_inheritance_is_refused_by_name(tmp_path: Path) -> None:
-    problem = only(problems_in(tmp_path, """\
-        spec:
-          service_template:
-            node_types:
-              Both:
-                derived_from: [tosca.nodes.Compute, tosca.nodes.SoftwareComponent]
-            topology_template:
-              node_templates:
-                a: {type: Both}
-        """))
-    assert "multiple inheritance" in problem.message and "not supported" in problem.message

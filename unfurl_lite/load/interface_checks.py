@@ -25,6 +25,7 @@ from unfurl_lite.model.entities import (
     RESERVED_INTERFACE_KEYS,
     canonical_interface,
 )
+from unfurl_lite.model.topology import ancestry, parents
 
 
 def interface_owners(doc: Any) -> Iterator[tuple[tuple[Any, ...], Any]]:
@@ -67,18 +68,14 @@ def declared_interfaces(
     """The interfaces a type declares, with its ancestors'; None when a type in the chain
     is not defined here (an import may declare more)."""
     declared = set(base)
-    seen: set[str] = set()
-    while type_name in types and type_name not in seen:
-        seen.add(type_name)
-        body = mapping(types[type_name])
-        declared |= {canonical_interface(str(i)) for i in mapping(body.get("interfaces"))}
-        parent = body.get("derived_from")
-        if not isinstance(parent, str):
-            return declared
-        type_name = parent
-    if type_name in seen or normative(type_name):
-        return declared
-    return None
+    for name in ancestry(type_name, lambda t: parents(
+            mapping(types[t]).get("derived_from")) if t in types else ()):
+        if name in types:
+            interfaces = mapping(mapping(types[name]).get("interfaces"))
+            declared |= {canonical_interface(str(i)) for i in interfaces}
+        elif not normative(name):
+            return None
+    return declared
 
 
 def _normative_relationship(name: str) -> bool:
@@ -166,9 +163,59 @@ def _unknown_operations(doc: Any, file: str) -> Iterator[Problem]:
             known = INTERFACE_OPERATIONS.get(canonical_interface(str(interface)))
             if known is None:
                 continue
+            declared: tuple[str, ...] | None = None  # looked up only for an unknown name
             for subpath, op in operations_of(body):
-                if op not in known:
-                    hint = did_you_mean(op, [*known, *RESERVED_INTERFACE_KEYS]) or (
-                        f"{interface} declares {', '.join(known)}")
+                if op in known:
+                    continue
+                if declared is None:
+                    type_name = _interface_type(doc, path, str(interface))
+                    declared = interface_type_operations(doc, type_name) if type_name else ()
+                if op not in declared:
+                    base = _BASE_TYPES.get(canonical_interface(str(interface)), interface)
+                    hint = did_you_mean(op, [*known, *declared, *RESERVED_INTERFACE_KEYS]) or (
+                        f"{interface} declares {', '.join((*known, *declared))}; for an "
+                        f"operation of your own, declare an interface type (interface_types: "
+                        f"my.interfaces.X: {{derived_from: {base}, operations: {{{op}: }}}}) "
+                        "and give the interface `type: my.interfaces.X`, as Unfurl requires")
                     yield problem_at(doc, (*path, interface, *subpath), file,
                                      f"unknown operation {op!r} on interface {interface!r}", hint)
+
+
+_BASE_TYPES = {canonical: alias for alias, canonical in INTERFACE_ALIASES.items()}
+_INTERFACE_TYPE_KEYS = frozenset({"derived_from", "version", "metadata", "description",
+                                  "inputs", "operations", "notifications", "type"})
+
+
+def interface_type_operations(doc: Any, type_name: str) -> tuple[str, ...]:
+    """The operations an interface type of ``interface_types`` declares, its ancestors'
+    included (``operations:`` or, in TOSCA 1.2's form, keys beside ``derived_from``)."""
+    types = get_section(doc, (*SERVICE, "interface_types"))
+    found: list[str] = []
+    for name in ancestry(type_name, lambda t: parents(mapping(types.get(t)).get(
+            "derived_from"))):
+        body = mapping(types.get(name))
+        found += [str(k) for k in mapping(body.get("operations"))]
+        found += [str(k) for k in body if k not in _INTERFACE_TYPE_KEYS]
+    return tuple(dict.fromkeys(found))
+
+
+def _interface_type(doc: Any, path: tuple[Any, ...], interface: str) -> str | None:
+    """The ``type:`` of an interface, given where it is or on the node type (or an
+    ancestor) it comes from."""
+    interfaces = get_section(doc, path)
+    own = mapping(interfaces.get(interface)).get("type")
+    if isinstance(own, str):
+        return own
+    if len(path) < 2 or path[-3] not in ("node_templates", "node_types"):
+        return None
+    node_types = get_section(doc, (*SERVICE, "node_types"))
+    start = (mapping(get_section(doc, path[:-1])).get("type") if path[-3] == "node_templates"
+             else path[-2])
+    wanted = canonical_interface(interface)
+    for name in ancestry(start, lambda t: parents(mapping(node_types.get(t)).get(
+            "derived_from"))):
+        for key, body in mapping(mapping(node_types.get(name)).get("interfaces")).items():
+            found = mapping(body).get("type")
+            if canonical_interface(str(key)) == wanted and isinstance(found, str):
+                return found
+    return None

@@ -17,6 +17,7 @@ from unfurl_lite.errors import InputError, Problem
 from unfurl_lite.load import parsecache, structure, yamlio
 from unfurl_lite.model import status_layout
 from unfurl_lite.model.entities import (
+    INTERFACE_ALIASES,
     OPERATION_KINDS,
     RESERVED_INTERFACE_KEYS,
     Implementation,
@@ -33,8 +34,13 @@ from unfurl_lite.model.entities import (
     Topology,
     canonical_interface,
 )
+from unfurl_lite.model.topology import ancestry, parents
 
 ENSEMBLE_FILE = "ensemble.yaml"
+#: Cloudify's interfaces by their short names: a template overriding only an operation's
+#: inputs keeps its type's implementation there
+CLOUDIFY_INTERFACES = frozenset(
+    short for name, short in INTERFACE_ALIASES.items() if name.startswith("cloudify."))
 SENSITIVE_TYPES = ("unfurl.datatypes.Sensitive", "sensitive", "tosca.datatypes.Credential")
 
 
@@ -110,7 +116,7 @@ def _fast_load(text: str, file: str) -> dict[str, Any] | None:
     merge directives or say where a problem is."""
     from ruamel.yaml.error import YAMLError
 
-    from unfurl_lite.load import guard, merge, validate
+    from unfurl_lite.load import guard, imports, merge, validate
 
     try:
         guard.check_text(text, file)
@@ -118,26 +124,28 @@ def _fast_load(text: str, file: str) -> dict[str, Any] | None:
         guard.check(data, file)
     except (YAMLError, InputError, RecursionError, ValueError, IndexError, OverflowError):
         return None
-    if not isinstance(data, dict) or merge.has_directives(data) or validate.check(data, file):
+    if (not isinstance(data, dict) or merge.has_directives(data) or imports.has_imports(data)
+            or validate.check(data, file)):
         return None
     return data
 
 
 def _round_trip_load(file: Path, text: str) -> Ensemble:
-    from unfurl_lite.load import merge, validate
+    from unfurl_lite.load import imports, merge, validate
 
     document = yamlio.parse(text, str(file))
     if not isinstance(document, dict):
         raise InputError(Problem("the ensemble must be a YAML mapping", file=str(file), line=1))
     reads: dict[str, str | None] = {}
     merged = merge.expand(document, file, file.parent, reads=reads)
+    merged = imports.apply(merged, file, file.parent, reads=reads)
     problems = validate.check(merged, str(file))
     if problems:
         raise InputError(problems, summary=f"{file.name} is not a valid ensemble")
     data = yamlio.to_plain(merged)
     ensemble = build(file, text, data)
     ensemble._document = document
-    if merge.has_directives(document):
+    if merge.has_directives(document) or imports.has_imports(document):
         ensemble.merged = True
         ensemble.plain = yamlio.to_plain(document)
         parsecache.put(file, text, data, deps=reads, raw=ensemble.plain)
@@ -166,6 +174,7 @@ def build(file: Path, text: str, data: dict[str, Any]) -> Ensemble:
                 name, node_templates[name] or {}, types, relationship_templates,
                 relationship_types, implied,
             )
+    templates = _not_required_ignored(templates, topology_tpl.get("root"))
     inputs, sensitive_inputs = _inputs(topology_tpl.get("inputs") or {}, spec.get("inputs") or {})
     topology = Topology(
         templates=templates,
@@ -193,6 +202,25 @@ def build(file: Path, text: str, data: dict[str, Any]) -> Ensemble:
     )
 
 
+def _not_required_ignored(templates: dict[str, NodeTemplate], root: Any) -> dict[str, NodeTemplate]:
+    """With ``root: {node: NAME}``, Unfurl deploys that template and what it requires
+    (transitively); every other template's instances get priority ``ignore``: recorded
+    pending, never run."""
+    node = root.get("node") if isinstance(root, dict) else None
+    if node not in templates:
+        return templates
+    required: set[str] = set()
+    stack = [node]
+    while stack:
+        name = stack.pop()
+        if name in required or name not in templates:
+            continue
+        required.add(name)
+        stack.extend(templates[name].dependencies)
+    return {name: t if name in required else replace(t, priority=Priority.ignore)
+            for name, t in templates.items()}
+
+
 def _inputs(definitions: dict[str, Any], values: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
     resolved: dict[str, Any] = {}
     sensitive: set[str] = set()
@@ -216,21 +244,34 @@ def _is_sensitive(definition: Any) -> bool:
 def _node_type(name: str, data: dict[str, Any]) -> NodeType:
     return NodeType(
         name=name,
-        derived_from=data.get("derived_from"),
+        derived_from=_derived_from(data.get("derived_from")),
         properties=data.get("properties") or {},
         interfaces=_interfaces(data.get("interfaces") or {}),
         metadata=data.get("metadata") or {},
         attributes=data.get("attributes") or {},
+        interface_types=_interface_types(data.get("interfaces")),
     )
 
 
+def _interface_types(interfaces: Any) -> dict[str, str]:
+    """Interface type names given with ``type:`` (other than the well-known ones) -> the
+    interface, so an operation can be named by its interface's type."""
+    found: dict[str, str] = {}
+    for name, body in (interfaces or {}).items() if isinstance(interfaces, dict) else ():
+        type_name = body.get("type") if isinstance(body, dict) else None
+        if isinstance(type_name, str) and canonical_interface(type_name) == type_name:
+            found[type_name] = canonical_interface(str(name))
+    return found
+
+
+def _derived_from(value: Any) -> str | tuple[str, ...] | None:
+    found = parents(value)
+    return found[0] if isinstance(value, str) else (found or None)
+
+
 def lineage(type_name: str, types: dict[str, NodeType]) -> tuple[str, ...]:
-    chain: list[str] = []
-    current: str | None = type_name
-    while current and current not in chain:
-        chain.append(current)
-        current = types[current].derived_from if current in types else None
-    return tuple(chain)
+    return tuple(ancestry(
+        type_name, lambda t: parents(types[t].derived_from) if t in types else ()))
 
 
 def _node_template(
@@ -247,7 +288,9 @@ def _node_template(
     interfaces: Interfaces = {}
     property_defs: dict[str, Any] = {}
     attribute_defs: dict[str, Any] = {}
+    interface_types: dict[str, str] = {}
     for node_type in ancestors:
+        interface_types.update(node_type.interface_types)
         interfaces = _merge_interfaces(interfaces, node_type.interfaces)
         property_defs.update(node_type.properties)
         attribute_defs.update(node_type.attributes)
@@ -282,6 +325,7 @@ def _node_template(
         sensitive_properties=frozenset(k for k, d in property_defs.items() if _is_sensitive(d)),
         default_instances=_default_instances(data),
         attributes=attributes,
+        interface_types={**interface_types, **_interface_types(data.get("interfaces"))},
     )
 
 
@@ -331,8 +375,13 @@ def _requirement(
     elif isinstance(relationship, dict):
         rel_name = relationship.get("type")
         rel_interfaces = _interfaces(relationship.get("interfaces") or {})
-    if rel_name in relationship_types:
-        type_interfaces = _interfaces((relationship_types[rel_name] or {}).get("interfaces") or {})
+    if rel_name in relationship_types:  # the type's interfaces, its ancestors' under them
+        type_interfaces: Interfaces = {}
+        for ancestor in reversed(ancestry(rel_name, lambda t: parents(
+                (relationship_types.get(t) or {}).get("derived_from")))):
+            if ancestor in relationship_types:
+                type_interfaces = _merge_interfaces(type_interfaces, _interfaces(
+                    (relationship_types[ancestor] or {}).get("interfaces") or {}))
         rel_interfaces = _merge_interfaces(type_interfaces, rel_interfaces)
     occurrences = value.get("occurrences") or [1, 1]
     optional = bool(value.get("optional")) or (
@@ -357,7 +406,11 @@ def _merge_interfaces(base: Interfaces, override: Interfaces) -> Interfaces:
                 op = Operation(
                     interface=op.interface,
                     name=op.name,
-                    implementation=op.implementation or inherited.implementation,
+                    # as Unfurl 1.2.0: an operation redeclared without an implementation
+                    # does not inherit one ("no artifact or className set on operation");
+                    # Cloudify's interfaces keep the type's (its operation merging)
+                    implementation=op.implementation or (
+                        inherited.implementation if name in CLOUDIFY_INTERFACES else None),
                     inputs={**inherited.inputs, **op.inputs},
                     retry=op.retry or inherited.retry,
                     timeout=op.timeout or inherited.timeout,

@@ -3,8 +3,8 @@
 Cloudify's update uninstalls the instances of removed nodes, which needs their stop and
 delete operations after the user has deleted them from the spec. The repository is the
 deployment history, so the last committed version of ensemble.yaml that still defined a
-template is where its operations are read from. Includes are resolved against today's
-files. Nothing here is an error: a template that cannot be found is simply not returned.
+template is where its operations are read from. Includes and imports are resolved against
+today's files. Nothing here is an error: a template that cannot be found is simply not returned.
 """
 
 from __future__ import annotations
@@ -34,13 +34,15 @@ def removed_templates(ensemble: Ensemble, names: set[str]) -> dict[str, NodeTemp
 
 
 def _templates(ensemble: Ensemble, text: str) -> dict[str, Any]:
-    from unfurl_lite.load import loader, merge, yamlio
+    from unfurl_lite.load import imports, loader, merge, yamlio
 
     try:
         data = yamlio.parse_plain(text)
-        if isinstance(data, dict) and merge.has_directives(data):
+        if isinstance(data, dict) and (merge.has_directives(data) or imports.has_imports(data)):
             document = yamlio.parse(text, str(ensemble.path))
-            data = yamlio.to_plain(merge.expand(document, ensemble.path, ensemble.project_root))
+            merged = merge.expand(document, ensemble.path, ensemble.project_root)
+            merged = imports.apply(merged, ensemble.path, ensemble.project_root)
+            data = yamlio.to_plain(merged)
         if not isinstance(data, dict):
             return {}
         return dict(loader.build(ensemble.path, text, data).topology.templates)

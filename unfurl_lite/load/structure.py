@@ -36,6 +36,8 @@ def _kind(name: str, types: dict[str, Any]) -> str:
         seen.add(current)
         body = types[current]
         current = body.get("derived_from") if isinstance(body, dict) else None
+        if isinstance(current, list):  # Unfurl's multiple inheritance: the first parent's kind
+            current = current[0] if current else None
     if not isinstance(current, str) or current in seen:
         return "node"
     if current.startswith(("tosca.relationships.", "unfurl.relationships.")):

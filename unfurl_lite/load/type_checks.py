@@ -17,6 +17,7 @@ from unfurl_lite.load.problems import (
     problem_at,
 )
 from unfurl_lite.model.graph import find_cycles
+from unfurl_lite.model.topology import parents
 
 _TOSCA_NODES = (
     "Root", "Compute", "SoftwareComponent", "WebServer", "WebApplication", "DBMS",
@@ -70,9 +71,7 @@ def _imports(doc: Any) -> bool:
 
 
 def known_type(name: str, defined: Any) -> bool:
-    """Defined in this document or normative. A type that only an ``imports:`` entry could
-    define is unknown: unfurl-lite does not load TOSCA imports, and a template of a type it
-    cannot see would run no operation at all."""
+    """Defined in this document (its imports merged in) or normative."""
     return name in defined or name in NORMATIVE_NODE_TYPES
 
 
@@ -85,10 +84,13 @@ def _unknown_types(doc: Any, file: str) -> Iterator[Problem]:
             yield _unknown_type(doc, file, (*TOPOLOGY, "node_templates", name, "type"),
                                 f"node template {name!r}", type_name, defined, imports)
     for name, body in defined.items():
-        parent = mapping(body).get("derived_from")
-        if isinstance(parent, str) and not known_type(parent, defined):
-            yield _unknown_type(doc, file, (*SERVICE, "node_types", name, "derived_from"),
-                                f"node type {name!r}", parent, defined, imports)
+        derived_from = mapping(body).get("derived_from")
+        for index, parent in enumerate(parents(derived_from)):
+            if not known_type(parent, defined):
+                where = (*SERVICE, "node_types", name, "derived_from")
+                yield _unknown_type(doc, file, (*where, index) if isinstance(
+                    derived_from, list) else where, f"node type {name!r}", parent, defined,
+                    imports)
 
 
 def _unknown_type(
@@ -105,26 +107,18 @@ def _unknown_type(
                 "configurator: not supported by unfurl-lite")
         hint = "define your own type under node_types with Shell or Python operations"
     elif imports:
-        what += (" (TOSCA `imports:` are not supported: unfurl-lite does not load them, so "
-                 "no imported type is known)")
-        hint = ("define the type under spec.service_template.node_types, or bring its "
-                "definition in with `+include`")
+        what += " (defined neither here nor in any imported file)"
+        hint = hint if hint.startswith("did you") else (
+            "define the type under node_types here or in an imported file; a type from an "
+            "import with `namespace_prefix: P` is named `P.Type`")
     return problem_at(doc, path, file, what, hint)
 
 
 def _type_cycles(doc: Any, file: str) -> Iterator[Problem]:
     for section in ("node_types", "relationship_types"):
-        for name, body in get_section(doc, (*SERVICE, section)).items():
-            if isinstance(mapping(body).get("derived_from"), list):
-                yield problem_at(
-                    doc, (*SERVICE, section, name, "derived_from"), file,
-                    f"type {name!r} derives from a list of types (Unfurl's multiple "
-                    "inheritance), which is not supported",
-                    "derive from one type and copy what it needs from the others",
-                )
         types = get_section(doc, (*SERVICE, section))
-        parents = {n: mapping(b).get("derived_from") for n, b in types.items()}
-        graph = {n: [p] if isinstance(p, str) and p in types else [] for n, p in parents.items()}
+        graph = {n: [p for p in parents(mapping(b).get("derived_from")) if p in types]
+                 for n, b in types.items()}
         for cycle in find_cycles(graph):
             yield problem_at(doc, (*SERVICE, section, cycle[0], "derived_from"), file,
                              f"derived_from cycle: {' -> '.join(cycle)}",
@@ -178,3 +172,31 @@ def _requirement_cycles(doc: Any, file: str) -> Iterator[Problem]:
             f"requirement cycle: {' -> '.join(cycle)}",
             "templates cannot depend on each other in a loop; remove one requirement",
         )
+
+
+def _topology_root(doc: Any, file: str) -> Iterator[Problem]:
+    """Unfurl's ``root: {node: NAME}`` (its alias of ``substitution_mappings``): the one
+    form that means something in an ensemble of its own. Its other keys map a topology
+    onto a node of an outer one, which is refused like ``substitution_mappings``."""
+    topology = get_section(doc, TOPOLOGY)
+    if "root" not in topology or topology["root"] is None:
+        return
+    root = topology["root"]
+    templates = get_section(doc, (*TOPOLOGY, "node_templates"))
+    for key in mapping(root):
+        if key != "node":
+            yield problem_at(
+                doc, (*TOPOLOGY, "root", key), file,
+                f"`root: {{{key}: ...}}` (Unfurl's substitution mapping) is not supported",
+                "give only `root: {node: TEMPLATE}`: the template deployed with what it "
+                "requires")
+    node = mapping(root).get("node")
+    if not isinstance(node, str):
+        yield problem_at(doc, (*TOPOLOGY, "root"), file,
+                         "`root:` needs `node:` naming a node template",
+                         "write `root: {node: TEMPLATE}`")
+    elif node not in templates:
+        yield problem_at(doc, (*TOPOLOGY, "root", "node"), file,
+                         f"unknown node {node!r} declared as the topology's root",
+                         did_you_mean(node, templates)
+                         or f"node templates are: {', '.join(map(str, templates))}")

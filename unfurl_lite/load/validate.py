@@ -33,6 +33,7 @@ from unfurl_lite.load.schema_problems import schema_problems
 from unfurl_lite.load.type_checks import (
     _requirement_cycles,
     _requirement_targets,
+    _topology_root,
     _type_cycles,
     _unknown_types,
 )
@@ -59,7 +60,7 @@ def semantic_problems(doc: Any, file: str) -> list[Problem]:
                       _requirement_cycles, _undeclared_interfaces, _untyped_type_interfaces,
                       _unknown_operations, _unsupported_implementations,
                       _duplicate_templates, _workflows, _cloudify_unsupported,
-                      _unknown_filters):
+                      _unknown_filters, _topology_root):
         problems += check_one(view, file)
     return problems
 

@@ -190,11 +190,12 @@ class Requirement:
 @dataclass(frozen=True)
 class NodeType:
     name: str
-    derived_from: str | None = None
+    derived_from: str | tuple[str, ...] | None = None  # a tuple: Unfurl's list of parents
     properties: dict[str, Any] = field(default_factory=dict)  # property definitions
     interfaces: Interfaces = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)
     attributes: dict[str, Any] = field(default_factory=dict)  # attribute definitions
+    interface_types: dict[str, str] = field(default_factory=dict)  # see NodeTemplate's
 
 
 @dataclass(frozen=True)
@@ -211,11 +212,15 @@ class NodeTemplate:
     sensitive_properties: frozenset[str] = frozenset()
     default_instances: int = 1
     attributes: dict[str, Any] = field(default_factory=dict)  # initial values, maybe expressions
+    #: interface type name -> the interface it types (``my.interfaces.Helm`` -> ``Install``)
+    interface_types: dict[str, str] = field(default_factory=dict)
 
     def operation(self, name: str) -> Operation | None:
-        """Find ``create``, ``Standard.create`` or ``cloudify.interfaces.lifecycle.create``."""
+        """Find ``create``, ``Standard.create``, ``cloudify.interfaces.lifecycle.create`` or
+        an operation by its interface's type (``my.interfaces.Helm.execute``), as Unfurl."""
         interface, _, op = name.rpartition(".")
         if interface:
+            interface = self.interface_types.get(interface, interface)
             return self.interfaces.get(canonical_interface(interface), {}).get(op)
         for ops in self.interfaces.values():
             if name in ops:

@@ -6,7 +6,7 @@ requirements, recording to name a relationship's capability.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 #: capabilities of TOSCA's normative node types (name -> capability type)
@@ -64,11 +64,36 @@ def as_mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def lineage(type_name: Any, node_types: Mapping[str, Any]) -> list[str]:
+def parents(derived_from: Any) -> tuple[str, ...]:
+    """``derived_from`` as a tuple: one type, or Unfurl's list (multiple inheritance)."""
+    if isinstance(derived_from, str):
+        return (derived_from,)
+    if isinstance(derived_from, list | tuple):
+        return tuple(p for p in derived_from if isinstance(p, str))
+    return ()
+
+
+def ancestry(type_name: Any, parents_of: Callable[[str], tuple[str, ...]]) -> list[str]:
+    """The type and its ancestors, nearest first, in the order Unfurl 1.2.0 looks a value
+    up (tosca-parser's ``ancestors()``): depth first through each parent in the order
+    ``derived_from`` lists them, each type once. The first type in it that defines a
+    property default or an operation wins; operation inputs merge in that order."""
     chain: list[str] = []
-    while isinstance(type_name, str) and type_name not in chain:
-        chain.append(type_name)
-        type_name = as_mapping(node_types.get(type_name)).get("derived_from")
+
+    def visit(name: str) -> None:
+        chain.append(name)
+        for parent in parents_of(name):
+            if parent not in chain:
+                visit(parent)
+
+    if isinstance(type_name, str):
+        visit(type_name)
+    return chain
+
+
+def lineage(type_name: Any, node_types: Mapping[str, Any]) -> list[str]:
+    chain = ancestry(type_name, lambda t: parents(as_mapping(node_types.get(t)).get(
+        "derived_from")))
     if "tosca.nodes.Root" not in chain:
         chain.append("tosca.nodes.Root")
     return chain

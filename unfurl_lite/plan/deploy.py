@@ -15,6 +15,7 @@ from unfurl_lite.model.entities import (
     NodeState,
     NodeTemplate,
     Operation,
+    Priority,
     Status,
 )
 from unfurl_lite.plan import tosca
@@ -85,6 +86,9 @@ def plan_deploy(
             continue
         if instance.discovered and not force:
             builder.note(name, "skipped: discovered, not managed by deploy")
+            continue
+        if template.priority is Priority.ignore:  # root: {node: X} does not require it
+            builder.note(name, "skipped: not required by the topology's root node")
             continue
         reason = _deploy_reason(instance, force)
         after = [builder.last[d] for d in deps[name] if d in builder.last]

@@ -15,6 +15,7 @@ from unfurl_lite.errors import PlanError
 from unfurl_lite.load.loader import Ensemble
 from unfurl_lite.model import graph
 from unfurl_lite.model.entities import (
+    INTERFACE_OPERATIONS,
     Implementation,
     Instance,
     NodeState,
@@ -26,6 +27,10 @@ from unfurl_lite.plan.lifecycle import implemented
 from unfurl_lite.plan.tasks import RUN, Builder, Plan
 from unfurl_lite.plan.topology import instance_graph, is_present, planned_instances, select
 
+#: operation names ``unfurl run --operation`` finds without an interface (Unfurl's
+#: find_standard_interface): every other one must name its interface
+UNFURL_SHORTCUTS = frozenset({*INTERFACE_OPERATIONS["Standard"], "check", "discover", "revert",
+                              *INTERFACE_OPERATIONS["Configure"]})
 START = "cloudify.interfaces.lifecycle.start"
 STOP = "cloudify.interfaces.lifecycle.stop"
 
@@ -256,6 +261,11 @@ def plan_run(
     """An ad hoc command, or one named operation, on the selected instances."""
     if not command and not operation:
         raise PlanError("nothing to run", hint="give a command after `--`, or --operation NAME")
+    if operation and "." not in operation and operation not in UNFURL_SHORTCUTS:
+        raise PlanError(  # Unfurl 1.2.0 plans nothing for it ("Nothing to do")
+            f"--operation {operation!r} names no interface, and is not one Unfurl finds "
+            "without one (Standard's lifecycle, Install's check/discover/revert, Configure's)",
+            hint=f"name its interface or interface type, e.g. --operation Install.{operation}")
     instances = planned_instances(ensemble)
     chosen = select(instances, instance_names) if instance_names else list(ensemble.instances)
     if not chosen:

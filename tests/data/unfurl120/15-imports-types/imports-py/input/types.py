@@ -1,0 +1,5 @@
+import tosca
+
+
+class A(tosca.nodes.Root):
+    pass
