@@ -113,3 +113,15 @@ def test_a_secret_printed_by_an_adhoc_operation_is_redacted_on_the_console(
     assert result.exit_code == 0
     assert "pw=<<REDACTED>>" in result.stdout
     assert "s3cret-adhoc-42" not in result.output
+
+
+def test_run_on_a_template_never_deployed_is_refused_and_writes_nothing(
+    project: Project, invoke: Invoke
+) -> None:
+    project.write((REFERENCE / "ensemble.before.yaml").read_text())
+    commits = project.commits()
+    result = invoke("run", "--approve", "--instance", "db", "--", "echo hi")
+    assert result.exit_code == 1
+    assert "no instance 'db' yet" in result.output and "deploy it first" in result.output
+    assert "Traceback" not in result.output
+    assert project.commits() == commits and not (project.root / "jobs").exists()

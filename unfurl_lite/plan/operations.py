@@ -270,6 +270,13 @@ def plan_run(
     chosen = select(instances, instance_names) if instance_names else list(ensemble.instances)
     if not chosen:
         raise PlanError("no instances to run on", hint="deploy first, or name one with --instance")
+    undeployed = [name for name in chosen if name not in ensemble.instances]
+    if undeployed:
+        raise PlanError(
+            f"no instance {', '.join(map(repr, undeployed))} yet: `run` works on the "
+            "instances a job created, and this template has none",
+            hint="deploy it first (`unfurl deploy --instance NAME`), or run the command "
+            "on a deployed instance")
     builder = Builder("run")
     for name in chosen:
         instance = instances[name]

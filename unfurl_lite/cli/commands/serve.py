@@ -8,11 +8,12 @@ from unfurl_lite.cli.commands.common import ensemble_option
 
 
 @click.command()
-@ensemble_option(positional=False)
+@ensemble_option()
 @click.option("--port", type=click.IntRange(0, 65535), default=8081, show_default=True,
               help="The port to listen on (0 picks a free one).")
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="The address to listen on; anything but loopback exposes the dashboard.")
+@click.option("--host", "--address", "host", default="127.0.0.1", show_default=True,
+              help="The address to listen on (--address as in Unfurl); anything but loopback "
+              "exposes the dashboard.")
 @click.option("--no-browser", is_flag=True, help="Do not open a web browser.")
 def serve(ensemble: str | None, port: int, host: str, no_browser: bool) -> None:
     """Serve a read-only dashboard of the project: topology, instances, history, jobs.
@@ -24,11 +25,11 @@ def serve(ensemble: str | None, port: int, host: str, no_browser: bool) -> None:
     from unfurl_lite.view.dashboard.server import is_loopback, start
 
     path = resolve_path(ensemble)
-    server = start(path, host, port)
     if not is_loopback(host):
         click.echo(f"warning: listening on {host}, not loopback: anyone who can reach this "
                    "machine on that address can read this project's dashboard (status, "
                    "history, job output)", err=True)
+    server = start(path, host, port)
     try:
         click.echo(f"Serving the dashboard of {path} at {server.url} (Ctrl-C to stop)")
         if not no_browser:
