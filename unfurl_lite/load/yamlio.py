@@ -131,14 +131,15 @@ def dump(data: Any) -> str:
 _TEMP_COUNTER = itertools.count()
 
 
-def temp_file(directory: Path, prefix: str) -> tuple[int, str]:
-    """A new private file (0600) in ``directory``, opened for writing: like
-    tempfile.mkstemp, without importing tempfile (and shutil, random) on every command."""
+def temp_file(directory: Path, prefix: str, mode: int = 0o600) -> tuple[int, str]:
+    """A new file in ``directory``, private (0600) unless ``mode`` says otherwise (the umask
+    applies), opened for writing: like tempfile.mkstemp, without importing tempfile (and
+    shutil, random) on every command."""
     while True:
         unique = f"{os.getpid()}-{threading.get_ident()}-{next(_TEMP_COUNTER)}"
         name = directory / f"{prefix}{unique}.tmp"
         try:
-            return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), str(name)
+            return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode), str(name)
         except FileExistsError:  # left by a crashed process that had our pid
             continue
 
@@ -150,15 +151,19 @@ def _named(exc: OSError, path: Path) -> OSError:
     return exc
 
 
-def atomic_write(path: Path, text: str) -> None:
+def atomic_write(path: Path, text: str, *, private: bool = False) -> None:
     """Write so that a crash, a full disk or a read-only directory at any instant leaves
-    either the old or the new file (and no temp file)."""
+    either the old or the new file (and no temp file). The file keeps the mode it had, or
+    gets the one a plain write gives (0666 less the umask); ``private`` makes it 0600."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = temp_file(path.parent, f".{path.name}.")
+        kept = None if private else _mode_of(path)
+        fd, tmp = temp_file(path.parent, f".{path.name}.", 0o600 if private else 0o666)
     except OSError as exc:
         raise _named(exc, path) from None
     try:
+        if kept is not None:
+            os.fchmod(fd, kept)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
@@ -170,6 +175,13 @@ def atomic_write(path: Path, text: str) -> None:
             raise _named(exc, path) from None
         raise
     _fsync_dir(path.parent)
+
+
+def _mode_of(path: Path) -> int | None:
+    try:
+        return path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        return None
 
 
 def atomic_append(path: Path, text: str) -> None:

@@ -39,7 +39,7 @@ def write_journal(path: Path, data: dict[str, Any], seq: int = 0) -> None:
     lines = [f"{key}: {_json(value)}" for key, value in data.items() if key != EVENTS]
     lines.append(f"{EVENTS}:")
     private_directory(path.parent)
-    yamlio.atomic_write(path, "\n".join(lines) + "\n")  # a private (0600) file
+    yamlio.atomic_write(path, "\n".join(lines) + "\n", private=True)
     events_path(path).unlink(missing_ok=True)
 
 

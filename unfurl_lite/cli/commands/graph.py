@@ -54,23 +54,8 @@ def graph(
     else:
         text = view.to_dot(topology)
     if out_file and out_file != "-":
-        write_whole(Path(out_file), text)
+        from unfurl_lite.load import yamlio
+
+        yamlio.atomic_write(Path(out_file), text)
     else:
         click.echo(text, nl=False)
-
-
-def write_whole(path: Path, text: str) -> None:
-    """Write the whole file or nothing (a temporary file renamed over it), with the mode a
-    plain write would give it: the old file's, else what the umask allows."""
-    import os
-
-    from unfurl_lite.load import yamlio
-
-    try:
-        mode = path.stat().st_mode & 0o7777
-    except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
-    yamlio.atomic_write(path, text)
-    os.chmod(path, mode)
