@@ -303,3 +303,19 @@ def test_every_api_name_resolves_and_the_examples_are_the_commands(invoke) -> No
     assert "three-tier" in names
     listed = invoke("init", "--list-examples").output.splitlines()
     assert [line.split()[0] for line in listed] == names
+
+
+@pytest.mark.parametrize("line, expected", [
+    ("jobsLog: logs/jobs.tsv", "logs/jobs.tsv"),
+    ("jobsLog: 'my jobs.tsv'  # where the jobs go", "my jobs.tsv"),
+    ('jobsLog: "quoted.tsv"', "quoted.tsv"),
+    ("", "jobs.tsv"),
+    ("jobsLog: [not, a, path]", "jobs.tsv"),
+])
+def test_the_jobs_log_is_found_without_loading_a_broken_spec(tmp_path, line, expected):
+    from unfurl_lite.api.inspect import ensemble_paths
+
+    ensemble = tmp_path / "ensemble.yaml"
+    ensemble.write_text("apiVersion: unfurl/v1alpha1\nkind: Ensemble\n" + line
+                        + "\nspec: {service_template: [unclosed\n")
+    assert ensemble_paths(ensemble) == (ensemble, tmp_path / expected)

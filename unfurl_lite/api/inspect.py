@@ -18,15 +18,19 @@ from unfurl_lite.security.redaction import redact_text
 
 
 def ensemble_paths(ensemble: str | Path | None) -> tuple[Path, Path]:
-    """The ensemble file and its jobs log, without loading (or validating) the spec."""
+    """The ensemble file and its jobs log, without loading (or validating) the spec: only
+    the top-level ``jobsLog:`` line is parsed (a column-0 key is always top-level), so
+    history and the dashboard stay fast and readable even when the spec is broken."""
+    import re
+
     from unfurl_lite.load.loader import resolve_path
+    from unfurl_lite.load.yamlio import parse_plain
 
     path = resolve_path(ensemble)
     jobs_log = "jobs.tsv"
     try:
-        from ruamel.yaml import YAML
-
-        doc = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
+        line = re.search(r"^jobsLog[ \t]*:.*$", path.read_text(encoding="utf-8"), re.MULTILINE)
+        doc = parse_plain(line.group(0)) if line else None
         if isinstance(doc, dict) and isinstance(doc.get("jobsLog"), str):
             jobs_log = doc["jobsLog"]
     except Exception:  # the history must stay readable even when the spec is broken

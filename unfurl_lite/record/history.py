@@ -224,10 +224,10 @@ def _found_by(root: Path, job: JobRecord, instance: str) -> bool:
 
 
 def load_job_file(path: Path) -> list[dict[str, Any]]:
-    from ruamel.yaml import YAML
+    from unfurl_lite.load.yamlio import parse_plain
 
     try:
-        data = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
+        data = parse_plain(path.read_text(encoding="utf-8"))
     except Exception as exc:  # a damaged job file is reported, not fatal
         raise HistoryError(f"cannot read {path}: {exc}") from None
     changes = data.get("changes") if isinstance(data, dict) else None
