@@ -307,7 +307,8 @@ def task_entry(
         "digestValue": digest_value,
         "digestPut": "",
         "summary": task_summary(
-            run, type_name, status, str(instance.priority) if instance else "required"
+            run, type_name, str(run.target_status or status),
+            str(instance.priority) if instance else "required",
         ),
     }
     if run.previous_id:

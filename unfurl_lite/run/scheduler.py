@@ -33,7 +33,7 @@ from unfurl_lite.run.relationships import on_relationship, relationship_instance
 from unfurl_lite.run.results import apply_post_inputs
 from unfurl_lite.run.routing import agent_of
 from unfurl_lite.run.signals import JobControl
-from unfurl_lite.run.status import on_failure, on_start, on_success
+from unfurl_lite.run.status import SEQUENCED_WORKFLOWS, on_failure, on_start, on_success
 from unfurl_lite.security import environment as openv
 from unfurl_lite.security.environment import base_environment
 from unfurl_lite.security.redaction import redact_text
@@ -395,16 +395,24 @@ class Scheduler:
             task = run.task
         if result.protected is not None:
             instance.protected = result.protected
+        last_change = instance.last_config_change
         if result.success:
             changed = on_success(instance, task, result, change_id)
             observing = run.task.reason in OBSERVING
             run.status = instance.status if observing else Status.ok
-            run.changed = changed if observing else bool(result.modified) or changed
+            in_sequence = task.workflow in SEQUENCED_WORKFLOWS
+            run.changed = changed if observing or in_sequence else bool(result.modified) or changed
+            run.target_status = instance.status
+            if not observing:
+                run.previous_id = _previous(last_change, instance.last_config_change)
             if add_discovered(self.instances, result, change_id, run.task.target):
                 run.changed = True
             return self.complete(run, TaskState.succeeded)
         changed = on_failure(instance, task, result, change_id, run.prior_state)
         run.changed = bool(result.modified) or changed
+        run.target_status = instance.status
+        if run.task.reason not in OBSERVING:
+            run.previous_id = _previous(last_change, instance.last_config_change)
         run.status = Status.unknown if result.modified is None else Status.error
         if result.outputs.get("timeout") or (result.error or "").startswith("resultTemplate/"):
             # Unfurl: a timed-out operation or a failed resultTemplate is an `error` task
@@ -423,6 +431,12 @@ class Scheduler:
             self.waiting[dependent] -= 1
             if self.waiting[dependent] == 0:
                 self.ready.append(dependent)
+
+
+def _previous(before: str | None, after: str | None) -> str | None:
+    """Unfurl's previousId: the instance's last change, when this task replaced it (a
+    linked list of the tasks that changed the instance); none when it changed nothing."""
+    return before if after != before else None
 
 
 def _result_of(future: Future[OperationResult]) -> OperationResult:

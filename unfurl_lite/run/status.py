@@ -33,8 +33,19 @@ def _explicit_status(result: OperationResult) -> Status | None:
     return None
 
 
+#: Unfurl's own mutable workflows: an instance's status changes when its last task ends.
+SEQUENCED_WORKFLOWS = frozenset({"deploy", "undeploy"})
+
+
 def on_success(instance: Instance, task: Task, result: OperationResult, change_id: str) -> bool:
-    """Apply a successful task; returns True when the instance's status or state changed."""
+    """Apply a successful task; returns True when the instance's status or state changed
+    (in deploy and undeploy: when the task changed the instance, Unfurl's "changed")."""
+    if (
+        change_id
+        and task.workflow in SEQUENCED_WORKFLOWS
+        and task.reason not in ("check", "discover")
+    ):
+        return _on_success_in_sequence(instance, task, result, change_id)
     before = (instance.status, instance.state)
     explicit = _explicit_status(result)
     if task.done_state is not None:
@@ -68,6 +79,37 @@ def on_success(instance: Instance, task: Task, result: OperationResult, change_i
         ):
             instance.created = change_id
     return (instance.status, instance.state) != before
+
+
+def _on_success_in_sequence(
+    instance: Instance, task: Task, result: OperationResult, change_id: str
+) -> bool:
+    """Unfurl's rules for a task of deploy or undeploy: only the last task on an instance
+    (its ``done_status`` is the workflow's end: ok, or absent for delete) sets the status,
+    ``lastConfigChange`` and ``created``; an earlier one (create before configure, stop
+    before delete) leaves them be unless it reported a status or changed attributes."""
+    before = instance.status
+    explicit = _explicit_status(result)
+    touched = explicit is not None or any(
+        instance.attributes.get(key) != value for key, value in result.attributes.items()
+    )
+    if task.done_state is not None:
+        instance.state = task.done_state
+    if explicit is not None:
+        instance.status = explicit
+        if explicit == Status.absent:
+            instance.state = NodeState.deleted
+    final = task.done_status not in (None, Status.pending)
+    if final and explicit is None and task.done_status is not None:
+        instance.status = task.done_status
+    if result.attributes:
+        instance.attributes.update(result.attributes)
+    if touched or final:
+        instance.last_config_change = change_id
+    present = instance.status in (Status.ok, Status.degraded, Status.error)
+    if instance.created is None and present and (explicit is not None or final):
+        instance.created = change_id
+    return touched or final or instance.status != before
 
 
 def on_failure(
