@@ -171,6 +171,8 @@ def parse_jobs(text: str) -> list[dict[str, str]]:
         row = {"changeId": fields[0]}
         for field in fields[1:]:
             key, _, value = field.partition("=")
+            if key == "digestPut":  # Unfurl joins a Python set: its order is arbitrary
+                value = ",".join(sorted(filter(None, value.split(","))))
             if key not in VOLATILE_COLUMNS:
                 row[key] = value
         rows.append(row)

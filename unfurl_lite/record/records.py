@@ -287,11 +287,14 @@ def task_entry(
     digest_keys, digest_value = input_digest(digestable(run.inputs))
     status = str(instance.status) if instance else "unknown"
     relationship = task.requirement is not None and task.source is not None
+    target = (
+        f"::{task.source}::.requirements::[.name={task.requirement.name}]"
+        if relationship and task.requirement is not None
+        else f"::{task.target}"
+    )
     entry: dict[str, Any] = {
         "changeId": run.change_id,
-        "target": f"::{task.source}::.requirements::[.name={task.requirement.name}]"
-        if relationship and task.requirement is not None
-        else f"::{task.target}",
+        "target": target,
         "priority": str(instance.priority) if instance else "required",
         "readyState": {"local": status},
         "implementation": {
@@ -305,7 +308,11 @@ def task_entry(
         ),
         "digestKeys": digest_keys,
         "digestValue": digest_value,
-        "digestPut": "",
+        # Unfurl's digestPut: the attributes the task set, as expressions (Unfurl joins a
+        # set, in no fixed order; sorted here)
+        "digestPut": ",".join(sorted(
+            f"{target}::{name}" for name in (run.result.attributes if run.result else {})
+        )),
         "summary": task_summary(
             run, type_name, str(run.target_status or status),
             str(instance.priority) if instance else "required",
