@@ -240,6 +240,21 @@ class Scheduler:
         self.observer.task_changed(run)
         self.running[self.executor.submit(request)] = number
 
+    def task_settings(self, run: TaskRun) -> dict[str, Any]:
+        """The ``task`` variable of templates, with the keys Unfurl's TaskView gives it."""
+        task, op = run.task, run.task.operation
+        return {
+            "name": op.qualified_name if op else task.name,
+            "operation": task.name,
+            "workflow": task.workflow,
+            "reason": task.reason,
+            "target": task.target,
+            "dryrun": self.options.dryrun,
+            "timeout": op.timeout if op else None,
+            "cwd": str(self.ensemble.project_root),
+            "verbose": 0,
+        }
+
     def guard_fails(self, task: Task) -> str | None:
         """Why a guarded task is skipped, or None when it should run."""
         guard = task.guard
@@ -276,6 +291,7 @@ class Scheduler:
         began = time.monotonic()
         ctx.time_limit = op.timeout if op.timeout else RENDER_SECONDS
         ctx.deadline = began + ctx.time_limit
+        ctx.extra = {**ctx.extra, "task": self.task_settings(run)}
         inputs = dict(op.inputs)
         if op.implementation.primary and "command" not in inputs:
             inputs["command"] = op.implementation.primary
@@ -336,6 +352,7 @@ class Scheduler:
                 ctx.project_root = self.ensemble.project_root
                 ctx.allow_outside_paths = self.options.allow_outside_paths
                 ctx.env_passthrough = self.options.env_passthrough
+                ctx.extra = {"task": self.task_settings(run)}
                 try:
                     apply_post_inputs(run.inputs, result, ctx)
                 finally:
