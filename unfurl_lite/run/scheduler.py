@@ -33,7 +33,7 @@ from unfurl_lite.run.relationships import on_relationship, relationship_instance
 from unfurl_lite.run.results import apply_post_inputs
 from unfurl_lite.run.routing import agent_of
 from unfurl_lite.run.signals import JobControl
-from unfurl_lite.run.status import SEQUENCED_WORKFLOWS, on_failure, on_start, on_success
+from unfurl_lite.run.status import in_sequence, on_failure, on_start, on_success
 from unfurl_lite.security import environment as openv
 from unfurl_lite.security.environment import base_environment
 from unfurl_lite.security.redaction import redact_text
@@ -417,9 +417,9 @@ class Scheduler:
             changed = on_success(instance, task, result, change_id)
             observing = run.task.reason in OBSERVING
             run.status = instance.status if observing else Status.ok
-            in_sequence = task.workflow in SEQUENCED_WORKFLOWS
-            run.changed = changed if observing or in_sequence else bool(result.modified) or changed
-            run.target_status = instance.status
+            sequenced = in_sequence(task)
+            run.changed = changed if observing or sequenced else bool(result.modified) or changed
+            run.target_status = instance.status if sequenced else None
             if not observing:
                 run.previous_id = _previous(last_change, instance.last_config_change)
             if add_discovered(self.instances, result, change_id, run.task.target):
@@ -427,7 +427,7 @@ class Scheduler:
             return self.complete(run, TaskState.succeeded)
         changed = on_failure(instance, task, result, change_id, run.prior_state)
         run.changed = bool(result.modified) or changed
-        run.target_status = instance.status
+        run.target_status = instance.status if in_sequence(run.task) else None
         if run.task.reason not in OBSERVING:
             run.previous_id = _previous(last_change, instance.last_config_change)
         run.status = Status.unknown if result.modified is None else Status.error

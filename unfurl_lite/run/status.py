@@ -40,11 +40,7 @@ SEQUENCED_WORKFLOWS = frozenset({"deploy", "undeploy"})
 def on_success(instance: Instance, task: Task, result: OperationResult, change_id: str) -> bool:
     """Apply a successful task; returns True when the instance's status or state changed
     (in deploy and undeploy: when the task changed the instance, Unfurl's "changed")."""
-    if (
-        change_id
-        and task.workflow in SEQUENCED_WORKFLOWS
-        and task.reason not in ("check", "discover")
-    ):
+    if in_sequence(task) and change_id:
         return _on_success_in_sequence(instance, task, result, change_id)
     before = (instance.status, instance.state)
     explicit = _explicit_status(result)
@@ -79,6 +75,15 @@ def on_success(instance: Instance, task: Task, result: OperationResult, change_i
         ):
             instance.created = change_id
     return (instance.status, instance.state) != before
+
+
+def in_sequence(task: Task) -> bool:
+    """A task of Unfurl's own deploy or undeploy plan (not a custom workflow's step)."""
+    return (
+        task.workflow in SEQUENCED_WORKFLOWS
+        and task.reason not in ("check", "discover")
+        and not task.reason.startswith("step:")
+    )
 
 
 def _on_success_in_sequence(
