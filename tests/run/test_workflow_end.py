@@ -49,3 +49,30 @@ def test_undeploy_chains_delete_to_the_deploy_and_leaves_stop_out(project, invok
     assert delete["previousId"] == start["id"]
     assert "status absent)" in delete["summary"]
     assert project.status()["web"]["lastConfigChange"] == delete["id"]
+
+
+def test_a_check_that_changes_an_attribute_changed_its_instance(project, invoke):
+    """tests/data/unfurl-cases/47-check-sets-attribute: Unfurl counts it changed and makes
+    it the instance's lastConfigChange."""
+    project.write(ensemble_yaml("""\
+watched:
+  type: tosca.nodes.Root
+  interfaces:
+    Standard:
+      create: echo made
+    Install:
+      check:
+        implementation: Shell
+        inputs:
+          command: echo 7
+          resultTemplate:
+            attributes:
+              seen: "{{ stdout | trim }}"
+"""))
+    assert invoke("deploy", "--approve").exit_code == 0
+    assert invoke("check", "--approve").exit_code == 0
+    job, check = rows(project)[-2:]
+    assert "(1 changed, 1 ok," in job["summary"]
+    assert project.status()["watched"]["lastConfigChange"] == check["id"]
+    assert invoke("check", "--approve").exit_code == 0  # the same value again: no change
+    assert "(0 changed, 1 ok," in rows(project)[-2]["summary"]

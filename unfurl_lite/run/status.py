@@ -44,6 +44,7 @@ def on_success(instance: Instance, task: Task, result: OperationResult, change_i
         return _on_success_in_sequence(instance, task, result, change_id)
     before = (instance.status, instance.state)
     explicit = _explicit_status(result)
+    attributes_changed = _changes_attributes(instance, result)
     if task.done_state is not None:
         instance.state = task.done_state
     if explicit is not None:
@@ -61,6 +62,9 @@ def on_success(instance: Instance, task: Task, result: OperationResult, change_i
     elif task.reason in ("check", "discover"):
         if (instance.status, instance.state) != before:
             instance.last_state_change = change_id
+        if attributes_changed:  # Unfurl: an attribute it changed is a configuration change
+            instance.last_config_change = change_id
+            return True
     else:
         moved = (instance.status, instance.state) != before
         if result.modified is not False or moved:
@@ -75,6 +79,10 @@ def on_success(instance: Instance, task: Task, result: OperationResult, change_i
         ):
             instance.created = change_id
     return (instance.status, instance.state) != before
+
+
+def _changes_attributes(instance: Instance, result: OperationResult) -> bool:
+    return any(instance.attributes.get(k) != v for k, v in result.attributes.items())
 
 
 def in_sequence(task: Task) -> bool:
@@ -95,9 +103,7 @@ def _on_success_in_sequence(
     before delete) leaves them be unless it reported a status or changed attributes."""
     before = instance.status
     explicit = _explicit_status(result)
-    touched = explicit is not None or any(
-        instance.attributes.get(key) != value for key, value in result.attributes.items()
-    )
+    touched = explicit is not None or _changes_attributes(instance, result)
     if task.done_state is not None:
         instance.state = task.done_state
     if explicit is not None:
