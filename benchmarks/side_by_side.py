@@ -29,6 +29,7 @@ tests/cli/test_unfurl_cases.py checks our side against without Unfurl installed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -92,6 +93,12 @@ def parse_yaml(text: str) -> Any:
     try:
         return YAML(typ="safe").load(text) or {}
     except Exception as error:
+        # Unfurl 1.2.0 may save a spec that strict YAML rejects (a flow mapping holding
+        # `get_attribute: [...]`): the status section alone is what is compared
+        start = text.find("\nstatus:")
+        if start >= 0:
+            with contextlib.suppress(Exception):
+                return YAML(typ="safe").load(text[start:]) or {}
         return {"status": {"outputs": {"<unreadable ensemble>": str(error).splitlines()[0]}}}
 
 
@@ -259,9 +266,14 @@ def refused_by_name(shot: dict[str, Any]) -> bool:
 
 
 def unfurl_refused(theirs: dict[str, dict[str, Any]]) -> bool:
+    """Unfurl does not load the case: validate fails, deploy exits 1, or deploy could not
+    even create its job (exit 64 with nothing recorded)."""
     if theirs.get("validate", {}).get("exit", 0) != 0:
         return True
-    return theirs.get("deploy", {}).get("exit", 0) not in (0, 64)
+    deploy = theirs.get("deploy", {})
+    if "could not create job" in deploy.get("console", "") and not deploy.get("jobs"):
+        return True
+    return deploy.get("exit", 0) not in (0, 64)
 
 
 def differences(theirs: dict[str, dict[str, Any]], ours: dict[str, dict[str, Any]],

@@ -113,6 +113,7 @@ def update_status(
     secrets: set[str],
     forgotten: Iterable[str] = (),
     hosts: Mapping[str, str] | None = None,
+    outputs: Mapping[str, Any] | None = None,
 ) -> None:
     """Write instances' status and lastJob into the document: the round-trip one, or the
     file's plain data when only those sections will be rewritten. An instance with an entry
@@ -124,6 +125,8 @@ def update_status(
         document["status"] = status
     status.setdefault("inputs", {})
     status.setdefault("outputs", {})
+    if outputs:  # the topology's outputs, evaluated after the job (Unfurl's status.outputs)
+        status["outputs"] = redact(yamlio.to_plain(dict(outputs)), secrets)
     recorded = status.get("instances")
     if not isinstance(recorded, dict):
         recorded = {}
