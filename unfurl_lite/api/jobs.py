@@ -19,6 +19,7 @@ from typing import Any
 from unfurl_lite.api.options import PlanOptions
 from unfurl_lite.api.project import make_plan
 from unfurl_lite.errors import STORAGE_ERRNOS, JobError, StorageError, storage_error
+from unfurl_lite.expressions.context import topology_outputs
 from unfurl_lite.expressions.digest import spec_digest
 from unfurl_lite.load.gitrepo import Repo, find_repo, identity_problem
 from unfurl_lite.load.loader import Ensemble, load_ensemble
@@ -318,12 +319,16 @@ def record_job(
     if append_log:  # False when a crashed job's lines are already there
         records.append_tsv(files.jobs_tsv, lines, result.secrets)
     forgotten = [n for n in result.plan.forget if n not in result.instances]
+    outputs, output_secrets = topology_outputs(
+        ensemble.topology, result.instances, ensemble.project_root)
+    result.secrets.update(output_secrets)
     records.save_status(
         ensemble,
         lambda document: records.update_status(
             document, result.instances, result.effective, job, ensemble.jobs_log,
             result.secrets, forgotten=forgotten,
             hosts=layout.host_instances(ensemble.topology.templates, result.instances),
+            outputs=outputs,
         ),
     )
     return files

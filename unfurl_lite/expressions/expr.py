@@ -182,6 +182,9 @@ def _eval(arg: Any, ctx: EvalContext, depth: int) -> Any:
         return _get_input(arg["get_input"], ctx, depth)
     if "template" in arg:
         return evaluate(arg["template"], ctx, depth)
+    if len(arg) == 1 and next(iter(arg)) in FUNCTIONS:
+        # Unfurl's eval knows the TOSCA functions too: {eval: {concat: [...]}}
+        return evaluate(dict(arg), ctx, depth)
     raise ExpressionError(f"unsupported eval expression: {sorted(arg)}")
 
 

@@ -209,10 +209,11 @@ def add_install_tasks(
             skip_when=skip_when,
         )
         return
-    last_own = (
-        max(i for i, o in enumerate(ops) if o[3] == instance.name)
-        if any(o[3] == instance.name for o in ops)
-        else -1
+    # the instance's own last operation ends its workflow (Unfurl's is_final_for_workflow:
+    # a relationship operation run on it targets the relationship instance instead)
+    own = [i for i, o in enumerate(ops) if o[3] == instance.name and o[2] is None]
+    last_own = max(own) if own else max(
+        (i for i, o in enumerate(ops) if o[3] == instance.name), default=-1
     )
     for index, (op, step, req, runs_on, peer) in enumerate(ops):
         is_last = index == last_own
@@ -225,7 +226,7 @@ def add_install_tasks(
             running_state=step.running if step else None,
             done_state=step.done if step else None,
             done_status=(Status.ok if is_last else Status.pending)
-            if runs_on == instance.name
+            if runs_on == instance.name and (req is None or is_last)
             else None,
             requirement=req,
             source=instance.name if req else None,

@@ -113,6 +113,7 @@ def update_status(
     secrets: set[str],
     forgotten: Iterable[str] = (),
     hosts: Mapping[str, str] | None = None,
+    outputs: Mapping[str, Any] | None = None,
 ) -> None:
     """Write instances' status and lastJob into the document: the round-trip one, or the
     file's plain data when only those sections will be rewritten. An instance with an entry
@@ -124,6 +125,8 @@ def update_status(
         document["status"] = status
     status.setdefault("inputs", {})
     status.setdefault("outputs", {})
+    if outputs:  # the topology's outputs, evaluated after the job (Unfurl's status.outputs)
+        status["outputs"] = redact(yamlio.to_plain(dict(outputs)), secrets)
     recorded = status.get("instances")
     if not isinstance(recorded, dict):
         recorded = {}
@@ -287,11 +290,14 @@ def task_entry(
     digest_keys, digest_value = input_digest(digestable(run.inputs))
     status = str(instance.status) if instance else "unknown"
     relationship = task.requirement is not None and task.source is not None
+    target = (
+        f"::{task.source}::.requirements::[.name={task.requirement.name}]"
+        if relationship and task.requirement is not None
+        else f"::{task.target}"
+    )
     entry: dict[str, Any] = {
         "changeId": run.change_id,
-        "target": f"::{task.source}::.requirements::[.name={task.requirement.name}]"
-        if relationship and task.requirement is not None
-        else f"::{task.target}",
+        "target": target,
         "priority": str(instance.priority) if instance else "required",
         "readyState": {"local": status},
         "implementation": {
@@ -305,9 +311,14 @@ def task_entry(
         ),
         "digestKeys": digest_keys,
         "digestValue": digest_value,
-        "digestPut": "",
+        # Unfurl's digestPut: the attributes the task set, as expressions (Unfurl joins a
+        # set, in no fixed order; sorted here)
+        "digestPut": ",".join(sorted(
+            f"{target}::{name}" for name in (run.result.attributes if run.result else {})
+        )),
         "summary": task_summary(
-            run, type_name, status, str(instance.priority) if instance else "required"
+            run, type_name, str(run.target_status or status),
+            str(instance.priority) if instance else "required",
         ),
     }
     if run.previous_id:

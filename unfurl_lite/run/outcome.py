@@ -54,6 +54,8 @@ class TaskRun:
     carried: bool = False  # finished in the job this one resumes; not run or recorded again
     interrupted: str | None = None  # the state it was in when its job process died
     retries: list[str] = field(default_factory=list)  # why each rescheduled attempt failed
+    #: its instance's status when it ended (Unfurl's task summary shows this one)
+    target_status: Status | None = None
 
     @property
     def counted(self) -> bool:

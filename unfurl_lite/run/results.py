@@ -24,7 +24,9 @@ def apply_post_inputs(inputs: Mapping[str, Any], result: OperationResult, ctx: E
     outputs = result.outputs
     if not ctx.operation_inputs:
         ctx.operation_inputs = dict(inputs)
+    base = dict(ctx.extra)  # e.g. `task`
     ctx.extra = {
+        **base,
         **{k: outputs.get(k) for k in ("stdout", "stderr", "returncode")},
         "result": outputs,
         "success": result.success,
@@ -40,6 +42,7 @@ def apply_post_inputs(inputs: Mapping[str, Any], result: OperationResult, ctx: E
     given = values.get("result") if values else None
     variables = dict(given) if isinstance(given, Mapping) else dict(outputs)
     ctx.extra = {
+        **base,
         **variables,
         **{k: outputs.get(k) for k in ("stdout", "stderr", "returncode")},
         "result": given if given is not None else outputs,

@@ -33,7 +33,7 @@ from unfurl_lite.run.relationships import on_relationship, relationship_instance
 from unfurl_lite.run.results import apply_post_inputs
 from unfurl_lite.run.routing import agent_of
 from unfurl_lite.run.signals import JobControl
-from unfurl_lite.run.status import on_failure, on_start, on_success
+from unfurl_lite.run.status import in_sequence, on_failure, on_start, on_success
 from unfurl_lite.security import environment as openv
 from unfurl_lite.security.environment import base_environment
 from unfurl_lite.security.redaction import redact_text
@@ -244,6 +244,21 @@ class Scheduler:
         self.observer.task_changed(run)
         self.running[self.executor.submit(request)] = number
 
+    def task_settings(self, run: TaskRun) -> dict[str, Any]:
+        """The ``task`` variable of templates, with the keys Unfurl's TaskView gives it."""
+        task, op = run.task, run.task.operation
+        return {
+            "name": op.qualified_name if op else task.name,
+            "operation": task.name,
+            "workflow": task.workflow,
+            "reason": task.reason,
+            "target": task.target,
+            "dryrun": self.options.dryrun,
+            "timeout": op.timeout if op else None,
+            "cwd": str(self.ensemble.project_root),
+            "verbose": 0,
+        }
+
     def guard_fails(self, task: Task) -> str | None:
         """Why a guarded task is skipped, or None when it should run."""
         guard = task.guard
@@ -280,6 +295,7 @@ class Scheduler:
         began = time.monotonic()
         ctx.time_limit = op.timeout if op.timeout else RENDER_SECONDS
         ctx.deadline = began + ctx.time_limit
+        ctx.extra = {**ctx.extra, "task": self.task_settings(run)}
         inputs = dict(op.inputs)
         if op.implementation.primary and "command" not in inputs:
             inputs["command"] = op.implementation.primary
@@ -340,6 +356,7 @@ class Scheduler:
                 ctx.project_root = self.ensemble.project_root
                 ctx.allow_outside_paths = self.options.allow_outside_paths
                 ctx.env_passthrough = self.options.env_passthrough
+                ctx.extra = {"task": self.task_settings(run)}
                 try:
                     apply_post_inputs(run.inputs, result, ctx)
                 finally:
@@ -399,16 +416,24 @@ class Scheduler:
             task = run.task
         if result.protected is not None:
             instance.protected = result.protected
+        last_change = instance.last_config_change
         if result.success:
             changed = on_success(instance, task, result, change_id)
             observing = run.task.reason in OBSERVING
             run.status = instance.status if observing else Status.ok
-            run.changed = changed if observing else bool(result.modified) or changed
+            sequenced = in_sequence(task)
+            run.changed = changed if observing or sequenced else bool(result.modified) or changed
+            run.target_status = instance.status if sequenced else None
+            if not observing:
+                run.previous_id = _previous(last_change, instance.last_config_change)
             if add_discovered(self.instances, result, change_id, run.task.target):
                 run.changed = True
             return self.complete(run, TaskState.succeeded)
         changed = on_failure(instance, task, result, change_id, run.prior_state)
         run.changed = bool(result.modified) or changed
+        run.target_status = instance.status if in_sequence(run.task) else None
+        if run.task.reason not in OBSERVING:
+            run.previous_id = _previous(last_change, instance.last_config_change)
         run.status = Status.unknown if result.modified is None else Status.error
         if result.outputs.get("timeout") or (result.error or "").startswith("resultTemplate/"):
             # Unfurl: a timed-out operation or a failed resultTemplate is an `error` task
@@ -427,6 +452,12 @@ class Scheduler:
             self.waiting[dependent] -= 1
             if self.waiting[dependent] == 0:
                 self.ready.append(dependent)
+
+
+def _previous(before: str | None, after: str | None) -> str | None:
+    """Unfurl's previousId: the instance's last change, when this task replaced it (a
+    linked list of the tasks that changed the instance); none when it changed nothing."""
+    return before if after != before else None
 
 
 def _result_of(future: Future[OperationResult]) -> OperationResult:

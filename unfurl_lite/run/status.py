@@ -33,10 +33,18 @@ def _explicit_status(result: OperationResult) -> Status | None:
     return None
 
 
+#: Unfurl's own mutable workflows: an instance's status changes when its last task ends.
+SEQUENCED_WORKFLOWS = frozenset({"deploy", "undeploy"})
+
+
 def on_success(instance: Instance, task: Task, result: OperationResult, change_id: str) -> bool:
-    """Apply a successful task; returns True when the instance's status or state changed."""
+    """Apply a successful task; returns True when the instance's status or state changed
+    (in deploy and undeploy: when the task changed the instance, Unfurl's "changed")."""
+    if in_sequence(task) and change_id:
+        return _on_success_in_sequence(instance, task, result, change_id)
     before = (instance.status, instance.state)
     explicit = _explicit_status(result)
+    attributes_changed = _changes_attributes(instance, result)
     if task.done_state is not None:
         instance.state = task.done_state
     if explicit is not None:
@@ -56,6 +64,9 @@ def on_success(instance: Instance, task: Task, result: OperationResult, change_i
     elif task.reason in ("check", "discover"):
         if (instance.status, instance.state) != before:
             instance.last_state_change = change_id
+        if attributes_changed:  # Unfurl: an attribute it changed is a configuration change
+            instance.last_config_change = change_id
+            return True
     else:
         moved = (instance.status, instance.state) != before
         if result.modified is not False or moved:
@@ -70,6 +81,48 @@ def on_success(instance: Instance, task: Task, result: OperationResult, change_i
         ):
             instance.created = change_id
     return (instance.status, instance.state) != before
+
+
+def _changes_attributes(instance: Instance, result: OperationResult) -> bool:
+    return any(instance.attributes.get(k) != v for k, v in result.attributes.items())
+
+
+def in_sequence(task: Task) -> bool:
+    """A task of Unfurl's own deploy or undeploy plan (not a custom workflow's step)."""
+    return (
+        task.workflow in SEQUENCED_WORKFLOWS
+        and task.reason not in ("check", "discover")
+        and not task.reason.startswith("step:")
+    )
+
+
+def _on_success_in_sequence(
+    instance: Instance, task: Task, result: OperationResult, change_id: str
+) -> bool:
+    """Unfurl's rules for a task of deploy or undeploy: only the last task on an instance
+    (its ``done_status`` is the workflow's end: ok, or absent for delete) sets the status,
+    ``lastConfigChange`` and ``created``; an earlier one (create before configure, stop
+    before delete) leaves them be unless it reported a status or changed attributes."""
+    before = instance.status
+    explicit = _explicit_status(result)
+    touched = explicit is not None or _changes_attributes(instance, result)
+    if task.done_state is not None:
+        instance.state = task.done_state
+    if explicit is not None:
+        instance.status = explicit
+        if explicit == Status.absent:
+            instance.state = NodeState.deleted
+    final = task.done_status not in (None, Status.pending)
+    if final and explicit is None and task.done_status is not None:
+        instance.status = task.done_status
+    if result.attributes:
+        instance.attributes.update(result.attributes)
+    if touched or final:
+        instance.last_config_change = change_id
+    present = instance.status in (Status.ok, Status.degraded, Status.error)
+    if instance.created is None and present and (explicit is not None or final):
+        instance.created = change_id
+    return touched or final or instance.status != before
 
 
 def on_failure(

@@ -1,0 +1,430 @@
+"""Run the real-Unfurl corpus (tests/data/unfurl-cases/) in Unfurl 1.2.0 and here, side by side.
+
+Not part of the test suite: run on demand, with Unfurl 1.2.0 installed in a virtualenv:
+
+    python benchmarks/side_by_side.py [--unfurl PATH] [--capture] [--markdown FILE] [CASE ...]
+
+Each case is a folder holding an ``ensemble.yaml`` (and the files it includes) and an
+optional ``case.yaml`` (``description``, ``source``, ``env``: variables for every step,
+``steps``: a subset of STEPS). For each tool the case is copied into a scratch git repo
+and the steps run one after another: validate, plan, deploy, a second deploy, check,
+undeploy. After each step the harness takes a *snapshot*: the exit status, each
+instance's readyState / created / protected / attributes / host, the outputs, the
+jobs.tsv rows the step added and whether it made a commit, with time-dependent values
+(changeIds, times, commit hashes, digests, the scratch path) normalised.
+
+Each case is then classified:
+
+- ``same``: every step's snapshot is equal;
+- ``refused here``: unfurl-lite's validate exits 1 naming the construct as not supported
+  (the compatibility rule's other half);
+- ``refused by Unfurl``: Unfurl 1.2.0 itself does not load it (validate or deploy exit 1);
+- ``DIFFERENT``: a silent difference; what differs is printed.
+
+``--capture`` writes Unfurl's side into each case's ``expected/`` (``STEP.json`` snapshots,
+``STEP.console.txt``) and the classification into ``expected/verdict.json``, which
+tests/cli/test_unfurl_cases.py checks our side against without Unfurl installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+
+ROOT = Path(__file__).resolve().parent.parent
+CASES = ROOT / "tests" / "data" / "unfurl-cases"
+UNFURL = Path("/work/venvs/unfurl120/bin/unfurl")
+
+STEPS = ("validate", "plan", "deploy", "deploy2", "check", "undeploy")
+_JOB = ["--dirty=ok", "--commit", "--jobexitcode", "error"]
+#: Unfurl's check and plan reject --approve; ours accept it (and check asks without it).
+ARGS: dict[str, dict[str, list[str]]] = {
+    "unfurl": {
+        "validate": ["validate", "ensemble.yaml"],
+        "plan": ["plan", "ensemble.yaml"],
+        "deploy": ["deploy", "--approve", *_JOB, "ensemble.yaml"],
+        "deploy2": ["deploy", "--approve", *_JOB, "ensemble.yaml"],
+        "check": ["check", *_JOB, "ensemble.yaml"],
+        "undeploy": ["undeploy", "--approve", *_JOB, "ensemble.yaml"],
+    },
+    "lite": {
+        "validate": ["validate", "ensemble.yaml"],
+        "plan": ["plan", "ensemble.yaml"],
+        "deploy": ["deploy", "--approve", *_JOB, "ensemble.yaml"],
+        "deploy2": ["deploy", "--approve", *_JOB, "ensemble.yaml"],
+        "check": ["check", "--approve", *_JOB, "ensemble.yaml"],
+        "undeploy": ["undeploy", "--approve", *_JOB, "ensemble.yaml"],
+    },
+}
+
+#: A changeId: "A" + 7 time digits + 4 hex digits (Unfurl's form, and ours).
+CHANGE_ID = re.compile(r"\bA[0-9A-Za-z]{7}[0-9A-Fa-f]{4}\b")
+TIMESTAMP = re.compile(r"\b\d{4}-\d{2}-\d{2}[-T ]\d{2}[-:]\d{2}[-:]\d{2}([-.]\d+)?\b")
+HEX40 = re.compile(r"\b[0-9a-f]{40}\b")
+#: jobs.tsv columns whose values can never match between two runs.
+VOLATILE_COLUMNS = {"startTime", "endTime", "specDigest", "startCommit", "changelog",
+                    "digestValue"}
+REFUSAL_WORDS = ("not supported", "unsupported", "is not implemented", "not available here")
+INSTANCE_KEYS = ("template", "readyState", "created", "protected", "attributes", "host")
+
+#: Runs one step of a case in a repo: (repo, step, environment) -> (exit status, console).
+Runner = Callable[[Path, str, dict[str, str]], tuple[int, str]]
+
+
+def load_yaml(path: Path) -> Any:
+    return YAML(typ="safe", pure=True).load(path.read_text()) if path.exists() else None
+
+
+def parse_yaml(text: str) -> Any:
+    """The ensemble's data; an unreadable ensemble as a mapping that says so (compared as
+    any other value)."""
+    try:
+        return YAML(typ="safe").load(text) or {}
+    except Exception as error:
+        # Unfurl 1.2.0 may save a spec that strict YAML rejects (a flow mapping holding
+        # `get_attribute: [...]`): the status section alone is what is compared
+        start = text.find("\nstatus:")
+        if start >= 0:
+            with contextlib.suppress(Exception):
+                return YAML(typ="safe").load(text[start:]) or {}
+        return {"status": {"outputs": {"<unreadable ensemble>": str(error).splitlines()[0]}}}
+
+
+def case_settings(case: Path) -> dict[str, Any]:
+    return load_yaml(case / "case.yaml") or {}
+
+
+def case_steps(case: Path) -> list[str]:
+    return list(case_settings(case).get("steps") or STEPS)
+
+
+def make_repo(case: Path, into: Path) -> Path:
+    """A scratch git repo holding the case's files (not its captures), one commit."""
+    repo = into / case.name
+    shutil.copytree(case, repo, ignore=shutil.ignore_patterns("expected", "case.yaml"))
+    for args in (["init", "-q", "-b", "main"], ["config", "user.email", "side@by.side"],
+                 ["config", "user.name", "side-by-side"], ["add", "-A"],
+                 ["commit", "-q", "-m", "the case"]):
+        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+    return repo
+
+
+def head(repo: Path) -> str:
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True,
+                          text=True).stdout.strip()
+
+
+class Normaliser:
+    """Replaces what differs between any two runs with stable tokens: a changeId becomes
+    ``STEP:NNNN`` (the step whose job made it, and the task's number), times ``<time>``,
+    commit hashes ``<commit>``, the scratch path ``<repo>``."""
+
+    def __init__(self, repo: Path) -> None:
+        self.repo = str(repo)
+        self.jobs: dict[str, str] = {}
+        self.step = ""
+
+    def text(self, value: str) -> str:
+        value = value.replace(self.repo, "<repo>")
+        value = CHANGE_ID.sub(lambda m: self._change_id(m.group(0)), value)
+        value = TIMESTAMP.sub("<time>", value)
+        return HEX40.sub("<commit>", value)
+
+    def _change_id(self, change_id: str) -> str:
+        job = self.jobs.setdefault(change_id[:8], self.step)
+        return f"{job}:{change_id[8:]}"
+
+    def data(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {str(k): self.data(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.data(v) for v in value]
+        return value
+
+
+def flatten(instances: dict[str, Any] | None, host: str | None = None) -> dict[str, dict]:
+    """Unfurl nests an instance under its host's ``instances:``; one flat map, with the host."""
+    flat: dict[str, dict] = {}
+    for name, record in (instances or {}).items():
+        record = dict(record or {})
+        nested = record.pop("instances", None)
+        record["host"] = host
+        flat[name] = record
+        flat.update(flatten(nested, name))
+    return flat
+
+
+def parse_jobs(text: str) -> list[dict[str, str]]:
+    """jobs.tsv's rows as mappings, without the columns that never match between runs."""
+    rows = []
+    for line in text.splitlines():
+        fields = line.split("\t")
+        if not fields[0]:
+            continue
+        row = {"changeId": fields[0]}
+        for field in fields[1:]:
+            key, _, value = field.partition("=")
+            if key == "digestPut":  # Unfurl joins a Python set: its order is arbitrary
+                value = ",".join(sorted(filter(None, value.split(","))))
+            if key not in VOLATILE_COLUMNS:
+                row[key] = value
+        rows.append(row)
+    return rows
+
+
+def raw_step(repo: Path, code: int, console: str, head_before: str) -> dict[str, Any]:
+    """What a step left: its exit status and console, the ensemble and jobs.tsv as text,
+    whether it committed. Captured as is; normalised only when compared."""
+    ensemble, jobs = repo / "ensemble.yaml", repo / "jobs.tsv"
+    return {
+        "exit": code,
+        "console": re.sub(r"\x1b\[[0-9;]*m", "", console).replace(str(repo), "<repo>"),
+        "ensemble": ensemble.read_text().replace(str(repo), "<repo>") if ensemble.exists() else "",
+        "jobs_tsv": jobs.read_text().replace(str(repo), "<repo>") if jobs.exists() else "",
+        "committed": head(repo) != head_before,
+    }
+
+
+def snapshots(raw: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The comparable view of each step, in order: changeIds named after the step whose
+    job made them (so the same task in two runs has the same token)."""
+    norm = Normaliser(Path("<repo>"))
+    shots: dict[str, dict[str, Any]] = {}
+    rows_before = 0
+    for step, step_raw in raw.items():
+        norm.step = step
+        doc = parse_yaml(step_raw["ensemble"])
+        status = (doc.get("status") or {}) if isinstance(doc, dict) else {}
+        instances = {
+            name: {key: record[key] for key in INSTANCE_KEYS if record.get(key) is not None}
+            for name, record in flatten(status.get("instances")).items()
+        }
+        rows = parse_jobs(step_raw["jobs_tsv"])
+        shots[step] = norm.data({
+            "exit": step_raw["exit"],
+            "instances": dict(sorted(instances.items())),
+            "outputs": status.get("outputs") or {},
+            "jobs": rows[rows_before:],
+            "committed": step_raw["committed"],
+        })
+        shots[step]["console"] = step_raw["console"]
+        rows_before = len(rows)
+    return shots
+
+
+def run_case(case: Path, runner: Runner, scratch: Path,
+             steps: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
+    """Run the case's steps with one tool (``runner``): what each step left, in order.
+    Stops after a validate that refused the case."""
+    repo = make_repo(case, scratch)
+    env = {str(k): str(v) for k, v in (case_settings(case).get("env") or {}).items()}
+    results: dict[str, dict[str, Any]] = {}
+    for step in steps or case_steps(case):
+        head_before = head(repo)
+        code, console = runner(repo, step, env)
+        results[step] = raw_step(repo, code, console, head_before)
+        if step == "validate" and code != 0:
+            break
+    return results
+
+
+def unfurl_runner(unfurl: Path) -> Runner:
+    def run(repo: Path, step: str, env: dict[str, str]) -> tuple[int, str]:
+        proc = subprocess.run([str(unfurl), "--home", "", *ARGS["unfurl"][step]], cwd=repo,
+                              text=True, capture_output=True, env={**os.environ, **env},
+                              stdin=subprocess.DEVNULL, timeout=600)
+        return proc.returncode, proc.stdout + proc.stderr
+    return run
+
+
+def lite_runner() -> Runner:
+    def run(repo: Path, step: str, env: dict[str, str]) -> tuple[int, str]:
+        proc = subprocess.run([sys.executable, "-m", "unfurl_lite", *ARGS["lite"][step]], cwd=repo,
+                              text=True, capture_output=True, stdin=subprocess.DEVNULL,
+                              env={**os.environ, "PYTHONPATH": str(ROOT), **env}, timeout=600)
+        return proc.returncode, proc.stdout + proc.stderr
+    return run
+
+
+def refused_by_name(shot: dict[str, Any]) -> bool:
+    console = shot["console"].lower()
+    return shot["exit"] == 1 and any(word in console for word in REFUSAL_WORDS)
+
+
+def unfurl_refused(theirs: dict[str, dict[str, Any]]) -> bool:
+    """Unfurl does not load the case: validate fails, deploy exits 1, or deploy could not
+    even create its job (exit 64 with nothing recorded)."""
+    if theirs.get("validate", {}).get("exit", 0) != 0:
+        return True
+    deploy = theirs.get("deploy", {})
+    if "could not create job" in deploy.get("console", "") and not deploy.get("jobs"):
+        return True
+    return deploy.get("exit", 0) not in (0, 64)
+
+
+def differences(theirs: dict[str, dict[str, Any]], ours: dict[str, dict[str, Any]],
+                steps: Iterable[str]) -> list[str]:
+    """What differs, one line per step and field (the console text is never compared)."""
+    found = []
+    for step in steps:
+        a, b = theirs.get(step), ours.get(step)
+        if a is None or b is None:
+            if a is not b:
+                found.append(f"{step}: ran in {'Unfurl' if a else 'unfurl-lite'} only")
+            continue
+        for key in ("exit", "committed", "outputs"):
+            if a[key] != b[key]:
+                found.append(f"{step}: {key}: Unfurl {a[key]!r}, here {b[key]!r}")
+        for name in sorted(set(a["instances"]) | set(b["instances"])):
+            x, y = a["instances"].get(name), b["instances"].get(name)
+            if x is None or y is None:
+                found.append(f"{step}: instance {name}: only in "
+                             f"{'Unfurl' if x else 'unfurl-lite'}")
+                continue
+            for key in INSTANCE_KEYS:
+                if x.get(key) != y.get(key):
+                    found.append(f"{step}: {name}.{key}: Unfurl {x.get(key)!r}, "
+                                 f"here {y.get(key)!r}")
+        found.extend(_job_differences(step, a["jobs"], b["jobs"]))
+    return found
+
+
+def _job_differences(step: str, theirs: list[dict], ours: list[dict]) -> list[str]:
+    if len(theirs) != len(ours):
+        return [f"{step}: jobs.tsv rows: Unfurl {len(theirs)}, here {len(ours)}: "
+                f"Unfurl {[_row_key(r) for r in theirs]}, here {[_row_key(r) for r in ours]}"]
+    found = []
+    for x, y in zip(sorted(theirs, key=_row_key), sorted(ours, key=_row_key), strict=True):
+        for key in sorted(set(x) | set(y)):
+            if x.get(key) != y.get(key):
+                found.append(f"{step}: jobs.tsv {_row_key(x)} {key}: Unfurl {x.get(key)!r}, "
+                             f"here {y.get(key)!r}")
+    return found
+
+
+def _row_key(row: dict[str, str]) -> str:
+    return f"{row.get('target', 'job')}/{row.get('operation', '')}"
+
+
+def classify(theirs: dict[str, dict[str, Any]], ours: dict[str, dict[str, Any]],
+             steps: Iterable[str]) -> tuple[str, list[str]]:
+    if unfurl_refused(theirs):
+        return "refused by Unfurl", []
+    validate = ours.get("validate")
+    if validate is not None and validate["exit"] != 0:
+        if refused_by_name(validate):
+            return "refused here", []
+        return "DIFFERENT", ["validate: refused here, but not by name: "
+                             + validate["console"].strip()[:300]]
+    found = differences(theirs, ours, steps)
+    return ("DIFFERENT", found) if found else ("same", [])
+
+
+def capture(case: Path, theirs: dict[str, dict[str, Any]], verdict: str,
+            found: list[str]) -> None:
+    """Unfurl's side of a case into its expected/: STEP.exit, STEP.console.txt,
+    STEP.ensemble.yaml, STEP.jobs.tsv, STEP.committed; and verdict.json."""
+    expected = case / "expected"
+    shutil.rmtree(expected, ignore_errors=True)
+    expected.mkdir()
+    for step, raw in theirs.items():
+        (expected / f"{step}.exit").write_text(f"{raw['exit']}\n")
+        (expected / f"{step}.console.txt").write_text(raw["console"])
+        (expected / f"{step}.ensemble.yaml").write_text(raw["ensemble"])
+        (expected / f"{step}.jobs.tsv").write_text(raw["jobs_tsv"])
+        (expected / f"{step}.committed").write_text(f"{str(raw['committed']).lower()}\n")
+    (expected / "verdict.json").write_text(json.dumps(
+        {"verdict": verdict, "differences": found}, indent=1) + "\n")
+
+
+def load_expected(case: Path) -> dict[str, dict[str, Any]]:
+    """What :func:`capture` wrote, as :func:`run_case` returns it."""
+    expected = case / "expected"
+    return {
+        step: {"exit": int((expected / f"{step}.exit").read_text()),
+               "console": (expected / f"{step}.console.txt").read_text(),
+               "ensemble": (expected / f"{step}.ensemble.yaml").read_text(),
+               "jobs_tsv": (expected / f"{step}.jobs.tsv").read_text(),
+               "committed": (expected / f"{step}.committed").read_text().strip() == "true"}
+        for step in STEPS if (expected / f"{step}.exit").exists()
+    }
+
+
+def verdict_of(case: Path, theirs_raw: dict[str, dict[str, Any]],
+               ours_raw: dict[str, dict[str, Any]]) -> tuple[str, list[str]]:
+    return classify(snapshots(theirs_raw), snapshots(ours_raw), case_steps(case))
+
+
+def markdown(rows: list[tuple[str, str, str, list[str]]]) -> str:
+    lines = ["| case | source | result | what differs |", "| --- | --- | --- | --- |"]
+    for name, source, verdict, found in rows:
+        what = "<br>".join(f.replace("|", "\\|") for f in found[:4])
+        if len(found) > 4:
+            what += f"<br>… {len(found) - 4} more"
+        lines.append(f"| `{name}` | {source} | {verdict} | {what} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("cases", nargs="*", help="case folder names (default: all)")
+    parser.add_argument("--unfurl", type=Path, default=UNFURL)
+    parser.add_argument("--capture", action="store_true",
+                        help="write Unfurl's side into each case's expected/")
+    parser.add_argument("--replay", action="store_true",
+                        help="compare with the captures instead of running Unfurl")
+    parser.add_argument("--markdown", type=Path, help="write the results table here")
+    options = parser.parse_args(argv)
+    cases = sorted(p for p in CASES.iterdir() if (p / "ensemble.yaml").exists())
+    if options.cases:
+        cases = [c for c in cases if c.name in options.cases]
+    if not options.replay and not options.unfurl.exists():
+        parser.error(f"{options.unfurl}: Unfurl 1.2.0 is not installed there (--unfurl)")
+    rows = []
+    counts: dict[str, int] = {}
+    with tempfile.TemporaryDirectory(prefix="side-by-side-") as scratch:
+        for case in cases:
+            if options.replay:
+                theirs = load_expected(case)
+            else:
+                theirs = run_case(case, unfurl_runner(options.unfurl),
+                                  Path(scratch) / "unfurl")
+            ours = run_case(case, lite_runner(), Path(scratch) / "lite")
+            try:
+                verdict, found = verdict_of(case, theirs, ours)
+            except Exception as error:
+                verdict, found = "DIFFERENT", [f"harness error: {error!r}"]
+            if options.capture:
+                capture(case, theirs, verdict, found)
+            counts[verdict] = counts.get(verdict, 0) + 1
+            source = case_settings(case).get("source", "")
+            rows.append((case.name, source, verdict, found))
+            print(f"{verdict:18} {case.name}", flush=True)
+            for line in found:
+                print(f"    {line}")
+    total = len(cases)
+    good = counts.get("same", 0) + counts.get("refused here", 0)
+    print(f"\n{total} cases: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+          + f"; same or refused by name: {good} of {total - counts.get('refused by Unfurl', 0)}"
+          " that Unfurl runs")
+    if options.markdown:
+        options.markdown.write_text(markdown(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

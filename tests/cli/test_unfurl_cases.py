@@ -1,0 +1,87 @@
+"""The real-Unfurl corpus (tests/data/unfurl-cases/): our side of each case against what
+Unfurl 1.2.0 did, as benchmarks/side_by_side.py captured it (no Unfurl needed here).
+
+Each case must run as Unfurl ran it, or be refused by name at validate. A case the
+capture found DIFFERENT is an expected failure (strict: once it matches, its verdict.json
+must be re-captured with ``side_by_side.py --replay --capture``). The default run covers
+validate, deploy and a second deploy; the ``slow`` run every step (plan, check, undeploy).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.side_by_side import (
+    ARGS,
+    CASES,
+    STEPS,
+    case_steps,
+    classify,
+    load_expected,
+    run_case,
+    snapshots,
+)
+from tests.conftest import run_in_process
+
+DEFAULT_STEPS = ("validate", "deploy", "deploy2")
+CAPTURED = sorted(p for p in CASES.iterdir() if (p / "expected" / "verdict.json").exists())
+
+
+def verdict(case: Path) -> dict[str, Any]:
+    return json.loads((case / "expected" / "verdict.json").read_text())
+
+
+def lite(repo: Path, step: str, env: dict[str, str]) -> tuple[int, str]:
+    proc = run_in_process(repo, *ARGS["lite"][step], env=env)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def params(steps: tuple[str, ...], *marks: pytest.MarkDecorator) -> list[Any]:
+    """One parameter per captured case; expected to fail when the capture recorded a
+    difference in one of ``steps`` (or at validate)."""
+    out = []
+    for case in CAPTURED:
+        recorded = verdict(case)
+        differs = [line for line in recorded["differences"]
+                   if line.split(":", 1)[0] in steps]
+        case_marks = list(marks)
+        if recorded["verdict"] == "DIFFERENT" and differs:
+            case_marks.append(pytest.mark.xfail(strict=True, reason="; ".join(differs[:3])))
+        out.append(pytest.param(case, id=case.name, marks=case_marks))
+    return out
+
+
+def check_case(case: Path, steps: tuple[str, ...], scratch: Path) -> None:
+    steps = tuple(s for s in case_steps(case) if s in steps)
+    theirs = {step: raw for step, raw in load_expected(case).items() if step in steps}
+    ours = run_case(case, lite, scratch, steps)
+    for step, raw in ours.items():
+        assert "Traceback" not in raw["console"], f"{step}: {raw['console']}"
+    result, found = classify(snapshots(theirs), snapshots(ours), steps)
+    if result == "refused by Unfurl":
+        assert all(raw["exit"] in (0, 1, 64) for raw in ours.values())
+        return
+    assert result in ("same", "refused here"), "\n".join([result, *found])
+    if result == "refused here":
+        assert list(ours) == ["validate"]
+        assert not (scratch / case.name / "jobs.tsv").exists()
+
+
+def test_the_corpus_is_big_enough_and_captured() -> None:
+    cases = [p for p in CASES.iterdir() if (p / "ensemble.yaml").exists()]
+    assert len(cases) >= 40
+    assert len(CAPTURED) == len(cases), "run benchmarks/side_by_side.py --capture"
+
+
+@pytest.mark.parametrize("case", params(DEFAULT_STEPS))
+def test_case_runs_as_in_unfurl(case: Path, tmp_path: Path) -> None:
+    check_case(case, DEFAULT_STEPS, tmp_path)
+
+
+@pytest.mark.parametrize("case", params(STEPS, pytest.mark.slow))
+def test_case_runs_as_in_unfurl_every_step(case: Path, tmp_path: Path) -> None:
+    check_case(case, STEPS, tmp_path)
