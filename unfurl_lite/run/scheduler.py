@@ -61,7 +61,7 @@ class Scheduler:
     ready: deque[int] = field(default_factory=deque)
     delayed: list[tuple[float, int]] = field(default_factory=list)
     running: dict[Future[OperationResult], int] = field(default_factory=dict)
-    next_task_number: int = 1
+    numbers: dict[int, int] = field(default_factory=dict)  # task -> its changeId's number
     secrets: set[str] = field(default_factory=set)
     env: dict[str, str] = field(default_factory=dict)
     resumed: Resumed | None = None
@@ -91,6 +91,7 @@ class Scheduler:
             for t in self.plan.tasks
             if not self.waiting[t.number] and not self.runs[t.number].carried
         )
+        self.numbers = task_numbers(self.plan, self.runs)
         self.executor.on_started = self.operation_started
         self.executor.secrets = self.secrets  # redacted out of results where they are kept
         self.observer.job_started(
@@ -214,8 +215,7 @@ class Scheduler:
                 on_success(instance, task, OperationResult(success=True, modified=False), "")
             return self.complete(run, TaskState.succeeded)
         if run.change_id is None:
-            run.change_id = str(self.job_id.for_task(self.next_task_number))
-            self.next_task_number += 1
+            run.change_id = str(self.job_id.for_task(self.numbers[task.number]))
             spec = self.ensemble.spec
             subject = relationship_instance(self.instances, task, spec) or instance
             run.previous_id = (
@@ -452,6 +452,20 @@ class Scheduler:
             self.waiting[dependent] -= 1
             if self.waiting[dependent] == 0:
                 self.ready.append(dependent)
+
+
+def task_numbers(plan: Plan, runs: dict[int, TaskRun]) -> dict[int, int]:
+    """Each task's changeId number, in plan order as Unfurl numbers them (node by node),
+    not in the order parallel tasks happen to start: the same ensemble gets the same
+    changeIds whatever the timing. Tasks that run no operation take none; a task that is
+    blocked or skipped when its turn comes leaves its number unused, as a blocked task
+    takes one in Unfurl."""
+    numbers: dict[int, int] = {}
+    for task in plan.tasks:
+        if task.is_passthrough or task.failure is not None or runs[task.number].carried:
+            continue
+        numbers[task.number] = len(numbers) + 1
+    return numbers
 
 
 def _previous(before: str | None, after: str | None) -> str | None:
