@@ -15,7 +15,7 @@ from typing import Any
 
 from unfurl_lite.errors import ExpressionError, UnfurlLiteError
 from unfurl_lite.expressions.lazy import LazyInputs
-from unfurl_lite.expressions.sandbox import current_ctx, file_global, is_template, render_template
+from unfurl_lite.expressions.sandbox import current_ctx, file_global, is_template, render_native
 from unfurl_lite.security.taint import Sensitive, Tainted
 
 
@@ -64,7 +64,7 @@ def evaluate(value: Any, ctx: EvalContext, depth: int = 0) -> Any:
             ctx.secrets.add(str(value))
         return value
     if is_template(value):
-        return render_template(value, ctx)
+        return render_native(value, ctx)
     if isinstance(value, Mapping):
         if len(value) == 1:
             ((key, arg),) = value.items()

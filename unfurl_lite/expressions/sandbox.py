@@ -256,6 +256,52 @@ def render_template(text: str, ctx: EvalContext) -> Any:
     return result
 
 
+#: filters whose result stays text (Ansible's ``STRING_TYPE_FILTERS``): asking for a string
+#: is how a template keeps ``"42"`` from becoming the number 42
+STRING_FILTERS = frozenset({"string", "to_json", "to_nice_json", "to_yaml", "to_nice_yaml",
+                            "ppretty", "json"})
+
+
+def render_native(text: str, ctx: EvalContext) -> Any:
+    """Render as Unfurl does, with Ansible's native types: the template is stripped, and
+    what it renders is read as a Python literal when it is one (``"{{ stdout | trim }}"``
+    of ``42`` is the integer 42, ``"{{ [1, 2] }}"`` a list), else it stays text. A quoted
+    literal keeps its quotes, a template whose one output is a string filter stays text,
+    and text built from a secret stays tainted text (it is redacted, never parsed)."""
+    source = text.strip()
+    rendered = render_template(source, ctx)
+    if isinstance(rendered, taint.Sensitive) or _keeps_text(source):
+        return rendered
+    return native_value(rendered)
+
+
+def native_value(rendered: str) -> Any:
+    """Ansible's ``ansible_native_concat`` applied to a rendered text."""
+    import ast
+
+    if not rendered:
+        return rendered
+    try:
+        value = ast.literal_eval(ast.parse(rendered, mode="eval"))
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return rendered
+    return rendered if isinstance(value, str) else value
+
+
+@functools.lru_cache(maxsize=1024)
+def _keeps_text(source: str) -> bool:
+    from jinja2 import TemplateError, nodes
+
+    try:
+        body = environment().parse(source).body
+    except TemplateError:
+        return False
+    if len(body) != 1 or not isinstance(body[0], nodes.Output) or len(body[0].nodes) != 1:
+        return False
+    node = body[0].nodes[0]
+    return isinstance(node, nodes.Filter) and node.name in STRING_FILTERS
+
+
 def _safe(text: Any, ctx: EvalContext) -> str:
     """An error message may quote the value that failed (``int('s3cret')``)."""
     return redaction.redact_text(str(text), ctx.secrets)
