@@ -287,7 +287,8 @@ def record_job(
     label = result.started_at.strftime("%Y-%m-%d-%H-%M-%S")
     name = records.job_file_name(label, job_prefix)
     ran = [r for r in result.runs if r.ran]
-    changelog = f"{records.CHANGES_DIR}/{name}" if ran else None
+    inline = ensemble.inline_log  # Unfurl's inline log: tasks go into ensemble.yaml's changes:
+    changelog = f"{records.CHANGES_DIR}/{name}" if ran and not inline else None
     digest = spec_digest(ensemble.spec)
     job = records.job_entry(result, options.recorded, digest, changelog)
     entries = []
@@ -299,7 +300,7 @@ def record_job(
 
     files = records.JobFiles(
         ensemble=ensemble.path,
-        jobs_tsv=ensemble.jobs_tsv,
+        jobs_tsv=None if inline else ensemble.jobs_tsv,
         job_file=root / records.JOBS_DIR / name,
         changes_file=root / changelog if changelog else None,
     )
@@ -314,15 +315,16 @@ def record_job(
     lines = [records.job_tsv_line(job)] + [
         records.task_tsv_line(entry, run) for run, entry in zip(ran, summary_entries, strict=True)
     ]
-    if append_log:  # False when a crashed job's lines are already there
+    if append_log and files.jobs_tsv is not None:  # False: a crashed job's lines are there
         records.append_tsv(files.jobs_tsv, lines, result.secrets)
     forgotten = [n for n in result.plan.forget if n not in result.instances]
     records.save_status(
         ensemble,
         lambda document: records.update_status(
-            document, result.instances, result.effective, job, ensemble.jobs_log,
-            result.secrets, forgotten=forgotten,
+            document, result.instances, result.effective, job,
+            None if inline else ensemble.jobs_log, result.secrets, forgotten=forgotten,
             hosts=layout.host_instances(ensemble.topology.templates, result.instances),
+            inline_changes=summary_entries if inline and append_log else None,
         ),
     )
     return files

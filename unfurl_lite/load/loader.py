@@ -51,6 +51,10 @@ class Ensemble:
     plain: dict[str, Any] | None = None
     #: merge directives made the model's data differ from ``plain``
     merged: bool = False
+    #: the ensemble's own ``changes:`` list (Unfurl's inline job log), None when it has none
+    changes: list[dict[str, Any]] | None = None
+    #: jobs are logged in ``changes:`` (a list and no ``jobsLog``), as Unfurl does then
+    inline_log: bool = False
     _document: Any = field(default=None, repr=False)
 
     @property
@@ -190,7 +194,16 @@ def build(file: Path, text: str, data: dict[str, Any]) -> Ensemble:
         last_job=data.get("lastJob"),
         jobs_log=data.get("jobsLog") or "jobs.tsv",
         spec=spec,
+        changes=_inline_changes(data),
+        inline_log=isinstance(data.get("changes"), list) and not data.get("jobsLog"),
     )
+
+
+def _inline_changes(data: dict[str, Any]) -> list[dict[str, Any]] | None:
+    changes = data.get("changes")
+    if not isinstance(changes, list):
+        return None
+    return [c for c in changes if isinstance(c, dict)]
 
 
 def _inputs(definitions: dict[str, Any], values: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from unfurl_lite.errors import UnfurlLiteError
 from unfurl_lite.expressions.digest import digestable, input_digest
-from unfurl_lite.load.jobslog import read_jobs_tsv
+from unfurl_lite.load.jobslog import log_records
 from unfurl_lite.load.loader import Ensemble
 from unfurl_lite.load.taskrecords import TaskRecord, task_records
 from unfurl_lite.model.entities import Operation
@@ -47,7 +47,7 @@ def deployed_digests(ensemble: Ensemble) -> dict[tuple[str, str], tuple[str, str
     (checks, discovers and ad hoc runs are no baseline) and the operation's interface."""
     details = {r.change_id: r for r in task_records(ensemble.project_root)}
     found: dict[tuple[str, str], tuple[str, str]] = {}
-    for record in read_jobs_tsv(ensemble.jobs_tsv):
+    for record in log_records(ensemble.jobs_tsv, ensemble.changes):
         target = record.get("target", "")
         name = target[2:] if target.startswith("::") else ""
         if not name or "::" in name or record.get("status") != "ok":
