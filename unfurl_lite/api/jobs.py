@@ -20,6 +20,7 @@ from unfurl_lite.api.options import PlanOptions
 from unfurl_lite.api.project import make_plan
 from unfurl_lite.errors import STORAGE_ERRNOS, JobError, StorageError, storage_error
 from unfurl_lite.expressions.digest import spec_digest
+from unfurl_lite.load.digestkey import key_provider
 from unfurl_lite.load.gitrepo import Repo, find_repo, identity_problem
 from unfurl_lite.load.loader import Ensemble, load_ensemble
 from unfurl_lite.model import status_layout as layout
@@ -291,12 +292,15 @@ def record_job(
     changelog = f"{records.CHANGES_DIR}/{name}" if ran and not inline else None
     digest = spec_digest(ensemble.spec)
     job = records.job_entry(result, options.recorded, digest, changelog)
+    key = key_provider(root)  # environment values' digests are keyed with the clone's key
     entries = []
     for run in result.runs:
         if not run.counted:
             continue
-        entries.append((run, records.task_entry(run, *_subject(ensemble, result, run), True)))
-    summary_entries = [records.task_entry(r, *_subject(ensemble, result, r), False) for r in ran]
+        entries.append((run, records.task_entry(run, *_subject(ensemble, result, run), True,
+                                                key)))
+    summary_entries = [records.task_entry(r, *_subject(ensemble, result, r), False, key)
+                       for r in ran]
 
     files = records.JobFiles(
         ensemble=ensemble.path,

@@ -16,6 +16,7 @@ from typing import Any
 from unfurl_lite.errors import ExpressionError, UnfurlLiteError
 from unfurl_lite.expressions.lazy import LazyInputs
 from unfurl_lite.expressions.sandbox import current_ctx, file_global, is_template, render_native
+from unfurl_lite.security import taint
 from unfurl_lite.security.taint import Sensitive, Tainted
 
 
@@ -77,10 +78,22 @@ def evaluate(value: Any, ctx: EvalContext, depth: int = 0) -> Any:
     return value
 
 
-def _mark(value: Any, ctx: EvalContext) -> Sensitive:
-    wrapped = Sensitive("" if value is None else str(value))
+def _mark(value: Any, ctx: EvalContext, variable: str | None = None) -> Sensitive:
+    text = "" if value is None else str(value)
+    wrapped = Sensitive(text) if variable is None else taint.env_secret(text, variable)
     ctx.secrets.add(str(wrapped))
     return wrapped
+
+
+def _built(text: str, parts: list[Any], ctx: EvalContext) -> Any:
+    """Text built from parts: a secret when one part is; built from environment values
+    only, it stays one (it takes part in change detection, as in Unfurl)."""
+    if not any(isinstance(p, Sensitive) for p in parts):
+        return text
+    variables = taint.sources(*parts)
+    if variables is not None:
+        return taint.env_tainted(text, variables)
+    return _mark(text, ctx)
 
 
 def _get_input(arg: Any, ctx: EvalContext, depth: int) -> Any:
@@ -138,18 +151,14 @@ def _get_attribute(arg: Any, ctx: EvalContext, depth: int) -> Any:
 
 def _concat(arg: Any, ctx: EvalContext, depth: int) -> Any:
     parts = [evaluate(v, ctx, depth) for v in arg]
-    text = "".join("" if p is None else str(p) for p in parts)
-    if any(isinstance(p, Sensitive) for p in parts):
-        return _mark(text, ctx)
-    return text
+    return _built("".join("" if p is None else str(p) for p in parts), parts, ctx)
 
 
 def _join(arg: Any, ctx: EvalContext, depth: int) -> Any:
     items, *rest = arg
     sep = rest[0] if rest else ""
     values = [evaluate(v, ctx, depth) for v in evaluate(items, ctx, depth)]
-    text = str(sep).join(str(v) for v in values)
-    return _mark(text, ctx) if any(isinstance(v, Sensitive) for v in values) else text
+    return _built(str(sep).join(str(v) for v in values), values, ctx)
 
 
 def _eval(arg: Any, ctx: EvalContext, depth: int) -> Any:
@@ -162,7 +171,7 @@ def _eval(arg: Any, ctx: EvalContext, depth: int) -> Any:
         else:
             default = None
         value = os.environ.get(str(name), default)
-        return None if value is None else _mark(value, ctx)
+        return None if value is None else _mark(value, ctx, str(name))
     if "sensitive" in arg:
         return _mark(evaluate(arg["sensitive"], ctx, depth), ctx)
     if "secret" in arg:

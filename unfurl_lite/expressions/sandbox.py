@@ -43,27 +43,43 @@ CREDENTIAL_STORES = frozenset({  # path components file() never reads
 })
 
 
-def _has_secret(value: Any, budget: int = 1000) -> bool:
-    """Whether a value read by a template holds a secret (bounded, for huge attributes)."""
+def _secrets_read(value: Any, budget: int = 1000) -> bool | tuple[str, ...]:
+    """Whether a value read by a template holds a secret (bounded, for huge attributes):
+    True for one, the variables' names when it holds environment values only, or False."""
     stack = [value]
+    variables: list[str] = []
     while stack and budget > 0:
         budget -= 1
         item = stack.pop()
         if isinstance(item, LazyInputs | LazyValues):
             continue  # its values are noted one by one as they are read
         if isinstance(item, taint.Sensitive):
-            return True
-        if isinstance(item, Mapping):
+            if not taint.from_environment(item):
+                return True
+            variables.extend(taint.env_variables(item) or ("",))
+        elif isinstance(item, Mapping):
             stack.extend(item.values())
         elif isinstance(item, list | tuple):
             stack.extend(item)
-    return False
+    return tuple(variables) if variables else False
 
 
 def _note(value: Any) -> Any:
-    if taint.unmarked_render() and _has_secret(value):
-        taint.note_secret_read()
+    if taint.unmarked_render():
+        found = _secrets_read(value)
+        if found is True:
+            taint.note_secret_read()
+        elif found:
+            taint.note_secret_read(found)
     return value
+
+
+def _derive(result: Any, *values: Any) -> Any:
+    """``result``, computed from ``values``: tainted when one of them is a secret (and kept
+    an environment value when those are its only secrets)."""
+    if not any(taint.derives(v) for v in values):
+        return result
+    return taint.derived(result, taint.sources(*values))
 
 
 def _environment() -> Any:
@@ -92,16 +108,14 @@ def _environment() -> Any:
         def getitem(self, obj: Any, argument: Any) -> Any:
             result = super().getitem(obj, argument)
             if isinstance(obj, taint.Sensitive):
-                result = taint.derived(result)
+                result = _derive(result, obj)
             return _note(result)
 
         def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
             check_binop(operator, left, right)
             result = super().call_binop(context, operator, left, right)
             too_big(result)
-            if taint.derives(left) or taint.derives(right):
-                result = taint.derived(result)
-            return _note(result)
+            return _note(_derive(result, left, right))
 
         def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
             if any(isinstance(a, int) and a > MAX_TEMPLATE_RESULT
@@ -116,9 +130,7 @@ def _environment() -> Any:
             result = super().call(__context, __obj, *args, **kwargs)
             if too_big(result):
                 raise SecurityError("template builds a value that is too large")
-            if taint.derives(owner) or any(taint.derives(a) for a in (*args, *kwargs.values())):
-                result = taint.derived(result)
-            return _note(result)
+            return _note(_derive(result, owner, *args, *kwargs.values()))
 
     env = Sandbox(autoescape=False, keep_trailing_newline=False)
     env.globals.clear()  # no range, lipsum, cycler, joiner, namespace from jinja's defaults
@@ -154,7 +166,7 @@ def _get_env_global(name: str, default: Any = None) -> Any:
             f"{{eval: {{get_env: {name}}}}}, or run with --env-passthrough",
         )
     value = os.environ.get(str(name), default)
-    return None if value is None else taint.mark_secret(value)
+    return None if value is None else taint.mark_secret(value, str(name))
 
 
 def file_global(name: str) -> str:
@@ -251,6 +263,9 @@ def render_template(text: str, ctx: EvalContext) -> Any:
             current_ctx.reset(ctx_token)
     if len(result) > MAX_TEMPLATE_RESULT:
         raise ExpressionError(f"template result is longer than {MAX_TEMPLATE_RESULT} characters")
+    variables = taint.env_only(flag)
+    if variables is not None:
+        return taint.env_tainted(result, variables)
     if flag or any(f in result for f in redaction.secret_forms(ctx.secrets)):
         return taint.Tainted(result)
     return result

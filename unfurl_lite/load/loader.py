@@ -456,9 +456,10 @@ def _operation(
             else Implementation("Shell", primary=implementation)
         )
     else:
-        impl = Implementation(
-            implementation.get("className") or "Shell", primary=implementation.get("primary")
-        )
+        class_name, primary = implementation.get("className"), implementation.get("primary")
+        if not class_name and isinstance(primary, str) and primary in OPERATION_KINDS:
+            class_name, primary = primary, None  # `primary: Template`: Unfurl's configurator
+        impl = Implementation(class_name or "Shell", primary=primary)
     inputs = {**shared_inputs, **(definition.get("inputs") or {})}
     retry_def = definition.get("retry") or (definition.get("metadata") or {}).get("retry")
     retry = (

@@ -217,6 +217,12 @@ def _implementation_problem(implementation: Any) -> str | None:
                 "`className`")
     if isinstance(primary, str) and primary.strip() in UNFURL_ONLY_CONFIGURATORS:
         return f"Unfurl's {primary.strip()} configurator is not supported by unfurl-lite"
+    if isinstance(primary, str) and primary.strip() not in OPERATION_KINDS:
+        return (f"`primary: {primary.strip()!r}` is not supported: Unfurl 1.2.0 takes `primary` "
+                "as the name of an artifact (and runs its file) or of a configurator, and runs "
+                "nothing when it is neither; write the command as the implementation itself "
+                "(`implementation: COMMAND`, which both tools run as a shell command), or "
+                "`className: Shell` with a `command` input")
     class_name = mapping(implementation).get("className")
     if not isinstance(class_name, str) or class_name in OPERATION_KINDS:
         return None

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from unfurl_lite.errors import UnfurlLiteError
 from unfurl_lite.expressions.digest import digestable, input_digest
+from unfurl_lite.load.digestkey import key_provider
 from unfurl_lite.load.jobslog import log_records
 from unfurl_lite.load.loader import Ensemble
 from unfurl_lite.load.taskrecords import TaskRecord, task_records
@@ -79,7 +80,24 @@ def current_digest(ensemble: Ensemble, instance: str, op: Operation) -> str:
     if op.implementation is not None and op.implementation.primary and "command" not in inputs:
         inputs["command"] = op.implementation.primary
     ctx = make_context(ensemble.topology, ensemble.instances, instance)
-    return input_digest(digestable(render_inputs(inputs, {}, ctx)))[1]
+    rendered = digestable(render_inputs(inputs, {}, ctx))
+    return input_digest(rendered, key_provider(ensemble.project_root))[1]
+
+
+def environment_read(ensemble: Ensemble, instance: str, op: Operation) -> tuple[str, ...]:
+    """The environment variables the operation's inputs read now (for the plan to say why
+    it reconfigures: Unfurl's digests cover them, and so do ours, keyed)."""
+    from unfurl_lite.errors import ExpressionError
+    from unfurl_lite.expressions.context import make_context, render_inputs
+    from unfurl_lite.security.taint import env_variables
+
+    ctx = make_context(ensemble.topology, ensemble.instances, instance)
+    try:
+        rendered = digestable(render_inputs(dict(op.inputs), {}, ctx))
+    except (ExpressionError, UnfurlLiteError):
+        return ()
+    found = (name for value in rendered.values() for name in env_variables(value))
+    return tuple(dict.fromkeys(found))
 
 
 def digest_now(ensemble: Ensemble, instance: str, op: Operation) -> str | None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from unfurl_lite.expressions.digest import digestable, input_digest
+from unfurl_lite.expressions.digest import KeyProvider, digestable, input_digest
 from unfurl_lite.load import yamlio
 from unfurl_lite.load.jobslog import escape_field
 from unfurl_lite.load.jobslog import last_job_id as last_job_id
@@ -300,11 +300,12 @@ def job_entry(
 
 
 def task_entry(
-    run: TaskRun, instance: Instance | None, type_name: str, detailed: bool
+    run: TaskRun, instance: Instance | None, type_name: str, detailed: bool,
+    key: KeyProvider | None = None,
 ) -> dict[str, Any]:
     task = run.task
     op = task.operation
-    digest_keys, digest_value = input_digest(digestable(run.inputs))
+    digest_keys, digest_value = input_digest(digestable(run.inputs), key)
     status = str(instance.status) if instance else "unknown"
     relationship = task.requirement is not None and task.source is not None
     ran_status = _task_status(run) if run.ran else status  # Unfurl: the task's own status
