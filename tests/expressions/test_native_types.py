@@ -83,3 +83,57 @@ def test_text_built_from_a_secret_stays_tainted_text():
                       secrets={"314159265"})
     value = evaluate("{{ pw }}", ctx)  # a number-like secret is not turned into a number
     assert isinstance(value, Sensitive) and value == "314159265"
+
+
+def test_topology_outputs_are_evaluated_into_status_as_unfurl_writes_them(project, invoke):
+    """Unfurl writes the topology's outputs, evaluated, into ``status.outputs`` at every job
+    (before, they were accepted and never evaluated here)."""
+    text = (DATA / "outputs.yaml").read_text()
+    # Unfurl's query expressions (`::n::nosuch`) are not evaluated here: leave that one out
+    project.write(text.replace('        missing:\n          value: {eval: "::n::nosuch"}\n', ""))
+    assert invoke("deploy", "--approve").exit_code == 0
+    unfurl = theirs_step("outputs", "1-deploy")["status"]["outputs"]
+    del unfurl["missing"]
+    assert safe_load(project.ensemble.read_text())["status"]["outputs"] == unfurl
+    assert unfurl["port"] == 8080 and unfurl["sum"] == 42 and unfurl["url"] == "http://n:8080"
+    assert invoke("undeploy", "--approve").exit_code == 0  # kept, as Unfurl keeps them
+    after = theirs_step("outputs", "2-undeploy")["status"]["outputs"]
+    del after["missing"]
+    assert safe_load(project.ensemble.read_text())["status"]["outputs"] == after
+
+
+def test_a_secret_output_is_redacted(project, invoke, monkeypatch):
+    monkeypatch.setenv("HC_OUT_SECRET", "s3cr3t-0utput-value")
+    project.write(ENSEMBLE_WITH_SECRET_OUTPUT)
+    assert invoke("deploy", "--approve").exit_code == 0
+    outputs = safe_load(project.ensemble.read_text())["status"]["outputs"]
+    assert outputs == {"token": "<<REDACTED>>", "greeting": "<<REDACTED>>",
+                       "unset": None}
+
+
+ENSEMBLE_WITH_SECRET_OUTPUT = """\
+apiVersion: unfurl/v1alpha1
+kind: Ensemble
+spec:
+  service_template:
+    topology_template:
+      outputs:
+        token:
+          value: {eval: {get_env: HC_OUT_SECRET}}
+        greeting:
+          value: {concat: ["hello ", {eval: {sensitive: "s3cr3t-0utput-value"}}]}
+        unset:
+          value: {get_attribute: [a, nothing_here]}
+      node_templates:
+        a:
+          type: tosca.nodes.Root
+          interfaces:
+            Standard:
+              configure: echo configured
+"""
+
+
+def theirs_step(scenario: str, step: str) -> dict:
+    from ruamel.yaml import YAML
+
+    return YAML().load((DATA / scenario / step / "ensemble.after.yaml").read_text())

@@ -20,6 +20,7 @@ from unfurl_lite.api.options import PlanOptions
 from unfurl_lite.api.project import make_plan
 from unfurl_lite.errors import STORAGE_ERRNOS, JobError, StorageError, storage_error
 from unfurl_lite.expressions.digest import spec_digest
+from unfurl_lite.expressions.outputs import topology_outputs
 from unfurl_lite.load.digestkey import key_provider
 from unfurl_lite.load.gitrepo import Repo, find_repo, identity_problem
 from unfurl_lite.load.loader import Ensemble, load_ensemble
@@ -329,6 +330,7 @@ def record_job(
             None if inline else ensemble.jobs_log, result.secrets, forgotten=forgotten,
             hosts=layout.host_instances(ensemble.topology.templates, result.instances),
             inline_changes=summary_entries if inline and append_log else None,
+            outputs=topology_outputs(ensemble.topology, result.instances, result.secrets),
         ),
     )
     return files

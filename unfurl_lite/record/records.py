@@ -114,6 +114,7 @@ def update_status(
     forgotten: Iterable[str] = (),
     hosts: Mapping[str, str] | None = None,
     inline_changes: Iterable[Mapping[str, Any]] | None = None,
+    outputs: Mapping[str, Any] | None = None,
 ) -> None:
     """Write instances' status and lastJob into the document: the round-trip one, or the
     file's plain data when only those sections will be rewritten. An instance with an entry
@@ -127,6 +128,8 @@ def update_status(
         document["status"] = status
     status.setdefault("inputs", {})
     status.setdefault("outputs", {})
+    if outputs:  # the topology's outputs, evaluated (already redacted)
+        status["outputs"] = dict(outputs)
     recorded = status.get("instances")
     if not isinstance(recorded, dict):
         recorded = {}
