@@ -157,3 +157,31 @@ def test_unfurl_reads_the_inline_log_written_here(inline, invoke):
     again = invoke("deploy", "--approve")  # and we read what Unfurl appended
     assert again.exit_code == 0 and "already ok" in again.output
     assert inline.commits() == before
+
+
+def test_a_killed_job_is_resumed_into_the_inline_log(project, invoke):
+    from tests.execution_helpers import chain_ensemble, kill9, start_unfurl, wait_for
+
+    marks = project.root / "marks"
+    marks.mkdir()
+    (project.root / ".gitignore").write_text("jobs/*.log\nmarks/\n")
+    project.write(chain_ensemble(["a", "b"], {"b": ["a"]}, marks, sleep=0.2)
+                  + "changes: []\n")
+    git(project.root, "add", ".gitignore")
+    git(project.root, "commit", "-q", "-m", "ignore marks")
+    process = start_unfurl(project.root, "deploy", "--approve")
+    wait_for(lambda: (marks / "b.start").exists(), process)
+    kill9(process)
+    resumed = invoke("resume")  # records the killed job; b was running: it stays failed
+    assert "Recorded interrupted job" in resumed.output
+    doc = ours(project)
+    assert [(c["target"], c["readyState"]["local"]) for c in doc["changes"]] == [
+        ("::a", "ok"), ("::b", "unknown")]
+    assert len({c["changeId"][:8] for c in doc["changes"]}) == 1
+    assert "jobsLog" not in doc and not (project.root / "jobs.tsv").exists()
+    assert invoke("resume").exit_code != 0  # recorded once: nothing left to resume
+    assert len(ours(project)["changes"]) == 2
+    again = invoke("deploy", "--approve")  # b is run again, and logged inline
+    assert again.exit_code == 0, again.output
+    assert [c["target"] for c in ours(project)["changes"]] == ["::a", "::b", "::b"]
+    assert project.local("a") == project.local("b") == "ok"
