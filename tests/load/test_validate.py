@@ -94,7 +94,7 @@ def test_realistic_unfurl_ensemble_is_accepted(tmp_path: Path) -> None:
                   Standard:
                     create: echo create
                     delete:
-                      implementation: {primary: delete.sh}
+                      implementation: delete.sh
                   MyCustom:
                     type: MyCustomInterface
                 requirements:

@@ -134,7 +134,7 @@ def test_a_fresh_clone_has_its_own_key(deployed, tmp_path):
         deployed.root / ".git" / "unfurl-lite-digest-key").read_bytes()
 
 
-@pytest.mark.parametrize("scenario", ["primary1", "primary3"])
+@pytest.mark.parametrize("scenario", ["primary1", "primary3", "primary6"])
 def test_primary_naming_no_configurator_is_refused_by_name(project, invoke, scenario):
     project.write((DATA / f"{scenario}.yaml").read_text())
     result = invoke("validate")
