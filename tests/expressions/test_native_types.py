@@ -46,6 +46,11 @@ def test_rendered_inputs_are_recorded_with_their_type_and_same_digest(project, i
     unfurl = their_task("1-deploy")
     assert ours["inputs"]["num"] == unfurl["inputs"]["num"] == 42
     assert ours["inputs"]["command"] == unfurl["inputs"]["command"]
+    # the digest covers the inputs the operation read (command, and num through it), in
+    # Unfurl's order; `lst` and `padded`, never read, take no part: the same digest
+    assert (ours["digestKeys"], ours["digestValue"]) == (
+        unfurl["digestKeys"], unfurl["digestValue"]) == (
+        "command,num", "a3679897672f8f4f78accba3381aa7ab4a72ee71")
     # a second deploy finds nothing to do in both tools: the digest is stable
     assert "Nothing to do." in (DATA / "native" / "2-deploy-again" / "console.txt").read_text()
     again = invoke("deploy", "--approve")

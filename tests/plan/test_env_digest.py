@@ -159,3 +159,31 @@ def test_a_command_as_the_implementation_runs_as_in_unfurl(project, invoke, scen
     result = invoke("deploy", "--approve")
     assert result.exit_code == 0 and project.local("p") == "ok"
     assert "form-command" in (DATA / scenario / "1-deploy" / "console.txt").read_text()
+
+
+def test_an_input_the_operation_never_reads_takes_no_part(project, invoke):
+    """Unfurl digests the inputs an operation read (15-native-types: `lst` and `padded`,
+    never read, are not in digestKeys=command,num): changing one does not reconfigure."""
+    tsv = (DATA.parent / "15-native-types" / "native" / "1-deploy" / "jobs.tsv").read_text()
+    assert "digestKeys=command,num\t" in tsv
+    project.write(ENSEMBLE.replace('                  y: {eval: {get_env: HC_TOKEN}}\n',
+                                   '                  y: {eval: {get_env: HC_TOKEN}}\n'
+                                   '                  unused: one\n'))
+    assert run_in_process(project.root, "deploy", "--approve", env=env()).returncode == 0
+    project.write(project.ensemble.read_text().replace("unused: one", "unused: two"))
+    plan = run_in_process(project.root, "plan", env=env())
+    assert "reconfigure" not in plan.stdout
+    project.write(project.ensemble.read_text().replace('"echo {{ inputs.y }}"',
+                                                       '"echo {{ inputs.y }} {{ inputs.unused }}"'))
+    plan = run_in_process(project.root, "plan", env=env())
+    assert "viainput: reconfigure" in plan.stdout  # now it reads it
+
+
+def test_accessed_inputs_follow_unfurls_configurators():
+    from unfurl_lite.expressions.digest import accessed_inputs
+
+    raw = {"x": 1, "command": "echo {{ inputs.x }} {{ inputs['z'] }}", "z": 2, "cwd": "/tmp",
+           "dryrun": "--check", "unused": 3, "resultTemplate": "{{ inputs.w }}", "w": 4}
+    assert accessed_inputs(raw, "Shell") == ["command", "x", "z", "dryrun", "w"]
+    assert accessed_inputs({"run": "{{ inputs.a }}", "a": 1, "b": 2}, "Template") == ["run", "a"]
+    assert accessed_inputs(raw, "Python") is None  # a Python operation gets them all

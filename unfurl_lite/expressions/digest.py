@@ -14,7 +14,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from unfurl_lite.expressions.expr import Sensitive
@@ -73,12 +74,64 @@ def digest(values: Iterable[Any], key: KeyProvider | None = None) -> str:
     return sha.hexdigest()
 
 
+#: the inputs each built-in configurator reads, as Unfurl's do (its ShellConfigurator reads
+#: ``command``, ``dryrun``, ``shell``, ``keeplines``; its TemplateConfigurator ``run``), with
+#: ``cwd``, ``echo``, ``done`` and ``resultTemplate`` read but left out of the digest
+CONFIGURATOR_INPUTS = {
+    "Shell": ("command", "cwd", "dryrun", "shell", "keeplines", "echo", "done",
+              "resultTemplate"),
+    "Template": ("run", "done", "resultTemplate"),
+}
+#: read, but never part of the digest (Unfurl's ``exclude_from_digest``)
+EXCLUDED = frozenset({"cwd", "echo", "done", "resultTemplate"})
+_REFERENCE = re.compile(r"\binputs\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*['\"]([^'\"]+)['\"]\s*\])")
+
+
+def _references(value: Any) -> Iterator[str]:
+    """Operation inputs a value's templates read (``inputs.x``, ``inputs['x']``)."""
+    if isinstance(value, str):
+        if "{{" in value or "{%" in value:
+            for match in _REFERENCE.finditer(value):
+                yield match.group(1) or match.group(2)
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _references(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _references(item)
+
+
+def accessed_inputs(raw: Mapping[str, Any], kind: str) -> list[str] | None:
+    """The inputs an operation of ``kind`` reads, in the order Unfurl resolves them (each
+    configurator input, then what its templates read, depth first), without those Unfurl
+    leaves out of the digest; None for a kind that reads them all (a Python callable)."""
+    roots = CONFIGURATOR_INPUTS.get(kind)
+    if roots is None:
+        return None
+    seen: list[str] = []
+
+    def visit(name: str) -> None:
+        if name in seen or name not in raw:
+            return
+        seen.append(name)
+        for referenced in _references(raw[name]):
+            visit(referenced)
+
+    for name in roots:
+        visit(name)
+    return [name for name in seen if name not in EXCLUDED]
+
+
 def input_digest(
-    inputs: Mapping[str, Any], key: KeyProvider | None = None
+    inputs: Mapping[str, Any], key: KeyProvider | None = None,
+    only: Sequence[str] | None = None,
 ) -> tuple[str, str]:
-    """(digestKeys, digestValue) of an operation's inputs; secrets do not take part, values
-    read from the environment do, keyed (when ``key`` gives a key)."""
+    """(digestKeys, digestValue) of an operation's inputs (``only`` those, in that order:
+    see :func:`accessed_inputs`); secrets do not take part, values read from the
+    environment do, keyed (when ``key`` gives a key)."""
     keyed = _Key(key)
+    if only is not None:
+        inputs = {k: inputs[k] for k in only if k in inputs}
 
     def takes_part(value: Any) -> bool:
         if not isinstance(value, Sensitive):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from unfurl_lite.errors import UnfurlLiteError
-from unfurl_lite.expressions.digest import digestable, input_digest
+from unfurl_lite.expressions.digest import accessed_inputs, digestable, input_digest
 from unfurl_lite.load.digestkey import key_provider
 from unfurl_lite.load.jobslog import log_records
 from unfurl_lite.load.loader import Ensemble
@@ -81,7 +81,8 @@ def current_digest(ensemble: Ensemble, instance: str, op: Operation) -> str:
         inputs["command"] = op.implementation.primary
     ctx = make_context(ensemble.topology, ensemble.instances, instance)
     rendered = digestable(render_inputs(inputs, {}, ctx))
-    return input_digest(rendered, key_provider(ensemble.project_root))[1]
+    read = accessed_inputs(inputs, op.implementation.kind) if op.implementation else None
+    return input_digest(rendered, key_provider(ensemble.project_root), read)[1]
 
 
 def environment_read(ensemble: Ensemble, instance: str, op: Operation) -> tuple[str, ...]:

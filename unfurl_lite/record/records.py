@@ -10,7 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from unfurl_lite.expressions.digest import KeyProvider, digestable, input_digest
+from unfurl_lite.expressions.digest import (
+    KeyProvider,
+    accessed_inputs,
+    digestable,
+    input_digest,
+)
 from unfurl_lite.load import yamlio
 from unfurl_lite.load.jobslog import escape_field
 from unfurl_lite.load.jobslog import last_job_id as last_job_id
@@ -308,7 +313,7 @@ def task_entry(
 ) -> dict[str, Any]:
     task = run.task
     op = task.operation
-    digest_keys, digest_value = input_digest(digestable(run.inputs), key)
+    digest_keys, digest_value = input_digest(digestable(run.inputs), key, _read(run))
     status = str(instance.status) if instance else "unknown"
     relationship = task.requirement is not None and task.source is not None
     ran_status = _task_status(run) if run.ran else status  # Unfurl: the task's own status
@@ -361,6 +366,15 @@ def task_entry(
         if run.message:
             entry["message"] = run.message
     return entry
+
+
+def _read(run: TaskRun) -> list[str] | None:
+    """The inputs the task's operation read, as Unfurl digests them (None: all)."""
+    op = run.task.operation
+    if op is None or op.implementation is None:
+        return None
+    raw = {k: op.inputs.get(k, v) for k, v in run.inputs.items()}
+    return accessed_inputs(raw, op.implementation.kind)
 
 
 def task_summary(run: TaskRun, type_name: str, status: str, priority: str) -> str:
