@@ -97,6 +97,8 @@ def test_history_and_show_read_the_inline_log(inline, invoke):
     changes = ours(inline)["changes"]
     jobs = sorted({c["changeId"][:8] for c in changes})
     assert len(jobs) == 2 and all(job in history.output for job in jobs)
+    # the first job's line comes from its record in jobs/ (the inline log has no job lines)
+    assert "2 tasks (2 changed, 2 ok, 0 failed" in history.output
     task = changes[-1]["changeId"]
     shown = invoke("show", task)
     assert shown.exit_code == 0 and "reason: reconfigure" in shown.output

@@ -171,8 +171,8 @@ def _job_record(job_id: str, tasks: list[dict[str, str]],
         )
         return record
     failed = sum(1 for t in tasks if t["status"] not in ("ok", ""))
-    return {"changeId": job_id, "status": "error" if failed else "ok",
-            "summary": f"{len(tasks)} tasks ({len(tasks) - failed} ok, {failed} failed)"}
+    # no summary: history takes it from the job's record in jobs/, when there is one
+    return {"changeId": job_id, "status": "error" if failed else "ok", "summary": ""}
 
 
 def inline_records(

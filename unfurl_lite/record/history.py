@@ -214,6 +214,27 @@ def _head_of(path: Path) -> tuple[str, str]:
     return workflow, state
 
 
+def _complete(job: JobRecord) -> None:
+    """A job logged inline has no job line: its summary, status and times come from its
+    record in jobs/ (when the log was written here), else from its tasks."""
+    if job.summary:
+        return
+    entries = []
+    if job.job_file is not None:
+        try:
+            entries = load_job_file(job.job_file)
+        except HistoryError:
+            entries = []
+    head = entries[0] if entries and str(entries[0].get("changeId")) == job.change_id else {}
+    ready = head.get("readyState")
+    job.summary = str(head.get("summary") or f"{len(job.tasks)} tasks")
+    if isinstance(ready, dict) and ready.get("local"):
+        job.status = str(ready["local"])
+    job.start_time = job.start_time or str(head.get("startTime") or "")
+    job.spec_digest = job.spec_digest or str(head.get("specDigest") or "")
+    job.start_commit = job.start_commit or str(head.get("startCommit") or "")
+
+
 def running_jobs(root: Path) -> list[JobRecord]:
     """Jobs still running (their journal says started and their process is alive), newest
     first: they reach jobs.tsv only when they end."""
@@ -335,6 +356,7 @@ def history(
         if job.state != "started":
             job.job_file = job_file_of(root, job)
             job.workflow, job.state = _head_of(job.job_file) if job.job_file else ("", "")
+            _complete(job)
         if filters.workflow and job.workflow != filters.workflow:
             continue
         result.append(job)
@@ -366,6 +388,7 @@ def find_job(
                 raise HistoryError(f"job {job.change_id} has no task {wanted}")
         job.job_file = job_file_of(root, job)
         job.workflow, job.state = _head_of(job.job_file) if job.job_file else ("", "")
+        _complete(job)
         job.commit = job_commits(root).get(job.prefix)
         return job, task
     raise HistoryError(
