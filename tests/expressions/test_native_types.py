@@ -142,3 +142,18 @@ def theirs_step(scenario: str, step: str) -> dict:
     from ruamel.yaml import YAML
 
     return YAML().load((DATA / scenario / step / "ensemble.after.yaml").read_text())
+
+
+def test_topology_inputs_are_recorded_in_status_with_secrets_redacted(project, invoke,
+                                                                    monkeypatch):
+    """Unfurl writes every declared topology input's value into ``status.inputs`` (a
+    sensitive one and one read from the environment in plain text); here those two are
+    redacted."""
+    monkeypatch.setenv("HC_IN_VAR", "env-value")
+    project.write((DATA / "inputs.yaml").read_text())
+    assert invoke("deploy", "--approve").exit_code == 0
+    unfurl = theirs_step("inputs", "1-deploy")["status"]["inputs"]
+    assert unfurl["secret"] == "hunter2hunter2" and unfurl["fromenv"] == "env-value"
+    ours = safe_load(project.ensemble.read_text())["status"]["inputs"]
+    assert ours == {**unfurl, "secret": "<<REDACTED>>", "fromenv": "<<REDACTED>>"}
+    assert "undeclared" not in ours and ours["withdefault"] == 5

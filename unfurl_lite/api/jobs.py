@@ -20,7 +20,7 @@ from unfurl_lite.api.options import PlanOptions
 from unfurl_lite.api.project import make_plan
 from unfurl_lite.errors import STORAGE_ERRNOS, JobError, StorageError, storage_error
 from unfurl_lite.expressions.digest import spec_digest
-from unfurl_lite.expressions.outputs import topology_outputs
+from unfurl_lite.expressions.outputs import topology_inputs, topology_outputs
 from unfurl_lite.load.digestkey import key_provider
 from unfurl_lite.load.gitrepo import Repo, find_repo, identity_problem
 from unfurl_lite.load.loader import Ensemble, load_ensemble
@@ -331,9 +331,17 @@ def record_job(
             hosts=layout.host_instances(ensemble.topology.templates, result.instances),
             inline_changes=summary_entries if inline and append_log else None,
             outputs=topology_outputs(ensemble.topology, result.instances, result.secrets),
+            inputs=topology_inputs(ensemble.topology, _declared_inputs(ensemble), result.secrets),
         ),
     )
     return files
+
+
+def _declared_inputs(ensemble: Ensemble) -> list[str]:
+    service = ensemble.spec.get("service_template")
+    topology = service.get("topology_template") if isinstance(service, dict) else None
+    declared = topology.get("inputs") if isinstance(topology, dict) else None
+    return [str(name) for name in declared] if isinstance(declared, dict) else []
 
 
 def _subject(ensemble: Ensemble, result: JobResult, run: Any) -> tuple[Any, str]:

@@ -1,13 +1,14 @@
-"""The topology's ``outputs``, evaluated when a job is recorded, as Unfurl writes them into
-``status.outputs``: each output's ``value`` with the instances as the job left them, in
-native types (``{eval: {template: "{{ 40 + 2 }}"}}`` is 42). An output that cannot be
-evaluated (an attribute not set yet) is null, as in Unfurl; a secret is redacted.
+"""The topology's ``outputs`` and ``inputs``, evaluated when a job is recorded, as Unfurl
+writes them into ``status.outputs`` and ``status.inputs``: each output's ``value`` with the
+instances as the job left them, in native types (``{eval: {template: "{{ 40 + 2 }}"}}`` is
+42), and each declared input's value. A value that cannot be evaluated (an attribute not
+set yet) is null, as in Unfurl; a secret is redacted (Unfurl writes it as is).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from unfurl_lite.errors import UnfurlLiteError
@@ -51,6 +52,18 @@ def topology_outputs(
         expression = definition.get("value") if isinstance(definition, Mapping) else definition
         values[str(name)] = _evaluated(expression, ctx, secrets)
     return values
+
+
+def topology_inputs(
+    topology: Topology, declared: Iterable[str], secrets: set[str]
+) -> dict[str, Any]:
+    """Each declared topology input's value (the spec's, else its default), evaluated."""
+    from unfurl_lite.expressions.context import declared_env, wrapped_inputs
+    from unfurl_lite.expressions.expr import EvalContext
+
+    inputs = wrapped_inputs(topology)
+    ctx = EvalContext(self_view={}, inputs=inputs, declared_env=declared_env(topology))
+    return {str(name): _evaluated(inputs.get(name), ctx, secrets) for name in declared}
 
 
 def _evaluated(expression: Any, ctx: Any, secrets: set[str]) -> Any:

@@ -120,6 +120,7 @@ def update_status(
     hosts: Mapping[str, str] | None = None,
     inline_changes: Iterable[Mapping[str, Any]] | None = None,
     outputs: Mapping[str, Any] | None = None,
+    inputs: Mapping[str, Any] | None = None,
 ) -> None:
     """Write instances' status and lastJob into the document: the round-trip one, or the
     file's plain data when only those sections will be rewritten. An instance with an entry
@@ -135,6 +136,8 @@ def update_status(
     status.setdefault("outputs", {})
     if outputs:  # the topology's outputs, evaluated (already redacted)
         status["outputs"] = dict(outputs)
+    if inputs:  # and its inputs' values
+        status["inputs"] = dict(inputs)
     recorded = status.get("instances")
     if not isinstance(recorded, dict):
         recorded = {}
