@@ -187,3 +187,25 @@ def test_accessed_inputs_follow_unfurls_configurators():
     assert accessed_inputs(raw, "Shell") == ["command", "x", "z", "dryrun", "w"]
     assert accessed_inputs({"run": "{{ inputs.a }}", "a": 1, "b": 2}, "Template") == ["run", "a"]
     assert accessed_inputs(raw, "Python") is None  # a Python operation gets them all
+
+
+def test_lookup_env_in_a_template_is_read_and_reconfigures_as_in_unfurl(project):
+    """Unfurl's `{{ lookup('env', 'EVAR5') }}` (its viatemplate node) reconfigures when the
+    variable changes; here it reads as `get_env` (the variable must be declared)."""
+    assert "operation configure (reason: reconfigure)" in unfurl_console("7-plan-evar5")
+    project.write(ENSEMBLE.replace('"echo {{ TOPOLOGY.inputs.region }}"',
+                                   "\"echo {{ lookup('env', 'HC_REGION') }}\""))
+    result = run_in_process(project.root, "deploy", "--approve", env=env())
+    assert result.returncode == 0, result.stdout + result.stderr
+    plan = run_in_process(project.root, "plan", env=env(region="ap-south-7"))
+    assert "viatopology: reconfigure" in plan.stdout and "HC_REGION" in plan.stdout
+    assert "eu-west-9" not in "".join(p.read_text() for p in (project.root / "jobs").glob("*"))
+
+
+def test_other_lookup_plugins_fail_by_name(project):
+    project.write(ENSEMBLE.replace('"echo {{ TOPOLOGY.inputs.region }}"',
+                                   "\"echo {{ lookup('file', 'x.txt') }}\""))
+    result = run_in_process(project.root, "deploy", "--approve", env=env())
+    assert result.returncode == 64
+    assert "lookup('file'): Ansible's lookup plugins are not supported" in result.stdout + \
+        result.stderr

@@ -136,6 +136,7 @@ def _environment() -> Any:
     env.globals.clear()  # no range, lipsum, cycler, joiner, namespace from jinja's defaults
     env.globals["range"] = bounded_range
     env.globals["get_env"] = _get_env_global
+    env.globals["lookup"] = _lookup_global
     env.globals["file"] = file_global
     env.filters["file"] = file_global
     from unfurl_lite.expressions.filters import unfurl_filters
@@ -167,6 +168,23 @@ def _get_env_global(name: str, default: Any = None) -> Any:
         )
     value = os.environ.get(str(name), default)
     return None if value is None else taint.mark_secret(value, str(name))
+
+
+def _lookup_global(plugin: str, *terms: Any, **options: Any) -> Any:
+    """Ansible's ``lookup('env', 'NAME', ...)``, which Unfurl's templates use to read the
+    environment: as ``get_env`` (the same rules, a secret taking part in change
+    detection); several names give their values joined by commas, a missing one ''.
+    Ansible's other lookup plugins are not here."""
+    if str(plugin) != "env":
+        raise ExpressionError(
+            f"lookup({str(plugin)!r}): Ansible's lookup plugins are not supported; only "
+            "lookup('env', NAME) is",
+            hint="read a file with file('path'), a variable with lookup('env', NAME)",
+        )
+    values = [_get_env_global(str(name), "") for name in terms]
+    if len(values) == 1:
+        return values[0]
+    return taint.derived(",".join(str(v) for v in values), taint.sources(*values))
 
 
 def file_global(name: str) -> str:
