@@ -72,7 +72,7 @@ def _any_filter(value: dict[Any, Any] | list[Any]) -> bool:
         item = stack.pop()
         for child in (item.values() if isinstance(item, dict) else item):
             if isinstance(child, str):
-                if "|" in child and "{" in child:
+                if ("|" in child or "lookup" in child or "query" in child) and "{" in child:
                     return True
             elif isinstance(child, dict | list):
                 stack.append(child)
@@ -82,13 +82,19 @@ def _any_filter(value: dict[Any, Any] | list[Any]) -> bool:
 def _unknown_filters(doc: Any, file: str) -> Iterator[Problem]:
     """A Jinja2 filter the template sandbox does not have would fail its task at run
     time; say so now, naming Unfurl's filters that are not supported here."""
-    from unfurl_lite.expressions.filters import UNSUPPORTED, _known, unknown_filters
+    from unfurl_lite.expressions.filters import (
+        UNSUPPORTED,
+        _known,
+        unknown_filters,
+        unsupported_lookups,
+    )
 
     spec = mapping(doc).get("spec")
     if not isinstance(spec, dict | list) or not _any_filter(spec):
         return
     stack: list[tuple[tuple[Any, ...], Any]] = [(("spec",), spec)]
     found: list[tuple[tuple[Any, ...], str]] = []
+    lookups: list[tuple[tuple[Any, ...], str]] = []
     while stack:  # only containers are pushed: a large spec is mostly plain strings
         path, value = stack.pop()
         items = value.items() if isinstance(value, dict) else enumerate(value)
@@ -97,6 +103,9 @@ def _unknown_filters(doc: Any, file: str) -> Iterator[Problem]:
                 if "|" in item and "{" in item:
                     found += (((*path, key), name) for name in
                               dict.fromkeys(unknown_filters(item)))
+                if "{" in item and ("lookup" in item or "query" in item):
+                    lookups += (((*path, key), name) for name in
+                                dict.fromkeys(unsupported_lookups(item)))
             elif isinstance(item, dict | list):
                 stack.append(((*path, key), item))
     for path, name in found:
@@ -106,6 +115,10 @@ def _unknown_filters(doc: Any, file: str) -> Iterator[Problem]:
             "the filters here are Jinja2's built-ins and Unfurl's eval, ref, map_value, "
             "sensitive, abspath")
         yield problem_at(doc, path, file, message, hint)
+    for path, name in lookups:
+        yield problem_at(
+            doc, path, file, f"Ansible's lookup plugin {name!r} is not supported",
+            "only lookup('env', NAME) is (as get_env); read a project file with file('path')")
 
 
 def _with_types_section(doc: Any) -> Any:
