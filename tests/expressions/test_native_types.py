@@ -93,18 +93,32 @@ def test_text_built_from_a_secret_stays_tainted_text():
 def test_topology_outputs_are_evaluated_into_status_as_unfurl_writes_them(project, invoke):
     """Unfurl writes the topology's outputs, evaluated, into ``status.outputs`` at every job
     (before, they were accepted and never evaluated here)."""
-    text = (DATA / "outputs.yaml").read_text()
-    # Unfurl's query expressions (`::n::nosuch`) are not evaluated here: leave that one out
-    project.write(text.replace('        missing:\n          value: {eval: "::n::nosuch"}\n', ""))
+    project.write((DATA / "outputs.yaml").read_text())
     assert invoke("deploy", "--approve").exit_code == 0
     unfurl = theirs_step("outputs", "1-deploy")["status"]["outputs"]
-    del unfurl["missing"]
+    assert unfurl["missing"] is None  # {eval: "::n::nosuch"}: a query that finds nothing
     assert safe_load(project.ensemble.read_text())["status"]["outputs"] == unfurl
     assert unfurl["port"] == 8080 and unfurl["sum"] == 42 and unfurl["url"] == "http://n:8080"
     assert invoke("undeploy", "--approve").exit_code == 0  # kept, as Unfurl keeps them
     after = theirs_step("outputs", "2-undeploy")["status"]["outputs"]
-    del after["missing"]
     assert safe_load(project.ensemble.read_text())["status"]["outputs"] == after
+
+
+def test_query_expression_outputs_as_unfurl(project, invoke):
+    """`{eval: '::n::answer'}`, Unfurl's query expression in its simple form."""
+    project.write((DATA / "native.yaml").read_text())
+    assert invoke("deploy", "--approve").exit_code == 0
+    unfurl = theirs("1-deploy")["status"]["outputs"]
+    assert safe_load(project.ensemble.read_text())["status"]["outputs"] == unfurl
+    assert unfurl["items"] == [1, "two"] and unfurl["joined"] == "42"
+
+
+def test_other_query_expressions_are_refused_by_name():
+    from unfurl_lite.errors import ExpressionError
+
+    ctx = EvalContext(self_view={}, inputs={})
+    with pytest.raises(ExpressionError, match=r"query expression '\.::url' is not supported"):
+        evaluate({"eval": ".::url"}, ctx)
 
 
 def test_a_secret_output_is_redacted(project, invoke, monkeypatch):

@@ -8,6 +8,7 @@ stay wrapped through evaluation, so the records can redact them.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -161,7 +162,37 @@ def _join(arg: Any, ctx: EvalContext, depth: int) -> Any:
     return _built(str(sep).join(str(v) for v in values), values, ctx)
 
 
+_QUERY = re.compile(r"::[\w-]+(?:::[\w-]+)+")
+
+
+def _query(text: str, ctx: EvalContext) -> Any:
+    """Unfurl's query expression in its simplest form, ``::node::attribute(::key)*``: the
+    node's attribute (else property), null when it has none, as Unfurl gives. Other forms
+    (``.``-relative paths, filters, ``*``) are refused by name."""
+    if not _QUERY.fullmatch(text):
+        raise ExpressionError(
+            f"Unfurl's query expression {text!r} is not supported here; only "
+            "'::node::attribute' is",
+            hint="use {get_attribute: [node, attribute]} or {get_property: [...]}",
+        )
+    name, *path = text[2:].split("::")
+    entity = ctx.lookup_node(name)
+    if entity is None:
+        return None
+    value: Any = None
+    for section in ("attributes", "properties"):
+        found: Any = entity.get(section, {})
+        for key in path:
+            found = found.get(key) if isinstance(found, Mapping) else None
+        if found is not None:
+            value = found
+            break
+    return value
+
+
 def _eval(arg: Any, ctx: EvalContext, depth: int) -> Any:
+    if isinstance(arg, str) and arg.startswith(("::", ".::", ".")) and not is_template(arg):
+        return _query(arg, ctx)
     if not isinstance(arg, Mapping):
         return evaluate(arg, ctx, depth)
     if "get_env" in arg:
