@@ -171,3 +171,11 @@ def test_topology_inputs_are_recorded_in_status_with_secrets_redacted(project, i
     ours = safe_load(project.ensemble.read_text())["status"]["inputs"]
     assert ours == {**unfurl, "secret": "<<REDACTED>>", "fromenv": "<<REDACTED>>"}
     assert "undeclared" not in ours and ours["withdefault"] == 5
+
+
+def test_unsupported_query_expressions_are_refused_at_validate(project, invoke):
+    project.write((DATA / "native.yaml").read_text().replace("'::n::items'", "'.::items'"))
+    result = invoke("validate")
+    assert result.exit_code == 1
+    assert "Unfurl's query expression '.::items' is not supported" in result.output
+    assert "ensemble.yaml:10:" in result.output  # its line

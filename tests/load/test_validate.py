@@ -103,7 +103,7 @@ def test_realistic_unfurl_ensemble_is_accepted(tmp_path: Path) -> None:
               inputs:
                 secret: {type: string, metadata: {sensitive: true}, default: x}
               outputs:
-                url: {value: {eval: ".::url"}}
+                url: {value: {eval: "::server::url"}}
               node_templates:
                 server:
                   type: tosca.nodes.Compute

@@ -165,6 +165,14 @@ def _join(arg: Any, ctx: EvalContext, depth: int) -> Any:
 _QUERY = re.compile(r"::[\w-]+(?:::[\w-]+)+")
 
 
+def supported_query(text: str) -> bool:
+    """Whether ``{eval: text}`` is a value here: a template or plain text, or a query
+    expression of the one form evaluated here."""
+    if is_template(text) or not text.startswith(("::", ".")):
+        return True
+    return _QUERY.fullmatch(text) is not None
+
+
 def _query(text: str, ctx: EvalContext) -> Any:
     """Unfurl's query expression in its simplest form, ``::node::attribute(::key)*``: the
     node's attribute (else property), null when it has none, as Unfurl gives. Other forms
