@@ -104,14 +104,15 @@ def test_dsl_and_other_top_level_keys_load(project, invoke):
     assert ready(project.status()) == ready(captured("dsl")["status"]["instances"])
 
 
-def test_inline_changes_log_is_refused_by_name(project, invoke):
+def test_inline_changes_log_is_kept_as_unfurl_keeps_it(project, invoke):
+    """(tests/record/test_changes_inline.py has the rest)"""
     project.write((DATA / "inline-changes.yaml").read_text())
-    result = invoke("validate")
-    assert result.exit_code == 1
-    assert "inline `changes:` log" in result.output and "not supported" in result.output
-    before = project.commits()
-    assert invoke("deploy", "--approve").exit_code == 1
-    assert project.commits() == before and project.jobs_tsv() == []
+    assert invoke("validate").exit_code == 0
+    assert invoke("deploy", "--approve").exit_code == 0
+    assert project.jobs_tsv() == []
+    ours = YAML(typ="safe").load(project.ensemble.read_text())["changes"]
+    theirs = captured("inline-changes")["changes"]
+    assert [c["digestValue"] for c in ours] == [c["digestValue"] for c in theirs]
 
 
 @pytest.mark.parametrize("section", ["discovered", "resource_templates", "deployment_blueprints"])

@@ -361,5 +361,8 @@ def test_bare_get_env_input_is_evaluated_as_a_secret(project, invoke, monkeypatc
     assert invoke("deploy", "--approve").exit_code == 0
     out = all_stdout(project)[0]
     assert "get_env" not in out and out == "1 <<REDACTED>>\n"  # Unfurl printed "1 first"
-    # a secret takes no part in the digest here (docs/differences-from-unfurl.md)
-    assert fields(project.jobs_tsv()[-1])["digestKeys"] == "x"
+    # a value read from the environment takes part, as in Unfurl, keyed with the clone's key
+    # (docs/differences-from-unfurl.md): the keys are Unfurl's, the value its own
+    row = fields(project.jobs_tsv()[-1])
+    assert row["digestKeys"] == "command,x,y" == their_rows("digest/1-deploy")["dg"]["digestKeys"]
+    assert row["digestValue"] != their_rows("digest/1-deploy")["dg"]["digestValue"]

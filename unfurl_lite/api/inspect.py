@@ -42,7 +42,7 @@ def history(ensemble: str | Path | None = None,
             filters: Filters | None = None) -> list[JobRecord]:
     """Jobs newest first (with the commit that recorded each), as ``filters`` select."""
     path, jobs_tsv = ensemble_paths(ensemble)
-    return hist.history(path.parent, jobs_tsv, filters or Filters())
+    return hist.history(path.parent, jobs_tsv, filters or Filters(), ensemble=path)
 
 
 def spec_secrets(path: Path) -> set[str]:
@@ -99,7 +99,7 @@ def show(change_id: str, ensemble: str | Path | None = None, with_diff: bool = T
 
     path, jobs_tsv = ensemble_paths(ensemble)
     root = path.parent
-    job, task = hist.find_job(root, jobs_tsv, change_id)
+    job, task = hist.find_job(root, jobs_tsv, change_id, path)
     secrets = spec_secrets(path)
     entries = [redact(e, secrets) for e in hist.job_entries(job)]
     record = entries[0] if entries else None
@@ -144,7 +144,8 @@ def diff(first: str, second: str | None = None,
     root = path.parent
     rel = str(path.relative_to(root))
     since = second is not None and second.lower() == "now"
-    jobs = [hist.find_job(root, jobs_tsv, c)[0] for c in (first, second) if c and c != "now"]
+    jobs = [hist.find_job(root, jobs_tsv, c, path)[0] for c in (first, second)
+            if c and c != "now"]
     if since:
         jobs = jobs[:1]
     for job in jobs:

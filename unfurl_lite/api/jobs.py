@@ -19,8 +19,9 @@ from typing import Any
 from unfurl_lite.api.options import PlanOptions
 from unfurl_lite.api.project import make_plan
 from unfurl_lite.errors import STORAGE_ERRNOS, JobError, StorageError, storage_error
-from unfurl_lite.expressions.context import topology_outputs
 from unfurl_lite.expressions.digest import spec_digest
+from unfurl_lite.expressions.outputs import topology_inputs, topology_outputs
+from unfurl_lite.load.digestkey import key_provider
 from unfurl_lite.load.gitrepo import Repo, find_repo, identity_problem
 from unfurl_lite.load.loader import Ensemble, load_ensemble
 from unfurl_lite.model import status_layout as layout
@@ -289,19 +290,23 @@ def record_job(
     label = result.started_at.strftime("%Y-%m-%d-%H-%M-%S")
     name = records.job_file_name(label, job_prefix)
     ran = [r for r in result.runs if r.ran]
-    changelog = f"{records.CHANGES_DIR}/{name}" if ran else None
+    inline = ensemble.inline_log  # Unfurl's inline log: tasks go into ensemble.yaml's changes:
+    changelog = f"{records.CHANGES_DIR}/{name}" if ran and not inline else None
     digest = spec_digest(ensemble.spec)
     job = records.job_entry(result, options.recorded, digest, changelog)
+    key = key_provider(root)  # environment values' digests are keyed with the clone's key
     entries = []
     for run in result.runs:
         if not run.counted:
             continue
-        entries.append((run, records.task_entry(run, *_subject(ensemble, result, run), True)))
-    summary_entries = [records.task_entry(r, *_subject(ensemble, result, r), False) for r in ran]
+        entries.append((run, records.task_entry(run, *_subject(ensemble, result, run), True,
+                                                key)))
+    summary_entries = [records.task_entry(r, *_subject(ensemble, result, r), False, key)
+                       for r in ran]
 
     files = records.JobFiles(
         ensemble=ensemble.path,
-        jobs_tsv=ensemble.jobs_tsv,
+        jobs_tsv=None if inline else ensemble.jobs_tsv,
         job_file=root / records.JOBS_DIR / name,
         changes_file=root / changelog if changelog else None,
     )
@@ -316,22 +321,29 @@ def record_job(
     lines = [records.job_tsv_line(job)] + [
         records.task_tsv_line(entry, run) for run, entry in zip(ran, summary_entries, strict=True)
     ]
-    if append_log:  # False when a crashed job's lines are already there
+    if append_log and files.jobs_tsv is not None:  # False: a crashed job's lines are there
         records.append_tsv(files.jobs_tsv, lines, result.secrets)
     forgotten = [n for n in result.plan.forget if n not in result.instances]
-    outputs, output_secrets = topology_outputs(
-        ensemble.topology, result.instances, ensemble.project_root)
-    result.secrets.update(output_secrets)
     records.save_status(
         ensemble,
         lambda document: records.update_status(
-            document, result.instances, result.effective, job, ensemble.jobs_log,
-            result.secrets, forgotten=forgotten,
+            document, result.instances, result.effective, job,
+            None if inline else ensemble.jobs_log, result.secrets, forgotten=forgotten,
             hosts=layout.host_instances(ensemble.topology.templates, result.instances),
-            outputs=outputs,
+            inline_changes=summary_entries if inline and append_log else None,
+            outputs=topology_outputs(ensemble.topology, result.instances, result.secrets,
+                                     ensemble.project_root),
+            inputs=topology_inputs(ensemble.topology, _declared_inputs(ensemble), result.secrets),
         ),
     )
     return files
+
+
+def _declared_inputs(ensemble: Ensemble) -> list[str]:
+    service = ensemble.spec.get("service_template")
+    topology = service.get("topology_template") if isinstance(service, dict) else None
+    declared = topology.get("inputs") if isinstance(topology, dict) else None
+    return [str(name) for name in declared] if isinstance(declared, dict) else []
 
 
 def _subject(ensemble: Ensemble, result: JobResult, run: Any) -> tuple[Any, str]:

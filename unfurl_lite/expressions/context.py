@@ -236,28 +236,3 @@ def render_inputs(
     rendered = {k: lazy[k] for k in merged}
     ctx.operation_inputs = rendered
     return rendered
-
-
-def topology_outputs(
-    topology: Topology, instances: Mapping[str, Instance], project_root: Any = None
-) -> tuple[dict[str, Any], set[str]]:
-    """The topology's ``outputs`` evaluated over the instances, as Unfurl writes them into
-    ``status.outputs`` after each job (an output that cannot be evaluated yet is null), and
-    the secrets met while evaluating them."""
-    if not topology.outputs:
-        return {}, set()
-    if instances:
-        ctx = make_context(topology, instances, next(iter(instances)))
-        ctx = dataclasses.replace(ctx, self_view={}, host=None)
-    else:
-        ctx = EvalContext(self_view={}, inputs=wrapped_inputs(topology),
-                          declared_env=declared_env(topology))
-    ctx.project_root = project_root
-    values: dict[str, Any] = {}
-    for name, definition in topology.outputs.items():
-        expression = definition.get("value") if isinstance(definition, Mapping) else definition
-        try:
-            values[str(name)] = evaluate(expression, ctx)
-        except ExpressionError:
-            values[str(name)] = None
-    return values, set(ctx.secrets)

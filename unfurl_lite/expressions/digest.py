@@ -2,48 +2,144 @@
 
 Recording a task and asking "would this operation run differently now?" (reconfigure,
 update, drift) must hash the same way, so both use these pure functions.
+
+Secrets take no part (Unfurl's rule), except values read from the environment: Unfurl
+treats those as plain values, so a changed variable reconfigures; here they are secrets,
+so they take part through an HMAC keyed with the clone's own key (never committed, see
+:mod:`unfurl_lite.load.digestkey`): a committed digest cannot be brute-forced to the value.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
-from collections.abc import Iterable, Iterator, Mapping
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from unfurl_lite.expressions.expr import Sensitive
 from unfurl_lite.security.redaction import REDACTED
+from unfurl_lite.security.taint import from_environment
+
+#: what gives the digest key (bytes), asked only when an environment value is digested;
+#: None, or a provider giving None, leaves such values out
+KeyProvider = Callable[[], bytes | None]
 
 
-def _digest_parts(value: Any) -> Iterator[str]:
+class _Key:
+    """The key, asked for once and only when needed."""
+
+    def __init__(self, provider: KeyProvider | None) -> None:
+        self._provider = provider
+        self._key: bytes | None = None
+        self._asked = provider is None
+
+    def get(self) -> bytes | None:
+        if not self._asked:
+            self._asked = True
+            assert self._provider is not None
+            self._key = self._provider()
+        return self._key
+
+
+def _digest_parts(value: Any, key: _Key | None = None) -> Iterator[str]:
     if isinstance(value, Sensitive):
-        yield REDACTED
+        secret = key.get() if key is not None and from_environment(value) else None
+        if secret is None:
+            yield REDACTED
+        else:
+            yield "hmac:" + hmac.new(secret, str(value).encode("utf-8"), "sha256").hexdigest()
     elif isinstance(value, Mapping):
-        for key in sorted(value, key=str):
-            yield str(key)
-            yield from _digest_parts(value[key])
+        for name in sorted(value, key=str):
+            yield str(name)
+            yield from _digest_parts(value[name], key)
     elif isinstance(value, list | tuple):
         for item in value:
-            yield from _digest_parts(item)
+            yield from _digest_parts(item, key)
     elif isinstance(value, str):
         yield value
     else:
         yield json.dumps(value, sort_keys=True, default=str)
 
 
-def digest(values: Iterable[Any]) -> str:
-    """SHA1 over the values as Unfurl computes its digestValue (strings hash as themselves)."""
+def digest(values: Iterable[Any], key: KeyProvider | None = None) -> str:
+    """SHA1 over the values as Unfurl computes its digestValue (strings hash as themselves;
+    environment values as their keyed HMAC when ``key`` gives a key)."""
     sha = hashlib.sha1()
+    keyed = _Key(key)
     for value in values:
-        for part in _digest_parts(value):
+        for part in _digest_parts(value, keyed):
             sha.update(part.encode("utf-8"))
     return sha.hexdigest()
 
 
-def input_digest(inputs: Mapping[str, Any]) -> tuple[str, str]:
-    """(digestKeys, digestValue) of an operation's inputs; secrets do not take part."""
-    keys = [k for k, v in inputs.items() if not isinstance(v, Sensitive)]
-    return ",".join(keys), (digest(inputs[k] for k in keys) if keys else "")
+#: the inputs each built-in configurator reads, as Unfurl's do (its ShellConfigurator reads
+#: ``command``, ``dryrun``, ``shell``, ``keeplines``; its TemplateConfigurator ``run``), with
+#: ``cwd``, ``echo``, ``done`` and ``resultTemplate`` read but left out of the digest
+CONFIGURATOR_INPUTS = {
+    "Shell": ("command", "cwd", "dryrun", "shell", "keeplines", "echo", "done",
+              "resultTemplate"),
+    "Template": ("run", "done", "resultTemplate"),
+}
+#: read, but never part of the digest (Unfurl's ``exclude_from_digest``)
+EXCLUDED = frozenset({"cwd", "echo", "done", "resultTemplate"})
+_REFERENCE = re.compile(r"\binputs\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*['\"]([^'\"]+)['\"]\s*\])")
+
+
+def _references(value: Any) -> Iterator[str]:
+    """Operation inputs a value's templates read (``inputs.x``, ``inputs['x']``)."""
+    if isinstance(value, str):
+        if "{{" in value or "{%" in value:
+            for match in _REFERENCE.finditer(value):
+                yield match.group(1) or match.group(2)
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _references(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _references(item)
+
+
+def accessed_inputs(raw: Mapping[str, Any], kind: str) -> list[str] | None:
+    """The inputs an operation of ``kind`` reads, in the order Unfurl resolves them (each
+    configurator input, then what its templates read, depth first), without those Unfurl
+    leaves out of the digest; None for a kind that reads them all (a Python callable)."""
+    roots = CONFIGURATOR_INPUTS.get(kind)
+    if roots is None:
+        return None
+    seen: list[str] = []
+
+    def visit(name: str) -> None:
+        if name in seen or name not in raw:
+            return
+        seen.append(name)
+        for referenced in _references(raw[name]):
+            visit(referenced)
+
+    for name in roots:
+        visit(name)
+    return [name for name in seen if name not in EXCLUDED]
+
+
+def input_digest(
+    inputs: Mapping[str, Any], key: KeyProvider | None = None,
+    only: Sequence[str] | None = None,
+) -> tuple[str, str]:
+    """(digestKeys, digestValue) of an operation's inputs (``only`` those, in that order:
+    see :func:`accessed_inputs`); secrets do not take part, values read from the
+    environment do, keyed (when ``key`` gives a key)."""
+    keyed = _Key(key)
+    if only is not None:
+        inputs = {k: inputs[k] for k in only if k in inputs}
+
+    def takes_part(value: Any) -> bool:
+        if not isinstance(value, Sensitive):
+            return True
+        return from_environment(value) and keyed.get() is not None
+
+    keys = [k for k, v in inputs.items() if takes_part(v)]
+    return ",".join(keys), (digest((inputs[k] for k in keys), keyed.get) if keys else "")
 
 
 def spec_digest(spec: Mapping[str, Any]) -> str:

@@ -8,6 +8,7 @@ stay wrapped through evaluation, so the records can redact them.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +16,8 @@ from typing import Any
 
 from unfurl_lite.errors import ExpressionError, UnfurlLiteError
 from unfurl_lite.expressions.lazy import LazyInputs
-from unfurl_lite.expressions.sandbox import current_ctx, file_global, is_template, render_template
+from unfurl_lite.expressions.sandbox import current_ctx, file_global, is_template, render_native
+from unfurl_lite.security import taint
 from unfurl_lite.security.taint import Sensitive, Tainted
 
 
@@ -64,7 +66,7 @@ def evaluate(value: Any, ctx: EvalContext, depth: int = 0) -> Any:
             ctx.secrets.add(str(value))
         return value
     if is_template(value):
-        return render_template(value, ctx)
+        return render_native(value, ctx)
     if isinstance(value, Mapping):
         if len(value) == 1:
             ((key, arg),) = value.items()
@@ -77,10 +79,22 @@ def evaluate(value: Any, ctx: EvalContext, depth: int = 0) -> Any:
     return value
 
 
-def _mark(value: Any, ctx: EvalContext) -> Sensitive:
-    wrapped = Sensitive("" if value is None else str(value))
+def _mark(value: Any, ctx: EvalContext, variable: str | None = None) -> Sensitive:
+    text = "" if value is None else str(value)
+    wrapped = Sensitive(text) if variable is None else taint.env_secret(text, variable)
     ctx.secrets.add(str(wrapped))
     return wrapped
+
+
+def _built(text: str, parts: list[Any], ctx: EvalContext) -> Any:
+    """Text built from parts: a secret when one part is; built from environment values
+    only, it stays one (it takes part in change detection, as in Unfurl)."""
+    if not any(isinstance(p, Sensitive) for p in parts):
+        return text
+    variables = taint.sources(*parts)
+    if variables is not None:
+        return taint.env_tainted(text, variables)
+    return _mark(text, ctx)
 
 
 def _get_input(arg: Any, ctx: EvalContext, depth: int) -> Any:
@@ -138,21 +152,55 @@ def _get_attribute(arg: Any, ctx: EvalContext, depth: int) -> Any:
 
 def _concat(arg: Any, ctx: EvalContext, depth: int) -> Any:
     parts = [evaluate(v, ctx, depth) for v in arg]
-    text = "".join("" if p is None else str(p) for p in parts)
-    if any(isinstance(p, Sensitive) for p in parts):
-        return _mark(text, ctx)
-    return text
+    return _built("".join("" if p is None else str(p) for p in parts), parts, ctx)
 
 
 def _join(arg: Any, ctx: EvalContext, depth: int) -> Any:
     items, *rest = arg
     sep = rest[0] if rest else ""
     values = [evaluate(v, ctx, depth) for v in evaluate(items, ctx, depth)]
-    text = str(sep).join(str(v) for v in values)
-    return _mark(text, ctx) if any(isinstance(v, Sensitive) for v in values) else text
+    return _built(str(sep).join(str(v) for v in values), values, ctx)
+
+
+_QUERY = re.compile(r"::[\w-]+(?:::[\w-]+)+")
+
+
+def supported_query(text: str) -> bool:
+    """Whether ``{eval: text}`` is a value here: a template or plain text, or a query
+    expression of the one form evaluated here."""
+    if is_template(text) or not text.startswith(("::", ".")):
+        return True
+    return _QUERY.fullmatch(text) is not None
+
+
+def _query(text: str, ctx: EvalContext) -> Any:
+    """Unfurl's query expression in its simplest form, ``::node::attribute(::key)*``: the
+    node's attribute (else property), null when it has none, as Unfurl gives. Other forms
+    (``.``-relative paths, filters, ``*``) are refused by name."""
+    if not _QUERY.fullmatch(text):
+        raise ExpressionError(
+            f"Unfurl's query expression {text!r} is not supported here; only "
+            "'::node::attribute' is",
+            hint="use {get_attribute: [node, attribute]} or {get_property: [...]}",
+        )
+    name, *path = text[2:].split("::")
+    entity = ctx.lookup_node(name)
+    if entity is None:
+        return None
+    value: Any = None
+    for section in ("attributes", "properties"):
+        found: Any = entity.get(section, {})
+        for key in path:
+            found = found.get(key) if isinstance(found, Mapping) else None
+        if found is not None:
+            value = found
+            break
+    return value
 
 
 def _eval(arg: Any, ctx: EvalContext, depth: int) -> Any:
+    if isinstance(arg, str) and arg.startswith(("::", ".::", ".")) and not is_template(arg):
+        return _query(arg, ctx)
     if not isinstance(arg, Mapping):
         return evaluate(arg, ctx, depth)
     if "get_env" in arg:
@@ -162,7 +210,7 @@ def _eval(arg: Any, ctx: EvalContext, depth: int) -> Any:
         else:
             default = None
         value = os.environ.get(str(name), default)
-        return None if value is None else _mark(value, ctx)
+        return None if value is None else _mark(value, ctx, str(name))
     if "sensitive" in arg:
         return _mark(evaluate(arg["sensitive"], ctx, depth), ctx)
     if "secret" in arg:

@@ -102,6 +102,33 @@ def _filters_in(text: str) -> tuple[str, ...]:
     return tuple(node.name for node in tree.find_all(nodes.Filter))
 
 
+@functools.lru_cache(maxsize=4096)
+def _lookups_in(text: str) -> tuple[str, ...]:
+    from jinja2 import nodes
+
+    from unfurl_lite.expressions.sandbox import environment
+
+    try:
+        tree = environment().parse(text)
+    except Exception:
+        return ()
+    found = []
+    for call in tree.find_all(nodes.Call):
+        if isinstance(call.node, nodes.Name) and call.node.name in ("lookup", "query"):
+            first = call.args[0] if call.args else None
+            found.append(str(first.value) if isinstance(first, nodes.Const) else "?")
+    return tuple(found)
+
+
+def unsupported_lookups(text: str) -> Iterator[str]:
+    """Ansible lookup plugins a template calls that are not here (all but ``env``)."""
+    if "lookup" not in text and "query" not in text:
+        return
+    for plugin in _lookups_in(text):
+        if plugin != "env":
+            yield plugin
+
+
 def unknown_filters(text: str) -> Iterator[str]:
     """The filters a template uses that this tool does not have."""
     if "|" not in text or ("{{" not in text and "{%" not in text):

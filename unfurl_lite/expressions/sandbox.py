@@ -43,27 +43,43 @@ CREDENTIAL_STORES = frozenset({  # path components file() never reads
 })
 
 
-def _has_secret(value: Any, budget: int = 1000) -> bool:
-    """Whether a value read by a template holds a secret (bounded, for huge attributes)."""
+def _secrets_read(value: Any, budget: int = 1000) -> bool | tuple[str, ...]:
+    """Whether a value read by a template holds a secret (bounded, for huge attributes):
+    True for one, the variables' names when it holds environment values only, or False."""
     stack = [value]
+    variables: list[str] = []
     while stack and budget > 0:
         budget -= 1
         item = stack.pop()
         if isinstance(item, LazyInputs | LazyValues):
             continue  # its values are noted one by one as they are read
         if isinstance(item, taint.Sensitive):
-            return True
-        if isinstance(item, Mapping):
+            if not taint.from_environment(item):
+                return True
+            variables.extend(taint.env_variables(item) or ("",))
+        elif isinstance(item, Mapping):
             stack.extend(item.values())
         elif isinstance(item, list | tuple):
             stack.extend(item)
-    return False
+    return tuple(variables) if variables else False
 
 
 def _note(value: Any) -> Any:
-    if taint.unmarked_render() and _has_secret(value):
-        taint.note_secret_read()
+    if taint.unmarked_render():
+        found = _secrets_read(value)
+        if found is True:
+            taint.note_secret_read()
+        elif found:
+            taint.note_secret_read(found)
     return value
+
+
+def _derive(result: Any, *values: Any) -> Any:
+    """``result``, computed from ``values``: tainted when one of them is a secret (and kept
+    an environment value when those are its only secrets)."""
+    if not any(taint.derives(v) for v in values):
+        return result
+    return taint.derived(result, taint.sources(*values))
 
 
 def _environment() -> Any:
@@ -92,16 +108,14 @@ def _environment() -> Any:
         def getitem(self, obj: Any, argument: Any) -> Any:
             result = super().getitem(obj, argument)
             if isinstance(obj, taint.Sensitive):
-                result = taint.derived(result)
+                result = _derive(result, obj)
             return _note(result)
 
         def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
             check_binop(operator, left, right)
             result = super().call_binop(context, operator, left, right)
             too_big(result)
-            if taint.derives(left) or taint.derives(right):
-                result = taint.derived(result)
-            return _note(result)
+            return _note(_derive(result, left, right))
 
         def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
             if any(isinstance(a, int) and a > MAX_TEMPLATE_RESULT
@@ -116,14 +130,13 @@ def _environment() -> Any:
             result = super().call(__context, __obj, *args, **kwargs)
             if too_big(result):
                 raise SecurityError("template builds a value that is too large")
-            if taint.derives(owner) or any(taint.derives(a) for a in (*args, *kwargs.values())):
-                result = taint.derived(result)
-            return _note(result)
+            return _note(_derive(result, owner, *args, *kwargs.values()))
 
     env = Sandbox(autoescape=False, keep_trailing_newline=False)
     env.globals.clear()  # no range, lipsum, cycler, joiner, namespace from jinja's defaults
     env.globals["range"] = bounded_range
     env.globals["get_env"] = _get_env_global
+    env.globals["lookup"] = _lookup_global
     env.globals["file"] = file_global
     env.filters["file"] = file_global
     from unfurl_lite.expressions.filters import unfurl_filters
@@ -154,7 +167,24 @@ def _get_env_global(name: str, default: Any = None) -> Any:
             f"{{eval: {{get_env: {name}}}}}, or run with --env-passthrough",
         )
     value = os.environ.get(str(name), default)
-    return None if value is None else taint.mark_secret(value)
+    return None if value is None else taint.mark_secret(value, str(name))
+
+
+def _lookup_global(plugin: str, *terms: Any, **options: Any) -> Any:
+    """Ansible's ``lookup('env', 'NAME', ...)``, which Unfurl's templates use to read the
+    environment: as ``get_env`` (the same rules, a secret taking part in change
+    detection); several names give their values joined by commas, a missing one ''.
+    Ansible's other lookup plugins are not here."""
+    if str(plugin) != "env":
+        raise ExpressionError(
+            f"lookup({str(plugin)!r}): Ansible's lookup plugins are not supported; only "
+            "lookup('env', NAME) is",
+            hint="read a file with file('path'), a variable with lookup('env', NAME)",
+        )
+    values = [_get_env_global(str(name), "") for name in terms]
+    if len(values) == 1:
+        return values[0]
+    return taint.derived(",".join(str(v) for v in values), taint.sources(*values))
 
 
 def file_global(name: str) -> str:
@@ -251,9 +281,58 @@ def render_template(text: str, ctx: EvalContext) -> Any:
             current_ctx.reset(ctx_token)
     if len(result) > MAX_TEMPLATE_RESULT:
         raise ExpressionError(f"template result is longer than {MAX_TEMPLATE_RESULT} characters")
+    variables = taint.env_only(flag)
+    if variables is not None:
+        return taint.env_tainted(result, variables)
     if flag or any(f in result for f in redaction.secret_forms(ctx.secrets)):
         return taint.Tainted(result)
     return result
+
+
+#: filters whose result stays text (Ansible's ``STRING_TYPE_FILTERS``): asking for a string
+#: is how a template keeps ``"42"`` from becoming the number 42
+STRING_FILTERS = frozenset({"string", "to_json", "to_nice_json", "to_yaml", "to_nice_yaml",
+                            "ppretty", "json"})
+
+
+def render_native(text: str, ctx: EvalContext) -> Any:
+    """Render as Unfurl does, with Ansible's native types: the template is stripped, and
+    what it renders is read as a Python literal when it is one (``"{{ stdout | trim }}"``
+    of ``42`` is the integer 42, ``"{{ [1, 2] }}"`` a list), else it stays text. A quoted
+    literal keeps its quotes, a template whose one output is a string filter stays text,
+    and text built from a secret stays tainted text (it is redacted, never parsed)."""
+    source = text.strip()
+    rendered = render_template(source, ctx)
+    if isinstance(rendered, taint.Sensitive) or _keeps_text(source):
+        return rendered
+    return native_value(rendered)
+
+
+def native_value(rendered: str) -> Any:
+    """Ansible's ``ansible_native_concat`` applied to a rendered text."""
+    import ast
+
+    if not rendered:
+        return rendered
+    try:
+        value = ast.literal_eval(ast.parse(rendered, mode="eval"))
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return rendered
+    return rendered if isinstance(value, str) else value
+
+
+@functools.lru_cache(maxsize=1024)
+def _keeps_text(source: str) -> bool:
+    from jinja2 import TemplateError, nodes
+
+    try:
+        body = environment().parse(source).body
+    except TemplateError:
+        return False
+    if len(body) != 1 or not isinstance(body[0], nodes.Output) or len(body[0].nodes) != 1:
+        return False
+    node = body[0].nodes[0]
+    return isinstance(node, nodes.Filter) and node.name in STRING_FILTERS
 
 
 def _safe(text: Any, ctx: EvalContext) -> str:

@@ -1,15 +1,20 @@
 """Reading jobs.tsv, the log of every job and task (Unfurl's ``jobsLog``): one record per
 line, ``changeId`` then ``key=value`` fields. Planning and history read it; the record
 package writes it (with :func:`escape_field`, so no value can start a line).
+
+An ensemble with a ``changes:`` list and no ``jobsLog`` keeps its log inline, as Unfurl
+does then: one entry per task, no job lines. :func:`inline_records` reads those entries in
+jobs.tsv's shape (with a job line made for each job), so every reader works on either.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from unfurl_lite.security.names import is_control
 
@@ -108,9 +113,81 @@ def read_jobs_tsv(path: Path, damaged: list[DamagedLine] | None = None) -> Itera
                 log.warning("warning: %s", found.format())
 
 
-def last_job_id(path: Path) -> str | None:
+def last_job_id(path: Path, inline: list[dict[str, Any]] | None = None) -> str | None:
     last = None
-    for record in read_jobs_tsv(path):
+    for record in log_records(path, inline):
         if record["changeId"].endswith("0000"):
             last = record["changeId"]
     return last
+
+
+def log_records(
+    jobs_tsv: Path, inline: list[dict[str, Any]] | None = None,
+    last_job: Mapping[str, Any] | None = None,
+) -> Iterator[dict[str, str]]:
+    """The job log's records, oldest first: the inline ``changes:`` entries (when the
+    ensemble has them), then jobs.tsv's lines."""
+    if inline:
+        yield from inline_records(inline, last_job)
+    yield from read_jobs_tsv(jobs_tsv)
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def _task_record(entry: Mapping[str, Any]) -> dict[str, str]:
+    implementation = entry.get("implementation")
+    ready = entry.get("readyState")
+    return {
+        "changeId": _text(entry.get("changeId")),
+        "previousId": _text(entry.get("previousId")),
+        "status": _text(ready.get("local") if isinstance(ready, Mapping) else ""),
+        "target": _text(entry.get("target")),
+        "operation": _text(implementation.get("operation"))
+        if isinstance(implementation, Mapping) else "",
+        "digestKeys": _text(entry.get("digestKeys")),
+        "digestValue": _text(entry.get("digestValue")),
+        "digestPut": _text(entry.get("digestPut")),
+        "summary": _text(entry.get("summary")),
+    }
+
+
+def _job_record(job_id: str, tasks: list[dict[str, str]],
+                last_job: Mapping[str, Any] | None) -> dict[str, str]:
+    """A job line for the tasks of one job: the ensemble's ``lastJob`` when it is that job,
+    else what its tasks tell (Unfurl writes no job entries inline)."""
+    if last_job and last_job.get("changeId") == job_id:
+        ready = last_job.get("readyState")
+        record = {"changeId": job_id}
+        if last_job.get("previousId"):
+            record["previousId"] = _text(last_job["previousId"])
+        record.update(
+            status=_text(ready.get("local") if isinstance(ready, Mapping) else ""),
+            startTime=_text(last_job.get("startTime")),
+            specDigest=_text(last_job.get("specDigest")),
+            startCommit=_text(last_job.get("startCommit")),
+            summary=_text(last_job.get("summary")),
+        )
+        return record
+    failed = sum(1 for t in tasks if t["status"] not in ("ok", ""))
+    # no summary: history takes it from the job's record in jobs/, when there is one
+    return {"changeId": job_id, "status": "error" if failed else "ok", "summary": ""}
+
+
+def inline_records(
+    changes: list[dict[str, Any]], last_job: Mapping[str, Any] | None = None
+) -> Iterator[dict[str, str]]:
+    """jobs.tsv-shaped records of an inline ``changes:`` log, a job line before each job's
+    tasks. An entry that is not a task with a changeId is skipped."""
+    jobs: dict[str, list[dict[str, str]]] = {}
+    for entry in changes:
+        if not isinstance(entry, Mapping):
+            continue
+        cid = _text(entry.get("changeId"))
+        if not _CHANGEID.fullmatch(cid) or cid.endswith("0000"):
+            continue
+        jobs.setdefault(cid[:8] + "0000", []).append(_task_record(entry))
+    for job_id in sorted(jobs):
+        yield _job_record(job_id, jobs[job_id], last_job)
+        yield from jobs[job_id]

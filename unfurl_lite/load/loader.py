@@ -57,6 +57,10 @@ class Ensemble:
     plain: dict[str, Any] | None = None
     #: merge directives made the model's data differ from ``plain``
     merged: bool = False
+    #: the ensemble's own ``changes:`` list (Unfurl's inline job log), None when it has none
+    changes: list[dict[str, Any]] | None = None
+    #: jobs are logged in ``changes:`` (a list and no ``jobsLog``), as Unfurl does then
+    inline_log: bool = False
     _document: Any = field(default=None, repr=False)
 
     @property
@@ -199,6 +203,8 @@ def build(file: Path, text: str, data: dict[str, Any]) -> Ensemble:
         last_job=data.get("lastJob"),
         jobs_log=data.get("jobsLog") or "jobs.tsv",
         spec=spec,
+        changes=_inline_changes(data),
+        inline_log=isinstance(data.get("changes"), list) and not data.get("jobsLog"),
     )
 
 
@@ -219,6 +225,11 @@ def _not_required_ignored(templates: dict[str, NodeTemplate], root: Any) -> dict
         stack.extend(templates[name].dependencies)
     return {name: t if name in required else replace(t, priority=Priority.ignore)
             for name, t in templates.items()}
+def _inline_changes(data: dict[str, Any]) -> list[dict[str, Any]] | None:
+    changes = data.get("changes")
+    if not isinstance(changes, list):
+        return None
+    return [c for c in changes if isinstance(c, dict)]
 
 
 def _inputs(definitions: dict[str, Any], values: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
@@ -496,9 +507,10 @@ def _operation(
             else Implementation("Shell", primary=implementation)
         )
     else:
-        impl = Implementation(
-            implementation.get("className") or "Shell", primary=implementation.get("primary")
-        )
+        class_name, primary = implementation.get("className"), implementation.get("primary")
+        if not class_name and isinstance(primary, str) and primary in OPERATION_KINDS:
+            class_name, primary = primary, None  # `primary: Template`: Unfurl's configurator
+        impl = Implementation(class_name or "Shell", primary=primary)
     inputs = {**shared_inputs, **(definition.get("inputs") or {})}
     retry_def = definition.get("retry") or (definition.get("metadata") or {}).get("retry")
     retry = (

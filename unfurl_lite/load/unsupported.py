@@ -24,11 +24,6 @@ from unfurl_lite.model.entities import OPERATION_KINDS
 
 #: Unfurl sections unfurl-lite refuses by name, with why and what to do
 _UNSUPPORTED_SECTIONS: dict[tuple[str, ...], tuple[str, str]] = {
-    ("changes",): (
-        "an inline `changes:` log (Unfurl records jobs in ensemble.yaml when it has no "
-        "jobsLog) is not supported",
-        "remove `changes:`; unfurl-lite records every job in jobs.tsv and changes/",
-    ),
     ("spec", "discovered"): (
         "Unfurl's `spec.discovered` (discovered node templates) is not supported",
         "declare the templates under node_templates, or run `unfurl discover`",
@@ -56,7 +51,7 @@ _UNSUPPORTED_SECTIONS: dict[tuple[str, ...], tuple[str, str]] = {
 def _unsupported_structure(doc: Any, file: str) -> Iterator[Problem]:
     for path, (message, hint) in _UNSUPPORTED_SECTIONS.items():
         parent = get_section(doc, path[:-1])
-        if path[-1] in parent and (path == ("changes",) or parent[path[-1]]):
+        if path[-1] in parent and parent[path[-1]]:
             yield problem_at(doc, path, file, message, hint)
     yield from _unsupported_directives(doc, file)
     yield from _missing_requirements(doc, file)
@@ -238,6 +233,12 @@ def _implementation_problem(implementation: Any) -> str | None:
                 "`className`")
     if isinstance(primary, str) and primary.strip() in UNFURL_ONLY_CONFIGURATORS:
         return f"Unfurl's {primary.strip()} configurator is not supported by unfurl-lite"
+    if isinstance(primary, str) and primary.strip() not in OPERATION_KINDS:
+        return (f"`primary: {primary.strip()!r}` is not supported: Unfurl 1.2.0 takes `primary` "
+                "as the name of an artifact (and runs its file) or of a configurator, and runs "
+                "nothing when it is neither; write the command as the implementation itself "
+                "(`implementation: COMMAND`, which both tools run as a shell command), or "
+                "`className: Shell` with a `command` input")
     class_name = mapping(implementation).get("className")
     if not isinstance(class_name, str) or class_name in OPERATION_KINDS:
         return None

@@ -73,9 +73,11 @@ def _any_filter(value: dict[Any, Any] | list[Any]) -> bool:
         item = stack.pop()
         for child in (item.values() if isinstance(item, dict) else item):
             if isinstance(child, str):
-                if "|" in child and "{" in child:
+                if ("|" in child or "lookup" in child or "query" in child) and "{" in child:
                     return True
             elif isinstance(child, dict | list):
+                if isinstance(child, dict) and isinstance(child.get("eval"), str):
+                    return True  # an Unfurl query expression
                 stack.append(child)
     return False
 
@@ -83,13 +85,21 @@ def _any_filter(value: dict[Any, Any] | list[Any]) -> bool:
 def _unknown_filters(doc: Any, file: str) -> Iterator[Problem]:
     """A Jinja2 filter the template sandbox does not have would fail its task at run
     time; say so now, naming Unfurl's filters that are not supported here."""
-    from unfurl_lite.expressions.filters import UNSUPPORTED, _known, unknown_filters
+    from unfurl_lite.expressions.expr import supported_query
+    from unfurl_lite.expressions.filters import (
+        UNSUPPORTED,
+        _known,
+        unknown_filters,
+        unsupported_lookups,
+    )
 
     spec = mapping(doc).get("spec")
     if not isinstance(spec, dict | list) or not _any_filter(spec):
         return
     stack: list[tuple[tuple[Any, ...], Any]] = [(("spec",), spec)]
     found: list[tuple[tuple[Any, ...], str]] = []
+    lookups: list[tuple[tuple[Any, ...], str]] = []
+    queries: list[tuple[tuple[Any, ...], str]] = []
     while stack:  # only containers are pushed: a large spec is mostly plain strings
         path, value = stack.pop()
         items = value.items() if isinstance(value, dict) else enumerate(value)
@@ -98,8 +108,19 @@ def _unknown_filters(doc: Any, file: str) -> Iterator[Problem]:
                 if "|" in item and "{" in item:
                     found += (((*path, key), name) for name in
                               dict.fromkeys(unknown_filters(item)))
+                if "{" in item and ("lookup" in item or "query" in item):
+                    lookups += (((*path, key), name) for name in
+                                dict.fromkeys(unsupported_lookups(item)))
             elif isinstance(item, dict | list):
+                if isinstance(item, dict) and isinstance(item.get("eval"), str) \
+                        and not supported_query(item["eval"]):
+                    queries.append(((*path, key, "eval"), item["eval"]))
                 stack.append(((*path, key), item))
+    for path, text in queries:
+        yield problem_at(
+            doc, path, file, f"Unfurl's query expression {text!r} is not supported",
+            "only '::node::attribute' is; use {get_attribute: [node, attribute]} or "
+            "{get_property: [node, property]}")
     for path, name in found:
         message = (f"Unfurl's filter {name!r} is not supported" if name in UNSUPPORTED
                    else f"unknown filter {name!r}: not supported")
@@ -107,6 +128,10 @@ def _unknown_filters(doc: Any, file: str) -> Iterator[Problem]:
             "the filters here are Jinja2's built-ins and Unfurl's eval, ref, map_value, "
             "sensitive, abspath")
         yield problem_at(doc, path, file, message, hint)
+    for path, name in lookups:
+        yield problem_at(
+            doc, path, file, f"Ansible's lookup plugin {name!r} is not supported",
+            "only lookup('env', NAME) is (as get_env); read a project file with file('path')")
 
 
 def _with_types_section(doc: Any) -> Any:

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from unfurl_lite.errors import UnfurlLiteError
-from unfurl_lite.expressions.digest import digestable, input_digest
-from unfurl_lite.load.jobslog import read_jobs_tsv
+from unfurl_lite.expressions.digest import accessed_inputs, digestable, input_digest
+from unfurl_lite.load.digestkey import key_provider
+from unfurl_lite.load.jobslog import log_records
 from unfurl_lite.load.loader import Ensemble
 from unfurl_lite.load.taskrecords import TaskRecord, task_records
 from unfurl_lite.model.entities import Operation
@@ -47,7 +48,7 @@ def deployed_digests(ensemble: Ensemble) -> dict[tuple[str, str], tuple[str, str
     (checks, discovers and ad hoc runs are no baseline) and the operation's interface."""
     details = {r.change_id: r for r in task_records(ensemble.project_root)}
     found: dict[tuple[str, str], tuple[str, str]] = {}
-    for record in read_jobs_tsv(ensemble.jobs_tsv):
+    for record in log_records(ensemble.jobs_tsv, ensemble.changes):
         target = record.get("target", "")
         name = target[2:] if target.startswith("::") else ""
         if not name or "::" in name or record.get("status") != "ok":
@@ -79,7 +80,25 @@ def current_digest(ensemble: Ensemble, instance: str, op: Operation) -> str:
     if op.implementation is not None and op.implementation.primary and "command" not in inputs:
         inputs["command"] = op.implementation.primary
     ctx = make_context(ensemble.topology, ensemble.instances, instance)
-    return input_digest(digestable(render_inputs(inputs, {}, ctx)))[1]
+    rendered = digestable(render_inputs(inputs, {}, ctx))
+    read = accessed_inputs(inputs, op.implementation.kind) if op.implementation else None
+    return input_digest(rendered, key_provider(ensemble.project_root), read)[1]
+
+
+def environment_read(ensemble: Ensemble, instance: str, op: Operation) -> tuple[str, ...]:
+    """The environment variables the operation's inputs read now (for the plan to say why
+    it reconfigures: Unfurl's digests cover them, and so do ours, keyed)."""
+    from unfurl_lite.errors import ExpressionError
+    from unfurl_lite.expressions.context import make_context, render_inputs
+    from unfurl_lite.security.taint import env_variables
+
+    ctx = make_context(ensemble.topology, ensemble.instances, instance)
+    try:
+        rendered = digestable(render_inputs(dict(op.inputs), {}, ctx))
+    except (ExpressionError, UnfurlLiteError):
+        return ()
+    found = (name for value in rendered.values() for name in env_variables(value))
+    return tuple(dict.fromkeys(found))
 
 
 def digest_now(ensemble: Ensemble, instance: str, op: Operation) -> str | None:

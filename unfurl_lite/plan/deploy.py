@@ -109,8 +109,12 @@ def plan_deploy(
                 builder.note(name, "skipped: already ok")
                 continue
             op, since = changed
+            from unfurl_lite.plan.baselines import environment_read
+
+            read = environment_read(ensemble, name, op)
+            also = f"; they read the environment variables {', '.join(read)}" if read else ""
             builder.note(name, f"reconfigure: the inputs of {op.qualified_name} changed since "
-                               f"it last ran ({since})")
+                               f"it last ran ({since}){also}")
             builder.add(name, template.name, op, RECONFIGURE, after,
                         running_state=NodeState.configuring, done_state=NodeState.configured,
                         done_status=Status.ok)

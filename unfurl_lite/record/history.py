@@ -18,7 +18,7 @@ from typing import Any
 from unfurl_lite.errors import HistoryError
 from unfurl_lite.load import gitrepo
 from unfurl_lite.load.gitrepo import Commit
-from unfurl_lite.load.jobslog import read_jobs_tsv
+from unfurl_lite.load.jobslog import log_records
 from unfurl_lite.model import changeid
 from unfurl_lite.model import status_layout as layout
 from unfurl_lite.record import records
@@ -120,10 +120,34 @@ def _task_line(record: dict[str, str]) -> TaskLine:
     )
 
 
-def read_jobs(jobs_tsv: Path) -> Iterator[JobRecord]:
-    """Jobs in file (= time) order, each with its task lines; one pass over the file."""
+def inline_log(ensemble: Path | None) -> tuple[list[Any] | None, dict[str, Any] | None]:
+    """The ensemble's inline ``changes:`` log and its lastJob, read without validating the
+    spec (the history stays readable when it is broken); (None, None) when it has none."""
+    if ensemble is None or not ensemble.exists():
+        return None, None
+    try:
+        text = ensemble.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None, None
+    if not re.search(r"^changes:", text, re.MULTILINE):
+        return None, None  # the common case, without parsing the file
+    from ruamel.yaml import YAML
+
+    try:
+        doc = YAML(typ="safe").load(text)
+    except Exception:
+        return None, None
+    if not isinstance(doc, dict) or not isinstance(doc.get("changes"), list):
+        return None, None
+    last = doc.get("lastJob")
+    return doc["changes"], last if isinstance(last, dict) else None
+
+
+def read_jobs(jobs_tsv: Path, ensemble: Path | None = None) -> Iterator[JobRecord]:
+    """Jobs in file (= time) order, each with its task lines; one pass over the file.
+    Jobs logged inline in the ``ensemble``'s ``changes:`` come first."""
     current: JobRecord | None = None
-    for record in read_jobs_tsv(jobs_tsv):
+    for record in log_records(jobs_tsv, *inline_log(ensemble)):
         cid = record["changeId"]
         if not changeid.is_changeid(cid):
             continue
@@ -188,6 +212,27 @@ def _head_of(path: Path) -> tuple[str, str]:
             elif match := _STATE.match(line):
                 state = "cancelled"
     return workflow, state
+
+
+def _complete(job: JobRecord) -> None:
+    """A job logged inline has no job line: its summary, status and times come from its
+    record in jobs/ (when the log was written here), else from its tasks."""
+    if job.summary:
+        return
+    entries = []
+    if job.job_file is not None:
+        try:
+            entries = load_job_file(job.job_file)
+        except HistoryError:
+            entries = []
+    head = entries[0] if entries and str(entries[0].get("changeId")) == job.change_id else {}
+    ready = head.get("readyState")
+    job.summary = str(head.get("summary") or f"{len(job.tasks)} tasks")
+    if isinstance(ready, dict) and ready.get("local"):
+        job.status = str(ready["local"])
+    job.start_time = job.start_time or str(head.get("startTime") or "")
+    job.spec_digest = job.spec_digest or str(head.get("specDigest") or "")
+    job.start_commit = job.start_commit or str(head.get("startCommit") or "")
 
 
 def running_jobs(root: Path) -> list[JobRecord]:
@@ -286,12 +331,13 @@ def since_key(text: str) -> str:
 
 
 def history(
-    root: Path, jobs_tsv: Path, filters: Filters = Filters(), with_git: bool = True
+    root: Path, jobs_tsv: Path, filters: Filters = Filters(), with_git: bool = True,
+    ensemble: Path | None = None,
 ) -> list[JobRecord]:
     """Jobs newest first, filtered; only jobs that pass the cheap filters open their files."""
     since = since_key(filters.since) if filters.since else None
     chosen: list[JobRecord] = []
-    for job in read_jobs(jobs_tsv):
+    for job in read_jobs(jobs_tsv, ensemble):
         if since and job.change_id < since:
             continue
         if filters.instance and filters.instance not in job.targets \
@@ -310,6 +356,7 @@ def history(
         if job.state != "started":
             job.job_file = job_file_of(root, job)
             job.workflow, job.state = _head_of(job.job_file) if job.job_file else ("", "")
+            _complete(job)
         if filters.workflow and job.workflow != filters.workflow:
             continue
         result.append(job)
@@ -322,14 +369,16 @@ def history(
     return result
 
 
-def find_job(root: Path, jobs_tsv: Path, text: str) -> tuple[JobRecord, TaskLine | None]:
+def find_job(
+    root: Path, jobs_tsv: Path, text: str, ensemble: Path | None = None
+) -> tuple[JobRecord, TaskLine | None]:
     """The job a changeId names, and the task line when it names a task."""
     try:
         wanted = changeid.parse(text)
     except changeid.ChangeIdError as exc:
         raise HistoryError(str(exc), hint="list changeIds with `unfurl history`") from None
     prefix = str(wanted)[:8]
-    for job in read_jobs(jobs_tsv):
+    for job in read_jobs(jobs_tsv, ensemble):
         if job.prefix != prefix:
             continue
         task = None
@@ -339,6 +388,7 @@ def find_job(root: Path, jobs_tsv: Path, text: str) -> tuple[JobRecord, TaskLine
                 raise HistoryError(f"job {job.change_id} has no task {wanted}")
         job.job_file = job_file_of(root, job)
         job.workflow, job.state = _head_of(job.job_file) if job.job_file else ("", "")
+        _complete(job)
         job.commit = job_commits(root).get(job.prefix)
         return job, task
     raise HistoryError(

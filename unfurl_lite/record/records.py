@@ -10,7 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from unfurl_lite.expressions.digest import digestable, input_digest
+from unfurl_lite.expressions.digest import (
+    KeyProvider,
+    accessed_inputs,
+    digestable,
+    input_digest,
+)
 from unfurl_lite.load import yamlio
 from unfurl_lite.load.jobslog import escape_field
 from unfurl_lite.load.jobslog import last_job_id as last_job_id
@@ -41,7 +46,7 @@ def tsv_line(fields: list[tuple[str, Any]], change_id: str) -> str:
 def previous_job_id(ensemble: Ensemble) -> str | None:
     """The newest job recorded for the ensemble: its ``lastJob`` or its log's last job."""
     last = (ensemble.last_job or {}).get("changeId")
-    from_log = last_job_id(ensemble.jobs_tsv)
+    from_log = last_job_id(ensemble.jobs_tsv, ensemble.changes)
     candidates = [c for c in (last, from_log) if c and changeid.is_changeid(c)]
     return max(candidates) if candidates else None
 
@@ -109,15 +114,19 @@ def update_status(
     instances: Mapping[str, Instance],
     effective: Mapping[str, Status],
     last_job: Mapping[str, Any],
-    jobs_log: str,
+    jobs_log: str | None,
     secrets: set[str],
     forgotten: Iterable[str] = (),
     hosts: Mapping[str, str] | None = None,
+    inline_changes: Iterable[Mapping[str, Any]] | None = None,
     outputs: Mapping[str, Any] | None = None,
+    inputs: Mapping[str, Any] | None = None,
 ) -> None:
     """Write instances' status and lastJob into the document: the round-trip one, or the
     file's plain data when only those sections will be rewritten. An instance with an entry
-    in ``hosts`` is written under its host's record, as Unfurl writes it."""
+    in ``hosts`` is written under its host's record, as Unfurl writes it. With
+    ``inline_changes`` (an ensemble logging its jobs inline) the tasks are appended to its
+    ``changes:`` list and no ``jobsLog`` is written, as Unfurl does."""
     forgotten = set(forgotten)
     status = document.get("status")
     if not isinstance(status, dict):
@@ -125,8 +134,10 @@ def update_status(
         document["status"] = status
     status.setdefault("inputs", {})
     status.setdefault("outputs", {})
-    if outputs:  # the topology's outputs, evaluated after the job (Unfurl's status.outputs)
-        status["outputs"] = redact(yamlio.to_plain(dict(outputs)), secrets)
+    if outputs:  # the topology's outputs, evaluated (already redacted)
+        status["outputs"] = dict(outputs)
+    if inputs:  # and its inputs' values
+        status["inputs"] = dict(inputs)
     recorded = status.get("instances")
     if not isinstance(recorded, dict):
         recorded = {}
@@ -138,21 +149,35 @@ def update_status(
         parents[name] = (hosts or {}).get(name)
     status["instances"] = layout.nest(records, parents, [*found, *instances], type(recorded))
     document["lastJob"] = redact(dict(last_job), secrets)
-    document["jobsLog"] = jobs_log
+    if jobs_log is not None:
+        document["jobsLog"] = jobs_log
+    if inline_changes is not None:
+        logged = document.get("changes")
+        if not isinstance(logged, list):
+            logged = []
+        logged.extend(redact(dict(c), secrets) for c in inline_changes)  # a CommentedSeq stays
+        document["changes"] = logged
 
 
 #: what a job rewrites in ensemble.yaml; everything else is the user's
 STATUS_SECTIONS = ("status", "lastJob", "jobsLog")
+#: and the inline job log, in an ensemble that keeps one
+LOG_SECTION = "changes"
 
 
-def status_sections_text(text: str, keys: list[str], plain: dict[str, Any]) -> str | None:
-    """``text`` (whose top-level keys were ``keys``) with its status sections rewritten
-    from ``plain``, or None when only a round trip of the whole document writes it exactly."""
+def status_sections_text(
+    text: str, keys: list[str], plain: dict[str, Any], names: Iterable[str] = STATUS_SECTIONS
+) -> str | None:
+    """``text`` (whose top-level keys were ``keys``) with its status sections (``names``)
+    rewritten from ``plain``, or None when only a round trip of the whole document writes
+    it exactly."""
     from unfurl_lite.load import emit
     from unfurl_lite.record import sections
 
     dumped: dict[str, str] = {}
-    for key in STATUS_SECTIONS:
+    for key in names:
+        if key not in plain:
+            continue
         section = emit.dump({key: plain[key]})
         if section is None:
             return None
@@ -168,13 +193,15 @@ class JobFiles:
     """Relative paths of what one job writes, for the commit."""
 
     ensemble: Path
-    jobs_tsv: Path
+    jobs_tsv: Path | None  # None: the ensemble logs its jobs inline
     job_file: Path
     changes_file: Path | None = None
     extra: list[Path] = field(default_factory=list)
 
     def all(self) -> list[Path]:
-        paths = [self.ensemble, self.jobs_tsv, self.job_file]
+        paths = [self.ensemble, self.job_file]
+        if self.jobs_tsv is not None:
+            paths.insert(1, self.jobs_tsv)
         if self.changes_file is not None:
             paths.append(self.changes_file)
         return paths + self.extra
@@ -207,10 +234,11 @@ def save_status(ensemble: Ensemble, update: Callable[[Any], None]) -> None:
     """
     from unfurl_lite.load import parsecache
 
+    names = (*STATUS_SECTIONS, LOG_SECTION) if ensemble.inline_log else STATUS_SECTIONS
     if ensemble.plain is not None:
         keys = list(ensemble.plain)
         update(ensemble.plain)
-        text = status_sections_text(ensemble.text, keys, ensemble.plain)
+        text = status_sections_text(ensemble.text, keys, ensemble.plain, names)
         if text is not None:
             yamlio.atomic_write(ensemble.path, text)
             if not ensemble.merged:  # else the next load merges again, and caches that
@@ -218,11 +246,11 @@ def save_status(ensemble: Ensemble, update: Callable[[Any], None]) -> None:
             return
     update(ensemble.document)
     text = yamlio.dump(ensemble.document)
-    _refuse_spec_change(ensemble, text)
+    _refuse_spec_change(ensemble, text, names)
     yamlio.atomic_write(ensemble.path, text)
 
 
-def _refuse_spec_change(ensemble: Ensemble, text: str) -> None:
+def _refuse_spec_change(ensemble: Ensemble, text: str, names: Iterable[str]) -> None:
     """A job writes status, never the user's spec: a round trip that would change anything
     outside the status sections (a YAML construct ruamel cannot write back) is refused
     before the file is touched."""
@@ -235,7 +263,7 @@ def _refuse_spec_change(ensemble: Ensemble, text: str) -> None:
             return source
         if not isinstance(data, dict):
             return data
-        return {k: v for k, v in data.items() if k not in STATUS_SECTIONS}
+        return {k: v for k, v in data.items() if k not in names}
 
     try:
         same = users(ensemble.text) == users(text)
@@ -283,11 +311,12 @@ def job_entry(
 
 
 def task_entry(
-    run: TaskRun, instance: Instance | None, type_name: str, detailed: bool
+    run: TaskRun, instance: Instance | None, type_name: str, detailed: bool,
+    key: KeyProvider | None = None,
 ) -> dict[str, Any]:
     task = run.task
     op = task.operation
-    digest_keys, digest_value = input_digest(digestable(run.inputs))
+    digest_keys, digest_value = input_digest(digestable(run.inputs), key, _read(run))
     status = str(instance.status) if instance else "unknown"
     relationship = task.requirement is not None and task.source is not None
     target = (
@@ -295,11 +324,12 @@ def task_entry(
         if relationship and task.requirement is not None
         else f"::{task.target}"
     )
+    ran_status = _task_status(run) if run.ran else status  # Unfurl: the task's own status
     entry: dict[str, Any] = {
         "changeId": run.change_id,
         "target": target,
         "priority": str(instance.priority) if instance else "required",
-        "readyState": {"local": status},
+        "readyState": {"local": ran_status},
         "implementation": {
             "operation": task.name,
             "className": op.implementation.unfurl_class_name if op and op.implementation else "",
@@ -321,8 +351,8 @@ def task_entry(
             str(instance.priority) if instance else "required",
         ),
     }
-    if run.previous_id:
-        entry["previousId"] = run.previous_id
+    if run.previous_id:  # right after the changeId, where Unfurl writes it
+        entry = {"changeId": entry.pop("changeId"), "previousId": run.previous_id, **entry}
     if detailed:
         if op is not None:  # the operation's full name, for planning (not in Unfurl's format)
             entry["interface"] = op.interface
@@ -347,6 +377,15 @@ def task_entry(
         if run.message:
             entry["message"] = run.message
     return entry
+
+
+def _read(run: TaskRun) -> list[str] | None:
+    """The inputs the task's operation read, as Unfurl digests them (None: all)."""
+    op = run.task.operation
+    if op is None or op.implementation is None:
+        return None
+    raw = {k: op.inputs.get(k, v) for k, v in run.inputs.items()}
+    return accessed_inputs(raw, op.implementation.kind)
 
 
 def task_summary(run: TaskRun, type_name: str, status: str, priority: str) -> str:
@@ -377,10 +416,14 @@ def job_tsv_line(entry: Mapping[str, Any]) -> str:
     return tsv_line(fields, entry["changeId"])
 
 
+def _task_status(run: TaskRun) -> str:
+    """A task's own status as Unfurl records it (jobs.tsv's ``status``, an entry's
+    ``readyState``): ok when it succeeded, else what it ended as."""
+    return "ok" if run.state.value == "succeeded" else (str(run.status) if run.status else "error")
+
+
 def task_tsv_line(entry: Mapping[str, Any], run: TaskRun) -> str:
-    status = (
-        "ok" if run.state.value == "succeeded" else (str(run.status) if run.status else "error")
-    )
+    status = _task_status(run)
     return tsv_line(
         [
             ("previousId", entry.get("previousId", "")),

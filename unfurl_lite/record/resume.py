@@ -184,6 +184,10 @@ def write_journal(journal: JournalFile, result: JobResult, **changes: object) ->
 
 
 def logged(ensemble: Ensemble, job_id: str) -> bool:
+    """Whether the job's records are already in its log (jobs.tsv, or the inline
+    ``changes:`` a crashed job may have written before it died)."""
+    if ensemble.inline_log:
+        return any(str(c.get("changeId", ""))[:8] == job_id[:8] for c in ensemble.changes or ())
     return any(r["changeId"] == job_id for r in read_jobs_tsv(ensemble.jobs_tsv))
 
 

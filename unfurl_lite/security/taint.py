@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from unfurl_lite.security import redaction
@@ -34,7 +34,47 @@ class Tainted(Sensitive):
     so records keep its shape with each secret in it replaced."""
 
 
-_read_secret: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar(
+class EnvSecret(Sensitive):
+    """A value read from the environment (``get_env``): a secret here, as any, but a plain
+    value in Unfurl, where a changed variable reconfigures; so it takes part in change
+    detection through a keyed digest (:mod:`unfurl_lite.expressions.digest`)."""
+
+    variable: str = ""
+
+
+class EnvTainted(Tainted):
+    """Text a template built from environment values only (no other secret)."""
+
+    variables: tuple[str, ...] = ()
+
+
+def from_environment(value: Any) -> bool:
+    """Whether a secret value comes from the environment only (see :class:`EnvSecret`)."""
+    return isinstance(value, EnvSecret | EnvTainted)
+
+
+def env_variables(value: Any) -> tuple[str, ...]:
+    """The environment variables a value was read from, as far as it tells."""
+    if isinstance(value, EnvSecret):
+        return (value.variable,) if value.variable else ()
+    if isinstance(value, EnvTainted):
+        return value.variables
+    return ()
+
+
+def env_secret(value: Any, variable: str) -> EnvSecret:
+    secret = EnvSecret(str(value))
+    secret.variable = variable
+    return secret
+
+
+def env_tainted(value: str, variables: Iterable[str]) -> EnvTainted:
+    text = EnvTainted(value)
+    text.variables = tuple(dict.fromkeys(v for v in variables if v))
+    return text
+
+
+_read_secret: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar(
     "unfurl_lite_tainted", default=None
 )
 _scope_secrets: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar(
@@ -43,10 +83,10 @@ _scope_secrets: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar
 
 
 @contextlib.contextmanager
-def render_scope(secrets: set[str]) -> Iterator[list[bool]]:
+def render_scope(secrets: set[str]) -> Iterator[list[Any]]:
     """The scope of one render: yields its flag (non-empty once a secret was read);
     pieces derived from a secret are added to ``secrets``."""
-    flag: list[bool] = []
+    flag: list[Any] = []
     flag_token = _read_secret.set(flag)
     secrets_token = _scope_secrets.set(secrets)
     try:
@@ -58,15 +98,32 @@ def render_scope(secrets: set[str]) -> Iterator[list[bool]]:
 
 def unmarked_render() -> bool:
     """Whether a render is under way that has not read a secret yet (so it is worth
-    looking whether a value it reads holds one)."""
+    looking whether a value it reads holds one). Environment values read so far do not
+    count: a secret read later still has to be noticed."""
     flag = _read_secret.get()
-    return flag is not None and not flag
+    return flag is not None and True not in flag
 
 
-def note_secret_read() -> None:
-    """The render under way read a secret: its result and its errors are secret-bearing."""
-    if unmarked_render():
-        _read_secret.get().append(True)  # type: ignore[union-attr]
+def note_secret_read(variables: Iterable[str] | None = None) -> None:
+    """The render under way read a secret (or, with ``variables``, environment values
+    only): its result and its errors are secret-bearing."""
+    flag = _read_secret.get()
+    if flag is None:
+        return
+    if variables is None:
+        if True not in flag:
+            flag.append(True)
+        return
+    for name in variables or ("",):
+        if name not in flag:
+            flag.append(name)
+
+
+def env_only(flag: list[Any]) -> tuple[str, ...] | None:
+    """The variables a render read when environment values were its only secrets."""
+    if not flag or True in flag:
+        return None
+    return tuple(v for v in flag if isinstance(v, str) and v)
 
 
 def scope_secrets() -> set[str]:
@@ -75,11 +132,16 @@ def scope_secrets() -> set[str]:
     return found if found is not None else set()
 
 
-def mark_secret(value: Any) -> Sensitive:
+def mark_secret(value: Any, variable: str | None = None) -> Sensitive:
     """The value as a secret of the render under way: redacted wherever it is written, and
-    the render counts as one that read a secret (its errors are withheld)."""
-    note_secret_read()
-    secret = Sensitive(str(value))
+    the render counts as one that read a secret (its errors are withheld). With
+    ``variable``, the value was read from that environment variable."""
+    if variable is not None:
+        note_secret_read([variable])
+        secret: Sensitive = env_secret(value, variable)
+    else:
+        note_secret_read()
+        secret = Sensitive(str(value))
     scope_secrets().add(str(secret))
     return secret
 
@@ -93,23 +155,37 @@ def derives(value: Any) -> bool:
     return False
 
 
-def derived(value: Any) -> Any:
+def derived(value: Any, variables: Iterable[str] | None = None) -> Any:
     """A value computed from a secret: strings in it become Tainted and, when long enough
     to search for, known secrets of the render, so the pieces (``pw[2:9]``, ``pw | list |
     join('-')``) are redacted wherever they turn up: records, command output, errors."""
     if isinstance(value, Sensitive):
         return value
     if isinstance(value, str):
-        tainted = Tainted(value)
-        note_secret_read()
+        tainted = Tainted(value) if variables is None else env_tainted(value, variables)
+        note_secret_read(variables)
         if len(value) >= redaction.MIN_SECRET_LENGTH:
             scope_secrets().add(value)
         return tainted
     if isinstance(value, list):
-        return [derived(v) for v in value]
+        return [derived(v, variables) for v in value]
     if isinstance(value, tuple):
-        return tuple(derived(v) for v in value)
+        return tuple(derived(v, variables) for v in value)
     return value
+
+
+def sources(*values: Any) -> tuple[str, ...] | None:
+    """For a value computed from ``values``: the environment variables it derives from when
+    environment values are the only secrets among them, else None (a secret, or none)."""
+    found: list[str] = []
+    for value in values:
+        items = value[:1000] if isinstance(value, list | tuple) else (value,)
+        for item in items:
+            if isinstance(item, Sensitive):
+                if not from_environment(item):
+                    return None
+                found.extend(env_variables(item) or ("",))
+    return tuple(found) if found else None
 
 
 def tainted_copy(value: Any) -> Any:

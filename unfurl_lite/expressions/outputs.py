@@ -1,0 +1,81 @@
+"""The topology's ``outputs`` and ``inputs``, evaluated when a job is recorded, as Unfurl
+writes them into ``status.outputs`` and ``status.inputs``: each output's ``value`` with the
+instances as the job left them, in native types (``{eval: {template: "{{ 40 + 2 }}"}}`` is
+42), and each declared input's value. A value that cannot be evaluated (an attribute not
+set yet) is null, as in Unfurl; a secret is redacted (Unfurl writes it as is).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from unfurl_lite.errors import UnfurlLiteError
+from unfurl_lite.model.entities import Instance, Topology
+from unfurl_lite.security.redaction import REDACTED
+from unfurl_lite.security.taint import Sensitive, Tainted
+
+
+def _plain(value: Any, secrets: set[str]) -> Any:
+    from unfurl_lite.security.redaction import redact
+
+    if isinstance(value, Tainted):
+        return redact(str(value), secrets)
+    if isinstance(value, Sensitive):
+        return REDACTED
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v, secrets) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v, secrets) for v in value]
+    return value
+
+
+def topology_outputs(
+    topology: Topology, instances: Mapping[str, Instance], secrets: set[str],
+    project_root: Any = None,
+) -> dict[str, Any]:
+    """Each output's value now (in the order the topology declares them); ``abspath`` and
+    file paths resolve in ``project_root``."""
+    if not topology.outputs:
+        return {}
+    from unfurl_lite.expressions.context import declared_env, make_context, wrapped_inputs
+    from unfurl_lite.expressions.expr import EvalContext
+
+    if instances:
+        first = next(iter(instances))
+        ctx = dataclasses.replace(make_context(topology, instances, first), self_view={},
+                                  host=None)
+    else:
+        ctx = EvalContext(self_view={}, inputs=wrapped_inputs(topology),
+                          declared_env=declared_env(topology))
+    ctx.project_root = project_root
+    values: dict[str, Any] = {}
+    for name, definition in topology.outputs.items():
+        expression = definition.get("value") if isinstance(definition, Mapping) else definition
+        values[str(name)] = _evaluated(expression, ctx, secrets)
+    return values
+
+
+def topology_inputs(
+    topology: Topology, declared: Iterable[str], secrets: set[str]
+) -> dict[str, Any]:
+    """Each declared topology input's value (the spec's, else its default), evaluated."""
+    from unfurl_lite.expressions.context import declared_env, wrapped_inputs
+    from unfurl_lite.expressions.expr import EvalContext
+
+    inputs = wrapped_inputs(topology)
+    ctx = EvalContext(self_view={}, inputs=inputs, declared_env=declared_env(topology))
+    return {str(name): _evaluated(inputs.get(name), ctx, secrets) for name in declared}
+
+
+def _evaluated(expression: Any, ctx: Any, secrets: set[str]) -> Any:
+    from unfurl_lite.expressions.expr import evaluate
+
+    if expression is None:
+        return None
+    try:
+        value = evaluate(expression, ctx)
+    except (UnfurlLiteError, RecursionError, ValueError, TypeError, KeyError):
+        return None
+    return _plain(value, secrets | ctx.secrets)
