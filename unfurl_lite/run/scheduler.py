@@ -438,8 +438,8 @@ class Scheduler:
         if result.outputs.get("timeout") or (result.error or "").startswith("resultTemplate/"):
             # Unfurl: a timed-out operation or a failed resultTemplate is an `error` task
             run.status, run.changed = Status.error, True
-        if run.task.reason == "check":
-            run.status = instance.status
+        if run.task.reason == "check":  # a failed check is a failed task, as Unfurl counts
+            run.status = Status.error if instance.status == Status.unknown else instance.status
         self.complete(run, TaskState.failed, result.error)
 
     def complete(self, run: TaskRun, state: TaskState, message: str | None = None) -> None:

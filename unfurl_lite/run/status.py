@@ -136,7 +136,10 @@ def on_failure(
     before = (instance.status, prior_state)
     explicit = _explicit_status(result)
     if task.reason == "check":
-        instance.status = explicit or Status.error
+        # Unfurl: a check command that ran and failed did not say what it found: unknown
+        ran_and_failed = result.outputs.get("returncode") not in (None, 0)
+        instance.status = explicit or (
+            Status.unknown if result.modified is None or ran_and_failed else Status.error)
         if instance.status != before[0]:
             instance.last_state_change = change_id
         return (instance.status, instance.state) != before
