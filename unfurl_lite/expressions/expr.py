@@ -195,7 +195,7 @@ def _query(text: str, ctx: EvalContext) -> Any:
         if found is not None:
             value = found
             break
-    return value
+    return evaluate(value, ctx) if isinstance(value, Mapping | list) else value
 
 
 def _eval(arg: Any, ctx: EvalContext, depth: int) -> Any:
@@ -234,6 +234,10 @@ def _eval(arg: Any, ctx: EvalContext, depth: int) -> Any:
         # Unfurl's eval knows the TOSCA functions too: {eval: {concat: [...]}}
         return evaluate(dict(arg), ctx, depth)
     raise ExpressionError(f"unsupported eval expression: {sorted(arg)}")
+
+
+#: the keys an ``eval:`` mapping may have here (besides the TOSCA functions)
+EVAL_KEYS = frozenset({"get_env", "sensitive", "secret", "file", "get_input", "template"})
 
 
 FUNCTIONS: dict[str, Callable[[Any, EvalContext, int], Any]] = {

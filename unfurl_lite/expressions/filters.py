@@ -33,15 +33,11 @@ def _ctx() -> Any:
 def eval_filter(value: Any, *args: Any, **kwargs: Any) -> Any:
     """``{{ {'get_input': 'x'} | eval }}`` / ``{{ 'a {{ b }}' | eval }}``: evaluate an
     expression (TOSCA functions, ``eval:`` expressions, templates)."""
-    from unfurl_lite.errors import ExpressionError
     from unfurl_lite.expressions.expr import FUNCTIONS, evaluate
 
     ctx = _ctx()
-    if isinstance(value, str) and "::" in value and "{{" not in value:
-        raise ExpressionError(
-            f"eval: Unfurl's query expressions ({value!r}) are not supported",
-            hint="use get_attribute/get_property or {{ SELF.name }} forms",
-        )
+    if isinstance(value, str):  # a query ('::node::attribute') as {eval: ...} reads it
+        return FUNCTIONS["eval"](value, ctx, 0)
     if isinstance(value, Mapping) and len(value) == 1 and next(iter(value)) in FUNCTIONS:
         return evaluate(dict(value), ctx)
     if isinstance(value, Mapping) and "eval" not in value:

@@ -56,10 +56,21 @@ def directory() -> Path | None:
 
 @lru_cache(maxsize=1)
 def _salt() -> bytes:
+    """The code that validates: the version, the schema, and the size and mtime of every
+    module that decides what is valid, so a checkout moved to another commit (same
+    version) never reuses an entry the old code validated."""
     from unfurl_lite import __version__
 
     schema = schemacheck.SCHEMA.read_bytes()
-    return __version__.encode() + b"\0" + hashlib.sha256(schema).digest()
+    package = Path(__file__).resolve().parent.parent
+    stamps = sorted(
+        f"{path.relative_to(package)}:{info.st_size}:{info.st_mtime_ns}"
+        for folder in ("load", "expressions", "model", "security")
+        for path in (package / folder).glob("*.py")
+        if (info := path.stat())
+    )
+    return (__version__.encode() + b"\0" + hashlib.sha256(schema).digest()
+            + hashlib.sha256("\n".join(stamps).encode()).digest())
 
 
 def _entry(root: Path, file: Path, text: str) -> Path:

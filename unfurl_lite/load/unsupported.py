@@ -186,20 +186,31 @@ UNFURL_ONLY_IMPLEMENTATION_KEYS = {
 }
 
 
+_UNFURL_CLASS = re.compile(r"^unfurl(?:\.\w+)+$")
+_PYTHON_FILE_CLASS = re.compile(r"^\S+\.py#\w+$")
 _CALLABLE = re.compile(r"^[A-Za-z_][\w.]*(?::|\.)[A-Za-z_]\w*$")
 
 
 def _unsupported_implementations(doc: Any, file: str) -> Iterator[Problem]:
     """An operation that would only fail when the job reaches it is refused up front."""
+    artifacts = _artifact_names(doc)
     for path, interfaces in interface_owners(doc):
         for interface, body in mapping(interfaces).items():
+            for shared in (("defaults", "implementation"), ("implementation",)):
+                value = mapping(mapping(body).get(shared[0])).get(shared[1]) \
+                    if len(shared) == 2 else mapping(body).get(shared[0])
+                why = _implementation_problem(value, artifacts) if value is not None else None
+                if why is not None:  # applied to every operation of the interface
+                    yield problem_at(doc, (*path, interface, *shared), file, why,
+                                     _IMPLEMENTATION_HINT)
             for subpath, _ in operations_of(body):
                 definition: Any = mapping(body)
                 for part in subpath:
                     definition = mapping(definition).get(part)
-                implementation = mapping(definition).get("implementation")
-                where = (*path, interface, *subpath, "implementation")
-                why = _implementation_problem(implementation)
+                short = isinstance(definition, str)  # `create: COMMAND`, TOSCA's short form
+                implementation = definition if short else mapping(definition).get("implementation")
+                where = (*path, interface, *subpath) + (() if short else ("implementation",))
+                why = _implementation_problem(implementation, artifacts)
                 if why is not None:
                     yield problem_at(doc, where, file, why, _IMPLEMENTATION_HINT)
                 for key in _UNSUPPORTED_IMPLEMENTATION_KEYS:
@@ -218,11 +229,30 @@ _IMPLEMENTATION_HINT = ("use `className: Shell` with the equivalent command (for
                         "operation `package.module:function`")
 
 
-def _implementation_problem(implementation: Any) -> str | None:
+def _artifact_names(doc: Any) -> set[str]:
+    """Artifacts the templates and types declare: an implementation naming one runs the
+    artifact in Unfurl (a shell command of that name here, were it accepted)."""
+    service = get_section(doc, SERVICE)
+    owners = [*mapping(get_section(doc, (*TOPOLOGY, "node_templates"))).values(),
+              *mapping(service.get("node_types")).values(), *mapping(service.get("types")).values()]
+    return {str(name) for owner in owners for name in mapping(mapping(owner).get("artifacts"))}
+
+
+def _implementation_problem(implementation: Any,
+                            artifacts: frozenset[str] | set[str] = frozenset()) -> str | None:
+    if isinstance(implementation, str) and implementation.strip() in artifacts:
+        named = implementation  # (a `primary` naming an artifact has its own message)
+        return (f"the implementation names the artifact {named.strip()!r}: in Unfurl that runs "
+                "the artifact's own operations; artifacts are not supported by unfurl-lite")
     if isinstance(implementation, str):
         name = implementation.strip()
         if name in UNFURL_ONLY_CONFIGURATORS:
             return f"Unfurl's {name} configurator is not supported by unfurl-lite"
+        if _UNFURL_CLASS.match(name):
+            return f"Unfurl's configurator {name!r} is not supported by unfurl-lite"
+        if _PYTHON_FILE_CLASS.match(name):
+            return (f"a configurator class in a Python file ({name!r}, Unfurl's "
+                    "`file.py#Class`) is not supported: it needs Unfurl's Configurator API")
         return None
     for key, what in UNFURL_ONLY_IMPLEMENTATION_KEYS.items():
         if mapping(implementation).get(key) not in (None, [], {}):

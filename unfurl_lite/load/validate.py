@@ -11,6 +11,7 @@ one list, in file order.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -76,10 +77,20 @@ def _any_filter(value: dict[Any, Any] | list[Any]) -> bool:
                 if ("|" in child or "lookup" in child or "query" in child) and "{" in child:
                     return True
             elif isinstance(child, dict | list):
-                if isinstance(child, dict) and isinstance(child.get("eval"), str):
-                    return True  # an Unfurl query expression
+                if isinstance(child, dict) and isinstance(child.get("eval"), str | dict):
+                    return True  # an Unfurl query or eval expression
                 stack.append(child)
     return False
+
+
+def _eval_key(name: Any) -> bool:
+    from unfurl_lite.expressions.expr import EVAL_KEYS, FUNCTIONS
+
+    return name in EVAL_KEYS or name in FUNCTIONS
+
+
+#: a quoted query expression piped to eval in a template: ``'::node::attr' | eval``
+_QUERY_FILTERED = re.compile(r"""['"](\.?::[^'"]*|\.[^'"\s]*)['"]\s*\|\s*eval\b""")
 
 
 def _unknown_filters(doc: Any, file: str) -> Iterator[Problem]:
@@ -100,6 +111,7 @@ def _unknown_filters(doc: Any, file: str) -> Iterator[Problem]:
     found: list[tuple[tuple[Any, ...], str]] = []
     lookups: list[tuple[tuple[Any, ...], str]] = []
     queries: list[tuple[tuple[Any, ...], str]] = []
+    functions: list[tuple[tuple[Any, ...], str]] = []
     while stack:  # only containers are pushed: a large spec is mostly plain strings
         path, value = stack.pop()
         items = value.items() if isinstance(value, dict) else enumerate(value)
@@ -108,6 +120,8 @@ def _unknown_filters(doc: Any, file: str) -> Iterator[Problem]:
                 if "|" in item and "{" in item:
                     found += (((*path, key), name) for name in
                               dict.fromkeys(unknown_filters(item)))
+                    queries += (((*path, key), text) for text in _QUERY_FILTERED.findall(item)
+                                if not supported_query(text))
                 if "{" in item and ("lookup" in item or "query" in item):
                     lookups += (((*path, key), name) for name in
                                 dict.fromkeys(unsupported_lookups(item)))
@@ -115,12 +129,20 @@ def _unknown_filters(doc: Any, file: str) -> Iterator[Problem]:
                 if isinstance(item, dict) and isinstance(item.get("eval"), str) \
                         and not supported_query(item["eval"]):
                     queries.append(((*path, key, "eval"), item["eval"]))
+                if isinstance(item, dict) and isinstance(item.get("eval"), dict):
+                    functions += (((*path, key, "eval", name), str(name))
+                                  for name in item["eval"] if not _eval_key(name))
                 stack.append(((*path, key), item))
     for path, text in queries:
         yield problem_at(
             doc, path, file, f"Unfurl's query expression {text!r} is not supported",
             "only '::node::attribute' is; use {get_attribute: [node, attribute]} or "
             "{get_property: [node, property]}")
+    for path, name in functions:
+        yield problem_at(
+            doc, path, file, f"Unfurl's eval expression key {name!r} is not supported",
+            "eval here knows get_env, sensitive, secret, file, get_input, template and the "
+            "TOSCA functions (get_property, get_attribute, concat, join)")
     for path, name in found:
         message = (f"Unfurl's filter {name!r} is not supported" if name in UNSUPPORTED
                    else f"unknown filter {name!r}: not supported")
