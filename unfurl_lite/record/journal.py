@@ -25,8 +25,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from unfurl_lite.expressions.digest import spec_digest
+from unfurl_lite.expressions.digest import KeyProvider, spec_digest
 from unfurl_lite.load import yamlio
+from unfurl_lite.load.digestkey import key_provider
 from unfurl_lite.load.loader import Ensemble, _instance
 from unfurl_lite.model import changeid
 from unfurl_lite.model.entities import Instance, NodeState, Status
@@ -77,6 +78,7 @@ class Journal(Observer):
         from unfurl_lite.expressions.context import spec_secrets
 
         self.root = ensemble.project_root
+        self.key = key_provider(self.root)  # digests taken while the inputs are whole
         self.options = options
         self.secrets: set[str] = spec_secrets(ensemble.topology)
         self.data: dict[str, Any] = {
@@ -146,7 +148,7 @@ class Journal(Observer):
             self.known.update(names)
             full = run.result is not None or run.state not in (TaskState.sent, TaskState.started)
             event = {
-                "task": task_record(run, self.secrets) if full else task_progress(run),
+                "task": task_record(run, self.secrets, self.key) if full else task_progress(run),
                 "instances": snapshot_instances(
                     {n: self.instances[n] for n in names}, self.secrets
                 ),
@@ -193,7 +195,7 @@ class Journal(Observer):
                 data["instances"], data["tasks"] = self.written
             else:
                 data["instances"] = snapshot_instances(self.instances, self.secrets)
-                data["tasks"] = [task_record(r, self.secrets) for r in list(self.runs)]
+                data["tasks"] = [task_record(r, self.secrets, self.key) for r in list(self.runs)]
             self.written = (data["instances"], data["tasks"])
             self.known = set(data["instances"])
             if self.events is not None:
@@ -225,8 +227,11 @@ def task_progress(run: TaskRun) -> dict[str, Any]:
     }
 
 
-def task_record(run: TaskRun, secrets: set[str]) -> dict[str, Any]:
+def task_record(run: TaskRun, secrets: set[str],
+                key: KeyProvider | None = None) -> dict[str, Any]:
     task = run.task
+    if run.inputs and run.digest is None and key is not None:
+        records.task_digest(run, key)
     record: dict[str, Any] = {
         "number": task.number,
         "target": task.target,
@@ -246,6 +251,7 @@ def task_record(run: TaskRun, secrets: set[str]) -> dict[str, Any]:
         "retries": redact(list(run.retries), secrets),
         "worker": run.worker,
         "inputs": yamlio.to_plain(redact(run.inputs, secrets)),
+        "digest": list(run.digest) if run.digest else None,
     }
     if run.result is not None:
         record["result"] = {
@@ -339,6 +345,9 @@ def restore_run(run: TaskRun, record: dict[str, Any]) -> TaskRun:
     run.retries = list(record.get("retries") or [])
     run.worker = record.get("worker")
     run.inputs = _unredact(record.get("inputs") or {})
+    digest = record.get("digest")
+    if isinstance(digest, list) and len(digest) == 2:
+        run.digest = (str(digest[0]), str(digest[1]))
     result = record.get("result")
     if result:
         run.result = OperationResult(

@@ -316,7 +316,7 @@ def task_entry(
 ) -> dict[str, Any]:
     task = run.task
     op = task.operation
-    digest_keys, digest_value = input_digest(digestable(run.inputs), key, _read(run))
+    digest_keys, digest_value = task_digest(run, key)
     status = str(instance.status) if instance else "unknown"
     relationship = task.requirement is not None and task.source is not None
     target = (
@@ -377,6 +377,13 @@ def task_entry(
         if run.message:
             entry["message"] = run.message
     return entry
+
+
+def task_digest(run: TaskRun, key: KeyProvider | None = None) -> tuple[str, str]:
+    """The task's (digestKeys, digestValue), computed once, from its inputs as rendered."""
+    if run.digest is None:
+        run.digest = input_digest(digestable(run.inputs), key, _read(run))
+    return run.digest
 
 
 def _read(run: TaskRun) -> list[str] | None:

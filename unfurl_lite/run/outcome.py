@@ -56,6 +56,9 @@ class TaskRun:
     retries: list[str] = field(default_factory=list)  # why each rescheduled attempt failed
     #: its instance's status when it ended (Unfurl's task summary shows this one)
     target_status: Status | None = None
+    #: (digestKeys, digestValue), taken while its inputs are whole: a journal keeps secrets
+    #: redacted, so a resumed job must not digest them again
+    digest: tuple[str, str] | None = None
 
     @property
     def counted(self) -> bool:

@@ -304,6 +304,7 @@ class Scheduler:
         attributes = dict(instance.attributes)
         try:
             run.inputs = render_inputs(inputs, task.extra_inputs, ctx, task.allow_override)
+            run.digest = None  # taken again from the new inputs
             if op.implementation.kind == "Python":  # its code may read any: send values
                 properties = dict(ctx.self_view.get("properties") or {})
                 attributes = dict(ctx.self_view.get("attributes") or {})
