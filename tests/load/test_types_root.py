@@ -3,24 +3,14 @@
 
 from __future__ import annotations
 
-import shutil
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, InvokeIn, Project, git
+from tests.conftest import InvokeIn, Project
+from tests.load.test_imports import CAPTURED, HEAD, case
 from unfurl_lite.load import yamlio
-
-CAPTURED = ROOT / "tests" / "data" / "unfurl120" / "15-imports-types"
-HEAD = "apiVersion: unfurl/v1alpha1\nkind: Ensemble\n"
-
-
-def case(project: Project, name: str) -> Path:
-    shutil.copytree(CAPTURED / name / "input", project.root, dirs_exist_ok=True)
-    git(project.root, "add", "-A")
-    git(project.root, "commit", "-q", "-m", f"case {name}")
-    return project.root
 
 
 def statuses(file: Path) -> dict:

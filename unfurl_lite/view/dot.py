@@ -6,7 +6,14 @@ is safe; hosted instances are drawn inside a cluster of their host.
 
 from __future__ import annotations
 
-from unfurl_lite.view.graph import Graph, GraphEdge, GraphNode, status_colour, status_stroke
+from unfurl_lite.view.graph import (
+    Graph,
+    GraphEdge,
+    GraphNode,
+    hosted_children,
+    status_colour,
+    status_stroke,
+)
 
 #: how each kind of edge is drawn
 EDGE_STYLES = {
@@ -78,16 +85,6 @@ def _attrs(attrs: dict[str, str]) -> str:
     return ", ".join(f"{key}={quote(value)}" for key, value in attrs.items())
 
 
-def _clusters(graph: Graph) -> dict[str | None, list[GraphNode]]:
-    """host id (None: top level) -> the nodes hosted directly on it."""
-    ids = {n.id for n in graph.nodes}
-    children: dict[str | None, list[GraphNode]] = {}
-    for node in graph.nodes:
-        host = node.host if node.host in ids and node.host != node.id else None
-        children.setdefault(host, []).append(node)
-    return children
-
-
 def render(graph: Graph) -> str:
     lines = [
         "digraph topology {",
@@ -96,7 +93,7 @@ def render(graph: Graph) -> str:
         '  edge [fontname="Helvetica", fontsize="9", color="#555555"];',
     ]
     ids = node_ids(graph)
-    children = _clusters(graph)
+    children = hosted_children(graph)
     counter = iter(range(len(graph.nodes) + 1))
     drawn: set[str] = set()
 

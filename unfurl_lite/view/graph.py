@@ -239,6 +239,18 @@ def _instance_edges(
     return edges
 
 
+
+def hosted_children(graph: Graph) -> dict[str | None, list[GraphNode]]:
+    """Host id (None: top level) -> the nodes hosted directly on it: the nesting every
+    format draws (a Graphviz cluster, a Mermaid subgraph)."""
+    ids = {n.id for n in graph.nodes}
+    children: dict[str | None, list[GraphNode]] = {}
+    for node in graph.nodes:
+        host = node.host if node.host in ids and node.host != node.id else None
+        children.setdefault(host, []).append(node)
+    return children
+
+
 def build_graph(ensemble: Ensemble, *, instances: bool = False) -> Graph:
     """The ensemble's templates (or, with ``instances``, its instances) and what links them."""
     return instance_graph(ensemble) if instances else template_graph(ensemble)

@@ -7,7 +7,14 @@ them; statuses become ``classDef`` classes with the shared palette.
 
 from __future__ import annotations
 
-from unfurl_lite.view.graph import PALETTE, Graph, GraphEdge, GraphNode, status_stroke
+from unfurl_lite.view.graph import (
+    PALETTE,
+    Graph,
+    GraphEdge,
+    GraphNode,
+    hosted_children,
+    status_stroke,
+)
 
 #: Mermaid's arrows for each kind of edge
 ARROWS = {"host": "==>", "dependency": "-.->", "connect": "-->", "relationship": "-->"}
@@ -43,11 +50,7 @@ def edge_line(ids: dict[str, str], edge: GraphEdge) -> str:
 def render(graph: Graph) -> str:
     ids = {node.id: f"n{i}" for i, node in enumerate(graph.nodes)}
     lines = ["flowchart TB"]
-    known = set(ids)
-    children: dict[str | None, list[GraphNode]] = {}
-    for node in graph.nodes:
-        host = node.host if node.host in known and node.host != node.id else None
-        children.setdefault(host, []).append(node)
+    children = hosted_children(graph)
     drawn: set[str] = set()
 
     def place(node: GraphNode, indent: str) -> None:
