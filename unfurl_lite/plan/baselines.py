@@ -10,9 +10,10 @@ records'), never from the summary text meant for people.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from unfurl_lite.errors import UnfurlLiteError
-from unfurl_lite.expressions.digest import digestable, input_digest
+from unfurl_lite.expressions.digest import digest, digestable, input_digest
 from unfurl_lite.load.jobslog import read_jobs_tsv
 from unfurl_lite.load.loader import Ensemble
 from unfurl_lite.load.taskrecords import TaskRecord, task_records
@@ -74,12 +75,72 @@ def current_digest(ensemble: Ensemble, instance: str, op: Operation) -> str:
     """The digestValue the operation would be recorded with if it ran now; raises the
     expression's error when its inputs cannot be rendered."""
     from unfurl_lite.expressions.context import make_context, render_inputs
+    from unfurl_lite.expressions.reads import operation_reads, reads_digest
 
     inputs = dict(op.inputs)
     if op.implementation is not None and op.implementation.primary and "command" not in inputs:
         inputs["command"] = op.implementation.primary
     ctx = make_context(ensemble.topology, ensemble.instances, instance)
-    return input_digest(digestable(render_inputs(inputs, {}, ctx)))[1]
+    ctx.project_root = ensemble.project_root
+    rendered = digestable(render_inputs(inputs, {}, ctx))
+    if op.implementation is None:
+        return input_digest(rendered)[1]
+    watching = make_context(ensemble.topology, ensemble.instances, instance)
+    watching.project_root = ensemble.project_root
+    reads = operation_reads(inputs, op.environment, op.implementation.kind, watching)
+    return reads_digest(reads, rendered)[1]
+
+
+def _recorded_reads(ensemble: Ensemble, change_id: str) -> dict[str, Any] | None:
+    """What the task ``change_id`` read, from its job record: its inputs by name and the
+    other values by Unfurl's expression (``::svc::greeting``)."""
+    from ruamel.yaml import YAMLError
+
+    from unfurl_lite.load import yamlio
+    from unfurl_lite.load.taskrecords import JOBS_DIR
+
+    for path in (ensemble.project_root / JOBS_DIR).glob(f"job*-{change_id[:8]}.yaml"):
+        try:
+            data = yamlio.parse_plain(yamlio.read_text(path))
+        except (UnfurlLiteError, YAMLError, ValueError, OSError):
+            return None
+        changes = data.get("changes") if isinstance(data, Mapping) else None
+        for entry in changes if isinstance(changes, list) else []:
+            if isinstance(entry, Mapping) and entry.get("changeId") == change_id:
+                found = dict(entry.get("inputs") or {})
+                for dep in entry.get("dependencies") or []:
+                    if isinstance(dep, Mapping) and "ref" in dep:
+                        found[str(dep["ref"])] = dep.get("expected")
+                return found
+    return None
+
+
+def changed_reads(ensemble: Ensemble, instance: str, op: Operation, change_id: str) -> list[str]:
+    """The digest keys (inputs, and values read such as ``::svc::greeting``) whose value
+    differs from what the task ``change_id`` ran with, for the plan to say why an operation
+    runs again; empty when that cannot be told."""
+    from unfurl_lite.errors import ExpressionError
+    from unfurl_lite.expressions.context import make_context, render_inputs
+    from unfurl_lite.expressions.reads import operation_reads
+
+    recorded = _recorded_reads(ensemble, change_id)
+    if recorded is None or op.implementation is None:
+        return []
+    inputs = dict(op.inputs)
+    if op.implementation.primary and "command" not in inputs:
+        inputs["command"] = op.implementation.primary
+    try:
+        ctx = make_context(ensemble.topology, ensemble.instances, instance)
+        ctx.project_root = ensemble.project_root
+        rendered = digestable(render_inputs(inputs, {}, ctx))
+        watching = make_context(ensemble.topology, ensemble.instances, instance)
+        watching.project_root = ensemble.project_root
+        reads = operation_reads(inputs, op.environment, op.implementation.kind, watching)
+    except (ExpressionError, UnfurlLiteError):
+        return []
+    now = {**{k: rendered.get(k) for k in reads.inputs}, **dict(reads.dependencies)}
+    return [key for key in now
+            if key not in recorded or digest([recorded[key]]) != digest([now[key]])]
 
 
 def digest_now(ensemble: Ensemble, instance: str, op: Operation) -> str | None:

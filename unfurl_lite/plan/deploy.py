@@ -109,8 +109,11 @@ def plan_deploy(
                 builder.note(name, "skipped: already ok")
                 continue
             op, since = changed
+            from unfurl_lite.plan.baselines import changed_reads
+
+            what = changed_reads(ensemble, name, op, since)
             builder.note(name, f"reconfigure: the inputs of {op.qualified_name} changed since "
-                               f"it last ran ({since})")
+                               f"it last ran ({since})" + (f": {', '.join(what)}" if what else ""))
             builder.add(name, template.name, op, RECONFIGURE, after,
                         running_state=NodeState.configuring, done_state=NodeState.configured,
                         done_status=Status.ok)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.expressions.digest import digestable, input_digest
+from unfurl_lite.expressions.reads import dependency_records, reads_digest
 from unfurl_lite.load import yamlio
 from unfurl_lite.load.jobslog import escape_field
 from unfurl_lite.load.jobslog import last_job_id as last_job_id
@@ -287,7 +288,10 @@ def task_entry(
 ) -> dict[str, Any]:
     task = run.task
     op = task.operation
-    digest_keys, digest_value = input_digest(digestable(run.inputs))
+    if run.reads is not None:
+        digest_keys, digest_value = reads_digest(run.reads, digestable(run.inputs))
+    else:
+        digest_keys, digest_value = input_digest(digestable(run.inputs))
     status = str(instance.status) if instance else "unknown"
     relationship = task.requirement is not None and task.source is not None
     target = (
@@ -309,6 +313,7 @@ def task_entry(
         **(
             {"result": run.result.outputs} if detailed and run.result and run.result.outputs else {}
         ),
+        **({"dependencies": dependency_records(run.reads)} if run.reads else {}),
         "digestKeys": digest_keys,
         "digestValue": digest_value,
         # Unfurl's digestPut: the attributes the task set, as expressions (Unfurl joins a

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from unfurl_lite.expressions.reads import Reads
 from unfurl_lite.model.entities import Instance, NodeState, Priority, Status
 from unfurl_lite.plan.tasks import Plan, Task
 from unfurl_lite.run.observer import JobState, TaskState
@@ -56,6 +57,8 @@ class TaskRun:
     retries: list[str] = field(default_factory=list)  # why each rescheduled attempt failed
     #: its instance's status when it ended (Unfurl's task summary shows this one)
     target_status: Status | None = None
+    #: what the operation read (its digest's keys); None when not known (a resumed task)
+    reads: Reads | None = None
 
     @property
     def counted(self) -> bool:

@@ -1,0 +1,195 @@
+"""What an operation read: the inputs and the instance values its digest covers.
+
+Unfurl's ``digestKeys`` name the inputs its configurator resolved while the task ran (in
+the order it resolved them: those its ``environment`` read first, then the rest in the
+order they are declared; never one it leaves out such as ``resultTemplate``), then every
+other value the task read: ``::root::inputs`` when a ``get_input`` was evaluated,
+``::svc::greeting`` for ``{{ SELF.greeting }}``. Its ``digestValue`` hashes the same
+values, so a changed property an operation read reconfigures it. Our inputs are rendered
+all at once, so this module evaluates them again, watching what is read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from unfurl_lite.errors import UnfurlLiteError
+from unfurl_lite.expressions.digest import digest
+from unfurl_lite.expressions.expr import EvalContext, Sensitive, evaluate
+from unfurl_lite.expressions.lazy import LazyValues
+
+#: the inputs each built-in kind resolves while it runs (Unfurl's ShellConfigurator and
+#: TemplateConfigurator); a Python callable may read any, so all count
+KIND_INPUTS: dict[str, tuple[str, ...]] = {
+    "Shell": ("command", "cwd", "dryrun", "shell", "keeplines", "echo", "done",
+              "resultTemplate"),
+    "Template": ("run", "dryrun", "done", "resultTemplate"),
+}
+#: resolved but never digested (Unfurl's ``exclude_from_digest``)
+EXCLUDED: dict[str, frozenset[str]] = {
+    "Shell": frozenset({"resultTemplate", "done", "cwd", "echo"}),
+    "Template": frozenset({"resultTemplate", "done"}),
+}
+#: evaluated after the run, with its result: only what they name is read
+_AFTER_RUN = ("done", "resultTemplate")
+#: an instance view's own fields, not values the spec or an operation set
+_FIXED = frozenset({"name", "template", "type", "attributes", "properties", "status", "state"})
+_ROOT = "\0root"  # never an instance's name
+_INPUT_REFERENCE = re.compile(r"\binputs\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*['\"]([^'\"]+)['\"]\s*\])")
+
+
+@dataclass(frozen=True)
+class Reads:
+    """``inputs``: operation inputs in digest order; ``dependencies``: (Unfurl's
+    expression, the value read), e.g. ``("::svc::greeting", "hello")``."""
+
+    inputs: tuple[str, ...]
+    dependencies: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return (*self.inputs, *(expr for expr, _ in self.dependencies))
+
+
+class _Watch:
+    """Collects reads: inputs by name, other values grouped by instance in the order
+    each instance was first read (as Unfurl's attribute manager does)."""
+
+    def __init__(self) -> None:
+        self.inputs: list[str] = []
+        self.values: dict[str, dict[str, Any]] = {}
+
+    def read_input(self, name: str) -> None:
+        if name not in self.inputs:
+            self.inputs.append(name)
+
+    def read_value(self, instance: str, name: str, value: Any) -> None:
+        self.values.setdefault(instance, {}).setdefault(name, value)
+
+
+def _watched_view(view: Mapping[str, Any] | None, watch: _Watch) -> Mapping[str, Any] | None:
+    if view is None:
+        return None
+    name = str(view.get("name"))
+
+    def noted(key: str, value: Any) -> Any:
+        if key not in _FIXED:
+            watch.read_value(name, key, value)
+        return value
+
+    return LazyValues(view, noted)
+
+
+def _references(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        for match in _INPUT_REFERENCE.finditer(value):
+            yield match.group(1) or match.group(2)
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _references(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _references(item)
+
+
+def _quietly(read: Callable[[], Any]) -> None:
+    try:
+        read()
+    except (UnfurlLiteError, RecursionError):
+        pass  # the real rendering reports it; this pass only watches
+
+
+def operation_reads(
+    raw_inputs: Mapping[str, Any],
+    environment: Mapping[str, Any] | None,
+    kind: str,
+    ctx: EvalContext,
+) -> Reads:
+    """Evaluate the operation's environment and the inputs its kind resolves in a fresh
+    ``ctx`` (from ``make_context``; it is changed here), and return what they read."""
+    watch = _Watch()
+    topology_inputs = ctx.inputs
+
+    def input_read(key: str, value: Any) -> Any:
+        watch.values.setdefault(_ROOT, {})
+        return value
+
+    ctx.inputs = LazyValues(topology_inputs, input_read)
+    ctx.self_view = _watched_view(ctx.self_view, watch) or {}
+    ctx.host = _watched_view(ctx.host, watch)
+    ctx.source = _watched_view(ctx.source, watch)
+    ctx.target = _watched_view(ctx.target, watch)
+    lookup = ctx.lookup_node
+    ctx.lookup_node = lambda name: _watched_view(lookup(name), watch)
+
+    order = list(raw_inputs)
+    lazy = LazyValues(raw_inputs, lambda k, v: (watch.read_input(k), evaluate(v, ctx))[1])
+    ctx.operation_inputs = lazy
+    for value in (environment or {}).values():
+        _quietly(lambda v=value: evaluate(v, ctx))
+    early = [name for name in order if name in watch.inputs]
+
+    roots = KIND_INPUTS.get(kind, tuple(order))
+    for name in roots:
+        if name not in raw_inputs:
+            continue
+        if name in _AFTER_RUN:
+            watch.read_input(name)
+            for referenced in _references(raw_inputs[name]):
+                if referenced in raw_inputs:
+                    _quietly(lambda r=referenced: lazy[r])
+        else:
+            _quietly(lambda n=name: lazy[n])
+    excluded = EXCLUDED.get(kind, frozenset())
+    later = [name for name in order if name in watch.inputs and name not in early]
+    inputs = tuple(name for name in (*early, *later) if name not in excluded)
+    return Reads(inputs, _dependencies(watch, topology_inputs, ctx))
+
+
+def _dependencies(
+    watch: _Watch, topology_inputs: Mapping[str, Any], ctx: EvalContext
+) -> tuple[tuple[str, Any], ...]:
+    found: list[tuple[str, Any]] = []
+    for instance, values in watch.values.items():
+        if instance == _ROOT:
+            found.append(("::root::inputs", _all_inputs(topology_inputs, ctx)))
+            continue
+        found.extend((f"::{instance}::{name}", value) for name, value in values.items())
+    return tuple(found)
+
+
+def _all_inputs(topology_inputs: Mapping[str, Any], ctx: EvalContext) -> dict[str, Any]:
+    """The root's ``inputs`` as Unfurl digests them: every topology input, evaluated."""
+    values: dict[str, Any] = {}
+    for name, value in topology_inputs.items():
+        try:
+            values[name] = evaluate(value, ctx)
+        except UnfurlLiteError:
+            values[name] = None
+    return values
+
+
+def reads_digest(reads: Reads, rendered: Mapping[str, Any]) -> tuple[str, str]:
+    """(digestKeys, digestValue) over what the operation read, as Unfurl records them:
+    the inputs (their rendered values), then the other values; secrets take no part."""
+    keys: list[str] = []
+    values: list[Any] = []
+    for name in reads.inputs:
+        if name in rendered and not isinstance(rendered[name], Sensitive):
+            keys.append(name)
+            values.append(rendered[name])
+    for expr, value in reads.dependencies:
+        if not isinstance(value, Sensitive):
+            keys.append(expr)
+            values.append(value)
+    return ",".join(keys), (digest(values) if keys else "")
+
+
+def dependency_records(reads: Reads) -> list[dict[str, Any]]:
+    """The values beyond its inputs an operation read, as Unfurl's job records keep them
+    (``ref``, ``expected``); secrets are left out, as from the digest."""
+    return [{"ref": expr, "expected": value} for expr, value in reads.dependencies
+            if not isinstance(value, Sensitive)]
