@@ -11,9 +11,11 @@ all at once, so this module evaluates them again, watching what is read.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from unfurl_lite.errors import UnfurlLiteError
@@ -96,10 +98,8 @@ def _references(value: Any) -> Iterator[str]:
 
 
 def _quietly(read: Callable[[], Any]) -> None:
-    try:
-        read()
-    except (UnfurlLiteError, RecursionError):
-        pass  # the real rendering reports it; this pass only watches
+    with contextlib.suppress(UnfurlLiteError, RecursionError):
+        read()  # an error: the real rendering reports it; this pass only watches
 
 
 def operation_reads(
@@ -126,10 +126,14 @@ def operation_reads(
     ctx.lookup_node = lambda name: _watched_view(lookup(name), watch)
 
     order = list(raw_inputs)
-    lazy = LazyValues(raw_inputs, lambda k, v: (watch.read_input(k), evaluate(v, ctx))[1])
+    def input_value(key: str, value: Any) -> Any:
+        watch.read_input(key)
+        return evaluate(value, ctx)
+
+    lazy = LazyValues(raw_inputs, input_value)
     ctx.operation_inputs = lazy
     for value in (environment or {}).values():
-        _quietly(lambda v=value: evaluate(v, ctx))
+        _quietly(partial(evaluate, value, ctx))
     early = [name for name in order if name in watch.inputs]
 
     roots = KIND_INPUTS.get(kind, tuple(order))
@@ -140,9 +144,9 @@ def operation_reads(
             watch.read_input(name)
             for referenced in _references(raw_inputs[name]):
                 if referenced in raw_inputs:
-                    _quietly(lambda r=referenced: lazy[r])
+                    _quietly(partial(lazy.__getitem__, referenced))
         else:
-            _quietly(lambda n=name: lazy[n])
+            _quietly(partial(lazy.__getitem__, name))
     excluded = EXCLUDED.get(kind, frozenset())
     later = [name for name in order if name in watch.inputs and name not in early]
     inputs = tuple(name for name in (*early, *later) if name not in excluded)

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from unfurl_lite.errors import UnfurlLiteError
-from unfurl_lite.expressions.digest import digest, digestable, input_digest
+from unfurl_lite.expressions.digest import digestable, input_digest
 from unfurl_lite.load.jobslog import read_jobs_tsv
 from unfurl_lite.load.loader import Ensemble
 from unfurl_lite.load.taskrecords import TaskRecord, task_records
@@ -121,7 +121,11 @@ def changed_reads(ensemble: Ensemble, instance: str, op: Operation, change_id: s
     runs again; empty when that cannot be told."""
     from unfurl_lite.errors import ExpressionError
     from unfurl_lite.expressions.context import make_context, render_inputs
+    from unfurl_lite.expressions.digest import digest
     from unfurl_lite.expressions.reads import operation_reads
+
+    def value_digest(value: Any) -> str:
+        return digest([value])
 
     recorded = _recorded_reads(ensemble, change_id)
     if recorded is None or op.implementation is None:
@@ -140,7 +144,7 @@ def changed_reads(ensemble: Ensemble, instance: str, op: Operation, change_id: s
         return []
     now = {**{k: rendered.get(k) for k in reads.inputs}, **dict(reads.dependencies)}
     return [key for key in now
-            if key not in recorded or digest([recorded[key]]) != digest([now[key]])]
+            if key not in recorded or value_digest(recorded[key]) != value_digest(now[key])]
 
 
 def digest_now(ensemble: Ensemble, instance: str, op: Operation) -> str | None:
