@@ -313,7 +313,8 @@ def task_entry(
         **(
             {"result": run.result.outputs} if detailed and run.result and run.result.outputs else {}
         ),
-        **({"dependencies": dependency_records(run.reads)} if run.reads else {}),
+        **({"dependencies": dependency_records(run.reads)}
+           if run.reads and dependency_records(run.reads) else {}),
         "digestKeys": digest_keys,
         "digestValue": digest_value,
         # Unfurl's digestPut: the attributes the task set, as expressions (Unfurl joins a
