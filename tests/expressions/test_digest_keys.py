@@ -206,3 +206,41 @@ def test_an_input_the_operation_never_reads_changes_nothing(project, invoke):
     commits = len(project.commits())
     assert invoke("deploy", "--approve").exit_code == 0
     assert len(project.commits()) == commits
+
+
+SECRET_READ = _with_types(
+    """\
+    node_types:
+      acme.Db:
+        derived_from: tosca.nodes.Root
+        properties:
+          password: {type: string, metadata: {sensitive: true}}
+          user: {type: string}
+    """,
+    "",
+    """\
+    db:
+      type: acme.Db
+      properties:
+        password: s3cr3t-value
+        user: admin
+      interfaces:
+        Standard:
+          configure:
+            implementation:
+              className: Shell
+              environment:
+                DB_PASSWORD: "{{ SELF.password }}"
+            inputs:
+              command: "echo {{ SELF.user }}"
+    """,
+)
+
+
+def test_a_secret_read_takes_no_part_and_is_never_recorded(project, invoke):
+    """Unfurl leaves a sensitive value out of digestKeys (and so of the digest)."""
+    project.write(SECRET_READ)
+    assert invoke("deploy", "--approve").exit_code == 0
+    assert _row(project, "configure")["digestKeys"] == "command,::db::user"
+    records = "".join(p.read_text() for p in (project.root / "jobs").glob("*.yaml"))
+    assert "s3cr3t-value" not in records and "::db::password" not in records

@@ -322,6 +322,8 @@ class Scheduler:
             self.secrets.update(ctx.secrets)
         watching = self.context_for(run)
         watching.extra = ctx.extra
+        watching.time_limit = ctx.time_limit
+        watching.deadline = time.monotonic() + ctx.time_limit
         run.reads = operation_reads(inputs | dict(task.extra_inputs), op.environment,
                                     op.implementation.kind, watching)
         self.secrets.update(secrets_in(run.inputs))
