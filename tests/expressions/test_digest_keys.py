@@ -6,6 +6,7 @@ are Unfurl's own, from tests/data/unfurl-cases/*/expected/deploy.jobs.tsv."""
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 from tests.conftest import ENSEMBLE_HEAD, ensemble_yaml
 
@@ -244,3 +245,38 @@ def test_a_secret_read_takes_no_part_and_is_never_recorded(project, invoke):
     assert _row(project, "configure")["digestKeys"] == "command,::db::user"
     records = "".join(p.read_text() for p in (project.root / "jobs").glob("*.yaml"))
     assert "s3cr3t-value" not in records and "::db::password" not in records
+
+
+CAPTURE = Path(__file__).parent.parent / "data" / "unfurl120" / "16-digest-reads"
+
+
+def _unfurl_rows(step: str) -> list[dict[str, str]]:
+    lines = (CAPTURE / step / "jobs.tsv").read_text().splitlines()[1:]
+    return [dict(f.split("=", 1) for f in line.split("\t")[1:] if "=" in f) for line in lines]
+
+
+def test_change_detection_follows_what_was_read_as_in_unfurl(project, invoke):
+    """tests/data/unfurl120/16-digest-reads: the same digest as Unfurl's; a changed input
+    nothing reads runs and records nothing; a changed property read by the environment
+    reconfigures (Unfurl's rows, minus times and ids)."""
+    project.write((CAPTURE / "ensemble.before.yaml").read_text())
+    assert invoke("deploy", "--approve", "--commit").exit_code == 0
+    theirs = [r for r in _unfurl_rows("1-deploy") if "operation" in r]
+    ours = _row(project, "configure")
+    assert (ours["digestKeys"], ours["digestValue"]) == (
+        theirs[0]["digestKeys"], theirs[0]["digestValue"])
+    job = next((project.root / "jobs").glob("job*.yaml")).read_text()
+    assert "- ref: ::envy::level\n    expected: debug\n    required: true" in job
+
+    _edit(project, "unused: one", "unused: two")
+    lines, commits = len(project.jobs_tsv()), len(project.commits())
+    assert invoke("deploy", "--approve", "--commit").exit_code == 0
+    assert (len(project.jobs_tsv()), len(project.commits())) == (lines, commits)
+
+    _edit(project, "level: debug", "level: info")
+    assert invoke("deploy", "--approve", "--commit").exit_code == 0
+    theirs = [r for r in _unfurl_rows("3-read-property") if "operation" in r][-1]
+    ours = [dict(f.split("=", 1) for f in line.split("\t")[1:] if "=" in f)
+            for line in project.jobs_tsv()[1:]][-1]
+    keys = ("status", "target", "operation", "digestKeys", "digestValue", "summary")
+    assert {k: ours[k] for k in keys} == {k: theirs[k] for k in keys}

@@ -195,5 +195,6 @@ def reads_digest(reads: Reads, rendered: Mapping[str, Any]) -> tuple[str, str]:
 def dependency_records(reads: Reads) -> list[dict[str, Any]]:
     """The values beyond its inputs an operation read, as Unfurl's job records keep them
     (``ref``, ``expected``); secrets are left out, as from the digest."""
-    return [{"ref": expr, "expected": value} for expr, value in reads.dependencies
+    return [{"ref": expr, "expected": value, "required": True}
+            for expr, value in reads.dependencies
             if not isinstance(value, Sensitive)]
