@@ -280,3 +280,24 @@ def test_change_detection_follows_what_was_read_as_in_unfurl(project, invoke):
             for line in project.jobs_tsv()[1:]][-1]
     keys = ("status", "target", "operation", "digestKeys", "digestValue", "summary")
     assert {k: ours[k] for k in keys} == {k: theirs[k] for k in keys}
+
+
+def test_a_run_recorded_before_reads_were_tracked_compares_by_its_own_keys(project, invoke):
+    """As Unfurl's check: the digest, now, of the keys the earlier run recorded. A record
+    that listed every input (as this tool wrote them before) is no reason to reconfigure;
+    a change to one of its keys is."""
+    from unfurl_lite.expressions.digest import digest
+
+    project.write(_logged("debug", "\n" + " " * 18 + "unused: one"))
+    assert invoke("deploy", "--approve", "--commit").exit_code == 0
+    text = (project.root / "jobs.tsv").read_text()
+    new = "digestKeys=command,::envy::level"
+    assert new in text
+    value = text.split("digestValue=")[-1].split("\t")[0]
+    old_value = digest(['echo "$LOG_LEVEL"', "one"])
+    project.write(text.replace(new, "digestKeys=command,unused").replace(value, old_value),
+                  name="jobs.tsv")
+    assert "reconfigure" not in invoke("plan").output
+    _edit(project, "unused: one", "unused: two")
+    assert "reconfigure" in invoke("plan").output
+    assert "unused" in invoke("plan").output.splitlines()[-1]

@@ -198,3 +198,32 @@ def dependency_records(reads: Reads) -> list[dict[str, Any]]:
     return [{"ref": expr, "expected": value, "required": True}
             for expr, value in reads.dependencies
             if not isinstance(value, Sensitive)]
+
+
+def recorded_keys_digest(
+    keys: str, reads: Reads, rendered: Mapping[str, Any], ctx: EvalContext
+) -> str | None:
+    """Unfurl's check of an earlier run: the digest, now, of the keys that run recorded
+    (so a record written before what it read was tracked compares as it was made); None
+    when an input it read is gone or the operation now reads an input it did not."""
+    old = [key for key in keys.split(",") if key]
+    old_inputs = {key for key in old if "::" not in key}
+    if old_inputs - set(rendered) or set(reads.inputs) - old_inputs:
+        return None
+    read = dict(reads.dependencies)
+    values: list[Any] = []
+    for key in old:
+        if "::" not in key:
+            values.append(rendered[key])
+        elif key in read:
+            values.append(read[key])
+        elif key == "::root::inputs":
+            values.append(_all_inputs(ctx.inputs, ctx))
+        else:
+            instance, _, name = key[2:].partition("::")
+            view = ctx.lookup_node(instance)
+            try:
+                values.append(view[name] if view is not None and name in view else None)
+            except UnfurlLiteError:
+                return None
+    return digest(values) if values else ""

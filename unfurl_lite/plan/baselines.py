@@ -39,6 +39,22 @@ def _qualified(ensemble: Ensemble, instance: str, operation: str,
     return op.qualified_name if op else operation
 
 
+class Baseline(tuple[str, str]):
+    """(changeId, digestValue) of a recorded run, with the ``digestKeys`` it recorded
+    (what it read; "" when not known) for comparing as Unfurl does."""
+
+    keys: str
+
+    def __new__(cls, change_id: str, value: str, keys: str = "") -> Baseline:
+        made = super().__new__(cls, (change_id, value))
+        made.keys = keys
+        return made
+
+
+def recorded_keys(baseline: tuple[str, str]) -> str:
+    return baseline.keys if isinstance(baseline, Baseline) else ""
+
+
 def deployed_digests(ensemble: Ensemble) -> dict[tuple[str, str], tuple[str, str]]:
     """(instance, qualified operation) -> (changeId, digestValue) of its latest successful run,
     or of the last update that brought the instance in line with the spec.
@@ -57,7 +73,8 @@ def deployed_digests(ensemble: Ensemble) -> dict[tuple[str, str], tuple[str, str
         if detail is not None and (detail.reason in NOT_DEPLOYING or not detail.class_name):
             continue
         qualified = _qualified(ensemble, name, record.get("operation", ""), detail)
-        found[(name, qualified)] = (record["changeId"], record.get("digestValue", ""))
+        found[(name, qualified)] = Baseline(record["changeId"], record.get("digestValue", ""),
+                                            record.get("digestKeys", ""))
     for name, instance in ensemble.instances.items():
         baseline = instance.extra.get("specDigests")
         if not isinstance(baseline, dict):
@@ -71,11 +88,12 @@ def deployed_digests(ensemble: Ensemble) -> dict[tuple[str, str], tuple[str, str
     return found
 
 
-def current_digest(ensemble: Ensemble, instance: str, op: Operation) -> str:
-    """The digestValue the operation would be recorded with if it ran now; raises the
+def current_digest(ensemble: Ensemble, instance: str, op: Operation, keys: str = "") -> str:
+    """The digestValue the operation would be recorded with if it ran now (with ``keys``,
+    an earlier run's digestKeys: the digest of those, now, as Unfurl checks); raises the
     expression's error when its inputs cannot be rendered."""
     from unfurl_lite.expressions.context import make_context, render_inputs
-    from unfurl_lite.expressions.reads import operation_reads, reads_digest
+    from unfurl_lite.expressions.reads import operation_reads, reads_digest, recorded_keys_digest
 
     inputs = dict(op.inputs)
     if op.implementation is not None and op.implementation.primary and "command" not in inputs:
@@ -88,6 +106,9 @@ def current_digest(ensemble: Ensemble, instance: str, op: Operation) -> str:
     watching = make_context(ensemble.topology, ensemble.instances, instance)
     watching.project_root = ensemble.project_root
     reads = operation_reads(inputs, op.environment, op.implementation.kind, watching)
+    if keys:
+        value = recorded_keys_digest(keys, reads, rendered, watching)
+        return "changed: " + keys if value is None else value
     return reads_digest(reads, rendered)[1]
 
 
@@ -143,16 +164,20 @@ def changed_reads(ensemble: Ensemble, instance: str, op: Operation, change_id: s
     except (ExpressionError, UnfurlLiteError):
         return []
     now = {**{k: rendered.get(k) for k in reads.inputs}, **dict(reads.dependencies)}
-    return [key for key in now
-            if key not in recorded or value_digest(recorded[key]) != value_digest(now[key])]
+    for key in recorded:  # what an older record listed, though nothing reads it now
+        if "::" not in key and key in rendered:
+            now.setdefault(key, rendered[key])
+    differs = [key for key in recorded
+               if key not in now or value_digest(recorded[key]) != value_digest(now[key])]
+    return differs or [key for key in now if key not in recorded]
 
 
-def digest_now(ensemble: Ensemble, instance: str, op: Operation) -> str | None:
+def digest_now(ensemble: Ensemble, instance: str, op: Operation, keys: str = "") -> str | None:
     """:func:`current_digest`, or None when the inputs cannot be rendered now."""
     from unfurl_lite.errors import ExpressionError
 
     try:
-        return current_digest(ensemble, instance, op)
+        return current_digest(ensemble, instance, op, keys)
     except (ExpressionError, UnfurlLiteError):
         return None
 
@@ -162,7 +187,8 @@ def changed_operations(
 ) -> dict[str, list[str]]:
     """instance -> the operations whose inputs differ from what last ran (or that are gone)."""
     changed: dict[str, list[str]] = {}
-    for (name, qualified), (_, digest) in deployed.items():
+    for (name, qualified), baseline in deployed.items():
+        digest = baseline[1]
         instance = ensemble.instances.get(name)
         if instance is None or not is_present(instance):
             continue
@@ -170,7 +196,9 @@ def changed_operations(
         if template is None or qualified.split(".")[0] in RELATIONSHIP_INTERFACES:
             continue
         op = template.operation(qualified)
-        if op is None or op.implementation is None or digest_now(ensemble, name, op) != digest:
+        if op is None or op.implementation is None or digest_now(
+            ensemble, name, op, recorded_keys(baseline)
+        ) != digest:
             changed.setdefault(name, []).append(qualified)
     return changed
 

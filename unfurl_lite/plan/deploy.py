@@ -207,14 +207,14 @@ def _configure_changed(
     )
     if op is None or instance.discovered:
         return None
-    from unfurl_lite.plan.baselines import deployed_digests, digest_now
+    from unfurl_lite.plan.baselines import deployed_digests, digest_now, recorded_keys
 
     if not recorded:
         recorded.update(deployed_digests(ensemble) or {("", ""): ("", "")})
     last = recorded.get((instance.name, op.qualified_name))
     if last is None or not last[1]:
         return None
-    now = digest_now(ensemble, instance.name, op)
+    now = digest_now(ensemble, instance.name, op, recorded_keys(last))
     return (op, last[0]) if now is not None and now != last[1] else None
 
 
