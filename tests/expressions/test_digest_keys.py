@@ -301,3 +301,17 @@ def test_a_run_recorded_before_reads_were_tracked_compares_by_its_own_keys(proje
     _edit(project, "unused: one", "unused: two")
     assert "reconfigure" in invoke("plan").output
     assert "unused" in invoke("plan").output.splitlines()[-1]
+
+
+def test_host_reads_and_get_attribute_are_digest_keys_as_in_unfurl(project, invoke):
+    """16-digest-reads/4-host-and-get-attribute: ``{{ HOST.ip }}`` is ``::server::ip``;
+    ``get_attribute`` (here of a property) is ``::app::port``, unlike ``get_property``."""
+    step = CAPTURE / "4-host-and-get-attribute"
+    project.write((step / "ensemble.before.yaml").read_text())
+    assert invoke("deploy", "--approve").exit_code == 0
+    theirs = [dict(f.split("=", 1) for f in line.split("\t")[1:] if "=" in f)
+              for line in (step / "jobs.tsv").read_text().splitlines()[1:]]
+    theirs_row = next(r for r in theirs if r.get("operation") == "configure")
+    ours = _row(project, "configure")
+    assert (ours["digestKeys"], ours["digestValue"]) == (
+        theirs_row["digestKeys"], theirs_row["digestValue"])

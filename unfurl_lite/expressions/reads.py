@@ -78,11 +78,28 @@ def _watched_view(view: Mapping[str, Any] | None, watch: _Watch) -> Mapping[str,
     name = str(view.get("name"))
 
     def noted(key: str, value: Any) -> Any:
+        if key == "attributes":
+            return _watched_attributes(view, name, watch)
         if key not in _FIXED:
             watch.read_value(name, key, value)
         return value
 
     return LazyValues(view, noted)
+
+
+def _watched_attributes(view: Mapping[str, Any], name: str, watch: _Watch) -> Mapping[str, Any]:
+    """What ``get_attribute`` reads: an attribute, else the property of that name (as
+    Unfurl's attributes are layered over the properties); each read is noted, as Unfurl
+    notes ``::db::url`` (``get_property`` reads are not)."""
+    attributes = view.get("attributes") or {}
+    properties = view.get("properties") or {}
+
+    def noted(key: str, value: Any) -> Any:
+        value = attributes[key] if key in attributes else properties[key]
+        watch.read_value(name, key, value)
+        return value
+
+    return LazyValues({**dict.fromkeys(properties), **dict.fromkeys(attributes)}, noted)
 
 
 def _references(value: Any) -> Iterator[str]:
