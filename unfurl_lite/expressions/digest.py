@@ -27,7 +27,7 @@ from unfurl_lite.security.taint import from_environment
 KeyProvider = Callable[[], bytes | None]
 
 
-class _Key:
+class Key:
     """The key, asked for once and only when needed."""
 
     def __init__(self, provider: KeyProvider | None) -> None:
@@ -43,7 +43,7 @@ class _Key:
         return self._key
 
 
-def _digest_parts(value: Any, key: _Key | None = None) -> Iterator[str]:
+def _digest_parts(value: Any, key: Key | None = None) -> Iterator[str]:
     if isinstance(value, Sensitive):
         secret = key.get() if key is not None and from_environment(value) else None
         if secret is None:
@@ -67,7 +67,7 @@ def digest(values: Iterable[Any], key: KeyProvider | None = None) -> str:
     """SHA1 over the values as Unfurl computes its digestValue (strings hash as themselves;
     environment values as their keyed HMAC when ``key`` gives a key)."""
     sha = hashlib.sha1()
-    keyed = _Key(key)
+    keyed = Key(key)
     for value in values:
         for part in _digest_parts(value, keyed):
             sha.update(part.encode("utf-8"))
@@ -129,7 +129,7 @@ def input_digest(
     """(digestKeys, digestValue) of an operation's inputs (``only`` those, in that order:
     see :func:`accessed_inputs`); secrets do not take part, values read from the
     environment do, keyed (when ``key`` gives a key)."""
-    keyed = _Key(key)
+    keyed = Key(key)
     if only is not None:
         inputs = {k: inputs[k] for k in only if k in inputs}
 

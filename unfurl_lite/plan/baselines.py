@@ -10,9 +10,10 @@ records'), never from the summary text meant for people.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from unfurl_lite.errors import UnfurlLiteError
-from unfurl_lite.expressions.digest import accessed_inputs, digestable, input_digest
+from unfurl_lite.expressions.digest import digestable, input_digest
 from unfurl_lite.load.digestkey import key_provider
 from unfurl_lite.load.jobslog import log_records
 from unfurl_lite.load.loader import Ensemble
@@ -39,6 +40,22 @@ def _qualified(ensemble: Ensemble, instance: str, operation: str,
     return op.qualified_name if op else operation
 
 
+class Baseline(tuple[str, str]):
+    """(changeId, digestValue) of a recorded run, with the ``digestKeys`` it recorded
+    (what it read; "" when not known) for comparing as Unfurl does."""
+
+    keys: str
+
+    def __new__(cls, change_id: str, value: str, keys: str = "") -> Baseline:
+        made = super().__new__(cls, (change_id, value))
+        made.keys = keys
+        return made
+
+
+def recorded_keys(baseline: tuple[str, str]) -> str:
+    return baseline.keys if isinstance(baseline, Baseline) else ""
+
+
 def deployed_digests(ensemble: Ensemble) -> dict[tuple[str, str], tuple[str, str]]:
     """(instance, qualified operation) -> (changeId, digestValue) of its latest successful run,
     or of the last update that brought the instance in line with the spec.
@@ -57,7 +74,8 @@ def deployed_digests(ensemble: Ensemble) -> dict[tuple[str, str], tuple[str, str
         if detail is not None and (detail.reason in NOT_DEPLOYING or not detail.class_name):
             continue
         qualified = _qualified(ensemble, name, record.get("operation", ""), detail)
-        found[(name, qualified)] = (record["changeId"], record.get("digestValue", ""))
+        found[(name, qualified)] = Baseline(record["changeId"], record.get("digestValue", ""),
+                                            record.get("digestKeys", ""))
     for name, instance in ensemble.instances.items():
         baseline = instance.extra.get("specDigests")
         if not isinstance(baseline, dict):
@@ -71,18 +89,29 @@ def deployed_digests(ensemble: Ensemble) -> dict[tuple[str, str], tuple[str, str
     return found
 
 
-def current_digest(ensemble: Ensemble, instance: str, op: Operation) -> str:
-    """The digestValue the operation would be recorded with if it ran now; raises the
+def current_digest(ensemble: Ensemble, instance: str, op: Operation, keys: str = "") -> str:
+    """The digestValue the operation would be recorded with if it ran now (with ``keys``,
+    an earlier run's digestKeys: the digest of those, now, as Unfurl checks); raises the
     expression's error when its inputs cannot be rendered."""
     from unfurl_lite.expressions.context import make_context, render_inputs
+    from unfurl_lite.expressions.reads import operation_reads, reads_digest, recorded_keys_digest
 
     inputs = dict(op.inputs)
     if op.implementation is not None and op.implementation.primary and "command" not in inputs:
         inputs["command"] = op.implementation.primary
     ctx = make_context(ensemble.topology, ensemble.instances, instance)
+    key = key_provider(ensemble.project_root)  # environment values: keyed digests
+    ctx.project_root = ensemble.project_root
     rendered = digestable(render_inputs(inputs, {}, ctx))
-    read = accessed_inputs(inputs, op.implementation.kind) if op.implementation else None
-    return input_digest(rendered, key_provider(ensemble.project_root), read)[1]
+    if op.implementation is None:
+        return input_digest(rendered, key)[1]
+    watching = make_context(ensemble.topology, ensemble.instances, instance)
+    watching.project_root = ensemble.project_root
+    reads = operation_reads(inputs, op.environment, op.implementation.kind, watching)
+    if keys:
+        value = recorded_keys_digest(keys, reads, rendered, watching, key)
+        return "changed: " + keys if value is None else value
+    return reads_digest(reads, rendered, key)[1]
 
 
 def environment_read(ensemble: Ensemble, instance: str, op: Operation) -> tuple[str, ...]:
@@ -101,12 +130,72 @@ def environment_read(ensemble: Ensemble, instance: str, op: Operation) -> tuple[
     return tuple(dict.fromkeys(found))
 
 
-def digest_now(ensemble: Ensemble, instance: str, op: Operation) -> str | None:
+def _recorded_reads(ensemble: Ensemble, change_id: str) -> dict[str, Any] | None:
+    """What the task ``change_id`` read, from its job record: its inputs by name and the
+    other values by Unfurl's expression (``::svc::greeting``)."""
+    from ruamel.yaml import YAMLError
+
+    from unfurl_lite.load import yamlio
+    from unfurl_lite.load.taskrecords import JOBS_DIR
+
+    for path in (ensemble.project_root / JOBS_DIR).glob(f"job*-{change_id[:8]}.yaml"):
+        try:
+            data = yamlio.parse_plain(yamlio.read_text(path))
+        except (UnfurlLiteError, YAMLError, ValueError, OSError):
+            return None
+        changes = data.get("changes") if isinstance(data, Mapping) else None
+        for entry in changes if isinstance(changes, list) else []:
+            if isinstance(entry, Mapping) and entry.get("changeId") == change_id:
+                found = dict(entry.get("inputs") or {})
+                for dep in entry.get("dependencies") or []:
+                    if isinstance(dep, Mapping) and "ref" in dep:
+                        found[str(dep["ref"])] = dep.get("expected")
+                return found
+    return None
+
+
+def changed_reads(ensemble: Ensemble, instance: str, op: Operation, change_id: str) -> list[str]:
+    """The digest keys (inputs, and values read such as ``::svc::greeting``) whose value
+    differs from what the task ``change_id`` ran with, for the plan to say why an operation
+    runs again; empty when that cannot be told."""
+    from unfurl_lite.errors import ExpressionError
+    from unfurl_lite.expressions.context import make_context, render_inputs
+    from unfurl_lite.expressions.digest import digest
+    from unfurl_lite.expressions.reads import operation_reads
+
+    def value_digest(value: Any) -> str:
+        return digest([value])
+
+    recorded = _recorded_reads(ensemble, change_id)
+    if recorded is None or op.implementation is None:
+        return []
+    inputs = dict(op.inputs)
+    if op.implementation.primary and "command" not in inputs:
+        inputs["command"] = op.implementation.primary
+    try:
+        ctx = make_context(ensemble.topology, ensemble.instances, instance)
+        ctx.project_root = ensemble.project_root
+        rendered = digestable(render_inputs(inputs, {}, ctx))
+        watching = make_context(ensemble.topology, ensemble.instances, instance)
+        watching.project_root = ensemble.project_root
+        reads = operation_reads(inputs, op.environment, op.implementation.kind, watching)
+    except (ExpressionError, UnfurlLiteError):
+        return []
+    now = {**{k: rendered.get(k) for k in reads.inputs}, **dict(reads.dependencies)}
+    for key in recorded:  # what an older record listed, though nothing reads it now
+        if "::" not in key and key in rendered:
+            now.setdefault(key, rendered[key])
+    differs = [key for key in recorded
+               if key not in now or value_digest(recorded[key]) != value_digest(now[key])]
+    return differs or [key for key in now if key not in recorded]
+
+
+def digest_now(ensemble: Ensemble, instance: str, op: Operation, keys: str = "") -> str | None:
     """:func:`current_digest`, or None when the inputs cannot be rendered now."""
     from unfurl_lite.errors import ExpressionError
 
     try:
-        return current_digest(ensemble, instance, op)
+        return current_digest(ensemble, instance, op, keys)
     except (ExpressionError, UnfurlLiteError):
         return None
 
@@ -116,7 +205,8 @@ def changed_operations(
 ) -> dict[str, list[str]]:
     """instance -> the operations whose inputs differ from what last ran (or that are gone)."""
     changed: dict[str, list[str]] = {}
-    for (name, qualified), (_, digest) in deployed.items():
+    for (name, qualified), baseline in deployed.items():
+        digest = baseline[1]
         instance = ensemble.instances.get(name)
         if instance is None or not is_present(instance):
             continue
@@ -124,7 +214,9 @@ def changed_operations(
         if template is None or qualified.split(".")[0] in RELATIONSHIP_INTERFACES:
             continue
         op = template.operation(qualified)
-        if op is None or op.implementation is None or digest_now(ensemble, name, op) != digest:
+        if op is None or op.implementation is None or digest_now(
+            ensemble, name, op, recorded_keys(baseline)
+        ) != digest:
             changed.setdefault(name, []).append(qualified)
     return changed
 

@@ -109,12 +109,14 @@ def plan_deploy(
                 builder.note(name, "skipped: already ok")
                 continue
             op, since = changed
-            from unfurl_lite.plan.baselines import environment_read
+            from unfurl_lite.plan.baselines import changed_reads, environment_read
 
+            what = changed_reads(ensemble, name, op, since)
             read = environment_read(ensemble, name, op)
             also = f"; they read the environment variables {', '.join(read)}" if read else ""
             builder.note(name, f"reconfigure: the inputs of {op.qualified_name} changed since "
-                               f"it last ran ({since}){also}")
+                               f"it last ran ({since})" + (f": {', '.join(what)}" if what else "")
+                         + also)
             builder.add(name, template.name, op, RECONFIGURE, after,
                         running_state=NodeState.configuring, done_state=NodeState.configured,
                         done_status=Status.ok)
@@ -208,14 +210,14 @@ def _configure_changed(
     )
     if op is None or instance.discovered:
         return None
-    from unfurl_lite.plan.baselines import deployed_digests, digest_now
+    from unfurl_lite.plan.baselines import deployed_digests, digest_now, recorded_keys
 
     if not recorded:
         recorded.update(deployed_digests(ensemble) or {("", ""): ("", "")})
     last = recorded.get((instance.name, op.qualified_name))
     if last is None or not last[1]:
         return None
-    now = digest_now(ensemble, instance.name, op)
+    now = digest_now(ensemble, instance.name, op, recorded_keys(last))
     return (op, last[0]) if now is not None and now != last[1] else None
 
 

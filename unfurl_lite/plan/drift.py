@@ -14,7 +14,12 @@ from typing import Any
 
 from unfurl_lite.load.loader import Ensemble
 from unfurl_lite.model.entities import Instance, Status
-from unfurl_lite.plan.baselines import RELATIONSHIP_INTERFACES, current_digest, deployed_digests
+from unfurl_lite.plan.baselines import (
+    RELATIONSHIP_INTERFACES,
+    current_digest,
+    deployed_digests,
+    recorded_keys,
+)
 from unfurl_lite.plan.lifecycle import UNINSTALL, NodeStep
 
 # operations that take an instance down: their inputs changing is not drift of what runs
@@ -65,13 +70,14 @@ def instance_drift(
     if template is None:
         drift.changed.append(f"template {instance.template!r} was removed from the spec")
         return drift
-    for name, (change_id, value) in recorded.items():
+    for name, baseline in recorded.items():
+        change_id, value = baseline
         operation = template.operation(name)
         if operation is None or operation.implementation is None:
             drift.changed.append(f"{name}: operation removed")
             continue
         try:
-            now = current_digest(ensemble, instance.name, operation)
+            now = current_digest(ensemble, instance.name, operation, recorded_keys(baseline))
         except (ExpressionError, UnfurlLiteError) as exc:
             drift.unknown.append(f"{name}: {exc.message}")
             continue

@@ -16,6 +16,7 @@ from unfurl_lite.expressions.digest import (
     digestable,
     input_digest,
 )
+from unfurl_lite.expressions.reads import dependency_records, reads_digest
 from unfurl_lite.load import yamlio
 from unfurl_lite.load.jobslog import escape_field
 from unfurl_lite.load.jobslog import last_job_id as last_job_id
@@ -339,6 +340,8 @@ def task_entry(
         **(
             {"result": run.result.outputs} if detailed and run.result and run.result.outputs else {}
         ),
+        **({"dependencies": dependency_records(run.reads)}
+           if run.reads and dependency_records(run.reads) else {}),
         "digestKeys": digest_keys,
         "digestValue": digest_value,
         # Unfurl's digestPut: the attributes the task set, as expressions (Unfurl joins a
@@ -381,7 +384,9 @@ def task_entry(
 
 def task_digest(run: TaskRun, key: KeyProvider | None = None) -> tuple[str, str]:
     """The task's (digestKeys, digestValue), computed once, from its inputs as rendered."""
-    if run.digest is None:
+    if run.digest is None and run.reads is not None:
+        run.digest = reads_digest(run.reads, digestable(run.inputs), key)
+    elif run.digest is None:  # what it read is not known (a task carried by a resume)
         run.digest = input_digest(digestable(run.inputs), key, _read(run))
     return run.digest
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from unfurl_lite.expressions.reads import Reads
 from unfurl_lite.model.entities import Instance, NodeState, Priority, Status
 from unfurl_lite.plan.tasks import Plan, Task
 from unfurl_lite.run.observer import JobState, TaskState
@@ -59,6 +60,8 @@ class TaskRun:
     #: (digestKeys, digestValue), taken while its inputs are whole: a journal keeps secrets
     #: redacted, so a resumed job must not digest them again
     digest: tuple[str, str] | None = None
+    #: what the operation read (its digest's keys); None when not known (a resumed task)
+    reads: Reads | None = None
 
     @property
     def counted(self) -> bool:

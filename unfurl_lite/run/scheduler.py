@@ -18,8 +18,9 @@ from typing import Any
 
 from unfurl_lite.errors import UnfurlLiteError
 from unfurl_lite.expressions.context import make_context, render_inputs, spec_secrets
-from unfurl_lite.expressions.expr import ExpressionError, evaluate
+from unfurl_lite.expressions.expr import EvalContext, ExpressionError, evaluate
 from unfurl_lite.expressions.limits import RENDER_SECONDS
+from unfurl_lite.expressions.reads import operation_reads
 from unfurl_lite.load.loader import Ensemble
 from unfurl_lite.model import changeid
 from unfurl_lite.model.entities import Instance, NodeState, Status
@@ -282,16 +283,21 @@ class Scheduler:
             return "skipped: healthy"
         return None
 
-    def request_for(self, run: TaskRun, instance: Instance) -> OperationRequest:
+    def context_for(self, run: TaskRun) -> EvalContext:
         task = run.task
-        op = task.operation
-        assert op is not None and op.implementation is not None
         ctx = make_context(
             self.ensemble.topology, self.instances, task.target, task.source, task.peer
         )
         ctx.project_root = self.ensemble.project_root
         ctx.allow_outside_paths = self.options.allow_outside_paths
         ctx.env_passthrough = self.options.env_passthrough
+        return ctx
+
+    def request_for(self, run: TaskRun, instance: Instance) -> OperationRequest:
+        task = run.task
+        op = task.operation
+        assert op is not None and op.implementation is not None
+        ctx = self.context_for(run)
         began = time.monotonic()
         ctx.time_limit = op.timeout if op.timeout else RENDER_SECONDS
         ctx.deadline = began + ctx.time_limit
@@ -304,7 +310,6 @@ class Scheduler:
         attributes = dict(instance.attributes)
         try:
             run.inputs = render_inputs(inputs, task.extra_inputs, ctx, task.allow_override)
-            run.digest = None  # taken again from the new inputs
             if op.implementation.kind == "Python":  # its code may read any: send values
                 properties = dict(ctx.self_view.get("properties") or {})
                 attributes = dict(ctx.self_view.get("attributes") or {})
@@ -315,6 +320,13 @@ class Scheduler:
             )
         finally:
             self.secrets.update(ctx.secrets)
+        watching = self.context_for(run)
+        watching.extra = ctx.extra
+        watching.time_limit = ctx.time_limit
+        watching.deadline = time.monotonic() + ctx.time_limit
+        run.reads = operation_reads(inputs | dict(task.extra_inputs), op.environment,
+                                    op.implementation.kind, watching)
+        run.digest = None  # taken again from the new inputs and reads
         self.secrets.update(secrets_in(run.inputs))
         self.secrets.update(secrets_in(properties))
         self.secrets.update(secrets_in(attributes))

@@ -1,0 +1,257 @@
+"""What an operation read: the inputs and the instance values its digest covers.
+
+Unfurl's ``digestKeys`` name the inputs its configurator resolved while the task ran (in
+the order it resolved them: those its ``environment`` read first, then the rest in the
+order they are declared; never one it leaves out such as ``resultTemplate``), then every
+other value the task read: ``::root::inputs`` when a ``get_input`` was evaluated,
+``::svc::greeting`` for ``{{ SELF.greeting }}``. Its ``digestValue`` hashes the same
+values, so a changed property an operation read reconfigures it. Our inputs are rendered
+all at once, so this module evaluates them again, watching what is read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from unfurl_lite.errors import UnfurlLiteError
+from unfurl_lite.expressions.digest import Key, KeyProvider, digest
+from unfurl_lite.expressions.expr import EvalContext, Sensitive, evaluate
+from unfurl_lite.expressions.lazy import LazyValues
+from unfurl_lite.security.taint import from_environment
+
+#: the inputs each built-in kind resolves while it runs (Unfurl's ShellConfigurator and
+#: TemplateConfigurator); a Python callable may read any, so all count
+KIND_INPUTS: dict[str, tuple[str, ...]] = {
+    "Shell": ("command", "cwd", "dryrun", "shell", "keeplines", "echo", "done",
+              "resultTemplate"),
+    "Template": ("run", "dryrun", "done", "resultTemplate"),
+}
+#: resolved but never digested (Unfurl's ``exclude_from_digest``)
+EXCLUDED: dict[str, frozenset[str]] = {
+    "Shell": frozenset({"resultTemplate", "done", "cwd", "echo"}),
+    "Template": frozenset({"resultTemplate", "done"}),
+}
+#: evaluated after the run, with its result: only what they name is read
+_AFTER_RUN = ("done", "resultTemplate")
+#: an instance view's own fields, not values the spec or an operation set
+_FIXED = frozenset({"name", "template", "type", "attributes", "properties", "status", "state"})
+_ROOT = "\0root"  # never an instance's name
+_INPUT_REFERENCE = re.compile(r"\binputs\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*['\"]([^'\"]+)['\"]\s*\])")
+
+
+@dataclass(frozen=True)
+class Reads:
+    """``inputs``: operation inputs in digest order; ``dependencies``: (Unfurl's
+    expression, the value read), e.g. ``("::svc::greeting", "hello")``."""
+
+    inputs: tuple[str, ...]
+    dependencies: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return (*self.inputs, *(expr for expr, _ in self.dependencies))
+
+
+class _Watch:
+    """Collects reads: inputs by name, other values grouped by instance in the order
+    each instance was first read (as Unfurl's attribute manager does)."""
+
+    def __init__(self) -> None:
+        self.inputs: list[str] = []
+        self.values: dict[str, dict[str, Any]] = {}
+
+    def read_input(self, name: str) -> None:
+        if name not in self.inputs:
+            self.inputs.append(name)
+
+    def read_value(self, instance: str, name: str, value: Any) -> None:
+        self.values.setdefault(instance, {}).setdefault(name, value)
+
+
+def _watched_view(view: Mapping[str, Any] | None, watch: _Watch) -> Mapping[str, Any] | None:
+    if view is None:
+        return None
+    name = str(view.get("name"))
+
+    def noted(key: str, value: Any) -> Any:
+        if key == "attributes":
+            return _watched_attributes(view, name, watch)
+        if key not in _FIXED:
+            watch.read_value(name, key, value)
+        return value
+
+    return LazyValues(view, noted)
+
+
+def _watched_attributes(view: Mapping[str, Any], name: str, watch: _Watch) -> Mapping[str, Any]:
+    """What ``get_attribute`` reads: an attribute, else the property of that name (as
+    Unfurl's attributes are layered over the properties); each read is noted, as Unfurl
+    notes ``::db::url`` (``get_property`` reads are not)."""
+    attributes = view.get("attributes") or {}
+    properties = view.get("properties") or {}
+
+    def noted(key: str, value: Any) -> Any:
+        value = attributes[key] if key in attributes else properties[key]
+        watch.read_value(name, key, value)
+        return value
+
+    return LazyValues({**dict.fromkeys(properties), **dict.fromkeys(attributes)}, noted)
+
+
+def _references(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        for match in _INPUT_REFERENCE.finditer(value):
+            yield match.group(1) or match.group(2)
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _references(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _references(item)
+
+
+def _quietly(read: Callable[[], Any]) -> None:
+    with contextlib.suppress(UnfurlLiteError, RecursionError):
+        read()  # an error: the real rendering reports it; this pass only watches
+
+
+def operation_reads(
+    raw_inputs: Mapping[str, Any],
+    environment: Mapping[str, Any] | None,
+    kind: str,
+    ctx: EvalContext,
+) -> Reads:
+    """Evaluate the operation's environment and the inputs its kind resolves in a fresh
+    ``ctx`` (from ``make_context``; it is changed here), and return what they read."""
+    watch = _Watch()
+    topology_inputs = ctx.inputs
+
+    def input_read(key: str, value: Any) -> Any:
+        watch.values.setdefault(_ROOT, {})
+        return value
+
+    ctx.inputs = LazyValues(topology_inputs, input_read)
+    ctx.self_view = _watched_view(ctx.self_view, watch) or {}
+    ctx.host = _watched_view(ctx.host, watch)
+    ctx.source = _watched_view(ctx.source, watch)
+    ctx.target = _watched_view(ctx.target, watch)
+    lookup = ctx.lookup_node
+    ctx.lookup_node = lambda name: _watched_view(lookup(name), watch)
+
+    order = list(raw_inputs)
+    def input_value(key: str, value: Any) -> Any:
+        watch.read_input(key)
+        return evaluate(value, ctx)
+
+    lazy = LazyValues(raw_inputs, input_value)
+    ctx.operation_inputs = lazy
+    for value in (environment or {}).values():
+        _quietly(partial(evaluate, value, ctx))
+    early = [name for name in order if name in watch.inputs]
+
+    roots = KIND_INPUTS.get(kind, tuple(order))
+    for name in roots:
+        if name not in raw_inputs:
+            continue
+        if name in _AFTER_RUN:
+            watch.read_input(name)
+            for referenced in _references(raw_inputs[name]):
+                if referenced in raw_inputs:
+                    _quietly(partial(lazy.__getitem__, referenced))
+        else:
+            _quietly(partial(lazy.__getitem__, name))
+    excluded = EXCLUDED.get(kind, frozenset())
+    later = [name for name in order if name in watch.inputs and name not in early]
+    inputs = tuple(name for name in (*early, *later) if name not in excluded)
+    return Reads(inputs, _dependencies(watch, topology_inputs, ctx))
+
+
+def _dependencies(
+    watch: _Watch, topology_inputs: Mapping[str, Any], ctx: EvalContext
+) -> tuple[tuple[str, Any], ...]:
+    found: list[tuple[str, Any]] = []
+    for instance, values in watch.values.items():
+        if instance == _ROOT:
+            found.append(("::root::inputs", _all_inputs(topology_inputs, ctx)))
+            continue
+        found.extend((f"::{instance}::{name}", value) for name, value in values.items())
+    return tuple(found)
+
+
+def _all_inputs(topology_inputs: Mapping[str, Any], ctx: EvalContext) -> dict[str, Any]:
+    """The root's ``inputs`` as Unfurl digests them: every topology input, evaluated."""
+    values: dict[str, Any] = {}
+    for name, value in topology_inputs.items():
+        try:
+            values[name] = evaluate(value, ctx)
+        except UnfurlLiteError:
+            values[name] = None
+    return values
+
+
+def reads_digest(reads: Reads, rendered: Mapping[str, Any],
+                 key: KeyProvider | None = None) -> tuple[str, str]:
+    """(digestKeys, digestValue) over what the operation read, as Unfurl records them:
+    the inputs (their rendered values), then the other values; secrets take no part,
+    except values read from the environment, digested keyed when ``key`` gives a key."""
+    keyed = Key(key)
+
+    def takes_part(value: Any) -> bool:
+        if not isinstance(value, Sensitive):
+            return True
+        return from_environment(value) and keyed.get() is not None
+
+    keys: list[str] = []
+    values: list[Any] = []
+    for name in reads.inputs:
+        if name in rendered and takes_part(rendered[name]):
+            keys.append(name)
+            values.append(rendered[name])
+    for expr, value in reads.dependencies:
+        if takes_part(value):
+            keys.append(expr)
+            values.append(value)
+    return ",".join(keys), (digest(values, keyed.get) if keys else "")
+
+
+def dependency_records(reads: Reads) -> list[dict[str, Any]]:
+    """The values beyond its inputs an operation read, as Unfurl's job records keep them
+    (``ref``, ``expected``); secrets are left out, as from the digest."""
+    return [{"ref": expr, "expected": value, "required": True}
+            for expr, value in reads.dependencies
+            if not isinstance(value, Sensitive)]
+
+
+def recorded_keys_digest(
+    keys: str, reads: Reads, rendered: Mapping[str, Any], ctx: EvalContext,
+    key: KeyProvider | None = None,
+) -> str | None:
+    """Unfurl's check of an earlier run: the digest, now, of the keys that run recorded
+    (so a record written before what it read was tracked compares as it was made); None
+    when an input it read is gone or the operation now reads an input it did not."""
+    old = [key for key in keys.split(",") if key]
+    old_inputs = {key for key in old if "::" not in key}
+    if old_inputs - set(rendered) or set(reads.inputs) - old_inputs:
+        return None
+    read = dict(reads.dependencies)
+    values: list[Any] = []
+    for key in old:
+        if "::" not in key:
+            values.append(rendered[key])
+        elif key in read:
+            values.append(read[key])
+        elif key == "::root::inputs":
+            values.append(_all_inputs(ctx.inputs, ctx))
+        else:
+            instance, _, name = key[2:].partition("::")
+            view = ctx.lookup_node(instance)
+            try:
+                values.append(view[name] if view is not None and name in view else None)
+            except UnfurlLiteError:
+                return None
+    return digest(values, key) if values else ""
