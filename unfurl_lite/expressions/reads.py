@@ -229,7 +229,7 @@ def dependency_records(reads: Reads) -> list[dict[str, Any]]:
 
 def recorded_keys_digest(
     keys: str, reads: Reads, rendered: Mapping[str, Any], ctx: EvalContext,
-    key: KeyProvider | None = None,
+    secret_key: KeyProvider | None = None,
 ) -> str | None:
     """Unfurl's check of an earlier run: the digest, now, of the keys that run recorded
     (so a record written before what it read was tracked compares as it was made); None
@@ -254,4 +254,4 @@ def recorded_keys_digest(
                 values.append(view[name] if view is not None and name in view else None)
             except UnfurlLiteError:
                 return None
-    return digest(values, key) if values else ""
+    return digest(values, secret_key) if values else ""
