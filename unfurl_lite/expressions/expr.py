@@ -40,6 +40,7 @@ class EvalContext:
     env_passthrough: bool = False  # --env-passthrough: templates may read any variable
     deadline: float | None = None  # time.monotonic() by which rendering must end
     time_limit: float = 10.0  # the seconds that deadline allows, for the message
+    template_reads: int = 0  # > 0 while a template reads TOPOLOGY.inputs
 
     def variables(self) -> dict[str, Any]:
         names = {
@@ -54,7 +55,11 @@ class EvalContext:
         return names
 
     def _read_input(self, name: str) -> Any:
-        return _get_input(name, self, 1)
+        self.template_reads += 1  # Unfurl digests `{{ TOPOLOGY.inputs.x }}` as no read
+        try:
+            return _get_input(name, self, 1)
+        finally:
+            self.template_reads -= 1
 
 
 def evaluate(value: Any, ctx: EvalContext, depth: int = 0) -> Any:

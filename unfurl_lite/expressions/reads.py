@@ -132,7 +132,8 @@ def operation_reads(
     topology_inputs = ctx.inputs
 
     def input_read(key: str, value: Any) -> Any:
-        watch.values.setdefault(_ROOT, {})
+        if not ctx.template_reads:  # get_input reads ::root::inputs; TOPOLOGY.inputs not
+            watch.values.setdefault(_ROOT, {})
         return value
 
     ctx.inputs = LazyValues(topology_inputs, input_read)
