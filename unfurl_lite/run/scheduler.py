@@ -434,12 +434,9 @@ class Scheduler:
         run.target_status = instance.status if in_sequence(run.task) else None
         if run.task.reason not in OBSERVING:
             run.previous_id = _previous(last_change, instance.last_config_change)
-        run.status = Status.unknown if result.modified is None else Status.error
+        run.status = Status.error  # Unfurl: a task that failed is `error`, whatever its target
         if result.outputs.get("timeout") or (result.error or "").startswith("resultTemplate/"):
-            # Unfurl: a timed-out operation or a failed resultTemplate is an `error` task
-            run.status, run.changed = Status.error, True
-        if run.task.reason == "check":
-            run.status = instance.status
+            run.changed = True  # Unfurl: a timed-out operation or a failed resultTemplate
         self.complete(run, TaskState.failed, result.error)
 
     def complete(self, run: TaskRun, state: TaskState, message: str | None = None) -> None:
