@@ -259,7 +259,10 @@ def plan_undeploy(
         directives = getattr(ensemble.topology.templates.get(instance.template), "directives", ())
         if "protected" in directives and not why:
             why = 'skipped: instance with "protected" directive'
-        if _found_not_created(instance, directives) and not why and not destroy_discovered:
+        unmanaged = not instance.created and not delete_without_operation
+        if (unmanaged or _found_not_created(instance, directives)) and not why \
+                and not destroy_discovered:
+            # as Unfurl: e.g. an instance a failed Shell create left ``unknown``
             why = "skipped: instance wasn't created by this ensemble (use --destroy-discovered)"
         if why:
             builder.note(name, why)

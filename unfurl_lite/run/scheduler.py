@@ -184,6 +184,8 @@ class Scheduler:
         )
         if failed_dep is not None:
             dep = self.runs[failed_dep].task
+            if dep.target == task.target:
+                self.block_on_own_failure(run)
             return self.complete(
                 run, TaskState.blocked, f"{dep.name} on {dep.target} did not succeed"
             )
@@ -395,6 +397,27 @@ class Scheduler:
         self.observer.task_changed(run)
         heapq.heappush(self.delayed, (time.monotonic() + delay, run.task.number))
         return True
+
+    def block_on_own_failure(self, run: TaskRun) -> None:
+        """Unfurl 1.2.0: in deploy or undeploy, a task after a failed one on the same
+        instance (configure after a failed create) is blocked with an explicit ``error``:
+        its instance ends ``error`` and, if it was not yet, ``created`` by this task, which
+        gets a changeId and a record (``status=error``)."""
+        task = run.task
+        if not in_sequence(task) or not self.plan.affects_history or self.options.dryrun:
+            return
+        instance = self.instances[task.target]
+        if instance.status == Status.error:
+            return
+        run.change_id = str(self.job_id.for_task(self.next_task_number))
+        self.next_task_number += 1
+        try:  # its record lists the inputs it would have run with, as Unfurl's does
+            self.request_for(run, instance)
+        except Exception:  # noqa: BLE001 - a record without inputs, the task is blocked anyway
+            pass
+        result = OperationResult(success=False, modified=False, status="error")
+        on_failure(instance, task, result, run.change_id, instance.state)
+        run.status, run.changed, run.target_status = Status.error, True, instance.status
 
     def conclude(self, run: TaskRun) -> None:
         result = run.result or OperationResult(success=False, modified=None)
