@@ -136,9 +136,8 @@ def on_failure(
     status wins; else an operation that says it modified the instance leaves it ``error``
     (``degraded`` when optional) and ``created``; one that did not say (a Shell command
     that exited non-zero) leaves it ``unknown``, not created; one that modified nothing
-    leaves its status be. The node state stays where the task's start put it
-    (``creating``), except after a failure that modified nothing, which leaves no trace.
-    ``prior_state`` is the node state before :func:`on_start`."""
+    leaves its status be. In every case the node state stays where the task's start put
+    it (``creating``). ``prior_state`` is the node state before :func:`on_start`."""
     before = (instance.status, prior_state)
     first = instance.last_config_change is None and instance.last_state_change is None
     explicit = _explicit_status(result)
@@ -156,8 +155,6 @@ def on_failure(
             instance.created = change_id or None
     elif result.modified is None:
         instance.status = Status.unknown
-    elif task.running_state is not None:
-        instance.state = prior_state
     if result.attributes:
         instance.attributes.update(result.attributes)
     touched = bool(change_id) and bool(
