@@ -7,6 +7,7 @@ the ensemble, so every status decision is made here, never where the operation r
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import threading
 import time
@@ -411,10 +412,10 @@ class Scheduler:
             return
         run.change_id = str(self.job_id.for_task(self.next_task_number))
         self.next_task_number += 1
-        try:  # its record lists the inputs it would have run with, as Unfurl's does
+        # its record lists the inputs it would have run with, as Unfurl's does; if they
+        # cannot be rendered, a record without them (the task is blocked anyway)
+        with contextlib.suppress(Exception):
             self.request_for(run, instance)
-        except Exception:  # noqa: BLE001 - a record without inputs, the task is blocked anyway
-            pass
         result = OperationResult(success=False, modified=False, status="error")
         on_failure(instance, task, result, run.change_id, instance.state)
         run.status, run.changed, run.target_status = Status.error, True, instance.status
