@@ -74,7 +74,7 @@ status:
 """)
     data = json.loads(invoke("plan", "--json").output)
     assert [(t["operation"], t["reason"]) for t in data["tasks"]] == [
-        ("Install.check", "check"), ("Standard.create", "repair")]
+        ("Install.check", "check"), ("Standard.create", "add")]  # as 03b: never changed
     assert data["tasks"][1]["skipWhen"] == "ok"
     result = invoke("deploy", "-a")
     assert result.exit_code == 0, result.output

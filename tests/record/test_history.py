@@ -96,14 +96,14 @@ def test_check_finds_a_node_gone_marks_it_absent_and_deploy_recreates_it(project
     lines = project.jobs_tsv()
     assert any(line.startswith(check_id) and "operation=check" in line for line in lines)
 
-    plan = invoke("plan")
-    assert "server (add)" in plan.output and "Standard.create" in plan.output
+    plan = invoke("plan")  # Unfurl's reason for an absent instance it knew: missing
+    assert "server (missing)" in plan.output and "Standard.create" in plan.output
     assert invoke("deploy", "--approve").exit_code == 0
     assert (project.root / "state" / "server").exists()
     assert project.local("server") == "ok"
 
 
-def test_check_that_errors_marks_error_and_keeps_unchecked_nodes(project, invoke):
+def test_check_that_fails_marks_unknown_and_keeps_unchecked_nodes(project, invoke):
     project.write(
         ensemble("""
         flaky:
@@ -122,12 +122,12 @@ def test_check_that_errors_marks_error_and_keeps_unchecked_nodes(project, invoke
     )
     assert invoke("deploy", "--approve").exit_code == 0
     result = invoke("check")
-    # as Unfurl 1.2.0 (tests/data/unfurl-cases/26-check-ops, unfurl120/03a-check-ok-and-failing):
-    # a check command that fails leaves its instance unknown; the task and the job failed
+    # as Unfurl 1.2.0 (tests/data/unfurl-cases/26-check-ops): a check command that fails
+    # did not say what it found, so the instance is unknown
     assert project.local("flaky") == "unknown"
     assert project.local("plain") == "ok"
     assert "plain: not checked: no check operation" in result.output
-    assert result.exit_code == 64  # the job found an error
+    assert result.exit_code == 64  # the check task failed
 
 
 def test_plan_previews_check_and_discover(project, invoke):

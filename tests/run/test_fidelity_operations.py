@@ -168,7 +168,7 @@ def test_failed_create_leaves_node_state_creating_as_unfurl(project, invoke):
     project.write(project.ensemble.read_text().replace("exit 3", "echo fixed"))
     result = invoke("deploy", "--approve")
     assert result.exit_code == 0, result.output
-    assert "Standard.create [repair]" in result.output
+    assert "Standard.create [error]" in result.output  # Unfurl's reason (16-failure-status)
     assert ready(project.status(), "fc") == {"local": "ok", "state": "configured"}
 
 

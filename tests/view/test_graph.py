@@ -90,7 +90,7 @@ def test_templates_take_the_status_of_their_instances_after_a_deploy(project, in
     status = {n.id: (n.status, n.state) for n in graph.nodes}
     assert status["server"] == ("ok", "created")
     assert status["db"] == ("ok", "created")
-    assert status["app"][0] == "error"
+    assert status["app"][0] == "unknown"  # as Unfurl: a failed Shell create did not say
     assert status["web"][0] == "pending"  # blocked by app: never ran
     assert graph.node("server").detail == "ok · created"
 
@@ -226,13 +226,13 @@ def test_mermaid_carries_names_labels_and_the_status_colours(project, invoke):
     mermaid = parse_mermaid(to_mermaid(build_graph(load_ensemble(project.ensemble))))
 
     assert set(mermaid.nodes) == {"server", "db", "app", "web"}
-    assert mermaid.nodes["app"]["fillcolor"] == PALETTE["error"]
+    assert mermaid.nodes["app"]["fillcolor"] == PALETTE["unknown"]  # a failed Shell create
     assert mermaid.nodes["web"]["fillcolor"] == PALETTE["pending"]
     assert mermaid.nodes["db"]["fillcolor"] == PALETTE["ok"]
     assert mermaid.edge("db", "server") == {"label": HOSTED, "arrow": "==>"}
     assert mermaid.edge("web", "app") == {
         "label": "backend (cloudify.relationships.connected_to)", "arrow": "-->"}
-    assert mermaid.nodes["app"]["label"].split("\n")[2].startswith("error")
+    assert mermaid.nodes["app"]["label"].split("\n")[2].startswith("unknown")
 
 
 ODD = ['say "hi"', "café-ünïcode", "a-b", "back\\slash<b>&amp;#35;", "node-0", "日本"]

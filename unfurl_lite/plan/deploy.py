@@ -28,6 +28,7 @@ from unfurl_lite.plan.tasks import (
     MISSING,
     RECONFIGURE,
     REPAIR,
+    REPAIR_ERROR,
     UNDEPLOY,
     Builder,
     Plan,
@@ -43,15 +44,19 @@ from unfurl_lite.plan.topology import (
 
 
 def _deploy_reason(instance: Instance, force: bool) -> str | None:
+    """Unfurl's DeployPlan.include_instance: ``add`` for an instance no job touched yet,
+    ``missing`` for one that is not there (unknown after a failed operation, pending,
+    absent), ``error`` to repair a failed one."""
     if force:
         return FORCE
     if instance.status == Status.ok:
         return None
-    if instance.status in (Status.pending, Status.absent) or (
-        instance.created is None
-        and (instance.status == Status.unknown and instance.state in (None, NodeState.initial))
-    ):
+    if instance.last_config_change is None and instance.last_state_change is None:
         return ADD
+    if instance.status in (Status.unknown, Status.pending, Status.absent):
+        return MISSING
+    if instance.status == Status.error:
+        return REPAIR_ERROR
     return REPAIR
 
 
@@ -260,7 +265,10 @@ def plan_undeploy(
         directives = getattr(ensemble.topology.templates.get(instance.template), "directives", ())
         if "protected" in directives and not why:
             why = 'skipped: instance with "protected" directive'
-        if _found_not_created(instance, directives) and not why and not destroy_discovered:
+        unmanaged = not instance.created and not delete_without_operation
+        if (unmanaged or _found_not_created(instance, directives)) and not why \
+                and not destroy_discovered:
+            # as Unfurl: e.g. an instance a failed Shell create left ``unknown``
             why = "skipped: instance wasn't created by this ensemble (use --destroy-discovered)"
         if why:
             builder.note(name, why)

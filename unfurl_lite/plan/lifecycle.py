@@ -19,7 +19,7 @@ from unfurl_lite.model.entities import (
     Requirement,
     Status,
 )
-from unfurl_lite.plan.tasks import ADD, REPAIR, Builder, Guard
+from unfurl_lite.plan.tasks import ADD, MISSING, REPAIR, REPAIR_ERROR, Builder, Guard
 
 
 @dataclass(frozen=True)
@@ -183,7 +183,7 @@ def add_install_tasks(
         return
     if (
         resume_from_state
-        and reason in (ADD, REPAIR)
+        and reason in (ADD, REPAIR, MISSING, REPAIR_ERROR)
         and instance.state not in (None, NodeState.error)
         and instance.status != Status.absent
     ):

@@ -21,7 +21,8 @@ from unfurl_lite.model.entities import (
 
 # reasons, as Unfurl names them
 RECONFIGURE = "reconfigure"
-MISSING = "missing"  # a dependency it needs is still pending
+MISSING = "missing"  # it, or a dependency it needs, is not there (unknown, pending, absent)
+REPAIR_ERROR = "error"  # Unfurl's reason for re-running the lifecycle of an `error` instance
 ADD, UPDATE, REPAIR, FORCE, CHECK, DISCOVER, UNDEPLOY, RUN = (
     "add",
     "update",

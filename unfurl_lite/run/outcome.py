@@ -74,7 +74,7 @@ class TaskRun:
     @property
     def ran(self) -> bool:
         return (
-            self.state in (TaskState.succeeded, TaskState.failed)
+            self.state in (TaskState.succeeded, TaskState.failed, TaskState.blocked)
             and self.change_id is not None
             and not self.carried
         )

@@ -7,6 +7,7 @@ the ensemble, so every status decision is made here, never where the operation r
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import threading
 import time
@@ -186,6 +187,8 @@ class Scheduler:
         )
         if failed_dep is not None:
             dep = self.runs[failed_dep].task
+            if dep.target == task.target:
+                self.block_on_own_failure(run)
             return self.complete(
                 run, TaskState.blocked, f"{dep.name} on {dep.target} did not succeed"
             )
@@ -409,6 +412,27 @@ class Scheduler:
         heapq.heappush(self.delayed, (time.monotonic() + delay, run.task.number))
         return True
 
+    def block_on_own_failure(self, run: TaskRun) -> None:
+        """Unfurl 1.2.0: in deploy or undeploy, a task after a failed one on the same
+        instance (configure after a failed create) is blocked with an explicit ``error``:
+        its instance ends ``error`` and, if it was not yet, ``created`` by this task, which
+        gets a changeId and a record (``status=error``)."""
+        task = run.task
+        if not in_sequence(task) or not self.plan.affects_history or self.options.dryrun:
+            return
+        instance = self.instances[task.target]
+        if instance.status == Status.error:
+            return
+        run.change_id = str(self.job_id.for_task(self.next_task_number))
+        self.next_task_number += 1
+        # its record lists the inputs it would have run with, as Unfurl's does; if they
+        # cannot be rendered, a record without them (the task is blocked anyway)
+        with contextlib.suppress(Exception):
+            self.request_for(run, instance)
+        result = OperationResult(success=False, modified=False, status="error")
+        on_failure(instance, task, result, run.change_id, instance.state)
+        run.status, run.changed, run.target_status = Status.error, True, instance.status
+
     def conclude(self, run: TaskRun) -> None:
         result = run.result or OperationResult(success=False, modified=None)
         instance = self.instances[run.task.target]
@@ -447,12 +471,9 @@ class Scheduler:
         run.target_status = instance.status if in_sequence(run.task) else None
         if run.task.reason not in OBSERVING:
             run.previous_id = _previous(last_change, instance.last_config_change)
-        run.status = Status.unknown if result.modified is None else Status.error
+        run.status = Status.error  # Unfurl: a task that failed is `error`, whatever its target
         if result.outputs.get("timeout") or (result.error or "").startswith("resultTemplate/"):
-            # Unfurl: a timed-out operation or a failed resultTemplate is an `error` task
-            run.status, run.changed = Status.error, True
-        if run.task.reason == "check":  # a failed check is a failed task, as Unfurl counts
-            run.status = Status.error if instance.status == Status.unknown else instance.status
+            run.changed = True  # Unfurl: a timed-out operation or a failed resultTemplate
         self.complete(run, TaskState.failed, result.error)
 
     def complete(self, run: TaskRun, state: TaskState, message: str | None = None) -> None:

@@ -132,34 +132,39 @@ def on_failure(
     change_id: str,
     prior_state: NodeState | None = None,
 ) -> bool:
-    """Apply a failed task; ``prior_state`` is the node state before :func:`on_start`."""
+    """Apply a failed task as Unfurl 1.2.0 does (job.py ``_update_status``): an explicit
+    status wins; else an operation that says it modified the instance leaves it ``error``
+    (``degraded`` when optional) and ``created``; one that did not say (a Shell command
+    that exited non-zero) leaves it ``unknown``, not created; one that modified nothing
+    leaves its status be. In every case the node state stays where the task's start put
+    it (``creating``). ``prior_state`` is the node state before :func:`on_start`."""
     before = (instance.status, prior_state)
+    first = instance.last_config_change is None and instance.last_state_change is None
     explicit = _explicit_status(result)
-    if task.reason == "check":
-        # Unfurl: a check command that ran and failed did not say what it found: unknown
-        ran_and_failed = result.outputs.get("returncode") not in (None, 0)
-        instance.status = explicit or (
-            Status.unknown if result.modified is None or ran_and_failed else Status.error)
-        if instance.status != before[0]:
-            instance.last_state_change = change_id
-        return (instance.status, instance.state) != before
+    observing = task.reason in ("check", "discover")
+    attributes_changed = _changes_attributes(instance, result)
     if explicit is not None:
         instance.status = explicit
-    elif result.modified is None:
-        instance.status = Status.unknown
+        present = explicit in (Status.ok, Status.degraded, Status.error)
+        if present and instance.created is None and not observing:
+            instance.created = change_id or None
     elif result.modified:
-        # the node state stays where the operation left it (``creating``), as in Unfurl
         optional = instance.priority == Priority.optional
         instance.status = Status.degraded if optional else Status.error
-    else:
-        instance.state = prior_state
+        if instance.created is None:  # Unfurl: so that undeploy still removes it
+            instance.created = change_id or None
+    elif result.modified is None:
+        instance.status = Status.unknown
     if result.attributes:
         instance.attributes.update(result.attributes)
-    if result.modified is not False:
+    touched = bool(change_id) and bool(
+        result.modified or attributes_changed or (first and instance.status != Status.pending)
+    )
+    if touched:
+        # Unfurl's lastConfigChange: the first task that touched the instance, or one that
+        # modified it; an unknown outcome on a known instance leaves it be
         instance.last_config_change = change_id
-        if instance.created is None and result.modified:
-            instance.created = change_id
-    return (instance.status, instance.state) != before
+    return touched or instance.status != before[0]
 
 
 def fold_effective(

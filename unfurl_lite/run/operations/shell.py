@@ -120,9 +120,11 @@ def run(request: OperationRequest, processes: ProcessTable | None = None) -> Ope
         return OperationResult(
             success=False, modified=None, outputs=outputs, error=f"killed by signal {-code}"
         )
+    # as Unfurl's Shell configurator: a command that failed did not say whether it changed
+    # anything, so its instance becomes ``unknown`` (not ``error``, not created)
     return OperationResult(
         success=False,
-        modified=True,
+        modified=None,
         outputs=outputs,
         error=f"exit code {code}: {last_line(stderr or stdout)}",
     )
