@@ -219,7 +219,7 @@ class Scheduler:
                 on_success(instance, task, OperationResult(success=True, modified=False), "")
             return self.complete(run, TaskState.succeeded)
         if run.change_id is None:
-            run.change_id = str(self.job_id.for_task(self.numbers[task.number]))
+            run.change_id = str(self.job_id.for_task(self.number_for(task)))
             spec = self.ensemble.spec
             subject = relationship_instance(self.instances, task, spec) or instance
             run.previous_id = (
@@ -412,6 +412,13 @@ class Scheduler:
         heapq.heappush(self.delayed, (time.monotonic() + delay, run.task.number))
         return True
 
+    def number_for(self, task: Task) -> int:
+        """The task's changeId number: reserved in plan order, or (a task numbering did not
+        expect to run) the next after every reserved one."""
+        if task.number not in self.numbers:
+            self.numbers[task.number] = max(self.numbers.values(), default=0) + 1
+        return self.numbers[task.number]
+
     def block_on_own_failure(self, run: TaskRun) -> None:
         """Unfurl 1.2.0: in deploy or undeploy, a task after a failed one on the same
         instance (configure after a failed create) is blocked with an explicit ``error``:
@@ -423,8 +430,7 @@ class Scheduler:
         instance = self.instances[task.target]
         if instance.status == Status.error:
             return
-        run.change_id = str(self.job_id.for_task(self.next_task_number))
-        self.next_task_number += 1
+        run.change_id = str(self.job_id.for_task(self.number_for(task)))
         # its record lists the inputs it would have run with, as Unfurl's does; if they
         # cannot be rendered, a record without them (the task is blocked anyway)
         with contextlib.suppress(Exception):
