@@ -108,3 +108,23 @@ spec:
     result = invoke("deploy", "--approve")
     assert result.exit_code == 0, result.output
     assert "said hello" in (project.root / "jobs").glob("job*.yaml").__next__().read_text()
+
+
+@pytest.mark.parametrize("implementation", [
+    "unfurl.configurators.TemplateConfigurator",
+    "unfurl.configurators.shell.ShellConfigurator",
+    "Template",
+])
+def test_unfurls_names_of_our_own_configurators_are_accepted(tmp_path: Path,
+                                                             implementation: str) -> None:
+    body = f"""\
+     a:
+       type: tosca.nodes.Root
+       interfaces:
+         Standard:
+           defaults:
+             implementation: {implementation}
+           operations:
+             create:
+     """
+    assert problems_in(tmp_path, templates(body)) == []

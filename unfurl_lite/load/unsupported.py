@@ -248,7 +248,7 @@ def _implementation_problem(implementation: Any,
         name = implementation.strip()
         if name in UNFURL_ONLY_CONFIGURATORS:
             return f"Unfurl's {name} configurator is not supported by unfurl-lite"
-        if _UNFURL_CLASS.match(name):
+        if _UNFURL_CLASS.match(name) and name not in OPERATION_KINDS:
             return f"Unfurl's configurator {name!r} is not supported by unfurl-lite"
         if _PYTHON_FILE_CLASS.match(name):
             return (f"a configurator class in a Python file ({name!r}, Unfurl's "
