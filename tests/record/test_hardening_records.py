@@ -408,9 +408,12 @@ def no_temp_files(root: Path) -> bool:
 def test_disk_full_during_a_job_is_one_clear_error_and_resume_finishes(tiny_disk: Path) -> None:
     project = new_project(tiny_disk / "project")
     filler = tiny_disk / "filler"
+    once = tiny_disk.parent / "filled-once"  # off the tiny disk: a re-run of b (resume
+    # re-runs a task whose end the full disk kept out of the journal) does not fill it again
     project.write(ensemble_yaml(
         shell_node("a", "echo a")
-        + shell_node("b", f"head -c 100000000 /dev/zero > {filler} 2>/dev/null; true")
+        + shell_node("b", f"if [ ! -e {once} ]; then touch {once}; head -c 100000000 "
+                          f"/dev/zero > {filler} 2>/dev/null; fi; true")
         + "  requirements:\n    - dependency: a\n"))
     result = run_unfurl(project.root, "deploy", "--approve")
     assert result.returncode == 1, result.stderr
