@@ -22,6 +22,7 @@ from unfurl_lite.errors import UnfurlLiteError
 from unfurl_lite.expressions.digest import Key, KeyProvider, digest
 from unfurl_lite.expressions.expr import EvalContext, Sensitive, evaluate
 from unfurl_lite.expressions.lazy import LazyValues
+from unfurl_lite.expressions.sandbox import is_template
 from unfurl_lite.security.taint import from_environment
 
 #: the inputs each built-in kind resolves while it runs (Unfurl's ShellConfigurator and
@@ -118,6 +119,29 @@ def _references(value: Any) -> Iterator[str]:
 def _quietly(read: Callable[[], Any]) -> None:
     with contextlib.suppress(UnfurlLiteError, RecursionError):
         read()  # an error: the real rendering reports it; this pass only watches
+
+
+def _plain(value: Any) -> bool:
+    if isinstance(value, str):
+        return not is_template(value)
+    if isinstance(value, list | tuple):
+        return all(_plain(v) for v in value)
+    return value is None or isinstance(value, bool | int | float)
+
+
+def plain_reads(
+    raw_inputs: Mapping[str, Any], environment: Mapping[str, Any] | None, kind: str
+) -> Reads | None:
+    """What :func:`operation_reads` finds when nothing needs evaluating (no environment,
+    no template, no expression, nothing read after the run): the inputs the kind
+    resolves, in declared order. None when the inputs must be watched."""
+    if environment or any(name in raw_inputs for name in _AFTER_RUN):
+        return None
+    if not all(_plain(value) for value in raw_inputs.values()):
+        return None
+    roots = set(KIND_INPUTS.get(kind, tuple(raw_inputs)))
+    excluded = EXCLUDED.get(kind, frozenset())
+    return Reads(tuple(n for n in raw_inputs if n in roots and n not in excluded))
 
 
 def operation_reads(

@@ -21,7 +21,7 @@ from unfurl_lite.errors import UnfurlLiteError
 from unfurl_lite.expressions.context import make_context, render_inputs, spec_secrets
 from unfurl_lite.expressions.expr import EvalContext, ExpressionError, evaluate
 from unfurl_lite.expressions.limits import RENDER_SECONDS
-from unfurl_lite.expressions.reads import operation_reads
+from unfurl_lite.expressions.reads import operation_reads, plain_reads
 from unfurl_lite.load.loader import Ensemble
 from unfurl_lite.model import changeid
 from unfurl_lite.model.entities import Instance, NodeState, Status
@@ -323,12 +323,14 @@ class Scheduler:
             )
         finally:
             self.secrets.update(ctx.secrets)
-        watching = self.context_for(run)
-        watching.extra = ctx.extra
-        watching.time_limit = ctx.time_limit
-        watching.deadline = time.monotonic() + ctx.time_limit
-        run.reads = operation_reads(inputs | dict(task.extra_inputs), op.environment,
-                                    op.implementation.kind, watching)
+        raw = inputs | dict(task.extra_inputs)
+        run.reads = plain_reads(raw, op.environment, op.implementation.kind)
+        if run.reads is None:  # something is evaluated: watch what it reads
+            watching = self.context_for(run)
+            watching.extra = ctx.extra
+            watching.time_limit = ctx.time_limit
+            watching.deadline = time.monotonic() + ctx.time_limit
+            run.reads = operation_reads(raw, op.environment, op.implementation.kind, watching)
         run.digest = None  # taken again from the new inputs and reads
         self.secrets.update(secrets_in(run.inputs))
         self.secrets.update(secrets_in(properties))
