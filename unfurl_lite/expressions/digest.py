@@ -74,20 +74,22 @@ def digest(values: Iterable[Any], key: KeyProvider | None = None) -> str:
     return sha.hexdigest()
 
 
-#: the inputs each built-in configurator reads, as Unfurl's do (its ShellConfigurator reads
-#: ``command``, ``dryrun``, ``shell``, ``keeplines``; its TemplateConfigurator ``run``), with
-#: ``cwd``, ``echo``, ``done`` and ``resultTemplate`` read but left out of the digest
-CONFIGURATOR_INPUTS = {
+#: the inputs each built-in configurator resolves while it runs, as Unfurl's do (its
+#: ShellConfigurator and TemplateConfigurator); a Python callable may read any, so all count
+CONFIGURATOR_INPUTS: dict[str, tuple[str, ...]] = {
     "Shell": ("command", "cwd", "dryrun", "shell", "keeplines", "echo", "done",
               "resultTemplate"),
-    "Template": ("run", "done", "resultTemplate"),
+    "Template": ("run", "dryrun", "done", "resultTemplate"),
 }
-#: read, but never part of the digest (Unfurl's ``exclude_from_digest``)
-EXCLUDED = frozenset({"cwd", "echo", "done", "resultTemplate"})
+#: resolved but never digested (Unfurl's ``exclude_from_digest``)
+EXCLUDED: dict[str, frozenset[str]] = {
+    "Shell": frozenset({"resultTemplate", "done", "cwd", "echo"}),
+    "Template": frozenset({"resultTemplate", "done"}),
+}
 _REFERENCE = re.compile(r"\binputs\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*['\"]([^'\"]+)['\"]\s*\])")
 
 
-def _references(value: Any) -> Iterator[str]:
+def input_references(value: Any) -> Iterator[str]:
     """Operation inputs a value's templates read (``inputs.x``, ``inputs['x']``)."""
     if isinstance(value, str):
         if "{{" in value or "{%" in value:
@@ -95,10 +97,10 @@ def _references(value: Any) -> Iterator[str]:
                 yield match.group(1) or match.group(2)
     elif isinstance(value, Mapping):
         for item in value.values():
-            yield from _references(item)
+            yield from input_references(item)
     elif isinstance(value, list | tuple):
         for item in value:
-            yield from _references(item)
+            yield from input_references(item)
 
 
 def accessed_inputs(raw: Mapping[str, Any], kind: str) -> list[str] | None:
@@ -114,12 +116,12 @@ def accessed_inputs(raw: Mapping[str, Any], kind: str) -> list[str] | None:
         if name in seen or name not in raw:
             return
         seen.append(name)
-        for referenced in _references(raw[name]):
+        for referenced in input_references(raw[name]):
             visit(referenced)
 
     for name in roots:
         visit(name)
-    return [name for name in seen if name not in EXCLUDED]
+    return [name for name in seen if name not in EXCLUDED.get(kind, frozenset())]
 
 
 def input_digest(

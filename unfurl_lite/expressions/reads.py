@@ -12,37 +12,30 @@ all at once, so this module evaluates them again, watching what is read.
 from __future__ import annotations
 
 import contextlib
-import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from unfurl_lite.errors import UnfurlLiteError
-from unfurl_lite.expressions.digest import Key, KeyProvider, digest
+from unfurl_lite.expressions.digest import (
+    CONFIGURATOR_INPUTS,
+    EXCLUDED,
+    Key,
+    KeyProvider,
+    digest,
+    input_references,
+)
 from unfurl_lite.expressions.expr import EvalContext, Sensitive, evaluate
 from unfurl_lite.expressions.lazy import LazyValues
 from unfurl_lite.expressions.sandbox import is_template
 from unfurl_lite.security.taint import from_environment
 
-#: the inputs each built-in kind resolves while it runs (Unfurl's ShellConfigurator and
-#: TemplateConfigurator); a Python callable may read any, so all count
-KIND_INPUTS: dict[str, tuple[str, ...]] = {
-    "Shell": ("command", "cwd", "dryrun", "shell", "keeplines", "echo", "done",
-              "resultTemplate"),
-    "Template": ("run", "dryrun", "done", "resultTemplate"),
-}
-#: resolved but never digested (Unfurl's ``exclude_from_digest``)
-EXCLUDED: dict[str, frozenset[str]] = {
-    "Shell": frozenset({"resultTemplate", "done", "cwd", "echo"}),
-    "Template": frozenset({"resultTemplate", "done"}),
-}
 #: evaluated after the run, with its result: only what they name is read
 _AFTER_RUN = ("done", "resultTemplate")
 #: an instance view's own fields, not values the spec or an operation set
 _FIXED = frozenset({"name", "template", "type", "attributes", "properties", "status", "state"})
 _ROOT = "\0root"  # never an instance's name
-_INPUT_REFERENCE = re.compile(r"\binputs\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*['\"]([^'\"]+)['\"]\s*\])")
 
 
 @dataclass(frozen=True)
@@ -104,18 +97,6 @@ def _watched_attributes(view: Mapping[str, Any], name: str, watch: _Watch) -> Ma
     return LazyValues({**dict.fromkeys(properties), **dict.fromkeys(attributes)}, noted)
 
 
-def _references(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        for match in _INPUT_REFERENCE.finditer(value):
-            yield match.group(1) or match.group(2)
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from _references(item)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            yield from _references(item)
-
-
 def _quietly(read: Callable[[], Any]) -> None:
     with contextlib.suppress(UnfurlLiteError, RecursionError):
         read()  # an error: the real rendering reports it; this pass only watches
@@ -139,7 +120,7 @@ def plain_reads(
         return None
     if not all(_plain(value) for value in raw_inputs.values()):
         return None
-    roots = set(KIND_INPUTS.get(kind, tuple(raw_inputs)))
+    roots = set(CONFIGURATOR_INPUTS.get(kind, tuple(raw_inputs)))
     excluded = EXCLUDED.get(kind, frozenset())
     return Reads(tuple(n for n in raw_inputs if n in roots and n not in excluded))
 
@@ -179,13 +160,13 @@ def operation_reads(
         _quietly(partial(evaluate, value, ctx))
     early = [name for name in order if name in watch.inputs]
 
-    roots = KIND_INPUTS.get(kind, tuple(order))
+    roots = CONFIGURATOR_INPUTS.get(kind, tuple(order))
     for name in roots:
         if name not in raw_inputs:
             continue
         if name in _AFTER_RUN:
             watch.read_input(name)
-            for referenced in _references(raw_inputs[name]):
+            for referenced in input_references(raw_inputs[name]):
                 if referenced in raw_inputs:
                     _quietly(partial(lazy.__getitem__, referenced))
         else:
