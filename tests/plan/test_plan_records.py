@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import ROOT
@@ -175,6 +175,9 @@ _VALUES = st.one_of(
     "implementation": st.fixed_dictionaries({"operation": _VALUES, "className": _VALUES}),
     "inputs": st.dictionaries(st.text(max_size=5), _VALUES, max_size=2),
 }), max_size=4), _VALUES)
+@example([{"changeId": "", "target": "", "reason": "", "digestValue": "", "state": "",
+           "interface": "0\xa0", "summary": "", "inputs": {},
+           "implementation": {"operation": "", "className": ""}}], "")  # YAML keeps NBSP
 def test_job_records_read_line_by_line_say_what_yaml_says(entries, workflow):
     """The fast reader of job records either reads exactly what a YAML parser reads from
     the file as the record package writes it, or declines (and the file is parsed)."""

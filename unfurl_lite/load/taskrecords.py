@@ -83,7 +83,7 @@ def _scalar(raw: str) -> str | None:
     """The string a one-line scalar holds, or None when it is not that simple: a plain
     scalar (its text), or a single-quoted one. The writer quotes any string YAML would
     read as something else (``'true'``, ``'0123'``), so plain text is always a string."""
-    value = raw.strip()
+    value = raw.strip(" \t")  # YAML trims spaces and tabs only (not NBSP)
     if not value:
         return None
     if value[0] == "'":
