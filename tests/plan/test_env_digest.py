@@ -180,13 +180,21 @@ def test_an_input_the_operation_never_reads_takes_no_part(project, invoke):
 
 
 def test_accessed_inputs_follow_unfurls_configurators():
-    from unfurl_lite.expressions.digest import accessed_inputs
+    """The inputs a configurator resolves, and those its templates read, take part (in the
+    order they are declared, as Unfurl's digestKeys of tests/data/unfurl-cases/01 list
+    them); cwd, resultTemplate and unread inputs do not; a Python operation reads all."""
+    from unfurl_lite.expressions.expr import EvalContext
+    from unfurl_lite.expressions.reads import operation_reads
+
+    def read(raw: dict, kind: str) -> tuple[str, ...]:
+        return operation_reads(raw, None, kind, EvalContext(self_view={}, inputs={})).inputs
 
     raw = {"x": 1, "command": "echo {{ inputs.x }} {{ inputs['z'] }}", "z": 2, "cwd": "/tmp",
            "dryrun": "--check", "unused": 3, "resultTemplate": "{{ inputs.w }}", "w": 4}
-    assert accessed_inputs(raw, "Shell") == ["command", "x", "z", "dryrun", "w"]
-    assert accessed_inputs({"run": "{{ inputs.a }}", "a": 1, "b": 2}, "Template") == ["run", "a"]
-    assert accessed_inputs(raw, "Python") is None  # a Python operation gets them all
+    assert set(read(raw, "Shell")) == {"command", "x", "z", "dryrun", "w"}
+    assert read(raw, "Shell") == ("x", "command", "z", "dryrun", "w")
+    assert read({"run": "{{ inputs.a }}", "a": 1, "b": 2}, "Template") == ("run", "a")
+    assert read(raw, "Python") == tuple(raw)  # a Python operation gets them all
 
 
 def test_lookup_env_in_a_template_is_read_and_reconfigures_as_in_unfurl(project):

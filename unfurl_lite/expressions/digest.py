@@ -15,7 +15,7 @@ import hashlib
 import hmac
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from unfurl_lite.expressions.expr import Sensitive
@@ -103,44 +103,20 @@ def input_references(value: Any) -> Iterator[str]:
             yield from input_references(item)
 
 
-def accessed_inputs(raw: Mapping[str, Any], kind: str) -> list[str] | None:
-    """The inputs an operation of ``kind`` reads, in the order Unfurl resolves them (each
-    configurator input, then what its templates read, depth first), without those Unfurl
-    leaves out of the digest; None for a kind that reads them all (a Python callable)."""
-    roots = CONFIGURATOR_INPUTS.get(kind)
-    if roots is None:
-        return None
-    seen: list[str] = []
-
-    def visit(name: str) -> None:
-        if name in seen or name not in raw:
-            return
-        seen.append(name)
-        for referenced in input_references(raw[name]):
-            visit(referenced)
-
-    for name in roots:
-        visit(name)
-    return [name for name in seen if name not in EXCLUDED.get(kind, frozenset())]
+def takes_part(value: Any, key: Key) -> bool:
+    """Whether a value goes into a digest: not a secret, unless one read from the
+    environment and there is a key to digest it with."""
+    if not isinstance(value, Sensitive):
+        return True
+    return from_environment(value) and key.get() is not None
 
 
-def input_digest(
-    inputs: Mapping[str, Any], key: KeyProvider | None = None,
-    only: Sequence[str] | None = None,
-) -> tuple[str, str]:
-    """(digestKeys, digestValue) of an operation's inputs (``only`` those, in that order:
-    see :func:`accessed_inputs`); secrets do not take part, values read from the
-    environment do, keyed (when ``key`` gives a key)."""
+def input_digest(inputs: Mapping[str, Any], key: KeyProvider | None = None) -> tuple[str, str]:
+    """(digestKeys, digestValue) of all of an operation's inputs (when what it read is not
+    known: see :mod:`unfurl_lite.expressions.reads`); secrets do not take part, values read
+    from the environment do, keyed (when ``key`` gives a key)."""
     keyed = Key(key)
-    if only is not None:
-        inputs = {k: inputs[k] for k in only if k in inputs}
-
-    def takes_part(value: Any) -> bool:
-        if not isinstance(value, Sensitive):
-            return True
-        return from_environment(value) and keyed.get() is not None
-
-    keys = [k for k, v in inputs.items() if takes_part(v)]
+    keys = [k for k, v in inputs.items() if takes_part(v, keyed)]
     return ",".join(keys), (digest((inputs[k] for k in keys), keyed.get) if keys else "")
 
 

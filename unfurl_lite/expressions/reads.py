@@ -25,11 +25,11 @@ from unfurl_lite.expressions.digest import (
     KeyProvider,
     digest,
     input_references,
+    takes_part,
 )
 from unfurl_lite.expressions.expr import EvalContext, Sensitive, evaluate
 from unfurl_lite.expressions.lazy import LazyValues
 from unfurl_lite.expressions.sandbox import is_template
-from unfurl_lite.security.taint import from_environment
 
 #: evaluated after the run, with its result: only what they name is read
 _AFTER_RUN = ("done", "resultTemplate")
@@ -206,20 +206,14 @@ def reads_digest(reads: Reads, rendered: Mapping[str, Any],
     the inputs (their rendered values), then the other values; secrets take no part,
     except values read from the environment, digested keyed when ``key`` gives a key."""
     keyed = Key(key)
-
-    def takes_part(value: Any) -> bool:
-        if not isinstance(value, Sensitive):
-            return True
-        return from_environment(value) and keyed.get() is not None
-
     keys: list[str] = []
     values: list[Any] = []
     for name in reads.inputs:
-        if name in rendered and takes_part(rendered[name]):
+        if name in rendered and takes_part(rendered[name], keyed):
             keys.append(name)
             values.append(rendered[name])
     for expr, value in reads.dependencies:
-        if takes_part(value):
+        if takes_part(value, keyed):
             keys.append(expr)
             values.append(value)
     return ",".join(keys), (digest(values, keyed.get) if keys else "")

@@ -94,7 +94,12 @@ def current_digest(ensemble: Ensemble, instance: str, op: Operation, keys: str =
     an earlier run's digestKeys: the digest of those, now, as Unfurl checks); raises the
     expression's error when its inputs cannot be rendered."""
     from unfurl_lite.expressions.context import make_context, render_inputs
-    from unfurl_lite.expressions.reads import operation_reads, reads_digest, recorded_keys_digest
+    from unfurl_lite.expressions.reads import (
+        operation_reads,
+        plain_reads,
+        reads_digest,
+        recorded_keys_digest,
+    )
 
     inputs = dict(op.inputs)
     if op.implementation is not None and op.implementation.primary and "command" not in inputs:
@@ -105,11 +110,13 @@ def current_digest(ensemble: Ensemble, instance: str, op: Operation, keys: str =
     rendered = digestable(render_inputs(inputs, {}, ctx))
     if op.implementation is None:
         return input_digest(rendered, key)[1]
-    watching = make_context(ensemble.topology, ensemble.instances, instance)
-    watching.project_root = ensemble.project_root
-    reads = operation_reads(inputs, op.environment, op.implementation.kind, watching)
+    reads = plain_reads(inputs, op.environment, op.implementation.kind)
+    if reads is None:  # something is evaluated: watch what a second rendering reads
+        watching = make_context(ensemble.topology, ensemble.instances, instance)
+        watching.project_root = ensemble.project_root
+        reads = operation_reads(inputs, op.environment, op.implementation.kind, watching)
     if keys:
-        value = recorded_keys_digest(keys, reads, rendered, watching, key)
+        value = recorded_keys_digest(keys, reads, rendered, ctx, key)
         return "changed: " + keys if value is None else value
     return reads_digest(reads, rendered, key)[1]
 

@@ -10,13 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from unfurl_lite.expressions.digest import (
-    KeyProvider,
-    accessed_inputs,
-    digestable,
-    input_digest,
-)
-from unfurl_lite.expressions.reads import dependency_records, reads_digest
+from unfurl_lite.expressions.digest import KeyProvider, digestable, input_digest
+from unfurl_lite.expressions.reads import Reads, dependency_records, plain_reads, reads_digest
 from unfurl_lite.load import yamlio
 from unfurl_lite.load.jobslog import escape_field
 from unfurl_lite.load.jobslog import last_job_id as last_job_id
@@ -383,21 +378,23 @@ def task_entry(
 
 
 def task_digest(run: TaskRun, key: KeyProvider | None = None) -> tuple[str, str]:
-    """The task's (digestKeys, digestValue), computed once, from its inputs as rendered."""
-    if run.digest is None and run.reads is not None:
-        run.digest = reads_digest(run.reads, digestable(run.inputs), key)
-    elif run.digest is None:  # what it read is not known (a task carried by a resume)
-        run.digest = input_digest(digestable(run.inputs), key, _read(run))
+    """The task's (digestKeys, digestValue), computed once, from its inputs as rendered and
+    what its operation read (a task whose reads are not known, carried by a resume from an
+    older journal: what its inputs show, else all of them)."""
+    if run.digest is None:
+        reads = run.reads or _static_reads(run)
+        rendered = digestable(run.inputs)
+        run.digest = (reads_digest(reads, rendered, key) if reads is not None
+                      else input_digest(rendered, key))
     return run.digest
 
 
-def _read(run: TaskRun) -> list[str] | None:
-    """The inputs the task's operation read, as Unfurl digests them (None: all)."""
+def _static_reads(run: TaskRun) -> Reads | None:
     op = run.task.operation
     if op is None or op.implementation is None:
         return None
     raw = {k: op.inputs.get(k, v) for k, v in run.inputs.items()}
-    return accessed_inputs(raw, op.implementation.kind)
+    return plain_reads(raw, op.environment, op.implementation.kind)
 
 
 def task_summary(run: TaskRun, type_name: str, status: str, priority: str) -> str:
