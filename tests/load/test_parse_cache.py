@@ -246,3 +246,25 @@ def test_the_cli_with_a_foreign_cache_directory_still_deploys(tmp_path: Path) ->
     assert result.returncode == 0, result.stderr
     assert (root / "out.txt").read_text() == "deploying to real\n"
     assert subprocess.run(["ls", "-A", str(cache)], capture_output=True, text=True).stdout == ""
+
+
+def test_a_change_to_the_validating_code_is_a_new_cache_key(tmp_path):
+    """A checkout moved to another commit keeps its version number: the cache key must
+    still change, or the old code's verdict on an ensemble would be reused."""
+    import os
+
+    from unfurl_lite.load.parsecache import VALIDATING, code_stamp
+
+    for folder in VALIDATING:
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "rules.py").write_text("RULE = 1\n")
+    before = code_stamp(tmp_path)
+    assert code_stamp(tmp_path) == before
+    rules = tmp_path / "load" / "rules.py"
+    rules.write_text("RULE = 2\n")
+    os.utime(rules, ns=(1, 1))
+    assert code_stamp(tmp_path) != before
+    (tmp_path / "cli.py").write_text("# not validating code\n")
+    stamp = code_stamp(tmp_path)
+    (tmp_path / "cli.py").write_text("# changed\n")
+    assert code_stamp(tmp_path) == stamp

@@ -45,22 +45,18 @@ def history(ensemble: str | Path | None = None,
     return hist.history(path.parent, jobs_tsv, filters or Filters(), ensemble=path)
 
 
-def spec_secrets(path: Path) -> set[str]:
-    """Values the current spec marks sensitive, redacted again in case old records hold them."""
+def project_secrets(path: Path) -> set[str]:
+    """The secrets the current spec holds (:func:`expressions.context.spec_secrets`, plus
+    sensitive values inside its inputs), redacted again in case old records hold them."""
     try:
-        from unfurl_lite.expressions.context import wrapped_inputs
+        from unfurl_lite.expressions.context import spec_secrets, wrapped_inputs
         from unfurl_lite.load.loader import load_ensemble
         from unfurl_lite.security.taint import secrets_in
 
-        loaded = load_ensemble(path)
-    except Exception:
+        topology = load_ensemble(path).topology
+        return spec_secrets(topology) | set(secrets_in(wrapped_inputs(topology)))
+    except Exception:  # a broken spec: history and show stay readable
         return set()
-    found = set(secrets_in(wrapped_inputs(loaded.topology)))
-    for template in loaded.topology.templates.values():
-        for key in template.sensitive_properties:
-            if template.properties.get(key) is not None:
-                found.add(str(template.properties[key]))
-    return found
 
 
 def written_secrets(root: Path, rel: str, commits: list[str | None]) -> set[str]:
@@ -100,7 +96,7 @@ def show(change_id: str, ensemble: str | Path | None = None, with_diff: bool = T
     path, jobs_tsv = ensemble_paths(ensemble)
     root = path.parent
     job, task = hist.find_job(root, jobs_tsv, change_id, path)
-    secrets = spec_secrets(path)
+    secrets = project_secrets(path)
     entries = [redact(e, secrets) for e in hist.job_entries(job)]
     record = entries[0] if entries else None
     is_job = str(changeid.parse(change_id)).endswith("0000")
@@ -173,6 +169,6 @@ def diff(first: str, second: str | None = None,
     after = hist.status_at(
         hist.file_at(root, head, rel) if head else path.read_text(encoding="utf-8")
     )
-    secrets = spec_secrets(path) | written_secrets(root, rel, [base, head])
+    secrets = project_secrets(path) | written_secrets(root, rel, [base, head])
     return EnsembleDiff(from_label, to_label, kind, hist.status_changes(before, after),
                         redact_text(text, secrets))

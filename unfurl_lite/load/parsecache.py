@@ -54,23 +54,30 @@ def directory() -> Path | None:
     return Path(base) / "unfurl-lite"
 
 
+#: the packages whose code decides what a cached entry holds (what is valid, and how)
+VALIDATING = ("load", "expressions", "model", "security")
+
+
+def code_stamp(package: Path) -> bytes:
+    """The size and mtime of every module that decides what is valid: a checkout moved to
+    another commit (the same version) never reuses an entry the old code validated."""
+    stamps = sorted(
+        f"{path.relative_to(package)}:{info.st_size}:{info.st_mtime_ns}"
+        for folder in VALIDATING
+        for path in (package / folder).glob("*.py")
+        if (info := path.stat())
+    )
+    return hashlib.sha256("\n".join(stamps).encode()).digest()
+
+
 @lru_cache(maxsize=1)
 def _salt() -> bytes:
-    """The code that validates: the version, the schema, and the size and mtime of every
-    module that decides what is valid, so a checkout moved to another commit (same
-    version) never reuses an entry the old code validated."""
     from unfurl_lite import __version__
 
     schema = schemacheck.SCHEMA.read_bytes()
     package = Path(__file__).resolve().parent.parent
-    stamps = sorted(
-        f"{path.relative_to(package)}:{info.st_size}:{info.st_mtime_ns}"
-        for folder in ("load", "expressions", "model", "security")
-        for path in (package / folder).glob("*.py")
-        if (info := path.stat())
-    )
     return (__version__.encode() + b"\0" + hashlib.sha256(schema).digest()
-            + hashlib.sha256("\n".join(stamps).encode()).digest())
+            + code_stamp(package))
 
 
 def _entry(root: Path, file: Path, text: str) -> Path:

@@ -10,7 +10,7 @@ from unfurl_lite.view.graph import (
     Graph,
     GraphEdge,
     GraphNode,
-    hosted_children,
+    nesting,
     status_colour,
     status_stroke,
 )
@@ -93,34 +93,17 @@ def render(graph: Graph) -> str:
         '  edge [fontname="Helvetica", fontsize="9", color="#555555"];',
     ]
     ids = node_ids(graph)
-    children = hosted_children(graph)
     counter = iter(range(len(graph.nodes) + 1))
-    drawn: set[str] = set()
-
-    def place(node: GraphNode, indent: str) -> None:
-        if node.id in drawn:
-            return
-        drawn.add(node.id)
-        hosted = children.get(node.id, [])
-        if not hosted:
+    for step, depth, node in nesting(graph):
+        indent = "  " * (depth + 1)
+        if step == "leaf":
             lines.append(indent + node_line(ids[node.id], node))
-            return
-        lines.append(f"{indent}subgraph {quote(f'cluster_{next(counter)}')} {{")
-        lines.append(
-            f'{indent}  graph [label={quote(node.label)}, style="rounded,dashed", '
-            f'color="#9e9e9e"];'
-        )
-        lines.append(indent + "  " + node_line(ids[node.id], node))
-        for child in hosted:
-            place(child, indent + "  ")
-        lines.append(indent + "}")
-
-    for node in children.get(None, []):
-        place(node, "  ")
-    for node in graph.nodes:  # a cycle of hosts: drawn flat
-        if node.id not in drawn:
-            drawn.add(node.id)
-            lines.append("  " + node_line(ids[node.id], node))
+        elif step == "open":
+            lines.append(f"{indent}subgraph {quote(f'cluster_{next(counter)}')} {{")
+            lines.append(f'{indent}  graph [label={quote(node.label)}, style="rounded,dashed", '
+                         f'color="#9e9e9e"];')
+        else:
+            lines.append(indent + "}")
     lines.extend(
         "  " + edge_line(ids, e) for e in graph.edges if e.source in ids and e.target in ids
     )

@@ -7,7 +7,7 @@ The formats live in modules of their own and are re-exported here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -249,6 +249,35 @@ def hosted_children(graph: Graph) -> dict[str | None, list[GraphNode]]:
         host = node.host if node.host in ids and node.host != node.id else None
         children.setdefault(host, []).append(node)
     return children
+
+
+def nesting(graph: Graph) -> Iterator[tuple[str, int, GraphNode]]:
+    """The nodes in drawing order, as (``"leaf"`` | ``"open"`` | ``"close"``, depth, node):
+    a host with hosted nodes opens a cluster holding itself and them, then closes it. Every
+    format draws the same nesting from these; a cycle of hosts is drawn flat."""
+    children = hosted_children(graph)
+    drawn: set[str] = set()
+
+    def place(node: GraphNode, depth: int) -> Iterator[tuple[str, int, GraphNode]]:
+        if node.id in drawn:
+            return
+        drawn.add(node.id)
+        hosted = children.get(node.id, [])
+        if not hosted:
+            yield "leaf", depth, node
+            return
+        yield "open", depth, node
+        yield "leaf", depth + 1, node
+        for child in hosted:
+            yield from place(child, depth + 1)
+        yield "close", depth, node
+
+    for node in children.get(None, []):
+        yield from place(node, 0)
+    for node in graph.nodes:
+        if node.id not in drawn:
+            drawn.add(node.id)
+            yield "leaf", 0, node
 
 
 def build_graph(ensemble: Ensemble, *, instances: bool = False) -> Graph:

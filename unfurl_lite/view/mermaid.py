@@ -12,7 +12,7 @@ from unfurl_lite.view.graph import (
     Graph,
     GraphEdge,
     GraphNode,
-    hosted_children,
+    nesting,
     status_stroke,
 )
 
@@ -50,29 +50,14 @@ def edge_line(ids: dict[str, str], edge: GraphEdge) -> str:
 def render(graph: Graph) -> str:
     ids = {node.id: f"n{i}" for i, node in enumerate(graph.nodes)}
     lines = ["flowchart TB"]
-    children = hosted_children(graph)
-    drawn: set[str] = set()
-
-    def place(node: GraphNode, indent: str) -> None:
-        if node.id in drawn:
-            return
-        drawn.add(node.id)
-        hosted = children.get(node.id, [])
-        if not hosted:
+    for step, depth, node in nesting(graph):
+        indent = "  " * (depth + 1)
+        if step == "leaf":
             lines.append(indent + node_line(ids[node.id], node))
-            return
-        lines.append(f'{indent}subgraph c{ids[node.id]} ["{escape(node.label)}"]')
-        lines.append(indent + "  " + node_line(ids[node.id], node))
-        for child in hosted:
-            place(child, indent + "  ")
-        lines.append(indent + "end")
-
-    for node in children.get(None, []):
-        place(node, "  ")
-    for node in graph.nodes:
-        if node.id not in drawn:
-            drawn.add(node.id)
-            lines.append("  " + node_line(ids[node.id], node))
+        elif step == "open":
+            lines.append(f'{indent}subgraph c{ids[node.id]} ["{escape(node.label)}"]')
+        else:
+            lines.append(indent + "end")
     edges = [e for e in graph.edges if e.source in ids and e.target in ids]
     lines.extend("  " + edge_line(ids, edge) for edge in edges)
     for status, fill in PALETTE.items():
