@@ -49,13 +49,16 @@ def expand(
     fallback: Any = None
     misses = 0
     parsed: dict[Path, Any] = {}  # shared by the passes: each include is read once per load
+    # shared by the passes too, as Unfurl's anchor cache: an include's anchors, met in one
+    # pass, serve a `+*name` the pass met before the include
+    anchors: dict[str, tuple[Any, str]] = {}
+    _collect_anchors(doc, str(file), anchors)
     while True:
         ctx = _Context(root=doc, main_file=str(file), project_root=project_root.resolve(),
-                       fallback=fallback, parsed=parsed)
+                       fallback=fallback, parsed=parsed, anchors=anchors)
         if reads is not None:
             ctx.reads = reads
         ctx.includes = (file.resolve(),)
-        _collect_anchors(doc, str(file), ctx.anchors)
         result = _expand(doc, (), str(file), ctx)
         if ctx.problems or not ctx.missing or (fallback is not None and len(ctx.missing) >= misses):
             break
@@ -396,10 +399,12 @@ def _split_pointer(fragment: str) -> tuple[str, ...]:
 
 
 def _collect_anchors(node: Any, file: str, anchors: dict[str, tuple[Any, str]]) -> None:
-    """Index YAML anchors (``&name``) and Unfurl's merge anchors (``+&: name``)."""
+    """Index YAML anchors (``&name``) and Unfurl's merge anchors (``+&: name``). As in
+    Unfurl, a name defined again (in the same file, or in an include read later) names the
+    later definition from then on."""
     if isinstance(node, dict):
         if isinstance(node.get(ANCHOR_KEY), str):
-            anchors.setdefault(node[ANCHOR_KEY], (node, file))
+            anchors[node[ANCHOR_KEY]] = (node, file)
         children = list(node.values())
     elif isinstance(node, list):
         children = list(node)
@@ -407,7 +412,7 @@ def _collect_anchors(node: Any, file: str, anchors: dict[str, tuple[Any, str]]) 
         return
     anchor = getattr(node, "yaml_anchor", lambda: None)()
     if anchor is not None and anchor.value:
-        anchors.setdefault(anchor.value, (node, file))
+        anchors[anchor.value] = (node, file)
     for child in children:
         _collect_anchors(child, file, anchors)
 
