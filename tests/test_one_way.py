@@ -35,18 +35,25 @@ def test_every_user_error_is_defined_in_errors_py() -> None:
     assert elsewhere == []
 
 
-@pytest.mark.parametrize(("module", "name"), [
-    ("unfurl_lite.expressions.expr", "ExpressionError"),
-    ("unfurl_lite.security.paths", "PathError"),
-    ("unfurl_lite.model.changeid", "ChangeIdError"),
-    ("unfurl_lite.record.history", "HistoryError"),
-])
-def test_the_modules_that_raise_an_error_use_the_one_in_errors_py(module: str, name: str) -> None:
-    import importlib
-
-    cls = getattr(errors, name)
-    assert issubclass(cls, errors.UnfurlLiteError)
-    assert getattr(importlib.import_module(module), name) is cls
+def test_errors_are_imported_from_errors_py_only() -> None:
+    """An error has one home: no module re-exports one, and nobody imports it from elsewhere."""
+    ours = {n.name for n in ast.walk(_trees()["unfurl_lite/errors.py"])
+            if isinstance(n, ast.ClassDef)}
+    tests = Path(__file__).resolve().parent
+    trees = _trees() | {str(p.relative_to(PACKAGE.parent)): ast.parse(p.read_text())
+                        for p in sorted(tests.rglob("*.py")) if "data" not in p.parts}
+    elsewhere = [f"{path}:{node.lineno}: {node.module}.{alias.name}"
+                 for path, tree in trees.items() for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom) and node.module != "unfurl_lite.errors"
+                 and node.module != "unfurl_lite" for alias in node.names
+                 if alias.name in ours]
+    through = [f"{path}:{node.lineno}: {ast.unparse(node)}"
+               for path, tree in trees.items() for node in ast.walk(tree)
+               if isinstance(node, ast.Attribute) and node.attr in ours
+               and isinstance(node.value, ast.Name)
+               and node.value.id not in ("errors", "unfurl_lite", "git")]  # git: GitPython
+    assert elsewhere == []
+    assert through == []
 
 
 def test_a_bad_changeid_is_a_user_error_and_still_a_value_error() -> None:

@@ -56,20 +56,20 @@ if TYPE_CHECKING:
     from unfurl_lite.api import load as load_ensemble
     from unfurl_lite.errors import (
         ApprovalRequired,
+        ChangeIdError,
+        ExpressionError,
         GitError,
+        HistoryError,
         InputError,
         JobError,
         LockError,
+        PathError,
         PlanError,
         Problem,
         StorageError,
         UnfurlLiteError,
     )
-    from unfurl_lite.expressions.expr import ExpressionError
-    from unfurl_lite.model.changeid import ChangeIdError
-    from unfurl_lite.record.history import HistoryError
     from unfurl_lite.run.operations.base import RetryOperation
-    from unfurl_lite.security.paths import PathError
 
 #: The api's names offered here too; ``load`` and ``plan`` are the subpackages' names here,
 #: so the api's ``load`` is offered as ``load_ensemble`` and its ``plan`` as ``make_plan``
@@ -86,13 +86,6 @@ ERRORS = (
     "InputError", "JobError", "LockError", "PathError", "PlanError", "Problem",
     "StorageError", "UnfurlLiteError",
 )  # fmt: skip
-#: where an error is defined if errors.py does not (yet) define it
-ERROR_HOMES = {
-    "ChangeIdError": "unfurl_lite.model.changeid",
-    "ExpressionError": "unfurl_lite.expressions.expr",
-    "HistoryError": "unfurl_lite.record.history",
-    "PathError": "unfurl_lite.security.paths",
-}
 
 __all__ = [
     "ApprovalRequired",
@@ -146,10 +139,7 @@ def __getattr__(name: str) -> object:
     if name in API:
         value = getattr(importlib.import_module("unfurl_lite.api"), RENAMED.get(name, name))
     elif name in ERRORS:
-        errors = importlib.import_module("unfurl_lite.errors")
-        value = getattr(errors, name, None)
-        if value is None:
-            value = getattr(importlib.import_module(ERROR_HOMES[name]), name)
+        value = getattr(importlib.import_module("unfurl_lite.errors"), name)
     elif name == "api":  # the facade module itself, for unfurl_lite.api.plan and friends
         value = importlib.import_module("unfurl_lite.api")
     elif name == "RetryOperation":

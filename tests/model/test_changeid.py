@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from unfurl_lite.errors import ChangeIdError
 from unfurl_lite.model import changeid
 
 REFERENCE_TIME = datetime(2026, 11, 22, 18, 34, 9, 650000, tzinfo=UTC)
@@ -50,7 +51,7 @@ def test_a_record_from_the_future_does_not_move_the_clock():
 
 @pytest.mark.parametrize("bad", ["", "B6BMIY9e0000", "A6BMIY9e00", "A6B!IY9e0000", "A6BMIY9eZZZZ"])
 def test_malformed_ids_are_rejected(bad):
-    with pytest.raises(changeid.ChangeIdError):
+    with pytest.raises(ChangeIdError):
         changeid.parse(bad)
 
 

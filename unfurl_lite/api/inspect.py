@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from unfurl_lite.errors import HistoryError
 from unfurl_lite.record import history as hist
 from unfurl_lite.record.history import Filters, JobRecord
 from unfurl_lite.security.redaction import redact_text
@@ -146,7 +147,7 @@ def diff(first: str, second: str | None = None,
         jobs = jobs[:1]
     for job in jobs:
         if job.commit is None:
-            raise hist.HistoryError(
+            raise HistoryError(
                 f"job {job.change_id} was not committed, so git has no state to compare",
                 hint="commit its records, or compare with a committed job",
             )

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from unfurl_lite.errors import HistoryError
+from unfurl_lite.errors import ChangeIdError, HistoryError
 from unfurl_lite.load import gitrepo
 from unfurl_lite.load.gitrepo import Commit
 from unfurl_lite.load.jobslog import log_records
@@ -326,7 +326,7 @@ def since_key(text: str) -> str:
         return "A"  # before changeIds began: everything
     try:
         return str(changeid.ChangeId(ticks, 0))
-    except changeid.ChangeIdError:
+    except ChangeIdError:
         return "B"  # past the last encodable year: nothing
 
 
@@ -375,7 +375,7 @@ def find_job(
     """The job a changeId names, and the task line when it names a task."""
     try:
         wanted = changeid.parse(text)
-    except changeid.ChangeIdError as exc:
+    except ChangeIdError as exc:
         raise HistoryError(str(exc), hint="list changeIds with `unfurl history`") from None
     prefix = str(wanted)[:8]
     for job in read_jobs(jobs_tsv, ensemble):

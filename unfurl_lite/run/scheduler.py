@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from unfurl_lite.errors import UnfurlLiteError
+from unfurl_lite.errors import ExpressionError, UnfurlLiteError
 from unfurl_lite.expressions.context import make_context, render_inputs, spec_secrets
-from unfurl_lite.expressions.expr import EvalContext, ExpressionError, evaluate
+from unfurl_lite.expressions.expr import EvalContext, evaluate
 from unfurl_lite.expressions.limits import RENDER_SECONDS
 from unfurl_lite.expressions.reads import operation_reads, plain_reads
 from unfurl_lite.load.loader import Ensemble

@@ -11,10 +11,11 @@ import subprocess
 import time
 from typing import Any
 
+from unfurl_lite.errors import PathError
 from unfurl_lite.run.operations.base import OperationRequest, OperationResult
 from unfurl_lite.run.operations.output import OUTPUT_LIMIT, last_line, strip_ansi, tail
 from unfurl_lite.run.operations.processes import KILL_GRACE_SECONDS, ProcessTable, kill
-from unfurl_lite.security.paths import PathError, confine
+from unfurl_lite.security.paths import confine
 
 RETRY_EXIT_CODE = 75  # EX_TEMPFAIL: the command asks to be tried again
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from unfurl_lite import api
-from unfurl_lite.errors import UnfurlLiteError
+from unfurl_lite.errors import ChangeIdError, UnfurlLiteError
 from unfurl_lite.model import changeid
 from unfurl_lite.record import history as hist
 from unfurl_lite.record.history import Filters
@@ -83,7 +83,7 @@ def jobs(ensemble: Path, instance: str | None = None) -> list[dict[str, Any]]:
 def _parse_change_id(text: str) -> changeid.ChangeId:
     try:
         return changeid.parse(text)
-    except changeid.ChangeIdError:
+    except ChangeIdError:
         raise NotFound(f"{text!r} is not a changeId (they look like A6BMIY9e0000)") from None
 
 
