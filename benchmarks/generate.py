@@ -11,6 +11,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+#: generated data stays out of git (.gitignore)
+OUT = Path(__file__).resolve().parent / "out"
+
 HEADER = """apiVersion: unfurl/v1alpha1
 kind: Ensemble
 spec:
@@ -67,8 +70,10 @@ def main() -> None:
     parser.add_argument("nodes", type=int)
     parser.add_argument("--width", type=int, default=10)
     parser.add_argument("--command", default="true", help="e.g. 'true' or 'sleep 1'")
-    parser.add_argument("-o", "--output", type=Path, default=Path("ensemble.yaml"))
+    parser.add_argument("-o", "--output", type=Path, default=OUT / "ensemble.yaml",
+                        help="where to write it (default: benchmarks/out/, which git ignores)")
     args = parser.parse_args()
+    args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(ensemble_text(args.nodes, args.width, args.command))
 
 
