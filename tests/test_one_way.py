@@ -102,8 +102,42 @@ def test_the_taint_types_belong_to_security() -> None:
     ("unfurl_lite.model.graph", "find_cycle"),
     ("unfurl_lite.model.entities", "ReadyState"),
     ("unfurl_lite.security.paths", "is_inside"),
+    ("unfurl_lite.model.status_layout", "has_nested"),
+    ("unfurl_lite.record.history", "workflow_of"),
+    ("unfurl_lite.view.graph", "kind_description"),
 ])
 def test_dead_code_is_gone(module: str, name: str) -> None:
     import importlib
 
     assert not hasattr(importlib.import_module(module), name)
+
+
+def test_the_ensemble_has_no_unused_instances_of() -> None:
+    from unfurl_lite.load.loader import Ensemble
+
+    assert not hasattr(Ensemble, "instances_of")
+
+
+def test_no_tracked_file_is_over_a_megabyte() -> None:
+    """Generated data (benchmark ensembles, runs) stays out of git; .gitignore keeps it out."""
+    import subprocess
+
+    root = PACKAGE.parent
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=root, capture_output=True, text=True)
+    if listed.returncode != 0:
+        pytest.skip("not a git checkout")
+    sizes = {name: (root / name).stat().st_size for name in listed.stdout.split("\0")
+             if name and (root / name).is_file()}
+    assert {name: size for name, size in sizes.items() if size > 1_000_000} == {}
+
+
+def test_tests_start_python_through_sys_executable() -> None:
+    """A bare ``python`` may be another interpreter, or none: tests use sys.executable."""
+    tests = Path(__file__).resolve().parent
+    bare = [f"{p.relative_to(tests)}:{node.lineno}"
+            for p in sorted(tests.rglob("*.py")) if "data" not in p.relative_to(tests).parts
+            for node in ast.walk(ast.parse(p.read_text()))
+            if isinstance(node, ast.List) and node.elts
+            and isinstance(node.elts[0], ast.Constant)
+            and node.elts[0].value in ("python", "python3")]
+    assert bare == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -58,7 +59,7 @@ def test_the_secrets_password_comes_from_db_password(init):
 def test_the_secrets_demo_default_applies_without_db_password(init):
     root = init("secrets")
     env = {k: v for k, v in os.environ.items() if k != "DB_PASSWORD"}
-    result = subprocess.run(["python", "-m", "unfurl_lite", "deploy", "--approve"], cwd=root,
+    result = subprocess.run([sys.executable, "-m", "unfurl_lite", "deploy", "--approve"], cwd=root,
                             env={**env, "PYTHONPATH": str(Path(__file__).parents[2])},
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr

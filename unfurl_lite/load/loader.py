@@ -78,9 +78,6 @@ class Ensemble:
     def jobs_tsv(self) -> Path:
         return self.project_root / self.jobs_log
 
-    def instances_of(self, template: str) -> list[Instance]:
-        return [i for i in self.instances.values() if i.template == template]
-
 
 def resolve_path(path: str | Path | None) -> Path:
     """ENSEMBLE may be a file, a directory holding ensemble.yaml, or omitted (cwd)."""

@@ -43,12 +43,6 @@ def flatten(recorded: Any, detach: bool = False) -> dict[str, tuple[Any, str | N
     return found
 
 
-def has_nested(recorded: Any) -> bool:
-    return isinstance(recorded, Mapping) and any(
-        isinstance(r, Mapping) and CHILDREN in r for r in recorded.values()
-    )
-
-
 def host_instances(
     templates: Mapping[str, NodeTemplate], instances: Mapping[str, Instance]
 ) -> dict[str, str]:

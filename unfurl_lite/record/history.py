@@ -190,11 +190,6 @@ def job_file_of(root: Path, job: JobRecord) -> Path | None:
     return None
 
 
-def workflow_of(path: Path) -> str:
-    """The workflow of the job record, the file's first change; only its head is read."""
-    return _head_of(path)[0]
-
-
 def _head_of(path: Path) -> tuple[str, str]:
     """(workflow, state) of the job record's first change; only its head is read."""
     entries = 0

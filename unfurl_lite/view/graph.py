@@ -73,8 +73,6 @@ STROKES: dict[str, str] = {
 #: how bad each status is when one template has instances in several
 _SEVERITY = ("ok", "pending", "degraded", "unknown", "absent", "error")
 
-_KIND_LABEL = {"host": "hosted on", "dependency": "depends on", "connect": "connects to"}
-
 
 def status_colour(status: str | None) -> str:
     """The fill colour of a status (unknown for None or anything unexpected)."""
@@ -239,7 +237,6 @@ def _instance_edges(
     return edges
 
 
-
 def hosted_children(graph: Graph) -> dict[str | None, list[GraphNode]]:
     """Host id (None: top level) -> the nodes hosted directly on it: the nesting every
     format draws (a Graphviz cluster, a Mermaid subgraph)."""
@@ -332,8 +329,3 @@ def to_builtin_svg(graph: Graph) -> str:
     from unfurl_lite.view.layered import render
 
     return render(graph)
-
-
-def kind_description(kind: str) -> str:
-    """How a legend names an edge kind."""
-    return _KIND_LABEL.get(kind, "relationship")
