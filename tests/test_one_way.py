@@ -99,12 +99,12 @@ def test_the_taint_types_belong_to_security() -> None:
 
 
 @pytest.mark.parametrize(("module", "name"), [
-    ("unfurl_lite.model.graph", "find_cycle"),
+    ("unfurl_lite.model.dependencies", "find_cycle"),
     ("unfurl_lite.model.entities", "ReadyState"),
     ("unfurl_lite.security.paths", "is_inside"),
     ("unfurl_lite.model.status_layout", "has_nested"),
     ("unfurl_lite.record.history", "workflow_of"),
-    ("unfurl_lite.view.graph", "kind_description"),
+    ("unfurl_lite.view.diagram", "kind_description"),
 ])
 def test_dead_code_is_gone(module: str, name: str) -> None:
     import importlib
@@ -112,10 +112,14 @@ def test_dead_code_is_gone(module: str, name: str) -> None:
     assert not hasattr(importlib.import_module(module), name)
 
 
-def test_the_ensemble_has_no_unused_instances_of() -> None:
-    from unfurl_lite.load.loader import Ensemble
+def test_the_ensemble_lives_in_the_model_and_says_what_it_is() -> None:
+    from unfurl_lite.load import loader
+    from unfurl_lite.model.ensemble import Ensemble
 
+    assert Ensemble.__doc__ and "instance" in Ensemble.__doc__
     assert not hasattr(Ensemble, "instances_of")
+    assert "Ensemble" not in {n.name for n in ast.walk(ast.parse(Path(loader.__file__).read_text()))
+                              if isinstance(n, ast.ClassDef)}
 
 
 def test_no_tracked_file_is_over_a_megabyte() -> None:

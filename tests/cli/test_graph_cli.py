@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import ensemble_yaml, run_unfurl
 from tests.view.graph_parsing import parse_dot, parse_mermaid
-from unfurl_lite.view.graph import PALETTE
+from unfurl_lite.view.diagram import PALETTE
 
 TOPOLOGY = """\
 host:

@@ -12,7 +12,7 @@ from tests.conftest import InvokeIn, Project, safe_load
 from tests.load.test_imports import CAPTURED, HEAD, case
 from unfurl_lite.load import yamlio
 from unfurl_lite.load.loader import load_ensemble
-from unfurl_lite.model.topology import ancestry
+from unfurl_lite.model.lineage import ancestry
 
 
 def unfurl_stdout(name: str) -> list[str]:

@@ -10,7 +10,7 @@ import pytest
 from tests.conftest import REFERENCE, ensemble_yaml
 from unfurl_lite.errors import InputError, Problem
 from unfurl_lite.load import merge, validate, yamlio
-from unfurl_lite.model.graph import find_cycles
+from unfurl_lite.model.dependencies import find_cycles
 
 HEAD = "apiVersion: unfurl/v1alpha1\nkind: Ensemble\n"
 

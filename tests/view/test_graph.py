@@ -10,7 +10,7 @@ import pytest
 from tests.conftest import ensemble_yaml
 from tests.view.graph_parsing import parse_dot, parse_mermaid
 from unfurl_lite.load.loader import load_ensemble
-from unfurl_lite.view.graph import (
+from unfurl_lite.view.diagram import (
     PALETTE,
     GraphEdge,
     as_json,
@@ -324,7 +324,7 @@ def test_json_lists_nodes_with_their_colour_and_edges(project):
 
 def test_the_docs_palette_and_pictures_match_the_code():
     from tests.conftest import ROOT
-    from unfurl_lite.view.graph import STROKES
+    from unfurl_lite.view.diagram import STROKES
 
     doc = (ROOT / "docs" / "graph.md").read_text()
     for status, fill in PALETTE.items():

@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import ensemble_yaml
 from unfurl_lite.errors import ToolMissing, UnfurlLiteError
 from unfurl_lite.load.loader import load_ensemble
-from unfurl_lite.view.graph import PALETTE, build_graph, to_builtin_svg, to_dot, to_svg
+from unfurl_lite.view.diagram import PALETTE, build_graph, to_builtin_svg, to_dot, to_svg
 
 SVG = "{http://www.w3.org/2000/svg}"
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None,
@@ -172,7 +172,7 @@ def test_builtin_svg_lays_out_a_long_chain_one_layer_each(project):
 
 
 def test_builtin_svg_draws_a_cycle_the_loader_would_refuse():
-    from unfurl_lite.view.graph import Graph, GraphEdge, GraphNode
+    from unfurl_lite.view.diagram import Graph, GraphEdge, GraphNode
 
     nodes = tuple(GraphNode(n, n, "instance", "T", "ok", None, "ok") for n in "abc")
     edges = (GraphEdge("a", "b", "x", "dependency"), GraphEdge("b", "c", "y", "dependency"),
@@ -186,7 +186,7 @@ def test_builtin_svg_draws_a_cycle_the_loader_would_refuse():
 @needs_dot
 @pytest.mark.slow
 def test_a_big_topology_through_graphviz_keeps_every_node():
-    from unfurl_lite.view.graph import Graph, GraphEdge, GraphNode
+    from unfurl_lite.view.diagram import Graph, GraphEdge, GraphNode
 
     count = 600  # past svg.LARGE: laid out with the faster options
     nodes = tuple(GraphNode(f"n{i}", f"n{i}", "template", "T", "ok", None, "ok")
@@ -202,7 +202,7 @@ def test_a_big_topology_through_graphviz_keeps_every_node():
 
 @needs_dot
 def test_both_svgs_draw_odd_names_exactly_as_written():
-    from unfurl_lite.view.graph import Graph, GraphEdge, GraphNode
+    from unfurl_lite.view.diagram import Graph, GraphEdge, GraphNode
 
     names = ['say "hi"', "back\\slash", "a&amp;b", "<b>x</b>", "café-ünï-日本", "\\N", "n-1"]
     nodes = tuple(GraphNode(n, n, "template", "T", "ok", None, "ok") for n in names)

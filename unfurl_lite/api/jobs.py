@@ -23,8 +23,9 @@ from unfurl_lite.expressions.digest import spec_digest
 from unfurl_lite.expressions.outputs import topology_inputs, topology_outputs
 from unfurl_lite.load.digestkey import key_provider
 from unfurl_lite.load.gitrepo import Repo, find_repo, identity_problem
-from unfurl_lite.load.loader import Ensemble, load_ensemble
+from unfurl_lite.load.loader import load_ensemble
 from unfurl_lite.model import status_layout as layout
+from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.plan.tasks import Plan
 from unfurl_lite.record import lock, records
 from unfurl_lite.run import relationships

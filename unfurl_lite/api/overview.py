@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from unfurl_lite.expressions.digest import spec_digest
-from unfurl_lite.load.loader import Ensemble
 from unfurl_lite.model import changeid
+from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Instance, Status
 from unfurl_lite.plan.drift import Drift, ensemble_drift
 from unfurl_lite.plan.topology import instance_graph, operationless, planned_instances

@@ -9,7 +9,8 @@ from typing import Any
 
 from unfurl_lite.api.options import PlanOptions
 from unfurl_lite.errors import UnfurlLiteError
-from unfurl_lite.load.loader import Ensemble, load_ensemble
+from unfurl_lite.load.loader import load_ensemble
+from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.plan.tasks import Plan
 
 EXAMPLE_ENSEMBLE = """\

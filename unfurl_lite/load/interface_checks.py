@@ -25,7 +25,7 @@ from unfurl_lite.model.entities import (
     RESERVED_INTERFACE_KEYS,
     canonical_interface,
 )
-from unfurl_lite.model.topology import ancestry, parents
+from unfurl_lite.model.lineage import ancestry, parents
 
 
 def interface_owners(doc: Any) -> Iterator[tuple[tuple[Any, ...], Any]]:

@@ -9,13 +9,14 @@ write back is parsed only when it is first asked for.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from unfurl_lite.errors import InputError, Problem
 from unfurl_lite.load import parsecache, structure, yamlio
 from unfurl_lite.model import status_layout
+from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import (
     INTERFACE_ALIASES,
     OPERATION_KINDS,
@@ -34,7 +35,7 @@ from unfurl_lite.model.entities import (
     Topology,
     canonical_interface,
 )
-from unfurl_lite.model.topology import ancestry, parents
+from unfurl_lite.model.lineage import ancestry, parents
 
 ENSEMBLE_FILE = "ensemble.yaml"
 #: Cloudify's interfaces by their short names: a template overriding only an operation's
@@ -42,41 +43,6 @@ ENSEMBLE_FILE = "ensemble.yaml"
 CLOUDIFY_INTERFACES = frozenset(
     short for name, short in INTERFACE_ALIASES.items() if name.startswith("cloudify."))
 SENSITIVE_TYPES = ("unfurl.datatypes.Sensitive", "sensitive", "tosca.datatypes.Credential")
-
-
-@dataclass
-class Ensemble:
-    path: Path
-    text: str  # the file as read: what the round-trip document and section rewrites start from
-    topology: Topology
-    instances: dict[str, Instance]  # recorded instances, in recorded order
-    last_job: dict[str, Any] | None = None
-    jobs_log: str = "jobs.tsv"
-    spec: dict[str, Any] = field(default_factory=dict)  # merged spec as plain data
-    #: the file's own data as written (directives unapplied), for section rewrites
-    plain: dict[str, Any] | None = None
-    #: merge directives made the model's data differ from ``plain``
-    merged: bool = False
-    #: the ensemble's own ``changes:`` list (Unfurl's inline job log), None when it has none
-    changes: list[dict[str, Any]] | None = None
-    #: jobs are logged in ``changes:`` (a list and no ``jobsLog``), as Unfurl does then
-    inline_log: bool = False
-    _document: Any = field(default=None, repr=False)
-
-    @property
-    def document(self) -> Any:
-        """The ruamel round-trip document (comments and all), parsed on first use."""
-        if self._document is None:
-            self._document = yamlio.parse(self.text, str(self.path))
-        return self._document
-
-    @property
-    def project_root(self) -> Path:
-        return self.path.parent
-
-    @property
-    def jobs_tsv(self) -> Path:
-        return self.project_root / self.jobs_log
 
 
 def resolve_path(path: str | Path | None) -> Path:
@@ -202,6 +168,7 @@ def build(file: Path, text: str, data: dict[str, Any]) -> Ensemble:
         spec=spec,
         changes=_inline_changes(data),
         inline_log=isinstance(data.get("changes"), list) and not data.get("jobsLog"),
+        parse=yamlio.parse,
     )
 
 

@@ -5,7 +5,7 @@ version-aware lookups and tag objects. Here the C composer tags every plain scal
 as plain and :func:`implicit_type` (YAML 1.2's core schema, exactly as ruamel resolves
 it) decides once per distinct value. Anything outside the everyday subset (explicit tags,
 timestamps, merge keys, duplicate or non-scalar keys, recursive aliases) raises
-:class:`Unsupported`, and the caller loads the text with ruamel's own safe loader instead,
+:class:`NeedsFullLoader`, and the caller loads the text with ruamel's own safe loader instead,
 so the two roads never disagree about a document.
 """
 
@@ -42,7 +42,7 @@ _IMPLICIT = re.compile(
 )
 
 
-class Unsupported(Exception):
+class NeedsFullLoader(Exception):
     """The document needs ruamel's full safe loader."""
 
 
@@ -57,7 +57,7 @@ def implicit_type(text: str) -> str:
 
 def load(text: str) -> Any:
     if "%YAML" in text or "%TAG" in text:  # directives change how scalars resolve
-        raise Unsupported("a directive")
+        raise NeedsFullLoader("a directive")
     composer = _composer_class()(text)
     node = composer.get_single_node()
     return None if node is None else _Builder().build(node)
@@ -101,7 +101,7 @@ class _Builder:
         if tag == _STR:
             return node.value
         if id(node) in self.building:
-            raise Unsupported("a recursive alias")
+            raise NeedsFullLoader("a recursive alias")
         self.building.add(id(node))
         if tag == _MAP:
             value: Any = {}
@@ -109,14 +109,14 @@ class _Builder:
             for key_node, value_node in node.value:
                 key = self.build(key_node)
                 if not isinstance(key, str) or key in value or key == "<<":
-                    raise Unsupported("a key ruamel must judge")
+                    raise NeedsFullLoader("a key ruamel must judge")
                 value[key] = self.build(value_node)
         elif tag == _SEQ:
             value = []
             self.built[id(node)] = value
             value.extend(self.build(item) for item in node.value)
         else:
-            raise Unsupported(f"the tag {tag}")
+            raise NeedsFullLoader(f"the tag {tag}")
         self.building.discard(id(node))
         return value
 
@@ -135,8 +135,8 @@ def _scalar(text: str) -> Any:
         if kind == "float":
             return _float(text)
     except ValueError:  # "-_": ruamel's loaders fail on it too, and say so better
-        raise Unsupported(f"the {kind} {text!r}") from None
-    raise Unsupported(f"a {kind} value")
+        raise NeedsFullLoader(f"the {kind} {text!r}") from None
+    raise NeedsFullLoader(f"a {kind} value")
 
 
 def _int(text: str) -> int:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from unfurl_lite.load import gitrepo
 
 if TYPE_CHECKING:
-    from unfurl_lite.load.loader import Ensemble
+    from unfurl_lite.model.ensemble import Ensemble
     from unfurl_lite.model.entities import NodeTemplate
 
 DEPTH = 50  # commits of ensemble.yaml looked through at most

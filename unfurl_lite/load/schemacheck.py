@@ -4,7 +4,7 @@ jsonschema walks the schema for every value and builds error context as it goes:
 200-node ensemble validation cost more than parsing. Valid documents are the common
 case, so they are answered here, twenty times faster; only a document this check
 rejects goes through jsonschema, which explains what is wrong and where. The compiler
-knows exactly the keywords our schema uses and raises :class:`Unsupported` for any other,
+knows exactly the keywords our schema uses and raises :class:`KeywordNotCompiled` for any other,
 so it can never silently accept what jsonschema would refuse.
 """
 
@@ -35,7 +35,7 @@ _ANNOTATIONS = frozenset({"$schema", "$id", "title", "description", "$comment", 
                           "default", "examples"})
 
 
-class Unsupported(Exception):
+class KeywordNotCompiled(Exception):
     """The schema uses a keyword this compiler does not implement."""
 
 
@@ -44,7 +44,7 @@ def compile_schema(root: dict[str, Any]) -> Check:
 
     def ref(pointer: str) -> Check:
         if not pointer.startswith("#/$defs/"):
-            raise Unsupported(f"$ref {pointer}")
+            raise KeywordNotCompiled(f"$ref {pointer}")
         name = pointer.removeprefix("#/$defs/")
         if name not in compiled:
             compiled[name] = lambda v: compiled[name](v)  # recursion placeholder
@@ -81,7 +81,7 @@ def _keyword(key: str, value: Any, schema: dict[str, Any], build: Callable[[Any]
     if key == "additionalProperties":
         known = frozenset(schema.get("properties", {}))
         if "patternProperties" in schema:
-            raise Unsupported("patternProperties")
+            raise KeywordNotCompiled("patternProperties")
         extra = build(value)
         return lambda v: not isinstance(v, dict) or all(
             extra(item) for name, item in v.items() if name not in known)
@@ -101,7 +101,7 @@ def _keyword(key: str, value: Any, schema: dict[str, Any], build: Callable[[Any]
         return lambda v: not isinstance(v, dict) or len(v) >= value
     if key == "maxProperties":
         return lambda v: not isinstance(v, dict) or len(v) <= value
-    raise Unsupported(key)
+    raise KeywordNotCompiled(key)
 
 
 def _same(value: Any, option: Any) -> bool:

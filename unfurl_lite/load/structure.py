@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from unfurl_lite.model.topology import as_mapping, capabilities_of, lineage, matching_capability
+from unfurl_lite.model.lineage import as_mapping, capabilities_of, lineage, matching_capability
 
 #: what Unfurl records as ``created`` for an instance declared in the spec
 SPEC_CREATED = "::root"

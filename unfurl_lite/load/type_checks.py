@@ -16,8 +16,8 @@ from unfurl_lite.load.problems import (
     mapping,
     problem_at,
 )
-from unfurl_lite.model.graph import find_cycles
-from unfurl_lite.model.topology import parents
+from unfurl_lite.model.dependencies import find_cycles
+from unfurl_lite.model.lineage import parents
 
 _TOSCA_NODES = (
     "Root", "Compute", "SoftwareComponent", "WebServer", "WebApplication", "DBMS",

@@ -327,7 +327,7 @@ def _inline_cycles(at: Any, workflows: dict) -> Iterator[Problem]:
                     inlined.append(str(value.get("workflow") if isinstance(value, dict)
                                        else value))
         graph[name] = [n for n in inlined if n in workflows]
-    from unfurl_lite.model.graph import find_cycles
+    from unfurl_lite.model.dependencies import find_cycles
 
     for cycle in find_cycles(graph):
         yield at((cycle[0],), f"workflows inline each other: {' -> '.join(cycle)}",

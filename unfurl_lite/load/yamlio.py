@@ -110,7 +110,7 @@ def parse_plain(text: str) -> Any:
 
     try:
         return plainyaml.load(text)
-    except (plainyaml.Unsupported, ImportError):
+    except (plainyaml.NeedsFullLoader, ImportError):
         pass
     from ruamel.yaml import YAML
 

@@ -16,8 +16,8 @@ from unfurl_lite.errors import UnfurlLiteError
 from unfurl_lite.expressions.digest import digestable, input_digest
 from unfurl_lite.load.digestkey import key_provider
 from unfurl_lite.load.jobslog import log_records
-from unfurl_lite.load.loader import Ensemble
 from unfurl_lite.load.taskrecords import TaskRecord, task_records
+from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Operation
 from unfurl_lite.plan.tasks import CHECK, DISCOVER, RUN
 from unfurl_lite.plan.topology import is_present

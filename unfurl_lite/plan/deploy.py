@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from unfurl_lite.load.loader import Ensemble
-from unfurl_lite.model import changeid, graph
+from unfurl_lite.model import changeid, dependencies
+from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import (
     Instance,
     NodeState,
@@ -69,7 +69,8 @@ def plan_deploy(
 ) -> Plan:
     instances = planned_instances(ensemble)
     deps = instance_graph(ensemble, instances)
-    wanted = graph.closure(deps, select(instances, instance_names)) if instance_names else set(deps)
+    wanted = (dependencies.closure(deps, select(instances, instance_names)) if instance_names
+              else set(deps))
     builder = Builder("deploy")
     # as Unfurl: a default template nothing requires is left out, unless asked for by name
     unrequired = frozenset() if instance_names else unrequired_defaults(ensemble.topology)
@@ -79,7 +80,7 @@ def plan_deploy(
     idle: list[frozenset[str]] = []  # templates with no operation, found when first needed
     replaces = tosca.replacing(ensemble.spec, "deploy")
     recorded: dict[tuple[str, str], tuple[str, str]] = {}
-    for name in graph.topological_order(deps):
+    for name in dependencies.topological_order(deps):
         if name not in wanted:
             continue
         instance = instances[name]
@@ -253,11 +254,11 @@ def plan_undeploy(
     """``delete_without_operation``: Cloudify's uninstall (see add_uninstall_tasks)."""
     instances = dict(ensemble.instances)
     deps = instance_graph(ensemble, instances)
-    dependents = graph.reverse(deps)
+    dependents = dependencies.reverse(deps)
     wanted = set(select(instances, instance_names)) if instance_names else set(instances)
     builder = Builder("undeploy")
     replaces = tosca.replacing(ensemble.spec, "undeploy")
-    for name in reversed(graph.topological_order(deps)):
+    for name in reversed(dependencies.topological_order(deps)):
         if name not in wanted:
             continue
         instance = instances[name]

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from unfurl_lite.load.loader import Ensemble
+from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Instance, Status
 from unfurl_lite.plan.baselines import (
     RELATIONSHIP_INTERFACES,

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from unfurl_lite.errors import PlanError
-from unfurl_lite.load.loader import Ensemble
-from unfurl_lite.model import graph
+from unfurl_lite.model import dependencies
+from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Instance, NodeTemplate, Operation, Status
 from unfurl_lite.plan.lifecycle import (
     INSTALL_RELATIONSHIPS,
@@ -153,7 +153,7 @@ def add_reinstall(
     instance that is still not ok, or whose container is not; re-establish relationships
     from instances outside the selection."""
     deps = instance_graph(ensemble, instances)
-    dependents = graph.reverse(deps)
+    dependents = dependencies.reverse(deps)
     wanted = set(selected)
     given = guards or {}
     guard_of: dict[str, Guard | None] = {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from unfurl_lite.load.loader import Ensemble
+from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import (
     Instance,
     NodeState,

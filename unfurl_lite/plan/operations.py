@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from unfurl_lite.errors import PlanError
-from unfurl_lite.load.loader import Ensemble
-from unfurl_lite.model import graph
+from unfurl_lite.model import dependencies
+from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import (
     INTERFACE_OPERATIONS,
     Implementation,
@@ -122,12 +122,12 @@ def add_operation_tasks(
     everywhere = instances is not None
     instances = ensemble.instances if instances is None else instances
     deps = instance_graph(ensemble, dict(instances))
-    edges = graph.reverse(deps) if reverse else deps
+    edges = dependencies.reverse(deps) if reverse else deps
     frontier: dict[str, set[int]] = {}
     numbers: list[int] = []
     barrier = set(after)
     wanted = set(selected)
-    for name in graph.topological_order(edges):
+    for name in dependencies.topological_order(edges):
         inherited: set[int] = set()
         if run_by_dependency_order:
             for dep in edges.get(name, ()):

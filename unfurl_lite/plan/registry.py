@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from unfurl_lite.errors import PlanError
-from unfurl_lite.load.loader import Ensemble
 from unfurl_lite.load.workflows import custom_names
+from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.plan.tasks import Plan
 
 #: workflow -> (module of unfurl_lite.plan, planner function); the order is the one the

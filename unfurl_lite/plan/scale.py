@@ -11,8 +11,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from unfurl_lite.errors import PlanError
-from unfurl_lite.load.loader import Ensemble
-from unfurl_lite.model import graph
+from unfurl_lite.model import dependencies
+from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Instance, NodeState, Status
 from unfurl_lite.plan.heal import guard_new
 from unfurl_lite.plan.lifecycle import (
@@ -157,14 +157,14 @@ def _scale_out(
                 host_for[tpl] = name
     everything = {**instances, **new}
     deps = instance_graph(ensemble, everything)
-    order = [n for n in graph.topological_order(deps) if n in new]
+    order = [n for n in dependencies.topological_order(deps) if n in new]
     for name in order:
         view = host_view(ensemble, everything, name)
         add_install_tasks(
             builder, ensemble, new[name], view, ADD, builder.last_of(deps.get(name, ())),
             resume_from_state=False,
         )  # fmt: skip
-    dependents = graph.reverse(deps)
+    dependents = dependencies.reverse(deps)
     for name in order:
         for dependent in dependents.get(name, ()):
             if dependent in new or not is_present(everything[dependent]):
@@ -226,8 +226,8 @@ def _scale_in(
     for victim in victims:
         removed.extend(n for n in contained(ensemble, instances, victim) if n not in removed)
     deps = instance_graph(ensemble, instances)
-    dependents = graph.reverse(deps)
-    order = [n for n in reversed(graph.topological_order(deps)) if n in removed]
+    dependents = dependencies.reverse(deps)
+    order = [n for n in reversed(dependencies.topological_order(deps)) if n in removed]
     for name in order:
         unlinks: list[int] = []
         for dependent in dependents.get(name, ()):

@@ -10,8 +10,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from unfurl_lite.errors import PlanError
-from unfurl_lite.load.loader import Ensemble
-from unfurl_lite.model import graph
+from unfurl_lite.model import dependencies
+from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Instance, NodeTemplate, Status, Topology
 
 #: Unfurl's template directives that keep a plan from creating the template's instance
@@ -211,7 +211,8 @@ def ordered(
     """``names`` in dependency order (what they require first)."""
     wanted = set(names)
     return [
-        n for n in graph.topological_order(instance_graph(ensemble, dict(instances))) if n in wanted
+        n for n in dependencies.topological_order(instance_graph(ensemble, dict(instances)))
+        if n in wanted
     ]
 
 

@@ -9,8 +9,8 @@ handed to the job in the plan (``removed_templates``), not put back into the ens
 from __future__ import annotations
 
 from unfurl_lite.load import previous
-from unfurl_lite.load.loader import Ensemble
-from unfurl_lite.model import graph
+from unfurl_lite.model import dependencies
+from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import NodeState, Status
 from unfurl_lite.plan.baselines import changed_operations, deployed_digests, spec_baseline
 from unfurl_lite.plan.heal import add_reinstall, check_operation
@@ -62,7 +62,7 @@ def plan_update(
         builder.note(name, "removed from the spec and from git history: forgotten, no "
                            "operation run")
     new = {n: i for n, i in instances.items() if n not in ensemble.instances}
-    for name in graph.topological_order(deps):
+    for name in dependencies.topological_order(deps):
         if name not in new:
             continue
         if skip_install:
@@ -76,7 +76,7 @@ def plan_update(
     baselines: dict[str, dict[str, str]] = {}
     reinstall: list[str] = []
     reinstall_guards: dict[str, Guard | None] = {}
-    for name in graph.topological_order(deps):
+    for name in dependencies.topological_order(deps):
         instance = instances[name]
         if name in new or name in removed or not is_present(instance):
             continue

@@ -28,8 +28,9 @@ from typing import Any
 from unfurl_lite.expressions.digest import KeyProvider, spec_digest
 from unfurl_lite.load import yamlio
 from unfurl_lite.load.digestkey import key_provider
-from unfurl_lite.load.loader import Ensemble, _instance
+from unfurl_lite.load.loader import _instance
 from unfurl_lite.model import changeid
+from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Instance, NodeState, Status
 from unfurl_lite.record import journal_format, records
 from unfurl_lite.run.observer import JobState, Observer, TaskState

@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from unfurl_lite.load.gitrepo import Repo
-from unfurl_lite.load.loader import Ensemble
+from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.record import records
 from unfurl_lite.record.journal import PREFIX, read_journal
 

@@ -21,7 +21,7 @@ from unfurl_lite.model.entities import Instance, Status
 from unfurl_lite.security.redaction import redact
 
 if TYPE_CHECKING:
-    from unfurl_lite.load.loader import Ensemble
+    from unfurl_lite.model.ensemble import Ensemble
     from unfurl_lite.run.outcome import JobResult, TaskRun
 
 JOBS_DIR = "jobs"

@@ -18,8 +18,8 @@ from unfurl_lite.errors import JobError
 from unfurl_lite.expressions.context import spec_secrets
 from unfurl_lite.expressions.digest import spec_digest
 from unfurl_lite.load.jobslog import read_jobs_tsv
-from unfurl_lite.load.loader import Ensemble
 from unfurl_lite.model import changeid
+from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.plan.registry import build
 from unfurl_lite.plan.tasks import Plan
 from unfurl_lite.plan.topology import instance_graph, operationless

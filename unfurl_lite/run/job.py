@@ -12,8 +12,8 @@ import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from unfurl_lite.load.loader import Ensemble
 from unfurl_lite.model import changeid
+from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Instance, Status
 from unfurl_lite.plan.tasks import Plan
 from unfurl_lite.plan.topology import instance_graph, operationless, with_templates

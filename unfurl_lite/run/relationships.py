@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.load.structure import split_types
 from unfurl_lite.model.entities import Instance, NodeState, Status
-from unfurl_lite.model.topology import (
+from unfurl_lite.model.lineage import (
     as_mapping as mapping,
 )
-from unfurl_lite.model.topology import (
+from unfurl_lite.model.lineage import (
     capabilities_of,
     matching_capability,
     wanted_capability,

@@ -22,8 +22,8 @@ from unfurl_lite.expressions.context import make_context, render_inputs, spec_se
 from unfurl_lite.expressions.expr import EvalContext, evaluate
 from unfurl_lite.expressions.limits import RENDER_SECONDS
 from unfurl_lite.expressions.reads import operation_reads, plain_reads
-from unfurl_lite.load.loader import Ensemble
 from unfurl_lite.model import changeid
+from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Instance, NodeState, Status
 from unfurl_lite.plan.tasks import Plan, Task
 from unfurl_lite.run.discovery import add_discovered

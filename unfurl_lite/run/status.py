@@ -176,7 +176,7 @@ def fold_effective(
 
     A ``pending`` instance of an ``operationless`` template has nothing to wait for: as in
     Unfurl, its effective status is what its dependencies make it (``ok`` without any)."""
-    from unfurl_lite.model.graph import topological_order
+    from unfurl_lite.model.dependencies import topological_order
 
     effective: dict[str, Status] = {}
     for name in topological_order(requires):

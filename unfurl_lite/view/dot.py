@@ -6,7 +6,7 @@ is safe; hosted instances are drawn inside a cluster of their host.
 
 from __future__ import annotations
 
-from unfurl_lite.view.graph import (
+from unfurl_lite.view.diagram import (
     Graph,
     GraphEdge,
     GraphNode,

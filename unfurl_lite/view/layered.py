@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from html import escape
 
-from unfurl_lite.model.graph import topological_order
-from unfurl_lite.view.graph import Graph, GraphEdge, GraphNode, status_colour, status_stroke
+from unfurl_lite.model.dependencies import topological_order
+from unfurl_lite.view.diagram import Graph, GraphEdge, GraphNode, status_colour, status_stroke
 
 MARGIN = 20
 GAP_X = 36
@@ -120,7 +120,7 @@ LABEL_CHAR = 5.6  # average width of a character of an edge label
 
 
 @dataclass(frozen=True)
-class Route:
+class EdgePath:
     path: str
     label_x: float
     label_y: float
@@ -134,7 +134,7 @@ class Route:
         return self.label_x - width / 2, self.label_x + width / 2
 
 
-def route(edge: GraphEdge, layout: Layout, shift: float, spare: list[float]) -> Route:
+def route(edge: GraphEdge, layout: Layout, shift: float, spare: list[float]) -> EdgePath:
     """A curve from the source's bottom to the target's top; one that would cross a layer
     between them goes down a free vertical lane instead (``spare``: the next lane right of
     everything, used when no gap is free); a cycle loops round the right side."""
@@ -147,21 +147,21 @@ def route(edge: GraphEdge, layout: Layout, shift: float, spare: list[float]) -> 
         sx, sy = source.x + source.width, source.y + source.height / 2 + shift / 4
         tx, ty = target.x + target.width, target.y + target.height / 2 + shift / 4
         bend = GAP_X + abs(sy - ty) / 4
-        return Route(f"M{sx:.1f},{sy:.1f} C{sx + bend:.1f},{sy:.1f} {tx + bend:.1f},{ty:.1f} "
+        return EdgePath(f"M{sx:.1f},{sy:.1f} C{sx + bend:.1f},{sy:.1f} {tx + bend:.1f},{ty:.1f} "
                      f"{tx:.1f},{ty:.1f}", max(sx, tx) + bend * 0.75, (sy + ty) / 2)
     crossed = [b for b in layout.between(sy, ty)
                if b.x - 6 <= sx + (tx - sx) * (b.y + HEIGHT / 2 - sy) / (ty - sy)
                <= b.x + b.width + 6]
     if not crossed:
         pull = (ty - sy) / 2
-        return Route(f"M{sx:.1f},{sy:.1f} C{sx:.1f},{sy + pull:.1f} {tx:.1f},{ty - pull:.1f} "
+        return EdgePath(f"M{sx:.1f},{sy:.1f} C{sx:.1f},{sy + pull:.1f} {tx:.1f},{ty - pull:.1f} "
                      f"{tx:.1f},{ty:.1f}", (sx + tx) / 2, (sy + ty) / 2 + shift * 0.9)
     lane = _free_lane(layout, crossed, (sx + tx) / 2, sy, ty)
     if lane is None:
         lane = spare[0]
         spare[0] += 12
     y1, y2 = sy + GAP_Y / 2, ty - GAP_Y / 2
-    return Route(
+    return EdgePath(
         f"M{sx:.1f},{sy:.1f} C{sx:.1f},{(sy + y1) / 2:.1f} {lane:.1f},{(sy + y1) / 2:.1f} "
         f"{lane:.1f},{y1:.1f} L{lane:.1f},{y2:.1f} C{lane:.1f},{(y2 + ty) / 2:.1f} "
         f"{tx:.1f},{(y2 + ty) / 2:.1f} {tx:.1f},{ty:.1f}",
@@ -200,7 +200,7 @@ def _node(node: GraphNode, box: Box) -> str:
     return "\n".join(lines)
 
 
-def _edge(edge: GraphEdge, way: Route) -> str:
+def _edge(edge: GraphEdge, way: EdgePath) -> str:
     colour = status_stroke(edge.status) if edge.status else "#555555"
     dash = DASHES.get(edge.kind, "")
     dash_attr = f' stroke-dasharray="{dash}"' if dash else ""

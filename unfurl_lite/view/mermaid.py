@@ -7,7 +7,7 @@ them; statuses become ``classDef`` classes with the shared palette.
 
 from __future__ import annotations
 
-from unfurl_lite.view.graph import (
+from unfurl_lite.view.diagram import (
     PALETTE,
     Graph,
     GraphEdge,

@@ -10,7 +10,7 @@ import shutil
 import subprocess
 
 from unfurl_lite.errors import ToolMissing, UnfurlLiteError
-from unfurl_lite.view.graph import Graph
+from unfurl_lite.view.diagram import Graph
 
 #: seconds Graphviz may take: with the options below 1,000 templates take about 5 s
 TIMEOUT = 120.0

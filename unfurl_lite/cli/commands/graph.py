@@ -38,7 +38,7 @@ def graph(
     unfurl graph --format svg -o topology.svg
     unfurl graph --format mermaid --instances
     """
-    from unfurl_lite.view import graph as view
+    from unfurl_lite.view import diagram as view
 
     if as_json and format_ is not None:
         raise click.UsageError("--json and --format contradict each other: give one")

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from unfurl_lite.errors import UnfurlLiteError
-from unfurl_lite.load.loader import Ensemble
+from unfurl_lite.model.ensemble import Ensemble
 
 _PROLOGUE = re.compile(r"^.*?(?=<svg\b)", re.DOTALL)
 _SCRIPT = re.compile(r"<script\b.*?</script\s*>", re.DOTALL | re.IGNORECASE)
@@ -21,7 +21,7 @@ def inline(svg: str) -> str:
 
 def picture_of(ensemble: Ensemble, instances: bool = False) -> tuple[str, str]:
     """(SVG, what drew it: "graphviz" or "built-in") of a loaded ensemble."""
-    from unfurl_lite.view.graph import build_graph, to_builtin_svg, to_svg
+    from unfurl_lite.view.diagram import build_graph, to_builtin_svg, to_svg
 
     graph = build_graph(ensemble, instances=instances)
     try:

@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from unfurl_lite.errors import UnfurlLiteError
-from unfurl_lite.view.dashboard import live, render
+from unfurl_lite.view.dashboard import html, live
 from unfurl_lite.view.dashboard.pages import NotFound
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
@@ -89,7 +89,7 @@ class Handler(BaseHTTPRequestHandler):
         self._dispatch(head=True)
 
     def _refuse_method(self) -> None:
-        self._page(HTTPStatus.METHOD_NOT_ALLOWED, render.error_page(
+        self._page(HTTPStatus.METHOD_NOT_ALLOWED, html.error_page(
             405, "Method not allowed", "The dashboard is read-only: it answers GET and HEAD."),
             extra={"Allow": "GET, HEAD"})
 
@@ -98,7 +98,7 @@ class Handler(BaseHTTPRequestHandler):
     def _dispatch(self, head: bool) -> None:
         self.head = head
         if not self._host_allowed():
-            self._page(HTTPStatus.MISDIRECTED_REQUEST, render.error_page(
+            self._page(HTTPStatus.MISDIRECTED_REQUEST, html.error_page(
                 421, "Wrong host", "This dashboard answers only at the address it listens on."))
             return
         parts = urlsplit(self.path)
@@ -112,15 +112,15 @@ class Handler(BaseHTTPRequestHandler):
                     return
             raise NotFound(f"no page at {path}")
         except NotFound as exc:
-            self._page(HTTPStatus.NOT_FOUND, render.error_page(404, "Not found", exc.message))
+            self._page(HTTPStatus.NOT_FOUND, html.error_page(404, "Not found", exc.message))
         except (BrokenPipeError, ConnectionResetError):
             pass  # the browser went away
         except UnfurlLiteError as exc:
             self._page(HTTPStatus.UNPROCESSABLE_ENTITY,
-                       render.error_page(422, "Cannot read the project", exc.format()))
+                       html.error_page(422, "Cannot read the project", exc.format()))
         except Exception:  # a bug: said on the server's stderr, never shown to the browser
             traceback.print_exc(file=sys.stderr)
-            self._page(HTTPStatus.INTERNAL_SERVER_ERROR, render.error_page(
+            self._page(HTTPStatus.INTERNAL_SERVER_ERROR, html.error_page(
                 500, "Internal error", "The dashboard hit a bug; the server's terminal has "
                 "the details."))
 
@@ -180,14 +180,14 @@ class Handler(BaseHTTPRequestHandler):
     # ---------------------------------------------------------------------- pages
 
     def overview(self, match: re.Match[str], query: dict[str, str]) -> None:
-        self._page(HTTPStatus.OK, render.overview(self.server.ensemble,
+        self._page(HTTPStatus.OK, html.overview(self.server.ensemble,
                                                   instances=query.get("view") == "instances"))
 
     def history(self, match: re.Match[str], query: dict[str, str]) -> None:
-        self._page(HTTPStatus.OK, render.history(self.server.ensemble, query.get("instance")))
+        self._page(HTTPStatus.OK, html.history(self.server.ensemble, query.get("instance")))
 
     def job(self, match: re.Match[str], query: dict[str, str]) -> None:
-        self._page(HTTPStatus.OK, render.job(self.server.ensemble, match.group(1)))
+        self._page(HTTPStatus.OK, html.job(self.server.ensemble, match.group(1)))
 
     def job_events(self, match: re.Match[str], query: dict[str, str]) -> None:
         from unfurl_lite.view.dashboard import pages

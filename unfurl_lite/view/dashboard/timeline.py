@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from html import escape
 
-from unfurl_lite.view.graph import status_colour
+from unfurl_lite.view.diagram import status_colour
 
 ROW = 22  # px per task
 LABEL_WIDTH = 260

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-Graph = Mapping[str, Iterable[str]]  # node -> the nodes it depends on
+Dependencies = Mapping[str, Iterable[str]]  # node -> the nodes it depends on
 
 
 def find_cycles(graph: Mapping[str, list[str]]) -> list[list[str]]:
@@ -31,7 +31,7 @@ def find_cycles(graph: Mapping[str, list[str]]) -> list[list[str]]:
     return list(found.values())
 
 
-def topological_order(graph: Graph) -> list[str]:
+def topological_order(graph: Dependencies) -> list[str]:
     """Nodes with every dependency before its dependents; ties keep the graph's order."""
     order: list[str] = []
     seen: set[str] = set()
@@ -53,7 +53,7 @@ def topological_order(graph: Graph) -> list[str]:
     return order
 
 
-def closure(graph: Graph, roots: Iterable[str]) -> set[str]:
+def closure(graph: Dependencies, roots: Iterable[str]) -> set[str]:
     """The roots and everything they (transitively) depend on."""
     found: set[str] = set()
     stack = list(roots)
@@ -66,7 +66,7 @@ def closure(graph: Graph, roots: Iterable[str]) -> set[str]:
     return found
 
 
-def reverse(graph: Graph) -> dict[str, list[str]]:
+def reverse(graph: Dependencies) -> dict[str, list[str]]:
     """node -> the nodes that depend on it."""
     result: dict[str, list[str]] = {node: [] for node in graph}
     for node, deps in graph.items():

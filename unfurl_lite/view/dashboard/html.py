@@ -31,7 +31,7 @@ def environment() -> Environment:
     )
     env.filters["short_time"] = short_time
     env.filters["seconds"] = lambda v: "" if v is None else f"{v:.3f}s"
-    from unfurl_lite.view.graph import status_colour, status_stroke
+    from unfurl_lite.view.diagram import status_colour, status_stroke
 
     env.globals.update(colour=status_colour, stroke=status_stroke, status_of=status_of)
     return env

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from unfurl_lite.model.entities import Instance, NodeTemplate, Requirement, Status
 
 if TYPE_CHECKING:
-    from unfurl_lite.load.loader import Ensemble
+    from unfurl_lite.model.ensemble import Ensemble
 
 
 @dataclass(frozen=True)
