@@ -21,9 +21,9 @@ TOP = {"__init__", "__main__"}  # the package's front door may re-export anythin
 GIT_LAYER = "unfurl_lite.load.gitrepo"
 
 
-def _modules() -> list[tuple[str, Path]]:
-    return sorted((".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts), p)
-                  for p in PACKAGE.rglob("*.py"))
+def _modules(package: Path = PACKAGE) -> list[tuple[str, Path]]:
+    return sorted((".".join(p.relative_to(package.parent).with_suffix("").parts), p)
+                  for p in package.rglob("*.py"))
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:
@@ -89,3 +89,114 @@ def test_contributing_maps_every_package_and_module():
     missing += [f"{layer}/" for layer in LAYERS
                 if (PACKAGE / layer).is_dir() and f"`{layer}/`" not in text]
     assert missing == []
+    rows = {line.split("|")[1].strip().strip("`").rstrip("/"): line
+            for line in text.splitlines() if line.startswith("| `")}
+    elsewhere = [module for module, path in _modules()
+                 if path.stem not in TOP and module.count(".") > 1
+                 and f"`{path.stem}`" not in rows.get(module.split(".")[1], "")
+                 and f"`{path.stem}/`" not in rows.get(module.split(".")[1], "")]
+    assert elsewhere == []  # each module is named in its own layer's row
+
+
+def _type_checking_only(tree: ast.Module) -> set[int]:
+    """ids of the nodes under ``if TYPE_CHECKING:``: imports for type checkers, never run."""
+    return {id(node) for block in ast.walk(tree)
+            if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
+            for statement in block.body for node in ast.walk(statement)}
+
+
+def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    """module -> the modules of ours its import statements run, at any depth: module
+    level and function-local alike (a lazy import hides a cycle, it does not remove it).
+    ``from package import name`` runs the package's ``__init__`` as well as ``name``'s
+    module, so it depends on both."""
+    modules = {module.removesuffix(".__init__"): path for module, path in _modules(package)}
+    graph: dict[str, set[str]] = {}
+    for module, path in _modules(package):
+        name = module.removesuffix(".__init__")
+        tree = ast.parse(path.read_text())
+        skip = _type_checking_only(tree)
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found: set[str] = set()
+        for node in ast.walk(tree):
+            if id(node) in skip:
+                continue
+            if isinstance(node, ast.Import):
+                found |= {a.name for a in node.names if a.name in modules}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(parts + ([node.module] if node.module else []))
+                found |= {f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in modules}
+                if base in modules:
+                    found.add(base)
+        graph[name] = found - {name}
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Each set of modules that import one another, directly or around a loop (Tarjan's
+    strongly connected components, iteratively), sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    cycles.append(sorted(component))
+    return sorted(cycles)
+
+
+def test_import_cycles_are_found_through_lazy_imports_too(tmp_path):
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "sub" / "__init__.py").write_text("def later():\n    from pkg import c\n")
+    (package / "a.py").write_text("from pkg.b import thing\n")
+    (package / "b.py").write_text("def thing():\n    from . import a\n")
+    (package / "c.py").write_text("from pkg.sub import d\n")
+    (package / "sub" / "d.py").write_text("TYPE_CHECKING = False\nif TYPE_CHECKING:\n"
+                                          "    from pkg import a\n")
+    graph = import_graph(package)
+    assert graph["pkg.b"] == {"pkg", "pkg.a"}
+    assert graph["pkg.sub.d"] == set()  # for type checkers only: never run
+    assert import_cycles(graph) == [["pkg.a", "pkg.b"], ["pkg.c", "pkg.sub"]]
+    assert import_cycles({"x": {"y"}, "y": set()}) == []
+
+
+def test_no_import_cycles_even_through_function_local_imports():
+    """A cycle hidden by a function-local import still couples the modules both ways;
+    the shared piece belongs in a module below both. Lazy imports stay only to keep
+    start-up cheap."""
+    assert import_cycles(import_graph()) == []

@@ -13,7 +13,7 @@ from click.testing import CliRunner, Result
 
 from unfurl_lite.cli.main import cli
 from unfurl_lite.errors import InputError
-from unfurl_lite.load import merge, yamlio
+from unfurl_lite.load import merge, positions, yamlio
 
 
 @pytest.fixture
@@ -247,9 +247,9 @@ def test_merged_nodes_keep_line_info_and_source_file(project: Path) -> None:
     _, merged = expand(project, "top:\n  +include: inc.yaml\n  own: 1\n")
     top = merged["top"]  # type: ignore[index]
     assert merge.source_file(top, "from_inc").endswith("inc.yaml")
-    assert yamlio.location(top, "from_inc") == (2, 1)
+    assert positions.location(top, "from_inc") == (2, 1)
     assert merge.source_file(top, "own").endswith("ensemble.yaml")
-    assert yamlio.location(top, "own") == (3, 3)
+    assert positions.location(top, "own") == (3, 3)
     assert merge.source_file(top["from_inc"]).endswith("inc.yaml")
 
 

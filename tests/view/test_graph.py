@@ -16,9 +16,8 @@ from unfurl_lite.view.diagram import (
     as_json,
     build_graph,
     status_colour,
-    to_dot,
-    to_mermaid,
 )
+from unfurl_lite.view.formats import to_dot, to_mermaid
 
 HOSTED = "host (tosca.relationships.HostedOn)"  # no relationship named: TOSCA's default
 DEPENDS = "dependency (tosca.relationships.DependsOn)"

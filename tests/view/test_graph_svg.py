@@ -14,7 +14,8 @@ import pytest
 from tests.conftest import ensemble_yaml
 from unfurl_lite.errors import ToolMissing, UnfurlLiteError
 from unfurl_lite.load.loader import load_ensemble
-from unfurl_lite.view.diagram import PALETTE, build_graph, to_builtin_svg, to_dot, to_svg
+from unfurl_lite.view.diagram import PALETTE, build_graph
+from unfurl_lite.view.formats import to_builtin_svg, to_dot, to_svg
 
 SVG = "{http://www.w3.org/2000/svg}"
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None,

@@ -132,10 +132,12 @@ def _completion(install: bool) -> Callable[[click.Context, click.Parameter, bool
     def callback(ctx: click.Context, param: click.Parameter, value: bool) -> None:
         if not value or ctx.resilient_parsing:
             return
-        from unfurl_lite.cli import completion as completing
-        from unfurl_lite.cli.commands.project import completion
+        from unfurl_lite.cli.completion import detect_shell
 
-        ctx.invoke(completion, shell=completing.detect_shell(), install=install, as_json=False)
+        completion = ctx.command.get_command(ctx, "completion") if isinstance(
+            ctx.command, click.Group) else None
+        assert completion is not None  # the command table names it
+        ctx.invoke(completion, shell=detect_shell(), install=install, as_json=False)
         ctx.exit()
 
     return callback

@@ -19,8 +19,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from unfurl_lite.expressions.expr import Sensitive
-from unfurl_lite.security.redaction import REDACTED
-from unfurl_lite.security.taint import from_environment
+from unfurl_lite.security.taint import REDACTED, from_environment
 
 #: what gives the digest key (bytes), asked only when an environment value is digested;
 #: None, or a provider giving None, leaves such values out

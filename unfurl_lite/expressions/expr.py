@@ -16,7 +16,8 @@ from typing import Any
 
 from unfurl_lite.errors import ExpressionError, UnfurlLiteError
 from unfurl_lite.expressions.lazy import LazyInputs
-from unfurl_lite.expressions.sandbox import current_ctx, file_global, is_template, render_native
+from unfurl_lite.expressions.sandbox import file_global, is_template, render_native
+from unfurl_lite.expressions.scope import current_ctx
 from unfurl_lite.security import taint
 from unfurl_lite.security.taint import Sensitive, Tainted
 
@@ -53,6 +54,19 @@ class EvalContext:
         }
         names.update(self.extra)
         return names
+
+    def evaluate(self, value: Any) -> Any:
+        """Evaluate ``value`` here: how Unfurl's filters (``eval``, ``map_value``), which
+        sit below this module, reach the evaluator."""
+        return evaluate(value, self)
+
+    def call(self, function: str, arg: Any) -> Any:
+        """Apply one of :data:`FUNCTIONS` (``eval``...) to ``arg`` in this context."""
+        return FUNCTIONS[function](arg, self, 0)
+
+    @staticmethod
+    def is_function(name: Any) -> bool:
+        return name in FUNCTIONS
 
     def _read_input(self, name: str) -> Any:
         self.template_reads += 1  # Unfurl digests `{{ TOPOLOGY.inputs.x }}` as no read

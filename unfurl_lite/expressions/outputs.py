@@ -13,8 +13,7 @@ from typing import Any
 
 from unfurl_lite.errors import UnfurlLiteError
 from unfurl_lite.model.entities import Instance, Topology
-from unfurl_lite.security.redaction import REDACTED
-from unfurl_lite.security.taint import Sensitive, Tainted
+from unfurl_lite.security.taint import REDACTED, Sensitive, Tainted
 
 
 def _plain(value: Any, secrets: set[str]) -> Any:

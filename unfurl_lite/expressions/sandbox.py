@@ -8,7 +8,6 @@ the allow-list, ``file`` inside the project, and Unfurl's own filters.
 
 from __future__ import annotations
 
-import contextvars
 import functools
 import os
 import sys
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import ExpressionError, PathError
 from unfurl_lite.expressions import limits
+from unfurl_lite.expressions.filters import unfurl_filters
 from unfurl_lite.expressions.lazy import LazyInputs, LazyValues
 from unfurl_lite.expressions.limits import (
     MAX_TEMPLATE_RESULT,
@@ -30,6 +30,7 @@ from unfurl_lite.expressions.limits import (
     too_big,
     tracer,
 )
+from unfurl_lite.expressions.scope import current_ctx
 from unfurl_lite.security import redaction, taint
 from unfurl_lite.security.environment import PROJECT_VARIABLES, allowed
 
@@ -139,8 +140,6 @@ def _environment() -> Any:
     env.globals["lookup"] = _lookup_global
     env.globals["file"] = file_global
     env.filters["file"] = file_global
-    from unfurl_lite.expressions.filters import unfurl_filters
-
     env.filters.update(unfurl_filters())  # Unfurl's own (eval, map_value, sensitive...)
     for name, function in list(env.filters.items()):
         env.filters[name] = guarded_filter(name, function)
@@ -209,11 +208,6 @@ def file_global(name: str) -> str:
     if len(data) > MAX_TEMPLATE_RESULT:
         raise ExpressionError(f"file(): {name!r} is larger than {MAX_TEMPLATE_RESULT} bytes")
     return data.decode("utf-8", errors="replace")
-
-
-current_ctx: contextvars.ContextVar[EvalContext | None] = contextvars.ContextVar(
-    "unfurl_lite_ctx", default=None
-)
 
 
 _ENV: Any = None

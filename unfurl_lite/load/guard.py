@@ -17,6 +17,7 @@ from typing import Any
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from unfurl_lite.errors import InputError, Problem
+from unfurl_lite.load.positions import location
 from unfurl_lite.security.names import control_character
 
 MAX_EXPANDED_NODES = 1_000_000  # nodes with every alias expanded (an alias bomb)
@@ -212,8 +213,6 @@ def _show(key: Any) -> str:
 
 
 def _problem(filename: str, node: Any, message: str, hint: str, key: Any = None) -> InputError:
-    from unfurl_lite.load.yamlio import location
-
     line, column = location(node, key) if key is not None else location(node)
     if line is None and isinstance(node, CommentedMap | CommentedSeq):
         line, column = location(node)

@@ -19,7 +19,7 @@ from typing import Any
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from unfurl_lite.errors import InputError, Problem
-from unfurl_lite.load import guard, parsecache, yamlio
+from unfurl_lite.load import guard, parsecache, positions, yamlio
 from unfurl_lite.load.merge_maps import STRATEGY_KEY, merge_maps
 from unfurl_lite.load.origins import (  # noqa: F401 (the merged document's origins, for callers)
     Definition,
@@ -258,7 +258,7 @@ def _apply(
 def _problem(
     message: str, mapping: Any, key: Any, path: Path_, file: str, hint: str
 ) -> Problem:
-    line, column = yamlio.location(mapping, key)
+    line, column = positions.location(mapping, key)
     return Problem(message, file=file, line=line, column=column,
                    path=format_path((*path, key)), hint=hint)
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-from unfurl_lite.load import yamlio
+from unfurl_lite.load import positions
 
 _ORIGIN = "_unfurl_lite_origin"  # container attribute: {key or index or None: file}
 _MERGED = "_unfurl_lite_merged"  # map attribute: {key: [Definition, ...]} for merged keys
@@ -48,7 +48,7 @@ def merged_from(node: Any, key: Any) -> list[Definition]:
 
 def definitions(node: Any, key: Any) -> list[Definition]:
     return merged_from(node, key) or [
-        Definition(source_file(node, key), yamlio.location(node, key)[0], node[key])
+        Definition(source_file(node, key), positions.location(node, key)[0], node[key])
     ]
 
 

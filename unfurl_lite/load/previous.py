@@ -34,7 +34,7 @@ def removed_templates(ensemble: Ensemble, names: set[str]) -> dict[str, NodeTemp
 
 
 def _templates(ensemble: Ensemble, text: str) -> dict[str, Any]:
-    from unfurl_lite.load import imports, loader, merge, yamlio
+    from unfurl_lite.load import builder, imports, merge, yamlio
 
     try:
         data = yamlio.parse_plain(text)
@@ -45,6 +45,6 @@ def _templates(ensemble: Ensemble, text: str) -> dict[str, Any]:
             data = yamlio.to_plain(merged)
         if not isinstance(data, dict):
             return {}
-        return dict(loader.build(ensemble.path, text, data).topology.templates)
+        return dict(builder.build(ensemble.path, text, data).topology.templates)
     except Exception:  # an old version that no longer loads is just not used
         return {}

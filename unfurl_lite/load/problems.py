@@ -7,7 +7,7 @@ import difflib
 from typing import Any
 
 from unfurl_lite.errors import Problem
-from unfurl_lite.load import yamlio
+from unfurl_lite.load import positions
 from unfurl_lite.load.origins import format_path, source_file
 
 SERVICE = ("spec", "service_template")
@@ -26,9 +26,9 @@ def locate(doc: Any, path: tuple[Any, ...] | list[Any], file: str) -> tuple[str,
         else:
             break
     if container is None:
-        line, column = yamlio.location(node)
+        line, column = positions.location(node)
         return source_file(node) or file, line, column
-    line, column = yamlio.location(container, key)
+    line, column = positions.location(container, key)
     return source_file(container, key) or file, line, column
 
 

@@ -97,9 +97,9 @@ def _unknown_filters(doc: Any, file: str) -> Iterator[Problem]:
     """A Jinja2 filter the template sandbox does not have would fail its task at run
     time; say so now, naming Unfurl's filters that are not supported here."""
     from unfurl_lite.expressions.expr import supported_query
-    from unfurl_lite.expressions.filters import (
-        UNSUPPORTED,
-        _known,
+    from unfurl_lite.expressions.filters import UNSUPPORTED
+    from unfurl_lite.expressions.template_names import (
+        known_filters,
         unknown_filters,
         unsupported_lookups,
     )
@@ -146,7 +146,7 @@ def _unknown_filters(doc: Any, file: str) -> Iterator[Problem]:
     for path, name in found:
         message = (f"Unfurl's filter {name!r} is not supported" if name in UNSUPPORTED
                    else f"unknown filter {name!r}: not supported")
-        hint = did_you_mean(name, sorted(_known())) or (
+        hint = did_you_mean(name, sorted(known_filters())) or (
             "the filters here are Jinja2's built-ins and Unfurl's eval, ref, map_value, "
             "sensitive, abspath")
         yield problem_at(doc, path, file, message, hint)

@@ -175,10 +175,10 @@ def problems(doc: Any, file: str) -> Iterator[Problem]:
 
 
 def _templates(doc: Any, file: str) -> dict[str, NodeTemplate]:
-    from unfurl_lite.load import loader, yamlio
+    from unfurl_lite.load import builder, yamlio
 
     try:
-        return loader.build(Path(file), "", yamlio.to_plain(doc)).topology.templates
+        return builder.build(Path(file), "", yamlio.to_plain(doc)).topology.templates
     except Exception:  # a broken spec is reported by the other checks
         return {}
 

@@ -232,24 +232,3 @@ def to_plain(data: Any) -> Any:
     if isinstance(data, str):
         return str(data)
     return data
-
-
-def location(node: Any, key: Any = None) -> tuple[int | None, int | None]:
-    """1-based (line, column) of a mapping key or sequence item, or of the node itself."""
-    from ruamel.yaml.comments import CommentedMap, CommentedSeq
-
-    if not isinstance(node, CommentedMap | CommentedSeq):
-        return None, None
-    try:
-        if key is not None:
-            if isinstance(node, CommentedMap):
-                line, col = node.lc.key(key)
-            else:
-                line, col = node.lc.item(key)
-        else:
-            line, col = node.lc.line, node.lc.col
-    except (KeyError, IndexError, TypeError, AttributeError):
-        return None, None
-    if line is None:
-        return None, None
-    return line + 1, (col + 1 if col is not None else None)

@@ -50,7 +50,7 @@ def build(ensemble: Ensemble, workflow: str, options: Mapping[str, Any] | None =
     if workflow in PLANNERS:
         return planner(workflow)(ensemble, **given)
     if workflow in custom_names(ensemble.spec):
-        from unfurl_lite.plan import tosca
+        from unfurl_lite.plan.tosca import plan_custom  # start-up: only a custom workflow needs it
 
-        return tosca.plan_custom(ensemble, workflow, **given)
+        return plan_custom(ensemble, workflow, **given)
     raise PlanError(f"unknown workflow {workflow!r}", hint="choose one of: " + ", ".join(PLANNERS))

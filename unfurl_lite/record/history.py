@@ -234,7 +234,7 @@ def running_jobs(root: Path) -> list[JobRecord]:
     """Jobs still running (their journal says started and their process is alive), newest
     first: they reach jobs.tsv only when they end."""
     from unfurl_lite.record.journal import list_journals
-    from unfurl_lite.record.lock import pid_alive
+    from unfurl_lite.record.liveness import pid_alive
 
     found = []
     for journal in list_journals(root):
@@ -464,7 +464,7 @@ def written_secrets(text: str | None) -> set[str]:
 
 
 def _is_sensitive_definition(value: Any) -> bool:
-    from unfurl_lite.load.loader import SENSITIVE_TYPES
+    from unfurl_lite.load.builder import SENSITIVE_TYPES
 
     if not isinstance(value, dict):
         return False

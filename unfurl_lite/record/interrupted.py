@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from unfurl_lite.record.lock import pid_alive
+from unfurl_lite.record.liveness import pid_alive
 
 if TYPE_CHECKING:
     from unfurl_lite.record.journal import JournalFile

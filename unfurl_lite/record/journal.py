@@ -27,8 +27,8 @@ from typing import Any
 
 from unfurl_lite.expressions.digest import KeyProvider, spec_digest
 from unfurl_lite.load import yamlio
+from unfurl_lite.load.builder import build_instance
 from unfurl_lite.load.digestkey import key_provider
-from unfurl_lite.load.loader import _instance
 from unfurl_lite.model import changeid
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Instance, NodeState, Status
@@ -36,8 +36,8 @@ from unfurl_lite.record import journal_format, records
 from unfurl_lite.run.observer import JobState, Observer, TaskState
 from unfurl_lite.run.operations.base import OperationResult
 from unfurl_lite.run.outcome import JobOptions, JobResult, TaskRun
-from unfurl_lite.security.redaction import REDACTED, redact
-from unfurl_lite.security.taint import Sensitive
+from unfurl_lite.security.redaction import redact
+from unfurl_lite.security.taint import REDACTED, Sensitive
 
 PREFIX = "journal"
 SYNC_INTERVAL = 0.1  # seconds between forced writes of the events to disk
@@ -57,7 +57,7 @@ def snapshot_instances(instances: dict[str, Instance], secrets: set[str]) -> dic
 
 
 def restore_instances(data: dict[str, Any]) -> dict[str, Instance]:
-    return {name: _instance(name, dict(record)) for name, record in (data or {}).items()}
+    return {name: build_instance(name, dict(record)) for name, record in (data or {}).items()}
 
 
 def _plain_options(options: dict[str, Any]) -> dict[str, Any]:

@@ -19,6 +19,8 @@ from pathlib import Path
 
 from unfurl_lite.errors import JobError, LockError, StorageError, UnfurlLiteError
 from unfurl_lite.load.yamlio import temp_file
+from unfurl_lite.record import interrupted
+from unfurl_lite.record.liveness import pid_alive
 
 LOCK_NAME = ".unfurl-lite.lock"
 
@@ -38,23 +40,6 @@ class LockInfo:
 
 def lock_path(ensemble_path: Path) -> Path:
     return ensemble_path.parent / LOCK_NAME
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return not _is_zombie(pid)
-
-
-def _is_zombie(pid: int) -> bool:
-    with contextlib.suppress(OSError):
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
-        return bool(fields) and fields[0] == "Z"
-    return False
 
 
 def read_lock(path: Path) -> LockInfo | None:
@@ -147,8 +132,6 @@ def wait_until_free(ensemble_path: Path, poll: float = 0.1) -> LockInfo | None:
 def finish_advice(project_root: Path) -> str:
     """``unfurl resume``, or ``unfurl resume --force`` when tasks were in flight (a plain
     resume would record them failed)."""
-    from unfurl_lite.record import interrupted
-
     found = interrupted.find(project_root)
     return found.advice() if found else "finish its job with: unfurl resume"
 

@@ -18,8 +18,8 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import quote, quote_plus
 
-REDACTED = "<<REDACTED>>"
-MIN_SECRET_LENGTH = 3  # shorter values would redact ordinary words; documented
+from unfurl_lite.security.taint import MIN_SECRET_LENGTH, REDACTED, Sensitive, Tainted
+
 LEAK_WINDOW = 4  # a tainted value keeping this many characters of a secret is dropped whole
 
 
@@ -92,8 +92,6 @@ def redact_tainted(text: str, secrets: Iterable[str]) -> str:
 
 def redact(value: Any, secrets: Iterable[str] = ()) -> Any:
     """A copy of ``value`` safe to write anywhere."""
-    from unfurl_lite.security.taint import Sensitive, Tainted
-
     known = secrets if isinstance(secrets, set | frozenset | list | tuple) else list(secrets)
     forms = _all_forms(known)  # once per value, not once per string in it
 

@@ -1,6 +1,7 @@
 """Secrets as types: a secret stays wrapped (:class:`Sensitive`) through every template
 that reads it, and text built from one is :class:`Tainted`, so each write boundary
-(:mod:`~unfurl_lite.security.redaction`) can tell what to redact.
+(:mod:`~unfurl_lite.security.redaction`) can tell what to redact. The marker a
+secret becomes, :data:`REDACTED`, is defined here, below redaction, which imports it.
 
 While a template renders, its *render scope* notes whether it read a secret and
 collects the pieces derived from one (``pw[2:9]``): those pieces are then secrets of the
@@ -14,14 +15,16 @@ import contextvars
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from unfurl_lite.security import redaction
+#: what stands in for a secret wherever one would be written (records, status, output)
+REDACTED = "<<REDACTED>>"
+MIN_SECRET_LENGTH = 3  # shorter values would redact ordinary words; documented
 
 
 class Sensitive(str):
     """A secret string: it renders as itself for the operation and as REDACTED in records."""
 
     def __repr__(self) -> str:
-        return redaction.REDACTED
+        return REDACTED
 
     def __getitem__(self, key: Any) -> Any:
         """A slice (``pw[2:9]``, which jinja does not route through the sandbox) is a
@@ -164,7 +167,7 @@ def derived(value: Any, variables: Iterable[str] | None = None) -> Any:
     if isinstance(value, str):
         tainted = Tainted(value) if variables is None else env_tainted(value, variables)
         note_secret_read(variables)
-        if len(value) >= redaction.MIN_SECRET_LENGTH:
+        if len(value) >= MIN_SECRET_LENGTH:
             scope_secrets().add(value)
         return tainted
     if isinstance(value, list):

@@ -301,31 +301,3 @@ def as_json(graph: Graph) -> dict[str, Any]:
         "nodes": [{**asdict(n), "colour": status_colour(n.status)} for n in graph.nodes],
         "edges": [asdict(e) for e in graph.edges],
     }
-
-
-def to_dot(graph: Graph) -> str:
-    """Graphviz's DOT language: nothing needed to write it."""
-    from unfurl_lite.view.dot import render
-
-    return render(graph)
-
-
-def to_mermaid(graph: Graph) -> str:
-    """A Mermaid flowchart (GitHub, GitLab and many wikis draw it)."""
-    from unfurl_lite.view.mermaid import render
-
-    return render(graph)
-
-
-def to_svg(graph: Graph) -> str:
-    """SVG drawn by Graphviz's ``dot``; a clear error naming the package when it is missing."""
-    from unfurl_lite.view.svg import render
-
-    return render(graph)
-
-
-def to_builtin_svg(graph: Graph) -> str:
-    """SVG drawn here, without Graphviz: layers from the requirements, the same colours."""
-    from unfurl_lite.view.layered import render
-
-    return render(graph)

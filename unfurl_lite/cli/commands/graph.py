@@ -39,6 +39,7 @@ def graph(
     unfurl graph --format mermaid --instances
     """
     from unfurl_lite.view import diagram as view
+    from unfurl_lite.view import formats
 
     if as_json and format_ is not None:
         raise click.UsageError("--json and --format contradict each other: give one")
@@ -48,11 +49,11 @@ def graph(
 
         text = json.dumps(view.as_json(topology), indent=2, ensure_ascii=False) + "\n"
     elif format_ == "svg":
-        text = view.to_svg(topology)
+        text = formats.to_svg(topology)
     elif format_ == "mermaid":
-        text = view.to_mermaid(topology)
+        text = formats.to_mermaid(topology)
     else:
-        text = view.to_dot(topology)
+        text = formats.to_dot(topology)
     if out_file and out_file != "-":
         from unfurl_lite.load import yamlio
 

@@ -146,12 +146,11 @@ def completion(shell: str | None, install: bool, as_json: bool) -> None:
         return
     from click.shell_completion import get_completion_class
 
-    from unfurl_lite.cli.main import cli
-
     shell = shell or "bash"
     complete_class = get_completion_class(shell)
     assert complete_class is not None
-    script = complete_class(cli, {}, "unfurl", "_UNFURL_COMPLETE").source()
+    root = click.get_current_context().find_root().command  # the unfurl group itself
+    script = complete_class(root, {}, "unfurl", "_UNFURL_COMPLETE").source()
     if as_json:
         echo_json({"shell": shell, "script": script})
     else:

@@ -89,7 +89,7 @@ def summary(ensemble: Path, job_id: str) -> dict[str, Any] | None:
 
 
 def alive(journal: JournalFile) -> bool:
-    from unfurl_lite.record.lock import pid_alive
+    from unfurl_lite.record.liveness import pid_alive
 
     return pid_alive(journal.pid)
 

@@ -21,7 +21,8 @@ def inline(svg: str) -> str:
 
 def picture_of(ensemble: Ensemble, instances: bool = False) -> tuple[str, str]:
     """(SVG, what drew it: "graphviz" or "built-in") of a loaded ensemble."""
-    from unfurl_lite.view.diagram import build_graph, to_builtin_svg, to_svg
+    from unfurl_lite.view.diagram import build_graph
+    from unfurl_lite.view.formats import to_builtin_svg, to_svg
 
     graph = build_graph(ensemble, instances=instances)
     try:

@@ -21,12 +21,12 @@ from unfurl_lite.run.executors.celery.application import (
     broker_url,
     check_broker,
     live_workers,
-    make_app,
     redacted_url,
     without_broker,
     worker_name,
 )
 from unfurl_lite.run.executors.celery.controller import CeleryExecutor
+from unfurl_lite.run.executors.celery.factory import make_app
 from unfurl_lite.run.executors.wire import (
     decode,
     decode_request,

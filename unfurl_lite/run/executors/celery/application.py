@@ -1,9 +1,8 @@
 """The Celery app shared by the controller and its workers, and what both must agree on:
 the protocol, the task's name, the Redis keys, the timings, where the broker is.
 
-Nothing here runs at import time: :func:`make_app` builds an app when one is needed (the
-controller when a job starts, ``unfurl worker`` when it starts, ``celery -A`` on first use
-of ``unfurl_lite.run.executors.celery.app``).
+Nothing here runs at import time; the app itself is built by
+:func:`~unfurl_lite.run.executors.celery.factory.make_app`, above this module and the worker.
 """
 
 from __future__ import annotations
@@ -15,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from unfurl_lite.errors import JobError
-from unfurl_lite.run.routing import DEFAULT_QUEUE
-from unfurl_lite.security.redaction import REDACTED, redact_text
+from unfurl_lite.security.redaction import redact_text
+from unfurl_lite.security.taint import REDACTED
 
 if TYPE_CHECKING:
-    from celery import Celery
+    pass
 
 #: bumped whenever the task message or the reply changes shape; a controller never sends
 #: to a worker speaking another one
@@ -47,7 +46,7 @@ REPLY_TTL_SECONDS = 24 * 3600
 SWITCH_INTERVAL = 0.0005
 
 
-def _patch_kombu() -> None:
+def patch_kombu() -> None:
     """kombu's Redis channel, closed after the broker went away, raises AttributeError
     (not a connection error) when it is asked to ack or restore; Celery's consumer calls
     that unrecoverable and the worker exits. Make it the connection error it is, so the
@@ -78,52 +77,6 @@ def visibility_timeout() -> float:
 
 def protocol() -> int:
     return int(os.environ.get(PROTOCOL_ENV) or PROTOCOL)
-
-
-def make_app(broker: str | None = None, backend: str | None = None) -> Celery:
-    from celery import Celery
-
-    from unfurl_lite.run.executors.celery import worker
-
-    _patch_kombu()
-    url = broker_url(broker)
-    app = Celery("unfurl_lite", broker=url, backend=backend or url, set_as_current=False)
-    app.conf.update(
-        task_serializer="json",
-        result_serializer="json",
-        accept_content=["json"],
-        task_acks_late=True,  # a message is acknowledged when its operation has finished
-        task_reject_on_worker_lost=True,
-        worker_prefetch_multiplier=1,
-        task_track_started=False,  # the worker tells the controller itself (reply list)
-        task_default_queue=DEFAULT_QUEUE,
-        result_expires=3600,
-        result_extended=False,
-        worker_pool="unfurl_lite.run.executors.celery.worker:ThreadPool",
-        worker_hijack_root_logger=False,
-        worker_redirect_stdouts=False,
-        worker_send_task_events=False,
-        worker_cancel_long_running_tasks_on_connection_loss=False,
-        broker_connection_retry_on_startup=True,
-        broker_connection_retry=True,
-        broker_connection_max_retries=None,
-        broker_connection_timeout=3.0,
-        broker_transport_options={
-            "visibility_timeout": visibility_timeout(),
-            # kombu scans for messages past the visibility timeout every interval x
-            # throttle seconds: every few seconds, so the timeout means what it says
-            "unacked_restore_interval": max(1, min(5, int(visibility_timeout() / 2))),
-            "unacked_restore_throttle": 1,
-            "socket_connect_timeout": 3.0,
-            "retry_on_timeout": True,
-        },
-        redis_socket_connect_timeout=3.0,
-        redis_socket_timeout=10.0,
-        redis_retry_on_timeout=True,
-        redis_backend_health_check_interval=5,
-    )
-    worker.install(app, url)
-    return app
 
 
 def worker_name(hostname: str | None) -> str:

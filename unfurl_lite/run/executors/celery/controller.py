@@ -48,10 +48,10 @@ from unfurl_lite.run.executors.celery.application import (
     broker_url,
     check_broker,
     live_workers,
-    make_app,
     visibility_timeout,
     without_broker,
 )
+from unfurl_lite.run.executors.celery.factory import make_app
 from unfurl_lite.run.executors.wire import decode_result, encode, encode_request
 from unfurl_lite.run.operations.base import OperationRequest, OperationResult
 from unfurl_lite.run.routing import DEFAULT_QUEUE
@@ -205,10 +205,10 @@ class CeleryExecutor:
         }
 
     def _source(self, cwd: str) -> dict[str, str]:
-        from unfurl_lite.run.executors import checkout
+        from unfurl_lite.run.executors.checkout import source_of  # git: only for a first cwd
 
         if cwd not in self._sources:
-            self._sources[cwd] = checkout.source_of(cwd)
+            self._sources[cwd] = source_of(cwd)
         return self._sources[cwd]
 
     def _refusal(self, queue: str) -> str | None:

@@ -160,11 +160,11 @@ def run_on_worker(task: Any, payload: dict[str, Any]) -> dict[str, Any]:
 
 def _run_here(request: OperationRequest, source: dict[str, str], worker: str,
               state: WorkerState, processes: ProcessTable) -> OperationResult:
-    from unfurl_lite.run.executors import checkout
+    from unfurl_lite.run.executors.checkout import project_dir
     from unfurl_lite.run.operations import run_operation
 
     try:
-        request.cwd = checkout.project_dir(source, request.cwd)
+        request.cwd = project_dir(source, request.cwd)
     except JobError as exc:
         return OperationResult(success=False, modified=False,
                                error=f"worker {worker} cannot get the project: {exc.message}")

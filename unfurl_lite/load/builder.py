@@ -1,0 +1,468 @@
+"""From an ensemble's plain data to the model: node types and templates (with their
+interfaces, operations and requirements), the topology's inputs, and the recorded instances.
+
+Pure: it reads no file. The loader calls it once the data is valid; validation and the
+history reader call it too, to see the templates a spec declares.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from unfurl_lite.load import structure, yamlio
+from unfurl_lite.model import status_layout
+from unfurl_lite.model.ensemble import Ensemble
+from unfurl_lite.model.entities import (
+    INTERFACE_ALIASES,
+    OPERATION_KINDS,
+    RESERVED_INTERFACE_KEYS,
+    Implementation,
+    Instance,
+    Interfaces,
+    NodeState,
+    NodeTemplate,
+    NodeType,
+    Operation,
+    Priority,
+    Requirement,
+    Retry,
+    Status,
+    Topology,
+    canonical_interface,
+)
+from unfurl_lite.model.lineage import ancestry, parents
+
+#: Cloudify's interfaces by their short names: a template overriding only an operation's
+#: inputs keeps its type's implementation there
+CLOUDIFY_INTERFACES = frozenset(
+    short for name, short in INTERFACE_ALIASES.items() if name.startswith("cloudify."))
+SENSITIVE_TYPES = ("unfurl.datatypes.Sensitive", "sensitive", "tosca.datatypes.Credential")
+
+
+def build(file: Path, text: str, data: dict[str, Any]) -> Ensemble:
+    spec = data.get("spec") or {}
+    service = spec.get("service_template") or {}
+    topology_tpl = service.get("topology_template") or {}
+    node_types, relationship_types = structure.split_types(service.get("types"))
+    node_types.update(service.get("node_types") or {})
+    relationship_types.update(service.get("relationship_types") or {})
+    types = {name: _node_type(name, d or {}) for name, d in node_types.items()}
+    relationship_templates = topology_tpl.get("relationship_templates") or {}
+    node_templates = topology_tpl.get("node_templates") or {}
+    templates = {
+        name: _node_template(name, d or {}, types, relationship_templates, relationship_types)
+        for name, d in node_templates.items()
+    }
+    if any(isinstance(d, dict) and d.get("requirements") for d in node_types.values()) or any(
+        not r.node for t in templates.values() for r in t.requirements
+    ):  # some requirement is left for matching (rare: kept off the common path)
+        for name, implied in structure.implied_requirements(service).items():
+            templates[name] = _node_template(
+                name, node_templates[name] or {}, types, relationship_templates,
+                relationship_types, implied,
+            )
+    templates = _not_required_ignored(templates, topology_tpl.get("root"))
+    inputs, sensitive_inputs = _inputs(topology_tpl.get("inputs") or {}, spec.get("inputs") or {})
+    topology = Topology(
+        templates=templates,
+        types=types,
+        inputs=inputs,
+        sensitive_inputs=frozenset(sensitive_inputs),
+        outputs=topology_tpl.get("outputs") or {},
+    )
+    status = data.get("status") or {}
+    instances = {
+        name: build_instance(name, record or {}, parent)
+        for name, (record, parent) in status_layout.flatten(status.get("instances") or {}).items()
+    }
+    for name, record in (spec.get("instances") or {}).items():
+        if name not in instances:
+            instances[name] = build_instance(name, structure.spec_instance_record(record))
+    return Ensemble(
+        path=file,
+        text=text,
+        topology=topology,
+        instances=instances,
+        last_job=data.get("lastJob"),
+        jobs_log=data.get("jobsLog") or "jobs.tsv",
+        spec=spec,
+        changes=_inline_changes(data),
+        inline_log=isinstance(data.get("changes"), list) and not data.get("jobsLog"),
+        parse=yamlio.parse,
+    )
+
+
+def _not_required_ignored(templates: dict[str, NodeTemplate], root: Any) -> dict[str, NodeTemplate]:
+    """With ``root: {node: NAME}``, Unfurl deploys that template and what it requires
+    (transitively); every other template's instances get priority ``ignore``: recorded
+    pending, never run."""
+    node = root.get("node") if isinstance(root, dict) else None
+    if node not in templates:
+        return templates
+    required: set[str] = set()
+    stack = [node]
+    while stack:
+        name = stack.pop()
+        if name in required or name not in templates:
+            continue
+        required.add(name)
+        stack.extend(templates[name].dependencies)
+    return {name: t if name in required else replace(t, priority=Priority.ignore)
+            for name, t in templates.items()}
+def _inline_changes(data: dict[str, Any]) -> list[dict[str, Any]] | None:
+    changes = data.get("changes")
+    if not isinstance(changes, list):
+        return None
+    return [c for c in changes if isinstance(c, dict)]
+
+
+def _inputs(definitions: dict[str, Any], values: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
+    resolved: dict[str, Any] = {}
+    sensitive: set[str] = set()
+    for name, definition in definitions.items():
+        definition = definition if isinstance(definition, dict) else {"default": definition}
+        if "default" in definition:
+            resolved[name] = definition["default"]
+        if _is_sensitive(definition):
+            sensitive.add(name)
+    resolved.update(values)
+    return resolved, sensitive
+
+
+def _is_sensitive(definition: Any) -> bool:
+    if not isinstance(definition, dict):
+        return False
+    metadata = definition.get("metadata") or {}
+    return bool(metadata.get("sensitive")) or definition.get("type") in SENSITIVE_TYPES
+
+
+def _node_type(name: str, data: dict[str, Any]) -> NodeType:
+    return NodeType(
+        name=name,
+        derived_from=_derived_from(data.get("derived_from")),
+        properties=data.get("properties") or {},
+        interfaces=_interfaces(data.get("interfaces") or {}),
+        metadata=data.get("metadata") or {},
+        attributes=data.get("attributes") or {},
+        interface_types=_interface_types(data.get("interfaces")),
+    )
+
+
+def _interface_types(interfaces: Any) -> dict[str, str]:
+    """Interface type names given with ``type:`` (other than the well-known ones) -> the
+    interface, so an operation can be named by its interface's type."""
+    found: dict[str, str] = {}
+    for name, body in (interfaces or {}).items() if isinstance(interfaces, dict) else ():
+        type_name = body.get("type") if isinstance(body, dict) else None
+        if isinstance(type_name, str) and canonical_interface(type_name) == type_name:
+            found[type_name] = canonical_interface(str(name))
+    return found
+
+
+def _derived_from(value: Any) -> str | tuple[str, ...] | None:
+    found = parents(value)
+    return found[0] if isinstance(value, str) else (found or None)
+
+
+def lineage(type_name: str, types: dict[str, NodeType]) -> tuple[str, ...]:
+    return tuple(ancestry(
+        type_name, lambda t: parents(types[t].derived_from) if t in types else ()))
+
+
+def _node_template(
+    name: str,
+    data: dict[str, Any],
+    types: dict[str, NodeType],
+    relationship_templates: dict[str, Any],
+    relationship_types: dict[str, Any],
+    implied: list[tuple[str, dict[str, Any], str | None]] | None = None,
+) -> NodeTemplate:
+    type_name = data.get("type") or "tosca.nodes.Root"
+    chain = lineage(type_name, types)
+    ancestors = [types[t] for t in reversed(chain) if t in types]  # root first
+    interfaces: Interfaces = {}
+    property_defs: dict[str, Any] = {}
+    attribute_defs: dict[str, Any] = {}
+    interface_types: dict[str, str] = {}
+    for node_type in ancestors:
+        interface_types.update(node_type.interface_types)
+        interfaces = _merge_interfaces(interfaces, node_type.interfaces)
+        property_defs.update(node_type.properties)
+        attribute_defs.update(node_type.attributes)
+    interfaces = _merge_interfaces(interfaces, _interfaces(data.get("interfaces") or {}))
+    interfaces = _apply_defaults(interfaces, (data.get("interfaces") or {}).get("defaults"))
+    properties = {
+        key: d["default"]
+        for key, d in property_defs.items()
+        if isinstance(d, dict) and "default" in d
+    }
+    properties.update(data.get("properties") or {})
+    attributes = {
+        key: d["default"]
+        for key, d in attribute_defs.items()
+        if isinstance(d, dict) and "default" in d
+    }
+    attributes.update(data.get("attributes") or {})
+    metadata = data.get("metadata") or {}
+    priority = data.get("priority") or metadata.get("priority") or "required"
+    return NodeTemplate(
+        name=name,
+        type=type_name,
+        properties=properties,
+        requirements=_requirements(
+            data.get("requirements") or [], implied, relationship_templates, relationship_types
+        ),
+        interfaces=interfaces,
+        metadata=metadata,
+        directives=tuple(data.get("directives") or ()),
+        priority=Priority(priority) if priority in Priority.__members__ else Priority.required,
+        type_lineage=chain,
+        sensitive_properties=frozenset(k for k, d in property_defs.items() if _is_sensitive(d)),
+        default_instances=_default_instances(data),
+        attributes=attributes,
+        interface_types={**interface_types, **_interface_types(data.get("interfaces"))},
+    )
+
+
+def _default_instances(data: dict[str, Any]) -> int:
+    scalable = ((data.get("capabilities") or {}).get("scalable") or {}).get("properties") or {}
+    value = scalable.get("default_instances", 1)
+    return value if isinstance(value, int) and value >= 0 else 1
+
+
+def _requirements(
+    items: list[Any],
+    implied: list[tuple[str, dict[str, Any], str | None]] | None,
+    relationship_templates: dict[str, Any],
+    relationship_types: dict[str, Any],
+) -> tuple[Requirement, ...]:
+    """The template's requirements, with those its type declares (or it leaves without a
+    node) connected to the template they match."""
+    found = [_requirement(r, relationship_templates, relationship_types) for r in items]
+    if not implied:
+        return tuple(found)
+    matched = {name: (d, t) for name, d, t in implied if t is not None}
+    found = [r for r in found if r.node or r.name not in matched]
+    for name, (definition, target) in matched.items():
+        found.append(
+            _requirement({name: {**definition, "node": target}}, relationship_templates,
+                         relationship_types)
+        )
+    return tuple(found)
+
+
+def _requirement(
+    item: dict[str, Any], relationship_templates: dict[str, Any], relationship_types: dict[str, Any]
+) -> Requirement:
+    ((name, value),) = item.items()
+    if isinstance(value, str):
+        return Requirement(name=name, node=value)
+    value = value or {}
+    relationship = value.get("relationship")
+    rel_interfaces: Interfaces = {}
+    rel_name: str | None = None
+    if isinstance(relationship, str):
+        rel_name = relationship
+        if relationship in relationship_templates:
+            template = relationship_templates[relationship] or {}
+            rel_interfaces = _interfaces(template.get("interfaces") or {})
+            rel_name = template.get("type", relationship)
+    elif isinstance(relationship, dict):
+        rel_name = relationship.get("type")
+        rel_interfaces = _interfaces(relationship.get("interfaces") or {})
+    if rel_name in relationship_types:  # the type's interfaces, its ancestors' under them
+        type_interfaces: Interfaces = {}
+        for ancestor in reversed(ancestry(rel_name, lambda t: parents(
+                (relationship_types.get(t) or {}).get("derived_from")))):
+            if ancestor in relationship_types:
+                type_interfaces = _merge_interfaces(type_interfaces, _interfaces(
+                    (relationship_types[ancestor] or {}).get("interfaces") or {}))
+        rel_interfaces = _merge_interfaces(type_interfaces, rel_interfaces)
+    occurrences = value.get("occurrences") or [1, 1]
+    optional = bool(value.get("optional")) or (
+        isinstance(occurrences, list) and bool(occurrences) and occurrences[0] == 0
+    )
+    return Requirement(
+        name=name,
+        node=value.get("node", ""),
+        relationship=rel_name,
+        interfaces=rel_interfaces,
+        optional=optional,
+    )
+
+
+def _merge_interfaces(base: Interfaces, override: Interfaces) -> Interfaces:
+    merged = {name: dict(ops) for name, ops in base.items()}
+    for name, ops in override.items():
+        target = merged.setdefault(name, {})
+        for op_name, op in ops.items():
+            inherited = target.get(op_name)
+            if inherited:
+                op = Operation(
+                    interface=op.interface,
+                    name=op.name,
+                    # as Unfurl 1.2.0: an operation redeclared without an implementation
+                    # does not inherit one ("no artifact or className set on operation");
+                    # Cloudify's interfaces keep the type's (its operation merging)
+                    implementation=op.implementation or (
+                        inherited.implementation if name in CLOUDIFY_INTERFACES else None),
+                    inputs={**inherited.inputs, **op.inputs},
+                    retry=op.retry or inherited.retry,
+                    timeout=op.timeout or inherited.timeout,
+                    environment=op.environment or inherited.environment,
+                )
+            target[op_name] = op
+    return merged
+
+
+def _interfaces(data: dict[str, Any]) -> Interfaces:
+    """Interfaces as Unfurl builds them: ``defaults`` (beside the interfaces) and an
+    interface's own ``implementation`` and ``inputs`` apply to each of its operations; an
+    operation declared with no body takes the shared implementation, so it runs."""
+    result: Interfaces = {}
+    defaults = data.get("defaults") or {}
+    for raw_name, body in data.items():
+        if raw_name == "defaults":
+            continue
+        interface = canonical_interface(raw_name)
+        body = body or {}
+        operations = (
+            body.get("operations")
+            if "operations" in body
+            else {k: v for k, v in body.items() if k not in RESERVED_INTERFACE_KEYS}
+        )
+        shared_inputs = {**(defaults.get("inputs") or {}), **(body.get("inputs") or {})}
+        shared_impl = body.get("implementation") or defaults.get("implementation")
+        result[interface] = {
+            name: _operation(interface, name, _with_implementation(definition, shared_impl),
+                             shared_inputs)
+            for name, definition in (operations or {}).items()
+            if definition != "not_implemented"
+        }
+    return result
+
+
+def _apply_defaults(interfaces: Interfaces, defaults: Any) -> Interfaces:
+    """A template's ``defaults`` also fill the operations its types only declare (Unfurl
+    applies them to the merged interfaces)."""
+    if not isinstance(defaults, dict) or not defaults.get("implementation"):
+        return interfaces
+    shared_inputs = defaults.get("inputs") or {}
+    result: Interfaces = {}
+    for name, ops in interfaces.items():
+        result[name] = {}
+        for op_name, op in ops.items():
+            if op.implementation is None:
+                filled = _operation(name, op_name, {"implementation": defaults["implementation"]},
+                                    shared_inputs)
+                op = replace(op, implementation=filled.implementation,
+                             inputs={**shared_inputs, **op.inputs})
+            result[name][op_name] = op
+    return result
+
+
+def _with_implementation(definition: Any, shared: Any) -> Any:
+    if not shared:
+        return definition
+    if not definition:
+        return {"implementation": shared}
+    if isinstance(definition, dict) and not definition.get("implementation"):
+        return {**definition, "implementation": shared}
+    return definition
+
+
+def _operation(
+    interface: str, name: str, definition: Any, shared_inputs: dict[str, Any]
+) -> Operation:
+    if definition is None:
+        return Operation(interface, name, None, dict(shared_inputs))
+    if isinstance(definition, str):
+        return Operation(
+            interface, name, Implementation("Shell", primary=definition), dict(shared_inputs)
+        )
+    implementation = definition.get("implementation")
+    impl: Implementation | None
+    if implementation is None:
+        impl = None
+    elif isinstance(implementation, str):
+        impl = (
+            Implementation(implementation)
+            if implementation in OPERATION_KINDS
+            else Implementation("Shell", primary=implementation)
+        )
+    else:
+        class_name, primary = implementation.get("className"), implementation.get("primary")
+        if not class_name and isinstance(primary, str) and primary in OPERATION_KINDS:
+            class_name, primary = primary, None  # `primary: Template`: Unfurl's configurator
+        impl = Implementation(class_name or "Shell", primary=primary)
+    inputs = {**shared_inputs, **(definition.get("inputs") or {})}
+    retry_def = definition.get("retry") or (definition.get("metadata") or {}).get("retry")
+    retry = (
+        Retry(
+            max_retries=int(retry_def.get("max_retries", 0)),
+            interval=float(retry_def.get("interval", 0)),
+            backoff=float(retry_def.get("backoff", 1)),
+        )
+        if isinstance(retry_def, dict)
+        else None
+    )
+    impl_map = implementation if isinstance(implementation, dict) else {}
+    timeout = impl_map.get("timeout", definition.get("timeout", inputs.get("timeout")))
+    environment = impl_map.get("environment")
+    return Operation(
+        interface,
+        name,
+        impl,
+        inputs,
+        retry=retry,
+        timeout=float(timeout) if isinstance(timeout, int | float) else None,
+        environment=dict(environment) if isinstance(environment, dict) and environment else None,
+    )
+
+
+def build_instance(name: str, record: dict[str, Any], host: str | None = None) -> Instance:
+    ready = record.get("readyState") or {}
+    if isinstance(ready, str):
+        ready = {"local": ready}
+    known = {
+        "template",
+        "priority",
+        "readyState",
+        "attributes",
+        "created",
+        "lastConfigChange",
+        "lastStateChange",
+        "protected",
+        "requirements",
+    }
+    local = ready.get("local", "unknown")
+    state = ready.get("state")
+    priority = record.get("priority", "required")
+    return Instance(
+        name=name,
+        template=record.get("template") or name,
+        status=Status(local) if local in Status.__members__ else Status.unknown,
+        state=NodeState(str(state)) if state in NodeState.__members__ else None,
+        priority=Priority(priority) if priority in Priority.__members__ else Priority.required,
+        attributes=dict(record.get("attributes") or {}),
+        created=record.get("created"),
+        last_config_change=record.get("lastConfigChange"),
+        last_state_change=record.get("lastStateChange"),
+        protected=bool(record.get("protected", False)),
+        extra={k: v for k, v in record.items() if k not in known}
+        | ({status_layout.HOSTED_ON: host} if host else {}),
+        relationships=_relationships(record.get("requirements")),
+    )
+
+
+def _relationships(entries: Any) -> dict[str, Instance]:
+    """Unfurl's ``requirements:`` list: ``- name: {relationship instance record}``."""
+    found: dict[str, Instance] = {}
+    for entry in entries if isinstance(entries, list) else ():
+        if isinstance(entry, dict) and len(entry) == 1:
+            (name, record), = entry.items()
+            if isinstance(record, dict):
+                found[str(name)] = build_instance(str(record.get("name") or name), record)
+    return found
