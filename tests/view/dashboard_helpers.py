@@ -134,3 +134,42 @@ def waiting_ensemble(flag: Path) -> str:
     wait = (f"for i in $(seq 1200); do [ -f {flag} ] && exit 0; sleep 0.05; done; exit 1")
     return ENSEMBLE.replace('inputs: {command: "echo app created"}',
                             f"inputs: {{command: '{wait}'}}")
+
+
+def tour_failure(root: Path) -> str:
+    """The README tour's failed deploy, in a new project at ``root``: db is created, app's
+    create fails (something is in the way), app's configure and web's two tasks are
+    blocked. Returns the job's changeId."""
+    from tests.conftest import git
+
+    result = run_in_process(root.parent, "init", root.name, "--from", "three-tier")
+    assert result.returncode == 0, result.stderr + result.stdout
+    git(root, "config", "user.email", "ada@example.com")
+    git(root, "config", "user.name", "Ada")
+    (root / "state" / "app").mkdir(parents=True)  # app's create cannot write state/app
+    result = run_in_process(root, "deploy", "--approve")
+    assert result.returncode == 64, result.stderr + result.stdout
+    return (root / "jobs.tsv").read_text().split("\t", 1)[0]
+
+
+def cancelled(project: Project) -> str:
+    """A deploy of the dashboard's ensemble cancelled as its first task ends (one task at
+    a time, so what is left never started). Returns the job's changeId."""
+    from unfurl_lite import api
+    from unfurl_lite.run.observer import Observer
+    from unfurl_lite.run.outcome import JobOptions
+
+    class CancelAfterFirst(Observer):
+        def __init__(self, cancel: threading.Event) -> None:
+            self.cancel = cancel
+
+        def task_finished(self, run: object) -> None:
+            self.cancel.set()
+
+    project.write(ENSEMBLE)
+    cancel = threading.Event()
+    result = api.run_job(api.JobRequest(project.ensemble, "deploy",
+                                        options=JobOptions("deploy", jobs=1)),
+                         observer=CancelAfterFirst(cancel), cancel=cancel)
+    assert result is not None and str(result.state) == "cancelled"
+    return result.job_id

@@ -3,8 +3,9 @@
     python tests/view/dashboard_screenshots.py docs/img
 
 Builds a small project in a temporary git repo (tasks that sleep a little, so the timeline
-shows parallel work), deploys it, changes one operation's inputs (drift), serves it and
-photographs the overview, the history and the job page.
+shows parallel work), deploys it with a failing operation (its dependents are blocked),
+deploys it again fixed, changes one operation's inputs (drift), serves it and photographs
+the overview, the history, the failed job's page and a job while it runs.
 """
 
 from __future__ import annotations
@@ -68,9 +69,15 @@ def main(out: Path) -> None:
         for args in (["init", "-q", "-b", "main"], ["config", "user.email", "ops@example.com"],
                      ["config", "user.name", "Ops"]):
             subprocess.run(["git", *args], cwd=root, check=True)
-        (root / "ensemble.yaml").write_text(ENSEMBLE)
+        broken = "sleep 0.2; echo cannot reach the database >&2; exit 3"
+        (root / "ensemble.yaml").write_text(ENSEMBLE.replace("sleep 0.2; echo db configured",
+                                                             broken))
         subprocess.run(["git", "add", "."], cwd=root, check=True)
         subprocess.run(["git", "commit", "-qm", "shop"], cwd=root, check=True)
+        unfurl(root, "deploy", "--approve", expect=64)  # db fails: web and worker blocked
+        failed = (root / "jobs.tsv").read_text().split("\t", 1)[0]
+        (root / "ensemble.yaml").write_text(ENSEMBLE)
+        subprocess.run(["git", "commit", "-qam", "db configures"], cwd=root, check=True)
         unfurl(root, "deploy", "--approve")
         spec = (root / "ensemble.yaml").read_text()
         (root / "ensemble.yaml").write_text(spec.replace("echo worker", "echo worker v2"))
@@ -78,13 +85,12 @@ def main(out: Path) -> None:
         unfurl(root, "run", "--approve", "--instance", "worker", "--", "sh", "-c",
                "echo queue full >&2; exit 2", expect=64)
         unfurl(root, "run", "--approve", "--instance", "cache", "--", "echo", "flushed")
-        job = (root / "jobs.tsv").read_text().split("\t", 1)[0]
         with serving(root / "ensemble.yaml") as site, sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
             page = browser.new_page(viewport={"width": 1280, "height": 860})
             base = f"http://127.0.0.1:{site.port}"
             for name, path in (("overview", "/"), ("history", "/history"),
-                               ("job", f"/jobs/{job}")):
+                               ("job", f"/jobs/{failed}")):
                 page.goto(base + path)
                 page.screenshot(path=str(out / f"dashboard-{name}.png"), full_page=True)
             live(root, page, base, out)

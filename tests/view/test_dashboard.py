@@ -106,14 +106,15 @@ def test_job_page_lists_every_task_with_its_details(project, site):
     job = job_ids(project)[-1]
     body = site.get(f"/jobs/{job}")
     rows = dict(re.findall(r'<tr id="(\w+)" data-change-id="\w+" data-number="\d+" '
-                           r'data-state="\w+">(.*?)</tr>', body, re.DOTALL))
+                           r'data-state="\w+" data-outcome="[\w ]+">(.*?)</tr>', body, re.DOTALL))
     assert sorted(rows) == [f"{job[:8]}000{n}" for n in range(1, 5)]
     create_db = next(r for r in rows.values() if "db</a>" in r and "Standard.create" in r)
     cells = [re.sub(r"<[^>]+>", "", c).strip()
              for c in re.findall(r"<td[^>]*>(.*?)</td>", create_db, re.DOTALL)]
-    assert cells[1:7] == ["db", "Standard.create", "add", "ok", "1", "local"]
-    assert re.fullmatch(r"\d+\.\d{3}s", cells[7])  # duration
-    assert "password=&lt;&lt;REDACTED&gt;&gt;" in cells[8]  # output, redacted as recorded
+    assert cells[1:8] == ["db", "Standard.create", "add", "ok", "ok", "1", "local"]
+    assert re.fullmatch(r"\d\d:\d\d:\d\d\.\d{3}", cells[8])  # started (UTC)
+    assert re.fullmatch(r"\d+\.\d{3}s", cells[9])  # duration
+    assert "password=&lt;&lt;REDACTED&gt;&gt;" in cells[10]  # output, redacted as recorded
 
 
 def test_job_output_is_redacted_exactly_as_the_records(project, site):
@@ -134,8 +135,9 @@ def test_job_page_draws_a_timeline_of_each_task(project, site):
     svg = re.search(r'<div class="timeline-box" id="timeline">(<svg.*?</svg>)</div>', body,
                     re.DOTALL)
     assert svg
-    bars = re.findall(r'<g class="task[^"]*" data-change-id="(\w+)">.*?<rect class="bar" '
-                      r'x="([\d.]+)" y="[\d.]+" width="([\d.]+)"', svg.group(1), re.DOTALL)
+    bars = re.findall(r'<g class="task[^"]*" data-change-id="(\w+)" data-outcome="ok">.*?'
+                      r'<rect class="bar" x="([\d.]+)" y="[\d.]+" width="([\d.]+)"',
+                      svg.group(1), re.DOTALL)
     assert sorted(b[0] for b in bars) == [f"{job[:8]}000{n}" for n in range(1, 5)]
     assert all(float(width) > 0 for _, _, width in bars)
     assert 'class="task critical"' in svg.group(1)
@@ -259,7 +261,7 @@ def test_a_failed_job_shows_the_failure_and_the_blocked_task(project):
         body = site.get(f"/jobs/{job}")
         history = site.get("/history")
         overview = site.get("/")
-    rows = re.findall(r'data-state="(\w+)">(.*?)</tr>', body, re.DOTALL)
+    rows = re.findall(r'data-state="(\w+)" data-outcome="[\w ]+">(.*?)</tr>', body, re.DOTALL)
     states = {re.search(r'instance=(\w+)', r).group(1) + " " + re.search(
         r"<td>(Standard\.\w+)</td>", r).group(1): s for s, r in rows}
     assert states["db Standard.configure"] == "failed"

@@ -215,6 +215,9 @@ def _run_locked(
             resumes=resumed.job_id if resumed else None,
             on_job_id=lambda job_id: lock.update(lock_file, request.workflow, job_id),
         )
+        # what the plan left alone and why, for the job's page (the records keep only tasks)
+        journal.data["planNotes"] = [{"target": n.target, "message": n.message}
+                                     for n in plan.notes]
     start_commit = repo.head() if repo else None
     try:
         return _run_and_record(request, observer, cancel, ensemble, plan, resumed, executor,

@@ -4,6 +4,7 @@ and the rules that turn the runs into the job's status and summary."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -106,6 +107,12 @@ class JobResult:
         return summary_counts(self.runs)
 
     @property
+    def partition(self) -> dict[str, int]:
+        """Where each counted task ended (see :func:`partition`): the numbers add up."""
+        return partition(task_outcome(str(r.state), str(self.state))
+                         for r in self.runs if r.counted)
+
+    @property
     def changed_anything(self) -> bool:
         return any(r.ran for r in self.runs) or any(
             r.task.is_passthrough and r.state == TaskState.succeeded for r in self.runs
@@ -157,6 +164,41 @@ def summary_text(counts: dict[str, int]) -> str:
         f"{counts['failed']} failed, {counts['blocked']} blocked, {counts['unknown']} unknown, "
         f"{counts['skipped']} skipped)"
     )
+
+
+#: where a task can end, as a user reads a job that did not simply succeed; each counted
+#: task is in exactly one, so the numbers add up to the job's task count (Unfurl's summary
+#: counts "changed" across the others and a blocked task can be "changed" too)
+OUTCOMES = ("ok", "failed", "blocked", "cancelled", "skipped", "not run")
+
+#: job states in which a task that did not start was cancelled (Cloudify's cancel family)
+CANCELLING = frozenset({"cancelling", "cancelled", "force_cancelling", "kill_cancelling"})
+
+
+def task_outcome(state: str, job_state: str) -> str:
+    """The outcome of a task in a job that has ended, from its state and the job's: a task
+    that never started was cancelled when the job was, else it was not run (its job's
+    process died, or it was left when the job ended)."""
+    if state == "succeeded":
+        return "ok"
+    if state in ("failed", "blocked", "skipped"):
+        return state
+    return "cancelled" if job_state in CANCELLING else "not run"
+
+
+def partition(outcomes: Iterable[str]) -> dict[str, int]:
+    """How many tasks ended each way, every outcome present (0 when none)."""
+    counts = dict.fromkeys(OUTCOMES, 0)
+    for outcome in outcomes:
+        counts[outcome if outcome in counts else "not run"] += 1
+    return counts
+
+
+def partition_text(counts: dict[str, int]) -> str:
+    """``5 tasks: 1 ok, 1 failed, 3 blocked, 0 cancelled, 0 skipped, 0 not run``."""
+    total = sum(counts.get(o, 0) for o in OUTCOMES)
+    noun = "task" if total == 1 else "tasks"
+    return f"{total} {noun}: " + ", ".join(f"{counts.get(o, 0)} {o}" for o in OUTCOMES)
 
 
 def job_status(runs: list[TaskRun], instances: dict[str, Instance]) -> Status:

@@ -31,10 +31,40 @@ def environment() -> Environment:
     )
     env.filters["short_time"] = short_time
     env.filters["seconds"] = lambda v: "" if v is None else f"{v:.3f}s"
+    env.filters["duration"] = duration
+    env.filters["changeid_time"] = changeid_time
+    env.filters["clock"] = lambda moment: moment.astimezone(UTC).strftime("%H:%M:%S.%f")[:12]
     from unfurl_lite.view.diagram import status_colour, status_stroke
 
     env.globals.update(colour=status_colour, stroke=status_stroke, status_of=status_of)
     return env
+
+
+def duration(seconds: float | None) -> str:
+    """A job's length as people read it: 0.42s, 12.3s, 4m 05s, 1h 02m."""
+    if seconds is None:
+        return ""
+    if seconds < 10:
+        return f"{seconds:.2f}s"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, rest = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m {rest:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m"
+
+
+def changeid_time(change_id: str | None) -> str:
+    """The time a changeId encodes (ISO), as a job's page shows it."""
+    from unfurl_lite.errors import ChangeIdError
+    from unfurl_lite.model import changeid
+    from unfurl_lite.record.history import iso
+
+    try:
+        return iso(changeid.decode(str(change_id)))
+    except (ChangeIdError, ValueError):
+        return ""
 
 
 def short_time(iso_time: str | None) -> str:
@@ -51,12 +81,12 @@ def overview(ensemble: Path, instances: bool = False) -> str:
     data = pages.overview(ensemble, instances)
     return _render("overview.html", page="overview", project=ensemble, instances=instances,
                    report=data["report"], error=data["error"], drawn_by=data["drawn_by"],
-                   picture=Markup(data["picture"]))
+                   picture=Markup(data["picture"]), running=data["running"])
 
 
 def history(ensemble: Path, instance: str | None) -> str:
     return _render("history.html", page="history", project=ensemble, instance=instance or "",
-                   jobs=pages.jobs(ensemble, instance))
+                   jobs=pages.history(ensemble, instance))
 
 
 def job(ensemble: Path, text: str) -> str:

@@ -21,7 +21,8 @@ from unfurl_lite.record.journal_format import events_path
 
 POLL = 0.1  # seconds between looks at the journal's files
 KEEPALIVE = 5.0  # seconds: a comment line, so a closed page ends its stream
-DONE_STATES = ("succeeded", "failed", "blocked", "skipped")
+DONE_STATES = ("succeeded", "failed", "blocked", "skipped")  # settled: nothing more to come
+FINISHED_STATES = ("succeeded", "failed", "skipped")  # ran to their end (the progress bar)
 RECENT = 3  # journals looked at for running jobs (they are the newest)
 
 
@@ -40,6 +41,13 @@ def find_journal(ensemble: Path, job_id: str) -> JournalFile | None:
     return journal if journal.change_id == job_id else None
 
 
+def shown_tasks(journal: JournalFile) -> list[dict[str, Any]]:
+    """The tasks a job's records will list: not the operation-less steps that only pass a
+    status along (Unfurl counts and records neither), unless one failed or was blocked."""
+    return [t for t in journal.tasks
+            if t.get("operation") or t.get("state") in ("failed", "blocked")]
+
+
 def progress(journal: JournalFile) -> dict[str, Any]:
     """Counts and each task's state: what the page's progress bar and task rows show."""
     tasks = [
@@ -51,10 +59,11 @@ def progress(journal: JournalFile) -> dict[str, Any]:
             "state": t.get("state"),
             "status": t.get("status"),
         }
-        for t in journal.tasks
+        for t in shown_tasks(journal)
     ]
     done = sum(1 for t in tasks if t["state"] in DONE_STATES)
     return {
+        "finished": sum(1 for t in tasks if t["state"] in FINISHED_STATES),
         "changeId": journal.change_id,
         "workflow": journal.data.get("workflow"),
         "state": journal.state,
@@ -78,11 +87,12 @@ def _stamp(path: Path) -> tuple[float, int, float, int]:
 
 
 def summary(ensemble: Path, job_id: str) -> dict[str, Any] | None:
-    """The job's line in jobs.tsv once recorded: its outcome and summary."""
+    """The job's line in jobs.tsv (or the inline ``changes:``) once recorded: its outcome
+    and summary."""
     from unfurl_lite.api.inspect import ensemble_paths
 
-    _, jobs_tsv = ensemble_paths(ensemble)
-    for job in hist.read_jobs(jobs_tsv):
+    path, jobs_tsv = ensemble_paths(ensemble)
+    for job in hist.read_jobs(jobs_tsv, path):
         if job.change_id == job_id:
             return {"changeId": job_id, "status": job.status, "summary": job.summary}
     return None
@@ -94,18 +104,34 @@ def alive(journal: JournalFile) -> bool:
     return pid_alive(journal.pid)
 
 
+def resume_command(journal: JournalFile) -> str:
+    """What finishes a job killed before it was recorded: the same words ``unfurl status``
+    and the lock's error give (``--force`` when tasks were running when it died)."""
+    from unfurl_lite.record.interrupted import IN_FLIGHT_STATES, Interrupted
+
+    in_flight = tuple(f"{t.get('target')} {t.get('operation')}" for t in journal.tasks
+                      if t.get("state") in IN_FLIGHT_STATES)
+    return Interrupted(journal.change_id, str(journal.data.get("workflow") or "?"),
+                       journal.pid, in_flight).command
+
+
 def job_events(
     ensemble: Path, job_id: str, stop: threading.Event, poll: float = POLL
 ) -> Iterator[tuple[str, dict[str, Any] | None]]:
-    """(event, data) pairs for one job until it is recorded (or gone); (``""``, None) is a
-    keepalive. Ends when ``stop`` is set (the server is shutting down)."""
+    """(event, data) pairs for one job until it has ended (or gone); (``""``, None) is a
+    keepalive. Ends when ``stop`` is set (the server is shutting down).
+
+    ``summary`` is sent only once the job is all done: recorded, and committed (its process
+    no longer holds the ensemble's lock), so the page it makes the browser draw again is
+    the recorded job's page, commit and all."""
     path = journal_path(project_root(ensemble), job_id)
     seen: tuple[float, int, float, int] | None = None
     last: dict[str, Any] | None = None
+    journal: JournalFile | None = None
     quiet = 0.0
     while not stop.is_set():
         stamp = _stamp(path)
-        if stamp != seen:
+        if stamp != seen:  # read again only when its files changed
             seen = stamp
             journal = find_journal(ensemble, job_id)
             if journal is None:
@@ -116,18 +142,10 @@ def job_events(
             if now != last:
                 last, quiet = now, 0.0
                 yield "progress", now
-            if journal.recorded or (journal.state not in ("started", "cancelling")
-                                    and not alive(journal)):
-                yield "summary", summary(ensemble, job_id) or {
-                    "changeId": job_id, "status": journal.state,
-                    "summary": "interrupted before it was recorded: `unfurl resume` continues it"}
-                return
-        elif last is not None and last["state"] in ("started", "cancelling"):
-            journal = find_journal(ensemble, job_id)
-            if journal is not None and not alive(journal):  # killed: nothing will change
-                yield "summary", {"changeId": job_id, "status": "interrupted",
-                                  "summary": "the job's process is gone: `unfurl resume` "
-                                             "continues it"}
+        if journal is not None:
+            ended = _ended(ensemble, journal)
+            if ended is not None:
+                yield "summary", ended
                 return
         quiet += poll
         if quiet >= KEEPALIVE:
@@ -136,9 +154,35 @@ def job_events(
         stop.wait(poll)
 
 
-def running(ensemble: Path) -> list[dict[str, Any]]:
-    """Jobs running now (journal started, process alive), newest first; only the newest
-    journals are read, since a running job's is always among them."""
+def _ended(ensemble: Path, journal: JournalFile) -> dict[str, Any] | None:
+    """The job's summary once it is all done (recorded and committed, or nothing to
+    record), or its process died; None while it is still at work."""
+    job_id = journal.change_id
+    if alive(journal) and (journal.state in ("started", "cancelling")
+                           or _holds_lock(ensemble, job_id)):
+        return None
+    recorded = summary(ensemble, job_id)
+    if recorded is not None:
+        return recorded
+    if journal.recorded or journal.state not in ("started", "cancelling"):
+        return {"changeId": job_id, "status": journal.state, "summary": ""}
+    return {"changeId": job_id, "status": "interrupted",
+            "summary": "the job's process died before the job was recorded: finish it with: "
+                       + resume_command(journal)}
+
+
+def _holds_lock(ensemble: Path, job_id: str) -> bool:
+    """The job's process still holds the ensemble's lock: it is writing or committing."""
+    from unfurl_lite.api.inspect import ensemble_paths
+    from unfurl_lite.record import lock
+
+    info = lock.read_lock(lock.lock_path(ensemble_paths(ensemble)[0]))
+    return info is not None and info.change_id == job_id and info.alive
+
+
+def running_journals(ensemble: Path) -> list[JournalFile]:
+    """Journals of the jobs running now (started, process alive), newest first; only the
+    newest journals are read, since a running job's is always among them."""
     from unfurl_lite.record.journal import PREFIX
     from unfurl_lite.record.records import JOBS_DIR
 
@@ -151,8 +195,13 @@ def running(ensemble: Path) -> list[dict[str, Any]]:
             continue
         if (journal.state in ("started", "cancelling") and not journal.recorded
                 and changeid.is_changeid(journal.change_id) and alive(journal)):
-            found.append(progress(journal))
+            found.append(journal)
     return list(reversed(found))
+
+
+def running(ensemble: Path) -> list[dict[str, Any]]:
+    """The progress of each job running now, newest first."""
+    return [progress(journal) for journal in running_journals(ensemble)]
 
 
 def jobs_log_stamp(ensemble: Path) -> list[float]:

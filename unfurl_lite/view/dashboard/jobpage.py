@@ -1,0 +1,392 @@
+"""One job as its page shows it: every task's real outcome and times, and the job's head.
+
+A recorded job's page joins two records of the same tasks: the job file (what Unfurl
+records: reason, status, output, redacted) and the job's journal (what ran when: each
+task's start and end, and the moment a blocked task was blocked). They are joined task by
+task in plan order, so a task that never ran (blocked, cancelled, not run: it has no
+changeId) still finds its journal entry. A task that did not run is shown as what
+happened to it, never as its instance's status: a blocked task is ``blocked`` with what
+blocked it, not its instance's ``pending`` or ``error``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from unfurl_lite.model import changeid
+from unfurl_lite.record import history as hist
+from unfurl_lite.record.journal import JournalFile
+from unfurl_lite.run.outcome import OUTCOMES, partition, partition_text, task_outcome
+from unfurl_lite.view.dashboard.heads import record_time
+from unfurl_lite.view.dashboard.timeline import Bar
+
+#: why a task that never started did not, by its outcome
+NOT_STARTED = {
+    "cancelled": "the job was cancelled before this task started",
+    "not run": "the job ended before this task started",
+    "interrupted": "running when the job's process died: its outcome is unknown",
+}
+DIED_FIRST = "the job's process died before this task started"
+#: states of a task that has not ended (a live job's)
+UNSETTLED = ("pending", "sending", "sent", "started", "rescheduled")
+#: outcomes that count as finished in the progress bar: the task ran to its end (or had
+#: nothing to do); blocked, cancelled and not-run tasks never did
+FINISHED = ("ok", "failed", "skipped")
+
+
+@dataclass
+class TaskView:
+    """One task of a job as its page lists it."""
+
+    change_id: str
+    target: str
+    operation: str
+    reason: str
+    outcome: str  # OUTCOMES, "interrupted", or a live state (pending, started...)
+    state: str  # the task's state as recorded (succeeded, blocked, pending...)
+    status: str  # its instance's status after it (Unfurl's task status)
+    why: str  # what blocked or skipped it, its error, or why it never started
+    attempts: int | None
+    worker: str
+    duration: float | None
+    output: str
+    started: datetime | None = None
+    ended: datetime | None = None  # for a task that never started: when it was settled
+    number: int | None = None  # its number in the plan (a running job's rows are keyed so)
+
+
+@dataclass
+class JobPage:
+    change_id: str
+    workflow: str
+    status: str  # the job's shown status (ok, error, cancelled, interrupted, started...)
+    summary: str  # Unfurl's summary line, as recorded
+    commit: str | None
+    time: str  # when it started (ISO)
+    running: bool
+    tasks: list[TaskView] = field(default_factory=list)
+    bars: list[Bar] = field(default_factory=list)
+    measured: bool = True  # task times come from the job's journal
+    has_journal: bool = False
+    duration: float | None = None  # seconds, start to end of the job
+    author: str = ""
+    command: str = ""  # the equivalent command line
+    options: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # the plan's: what it left alone, and why
+    resumes: str = ""  # the job this one resumed
+    resumed_by: str = ""  # the job that resumed (finished) this one
+    resume_command: str = ""  # how to finish it, when nothing has yet
+
+    @property
+    def partition(self) -> dict[str, int]:
+        return partition(t.outcome if t.outcome in OUTCOMES else
+                         "failed" if t.outcome == "interrupted" else "not run"
+                         for t in self.tasks)
+
+    @property
+    def partition_text(self) -> str:
+        return partition_text(self.partition)
+
+    @property
+    def finished(self) -> int:
+        return sum(1 for t in self.tasks if t.outcome in FINISHED)
+
+    def segments(self) -> list[tuple[str, int]]:
+        """(outcome, count) of the finished tasks, for the progress bar's coloured parts."""
+        counts = {o: sum(1 for t in self.tasks if t.outcome == o) for o in FINISHED}
+        return [(o, counts[o]) for o in FINISHED if counts[o]]
+
+
+# ------------------------------------------------------------------ recorded jobs
+
+
+def recorded_page(root: Path, shown: Any, journal: JournalFile | None,
+                  resumed_by: str = "") -> JobPage:
+    """The page of a job in the history: ``shown`` is :func:`api.show`'s (redacted) job."""
+    job = shown.job
+    record = shown.record or {}
+    job_state = _recorded_job_state(job, journal)
+    journal_tasks = _paired(shown.tasks, journal.tasks if journal else [])
+    tasks = [_recorded_task(entry, paired, job_state)
+             for entry, paired in zip(shown.tasks, journal_tasks, strict=True)]
+    started = record_time(str(record.get("startTime") or "")) or changeid.decode(job.change_id)
+    ended = record_time(str(record.get("endTime") or ""))
+    options = dict(record.get("options") or {}) if isinstance(record.get("options"), dict) else {}
+    page = JobPage(
+        change_id=job.change_id,
+        workflow=job.workflow,
+        status="interrupted" if job_state == "interrupted" else job.shown_status,
+        summary=job.summary,
+        commit=job.commit.hexsha if job.commit else None,
+        time=hist.iso(started),
+        running=False,
+        tasks=tasks,
+        measured=journal is not None,
+        has_journal=journal is not None,
+        # a killed job's record ends when resume recorded it: its length is unknown
+        duration=(ended - started).total_seconds() if ended and job_state != "interrupted"
+        else None,
+        author=job.commit.author if job.commit else "",
+        options=options,
+        resumed_by=resumed_by,
+    )
+    if journal is not None:
+        _from_journal(page, journal)
+    else:
+        page.command = equivalent_command(job.workflow, {}, options)
+    page.bars = bars_of(tasks)
+    return page
+
+
+def _recorded_job_state(job: Any, journal: JournalFile | None) -> str:
+    """cancelled, interrupted (killed, then recorded by resume), or what jobs.tsv says."""
+    if journal is not None and journal.data.get("killed"):
+        return "interrupted"
+    return job.state or (journal.state if journal is not None else "") or job.status
+
+
+def _paired(entries: list[dict[str, Any]],
+            journal_tasks: list[dict[str, Any]]) -> list[dict[str, Any] | None]:
+    """Each job-file entry's journal task: both lists are in plan order (the journal has
+    every task, the job file the counted ones), so each entry takes the next journal task
+    with its operation (and its changeId, when both have one)."""
+    found: list[dict[str, Any] | None] = []
+    cursor = 0
+    for entry in entries:
+        operation = _operation(entry)
+        wanted = str(entry.get("changeId") or "")
+        for index in range(cursor, len(journal_tasks)):
+            candidate = journal_tasks[index]
+            same_id = not wanted or not candidate.get("changeId") or \
+                str(candidate.get("changeId")) == wanted
+            if same_id and str(candidate.get("operation") or "") == operation:
+                found.append(candidate)
+                cursor = index + 1
+                break
+        else:
+            found.append(None)
+    return found
+
+
+def _operation(entry: dict[str, Any]) -> str:
+    implementation = entry.get("implementation") or {}
+    operation = str(implementation.get("operation") or "") if isinstance(implementation,
+                                                                         dict) else ""
+    if entry.get("interface") and operation:
+        operation = f"{entry['interface']}.{operation}"
+    return operation
+
+
+def _recorded_task(entry: dict[str, Any], journal_task: dict[str, Any] | None,
+                   job_state: str) -> TaskView:
+    result: dict[str, Any] = entry["result"] if isinstance(entry.get("result"), dict) else {}
+    duration = result.get("duration") if isinstance(result.get("duration"), int | float) else None
+    output = "\n".join(f"{key}: {value}" for key, value in result.items()
+                       if key != "duration" and value not in ("", None))
+    state = str(entry.get("state") or (journal_task or {}).get("state") or "")
+    outcome = task_outcome(state, "cancelled" if job_state == "cancelled" else job_state)
+    if not state:  # an Unfurl record: no task state, only the instance's status
+        outcome = _outcome_of_status(entry)
+    attempts = entry.get("attempts")
+    view = TaskView(
+        change_id=str(entry.get("changeId") or ""),
+        target=str(entry.get("target") or "").removeprefix("::"),
+        operation=_operation(entry),
+        reason=str(entry.get("reason") or ""),
+        outcome=outcome,
+        state=state,
+        status=str(entry.get("status") or (entry.get("readyState") or {}).get("local") or ""),
+        why=str(entry.get("message") or "") or (
+            DIED_FIRST if outcome == "not run" and job_state == "interrupted"
+            else NOT_STARTED.get(outcome, "")),
+        attempts=attempts if isinstance(attempts, int) else None,
+        worker=str(entry.get("worker") or ""),
+        duration=float(duration) if duration is not None else None,
+        output=output,
+        number=(journal_task or {}).get("number"),
+    )
+    if journal_task is not None:
+        view.started = _moment(journal_task.get("startedAt"))
+        view.ended = _moment(journal_task.get("endedAt"))
+        if view.duration is None and view.started and view.ended:
+            view.duration = (view.ended - view.started).total_seconds()
+    return view
+
+
+def _outcome_of_status(entry: dict[str, Any]) -> str:
+    status = str(entry.get("status") or (entry.get("readyState") or {}).get("local") or "")
+    return "ok" if status in ("ok", "degraded") else "failed" if status else "not run"
+
+
+def _from_journal(page: JobPage, journal: JournalFile) -> None:
+    """What only the journal knows: the plan's options and notes, the job it resumed."""
+    plan_options = journal.data.get("planOptions") or {}
+    job_options = journal.data.get("jobOptions") or {}
+    page.command = equivalent_command(page.workflow, plan_options, job_options)
+    page.options = {**page.options, **{k: v for k, v in plan_options.items()
+                                       if v not in (None, False, [], {}, "")}}
+    for name in ("jobs", "retries"):
+        if job_options.get(name):
+            page.options.setdefault(name, job_options[name])
+    page.notes = [f"{n.get('target')}: {n.get('message')}" if isinstance(n, dict) else str(n)
+                  for n in journal.data.get("planNotes") or []]
+    page.resumes = str(journal.data.get("resumes") or "")
+
+
+# ------------------------------------------------------------------ running or killed jobs
+
+
+def journal_page(journal: JournalFile, alive: bool, resume_command: str) -> JobPage:
+    """A job not (yet) in the history, from its journal: running, or killed before it was
+    recorded (then every task that had not ended is shown as such)."""
+    from unfurl_lite.view.dashboard.live import shown_tasks
+
+    tasks = [_journal_task(t, alive) for t in shown_tasks(journal)]
+    job_id = journal.change_id
+    page = JobPage(
+        change_id=job_id,
+        workflow=str(journal.data.get("workflow") or ""),
+        status=journal.state if alive else "interrupted",
+        summary="",
+        commit=None,
+        time=hist.iso(changeid.decode(job_id)),
+        running=alive,
+        tasks=tasks,
+        has_journal=True,
+        resume_command="" if alive else resume_command,
+    )
+    _from_journal(page, journal)
+    page.summary = progress_line(page) if alive else ""  # the partition says it all
+    page.bars = bars_of(tasks)
+    return page
+
+
+def _journal_task(task: dict[str, Any], alive: bool) -> TaskView:
+    state = str(task.get("state") or "pending")
+    if state in ("sent", "started") and not alive:
+        outcome = "interrupted"
+    elif state in UNSETTLED:
+        outcome = state if alive else "not run"
+    else:
+        outcome = task_outcome(state, "")
+    result = task.get("result") if isinstance(task.get("result"), dict) else {}
+    outputs = (result or {}).get("outputs") if isinstance((result or {}).get("outputs"),
+                                                           dict) else {}
+    duration = (outputs or {}).get("duration")
+    started, ended = _moment(task.get("startedAt")), _moment(task.get("endedAt"))
+    return TaskView(
+        change_id=str(task.get("changeId") or ""),
+        target=str(task.get("target") or ""),
+        operation=str(task.get("operation") or ""),
+        reason="",
+        outcome=outcome,
+        state=state,
+        status=str(task.get("status") or ""),
+        why=str(task.get("message") or "") or (
+            DIED_FIRST if outcome == "not run" else NOT_STARTED.get(outcome, "")),
+        attempts=task.get("attempts") if isinstance(task.get("attempts"), int) else None,
+        worker=str(task.get("worker") or ""),
+        duration=float(duration) if isinstance(duration, int | float) else
+        (ended - started).total_seconds() if started and ended else None,
+        output="",
+        started=started,
+        ended=ended,
+        number=task.get("number"),
+    )
+
+
+def progress_line(page: JobPage) -> str:
+    """``3 of 5 tasks done, 1 running`` for a running job; the partition once it ended."""
+    if not page.running:
+        return page.partition_text
+    done = sum(1 for t in page.tasks if t.outcome not in UNSETTLED)
+    running = sum(1 for t in page.tasks if t.outcome in ("sent", "started"))
+    return f"{done} of {len(page.tasks)} tasks done" + (f", {running} running" if running else "")
+
+
+# ------------------------------------------------------------------ shared
+
+
+def bars_of(tasks: list[TaskView]) -> list[Bar]:
+    """A bar for each task that started; a marker for each that was settled without
+    starting (blocked, skipped), at the moment it was; a row for the rest."""
+    return [
+        Bar(key=t.change_id or f"#{t.number}", label=f"{t.target} {t.operation}",
+            status=t.outcome, start=t.started, end=t.ended, note=t.why if t.started is None
+            else "")
+        for t in tasks
+    ]
+
+
+def equivalent_command(workflow: str, plan_options: dict[str, Any],
+                       job_options: dict[str, Any]) -> str:
+    """The command line that runs this job again, spelled as the CLI takes it: Unfurl's
+    workflows with their flags, Cloudify's parameters as ``-p name=value``, a custom TOSCA
+    workflow through ``run --workflow``."""
+    from unfurl_lite.api.options import TAKES
+    from unfurl_lite.run.outcome import UNFURL_WORKFLOWS
+
+    custom = bool(workflow) and workflow not in TAKES
+    words = ["unfurl", "run", "--workflow", workflow] if custom else \
+        ["unfurl", workflow.replace("_", "-") if workflow else "?"]
+    given = {**{"instance_names": job_options.get("instances")}, **plan_options}
+    cloudify = not custom and workflow not in UNFURL_WORKFLOWS
+    for name, value in given.items():
+        default = name in DEFAULT_TRUE  # Cloudify's parameters that default to true
+        if value is None or value is default or value in ([], {}, ""):
+            continue
+        if name == "instance_names":
+            words += [w for item in value for w in ("--instance", str(item))]
+        elif name == "command":
+            words += ["--", *map(str, value)]
+        elif not cloudify:
+            flag = f"--{name.replace('_', '-')}"
+            words += [flag] if value is True else [flag, _text(value)]
+        else:
+            words += ["-p", f"{name}={_text(value)}"]
+    for name in ("force", "destroy_discovered"):
+        if job_options.get(name) and f"--{name.replace('_', '-')}" not in words:
+            words.append(f"--{name.replace('_', '-')}")
+    if job_options.get("jobs"):
+        words += ["--jobs", str(job_options["jobs"])]
+    if job_options.get("retries"):
+        words += ["--retries", str(job_options["retries"])]
+    if job_options.get("commit") is False:
+        words.append("--no-commit")
+    if job_options.get("dryrun"):
+        words.append("--dryrun")
+    if job_options.get("jobexitcode") not in (None, "error"):
+        words += ["--jobexitcode", str(job_options["jobexitcode"])]
+    return " ".join(_quoted(w) for w in words)
+
+
+#: Cloudify's workflow parameters whose default is true (the seeds'); any other flag
+#: defaults to false, so only a value other than its default is part of the command
+DEFAULT_TRUE = frozenset({"run_by_dependency_order", "rollback_if_failed", "check_status",
+                          "allow_reinstall"})
+
+
+def _text(value: Any) -> str:
+    """A parameter's value as ``-p`` reads it (YAML: JSON is YAML)."""
+    import json
+
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"),
+                                                          default=str)
+
+
+def _quoted(word: str) -> str:
+    import shlex
+
+    return shlex.quote(word)
+
+
+def _moment(text: Any) -> datetime | None:
+    try:
+        return datetime.fromisoformat(str(text)) if text else None
+    except ValueError:
+        return None
