@@ -97,9 +97,11 @@ def test_history_filters_by_instance(project):
         everything = re.findall(r'<tr data-change-id="(\w+)">', site.get("/history"))
         only_db = re.findall(r'<tr data-change-id="(\w+)">', site.get("/history?instance=db"))
         cache = re.findall(r'<tr data-change-id="(\w+)">', site.get("/history?instance=cache"))
-        nothing = site.get("/history?instance=nosuch")
+        nothing = site.get("/history?instance=dbb")
+        status, _, api_body = site.request("/api/history?instance=dbb")
     assert len(everything) == 2 and only_db == everything[1:] and cache == everything
-    assert "No job touched nosuch" in nothing
+    assert "no instance named &#39;dbb&#39;" in nothing and "did you mean &#39;db&#39;?" in nothing
+    assert status == 404 and "did you mean" in api_body
 
 
 def test_job_page_lists_every_task_with_its_details(project, site):

@@ -43,7 +43,31 @@ def history(ensemble: str | Path | None = None,
             filters: Filters | None = None) -> list[JobRecord]:
     """Jobs newest first (with the commit that recorded each), as ``filters`` select."""
     path, jobs_tsv = ensemble_paths(ensemble)
-    return hist.history(path.parent, jobs_tsv, filters or Filters(), ensemble=path)
+    filters = filters or Filters()
+    jobs = hist.history(path.parent, jobs_tsv, filters, ensemble=path)
+    if filters.instance and not jobs:
+        _known_instance(path, jobs_tsv, filters.instance)
+    return jobs
+
+
+def _known_instance(path: Path, jobs_tsv: Path, name: str) -> None:
+    """No job touched ``name``: fine for an instance the spec or the history knows (not
+    deployed yet, say), a HistoryError with a did-you-mean for a name nothing knows."""
+    from unfurl_lite.errors import HistoryError, UnfurlLiteError
+    from unfurl_lite.load.loader import load_ensemble
+    from unfurl_lite.load.problems import did_you_mean
+
+    known = {t.target for job in hist.read_jobs(jobs_tsv, path) for t in job.tasks}
+    try:
+        loaded = load_ensemble(path)
+        known |= set(loaded.instances) | set(loaded.topology.templates)
+    except UnfurlLiteError:  # a broken spec: the history alone says what is known
+        pass
+    if name not in known:
+        raise HistoryError(
+            f"no instance named {name!r} in this ensemble or its history",
+            hint=did_you_mean(name, sorted(known)) or "run `unfurl status` to list them",
+        )
 
 
 def project_secrets(path: Path) -> set[str]:

@@ -81,10 +81,14 @@ def init(directory: str | Path = ".", source: str | None = None) -> Created:
         raise UnfurlLiteError(f"{ensemble} already exists", hint="choose an empty directory")
     origin = bundled.resolve_source(source) if source else None
     if source and origin is None:
+        from unfurl_lite.load.problems import did_you_mean
+
         names = ", ".join(bundled.example_names())
+        close = did_you_mean(source, bundled.example_names())
         raise UnfurlLiteError(
             f"--from {source}: neither a bundled example nor a directory with an ensemble.yaml",
-            hint=f"bundled examples: {names} (unfurl init --list-examples)",
+            hint=(f"{close} " if close else "")
+            + f"bundled examples: {names} (unfurl init --list-examples)",
         )
     if origin is not None:
         _refuse_links_out(origin)

@@ -51,9 +51,13 @@ def _scaling_policy(
             return members, dict(policy.get("properties") or {}), True
     template = (topology.get("node_templates") or {}).get(entity)
     if template is None:
+        from unfurl_lite.load.problems import did_you_mean
+
+        names = [*(topology.get("node_templates") or {}), *(topology.get("groups") or {})]
         raise PlanError(
             f"nothing to scale named {entity!r}",
-            hint="give a node template or a scaling group",
+            hint=did_you_mean(entity, names) or "give a node template or a scaling group: "
+            + ", ".join(names[:10]) + (f" (and {len(names) - 10} more)" if len(names) > 10 else ""),
         )
     scalable = ((template.get("capabilities") or {}).get("scalable") or {}).get("properties")
     return [entity], dict(scalable or {}), False

@@ -85,8 +85,16 @@ def overview(ensemble: Path, instances: bool = False) -> str:
 
 
 def history(ensemble: Path, instance: str | None) -> str:
+    from unfurl_lite.errors import HistoryError
+
+    try:
+        jobs, problem = pages.history(ensemble, instance), ""
+    except HistoryError as exc:  # an instance nothing knows: said, with a did-you-mean
+        if not instance:
+            raise
+        jobs, problem = [], exc.format()
     return _render("history.html", page="history", project=ensemble, instance=instance or "",
-                   jobs=pages.history(ensemble, instance))
+                   jobs=jobs, problem=problem)
 
 
 def job(ensemble: Path, text: str) -> str:

@@ -214,9 +214,13 @@ class Handler(BaseHTTPRequestHandler):
         self._json(api.status(self.server.ensemble))
 
     def api_history(self, match: re.Match[str], query: dict[str, str]) -> None:
+        from unfurl_lite.errors import HistoryError
         from unfurl_lite.view.dashboard import pages
 
-        self._json(pages.jobs(self.server.ensemble, query.get("instance")))
+        try:
+            self._json(pages.jobs(self.server.ensemble, query.get("instance")))
+        except HistoryError as exc:  # an instance nothing knows
+            raise NotFound(exc.format()) from None
 
     def api_job(self, match: re.Match[str], query: dict[str, str]) -> None:
         from unfurl_lite.view.dashboard import pages

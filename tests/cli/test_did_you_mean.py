@@ -1,0 +1,49 @@
+"""A mistyped name gets a "did you mean", as the README promises: an instance given to
+`history --instance`, a template given to `scale`, an example given to `init --from`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import InvokeIn, git
+
+
+def _project(invoke_in: InvokeIn, tmp_path: Path, example: str) -> Path:
+    result = invoke_in(tmp_path, "init", "demo", "--from", example)
+    assert result.exit_code == 0, result.output
+    root = tmp_path / "demo"
+    git(root, "config", "user.email", "ada@example.com")
+    git(root, "config", "user.name", "Ada")
+    return root
+
+
+def test_history_of_a_mistyped_instance(invoke_in: InvokeIn, tmp_path: Path):
+    root = _project(invoke_in, tmp_path, "three-tier")
+    assert invoke_in(root, "deploy", "--approve").exit_code == 0
+    result = invoke_in(root, "history", "--instance", "wbe")
+    assert result.exit_code == 1
+    assert "no instance named 'wbe'" in result.output and "did you mean 'web'?" in result.output
+    assert invoke_in(root, "history", "--instance", "web").exit_code == 0
+
+
+def test_history_of_an_instance_not_deployed_yet_is_empty_not_an_error(invoke_in: InvokeIn,
+                                                                      tmp_path: Path):
+    root = _project(invoke_in, tmp_path, "three-tier")
+    result = invoke_in(root, "history", "--instance", "web")
+    assert result.exit_code == 0 and "did you mean" not in result.output
+
+
+def test_scale_of_a_mistyped_template(invoke_in: InvokeIn, tmp_path: Path):
+    root = _project(invoke_in, tmp_path, "scaled-web")
+    result = invoke_in(root, "scale", "wbe", "--delta", "1", "--approve")
+    assert result.exit_code == 1 and "did you mean 'web'?" in result.output
+    nothing_close = invoke_in(root, "scale", "nosuch", "--delta", "1", "--approve")
+    assert nothing_close.exit_code == 1
+    assert "nothing to scale named 'nosuch'" in nothing_close.output
+    assert "web" in nothing_close.output  # what could be scaled
+
+
+def test_init_from_a_mistyped_example(invoke_in: InvokeIn, tmp_path: Path):
+    result = invoke_in(tmp_path, "init", "x", "--from", "three-teir")
+    assert result.exit_code == 1 and "did you mean 'three-tier'?" in result.output
+    assert not (tmp_path / "x").exists()
