@@ -21,9 +21,10 @@ import importlib
 
 TYPE_CHECKING = False  # typing itself is not imported: `import unfurl_lite` stays cheap
 
-__version__ = "0.1.0"
+DISTRIBUTION = "unfurl_lite"  # the package's metadata directory: unfurl_lite-VERSION.dist-info
 
 if TYPE_CHECKING:
+    __version__: str  # read from the package's metadata when first used (_package_version)
     from unfurl_lite.api import (
         Cancelled,
         Created,
@@ -144,6 +145,8 @@ def __getattr__(name: str) -> object:
         value = importlib.import_module("unfurl_lite.api")
     elif name == "RetryOperation":
         value = importlib.import_module("unfurl_lite.run.operations.base").RetryOperation
+    elif name == "__version__":
+        value = _package_version()
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value
@@ -152,3 +155,33 @@ def __getattr__(name: str) -> object:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
+
+
+def _package_version() -> str:
+    """The version in the package's metadata, as pip installed it: the project's
+    pyproject.toml when this is a source checkout (what its metadata would say), else
+    the ``unfurl_lite-VERSION.dist-info`` directory on sys.path. Read from file and
+    directory names, not importlib.metadata, so ``unfurl --version`` stays fast."""
+    import os
+    import sys
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        with open(os.path.join(here, "pyproject.toml"), encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError:
+        text = ""
+    if 'name = "unfurl-lite"' in text:
+        for line in text.splitlines():
+            if line.startswith("version = "):
+                return line.partition("=")[2].partition("#")[0].strip().strip("\"'")
+    prefix = DISTRIBUTION + "-"
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for found in names:
+            if found.startswith(prefix) and found.endswith((".dist-info", ".egg-info")):
+                return found[len(prefix):].rsplit(".", 1)[0]
+    return "0+unknown"

@@ -1,4 +1,4 @@
-from tests.conftest import REFERENCE
+from tests.conftest import REFERENCE, ROOT
 
 
 def test_reference_deploy_then_nothing_to_do(project, invoke):
@@ -100,3 +100,25 @@ def test_version_and_help_import_none_of_the_heavy_libraries():
                              check=True).stdout
         assert "LOADED []" in out, out
         assert flag != "--version" or out.startswith("unfurl-lite "), out
+
+
+def test_the_version_is_the_package_metadatas(tmp_path):
+    """``__version__`` is the installed metadata's (or, in a checkout, pyproject's)."""
+    import shutil
+    import subprocess
+    import sys
+    import tomllib
+
+    import unfurl_lite
+
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert unfurl_lite.__version__ == pyproject["project"]["version"]
+    package = tmp_path / "installed" / "unfurl_lite"
+    package.mkdir(parents=True)
+    shutil.copy(ROOT / "unfurl_lite" / "__init__.py", package / "__init__.py")
+    (tmp_path / "site" / "unfurl_lite-9.8.7.dist-info").mkdir(parents=True)
+    code = (f"import sys; sys.path[:0] = [{str(package.parent)!r}, {str(tmp_path / 'site')!r}]; "
+            "import unfurl_lite; print(unfurl_lite.__version__)")
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True, cwd=tmp_path)
+    assert shown.stdout.strip() == "9.8.7"

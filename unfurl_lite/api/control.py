@@ -67,6 +67,7 @@ def resume(
     commit: bool = True,
     dirty: str = "auto",
     executor: str | None = None,
+    broker: str | None = None,
     observe: Callable[[int], Observer | None] | None = None,
     cancel: threading.Event | None = None,
     notify: Callable[[str], None] = _say,
@@ -75,6 +76,9 @@ def resume(
 
     Succeeded tasks are not run again; failed and rescheduled ones are (retry count
     reset); ``force`` also re-runs tasks that were running when the job was killed.
+    It runs on the job's recorded executor and broker unless ``executor``/``broker`` say
+    otherwise; on Celery, the killed job's copies of its tasks still queued are dropped
+    and those still running (or finished since) are adopted, never run a second time.
     ``observe(n)`` is called with the number of tasks left just before they run and
     returns the observer for the re-run.
     """
@@ -110,7 +114,10 @@ def resume(
                            "stale lock; nothing else to resume.")
             return Resumption(killed_lock.change_id, "nothing to resume", message,
                               committed_leftovers=swept)
-        if interrupted.killed(journal):
+        in_flight = [int(t["number"]) for t in journal.tasks
+                     if t.get("state") in ("sent", "started")]
+        how = _executor_for(journal, executor, broker, in_flight, force)
+        if interrupted.killed(journal) and not how.adopting:
             from unfurl_lite.run import orphans
 
             left = orphans.find(journal.change_id)
@@ -141,7 +148,7 @@ def resume(
                                   recorded=recorded, committed_leftovers=swept)
             ens = load(ens.path)
         killed_lock.settle()
-        resumed = resuming.resumed_from(journal, plan, force)
+        resumed = resuming.resumed_from(journal, plan, force or how.adopting)
         todo = [t for t in plan.tasks if t.number not in resumed.runs]
         notify(f"Resuming job {journal.change_id}: {len(todo)} of {len(plan.tasks)} "
                "tasks to run")
@@ -149,7 +156,7 @@ def resume(
             ensemble=ens.path, workflow=plan.workflow,
             plan_options=PlanOptions.from_mapping(journal.data.get("planOptions") or {}),
             options=options, dirty=dirty, locked=True,
-            executor=executor or os.environ.get("UNFURL_EXECUTOR", "local"),
+            executor=how.kind, executor_options=how.options,
         )
         result = run_job(
             request, observe=observe, cancel=cancel,
@@ -158,6 +165,14 @@ def resume(
         )
     assert result is not None  # no confirmation is asked
     return Resumption(journal.change_id, "resumed", "", options, result, recorded, swept)
+
+
+def _executor_for(journal: Any, executor: str | None, broker: str | None,
+                  in_flight: list[int], force: bool) -> Any:
+    from unfurl_lite.api.distributed import resume_executor
+
+    return resume_executor(journal.data.get("executor") or {}, executor, broker, in_flight,
+                           force)
 
 
 @dataclass(frozen=True)

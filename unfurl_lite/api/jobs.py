@@ -214,6 +214,7 @@ def _run_locked(
             start_instances=start_instances,
             resumes=resumed.job_id if resumed else None,
             on_job_id=lambda job_id: lock.update(lock_file, request.workflow, job_id),
+            executor=executor.record,
         )
         # what the plan left alone and why, for the job's page (the records keep only tasks)
         journal.data["planNotes"] = [{"target": n.target, "message": n.message}

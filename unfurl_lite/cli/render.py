@@ -276,6 +276,9 @@ class LineObserver(Observer):
             f"[{run.change_id}] {run.task.target}: rescheduled in {delay:.1f}s ({run.message})"
         )
 
+    def job_notice(self, message: str) -> None:
+        self._emit(f"[-] {message}")
+
 
 class ProgressObserver(Observer):
     """A live progress bar with the running tasks, for a terminal."""
@@ -317,6 +320,12 @@ class ProgressObserver(Observer):
         with self.lock:
             self.running[run.change_id or ""] = f"{run.task.target}.{run.task.name}"
             self._describe()
+
+    def job_notice(self, message: str) -> None:
+        from rich.markup import escape
+
+        with self.lock:
+            self.progress.console.print(f"[yellow]{escape(message)}[/yellow]")
 
     def task_finished(self, run: TaskRun) -> None:
         with self.lock:

@@ -75,6 +75,7 @@ class Journal(Observer):
         start_instances: dict[str, Instance] | None = None,
         resumes: str | None = None,
         on_job_id: Any = None,
+        executor: dict[str, str] | None = None,
     ) -> None:
         from unfurl_lite.expressions.context import spec_secrets
 
@@ -98,6 +99,8 @@ class Journal(Observer):
                 "recorded": _plain_options(options.recorded),
             },
             "pid": os.getpid(),
+            # where its operations run, so that resume uses the same (never a password)
+            "executor": dict(executor or {"executor": "local"}),
             "state": str(JobState.started),
             "recorded": False,
             "ensemble": ensemble.path.name,
@@ -262,6 +265,8 @@ def task_record(run: TaskRun, secrets: set[str],
             "outputs": yamlio.to_plain(redact(run.result.outputs, secrets)),
             "attributes": yamlio.to_plain(redact(run.result.attributes, secrets)),
         }
+        if not run.result.ran:
+            record["result"]["ran"] = False
     return record
 
 
@@ -357,5 +362,6 @@ def restore_run(run: TaskRun, record: dict[str, Any]) -> TaskRun:
             error=result.get("error"),
             outputs=dict(result.get("outputs") or {}),
             attributes=dict(result.get("attributes") or {}),
+            ran=result.get("ran") is not False,
         )
     return run

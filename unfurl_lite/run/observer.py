@@ -57,6 +57,10 @@ class Observer:
 
     def job_changed(self, state: JobState) -> None: ...
 
+    def job_notice(self, message: str) -> None:
+        """Something the user should hear while the job runs (a task waits for a worker,
+        a worker was lost); called on any thread."""
+
 
 class Observers(Observer):
     """Several observers as one (the journal and a progress display)."""
@@ -91,3 +95,7 @@ class Observers(Observer):
     def job_changed(self, state: JobState) -> None:
         for o in self.observers:
             o.job_changed(state)
+
+    def job_notice(self, message: str) -> None:
+        for o in self.observers:
+            o.job_notice(message)

@@ -73,6 +73,12 @@ class TaskRun:
         return not self.task.is_passthrough or self.task.failure is not None
 
     @property
+    def not_run(self) -> bool:
+        """Failed without its operation ever starting (no worker took it...)."""
+        return self.state == TaskState.failed and self.result is not None \
+            and not self.result.ran
+
+    @property
     def ran(self) -> bool:
         return (
             self.state in (TaskState.succeeded, TaskState.failed, TaskState.blocked)
@@ -149,12 +155,14 @@ def summary_counts(runs: list[TaskRun]) -> dict[str, int]:
         "ok": sum(1 for r in counted if r.state == TaskState.succeeded),
         "failed": sum(
             1 for r in counted if r.state == TaskState.failed and r.status != Status.unknown
+            and not r.not_run
         ),
         "blocked": sum(1 for r in counted if r.state == TaskState.blocked),
         "unknown": sum(
             1 for r in counted if r.state == TaskState.failed and r.status == Status.unknown
         ),
         "skipped": sum(1 for r in counted if r.state == TaskState.skipped),
+        "not_run": sum(1 for r in counted if r.not_run),
     }
 
 
@@ -162,7 +170,9 @@ def summary_text(counts: dict[str, int]) -> str:
     return (
         f"{counts['tasks']} tasks ({counts['changed']} changed, {counts['ok']} ok, "
         f"{counts['failed']} failed, {counts['blocked']} blocked, {counts['unknown']} unknown, "
-        f"{counts['skipped']} skipped)"
+        f"{counts['skipped']} skipped"
+        + (f", {counts['not_run']} not run" if counts.get("not_run") else "")
+        + ")"
     )
 
 

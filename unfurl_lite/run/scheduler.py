@@ -95,6 +95,7 @@ class Scheduler:
         )
         self.numbers = task_numbers(self.plan, self.runs)
         self.executor.on_started = self.operation_started
+        self.executor.on_notice = self.observer.job_notice
         self.executor.secrets = self.secrets  # redacted out of results where they are kept
         self.observer.job_started(
             str(self.job_id), self.instances, [self.runs[t.number] for t in self.plan.tasks]
@@ -187,7 +188,7 @@ class Scheduler:
         )
         if failed_dep is not None:
             dep = self.runs[failed_dep].task
-            if dep.target == task.target:
+            if dep.target == task.target and not self.runs[failed_dep].not_run:
                 self.block_on_own_failure(run)
             return self.complete(
                 run, TaskState.blocked, f"{dep.name} on {dep.target} did not succeed"
@@ -354,12 +355,15 @@ class Scheduler:
             properties=properties,
             queue=agent_of(self.ensemble.topology, instance.template),
             allow_outside_paths=self.options.allow_outside_paths,
+            number=task.number,
         )
 
     def finish(self, number: int, result: OperationResult) -> None:
         run = self.runs[number]
         run.result = result
         run.worker = result.worker
+        if not result.ran:  # nothing happened: no retry, no done/status rules
+            return self.not_run(run, result)
         if not result.success and self._retry(run, result):
             return
         if not self.options.dryrun and not result.skipped:
@@ -483,6 +487,21 @@ class Scheduler:
         if result.outputs.get("timeout") or (result.error or "").startswith("resultTemplate/"):
             run.changed = True  # Unfurl: a timed-out operation or a failed resultTemplate
         self.complete(run, TaskState.failed, result.error)
+
+    def not_run(self, run: TaskRun, result: OperationResult) -> None:
+        """An operation that never started changed nothing: its instance goes back to the
+        state it had before the task was sent, and the task fails with the reason (a check
+        whose ``done`` input would have set a status must not find anything)."""
+        result.success = False
+        if self.plan.affects_history and not self.options.dryrun:
+            self.instances[run.task.target].state = run.prior_state
+        run.status = Status.error
+        run.changed = False
+        run.target_status = (
+            self.instances[run.task.target].status if in_sequence(run.task) else None
+        )
+        reason = result.error or "no worker ran it"
+        self.complete(run, TaskState.failed, f"did not run: {reason}")
 
     def complete(self, run: TaskRun, state: TaskState, message: str | None = None) -> None:
         run.state = state

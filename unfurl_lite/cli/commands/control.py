@@ -26,10 +26,16 @@ from unfurl_lite.cli.commands.common import (
               help="Commit the job's records to git.")
 @click.option("--dirty", type=click.Choice(["auto", "ok", "abort"]), default="auto",
               show_default=True, help="What to do when the repo has uncommitted changes.")
+@click.option("--executor", type=click.Choice(["local", "celery"]), default=None,
+              help="Where operations run (default: where the job ran, as its journal says).")
+@click.option("--broker", default=None,
+              help="The Celery broker (default: the job's, with the password from "
+              "$UNFURL_BROKER or the password file).")
 @click.option("--json", "as_json", is_flag=True, help="Print the job's result as JSON.")
 @click.pass_context
 def resume(ctx: click.Context, changeid: str | None, ensemble: str | None, force: bool,
-           commit: bool, dirty: str, as_json: bool) -> None:
+           commit: bool, dirty: str, executor: str | None, broker: str | None,
+           as_json: bool) -> None:
     """Continue the last failed, cancelled or killed job (or job CHANGEID).
 
     Succeeded tasks are not run again; failed and rescheduled ones are (retry count
@@ -54,7 +60,7 @@ def resume(ctx: click.Context, changeid: str | None, ensemble: str | None, force
 
     with handle_signals(JobControl()) as control, shown, quiet_collector():
         done = api.resume(ensemble, changeid, force=force, commit=commit, dirty=dirty,
-                          observe=observe, cancel=control,
+                          executor=executor, broker=broker, observe=observe, cancel=control,
                           notify=lambda message: click.echo(message, err=True))
     if done.result is None or done.options is None:
         if as_json:

@@ -25,7 +25,8 @@ BROKER_OPTION = click.option(
     help="A queue to serve (repeatable; default: the default queue, unfurl.management).",
 )
 @click.option("--concurrency", "-c", type=click.IntRange(min=1), default=None,
-              help="Operations run at once (default: the number of cores).")
+              help="Operations run at once, each on a thread (default: 32, or 8 per core "
+              "if more: operations mostly wait).")
 @BROKER_OPTION
 @click.option("--loglevel", "-l", default="INFO", show_default=True, help="Celery's log level.")
 @click.option("--project", "project_mode", type=click.Choice(["auto", "git"]), default=None,
@@ -35,18 +36,27 @@ BROKER_OPTION = click.option(
 @click.option("--cache", "cache_dir", default=None, type=click.Path(file_okay=False),
               help="Where fetched repositories and worktrees are kept "
               "(default: $UNFURL_WORKER_CACHE or ~/.cache/unfurl-lite/worker).")
+@click.option("--broker-password-file", "password_file", default=None,
+              help="A file holding only the broker's password ('-': standard input); "
+              "default: $UNFURL_BROKER_PASSWORD_FILE. Never put it in --broker.")
 def worker(name: str | None, queues: tuple[str, ...], concurrency: int | None,
            broker: str | None, loglevel: str, project_mode: str | None,
-           cache_dir: str | None) -> None:
+           cache_dir: str | None, password_file: str | None) -> None:
     """Start a Celery worker that runs this project's operations (runs until stopped).
 
     Each operation it runs sees UNFURL_WORKER=NAME, and the job's records name it. It
     runs each task in the job's project at the job's commit, and never passes the broker's
     URL to an operation.
     """
+    import os
+
     from unfurl_lite.api.distributed import serve_worker
 
-    serve_worker(name, queues, concurrency, broker, loglevel, project_mode, cache_dir)
+    if password_file:
+        os.environ["UNFURL_BROKER_PASSWORD_FILE"] = password_file
+
+    serve_worker(name, queues, concurrency, broker, loglevel, project_mode, cache_dir,
+                 restart=True)
 
 
 @click.command()
@@ -71,7 +81,7 @@ def agents(ensemble: str | None, broker: str | None, start: bool, concurrency: i
     else:
         for row in found.rows:
             workers = ", ".join(
-                f"{w} ({_version_text(row['versions'][w], found.protocol)})"
+                f"{w} ({_version_text(row['versions'][w], found.differs)})"
                 for w in row["workers"]) or "none"
             note = f" (started pid {row['started']})" if "started" in row else ""
             show(f"{row['queue']}: {len(row['nodes'])} node(s) [{', '.join(row['nodes'])}]; "
@@ -81,8 +91,8 @@ def agents(ensemble: str | None, broker: str | None, start: bool, concurrency: i
         raise problem
 
 
-def _version_text(version: dict[str, Any], protocol: int) -> str:
+def _version_text(version: dict[str, Any], differs: Any) -> str:
     if version.get("protocol") is None:
         return "version unknown: older than protocol 2, refused"
     text = f"unfurl-lite {version['version']}, protocol {version['protocol']}"
-    return text if version["protocol"] == protocol else f"{text}: differs, refused"
+    return f"{text}: differs, refused" if differs(version) else text

@@ -24,6 +24,12 @@ class Executor(Protocol):
     #: set by the job: the job's secrets, redacted from results before they are stored
     #: anywhere outside the job process
     secrets: set[str]
+    #: set by the job; the executor calls it (on any thread) with what the user should
+    #: hear while the job runs (a task waits for a worker, a worker was lost)
+    on_notice: Callable[[str], None] | None
+    #: what the job's journal keeps of the executor, so that ``resume`` uses the same
+    #: (never a password): ``{"executor": "local"}``, or Celery's broker and lineage
+    record: dict[str, str]
 
     def submit(self, request: OperationRequest) -> Future[OperationResult]: ...
 

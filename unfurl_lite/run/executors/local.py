@@ -22,6 +22,8 @@ class LocalExecutor:
         self.capacity: int | None = max(1, jobs)
         self._pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="unfurl-task")
         self.on_started: Callable[[str], None] | None = None
+        self.on_notice: Callable[[str], None] | None = None
+        self.record = {"executor": "local"}
         self.secrets: set[str] = set()  # results stay in this process: nothing to redact
         self.processes = ProcessTable()
 

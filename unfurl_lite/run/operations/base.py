@@ -30,6 +30,9 @@ class OperationRequest:
     properties: dict[str, Any] = field(default_factory=dict)
     queue: str | None = None  # agent queue, for distributed executors
     allow_outside_paths: bool = False  # cwd may leave the project (--allow-outside-paths)
+    #: the task's number in its plan: the same in a job and the jobs that resume it (a
+    #: distributed executor keys its lease on it)
+    number: int = 0
 
 
 @dataclass
@@ -45,6 +48,10 @@ class OperationResult:
     skipped: bool = False  # e.g. a dry run of a command without a dryrun form
     resources: list[dict[str, Any]] = field(default_factory=list)  # discovered instances
     protected: bool | None = None  # a resultTemplate marked the target (un)protected
+    #: False when the operation never started (no worker took it, the worker could not
+    #: get the job's commit, it was cancelled while queued): nothing about its instance
+    #: changed, whatever a ``done`` input or a check's status rules would say
+    ran: bool = True
 
 
 class RetryOperation(Exception):

@@ -20,6 +20,7 @@ from unfurl_lite.run.executors.celery.application import (
     WORKER_NAME_ENV,
     broker_url,
     check_broker,
+    default_concurrency,
     live_workers,
     redacted_url,
     without_broker,
@@ -38,9 +39,9 @@ from unfurl_lite.run.executors.wire import (
 from unfurl_lite.run.routing import DEFAULT_QUEUE
 
 __all__ = ["DEFAULT_BROKER", "DEFAULT_QUEUE", "PROTOCOL", "WORKER_NAME_ENV", "CeleryExecutor",
-           "broker_url", "check_broker", "decode", "decode_request", "decode_result", "encode",
-           "encode_request", "encode_result", "live_workers", "make_app", "redacted_url",
-           "without_broker", "worker_name"]
+           "broker_url", "check_broker", "decode", "decode_request", "decode_result",
+           "default_concurrency", "encode", "encode_request", "encode_result", "live_workers",
+           "make_app", "redacted_url", "without_broker", "worker_name"]
 
 
 def __getattr__(name: str) -> Any:

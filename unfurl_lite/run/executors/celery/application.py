@@ -13,6 +13,7 @@ import os
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+import unfurl_lite.run.executors.celery.credentials as credentials
 from unfurl_lite.errors import JobError
 from unfurl_lite.security.redaction import redact_text
 from unfurl_lite.security.taint import REDACTED
@@ -22,23 +23,27 @@ if TYPE_CHECKING:
 
 #: bumped whenever the task message or the reply changes shape; a controller never sends
 #: to a worker speaking another one
-PROTOCOL = 2
+PROTOCOL = 3
 DEFAULT_BROKER = "redis://127.0.0.1:6379/0"
 TASK_NAME = "unfurl_lite.run_operation"
-PREFIX = "unfurl-lite:"
-SUPERSEDED_KEY = PREFIX + "superseded:"  # + Celery id: the controller gave up on it
-ENDED_KEY = PREFIX + "ended:"  # + job key: the job has ended
-LEASE_KEY = PREFIX + "lease:"  # + job key + changeId: held by the run in progress
+PREFIX = "unfurl-lite:"  # the keys of a job and its tasks are in lineage.py
 WORKER_KEY = PREFIX + "worker:"  # + Celery node name: version, protocol, queues
 WORKER_NAME_ENV = "UNFURL_WORKER_NAME"
 PROTOCOL_ENV = "UNFURL_WORKER_PROTOCOL"  # a worker speaking another protocol (for tests)
-BROKER_ENV = ("UNFURL_BROKER", "UNFURL_BACKEND", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND")
+VERSION_ENV = "UNFURL_WORKER_VERSION"  # a worker claiming another version (for tests)
+BROKER_ENV = credentials.VARIABLES
 REDACTED_ARGS = f"({REDACTED},)"
 SWEEP_SECONDS = 1.0
 PING_SECONDS = 2.0
 LOST_AFTER_MISSED_PINGS = 3
 HEARTBEAT_SECONDS = 2.0
 LEASE_SECONDS = 6.0
+#: a controller renews its job's ``alive`` key this often and for this long: a worker
+#: starts no task of a job whose key is gone (ended, or its controller died)
+JOB_ALIVE_SECONDS = 10.0
+#: a message not started by then is dropped by the worker that finds it (its own clock);
+#: the controller sends a fresh copy of a task still queued on a busy queue before
+DEADLINE_SECONDS = 600.0
 BROKER_DOWN_SECONDS = 30.0
 REPLY_DELIVERY_SECONDS = 60.0
 REPLY_TTL_SECONDS = 24 * 3600
@@ -67,16 +72,37 @@ def patch_kombu() -> None:
     kombu_redis.Channel._connparams = _connparams  # type: ignore[method-assign]
 
 
+def default_concurrency() -> int:
+    """Operations a worker runs at once unless told: they are subprocesses that mostly
+    wait (on networks, on package managers, on ``sleep``), so a thread pool well above
+    the cores, as the local executor's would be for the same job."""
+    return max(32, 8 * (os.cpu_count() or 2))
+
+
 def broker_url(broker: str | None = None) -> str:
-    return broker or os.environ.get("UNFURL_BROKER") or DEFAULT_BROKER
+    """The broker's URL with its password (see credentials.py for where that is kept)."""
+    url = credentials.inherited() or broker or os.environ.get("UNFURL_BROKER") or DEFAULT_BROKER
+    return credentials.with_password(url, credentials.password())
 
 
 def visibility_timeout() -> float:
     return float(os.environ.get("UNFURL_VISIBILITY_TIMEOUT") or 3600)
 
 
+def keep_seconds() -> int:
+    """How long markers of a job and its tasks are kept in Redis: as long as one of its
+    messages could still be delivered again."""
+    return int(max(visibility_timeout() * 2 + 3600, REPLY_TTL_SECONDS))
+
+
 def protocol() -> int:
     return int(os.environ.get(PROTOCOL_ENV) or PROTOCOL)
+
+
+def worker_version() -> str:
+    from unfurl_lite import __version__
+
+    return os.environ.get(VERSION_ENV) or __version__
 
 
 def worker_name(hostname: str | None) -> str:

@@ -20,29 +20,28 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from celery import signals
 from celery.concurrency.thread import TaskPool as _CeleryThreadPool
 
-from unfurl_lite import __version__
+import unfurl_lite.run.executors.celery.lineage as lineage
 from unfurl_lite.errors import JobError
 from unfurl_lite.run.executors.celery.application import (
     BROKER_ENV,
-    ENDED_KEY,
     HEARTBEAT_SECONDS,
-    LEASE_KEY,
     LEASE_SECONDS,
     REPLY_DELIVERY_SECONDS,
     REPLY_TTL_SECONDS,
-    SUPERSEDED_KEY,
     SWITCH_INTERVAL,
     TASK_NAME,
     WORKER_KEY,
+    keep_seconds,
     protocol,
-    visibility_timeout,
     without_broker,
     worker_name,
+    worker_version,
 )
 from unfurl_lite.run.executors.wire import decode, decode_request, encode_result
 from unfurl_lite.run.operations import ProcessTable
@@ -65,6 +64,7 @@ class WorkerState:
     watchdog: Any = None
     tasks: dict[str, ProcessTable] = field(default_factory=dict)  # Celery id -> its commands
     clients: dict[str, Any] = field(default_factory=dict)
+    _scripts: dict[int, lineage.Scripts] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def watch(self, pid: int, running: bool) -> None:
@@ -88,6 +88,12 @@ class WorkerState:
         if table is not None:
             table.terminate(set(table.task_ids()))
 
+    def scripts(self, client: Any) -> lineage.Scripts:
+        found = self._scripts.get(id(client))
+        if found is None:
+            found = self._scripts[id(client)] = lineage.Scripts(client)
+        return found
+
     def client(self, url: str) -> Any:
         import redis
 
@@ -110,6 +116,7 @@ def install(app: Any, broker: str) -> None:
              throws=(OperationFailed,))(run_on_worker)
     signals.task_revoked.connect(_on_revoked, weak=False, dispatch_uid="unfurl-revoked")
     signals.worker_init.connect(_on_worker_init, weak=False, dispatch_uid="unfurl-init")
+    signals.celeryd_after_setup.connect(_on_after_setup, weak=False, dispatch_uid="unfurl-queues")
     signals.worker_ready.connect(_on_worker_ready, weak=False, dispatch_uid="unfurl-ready")
     signals.after_setup_logger.connect(_quiet_results, weak=False, dispatch_uid="unfurl-log")
 
@@ -122,61 +129,86 @@ def run_on_worker(task: Any, payload: dict[str, Any]) -> dict[str, Any]:
     worker = worker_name(task.request.hostname)
     client = state.client(str(task.app.conf.result_backend or task.app.conf.broker_url))
     reply = str(meta.get("reply") or "")
-    if meta.get("protocol") != protocol():
-        error = (f"worker {worker} speaks protocol {protocol()} (unfurl-lite {__version__}), "
-                 f"the controller {meta.get('protocol')}: run the same unfurl-lite version "
-                 "on the controller and its workers")
-        refused = OperationResult(success=False, modified=False, error=error, worker=worker)
-        _push(client, reply, {"id": celery_id, "event": "done", "node": node,
-                              "result": encode_result(refused)})
+    number = meta.get("number")
+    base = {"id": celery_id, "n": number, "node": node}
+    error = refusal(meta, worker)
+    if error:
+        refused = OperationResult(success=False, modified=False, error=error, worker=worker,
+                                  ran=False)
+        _push(client, reply, {**base, "event": "done", "result": encode_result(refused)})
         raise OperationFailed(error)
-    job = str(meta.get("job") or "")
-    lease = _Lease(client, LEASE_KEY + job + ":" + str(meta.get("change")), f"{celery_id} {node}")
-    # one round trip: has the job ended or given it up, and may this copy run?
-    started = json.dumps({"id": celery_id, "event": "started", "node": node})
-    acquired = lease.try_first(ENDED_KEY + job, SUPERSEDED_KEY + celery_id, reply, started)
-    if acquired == "dropped":
-        return {"dropped": "its job ended or gave up on it", "worker": worker}
-    if acquired is None and not lease.acquire(celery_id):
-        return {"dropped": "a run of it is still alive", "worker": worker}
+    deadline = float(meta.get("deadline") or 0)
+    if deadline and time.time() > deadline:  # this machine's clock: no broker needed
+        _push(client, reply, {**base, "event": "dropped", "reason": "deadline"}, once=True)
+        return {"dropped": "its deadline passed before a worker took it", "worker": worker}
+    lease = _Lease(client, state.scripts(client), meta, celery_id, node)
+    verdict = lease.start(reply, json.dumps({**base, "event": "started"}))
+    if verdict != "run":
+        if verdict in ("ended", "unreachable"):  # the controller decides what comes next
+            _push(client, reply, {**base, "event": "dropped", "reason": verdict}, once=True)
+        return {"dropped": DROPPED.get(verdict, verdict), "worker": worker}
     request = decode_request(payload.get("request") or {})
     secrets = {str(s) for s in decode(meta.get("secrets") or [])}
+    result = OperationResult(success=False, modified=None, worker=worker,
+                             error="the worker stopped while running it")
     try:
-        if acquired is None:  # told only once this copy runs
-            _push(client, reply, json.loads(started), once=True)
         with state.commands_of(celery_id) as processes:
-            result = _run_here(request, meta.get("source") or {}, worker, state, processes)
+            result = _run_here(request, meta.get("source") or {}, worker, state, processes,
+                               client)
         result.worker = worker
         result = redact_result(result, secrets)
-        _push(client, reply, {"id": celery_id, "event": "done", "node": node,
-                              "result": encode_result(result)})
     finally:
-        lease.release()
+        lease.finish(reply, json.dumps({**base, "event": "done",
+                                        "result": encode_result(result)}), ran=result.ran)
     if not result.success:
         raise OperationFailed(result.error or "the operation failed")
     return {"success": True, "worker": worker, "status": result.status,
             "modified": result.modified}
 
 
+DROPPED = {
+    "ended": "its job has ended",
+    "superseded": "the controller sent another copy of it",
+    "duplicate": "the same message was delivered again",
+    "unreachable": "the broker could not be reached to claim it",
+}
+
+
+def refusal(meta: dict[str, Any], worker: str) -> str | None:
+    """A message from a controller of another protocol or unfurl-lite version."""
+    theirs = (meta.get("protocol"), meta.get("version"))
+    if theirs == (protocol(), worker_version()):
+        return None
+    return (f"worker {worker} runs unfurl-lite {worker_version()} (protocol {protocol()}), "
+            f"the controller {theirs[1]} (protocol {theirs[0]}): run the same unfurl-lite "
+            "version on the controller and its workers")
+
+
 def _run_here(request: OperationRequest, source: dict[str, str], worker: str,
-              state: WorkerState, processes: ProcessTable) -> OperationResult:
-    from unfurl_lite.run.executors.checkout import project_dir
+              state: WorkerState, processes: ProcessTable, client: Any) -> OperationResult:
+    import unfurl_lite.run.executors.celery.bundles as bundles
+    import unfurl_lite.run.executors.checkout as checkout
     from unfurl_lite.run.operations import run_operation
 
+    def fetch(repository: Path, commit: str) -> bool:
+        return bundles.fetch(client, repository, commit, source.get("root") or "")
+
     try:
-        request.cwd = project_dir(source, request.cwd)
+        with checkout.project_for(source, request.cwd, fetch) as directory:
+            request.cwd = directory
+            request.env = without_broker(request.env, state.broker)
+            for name in ("HOME", "PATH", "USER", "LOGNAME", "TMPDIR", "SHELL"):  # this machine's
+                if name in os.environ:
+                    request.env[name] = os.environ[name]
+            request.env["UNFURL_WORKER"] = worker
+            try:  # Python operations run in a process of their own, importing from cwd
+                return run_operation(request, processes)
+            except Exception as exc:  # a bug or broken environment here: the task fails
+                return OperationResult(success=False, modified=None,
+                                       error=f"{type(exc).__name__}")
     except JobError as exc:
-        return OperationResult(success=False, modified=False,
-                               error=f"worker {worker} cannot get the project: {exc.message}")
-    request.env = without_broker(request.env, state.broker)
-    for name in ("HOME", "PATH", "USER", "LOGNAME", "TMPDIR", "SHELL"):  # this machine's
-        if name in os.environ:
-            request.env[name] = os.environ[name]
-    request.env["UNFURL_WORKER"] = worker
-    try:  # Python operations too run in a process of their own, importing from request.cwd
-        return run_operation(request, processes)
-    except Exception as exc:  # a bug or broken environment on this worker: the task fails
-        return OperationResult(success=False, modified=None, error=f"{type(exc).__name__}")
+        return OperationResult(success=False, modified=False, ran=False,
+                               error=f"worker {worker} did not run it: {exc.message}")
 
 
 def redact_result(result: OperationResult, secrets: set[str]) -> OperationResult:
@@ -221,75 +253,73 @@ def _push(client: Any, key: str, message: dict[str, Any], once: bool = False) ->
 
 
 class _Lease:
-    """This run's claim on its task, refreshed while it runs (and after a broker restart)."""
+    """This run's claim on its task in its lineage (see lineage.py), renewed while it runs
+    (and taken again after a broker restart that lost it)."""
 
-    def __init__(self, client: Any, key: str, holder: str) -> None:
-        self.client, self.key, self.holder = client, key, holder
+    def __init__(self, client: Any, scripts: lineage.Scripts, meta: dict[str, Any],
+                 celery_id: str, node: str) -> None:
+        job = str(meta.get("job") or "")
+        key = lineage.task_key(str(meta.get("lineage") or job), int(meta.get("number") or 0))
+        self.client, self.scripts = client, scripts
+        self.keys = [lineage.ALIVE_KEY + job, lineage.ENDED_KEY + job,
+                     lineage.CURRENT_KEY + key, lineage.LEASE_KEY + key,
+                     lineage.STARTED_KEY + key]
+        self.result_key = lineage.RESULT_KEY + key
+        self.celery_id = celery_id
+        self.holder = f"{celery_id} {node}"
         self._stop = threading.Event()
 
-    def try_first(self, ended: str, given_up: str, reply: str, started: str) -> str | None:
-        """The common case in one round trip: "dropped" (the job ended or gave the task
-        up), "run" (the lease is ours and the controller told it started), else None."""
-        try:
-            with self.client.pipeline(transaction=True) as pipe:
-                pipe.exists(ended, given_up)
-                pipe.set(self.key, self.holder, nx=True, ex=int(LEASE_SECONDS))
-                dropped, taken = pipe.execute()
-                if dropped:
-                    if taken:
-                        self.client.delete(self.key)
-                    return "dropped"
-                if not taken:
-                    return None
-        except Exception:  # the broker is restarting: the slow path retries
-            return None
-        self._start_refreshing()
-        if reply:
-            _push(self.client, reply, json.loads(started), once=True)
-        return "run"
-
-    def _start_refreshing(self) -> None:
-        threading.Thread(target=self._refresh, daemon=True, name="unfurl-lease").start()
-
-    def acquire(self, celery_id: str) -> bool:
+    def start(self, reply: str, started: str) -> str:
+        """"run" (the lease is ours and the controller was told), or why not: another
+        copy runs (wait for it: never two at once), or the broker is away (retried)."""
         deadline = time.monotonic() + REPLY_DELIVERY_SECONDS
         while True:
             try:
-                with self.client.pipeline(transaction=False) as pipe:
-                    taken, held_bytes = pipe.set(
-                        self.key, self.holder, nx=True, ex=int(LEASE_SECONDS)
-                    ).get(self.key).execute()
-                if taken:
-                    break
-                held = (held_bytes or b"").decode()
-                if held.partition(" ")[0] == celery_id:
-                    return False  # the same message, delivered again: its first run is
-                    # alive, or it has ended
-                if held.endswith(" done"):  # an earlier copy ended; this one was sent again
-                    self.client.set(self.key, self.holder, ex=int(LEASE_SECONDS))
-                    break
-                # a copy sent again after its worker was lost: wait until that run has ended
-                if self.client.exists(SUPERSEDED_KEY + celery_id):
-                    return False
-            except Exception:  # the broker is restarting: run anyway (at least once)
+                verdict = lineage.text(self.scripts.start(
+                    keys=self.keys, args=[self.celery_id, self.holder,
+                                          int(LEASE_SECONDS * 1000), reply, started,
+                                          REPLY_TTL_SECONDS, keep_seconds()]))
+            except Exception:  # the broker is restarting: try again, never run unclaimed
                 if time.monotonic() > deadline:
-                    break
+                    return "unreachable"
+                time.sleep(0.5)
+                continue
+            if verdict != "busy":
+                break
             time.sleep(0.5)
-        self._start_refreshing()
-        return True
+        if verdict == "run":
+            threading.Thread(target=self._refresh, daemon=True, name="unfurl-lease").start()
+        return verdict
 
     def _refresh(self) -> None:
         while not self._stop.wait(LEASE_SECONDS / 4):
             with contextlib.suppress(Exception):
-                self.client.set(self.key, self.holder, ex=int(LEASE_SECONDS))
+                self.scripts.refresh(keys=self.keys[3:4],
+                                     args=[self.holder, int(LEASE_SECONDS * 1000)])
 
-    def release(self) -> None:
-        """Keep the lease, marked done, as long as a copy could still be redelivered."""
+    def finish(self, reply: str, done: str, ran: bool = True) -> None:
+        """Mark the lease done (kept as long as a copy could still be delivered again),
+        keep the result for a controller that has not seen it, and reply: one step,
+        retried through a broker restart. An operation that never started (``ran``
+        False) gives the lease back instead: the task may be sent again."""
         self._stop.set()
-        with contextlib.suppress(Exception):
-            if (self.client.get(self.key) or b"").decode() == self.holder:
-                self.client.set(self.key, f"{self.holder} done",
-                                ex=int(visibility_timeout() * 2 + 3600))
+        keep = keep_seconds()
+        deadline = time.monotonic() + REPLY_DELIVERY_SECONDS
+        while True:
+            try:
+                if not ran:
+                    self.scripts.unclaim(keys=[self.keys[3], self.keys[4]],
+                                         args=[self.holder, reply, done, REPLY_TTL_SECONDS])
+                    return
+                self.scripts.finish(keys=[self.keys[3], self.result_key],
+                                    args=[self.holder, done, done, keep, REPLY_TTL_SECONDS,
+                                          reply])
+                return
+            except Exception as exc:
+                if time.monotonic() > deadline:
+                    log.warning("could not deliver the result of %s: %s", self.celery_id, exc)
+                    return
+                time.sleep(0.5)
 
 
 class ThreadPool(_CeleryThreadPool):
@@ -302,6 +332,21 @@ class ThreadPool(_CeleryThreadPool):
     def terminate_job(self, pid: int, signal: int | None = None) -> None:
         return None
 
+
+def _on_after_setup(sender: Any = None, instance: Any = None, **kwargs: Any) -> None:
+    """Serve each agent queue named (``-Q web-1``) through its Celery queue for this
+    version (``web-1@v0.2.0-p3``): tasks of another version never reach this worker,
+    and this worker never takes tasks meant for another version's workers."""
+    from unfurl_lite.run.executors.celery.flights import VERSION_MARK, celery_queue
+
+    queues = instance.app.amqp.queues
+    names = list(queues.consume_from or {}) or [instance.app.conf.task_default_queue]
+    for name in names:
+        if VERSION_MARK in name:
+            continue
+        queues.select_add(celery_queue(name, worker_version(), protocol()))
+        if queues.consume_from:
+            queues.deselect([name])
 
 
 def _on_revoked(sender: Any = None, request: Any = None, terminated: bool = False,
@@ -326,11 +371,17 @@ def _on_worker_ready(sender: Any = None, **kwargs: Any) -> None:
     """Tell controllers and ``unfurl agents`` who we are, every few seconds."""
     with contextlib.suppress(Exception):
         node = str(sender.hostname)
-        queues = sorted(q.name for q in sender.task_consumer.queues)
+        from unfurl_lite.run.executors.celery.flights import agent_queue
+
+        queues = sorted({agent_queue(q.name) for q in sender.task_consumer.queues})
         client = state_of(sender.app).client(
             str(sender.app.conf.result_backend or sender.app.conf.broker_url))
+        import unfurl_lite.run.executors.checkout as checkout
+
         info = json.dumps({"node": node, "name": worker_name(node.partition("@")[0]),
-                           "version": __version__, "protocol": protocol(), "queues": queues})
+                           "version": worker_version(), "protocol": protocol(), "queues": queues,
+                           "machine": checkout.machine_id(), "clone": checkout.own_clone_root(),
+                           "project": os.environ.get(checkout.PROJECT_MODE_ENV, "auto")})
 
         def beat() -> None:
             while True:
