@@ -68,6 +68,17 @@ class InputError(UnfurlLiteError):
         return "\n".join(lines)
 
 
+class RenderRefused(InputError):
+    """A job's templates read names that cannot exist: the job is refused before anything
+    runs (as Unfurl 1.2.0 aborts a job whose templates fail to render) and exits as a
+    failed job does."""
+
+    exit_code = 64
+
+    def format(self) -> str:
+        return "\n".join([f"error: {self.message}:", *(p.format() for p in self.problems)])
+
+
 class PlanError(UnfurlLiteError):
     """The requested workflow cannot be planned (unknown instance, operation, filter...)."""
 

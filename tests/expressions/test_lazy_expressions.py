@@ -85,18 +85,18 @@ def test_result_template_reads_the_operations_inputs(project, invoke):
 
 def test_an_expression_nobody_reads_is_never_evaluated(project, invoke):
     text = spec("web:\n  type: tosca.nodes.Root\n  properties:\n"
-                "    unused: {get_input: no_such_input}\n    used: 3\n"
+                "    unused: {get_property: [no_such_node, port]}\n    used: 3\n"
                 + op("echo {{ SELF.used }} > out.txt"))
     assert deploy(project, invoke, text) == "3"
 
 
 def test_an_expression_that_fails_when_read_fails_its_task_clearly(project, invoke):
     project.write(spec("web:\n  type: tosca.nodes.Root\n  properties:\n"
-                       "    port: {get_input: no_such_input}\n"
+                       "    port: {get_property: [no_such_node, port]}\n"
                        + op("echo {{ SELF.port }} > out.txt")))
     result = invoke("deploy", "--approve")
     assert result.exit_code == 64
-    assert "get_input: no input named 'no_such_input'" in result.output
+    assert "no node 'no_such_node'" in result.output
     assert "Traceback" not in result.output
 
 

@@ -206,7 +206,8 @@ def test_parameters_the_cloudify_way(project, invoke):
         "db": node(standard=("create",), Custom=("ping",)),
         "web": node(standard=("create",), Custom=("ping",), requirements=[{"dependency": "db"}]),
     }
-    with_op(templates["web"], "Custom", "ping", 'echo "web ping {{ inputs.x }}" >> ' + LOG)
+    ping = 'echo "web ping {{ inputs.x | default("") }}" >> '  # x: only when given
+    with_op(templates["web"], "Custom", "ping", ping + LOG)
     deployed(project, invoke, templates)
     ok(invoke(
         "execute-operation", "-p", "operation=Custom.ping", "-p", "node_ids=[web]",

@@ -21,6 +21,7 @@ from unfurl_lite.api.project import make_plan
 from unfurl_lite.errors import STORAGE_ERRNOS, JobError, StorageError, storage_error
 from unfurl_lite.expressions.digest import spec_digest
 from unfurl_lite.expressions.outputs import topology_inputs, topology_outputs
+from unfurl_lite.load import name_checks
 from unfurl_lite.load.digestkey import key_provider
 from unfurl_lite.load.gitrepo import Repo, find_repo, identity_problem
 from unfurl_lite.load.loader import load_ensemble
@@ -156,6 +157,10 @@ def run_job(
             f"Queued: waiting for {job} to end..."))
     ensemble = ensemble or load_ensemble(request.ensemble)
     plan = plan or make_plan(ensemble, request.workflow, request.plan_options, request.custom)
+    ran = resumed.runs if resumed else {}
+    name_checks.refuse_job(ensemble, [  # before anything runs, as Unfurl's render errors
+        (t.template, t.operation, t.extra_inputs, t.requirement is not None)
+        for t in plan.tasks if t.operation is not None and t.number not in ran])
     if not confirm(ensemble, plan):
         return None
     todo = len([t for t in plan.tasks if t.number not in resumed.runs]) if resumed \

@@ -185,9 +185,17 @@ def examples() -> list[tuple[str, str]]:
 
 
 def validate(ensemble: str | Path | None = None) -> Ensemble:
-    """The ensemble, validated: syntax, schema and references (every problem in one
-    :class:`~unfurl_lite.errors.InputError`)."""
-    return load_ensemble(ensemble)
+    """The ensemble, validated: syntax, schema and references, then the names its
+    templates read (every problem in one :class:`~unfurl_lite.errors.InputError`)."""
+    from unfurl_lite.errors import InputError
+    from unfurl_lite.load import name_checks
+
+    loaded = load_ensemble(ensemble)
+    found = name_checks.find(loaded)
+    if found:
+        raise InputError(name_checks.problems(loaded, found),
+                         summary=f"{loaded.path.name} is not a valid ensemble")
+    return loaded
 
 
 def make_plan(ensemble: Ensemble, workflow: str, options: PlanOptions | None = None,

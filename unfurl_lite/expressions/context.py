@@ -13,10 +13,11 @@ from typing import Any
 
 from unfurl_lite.errors import ExpressionError
 from unfurl_lite.expressions.expr import EvalContext, evaluate
-from unfurl_lite.expressions.lazy import LazyValues
+from unfurl_lite.expressions.lazy import Labelled, LazyValues
 from unfurl_lite.model.entities import Instance, NodeTemplate, Topology
 from unfurl_lite.security.taint import Sensitive
 
+INPUTS_LABEL = "the operation has no input {name}"
 #: inputs evaluated after the operation, with its result (:mod:`unfurl_lite.run.results`)
 POST_INPUTS = ("done", "resultTemplate")
 
@@ -44,7 +45,7 @@ def instance_view(
             value = Sensitive(str(value))
         return value
 
-    properties = LazyValues(raw, property_value)
+    properties = LazyValues(raw, property_value, f"the properties of {instance.name!r}")
     declared = dict(template.attributes) if template else {}
     recorded = instance.attributes
 
@@ -53,7 +54,8 @@ def instance_view(
             return value  # what an operation reported is data, not an expression
         return evaluate(value, ctx_for())
 
-    attributes = LazyValues({**declared, **recorded}, attribute_value)
+    attributes = LazyValues({**declared, **recorded}, attribute_value,
+                            f"the attributes of {instance.name!r}")
     fixed = dict(
         name=instance.name,
         template=instance.template,
@@ -71,7 +73,8 @@ def instance_view(
             return attributes[key]
         return properties[key]
 
-    return LazyValues({**raw, **declared, **recorded, **fixed}, view_value)
+    return LazyValues({**raw, **declared, **recorded, **fixed}, view_value,
+                      f"instance {instance.name!r}")
 
 
 def wrapped_inputs(topology: Topology) -> dict[str, Any]:
@@ -231,8 +234,9 @@ def render_inputs(
                 "pass --allow-kwargs-override to replace it"
             )
         merged[key] = value
-    lazy = LazyValues(merged, lambda k, v: v if k in POST_INPUTS else evaluate(v, ctx))
+    lazy = LazyValues(merged, lambda k, v: v if k in POST_INPUTS else evaluate(v, ctx),
+                      INPUTS_LABEL)
     ctx.operation_inputs = lazy  # `{{ inputs.a }}` in another input reads a's value
-    rendered = {k: lazy[k] for k in merged}
+    rendered = Labelled({k: lazy[k] for k in merged}, INPUTS_LABEL)
     ctx.operation_inputs = rendered
     return rendered

@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from unfurl_lite.errors import ExpressionError, UnfurlLiteError
-from unfurl_lite.expressions.lazy import LazyInputs
+from unfurl_lite.expressions import catalog
+from unfurl_lite.expressions.lazy import Labelled, LazyInputs
+from unfurl_lite.expressions.names import did_you_mean
 from unfurl_lite.expressions.sandbox import file_global, is_template, render_native
 from unfurl_lite.expressions.scope import current_ctx
 from unfurl_lite.security import taint
@@ -50,7 +52,8 @@ class EvalContext:
             "SOURCE": self.source,
             "TARGET": self.target,
             "inputs": self.operation_inputs,
-            "TOPOLOGY": {"inputs": LazyInputs(self.inputs, self._read_input)},
+            "TOPOLOGY": Labelled({"inputs": LazyInputs(self.inputs, self._read_input)},
+                                 "TOPOLOGY"),
         }
         names.update(self.extra)
         return names
@@ -60,18 +63,14 @@ class EvalContext:
         sit below this module, reach the evaluator."""
         return evaluate(value, self)
 
-    def call(self, function: str, arg: Any) -> Any:
-        """Apply one of :data:`FUNCTIONS` (``eval``...) to ``arg`` in this context."""
-        return FUNCTIONS[function](arg, self, 0)
-
-    @staticmethod
-    def is_function(name: Any) -> bool:
-        return name in FUNCTIONS
+    def eval_expression(self, arg: Any) -> Any:
+        """``{eval: arg}`` here: how the ``eval`` filter reaches the evaluator."""
+        return eval_expression(arg, self, 0)
 
     def _read_input(self, name: str) -> Any:
         self.template_reads += 1  # Unfurl digests `{{ TOPOLOGY.inputs.x }}` as no read
         try:
-            return _get_input(name, self, 1)
+            return get_input(name, self, 1)
         finally:
             self.template_reads -= 1
 
@@ -89,9 +88,16 @@ def evaluate(value: Any, ctx: EvalContext, depth: int = 0) -> Any:
     if isinstance(value, Mapping):
         if len(value) == 1:
             ((key, arg),) = value.items()
-            function = FUNCTIONS.get(str(key))
-            if function is not None:
+            if key in ("eval", "ref"):
+                return eval_expression(arg, ctx, depth + 1)
+            if key in catalog.top_level_functions():
+                function = catalog.implementation("function", key)
+                if function is None:
+                    raise _refused("function", key)
                 return function(arg, ctx, depth + 1)
+        elif ("eval" in value or "ref" in value) and all(
+                k in ("eval", "ref") or k in catalog.QUERY_KEYS for k in value):
+            return _expression(value, ctx, depth + 1)
         return {k: evaluate(v, ctx, depth + 1) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [evaluate(v, ctx, depth + 1) for v in value]
@@ -116,10 +122,15 @@ def _built(text: str, parts: list[Any], ctx: EvalContext) -> Any:
     return _mark(text, ctx)
 
 
-def _get_input(arg: Any, ctx: EvalContext, depth: int) -> Any:
+def _no_input(function: str, name: Any, ctx: EvalContext) -> str:
+    close = did_you_mean(str(name), ctx.inputs)
+    return f"{function}: no input named {name!r}" + (f"; {close}" if close else "")
+
+
+def get_input(arg: Any, ctx: EvalContext, depth: int) -> Any:
     name = evaluate(arg, ctx, depth)
     if name not in ctx.inputs:
-        raise ExpressionError(f"get_input: no input named {name!r}")
+        raise ExpressionError(_no_input("get_input", name, ctx))
     value = ctx.inputs[name]
     if isinstance(value, Sensitive) and not isinstance(value, Tainted):
         ctx.secrets.add(str(value))
@@ -155,12 +166,12 @@ def _walk(entity: Mapping[str, Any], section: str, path: list[Any], fn: str) -> 
     return value
 
 
-def _get_property(arg: Any, ctx: EvalContext, depth: int) -> Any:
+def get_property(arg: Any, ctx: EvalContext, depth: int) -> Any:
     ref, *path = evaluate(arg, ctx, depth)
     return _walk(_entity(ref, ctx), "properties", path, "get_property")
 
 
-def _get_attribute(arg: Any, ctx: EvalContext, depth: int) -> Any:
+def get_attribute(arg: Any, ctx: EvalContext, depth: int) -> Any:
     ref, *path = evaluate(arg, ctx, depth)
     entity = _entity(ref, ctx)
     try:
@@ -169,12 +180,12 @@ def _get_attribute(arg: Any, ctx: EvalContext, depth: int) -> Any:
         return _walk(entity, "properties", path, "get_attribute")
 
 
-def _concat(arg: Any, ctx: EvalContext, depth: int) -> Any:
+def concat(arg: Any, ctx: EvalContext, depth: int) -> Any:
     parts = [evaluate(v, ctx, depth) for v in arg]
     return _built("".join("" if p is None else str(p) for p in parts), parts, ctx)
 
 
-def _join(arg: Any, ctx: EvalContext, depth: int) -> Any:
+def join(arg: Any, ctx: EvalContext, depth: int) -> Any:
     items, *rest = arg
     sep = rest[0] if rest else ""
     values = [evaluate(v, ctx, depth) for v in evaluate(items, ctx, depth)]
@@ -217,56 +228,69 @@ def _query(text: str, ctx: EvalContext) -> Any:
     return evaluate(value, ctx) if isinstance(value, Mapping | list) else value
 
 
-def _eval(arg: Any, ctx: EvalContext, depth: int) -> Any:
+def eval_expression(arg: Any, ctx: EvalContext, depth: int) -> Any:
+    """``{eval: ...}``: a query (``'::node::attribute'``), a template, or a mapping naming
+    one function of the catalog (:mod:`.catalog`) with its options."""
     if isinstance(arg, str) and arg.startswith(("::", ".::", ".")) and not is_template(arg):
         return _query(arg, ctx)
     if not isinstance(arg, Mapping):
         return evaluate(arg, ctx, depth)
-    if "get_env" in arg:
-        name = evaluate(arg["get_env"], ctx, depth)
-        if isinstance(name, list):
-            name, default = [*name, None][:2]
-        else:
-            default = None
-        value = os.environ.get(str(name), default)
-        return None if value is None else _mark(value, ctx, str(name))
-    if "sensitive" in arg:
-        return _mark(evaluate(arg["sensitive"], ctx, depth), ctx)
-    if "secret" in arg:
-        name = evaluate(arg["secret"], ctx, depth)
-        if name not in ctx.inputs:
-            raise ExpressionError(f"secret: no input named {name!r}")
-        return _mark(evaluate(ctx.inputs[name], ctx, depth), ctx)
-    if "file" in arg:
-        token = current_ctx.set(ctx)
-        try:
-            return file_global(evaluate(arg["file"], ctx, depth))
-        except UnfurlLiteError as exc:
-            raise ExpressionError(exc.message, hint=exc.hint) from None
-        finally:
-            current_ctx.reset(token)
-    if "get_input" in arg:
-        return _get_input(arg["get_input"], ctx, depth)
-    if "template" in arg:
-        return evaluate(arg["template"], ctx, depth)
-    if len(arg) == 1 and next(iter(arg)) in FUNCTIONS:
-        # Unfurl's eval knows the TOSCA functions too: {eval: {concat: [...]}}
-        return evaluate(dict(arg), ctx, depth)
-    raise ExpressionError(f"unsupported eval expression: {sorted(arg)}")
+    for key in arg:
+        known = catalog.entry("function", str(key))
+        if known is None:
+            continue
+        function = catalog.implementation("function", str(key))
+        if function is None:
+            raise _refused("function", str(key))
+        options = {k: v for k, v in arg.items() if k != key and k in known.options}
+        return function(arg[key], ctx, depth, **options)
+    raise _refused("function", str(next(iter(arg), "")))
 
 
-#: the keys an ``eval:`` mapping may have here (besides the TOSCA functions)
-EVAL_KEYS = frozenset({"get_env", "sensitive", "secret", "file", "get_input", "template"})
+def _refused(kind: catalog.Kind, name: str) -> ExpressionError:
+    message, hint = catalog.refusal(kind, name)
+    return ExpressionError(message, hint=hint)
 
 
-FUNCTIONS: dict[str, Callable[[Any, EvalContext, int], Any]] = {
-    "get_input": _get_input,
-    "get_property": _get_property,
-    "get_attribute": _get_attribute,
-    "concat": _concat,
-    "join": _join,
-    "eval": _eval,
-    # TOSCA's/Unfurl's bare form of {eval: {get_env: NAME}}: the same secret value
-    "get_env": lambda arg, ctx, depth: _eval({"get_env": arg}, ctx, depth),
-}
+def _expression(value: Mapping[str, Any], ctx: EvalContext, depth: int) -> Any:
+    """An expression mapping with keys beside ``eval``/``ref`` (``vars``, ``foreach``...)."""
+    for key in value:
+        if key not in ("eval", "ref") and catalog.implementation("query_key", key) is None:
+            raise _refused("query_key", key)
+    raise _refused("query_key", next(k for k in value if k not in ("eval", "ref")))
 
+
+def get_env(arg: Any, ctx: EvalContext, depth: int) -> Any:
+    """``{eval: {get_env: NAME}}`` (or ``[NAME, default]``): a secret value."""
+    name = evaluate(arg, ctx, depth)
+    if isinstance(name, list):
+        name, default = [*name, None][:2]
+    else:
+        default = None
+    value = os.environ.get(str(name), default)
+    return None if value is None else _mark(value, ctx, str(name))
+
+
+def sensitive(arg: Any, ctx: EvalContext, depth: int) -> Any:
+    return _mark(evaluate(arg, ctx, depth), ctx)
+
+
+def secret(arg: Any, ctx: EvalContext, depth: int) -> Any:
+    name = evaluate(arg, ctx, depth)
+    if name not in ctx.inputs:
+        raise ExpressionError(_no_input("secret", name, ctx))
+    return _mark(evaluate(ctx.inputs[name], ctx, depth), ctx)
+
+
+def file(arg: Any, ctx: EvalContext, depth: int, encoding: Any = None) -> Any:
+    token = current_ctx.set(ctx)
+    try:
+        return file_global(evaluate(arg, ctx, depth))
+    except UnfurlLiteError as exc:
+        raise ExpressionError(exc.message, hint=exc.hint) from None
+    finally:
+        current_ctx.reset(token)
+
+
+def template(arg: Any, ctx: EvalContext, depth: int) -> Any:
+    return evaluate(arg, ctx, depth)

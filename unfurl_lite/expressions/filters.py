@@ -1,8 +1,7 @@
 """The Jinja2 filters Unfurl adds to templates (its ``filter_plugins/ref.py``), for the
 ensembles that use them: ``eval``/``ref``, ``map_value``/``mapValue``, ``sensitive`` and
-``abspath``. Any other filter that is not one of Jinja's built-ins is refused by
-``validate`` (see :mod:`~unfurl_lite.expressions.template_names`), never left to fail a task
-at run time.
+``abspath``. They are registered in :mod:`.catalog`, which says what every other filter
+name is (Jinja's built-ins are known; the rest is refused by ``validate``).
 
 They run inside the template sandbox (``expressions/sandbox.py`` wraps every filter with its size
 limits and taint rules): ``eval`` evaluates only the expressions the rest of the tool
@@ -21,10 +20,6 @@ from unfurl_lite.expressions.scope import current_ctx
 if TYPE_CHECKING:
     from unfurl_lite.expressions.expr import EvalContext
 
-#: Unfurl 1.2.0's filters that are not here; validate names them as not supported
-UNSUPPORTED = frozenset({"to_label", "to_dns_label", "to_kubernetes_label",
-                         "to_googlecloud_label", "get_dir", "which"})
-
 
 def _ctx() -> EvalContext:
     ctx = current_ctx.get()
@@ -36,13 +31,16 @@ def _ctx() -> EvalContext:
 def eval_filter(value: Any, *args: Any, **kwargs: Any) -> Any:
     """``{{ {'get_input': 'x'} | eval }}`` / ``{{ 'a {{ b }}' | eval }}``: evaluate an
     expression (TOSCA functions, ``eval:`` expressions, templates)."""
+    from unfurl_lite.expressions import catalog
+
     ctx = _ctx()
     if isinstance(value, str):  # a query ('::node::attribute') as {eval: ...} reads it
-        return ctx.call("eval", value)
-    if isinstance(value, Mapping) and len(value) == 1 and ctx.is_function(next(iter(value))):
+        return ctx.eval_expression(value)
+    if isinstance(value, Mapping) and ("eval" in value or "ref" in value or (
+            len(value) == 1 and next(iter(value)) in catalog.top_level_functions())):
         return ctx.evaluate(dict(value))
-    if isinstance(value, Mapping) and "eval" not in value:
-        return ctx.call("eval", dict(value))
+    if isinstance(value, Mapping):
+        return ctx.eval_expression(dict(value))
     return ctx.evaluate(value)
 
 
@@ -69,14 +67,3 @@ def abspath_filter(path: Any, relativeTo: Any = None, mkdir: bool = False) -> st
     ctx = _ctx()
     base = str(ctx.project_root) if ctx.project_root is not None else os.getcwd()
     return os.path.normpath(os.path.join(base, str(path)))
-
-
-def unfurl_filters() -> dict[str, Any]:
-    return {
-        "eval": eval_filter,
-        "ref": eval_filter,
-        "map_value": map_value_filter,
-        "mapValue": map_value_filter,
-        "sensitive": sensitive_filter,
-        "abspath": abspath_filter,
-    }

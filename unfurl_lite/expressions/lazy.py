@@ -12,13 +12,17 @@ class LazyInputs(Mapping[str, Any]):
     """``TOPOLOGY.inputs`` for templates: an input given as an expression (``{eval:
     {get_env: PW}}``) is evaluated when read, so its secret stays wrapped."""
 
-    def __init__(self, inputs: Mapping[str, Any], read: Callable[[str], Any]) -> None:
+    def __init__(self, inputs: Mapping[str, Any], read: Callable[[str], Any],
+                 label: str = "there is no topology input {name}") -> None:
+        self._label = label  # how an error names it
         self._inputs = inputs
         self._read = read
         self._cache: dict[str, Any] = {}
 
     def __getitem__(self, key: str) -> Any:
         if key not in self._cache:
+            if key not in self._inputs:
+                raise KeyError(key)  # a template sees it undefined, with its name
             self._cache[key] = self._read(key)
         return self._cache[key]
 
@@ -27,6 +31,17 @@ class LazyInputs(Mapping[str, Any]):
 
     def __len__(self) -> int:
         return len(self._inputs)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._inputs
+
+
+class Labelled(dict):
+    """A plain mapping a template reads, with the name an error gives it."""
+
+    def __init__(self, values: Mapping[str, Any], label: str) -> None:
+        super().__init__(values)
+        self._label = label
 
 
 class LazyValues(Mapping[str, Any]):
@@ -37,7 +52,8 @@ class LazyValues(Mapping[str, Any]):
     that needs itself (``a: "{{ inputs.b }}"``, ``b: "{{ inputs.a }}"``) is an error."""
 
     def __init__(self, raw: Mapping[str, Any],
-                 evaluator: Callable[[str, Any], Any]) -> None:
+                 evaluator: Callable[[str, Any], Any], label: str = "") -> None:
+        self._label = label  # how an error names it ("instance 'app'")
         self._raw = raw
         self._evaluator = evaluator
         self._cache: dict[str, Any] = {}

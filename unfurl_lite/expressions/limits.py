@@ -153,34 +153,63 @@ def _filter_size(name: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) ->
     return 0
 
 
-def guarded_filter(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
-    """A filter that refuses to build a huge value and taints what it derives from a
-    secret (jinja calls filters directly, not through the sandbox's ``call``)."""
+def _pass_first(passes: Any, context: Any) -> tuple[Any, ...]:
+    """What jinja would hand a filter or test first, from the render's context."""
     from jinja2.utils import _PassArg
 
-    skip = 0 if _PassArg.from_obj(function) is None else 1
+    if passes is _PassArg.context:
+        return (context,)
+    if passes is _PassArg.eval_context:
+        return (context.eval_ctx,)
+    if passes is _PassArg.environment:
+        return (context.environment,)
+    return ()
+
+
+def runtime_only(function: Callable[..., Any]) -> Callable[..., Any]:
+    """A test (or filter) jinja may only call while rendering: jinja otherwise calls one
+    whose arguments are constants while it compiles, and keeps the result in the compiled
+    template (``{{ {'get_input': 'pw'} | eval }}`` would keep the secret, in clear, for
+    every later render, and ``'conf' | file`` the file as it was)."""
+    from jinja2.utils import _PassArg, pass_context
+
+    passes = _PassArg.from_obj(function)
 
     @functools.wraps(function)
-    def guarded(*args: Any, **kwargs: Any) -> Any:
+    def at_render(context: Any, *args: Any, **kwargs: Any) -> Any:
+        return function(*_pass_first(passes, context), *args, **kwargs)
+
+    return pass_context(at_render)
+
+
+def guarded_filter(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    """A filter that refuses to build a huge value and taints what it derives from a
+    secret (jinja calls filters directly, not through the sandbox's ``call``); called
+    only while rendering (see :func:`runtime_only`)."""
+    from jinja2.utils import _PassArg, pass_context
+
+    passes = _PassArg.from_obj(function)
+
+    @functools.wraps(function)
+    def guarded(context: Any, *args: Any, **kwargs: Any) -> Any:
         values = list(args)
-        for index in range(skip, len(values)):
-            item = values[index]
+        for index, item in enumerate(values):
             if isinstance(item, Iterator):  # see whether a generator yields secrets
                 values[index] = list(_bounded_items(item))
             elif isinstance(item, int) and not isinstance(item, bool) and (
                     item > MAX_TEMPLATE_RESULT):
                 raise _refuse(f"{name}: a number argument that is too large")
-        if _filter_size(name, tuple(values[skip:]), kwargs) > MAX_TEMPLATE_RESULT:
+        if _filter_size(name, tuple(values), kwargs) > MAX_TEMPLATE_RESULT:
             raise _refuse(f"{name}: the result would be too large")
-        result = function(*values, **kwargs)
-        if any(taint.derives(v) for v in (*values[skip:], *kwargs.values())):
+        result = function(*_pass_first(passes, context), *values, **kwargs)
+        if any(taint.derives(v) for v in (*values, *kwargs.values())):
             result = taint.derived(list(_bounded_items(result)) if isinstance(
                 result, Iterator) else result)
         if too_big(result):
             raise _refuse(f"{name}: the result is too large")
         return result
 
-    return guarded
+    return pass_context(guarded)
 
 
 def _bounded_items(items: Iterator[Any]) -> Iterator[Any]:

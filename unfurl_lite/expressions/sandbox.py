@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 import time
 from collections.abc import Mapping
@@ -17,16 +18,15 @@ from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import ExpressionError, PathError
 from unfurl_lite.expressions import limits
-from unfurl_lite.expressions.filters import unfurl_filters
 from unfurl_lite.expressions.lazy import LazyInputs, LazyValues
 from unfurl_lite.expressions.limits import (
     MAX_TEMPLATE_RESULT,
     RENDER_SECONDS,
     bounded_concat,
-    bounded_range,
     check_binop,
     check_method,
     guarded_filter,
+    runtime_only,
     too_big,
     tracer,
 )
@@ -133,16 +133,18 @@ def _environment() -> Any:
                 raise SecurityError("template builds a value that is too large")
             return _note(_derive(result, owner, *args, *kwargs.values()))
 
-    env = Sandbox(autoescape=False, keep_trailing_newline=False)
+    from unfurl_lite.expressions import catalog
+    from unfurl_lite.expressions.names import strict_undefined
+
+    env = Sandbox(autoescape=False, keep_trailing_newline=False, undefined=strict_undefined())
     env.globals.clear()  # no range, lipsum, cycler, joiner, namespace from jinja's defaults
-    env.globals["range"] = bounded_range
-    env.globals["get_env"] = _get_env_global
-    env.globals["lookup"] = _lookup_global
-    env.globals["file"] = file_global
-    env.filters["file"] = file_global
-    env.filters.update(unfurl_filters())  # Unfurl's own (eval, map_value, sensitive...)
+    env.globals.update(catalog.implemented("global"))
+    env.filters.update(catalog.implemented("filter"))  # Unfurl's own (eval, map_value...)
+    env.tests.update(catalog.implemented("test"))
     for name, function in list(env.filters.items()):
         env.filters[name] = guarded_filter(name, function)
+    for name, test in list(env.tests.items()):
+        env.tests[name] = runtime_only(test)  # type: ignore[arg-type]
     return env
 
 
@@ -156,7 +158,7 @@ def env_allowed(name: str, ctx: EvalContext | None) -> bool:
             or name in ctx.declared_env)
 
 
-def _get_env_global(name: str, default: Any = None) -> Any:
+def get_env_global(name: str, default: Any = None) -> Any:
     """``{{ get_env('TOKEN') }}``: the value is a secret, as with ``{eval: {get_env: }}``."""
     if not env_allowed(str(name), current_ctx.get()):
         raise ExpressionError(
@@ -169,21 +171,33 @@ def _get_env_global(name: str, default: Any = None) -> Any:
     return None if value is None else taint.mark_secret(value, str(name))
 
 
-def _lookup_global(plugin: str, *terms: Any, **options: Any) -> Any:
-    """Ansible's ``lookup('env', 'NAME', ...)``, which Unfurl's templates use to read the
-    environment: as ``get_env`` (the same rules, a secret taking part in change
-    detection); several names give their values joined by commas, a missing one ''.
-    Ansible's other lookup plugins are not here."""
-    if str(plugin) != "env":
-        raise ExpressionError(
-            f"lookup({str(plugin)!r}): Ansible's lookup plugins are not supported; only "
-            "lookup('env', NAME) is",
-            hint="read a file with file('path'), a variable with lookup('env', NAME)",
-        )
-    values = [_get_env_global(str(name), "") for name in terms]
+def lookup_global(plugin: str, *terms: Any, wantlist: bool = False, **options: Any) -> Any:
+    """Ansible's ``lookup('env', 'NAME', ...)``, which Unfurl's templates use: the plugin
+    of the catalog (``env`` reads a variable as ``get_env`` does); its values joined by
+    commas, as Ansible's ``lookup`` gives them, or the list with ``wantlist=True``."""
+    values = query_global(plugin, *terms, **options)
+    if wantlist:
+        return values
     if len(values) == 1:
         return values[0]
     return taint.derived(",".join(str(v) for v in values), taint.sources(*values))
+
+
+def query_global(plugin: str, *terms: Any, **options: Any) -> list[Any]:
+    """Ansible's ``query('env', 'NAME', ...)`` (also ``q``): the plugin's values as a list."""
+    from unfurl_lite.expressions import catalog
+
+    function = catalog.implementation("lookup", str(plugin))
+    if function is None:
+        message, hint = catalog.refusal("lookup", str(plugin))
+        raise ExpressionError(f"lookup({str(plugin)!r}): {message}", hint=hint)
+    return list(function(*terms, **options))
+
+
+def env_lookup(*names: Any, default: Any = "", **options: Any) -> list[Any]:
+    """The ``env`` lookup plugin: each variable under ``get_env``'s rules (a secret taking
+    part in change detection); a missing one is ``default`` ('')."""
+    return [get_env_global(str(name), default) for name in names]
 
 
 def file_global(name: str) -> str:
@@ -238,7 +252,7 @@ def render_template(text: str, ctx: EvalContext) -> Any:
     secret, the underlying error's text is withheld, since it may quote a value derived
     from the secret. Rendering stops at ``ctx.deadline`` (RENDER_SECONDS from now without
     one)."""
-    from jinja2 import TemplateError
+    from jinja2 import TemplateAssertionError, TemplateError, UndefinedError
     from jinja2.exceptions import SecurityError
 
     with taint.render_scope(ctx.secrets) as flag:
@@ -259,6 +273,13 @@ def render_template(text: str, ctx: EvalContext) -> Any:
             raise ExpressionError(exc.message, hint=exc.hint) from None
         except ExpressionError as exc:
             raise ExpressionError(_safe(exc.message, ctx), hint=exc.hint) from None
+        except UndefinedError as exc:  # it names names, never values: always said
+            raise ExpressionError(
+                f"template error in {_safe(text, ctx)!r}: {_safe(exc, ctx)}",
+                hint="check the spelling, or test it first: "
+                "{% if NAME is defined %} or {{ NAME | default('') }}") from None
+        except TemplateAssertionError as exc:
+            raise _unknown_name(exc, text, ctx) from None
         except (TemplateError, Exception) as exc:
             where = _safe(text, ctx)
             if flag:
@@ -327,6 +348,23 @@ def _keeps_text(source: str) -> bool:
         return False
     node = body[0].nodes[0]
     return isinstance(node, nodes.Filter) and node.name in STRING_FILTERS
+
+
+_NO_SUCH = re.compile(r"No (filter|test) named '([^']*)'")
+
+
+def _unknown_name(exc: Exception, text: str, ctx: EvalContext) -> ExpressionError:
+    """A filter or test this tool does not have, in the catalog's words."""
+    from unfurl_lite.expressions import catalog
+
+    found = _NO_SUCH.search(str(exc))
+    where = _safe(text, ctx)
+    if found is None:
+        return ExpressionError(f"template error in {where!r}: {_safe(exc, ctx)}")
+    kind: catalog.Kind = "filter" if found.group(1) == "filter" else "test"
+    names = environment().filters if kind == "filter" else environment().tests
+    message, hint = catalog.refusal(kind, found.group(2), frozenset(names))
+    return ExpressionError(f"template error in {where!r}: {message}", hint=hint)
 
 
 def _safe(text: Any, ctx: EvalContext) -> str:

@@ -32,7 +32,7 @@ from unfurl_lite.model.entities import (
     Topology,
     canonical_interface,
 )
-from unfurl_lite.model.lineage import ancestry, parents
+from unfurl_lite.model.lineage import NORMATIVE_ATTRIBUTES, ancestry, normative_name, parents
 
 #: Cloudify's interfaces by their short names: a template overriding only an operation's
 #: inputs keeps its type's implementation there
@@ -123,8 +123,7 @@ def _inputs(definitions: dict[str, Any], values: dict[str, Any]) -> tuple[dict[s
     sensitive: set[str] = set()
     for name, definition in definitions.items():
         definition = definition if isinstance(definition, dict) else {"default": definition}
-        if "default" in definition:
-            resolved[name] = definition["default"]
+        resolved[name] = definition.get("default")  # declared, not required: null
         if _is_sensitive(definition):
             sensitive.add(name)
     resolved.update(values)
@@ -199,11 +198,11 @@ def _node_template(
         if isinstance(d, dict) and "default" in d
     }
     properties.update(data.get("properties") or {})
-    attributes = {
-        key: d["default"]
-        for key, d in attribute_defs.items()
-        if isinstance(d, dict) and "default" in d
-    }
+    attributes: dict[str, Any] = {  # declared, with no default: null, as in Unfurl
+        name: None for t in reversed(chain)
+        for name in NORMATIVE_ATTRIBUTES.get(normative_name(t), ())}
+    attributes.update({key: d.get("default") if isinstance(d, dict) else None
+                       for key, d in attribute_defs.items()})
     attributes.update(data.get("attributes") or {})
     metadata = data.get("metadata") or {}
     priority = data.get("priority") or metadata.get("priority") or "required"

@@ -3,10 +3,10 @@ helpers every validation check shares."""
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
 from unfurl_lite.errors import Problem
+from unfurl_lite.expressions.names import did_you_mean  # noqa: F401 (checks import it here)
 from unfurl_lite.load import positions
 from unfurl_lite.load.origins import format_path, source_file
 
@@ -38,11 +38,6 @@ def problem_at(
     where, line, column = locate(doc, path, file)
     return Problem(message, file=where, line=line, column=column,
                    path=format_path(list(path)) or None, hint=hint)
-
-
-def did_you_mean(word: str, choices: Any) -> str | None:
-    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
-    return f"did you mean {close[0]!r}?" if close else None
 
 
 def mapping(value: Any) -> dict:

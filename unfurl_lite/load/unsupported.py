@@ -6,6 +6,7 @@ never accepted and ignored.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -213,6 +214,12 @@ def _unsupported_implementations(doc: Any, file: str) -> Iterator[Problem]:
                 why = _implementation_problem(implementation, artifacts)
                 if why is not None:
                     yield problem_at(doc, where, file, why, _IMPLEMENTATION_HINT)
+                elif not short:
+                    given = {**mapping(mapping(body).get("inputs")),
+                             **mapping(mapping(definition).get("inputs"))}
+                    unknown = _unknown_configurator(implementation, "command" in given)
+                    if unknown is not None:
+                        yield problem_at(doc, where, file, *unknown)
                 for key in _UNSUPPORTED_IMPLEMENTATION_KEYS:
                     if key in mapping(implementation):
                         yield problem_at(
@@ -227,6 +234,34 @@ _UNSUPPORTED_IMPLEMENTATION_KEYS = ("preConditions", "invoke")
 _IMPLEMENTATION_HINT = ("use `className: Shell` with the equivalent command (for example "
                         "`ansible-playbook site.yml`), `Template`, `Delegate`, or a Python "
                         "operation `package.module:function`")
+
+
+#: every configurator name an implementation may give (here or refused by name)
+_CONFIGURATORS = ("Shell", "Template", "Delegate", *UNFURL_ONLY_CONFIGURATORS)
+
+
+def _unknown_configurator(implementation: Any, has_command: bool) -> tuple[str, str] | None:
+    """``implementation: Shel`` is a configurator's name misspelt, not a command: it is one
+    word close to a configurator's name, or the operation gives its command as an input
+    (Unfurl 1.2.0 then runs that command, whatever the name says)."""
+    from unfurl_lite.expressions.names import did_you_mean
+
+    name = implementation.strip() if isinstance(implementation, str) else mapping(
+        implementation).get("className")
+    if not isinstance(name, str) or name in OPERATION_KINDS:
+        return None
+    lowered = {c.lower(): c for c in _CONFIGURATORS}
+    close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.8)
+    one_word = re.fullmatch(r"[A-Za-z_][\w.]*", name) is not None
+    if isinstance(implementation, str) and not (one_word and (close or has_command)):
+        return None
+    if not isinstance(implementation, str) and not close:
+        return None
+    guess = f"did you mean {lowered[close[0]]!r}?" if close else did_you_mean(name, _CONFIGURATORS)
+    message = f"unknown configurator {name!r}" + (f"; {guess}" if guess else "")
+    return message, ("the configurators here are Shell, Template and Delegate, or a Python "
+                     "operation package.module:function; a shell command is written as "
+                     "`implementation: COMMAND` without a `command` input")
 
 
 def _artifact_names(doc: Any) -> set[str]:
@@ -275,6 +310,9 @@ def _implementation_problem(implementation: Any,
     if class_name.startswith("unfurl.") or class_name in UNFURL_ONLY_CONFIGURATORS:
         return f"Unfurl's configurator {class_name!r} is not supported by unfurl-lite"
     if not _CALLABLE.match(class_name):
+        guess = _unknown_configurator(implementation, False)
         return (f"className {class_name!r} is neither a built-in operation (Shell, Template, "
-                "Delegate) nor a Python callable (package.module:function)")
+                "Delegate) nor a Python callable (package.module:function)"
+                + (guess[0].partition(";")[1] + guess[0].partition(";")[2]
+                   if guess and ";" in guess[0] else ""))
     return None

@@ -11,7 +11,6 @@ one list, in file order.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,7 +24,6 @@ from unfurl_lite.load.interface_checks import (
 from unfurl_lite.load.problems import (
     SERVICE,
     TOPOLOGY,
-    did_you_mean,
     get_section,
     mapping,
     problem_at,
@@ -66,94 +64,10 @@ def semantic_problems(doc: Any, file: str) -> list[Problem]:
     return problems
 
 
-def _any_filter(value: dict[Any, Any] | list[Any]) -> bool:
-    """Whether any string in the value could use a filter (the quick pass: most specs
-    have none, and a large spec is mostly plain strings)."""
-    stack: list[Any] = [value]
-    while stack:
-        item = stack.pop()
-        for child in (item.values() if isinstance(item, dict) else item):
-            if isinstance(child, str):
-                if ("|" in child or "lookup" in child or "query" in child) and "{" in child:
-                    return True
-            elif isinstance(child, dict | list):
-                if isinstance(child, dict) and isinstance(child.get("eval"), str | dict):
-                    return True  # an Unfurl query or eval expression
-                stack.append(child)
-    return False
-
-
-def _eval_key(name: Any) -> bool:
-    from unfurl_lite.expressions.expr import EVAL_KEYS, FUNCTIONS
-
-    return name in EVAL_KEYS or name in FUNCTIONS
-
-
-#: a quoted query expression piped to eval in a template: ``'::node::attr' | eval``
-_QUERY_FILTERED = re.compile(r"""['"](\.?::[^'"]*|\.[^'"\s]*)['"]\s*\|\s*eval\b""")
-
-
 def _unknown_filters(doc: Any, file: str) -> Iterator[Problem]:
-    """A Jinja2 filter the template sandbox does not have would fail its task at run
-    time; say so now, naming Unfurl's filters that are not supported here."""
-    from unfurl_lite.expressions.expr import supported_query
-    from unfurl_lite.expressions.filters import UNSUPPORTED
-    from unfurl_lite.expressions.template_names import (
-        known_filters,
-        unknown_filters,
-        unsupported_lookups,
-    )
+    from unfurl_lite.load import expression_checks
 
-    spec = mapping(doc).get("spec")
-    if not isinstance(spec, dict | list) or not _any_filter(spec):
-        return
-    stack: list[tuple[tuple[Any, ...], Any]] = [(("spec",), spec)]
-    found: list[tuple[tuple[Any, ...], str]] = []
-    lookups: list[tuple[tuple[Any, ...], str]] = []
-    queries: list[tuple[tuple[Any, ...], str]] = []
-    functions: list[tuple[tuple[Any, ...], str]] = []
-    while stack:  # only containers are pushed: a large spec is mostly plain strings
-        path, value = stack.pop()
-        items = value.items() if isinstance(value, dict) else enumerate(value)
-        for key, item in items:
-            if isinstance(item, str):
-                if "|" in item and "{" in item:
-                    found += (((*path, key), name) for name in
-                              dict.fromkeys(unknown_filters(item)))
-                    queries += (((*path, key), text) for text in _QUERY_FILTERED.findall(item)
-                                if not supported_query(text))
-                if "{" in item and ("lookup" in item or "query" in item):
-                    lookups += (((*path, key), name) for name in
-                                dict.fromkeys(unsupported_lookups(item)))
-            elif isinstance(item, dict | list):
-                if isinstance(item, dict) and isinstance(item.get("eval"), str) \
-                        and not supported_query(item["eval"]):
-                    queries.append(((*path, key, "eval"), item["eval"]))
-                if isinstance(item, dict) and isinstance(item.get("eval"), dict):
-                    functions += (((*path, key, "eval", name), str(name))
-                                  for name in item["eval"] if not _eval_key(name))
-                stack.append(((*path, key), item))
-    for path, text in queries:
-        yield problem_at(
-            doc, path, file, f"Unfurl's query expression {text!r} is not supported",
-            "only '::node::attribute' is; use {get_attribute: [node, attribute]} or "
-            "{get_property: [node, property]}")
-    for path, name in functions:
-        yield problem_at(
-            doc, path, file, f"Unfurl's eval expression key {name!r} is not supported",
-            "eval here knows get_env, sensitive, secret, file, get_input, template and the "
-            "TOSCA functions (get_property, get_attribute, concat, join)")
-    for path, name in found:
-        message = (f"Unfurl's filter {name!r} is not supported" if name in UNSUPPORTED
-                   else f"unknown filter {name!r}: not supported")
-        hint = did_you_mean(name, sorted(known_filters())) or (
-            "the filters here are Jinja2's built-ins and Unfurl's eval, ref, map_value, "
-            "sensitive, abspath")
-        yield problem_at(doc, path, file, message, hint)
-    for path, name in lookups:
-        yield problem_at(
-            doc, path, file, f"Ansible's lookup plugin {name!r} is not supported",
-            "only lookup('env', NAME) is (as get_env); read a project file with file('path')")
+    return expression_checks.problems(doc, file)
 
 
 def _with_types_section(doc: Any) -> Any:

@@ -28,6 +28,21 @@ _NORMATIVE_CAPABILITIES: dict[str, dict[str, str]] = {
     "tosca.nodes.DBMS": {"host": "tosca.capabilities.Container"},
     "tosca.nodes.Database": {"database_endpoint": "tosca.capabilities.Endpoint.Database"},
 }
+#: attributes TOSCA's normative node types declare: null until an operation sets them
+NORMATIVE_ATTRIBUTES: dict[str, tuple[str, ...]] = {
+    "tosca.nodes.Compute": ("private_address", "public_address", "networks", "ports"),
+}
+
+
+def normative_name(type_name: str) -> str:
+    """``tosca:Compute`` and ``Compute`` are ``tosca.nodes.Compute``."""
+    if type_name.startswith("tosca:"):
+        return "tosca.nodes." + type_name[len("tosca:"):]
+    if "." not in type_name and ":" not in type_name:
+        return "tosca.nodes." + type_name
+    return type_name
+
+
 #: capability types that derive from another (child -> parent)
 _CAPABILITY_PARENTS = {
     "tosca.capabilities.Endpoint.Admin": "tosca.capabilities.Endpoint",

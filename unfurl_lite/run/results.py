@@ -10,8 +10,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from unfurl_lite.errors import ExpressionError
-from unfurl_lite.expressions.context import POST_INPUTS
+from unfurl_lite.expressions.context import INPUTS_LABEL, POST_INPUTS
 from unfurl_lite.expressions.expr import EvalContext, evaluate
+from unfurl_lite.expressions.lazy import Labelled
 from unfurl_lite.load import yamlio
 from unfurl_lite.run.operations.base import OperationResult
 from unfurl_lite.security.taint import Sensitive, tainted_copy
@@ -23,7 +24,7 @@ def apply_post_inputs(inputs: Mapping[str, Any], result: OperationResult, ctx: E
         return
     outputs = result.outputs
     if not ctx.operation_inputs:
-        ctx.operation_inputs = dict(inputs)
+        ctx.operation_inputs = Labelled(inputs, INPUTS_LABEL)
     base = dict(ctx.extra)  # e.g. `task`
     ctx.extra = {
         **base,

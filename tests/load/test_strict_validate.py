@@ -1,0 +1,205 @@
+"""What validation refuses before any job (a name that cannot exist, an input nobody gives,
+an undeclared get_input, a misspelt configurator, an eval function or filter that is not
+here), each with its file and line; and a job whose templates read a name that cannot
+exist runs nothing, as Unfurl 1.2.0 (tests/data/unfurl120/18-strict-names)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ensemble_yaml, safe_load
+
+CAPTURE = Path(__file__).resolve().parent.parent / "data" / "unfurl120" / "18-strict-names"
+
+
+def _files(project) -> set[str]:
+    return {p.name for p in project.root.iterdir() if p.name != ".git"}
+
+
+@pytest.mark.parametrize("case", ["self-typo", "inputs-typo", "topo-typo", "variable-typo",
+                                  "two-nodes"])
+def test_a_name_that_does_not_exist_runs_nothing_as_in_unfurl(project, invoke, case) -> None:
+    theirs = (CAPTURE / case / "1-deploy")
+    assert (theirs / "exitcode.txt").read_text().strip() == "64"
+    assert "ran.txt" not in (CAPTURE / case / "files.txt").read_text()
+    console = (theirs / "console.txt").read_text()
+    named = console.split("UnfurlTaskError(\"Template: ")[1].split('")')[0]
+    missing = named.split("'")[-2]  # 'wrokdir', 'nosuch', 'regoin'
+    before = _files(project)
+    project.write((CAPTURE / "input" / f"{case}.yaml").read_text())
+    commits = project.commits()
+    result = invoke("deploy", "--approve")
+    assert result.exit_code == 64, result.output
+    assert f"'{missing}'" in result.output and "nothing was run" in result.output
+    assert "ensemble.yaml:" in result.output  # where, in the file
+    assert _files(project) == before | {"ensemble.yaml"}  # no ran.txt, no records
+    assert project.commits() == commits
+    validated = invoke("validate")
+    assert validated.exit_code == 1 and f"'{missing}'" in validated.output
+
+
+def test_the_typo_of_the_issue_says_did_you_mean(project, invoke) -> None:
+    project.write((CAPTURE / "input" / "self-typo.yaml").read_text())
+    for command in (("validate",), ("deploy", "--approve")):
+        output = invoke(*command).output
+        assert "has no attribute 'wrokdir'; did you mean 'workdir'?" in output
+        assert "ensemble.yaml:18:" in output
+
+
+def test_a_resulttemplate_that_fails_to_render_fails_its_task_as_in_unfurl(project,
+                                                                           invoke) -> None:
+    theirs = CAPTURE / "result-typo" / "1-deploy"
+    their_row = (theirs / "jobs.tsv").read_text().splitlines()[-1]
+    assert "status=error" in their_row
+    project.write((CAPTURE / "input" / "result-typo.yaml").read_text())
+    result = invoke("deploy", "--approve")
+    assert result.exit_code == 64
+    assert "has no attribute 'missing'" in result.output
+    assert (project.root / "ran.txt").exists()  # the command ran, then its result failed
+    assert "status=error" in project.jobs_tsv()[-1]
+    assert project.local("app") == "unknown" == safe_load(
+        (theirs / "ensemble.after.yaml").read_text())["status"]["instances"]["app"][
+        "readyState"]["local"]
+    assert "answer" not in project.status()["app"].get("attributes", {})
+    assert "'missing'" in invoke("validate").output  # and validation says so beforehand
+
+
+def test_guarded_names_render_as_in_unfurl(project, invoke) -> None:
+    project.write((CAPTURE / "input" / "guarded.yaml").read_text())
+    assert invoke("validate").exit_code == 0
+    assert invoke("deploy", "--approve").exit_code == 0
+    theirs = (CAPTURE / "guarded" / "1-deploy" / "console.txt").read_text()
+    assert "none no False" in theirs
+    assert (project.root / "ran.txt").read_text().strip() == "none no False"
+
+
+def test_a_required_input_without_value_stops_everything(project, invoke) -> None:
+    assert "MissingRequiredInputError" in (
+        CAPTURE / "required-input" / "1-deploy" / "console.txt").read_text()
+    project.write((CAPTURE / "input" / "required-input.yaml").read_text())
+    for command in (("validate",), ("plan",), ("deploy", "--approve")):
+        result = invoke(*command)
+        assert result.exit_code == 1, result.output
+        assert "topology input 'region' is required" in result.output
+        assert "ensemble.yaml:7:" in result.output
+    assert not project.jobs_tsv() and not (project.root / "ran.txt").exists()
+    text = (CAPTURE / "input" / "required-input.yaml").read_text()
+    for fixed in (text.replace("  type: string\n", "  type: string\n          default: eu\n"),
+                  text.replace("spec:\n", "spec:\n  inputs:\n    region: eu\n", 1),
+                  text.replace("  type: string\n", "  type: string\n          required: false\n")):
+        project.write(fixed)
+        assert invoke("validate").exit_code == 0, fixed
+
+
+@pytest.mark.parametrize(("value", "named"), [
+    ("{get_input: regoin}", "get_input: no topology input named 'regoin'; did you mean 'region'?"),
+    ("{eval: {get_input: nothere}}", "get_input: no topology input named 'nothere'"),
+    ("{eval: {secret: regio}}", "secret: no topology input named 'regio'; did you mean"),
+    ("{has_env: HOME}", "eval function 'has_env' is not supported"),
+    ("{eval: {has_env: HOME}}", "eval function 'has_env' is not supported"),
+    ("{eval: {token: ['a:b', ':', 1]}}", "eval function 'token' is not supported"),
+    ("{eval: {no_such_fn: 1}}", "unknown eval function 'no_such_fn'"),
+    ("{eval: {get_env: HOME, bogus: 1}}", "'bogus' is not an option of the eval function"),
+    ("{eval: {python: 'm.py#f'}}", "would run code named by the ensemble"),
+    ("{eval: '::app::x', foreach: {a: b}}", "expression key 'foreach' is not supported"),
+    ("\"{{ 'x' | to_dns_label }}\"", "filter 'to_dns_label' is not supported"),
+    ("\"{{ 'x' | b64encod }}\"", "unknown filter 'b64encod'"),
+    ("\"{{ 'x' is regex('a') }}\"", "Ansible's test 'regex' is not supported"),
+    ("\"{{ 'x' is nosuchtest }}\"", "unknown test 'nosuchtest'"),
+    ("\"{{ lookup('pipe', 'id') }}\"", "lookup plugin 'pipe' is not supported"),
+    ("\"{{ query('nosuch', 'x') }}\"", "unknown lookup plugin 'nosuch'"),
+    ("\"{{ 'x' | ansible.builtin.to_json }}\"", "filter 'ansible.builtin.to_json' is not"),
+])
+def test_every_function_and_filter_is_evaluated_or_refused_by_name(project, invoke, value,
+                                                                   named) -> None:
+    text = ensemble_yaml("app:\n  type: tosca.nodes.Root\n  properties:\n"
+                         f"    p: {value}\n").replace(
+        "      node_templates:",
+        "      inputs:\n        region: {default: eu}\n      outputs:\n"
+        f"        out: {{value: {value}}}\n      node_templates:")
+    project.write(text)
+    result = invoke("validate")
+    assert result.exit_code == 1, result.output
+    assert named in result.output
+    lines = {line.split(":")[1] for line in result.output.splitlines() if "ensemble.yaml:" in line}
+    assert len(lines) >= 2  # the property and the output, each at its own line
+    assert invoke("deploy", "--approve").exit_code == 1 and not project.jobs_tsv()
+
+
+def test_a_name_that_is_a_function_is_a_name_where_names_are(project, invoke) -> None:
+    """A property called ``token`` or an input called ``q`` is not a function call."""
+    project.write(ensemble_yaml(
+        "app:\n  type: tosca.nodes.Root\n  properties:\n    token: {eval: {get_env: HOME}}\n"
+        "    q: plain\n  interfaces:\n    Standard:\n      operations:\n        create:\n"
+        "          implementation: {className: Shell}\n          inputs:\n"
+        "            has_env: x\n            command: echo {{ inputs.has_env }} > ran.txt\n"))
+    assert invoke("validate").exit_code == 0
+    assert invoke("deploy", "--approve").exit_code == 0
+    assert (project.root / "ran.txt").read_text().strip() == "x"
+
+
+@pytest.mark.parametrize(("implementation", "named"), [
+    ("Shel", "unknown configurator 'Shel'; did you mean 'Shell'?"),
+    ("shell", "did you mean 'Shell'?"),
+    ("Tempalte", "did you mean 'Template'?"),
+    ("{className: Shel}", "did you mean 'Shell'?"),
+    ("my_tool", "unknown configurator 'my_tool'"),  # a name, and the command is an input
+])
+def test_a_misspelt_configurator_is_refused(project, invoke, implementation, named) -> None:
+    assert "ran.txt" in (CAPTURE / "shel" / "files.txt").read_text()  # Unfurl ran it
+    text = (CAPTURE / "input" / "shel.yaml").read_text()
+    project.write(text.replace("implementation: Shel", f"implementation: {implementation}"))
+    result = invoke("validate")
+    assert result.exit_code == 1 and named in result.output, result.output
+    assert "ensemble.yaml:13:" in result.output
+    assert invoke("deploy", "--approve").exit_code == 1
+    assert not (project.root / "ran.txt").exists()
+
+
+@pytest.mark.parametrize("command", ["/bin/true", "make", "./deploy.sh", "date", "echo hi"])
+def test_a_command_as_implementation_still_runs(project, invoke, command) -> None:
+    project.write(ensemble_yaml(
+        "app:\n  type: tosca.nodes.Root\n  interfaces:\n    Standard:\n      operations:\n"
+        f"        create:\n          implementation: {command}\n"))
+    assert invoke("validate").exit_code == 0, invoke("validate").output
+
+
+def test_attributes_an_operation_sets_are_known_to_later_templates(project, invoke) -> None:
+    """No false alarm: what a resultTemplate sets, what the type declares (null until set,
+    as Unfurl), what the status recorded, what a Python operation may set."""
+    project.write("""\
+        apiVersion: unfurl/v1alpha1
+        kind: Ensemble
+        spec:
+          service_template:
+            node_types:
+              Box:
+                derived_from: tosca.nodes.Compute
+                attributes:
+                  ip: {type: string}
+            topology_template:
+              node_templates:
+                box:
+                  type: Box
+                  interfaces:
+                    Standard:
+                      operations:
+                        create:
+                          implementation: Shell
+                          inputs:
+                            command: echo 10.0.0.9
+                            resultTemplate:
+                              attributes:
+                                address: "{{ stdout | trim }}"
+                        configure:
+                          implementation: Shell
+                          inputs:
+                            command: >-
+                              echo {{ SELF.address }} {{ SELF.ip }} {{ SELF.public_address }}
+                              > ran.txt
+        """)
+    assert invoke("validate").exit_code == 0, invoke("validate").output
+    assert invoke("deploy", "--approve").exit_code == 0
+    assert (project.root / "ran.txt").read_text().split() == ["10.0.0.9", "None", "None"]

@@ -1,0 +1,194 @@
+"""Every name an expression in the spec uses is either evaluated or refused here, before any
+job: eval functions (``{eval: {has_env: HOME}}``, or Unfurl's bare ``{has_env: HOME}``),
+the keys beside ``eval`` (``vars``, ``foreach``...), query expressions, and the filters,
+tests and lookup plugins of Jinja2 templates. What exists is one table,
+:mod:`unfurl_lite.expressions.catalog`; this module only walks the spec and asks it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from unfurl_lite.errors import Problem
+from unfurl_lite.expressions import catalog
+from unfurl_lite.expressions.analysis import could_be_template
+from unfurl_lite.load.problems import mapping, problem_at
+
+#: parts of a spec that are never evaluated
+_NOT_EVALUATED = frozenset({"metadata", "description"})
+#: mappings of names to values: a key in one is a name (a property called ``token``), never
+#: a function; the values are what may be expressions
+_NAMED = frozenset({"properties", "attributes", "inputs", "outputs", "node_templates",
+                    "relationship_templates", "node_types", "relationship_types", "types",
+                    "data_types", "capability_types", "interface_types", "interfaces",
+                    "operations", "capabilities", "artifacts", "workflows", "steps",
+                    "instances", "groups", "policies", "repositories", "env", "environment"})
+#: a quoted query expression piped to eval in a template: ``'::node::attr' | eval``
+_QUERY_FILTERED = re.compile(r"""['"](\.?::[^'"]*|\.[^'"\s]*)['"]\s*\|\s*(?:eval|ref)\b""")
+_QUERY_HINT = ("only '::node::attribute' is; use {get_attribute: [node, attribute]} or "
+               "{get_property: [node, property]}")
+
+Found = tuple[tuple[Any, ...], str, str | None]  # (path, message, hint)
+
+
+def problems(doc: Any, file: str) -> Iterator[Problem]:
+    spec = mapping(doc).get("spec")
+    for path, message, hint in _required_inputs(doc):
+        yield problem_at(doc, path, file, message, hint)
+    if not isinstance(spec, dict | list) or not _any_expression(spec):
+        return
+    inputs = frozenset(_declared_inputs(doc)) | frozenset(mapping(mapping(spec).get("inputs")))
+    for path, message, hint in sorted(_walk(spec, inputs), key=lambda f: _order(f[0])):
+        yield problem_at(doc, path, file, message, hint)
+
+
+def _declared_inputs(doc: Any) -> dict[Any, Any]:
+    from unfurl_lite.load.problems import TOPOLOGY, get_section
+
+    return mapping(get_section(doc, TOPOLOGY).get("inputs"))
+
+
+def _required_inputs(doc: Any) -> Iterator[Found]:
+    """A topology input declared without a default and given no value: Unfurl refuses
+    the ensemble (MissingRequiredInputError), and so does validation here."""
+    from unfurl_lite.load.problems import TOPOLOGY
+
+    given = mapping(mapping(mapping(doc).get("spec")).get("inputs"))
+    for name, definition in _declared_inputs(doc).items():
+        if not isinstance(definition, dict) or definition.get("required", True) is False:
+            continue
+        if given.get(name, definition.get("default")) is None:
+            yield ((*TOPOLOGY, "inputs", name),
+                   f"topology input {name!r} is required: it has no default and no value",
+                   f"give it a value under spec.inputs ({name}: VALUE), a default, or "
+                   "`required: false`")
+
+
+def _order(path: tuple[Any, ...]) -> tuple[str, ...]:
+    return tuple(str(p) for p in path)
+
+
+def _any_expression(value: Any) -> bool:
+    """The quick pass: whether any string could be a template or any mapping an
+    expression (most specs have few; a large spec is mostly plain strings)."""
+    functions = catalog.top_level_functions()
+    stack: list[tuple[Any, Any]] = [(None, value)]
+    while stack:
+        key, item = stack.pop()
+        if isinstance(item, dict) and (("eval" in item or "ref" in item) or (
+                len(item) == 1 and next(iter(item)) in functions and key not in _NAMED)):
+            return True
+        for key, child in (item.items() if isinstance(item, dict) else enumerate(item)):
+            if isinstance(child, str):
+                if "{{" in child or "{%" in child:
+                    return True
+            elif isinstance(child, dict | list):
+                stack.append((key, child))
+    return False
+
+
+def _walk(spec: Any, inputs: frozenset[str]) -> Iterator[Found]:
+    stack: list[tuple[tuple[Any, ...], Any]] = [(("spec",), spec)]
+    while stack:  # only containers are pushed
+        path, value = stack.pop()
+        if isinstance(value, dict) and path[-1] not in _NAMED:
+            yield from _mapping(path, value, inputs)
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, item in items:
+            if isinstance(item, str):
+                yield from _template((*path, key), item)
+            elif isinstance(item, dict | list) and key not in _NOT_EVALUATED:
+                stack.append(((*path, key), item))
+
+
+def _mapping(path: tuple[Any, ...], value: dict[Any, Any],
+             inputs: frozenset[str]) -> Iterator[Found]:
+    """An expression mapping: ``{eval: ...}`` with its keys, or a bare function."""
+    from unfurl_lite.expressions.expr import supported_query
+
+    if "eval" in value or "ref" in value:
+        head = "eval" if "eval" in value else "ref"
+        for key in value:
+            if key not in ("eval", "ref") and key in catalog.QUERY_KEYS \
+                    and not catalog.known("query_key", key):
+                yield ((*path, key), *catalog.refusal("query_key", key))
+        body = value[head]
+        if isinstance(body, str) and not supported_query(body):
+            yield ((*path, head), f"Unfurl's query expression {body!r} is not supported",
+                   _QUERY_HINT)
+        elif isinstance(body, dict) and body:
+            yield from _function((*path, head), body)
+            yield from _input_named((*path, head), body, inputs)
+    elif len(value) == 1:
+        (key,) = value
+        if key in catalog.top_level_functions() and not catalog.known("function", key):
+            yield ((*path, key), *catalog.refusal("function", key))
+        yield from _input_named(path, value, inputs)
+
+
+def _input_named(path: tuple[Any, ...], body: dict[Any, Any],
+                 inputs: frozenset[str]) -> Iterator[Found]:
+    """``get_input`` (or ``secret``) of an input the topology does not declare."""
+    from unfurl_lite.expressions.names import did_you_mean
+
+    for function in ("get_input", "secret"):
+        name = body.get(function)
+        if isinstance(name, str) and name not in inputs and not could_be_template(name):
+            close = did_you_mean(name, sorted(inputs))
+            yield ((*path, function),
+                   f"{function}: no topology input named {name!r}" + (f"; {close}" if close
+                                                                       else ""),
+                   None if close else "declare it under topology_template.inputs")
+
+
+def _function(path: tuple[Any, ...], body: dict[Any, Any]) -> Iterator[Found]:
+    """The mapping under ``eval:`` names one function; its other keys are its options."""
+    for key in body:
+        known = catalog.entry("function", str(key))
+        if known is None:
+            continue
+        if not catalog.known("function", str(key)):
+            yield ((*path, key), *catalog.refusal("function", str(key)))
+            return
+        for option in body:
+            if option != key and option not in known.options:
+                yield ((*path, option),
+                       f"{option!r} is not an option of the eval function {key!r}",
+                       f"{key!r} takes " + (", ".join(sorted(known.options)) or "no options"))
+        return
+    first = str(next(iter(body)))
+    yield ((*path, first), *catalog.refusal("function", first))
+
+
+def _template(path: tuple[Any, ...], text: str) -> Iterator[Found]:
+    from unfurl_lite.expressions.analysis import analyse
+    from unfurl_lite.expressions.expr import supported_query
+
+    if not could_be_template(text):
+        return
+    names = analyse(text)
+    builtin_filters, builtin_tests = _builtins()
+    for name in names.filters:
+        if not catalog.known("filter", name, builtin_filters):
+            yield (path, *catalog.refusal("filter", name, builtin_filters))
+    for name in names.tests:
+        if not catalog.known("test", name, builtin_tests):
+            yield (path, *catalog.refusal("test", name, builtin_tests))
+    for name in names.lookups:
+        if name != "?" and not catalog.known("lookup", name):
+            yield (path, *catalog.refusal("lookup", name))
+    if "eval" in names.filters or "ref" in names.filters:
+        for query in _QUERY_FILTERED.findall(text):
+            if not supported_query(query):
+                yield (path, f"Unfurl's query expression {query!r} is not supported",
+                       _QUERY_HINT)
+
+
+def _builtins() -> tuple[frozenset[str], frozenset[str]]:
+    """Jinja2's own filters and tests (those of the sandbox, less what the catalog adds)."""
+    from unfurl_lite.expressions.sandbox import environment
+
+    env = environment()
+    return frozenset(env.filters), frozenset(env.tests)
