@@ -29,12 +29,13 @@ from unfurl_lite.expressions.digest import (
 )
 from unfurl_lite.expressions.expr import EvalContext, Sensitive, evaluate
 from unfurl_lite.expressions.lazy import LazyValues
+from unfurl_lite.expressions.names import VIEW_FIELDS
 from unfurl_lite.expressions.sandbox import is_template
 
 #: evaluated after the run, with its result: only what they name is read
 _AFTER_RUN = ("done", "resultTemplate")
 #: an instance view's own fields, not values the spec or an operation set
-_FIXED = frozenset({"name", "template", "type", "attributes", "properties", "status", "state"})
+_FIXED = VIEW_FIELDS
 _ROOT = "\0root"  # never an instance's name
 
 
@@ -236,7 +237,10 @@ def recorded_keys_digest(
     when an input it read is gone or the operation now reads an input it did not."""
     old = [key for key in keys.split(",") if key]
     old_inputs = {key for key in old if "::" not in key}
-    if old_inputs - set(rendered) or set(reads.inputs) - old_inputs:
+    keyed = Key(secret_key)  # an input that is a secret now was no key then either
+    now = {name for name in reads.inputs if name in rendered
+           and takes_part(rendered[name], keyed)}
+    if old_inputs - set(rendered) or now - old_inputs:
         return None
     read = dict(reads.dependencies)
     values: list[Any] = []
