@@ -95,6 +95,9 @@ class CeleryExecutor:
         sys.setswitchinterval(SWITCH_INTERVAL)
         self.version = __version__
         self.app = make_app(url, options.get("backend"))
+        # replies come on the lineage's list: no per-task subscription to Celery's result
+        # channel (a command per task, and messages nobody reads piling up in Redis)
+        self.app.backend.on_task_call = _no_subscription
         backend_url = str(self.app.conf.result_backend or url)
         self.client = redis.Redis.from_url(backend_url, socket_connect_timeout=2.0,
                                            socket_timeout=5.0)
@@ -586,3 +589,7 @@ class CeleryExecutor:
 
 
 __all__ = ["CeleryExecutor", "redacted_url"]  # redacted_url: for callers of this module
+
+
+def _no_subscription(producer: Any, task_id: str) -> None:
+    return None
