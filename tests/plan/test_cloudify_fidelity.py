@@ -176,14 +176,25 @@ def test_heal_without_reinstall_runs_heal_and_fails_only_if_needed(project, invo
     assert "would have to be reinstalled" in result.output
 
 
-def test_heal_on_a_scaled_template_leaves_the_healthy_host_alone(project, invoke):
+def test_heal_on_a_scaled_template_reinstalls_the_host_without_a_check(project, invoke):
+    """The seed: an instance that declares no check_status is not healthy, so healing
+    web_1 reinstalls its host and what the host contains (the other host's web stays)."""
     web = node(requirements=[{"host": "host"}])
     web["capabilities"] = {"scalable": {"properties": {"default_instances": 2}}}
-    deployed(project, invoke, {"host": node(), "web": web})
-    names = sorted(n for n in project.status() if n.startswith("web"))
-    assert len(names) == 2
-    ok(invoke("heal", names[1], "--approve"))
-    assert ran(project) == of(names[1], REINSTALL)
+    host = node()
+    host["capabilities"] = {"scalable": {"properties": {"default_instances": 2}}}
+    deployed(project, invoke, {"host": host, "web": web})
+    hosted = {n: r.get("hostedOn") for n, r in project.status().items() if n.startswith("web")}
+    victim = sorted(hosted)[-1]
+    ok(invoke("heal", victim, "--approve"))
+    ran_on = {line.split()[0] for line in ran(project)}
+    host_of_victim = hosted[victim]
+    assert ran_on == {host_of_victim, *(w for w, h in hosted.items() if h == host_of_victim)}
+    assert len(ran_on) == 3  # the host and its two webs; the other host and its webs stay
+    lines = ran(project)
+    for web in ran_on - {host_of_victim}:  # uninstall contained first, install host first
+        assert lines.index(f"{web} delete") < lines.index(f"{host_of_victim} stop")
+        assert lines.index(f"{host_of_victim} start") < lines.index(f"{web} create")
 
 
 # ------------------------------------------------------------------------------- uninstall

@@ -1,12 +1,12 @@
-"""heal decides what to reinstall from the status its checks report, so every guarded step
-waits for the checks of the instances its guard names (before, a host's check racing the
+"""heal decides what to reinstall from the outcome of its checks and heal operations, so
+every guarded step waits for the tasks its guard names (before, a host's check racing the
 hosted instances' uninstall made heal skip them when the check was slow)."""
 
 from __future__ import annotations
 
 import re
 
-from tests.plan.test_workflows import HOSTED, deployed
+from tests.plan.test_workflows import HOSTED, deployed, node
 
 
 def _tasks(plan_text: str) -> dict[int, tuple[str, str, set[int], str]]:
@@ -33,14 +33,21 @@ def _before(tasks: dict[int, tuple[str, str, set[int], str]], number: int) -> se
     return seen
 
 
-def test_every_step_guarded_on_the_hosts_health_runs_after_the_hosts_check(project, invoke):
-    deployed(project, invoke, dict(HOSTED))
+def test_every_guarded_step_runs_after_the_tasks_its_guard_names(project, invoke):
+    templates = dict(HOSTED)
+    for name in ("server", "module"):  # each with a check of its own, so each is guarded
+        templates[name] = node(requirements=templates[name]["requirements"],
+                               Validation=("check_status",))
+    deployed(project, invoke, templates)
     result = invoke("heal", "module", "--dryrun", "--approve")
     assert result.exit_code == 0, result.output
     tasks = _tasks(result.output.split("\n[", 1)[0])
     check = next(n for n, (target, step, _, _) in tasks.items()
                  if target == "host" and step == "Validation.check_status")
-    guarded = [n for n, (*_, guard) in tasks.items() if re.search(r"\bhost ok\b", guard)]
-    assert {tasks[n][0] for n in guarded} == {"host", "server", "module"}
-    late = [f"{tasks[n][0]} {tasks[n][1]}" for n in guarded if check not in _before(tasks, n)]
+    named = {n: {int(m) for m in re.findall(r"\d+", guard.split("failed")[0])}
+             for n, (*_, guard) in tasks.items() if "only if" in guard}
+    # the host's check decides for the host and everything in it
+    assert {tasks[n][0] for n, on in named.items() if check in on} >= {"host", "server", "module"}
+    late = [f"{tasks[n][0]} {tasks[n][1]}" for n, on in named.items()
+            if not on <= _before(tasks, n)]
     assert late == [], result.output

@@ -62,8 +62,6 @@ def guard_text(task: Any) -> str:
         parts.append(f"if {tasks(guard.if_ran)} ran")
     if guard.unless_failed:
         parts.append(f"unless {tasks(guard.unless_failed)} failed")
-    if guard.unless_ok:
-        parts.append(f"unless {', '.join(guard.unless_ok)} ok")
     return f" (only {'; '.join(parts)})" if parts else ""
 
 

@@ -15,22 +15,39 @@ from unfurl_lite.load import gitrepo
 
 if TYPE_CHECKING:
     from unfurl_lite.model.ensemble import Ensemble
-    from unfurl_lite.model.entities import NodeTemplate
+    from unfurl_lite.model.entities import NodeTemplate, Requirement
 
 DEPTH = 50  # commits of ensemble.yaml looked through at most
 
 
 def removed_templates(ensemble: Ensemble, names: set[str]) -> dict[str, NodeTemplate]:
+    return removed_with_links(ensemble, names)[0]
+
+
+def removed_with_links(
+    ensemble: Ensemble, names: set[str]
+) -> tuple[dict[str, NodeTemplate], dict[str, tuple[Requirement, ...]]]:
+    """The removed templates as last defined, and, from those same commits, the
+    requirements other templates had on them (template -> its requirements on a removed
+    one): the spec dropped them with the target, and their unlink must still run."""
     found: dict[str, NodeTemplate] = {}
+    links: dict[str, tuple[Requirement, ...]] = {}
     wanted = set(names)
     for text in gitrepo.versions(ensemble.path, DEPTH):
         old = _templates(ensemble, text)
-        for name in [n for n in wanted if n in old]:
+        here = [n for n in wanted if n in old]
+        for name in here:
             found[name] = old[name]
             wanted.discard(name)
+        for template in old.values():
+            if template.name in names:
+                continue
+            reqs = tuple(r for r in template.requirements if r.node in here)
+            if reqs:
+                links[template.name] = (*links.get(template.name, ()), *reqs)
         if not wanted:
             break
-    return found
+    return found, links
 
 
 def _templates(ensemble: Ensemble, text: str) -> dict[str, Any]:

@@ -301,12 +301,15 @@ def add_relationship_tasks(
     after: Iterable[int],
     guard: Guard | None = None,
     ignore_failure: bool = False,
+    requirements: Sequence[Requirement] | None = None,
 ) -> list[int]:
-    """Relationship operations of ``source``'s requirements on ``peer`` only (scale, heal)."""
-    template = ensemble.topology.templates[instances[source].template]
+    """Relationship operations of ``source``'s requirements on ``peer`` only (scale, heal);
+    ``requirements``: those instead of its template's (update: ones the spec dropped)."""
+    if requirements is None:
+        requirements = ensemble.topology.templates[instances[source].template].requirements
     numbers: list[int] = []
     deps = list(after)
-    for req in template.requirements:
+    for req in requirements:
         if req.node != instances[peer].template:
             continue
         for step in steps:

@@ -14,7 +14,6 @@ from unfurl_lite.errors import PlanError
 from unfurl_lite.model import dependencies
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Instance, NodeState, Status
-from unfurl_lite.plan.heal import guard_new
 from unfurl_lite.plan.lifecycle import (
     ESTABLISH,
     UNLINK,
@@ -22,6 +21,7 @@ from unfurl_lite.plan.lifecycle import (
     add_relationship_tasks,
     add_uninstall_tasks,
 )
+from unfurl_lite.plan.reinstall import guard_new
 from unfurl_lite.plan.tasks import ADD, UNDEPLOY, Builder, Guard, Plan
 from unfurl_lite.plan.topology import (
     contained,

@@ -38,9 +38,11 @@ ADD, UPDATE, REPAIR, FORCE, CHECK, DISCOVER, UNDEPLOY, RUN = (
 @dataclass(frozen=True)
 class Guard:
     """A condition checked just before a task starts, for workflows whose path depends on
-    earlier outcomes (heal, update, scale's rollback); the task is skipped when it fails."""
+    earlier outcomes (heal, update, scale's rollback); the task is skipped when it fails.
+    Only outcomes of earlier tasks are read, never an instance's status: a task late in a
+    reinstall is decided as its first one was. A health check (reason ``check`` whose
+    success means ``ok``) that reported another status counts as failed."""
 
-    unless_ok: tuple[str, ...] = ()  # run only if one of these instances is not ok
     if_failed: tuple[int, ...] = ()  # run only if one of these tasks failed or was blocked
     if_ran: tuple[int, ...] = ()  # run only if one of these tasks ran (succeeded or failed)
     unless_failed: tuple[int, ...] = ()  # run only if none of these tasks failed or was blocked

@@ -8,13 +8,22 @@ handed to the job in the plan (``removed_templates``), not put back into the ens
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from unfurl_lite.load import previous
 from unfurl_lite.model import dependencies
 from unfurl_lite.model.ensemble import Ensemble
-from unfurl_lite.model.entities import NodeState, Status
+from unfurl_lite.model.entities import Instance, NodeState, Requirement, Status
 from unfurl_lite.plan.baselines import changed_operations, deployed_digests, spec_baseline
-from unfurl_lite.plan.heal import add_reinstall, check_operation
-from unfurl_lite.plan.lifecycle import add_install_tasks, add_uninstall_tasks, implemented
+from unfurl_lite.plan.heal import check_operation
+from unfurl_lite.plan.lifecycle import (
+    UNLINK,
+    add_install_tasks,
+    add_relationship_tasks,
+    add_uninstall_tasks,
+    implemented,
+)
+from unfurl_lite.plan.reinstall import ALWAYS, Trigger, add_reinstall
 from unfurl_lite.plan.tasks import ADD, CHECK, UNDEPLOY, UPDATE, Builder, Guard, Plan
 from unfurl_lite.plan.topology import instance_graph, is_present, planned_instances, with_templates
 
@@ -38,30 +47,15 @@ def plan_update(
         n for n, i in ensemble.instances.items()
         if i.template not in ensemble.topology.templates and is_present(i)
     ]
-    old = {} if skip_uninstall or not removed else previous.removed_templates(
+    old, links = ({}, {}) if skip_uninstall or not removed else previous.removed_with_links(
         ensemble, {instances[n].template for n in removed})
     # removed templates' operations render and run like any other's: plan with a view
     # that has them, leave the caller's ensemble as it is, and hand them to the job
     ensemble = with_templates(ensemble, old)
-    templates = ensemble.topology.templates
-    deps = instance_graph(ensemble, instances)
     builder = Builder(UPDATE)
-    for name in reversed(removed):
-        if skip_uninstall:
-            builder.note(name, "not uninstalled (--skip-uninstall): its template was removed")
-            continue
-        if instances[name].template in old:
-            add_uninstall_tasks(builder, ensemble, instances[name], instances, UNDEPLOY, ())
-            builder.note(name, "removed from the spec: uninstalled with the operations its "
-                               "template had in the last commit that defined it")
-            continue
-        builder.add(
-            name, instances[name].template, None, UNDEPLOY, (),
-            done_state=NodeState.deleted, done_status=Status.absent,
-        )  # fmt: skip
-        builder.note(name, "removed from the spec and from git history: forgotten, no "
-                           "operation run")
+    _uninstall_removed(builder, ensemble, instances, removed, old, links, skip_uninstall)
     new = {n: i for n, i in instances.items() if n not in ensemble.instances}
+    deps = instance_graph(ensemble, instances)
     for name in dependencies.topological_order(deps):
         if name not in new:
             continue
@@ -72,13 +66,77 @@ def plan_update(
             builder, ensemble, new[name], instances, ADD, builder.last_of(deps.get(name, ())),
             resume_from_state=False,
         )  # fmt: skip
+    baselines, reinstall = _update_changed(
+        builder, ensemble, instances, [*new, *removed], skip_reinstall, skip_drift_check,
+        force_reinstall, skip_heal,
+    )  # fmt: skip
+    if reinstall:
+        add_reinstall(builder, ensemble, instances, reinstall, True)
+    plan = builder.plan(new, preview=preview)
+    plan.forget = tuple(removed) if not skip_uninstall else ()
+    plan.baselines = baselines
+    plan.removed_templates = old
+    if workflow_id:
+        plan.options["workflow_id"] = workflow_id
+    return plan
+
+
+def _uninstall_removed(
+    builder: Builder, ensemble: Ensemble, instances: dict[str, Instance], removed: list[str],
+    old: Mapping[str, object], links: Mapping[str, Sequence[Requirement]], skip: bool,
+) -> None:
+    """Uninstall the instances of removed templates as the uninstall workflow does:
+    dependents first, each after the instances that stay have run their unlink on it (the
+    requirements the spec dropped with it, as the last commit that had it wrote them)."""
+    deps = instance_graph(ensemble, instances)
+    dependents = dependencies.reverse(deps)
+    gone = set(removed)
+    for name in reversed(dependencies.topological_order(deps)):
+        if name not in gone:
+            continue
+        if skip:
+            builder.note(name, "not uninstalled (--skip-uninstall): its template was removed")
+            continue
+        if instances[name].template not in old:
+            builder.add(
+                name, instances[name].template, None, UNDEPLOY, (),
+                done_state=NodeState.deleted, done_status=Status.absent,
+            )  # fmt: skip
+            builder.note(name, "removed from the spec and from git history: forgotten, no "
+                               "operation run")
+            continue
+        unlinks: list[int] = []
+        target = instances[name].template
+        for other, instance in instances.items():
+            reqs = [r for r in links.get(instance.template, ()) if r.node == target]
+            if other in gone or not reqs or not is_present(instance):
+                continue
+            unlinks += add_relationship_tasks(
+                builder, ensemble, instances, other, name, UNLINK, UNDEPLOY, (),
+                requirements=reqs,
+            )  # fmt: skip
+        add_uninstall_tasks(
+            builder, ensemble, instances[name], instances, UNDEPLOY,
+            [*unlinks, *builder.last_of(d for d in dependents.get(name, ()) if d in gone)],
+        )  # fmt: skip
+        builder.note(name, "removed from the spec: uninstalled with the operations its "
+                           "template had in the last commit that defined it")
+
+
+def _update_changed(
+    builder: Builder, ensemble: Ensemble, instances: dict[str, Instance], skip: Sequence[str],
+    skip_reinstall: bool, skip_drift_check: bool, force_reinstall: bool, skip_heal: bool,
+) -> tuple[dict[str, dict[str, str]], dict[str, Trigger]]:
+    """Drift checks, update operations and the reinstall triggers of the instances that
+    changed or drifted: (their new baselines, instance -> when to reinstall it)."""
+    templates = ensemble.topology.templates
+    deps = instance_graph(ensemble, instances)
     changed = changed_operations(ensemble, deployed_digests(ensemble))
     baselines: dict[str, dict[str, str]] = {}
-    reinstall: list[str] = []
-    reinstall_guards: dict[str, Guard | None] = {}
+    reinstall: dict[str, Trigger] = {}
     for name in dependencies.topological_order(deps):
         instance = instances[name]
-        if name in new or name in removed or not is_present(instance):
+        if name in skip or not is_present(instance):
             continue
         template = templates[instance.template]
         updates = [op for n in UPDATE_OPS if (op := implemented(template, "Lifecycle", n))]
@@ -104,7 +162,7 @@ def plan_update(
                 unhealthy = (builder.add(
                     name, template.name, status_check, CHECK,
                     builder.last_of(deps.get(name, ())), ignore_failure=True,
-                    guard=Guard(if_failed=drifted) if drifted else None,
+                    done_status=Status.ok, guard=Guard(if_failed=drifted) if drifted else None,
                 ).number,)  # fmt: skip
             numbers: list[int] = []
             for index, op in enumerate(updates):
@@ -114,26 +172,12 @@ def plan_update(
                     guard=Guard(if_failed=drifted, unless_failed=(*unhealthy, *numbers)),
                     ignore_failure=not skip_reinstall,
                 ).number)  # fmt: skip
-            if skip_reinstall:
-                continue
-            # a failed update (or an unhealthy instance) is reinstalled instead
-            reinstall_guards[name] = Guard(if_failed=(*unhealthy, *numbers))
-            reinstall.append(name)
+            if not skip_reinstall:
+                # a failed update (or an unhealthy instance) is reinstalled instead
+                reinstall[name] = frozenset((*unhealthy, *numbers))
         elif skip_reinstall:
             builder.note(name, "not reinstalled (--skip-reinstall)")
             del baselines[name]
         else:
-            reinstall_guards[name] = Guard(if_failed=drifted) if drifted else None
-            reinstall.append(name)
-    if reinstall:
-        add_reinstall(
-            builder, ensemble, instances, reinstall, [], True, guards=reinstall_guards
-        )
-    plan = builder.plan(new, preview=preview)
-    plan.forget = tuple(removed) if not skip_uninstall else ()
-    plan.baselines = baselines
-    plan.removed_templates = old
-    if workflow_id:
-        plan.options["workflow_id"] = workflow_id
-    return plan
-
+            reinstall[name] = frozenset(drifted) if drifted else ALWAYS
+    return baselines, reinstall

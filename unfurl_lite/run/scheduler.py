@@ -269,23 +269,27 @@ class Scheduler:
         guard = task.guard
         if guard is None:
             return None
-        if guard.if_failed and not any(
-            self.runs[n].state in (TaskState.failed, TaskState.blocked) for n in guard.if_failed
-        ):
-            return "skipped: nothing failed"
+        if guard.if_failed and not any(self.did_not_pass(n) for n in guard.if_failed):
+            return "nothing failed"
         if guard.if_ran and not any(
             self.runs[n].state in (TaskState.succeeded, TaskState.failed) for n in guard.if_ran
         ):
-            return "skipped: nothing was reinstalled"
-        if guard.unless_failed and any(
-            self.runs[n].state in (TaskState.failed, TaskState.blocked) for n in guard.unless_failed
-        ):
-            return "skipped: an earlier step failed"
-        if guard.unless_ok and all(
-            self.instances[n].status == Status.ok for n in guard.unless_ok if n in self.instances
-        ):
-            return "skipped: healthy"
+            return "nothing of it was installed"
+        if guard.unless_failed and any(self.did_not_pass(n) for n in guard.unless_failed):
+            return "an earlier step failed"
         return None
+
+    def did_not_pass(self, number: int) -> bool:
+        """A task failed or was blocked; or, a health check (a check whose success means
+        ``ok``: heal's and update's check_status), it reported a status other than ok."""
+        run = self.runs[number]
+        if run.state in (TaskState.failed, TaskState.blocked):
+            return True
+        task = run.task
+        return (
+            run.state == TaskState.succeeded and task.reason == "check"
+            and task.done_status == Status.ok and run.status not in (None, Status.ok)
+        )
 
     def context_for(self, run: TaskRun) -> EvalContext:
         task = run.task
