@@ -22,7 +22,7 @@ from unfurl_lite.plan.lifecycle import (
     add_uninstall_tasks,
 )
 from unfurl_lite.plan.reinstall import guard_new
-from unfurl_lite.plan.tasks import ADD, UNDEPLOY, Builder, Guard, Plan
+from unfurl_lite.plan.tasks import ADD, ROLLBACK, UNDEPLOY, Builder, Guard, Plan
 from unfurl_lite.plan.topology import (
     contained,
     host_view,
@@ -32,7 +32,7 @@ from unfurl_lite.plan.topology import (
     planned_instances,
 )
 
-SCALE, ROLLBACK = "scale", "rollback"
+SCALE = "scale"
 def _scaling_policy(
     ensemble: Ensemble, entity: str
 ) -> tuple[list[str], dict[str, Any], bool]:
@@ -169,34 +169,56 @@ def _scale_out(
             resume_from_state=False,
         )  # fmt: skip
     dependents = dependencies.reverse(deps)
+    established: dict[tuple[str, str], list[int]] = {}
     for name in order:
         for dependent in dependents.get(name, ()):
             if dependent in new or not is_present(everything[dependent]):
                 continue
-            add_relationship_tasks(
+            established[dependent, name] = add_relationship_tasks(
                 builder, ensemble, everything, dependent, name, ESTABLISH, ADD,
                 [builder.last[name]],
             )  # fmt: skip
     forget: tuple[str, ...] = ()
     if rollback:
-        scaled = [t.number for t in builder.tasks]
-        installed = {
-            name: tuple(t.number for t in builder.tasks if t.target == name) for name in order
-        }
-        for name in reversed(order):  # uninstall order: contained and dependents first
-            start = len(builder.tasks)
-            before = builder.last_of([d for d in dependents.get(name, ()) if d in new])
-            add_uninstall_tasks(
-                builder, ensemble, new[name], host_view(ensemble, everything, name), ROLLBACK,
-                [*scaled, *before], ignore_failure=True, mark_deleted=True,
-            )  # fmt: skip
-            # only after a failure, and only what was created (some install step succeeded)
-            guard_new(builder, start, Guard(if_failed=tuple(scaled), if_ran=installed[name]))
-        builder.notes = [n for n in builder.notes if "no delete operation" not in n.message]
+        _add_rollback(builder, ensemble, everything, new, order, established)
         forget = tuple(order)
     plan = builder.plan(new, delta=delta)
     plan.forget = forget
     return plan
+
+
+def _add_rollback(
+    builder: Builder, ensemble: Ensemble, everything: dict[str, Instance],
+    new: dict[str, Instance], order: list[str], established: dict[tuple[str, str], list[int]],
+) -> None:
+    """Undo a failed scale out, as Cloudify's rollback: the instances that stay unlink from
+    each new one (only if their establish on it ran), then the new ones are uninstalled in
+    uninstall order (contained and dependents first), only those something was installed
+    on. Every step runs only after a failure, and goes on past its own failures."""
+    scaled = tuple(t.number for t in builder.tasks)
+    dependents = dependencies.reverse(instance_graph(ensemble, everything))
+    installed = {
+        name: tuple(t.number for t in builder.tasks if t.target == name) for name in order
+    }
+    for name in reversed(order):
+        unlinks: list[int] = []
+        for dependent in dependents.get(name, ()):
+            if (dependent, name) not in established:
+                continue
+            ran = tuple(established[dependent, name]) or installed[name]
+            unlinks += add_relationship_tasks(
+                builder, ensemble, everything, dependent, name, UNLINK, ROLLBACK, scaled,
+                guard=Guard(if_failed=scaled, if_ran=ran), ignore_failure=True,
+            )  # fmt: skip
+        start = len(builder.tasks)
+        before = builder.last_of([d for d in dependents.get(name, ()) if d in new])
+        add_uninstall_tasks(
+            builder, ensemble, new[name], host_view(ensemble, everything, name), ROLLBACK,
+            [*scaled, *before, *unlinks], ignore_failure=True, mark_deleted=True,
+        )  # fmt: skip
+        # only after a failure, and only what was created (some install step succeeded)
+        guard_new(builder, start, Guard(if_failed=scaled, if_ran=installed[name]))
+    builder.notes = [n for n in builder.notes if "no delete operation" not in n.message]
 
 
 def _scale_in(

@@ -23,6 +23,7 @@ from unfurl_lite.model.entities import (
 RECONFIGURE = "reconfigure"
 MISSING = "missing"  # it, or a dependency it needs, is not there (unknown, pending, absent)
 REPAIR_ERROR = "error"  # Unfurl's reason for re-running the lifecycle of an `error` instance
+ROLLBACK = "rollback"  # undoing a failed scale out (Cloudify's rollback)
 ADD, UPDATE, REPAIR, FORCE, CHECK, DISCOVER, UNDEPLOY, RUN = (
     "add",
     "update",

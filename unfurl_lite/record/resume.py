@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from unfurl_lite.errors import JobError
 from unfurl_lite.expressions.context import spec_secrets
@@ -21,7 +22,7 @@ from unfurl_lite.load.jobslog import read_jobs_tsv
 from unfurl_lite.model import changeid
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.plan.registry import build
-from unfurl_lite.plan.tasks import Plan
+from unfurl_lite.plan.tasks import ROLLBACK, Plan
 from unfurl_lite.plan.topology import instance_graph, operationless
 from unfurl_lite.record import interrupted
 from unfurl_lite.record.journal import (
@@ -195,8 +196,14 @@ def resumed_from(journal: JournalFile, plan: Plan, force: bool) -> Resumed:
     """Which runs are carried over as done, and the instances to start from."""
     instances = restore_instances(journal.data.get("instances") or {})
     by_number = {t["number"]: t for t in journal.tasks}
+    undone = rolled_back(plan, by_number)
+    for name, new in plan.new_instances.items():
+        if name in undone or name not in instances:  # a rollback dropped it: start again
+            instances[name] = dataclasses.replace(new, extra=dict(new.extra))
     runs: dict[int, TaskRun] = {}
     for task in plan.tasks:
+        if undone & {task.target, task.source, task.peer}:
+            continue  # its work was undone by the rollback: it runs again
         record = by_number[task.number]
         state = record["state"]
         done = state in (TaskState.succeeded, TaskState.skipped)
@@ -206,3 +213,13 @@ def resumed_from(journal: JournalFile, plan: Plan, force: bool) -> Resumed:
             run.carried = True
             runs[task.number] = run
     return Resumed(journal.change_id, instances, runs)
+
+
+def rolled_back(plan: Plan, records: dict[int, dict[str, Any]]) -> set[str]:
+    """New instances a failed scale out's rollback uninstalled: resuming the job scales out
+    again, so every task on them (and the relationship tasks to them) runs again."""
+    return {
+        t.target for t in plan.tasks
+        if t.reason == ROLLBACK and t.target in plan.new_instances
+        and records[t.number]["state"] in (TaskState.succeeded, TaskState.failed)
+    }
