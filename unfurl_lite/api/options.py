@@ -19,7 +19,7 @@ _FILTERS = ("type_names", "node_ids", "node_instance_ids")
 
 #: workflow -> the options its planner takes (a custom TOSCA workflow: instance_names)
 TAKES: dict[str, tuple[str, ...]] = {
-    "deploy": ("instance_names", "force"),
+    "deploy": ("instance_names", "force", "start_without_operation"),
     "undeploy": ("instance_names", "destroy_discovered", "ignore_failure",
                  "delete_without_operation"),
     "check": ("instance_names",),
@@ -49,6 +49,7 @@ class PlanOptions:
     destroy_discovered: bool | None = None
     ignore_failure: bool | None = None
     delete_without_operation: bool | None = None
+    start_without_operation: bool | None = None
     command: Sequence[str] | None = None
     operation: str | None = None
     inputs: Mapping[str, Any] | None = None

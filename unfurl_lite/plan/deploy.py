@@ -65,8 +65,11 @@ def _check_op(template: NodeTemplate) -> Operation | None:
 
 
 def plan_deploy(
-    ensemble: Ensemble, instance_names: Sequence[str] = (), force: bool = False
+    ensemble: Ensemble, instance_names: Sequence[str] = (), force: bool = False,
+    start_without_operation: bool = False,
 ) -> Plan:
+    """``start_without_operation``: Cloudify's install, where every instance ends
+    ``started`` (a step with no operation does nothing, the instance goes through it)."""
     instances = planned_instances(ensemble)
     deps = instance_graph(ensemble, instances)
     wanted = (dependencies.closure(deps, select(instances, instance_names)) if instance_names
@@ -137,13 +140,16 @@ def plan_deploy(
             builder.add(name, template.name, check, CHECK, after)
             skip_when = Status.ok
         add_install_tasks(
-            builder, ensemble, instance, instances, reason, after, skip_when, pass_through=False
+            builder, ensemble, instance, instances, reason, after, skip_when,
+            pass_through=start_without_operation,
         )
     # as Unfurl: a job that runs something records every instance it planned for, even one
     # with nothing to run (it stays pending); a job that runs nothing records none
     kept = wanted if builder.last else set()
     new = {n: i for n, i in instances.items() if n not in ensemble.instances and n in kept}
-    return builder.plan(new, force=force)
+    plan = builder.plan(new, force=force)
+    plan.cloudify = start_without_operation
+    return plan
 
 
 def _note_directives(
@@ -291,7 +297,9 @@ def plan_undeploy(
             builder, ensemble, instance, instances, UNDEPLOY, after, None, ignore_failure,
             mark_deleted=delete_without_operation,
         )
-    return builder.plan({}, destroy_discovered=destroy_discovered)
+    plan = builder.plan({}, destroy_discovered=destroy_discovered)
+    plan.cloudify = delete_without_operation
+    return plan
 
 
 def plan_install_operation(

@@ -174,8 +174,10 @@ def add_install_tasks(
     resume_from_state: bool = True,
     pass_through: bool = True,
 ) -> None:
-    """``pass_through``: an instance with nothing to run still reaches ``started`` (Cloudify's
-    install); without it (Unfurl's deploy) it gets no task and stays ``pending``."""
+    """``pass_through``: Cloudify's install, where every instance ends ``started``: one with
+    nothing to run gets a state-only task, one without a start operation reaches it with
+    its last operation. Without it (Unfurl's deploy) an instance with nothing to run gets no
+    task and stays ``pending``, and one without start stays where its last step left it."""
     template = ensemble.topology.templates[instance.template]
     ops = _steps_for(INSTALL, ensemble, template, instance, instances)
     if not ops and not pass_through:
@@ -215,8 +217,12 @@ def add_install_tasks(
     last_own = max(own) if own else max(
         (i for i, o in enumerate(ops) if o[3] == instance.name), default=-1
     )
+    starts = any(o[1] is not None and o[1].done == NodeState.started for o in ops)
     for index, (op, step, req, runs_on, peer) in enumerate(ops):
         is_last = index == last_own
+        done = step.done if step else None
+        if is_last and pass_through and not starts and req is None:
+            done = NodeState.started  # the steps after it have nothing to run
         builder.add(
             runs_on,
             instances[runs_on].template if runs_on in instances else template.name,
@@ -224,7 +230,7 @@ def add_install_tasks(
             reason,
             deps + ([builder.last[instance.name]] if instance.name in builder.last else []),
             running_state=step.running if step else None,
-            done_state=step.done if step else None,
+            done_state=done,
             done_status=(Status.ok if is_last else Status.pending)
             if runs_on == instance.name and (req is None or is_last)
             else None,

@@ -153,6 +153,9 @@ def add_operation_tasks(
         if op.implementation is None:
             builder.note(name, f"nothing to run: {operation} has no implementation")
             continue
+        allow = bool(allow_kwargs_override)  # Cloudify's default (None): not allowed
+        if not allow:
+            _refuse_override(name, op, operation_kwargs or {})
         task = builder.add(
             name,
             template.name,
@@ -160,7 +163,7 @@ def add_operation_tasks(
             RUN,
             inherited | barrier,
             extra_inputs=dict(operation_kwargs or {}),
-            allow_override=True if allow_kwargs_override is None else allow_kwargs_override,
+            allow_override=allow,
             **(_state_change(op) if created else {}),
         )
         if not created:
@@ -169,6 +172,22 @@ def add_operation_tasks(
         frontier[name] = {task.number}
         numbers.append(task.number)
     return numbers
+
+
+def _refuse_override(name: str, op: Operation, kwargs: Mapping[str, Any]) -> None:
+    """Cloudify's execute_operation: a kwarg that redefines an input the operation defines
+    is an error unless allow_kwargs_override, found before anything runs."""
+    defined = set(op.inputs)
+    if op.implementation is not None and op.implementation.primary:
+        defined.add("command")
+    duplicate = sorted(defined & set(kwargs))
+    if duplicate:
+        raise PlanError(
+            f"duplicate definition of {', '.join(map(repr, duplicate))} in the inputs of "
+            f"{op.qualified_name} on {name!r} and in the operation kwargs",
+            hint="to allow redefinition, pass --allow-kwargs-override "
+                 "(-p allow_kwargs_override=true)",
+        )
 
 
 def plan_execute_operation(
@@ -216,7 +235,7 @@ def _start_or_stop(
         START if workflow == "start" else STOP,
         selected,
         operation_parms,
-        None,
+        True,  # Cloudify's start and stop allow their parms to redefine inputs
         run_by_dependency_order,
         reverse=workflow == "stop",
         missing="skip",
@@ -241,11 +260,11 @@ def plan_restart(
     builder = Builder("restart")
     selected = _filtered(ensemble, type_names, node_ids, node_instance_ids)
     stops = add_operation_tasks(
-        builder, ensemble, STOP, selected, stop_parms, None, run_by_dependency_order,
+        builder, ensemble, STOP, selected, stop_parms, True, run_by_dependency_order,
         reverse=True, missing="skip",
     )  # fmt: skip
     add_operation_tasks(
-        builder, ensemble, START, selected, start_parms, None, run_by_dependency_order,
+        builder, ensemble, START, selected, start_parms, True, run_by_dependency_order,
         missing="skip", after=stops,
     )  # fmt: skip
     return builder.plan({})

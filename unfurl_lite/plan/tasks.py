@@ -97,6 +97,10 @@ class Plan:
     baselines: dict[str, dict[str, str]] = field(default_factory=dict)  # see workflows.update
     #: False: the job records itself but leaves instances' status and changeIds alone
     affects_history: bool = True
+    #: planned as Cloudify's install or uninstall (Unfurl's deploy and undeploy otherwise):
+    #: a dry run simulates every task, as Cloudify's dry_run does, where Unfurl fails a task
+    #: whose operation has no dry-run form
+    cloudify: bool = False
     #: templates gone from the spec that the plan still runs operations of (update's
     #: uninstall of a removed template, as its last commit defined it); planning leaves the
     #: ensemble as it was, so the job adds these to its own view of the topology

@@ -453,7 +453,8 @@ class Scheduler:
         result = run.result or OperationResult(success=False, modified=None)
         instance = self.instances[run.task.target]
         change_id = run.change_id or ""
-        if self.options.dryrun and result.skipped and self.plan.workflow in UNFURL_WORKFLOWS:
+        if (self.options.dryrun and result.skipped and self.plan.workflow in UNFURL_WORKFLOWS
+                and not self.plan.cloudify):
             # Unfurl fails a task whose operation has no dry-run form (Cloudify's preview
             # workflows only list it)
             result.success, result.error, result.skipped = False, DRYRUN_NOT_SUPPORTED, False

@@ -69,7 +69,8 @@ def _filters(opts: dict[str, Any]) -> dict[str, Any]:
 @click.option(
     "--allow-kwargs-override/--no-allow-kwargs-override",
     default=None,
-    help="May --operation-kwargs replace inputs the operation defines (default: yes).",
+    help="May --operation-kwargs replace inputs the operation defines (default: no, as "
+    "Cloudify: a duplicate is an error).",
 )
 @click.option(
     "--run-by-dependency-order",
@@ -317,6 +318,9 @@ def _run_instead(
     plan_options: dict[str, Any] = {}
     if workflow in ("deploy", "undeploy", "check", "discover"):
         plan_options["instance_names"] = ()
+    if workflow_id.replace("-", "_") in ("install", "uninstall"):  # Cloudify's, not Unfurl's
+        flag = "start" if workflow == "deploy" else "delete"
+        plan_options[f"{flag}_without_operation"] = True
     if preview:
         from unfurl_lite import api
         from unfurl_lite.cli import render

@@ -95,7 +95,9 @@ def job_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """The options every job command takes (Unfurl's names and meanings)."""
     decorators = [
         click.option(
-            "--dryrun", is_flag=True, help="Run nothing, show what would run, record nothing."
+            "--dryrun", "--dry-run", "dryrun", is_flag=True,
+            help="Run nothing, show what would run, record nothing (--dry-run: Cloudify's "
+            "spelling).",
         ),
         click.option("-a", "--approve", is_flag=True, help="Do not ask for confirmation."),
         click.option(

@@ -166,7 +166,10 @@ def show_result(
 @click.pass_context
 def deploy(ctx: click.Context, ensemble: str | None, **opts: Any) -> None:
     """Deploy the ensemble: create, configure and start every instance not yet ok."""
-    plan_options = {"instance_names": opts["instances"], "force": opts["force"]}
+    plan_options = {
+        "instance_names": opts["instances"], "force": opts["force"],
+        **({"start_without_operation": True} if ctx.info_name == "install" else {}),
+    }
     execute_workflow(ctx, "deploy", ensemble, merge("deploy", plan_options, opts), opts)
 
 
