@@ -327,16 +327,20 @@ def test_scale_rollback_uninstalls_in_uninstall_order_only_what_was_created(proj
     assert set(project.status()) == {"vm", "app"}
 
 
-def test_scale_in_aborts_when_fewer_would_remain_than_are_excluded(project, invoke):
+def test_scale_in_aborts_when_no_more_would_remain_than_are_excluded(project, invoke):
+    """The seed: "If the amount of nodes remaining would be equal to or less than the
+    number of excluded nodes, the operation will abort" (Cloudify's code: only less)."""
     worker = node(standard=("create", "delete"))
     worker["capabilities"] = {"scalable": {"properties": {"default_instances": 3}}}
     deployed(project, invoke, {"worker": worker})
     names = sorted(project.status())
-    result = invoke("scale", "worker", "--delta", "-2", "--exclude-instances",
-                    ",".join(names[:2]), "--approve")
-    assert result.exit_code == 1
-    assert "1 would remain, fewer than the 2 excluded" in result.output
-    ok(invoke("scale", "worker", "--delta", "-1", "-p", f"exclude_instances={names[:2]}",
+    for delta, excluded in (("-2", names[:2]), ("-1", names[:2]), ("-2", names[:1])):
+        result = invoke("scale", "worker", "--delta", delta, "--exclude-instances",
+                        ",".join(excluded), "--approve")
+        assert result.exit_code == 1, result.output
+        assert "not more than the" in result.output
+    assert ran(project) == []
+    ok(invoke("scale", "worker", "--delta", "-1", "-p", f"exclude_instances={names[:1]}",
               "--approve"))
     assert ran(project) == [f"{names[2]} delete"]
 

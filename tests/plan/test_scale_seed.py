@@ -51,3 +51,76 @@ def test_resume_after_a_rollback_scales_out_again(project, invoke):
     jobs = [line for line in project.jobs_tsv() if line.split("\t")[0].endswith("0000")]
     assert len(jobs) == 4  # deploy, the scale and two resumes: no "interrupted" job
     assert not any("interrupted" in line for line in jobs)
+
+
+def _group_ensemble(project, default: int = 2) -> None:
+    import json
+
+    from tests.plan.test_workflows import LOG, ensemble
+
+    doc = json.loads(ensemble({"vm": node(standard=("create", "delete")),
+                               "ip": node(standard=("create", "delete")),
+                               "db": node(standard=("create",))}))
+    topology = doc["spec"]["service_template"]["topology_template"]
+    topology["groups"] = {"pair": {"type": "tosca.groups.Root", "members": ["vm", "ip"]}}
+    topology["policies"] = [{"scale_pair": {
+        "type": "cloudify.policies.scaling", "targets": ["pair"],
+        "properties": {"default_instances": default, "max_instances": 5}}}]
+    project.write(f"jobs/*.log\n{LOG}\n", name=".gitignore")
+    project.write(json.dumps(doc, indent=1) + "\n")
+
+
+def _groups(project) -> dict[str, str]:
+    return {n: (r.get("scalingGroups") or {}).get("pair") for n, r in project.status().items()
+            if r["template"] in ("vm", "ip")}
+
+
+def test_a_scaling_group_deploys_its_default_group_instances(project, invoke):
+    _group_ensemble(project)
+    ok(invoke("deploy", "--approve"))
+    assert _groups(project) == {"vm": "pair", "ip": "pair", "vm_1": "pair_1", "ip_1": "pair_1"}
+    assert "db_1" not in project.status()  # not a member: one instance
+
+
+def test_group_instances_scale_out_and_in_whole(project, invoke):
+    _group_ensemble(project, default=1)
+    ok(invoke("deploy", "--approve"))
+    reset(project)
+    ok(invoke("scale", "pair", "--delta", "2", "--approve"))  # delta counts group instances
+    assert sorted(ran(project)) == sorted(f"{t}_{n} create" for t in ("vm", "ip") for n in (1, 2))
+    # scaling the member template alone breaks the pairing by name: vm_1 goes, ip_1 stays
+    ok(invoke("scale", "vm", "--delta", "-1", "--include-instances", "vm_1", "--approve"))
+    reset(project)
+    ok(invoke("scale", "pair", "--approve"))
+    groups = _groups(project)
+    new = {n for n in groups if groups[n] == "pair_3"}
+    assert new == {"vm_1", "ip_3"}, groups
+    reset(project)
+    # include one member: its whole group instance goes, not the other member of that name
+    ok(invoke("scale", "pair", "--delta", "-1", "--include-instances", "vm_1", "--approve"))
+    assert sorted(ran(project)) == ["ip_3 delete", "vm_1 delete"]
+    assert "ip_1" in project.status()
+    reset(project)
+    # exclude by a member or by the group instance's id: the newest other one goes
+    ok(invoke("scale", "pair", "--delta", "-1", "-p", "exclude_instances=[ip_2]", "--approve"))
+    assert sorted(ran(project)) == ["ip_1 delete"]  # pair_1 had lost its vm already
+
+
+def test_group_inclusions_and_exclusions_are_checked_as_the_seed_says(project, invoke):
+    _group_ensemble(project, default=3)
+    ok(invoke("deploy", "--approve"))
+    reset(project)
+    cases = {
+        ("--include-instances", "vm_9"): "no group instances or their members of pair",
+        ("--include-instances", "vm_1", "--exclude-instances", "ip_1"): "both included",
+        ("--exclude-instances", "vm,ip_1"): "not more than the 2 excluded",
+        ("--exclude-instances", "pair,pair_2"): "not more than the 2 excluded",
+    }
+    for args, message in cases.items():
+        result = invoke("scale", "pair", "--delta", "-1", *args, "--approve")
+        assert result.exit_code == 1 and message in result.output, (args, result.output)
+    up = invoke("scale", "pair", "--include-instances", "vm", "--approve")
+    assert up.exit_code == 1 and "only apply when scaling in" in up.output
+    assert ran(project) == []
+    ok(invoke("scale", "pair", "--delta", "-1", "--exclude-instances", "vm_2", "--approve"))
+    assert sorted(ran(project)) == ["ip_1 delete", "vm_1 delete"]

@@ -7,13 +7,14 @@ to run only after a failure and only for what was created.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import replace
 
 from unfurl_lite.errors import PlanError
 from unfurl_lite.model import dependencies
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Instance, NodeState, Status
+from unfurl_lite.plan.groups import ScalingEntity, find_entity, group_id, next_name, number_of, tag
 from unfurl_lite.plan.lifecycle import (
     ESTABLISH,
     UNLINK,
@@ -33,51 +34,6 @@ from unfurl_lite.plan.topology import (
 )
 
 SCALE = "scale"
-def _scaling_policy(
-    ensemble: Ensemble, entity: str
-) -> tuple[list[str], dict[str, Any], bool]:
-    """(member templates, scaling properties, is a group) of a template or a scaling group."""
-    topology = (ensemble.spec.get("service_template") or {}).get("topology_template") or {}
-    for policy in (
-        (topology.get("policies") or {}).values()
-        if isinstance(topology.get("policies"), dict)
-        else _list_policies(topology.get("policies"))
-    ):
-        if not isinstance(policy, dict) or "scal" not in str(policy.get("type", "")).lower():
-            continue
-        if entity in (policy.get("targets") or []):
-            group = (topology.get("groups") or {}).get(entity) or {}
-            members = list(group.get("members") or [entity])
-            return members, dict(policy.get("properties") or {}), True
-    template = (topology.get("node_templates") or {}).get(entity)
-    if template is None:
-        from unfurl_lite.load.problems import did_you_mean
-
-        names = [*(topology.get("node_templates") or {}), *(topology.get("groups") or {})]
-        raise PlanError(
-            f"nothing to scale named {entity!r}",
-            hint=did_you_mean(entity, names) or "give a node template or a scaling group: "
-            + ", ".join(names[:10]) + (f" (and {len(names) - 10} more)" if len(names) > 10 else ""),
-        )
-    scalable = ((template.get("capabilities") or {}).get("scalable") or {}).get("properties")
-    return [entity], dict(scalable or {}), False
-
-
-def _list_policies(value: Any) -> list[dict[str, Any]]:
-    """TOSCA writes policies as a list of one-key mappings."""
-    found: list[dict[str, Any]] = []
-    for item in value or []:
-        if isinstance(item, dict):
-            found.extend(v for v in item.values() if isinstance(v, dict))
-    return found
-
-
-def _next_name(template: str, taken: Iterable[str]) -> str:
-    used = set(taken)
-    n = 1
-    while f"{template}_{n}" in used:
-        n += 1
-    return f"{template}_{n}"
 
 
 def plan_scale(
@@ -89,15 +45,15 @@ def plan_scale(
     exclude_instances: Sequence[str] = (),
     rollback_if_failed: bool = True,
 ) -> Plan:
-    members, limits, is_group = _scaling_policy(ensemble, scalable_entity_name)
+    entity = find_entity(ensemble.spec, scalable_entity_name)
     templates = ensemble.topology.templates
-    if is_group:
+    if entity.is_group:
         scale_compute = False  # "if it specifies a group name, this parameter is ignored"
-    if scale_compute and len(members) == 1:
-        root = members[0]
+    if scale_compute:
+        root = entity.members[0]
         while (host := templates[root].host) is not None and host in templates:
             root = host
-        members = [root]
+        entity = replace(entity, members=(root,))
     if (include_instances or exclude_instances) and (delta > 0 or scale_compute):
         raise PlanError(
             "--include-instances and --exclude-instances only apply when scaling in",
@@ -107,13 +63,11 @@ def plan_scale(
     if overlap:
         raise PlanError(f"both included and excluded: {', '.join(sorted(overlap))}")
     instances = planned_instances(ensemble)
-    current = {
-        m: [n for n, i in instances.items() if i.template == m and i.status != Status.absent]
-        for m in members
-    }
-    count = min(len(v) for v in current.values()) if current else 0
+    current = units(ensemble, instances, entity)
+    count = len(current)
     wanted = count + delta
-    low, high = int(limits.get("min_instances", 0)), limits.get("max_instances", -1)
+    low = int(entity.properties.get("min_instances", 0))
+    high = entity.properties.get("max_instances", -1)
     if wanted < low or (isinstance(high, int) and high >= 0 and wanted > high):
         raise PlanError(
             f"{scalable_entity_name} cannot scale to {wanted} instances",
@@ -121,31 +75,74 @@ def plan_scale(
         )
     builder = Builder(SCALE)
     if delta > 0:
-        return _scale_out(builder, ensemble, instances, members, delta, rollback_if_failed)
+        return _scale_out(builder, ensemble, instances, entity, current, delta,
+                          rollback_if_failed)
     if delta < 0:
-        return _scale_in(
-            builder, ensemble, instances, members, current, -delta, include_instances,
-            exclude_instances,
-        )  # fmt: skip
+        chosen = _victims(entity, current, -delta, include_instances, exclude_instances)
+        return _scale_in(builder, ensemble, instances, [current[u] for u in chosen], -delta)
     builder.note(scalable_entity_name, f"nothing to do: delta 0 leaves {count} instances")
     return builder.plan({})
+
+
+def units(
+    ensemble: Ensemble, instances: dict[str, Instance], entity: ScalingEntity
+) -> dict[str, list[str]]:
+    """What scales as one, oldest first: each instance of a template (with what it
+    contains), or each group instance (one instance of each member, with what they
+    contain) -> the instances it holds."""
+    top = _top_members(ensemble, entity)
+    found: dict[str, list[str]] = {}
+    for name, instance in instances.items():
+        if instance.template not in top or instance.status == Status.absent:
+            continue
+        unit = group_id(instance, entity.name) if entity.is_group else name
+        held = found.setdefault(unit, [])
+        held.extend(n for n in contained(ensemble, instances, name) if n not in held)
+    base = entity.name if entity.is_group else None
+
+    def age(unit: str) -> tuple[int, str]:
+        n = number_of(unit, base or instances[unit].template)
+        return (n if n is not None else 1 << 30, unit)
+
+    return {u: found[u] for u in sorted(found, key=age)}
+
+
+def _top_members(ensemble: Ensemble, entity: ScalingEntity) -> set[str]:
+    """Members not hosted (transitively) on another member: the others come with them."""
+    templates = ensemble.topology.templates
+    members = set(entity.members)
+    top = set()
+    for member in members:
+        host, seen = templates[member].host, {member}
+        while host is not None and host in templates and host not in members | seen:
+            seen.add(host)
+            host = templates[host].host
+        if host is None or host not in members:
+            top.add(member)
+    return top
 
 
 def _scale_out(
     builder: Builder,
     ensemble: Ensemble,
     instances: dict[str, Instance],
-    members: list[str],
+    entity: ScalingEntity,
+    current: dict[str, list[str]],
     delta: int,
     rollback: bool,
 ) -> Plan:
     templates = ensemble.topology.templates
+    top = _top_members(ensemble, entity)
     new: dict[str, Instance] = {}
+    taken = set(current)
     for _ in range(delta):
-        for member in members:
+        unit = next_name(entity.name, taken) if entity.is_group else None
+        if unit is not None:
+            taken.add(unit)
+        for member in (m for m in entity.members if m in top):
             host_for: dict[str, str] = {}
             for tpl in hosted_templates(ensemble, member):
-                name = _next_name(tpl, [*instances, *new])
+                name = next_name(tpl, [*instances, *new])
                 extra = {}
                 host = templates[tpl].host
                 if tpl != member and host in host_for:
@@ -158,6 +155,8 @@ def _scale_out(
                     name=name, template=tpl, status=Status.pending,
                     priority=templates[tpl].priority, extra=extra,
                 )  # fmt: skip
+                if unit is not None:
+                    tag(new[name], entity.name, unit)
                 host_for[tpl] = name
     everything = {**instances, **new}
     deps = instance_graph(ensemble, everything)
@@ -221,36 +220,59 @@ def _add_rollback(
     builder.notes = [n for n in builder.notes if "no delete operation" not in n.message]
 
 
-def _scale_in(
-    builder: Builder,
-    ensemble: Ensemble,
-    instances: dict[str, Instance],
-    members: list[str],
+def _victims(
+    entity: ScalingEntity,
     current: dict[str, list[str]],
     count: int,
     include: Sequence[str],
     exclude: Sequence[str],
+) -> list[str]:
+    """The units to remove: those ``include`` names first (an instance names the unit it
+    is in), then the newest; never those ``exclude`` names. As the seed: every name must
+    exist, a unit cannot be both, and the scale in aborts when what would remain is not
+    more than what is excluded."""
+    of: dict[str, str] = {}
+    for unit, held in current.items():
+        of[unit] = unit
+        for name in held:
+            of.setdefault(name, unit)
+    missing = [n for n in (*include, *exclude) if n not in of]
+    if missing:
+        what = "group instances or their members" if entity.is_group else "instances"
+        raise PlanError(
+            f"no {what} of {entity.name} named {', '.join(map(repr, missing))}",
+            hint=f"{entity.name} has: " + "; ".join(
+                f"{u}: {', '.join(h)}" if entity.is_group else u for u, h in current.items()),
+        )
+    included = list(dict.fromkeys(of[n] for n in include))
+    excluded = list(dict.fromkeys(of[n] for n in exclude))
+    both = [u for u in included if u in excluded]
+    if both:
+        raise PlanError(f"both included and excluded (through their members): {', '.join(both)}")
+    remaining = len(current) - count
+    if excluded and remaining <= len(excluded):
+        kind = "group instances" if entity.is_group else "instances"
+        raise PlanError(
+            f"cannot remove {count} of the {len(current)} {kind} of {entity.name}: "
+            f"{remaining} would remain, not more than the {len(excluded)} excluded "
+            f"({', '.join(excluded)})",
+            hint="exclude fewer instances, or scale in by less",
+        )
+    chosen = included[:count]
+    rest = [u for u in reversed(current) if u not in chosen and u not in excluded]
+    return [*chosen, *rest[: count - len(chosen)]]
+
+
+def _scale_in(
+    builder: Builder,
+    ensemble: Ensemble,
+    instances: dict[str, Instance],
+    victims: list[list[str]],
+    count: int,
 ) -> Plan:
-    for name in (*include, *exclude):
-        if name not in instances:
-            raise PlanError(f"no instance named {name!r}", hint="run `unfurl status` to list them")
-    victims: list[str] = []
-    for member in members:
-        pool = current[member]
-        chosen = [n for n in include if n in pool][:count]
-        rest = [n for n in reversed(pool) if n not in chosen and n not in exclude]
-        chosen += rest[: count - len(chosen)]
-        if len(chosen) < count:
-            excluded = [n for n in exclude if n in pool]
-            raise PlanError(
-                f"cannot remove {count} instances of {member}: {len(pool) - count} would "
-                f"remain, fewer than the {len(excluded)} excluded ({', '.join(excluded)})",
-                hint="exclude fewer instances, or scale in by less",
-            )
-        victims.extend(chosen)
     removed: list[str] = []
-    for victim in victims:
-        removed.extend(n for n in contained(ensemble, instances, victim) if n not in removed)
+    for held in victims:
+        removed.extend(n for n in held if n not in removed)
     deps = instance_graph(ensemble, instances)
     dependents = dependencies.reverse(deps)
     order = [n for n in reversed(dependencies.topological_order(deps)) if n in removed]

@@ -13,6 +13,7 @@ from unfurl_lite.errors import PlanError
 from unfurl_lite.model import dependencies
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Instance, NodeTemplate, Status, Topology
+from unfurl_lite.plan.groups import GROUPS_KEY, member_groups, tag
 
 #: Unfurl's template directives that keep a plan from creating the template's instance
 #: (one already recorded, e.g. made by another operation's resultTemplate, is planned as usual)
@@ -61,6 +62,8 @@ def planned_instances(ensemble: Ensemble) -> dict[str, Instance]:
     """
     instances = dict(ensemble.instances)
     recorded_templates = {i.template for i in instances.values()}
+    scaled = "policies" in ((ensemble.spec.get("service_template") or {})
+                            .get("topology_template") or {})
     templates = ensemble.topology.templates
     done: set[str] = set()
 
@@ -76,21 +79,28 @@ def planned_instances(ensemble: Ensemble) -> dict[str, Instance]:
             return
         hosts = sorted(n for n, i in instances.items() if i.template == host) if host else []
         pins: list[str | None] = [*hosts] if len(hosts) > 1 else [None]
-        count = template.default_instances * len(pins)
+        per = template.default_instances
+        group = member_groups(ensemble.spec).get(name) if scaled else None
+        copies = int(group.properties.get("default_instances", 1)) if group and not hosts[1:] \
+            else 1
+        count = per * len(pins) * copies
         # the first keeps the template's name, the others are <template>_<n>, as scale names them
         names = [name, *(f"{name}_{n}" for n in range(1, count))]
         for index, instance_name in enumerate(names):
-            pin = pins[index // template.default_instances]
-            instances.setdefault(
-                instance_name,
-                Instance(
-                    name=instance_name,
-                    template=name,
-                    status=Status.unknown if "check" in template.directives else Status.pending,
-                    priority=template.priority,
-                    extra={"hostedOn": pin} if pin else {},
-                ),
+            pin = pins[index // per] if copies == 1 else None
+            new = Instance(
+                name=instance_name,
+                template=name,
+                status=Status.unknown if "check" in template.directives else Status.pending,
+                priority=template.priority,
+                extra={"hostedOn": pin} if pin else {},
             )
+            if group is not None:  # one group instance per copy, named as instances are
+                k = index // per
+                tag(new, group.name, group.name if not k else f"{group.name}_{k}")
+            if pin and GROUPS_KEY in instances[pin].extra:  # in its host's group instance
+                new.extra[GROUPS_KEY] = dict(instances[pin].extra[GROUPS_KEY])
+            instances.setdefault(instance_name, new)
 
     for name in templates:
         plan_template(name)
