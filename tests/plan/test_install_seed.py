@@ -37,9 +37,9 @@ def test_scale_out_instances_without_start_end_started(project, invoke):
 
 
 WORKFLOWS = [
-    ("install", "--force"), ("uninstall",), ("deploy", "--force"), ("heal",), ("heal", "--force-reinstall"),
-    ("scale", "db"), ("update", "--workflow-id", "uninstall"), ("start",), ("stop",),
-    ("restart",), ("execute-operation", "Standard.configure"),
+    ("install", "--force"), ("uninstall",), ("deploy", "--force"), ("heal",),
+    ("heal", "--force-reinstall"), ("scale", "db"), ("update", "--workflow-id", "uninstall"),
+    ("start",), ("stop",), ("restart",), ("execute-operation", "Standard.configure"),
 ]
 
 
