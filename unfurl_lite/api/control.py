@@ -224,8 +224,9 @@ def cancel(ensemble: str | Path | None = None, *, force: bool = False,
 
 def _cancelling(root: Path, change_id: str | None) -> bool:
     from unfurl_lite.record.journal import list_journals
+    from unfurl_lite.run.observer import CANCELLING
 
     return bool(change_id) and any(
-        j.change_id == change_id and j.state in ("cancelling", "cancelled")
+        j.change_id == change_id and j.state in ("cancelled", *CANCELLING)
         for j in list_journals(root)
     )

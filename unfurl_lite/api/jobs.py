@@ -64,16 +64,22 @@ def load(path: str | Path | None = None) -> Ensemble:
     return load_ensemble(path)
 
 
-def wait_for_turn(path: str | Path | None, on_wait: Callable[[str], None] | None = None) -> None:
+def wait_for_turn(path: str | Path | None, on_wait: Callable[[str], None] | None = None,
+                  command: str = "") -> None:
     """Wait for the job running on this ensemble (if any) to end, so the next is planned
-    from what it left; ``on_wait`` hears who is being waited for."""
+    from what it left; ``on_wait`` hears who is being waited for. While it waits the job
+    is listed as ``queued`` (Cloudify's execution status) by history and the dashboard."""
     from unfurl_lite.load.loader import resolve_path
+    from unfurl_lite.record import queue
 
     resolved = resolve_path(path)
     info = lock.read_lock(lock.lock_path(resolved))
-    if info is not None and info.alive and info.pid not in (-1, os.getpid()) and on_wait:
+    if info is None or not info.alive or info.pid in (-1, os.getpid()):
+        return
+    if on_wait:
         on_wait(lock.describe(info))
-    lock.wait_until_free(resolved)
+    with queue.waiting(resolved, command):
+        lock.wait_until_free(resolved)
 
 
 def check_dirty(repo: Repo | None, ensemble: Ensemble, mode: str) -> None:
@@ -154,7 +160,7 @@ def run_job(
     """
     if request.queue and not request.options.dryrun and ensemble is None:
         wait_for_turn(request.ensemble, on_wait=lambda job: notify and notify(
-            f"Queued: waiting for {job} to end..."))
+            f"Queued: waiting for {job} to end..."), command=request.workflow)
     ensemble = ensemble or load_ensemble(request.ensemble)
     plan = plan or make_plan(ensemble, request.workflow, request.plan_options, request.custom)
     ran = resumed.runs if resumed else {}

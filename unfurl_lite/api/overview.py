@@ -18,6 +18,7 @@ from unfurl_lite.model.entities import Instance, Status
 from unfurl_lite.plan.drift import Drift, ensemble_drift
 from unfurl_lite.plan.topology import instance_graph, operationless, planned_instances
 from unfurl_lite.record.history import iso
+from unfurl_lite.run.observer import CANCELLING
 from unfurl_lite.run.status import fold_effective
 
 SCHEMA_VERSION = 1
@@ -103,7 +104,7 @@ def status_report(ensemble: Ensemble) -> dict[str, Any]:
             "time": _time_of(last_id) if changeid.is_changeid(last_id) else None,
             "workflow": last.get("workflow"),
             # a cancelled job did not end "ok", whatever the instances' status
-            "status": "cancelled" if last.get("state") in ("cancelled", "cancelling")
+            "status": "cancelled" if last.get("state") in ("cancelled", *CANCELLING)
             else (last.get("readyState") or {}).get("local"),
             "summary": last.get("summary"),
         }

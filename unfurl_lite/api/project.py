@@ -43,7 +43,8 @@ spec:
 """
 
 #: What every project's .gitignore holds (the lock file of a running job among them).
-GITIGNORE_LINES = ("jobs/*.log", "tosca_repositories", ".unfurl-lite.lock")
+GITIGNORE_LINES = (
+    "jobs/*.log", "tosca_repositories", ".unfurl-lite.lock", ".unfurl-lite.queue-*")
 
 
 

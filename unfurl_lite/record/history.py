@@ -22,6 +22,10 @@ from unfurl_lite.load.jobslog import log_records
 from unfurl_lite.model import changeid
 from unfurl_lite.model import status_layout as layout
 from unfurl_lite.record import records
+from unfurl_lite.run.observer import RUNNING, execution_status
+
+#: states of a job that has not ended: waiting for the lock, starting, running, cancelling
+NOT_ENDED = ("pending", "queued", *sorted(RUNNING))
 
 
 @dataclass
@@ -54,12 +58,22 @@ class JobRecord:
     workflow: str = ""
     job_file: Path | None = None
     commit: Commit | None = None
-    state: str = ""  # "cancelled" for a cancelled job, "started" for one still running
+    #: "cancelled" for a cancelled job; for one not ended, its journal's state (started,
+    #: cancelling, force_cancelling, kill_cancelling), or pending / queued before it starts
+    state: str = ""
+    since: datetime | None = None  # when a pending or queued job (no changeId yet) began
 
     @property
     def shown_status(self) -> str:
-        """What a user reads as the job's outcome: a cancelled job is not "ok"."""
-        return self.state if self.state in ("cancelled", "started") else self.status
+        """What a user reads as the job's outcome: a cancelled job is not "ok", one that
+        has not ended shows where it is."""
+        return self.state if self.state in ("cancelled", *NOT_ENDED) else self.status
+
+    @property
+    def execution(self) -> str:
+        """Cloudify's execution status: pending, queued, started, cancelling,
+        force_cancelling, kill_cancelling, cancelled, terminated or failed."""
+        return execution_status(self.state, self.status)
 
     @property
     def prefix(self) -> str:
@@ -67,6 +81,8 @@ class JobRecord:
 
     @property
     def time(self) -> datetime:
+        if not self.change_id and self.since is not None:
+            return self.since
         return changeid.decode(self.change_id)
 
     @property
@@ -75,10 +91,11 @@ class JobRecord:
 
     def as_json(self) -> dict[str, Any]:
         return {
-            "changeId": self.change_id,
+            "changeId": self.change_id or None,
             "time": iso(self.time),
             "workflow": self.workflow or None,
             "state": self.state or None,
+            "execution": self.execution,
             "status": self.shown_status,
             "summary": self.summary,
             "commit": self.commit.hexsha if self.commit else None,
@@ -173,7 +190,8 @@ def read_jobs(jobs_tsv: Path, ensemble: Path | None = None) -> Iterator[JobRecor
 # ----------------------------------------------------------------------------- job files
 
 _WORKFLOW = re.compile(r"^\s*workflow:\s*['\"]?([\w.-]+)")
-_STATE = re.compile(r"^\s*state:\s*['\"]?(cancelled|cancelling)\b")
+_STATE = re.compile(
+    r"^\s*state:\s*['\"]?(cancelled|cancelling|force_cancelling|kill_cancelling)\b")
 
 
 def job_file_of(root: Path, job: JobRecord) -> Path | None:
@@ -231,22 +249,40 @@ def _complete(job: JobRecord) -> None:
 
 
 def running_jobs(root: Path) -> list[JobRecord]:
-    """Jobs still running (their journal says started and their process is alive), newest
-    first: they reach jobs.tsv only when they end."""
+    """Jobs that have not ended, newest first: they reach jobs.tsv only when they end.
+    Those waiting for the lock (``queued``), the one holding it that has not started its
+    first task (``pending``), and those running (their journal's state: ``started`` or
+    being cancelled) whose process is alive."""
+    from unfurl_lite.record import lock, queue
     from unfurl_lite.record.journal import list_journals
     from unfurl_lite.record.liveness import pid_alive
 
+    journals = list_journals(root)
     found = []
-    for journal in list_journals(root):
-        if journal.state not in ("started", "cancelling") or not pid_alive(journal.pid):
+    for journal in journals:
+        if journal.state not in RUNNING or not pid_alive(journal.pid):
             continue
         if not changeid.is_changeid(journal.change_id):
             continue
         found.append(JobRecord(
             change_id=journal.change_id, status="", start_time="",
             summary=f"running (pid {journal.pid})",
-            workflow=str(journal.data.get("workflow") or ""), state="started",
+            workflow=str(journal.data.get("workflow") or ""), state=journal.state,
         ))  # fmt: skip
+    holder = lock.read_lock(root / lock.LOCK_NAME)
+    if holder is not None and holder.alive and holder.pid > 0 and not any(
+        j.change_id == holder.change_id for j in journals
+    ):
+        found.append(JobRecord(
+            change_id="", status="", start_time="", summary=f"starting (pid {holder.pid})",
+            workflow=holder.command, state="pending",
+            since=datetime.fromtimestamp(holder.since, UTC),
+        ))  # fmt: skip
+    found.extend(
+        JobRecord(change_id="", status="", start_time="", summary=f"waiting for the lock "
+                  f"(pid {w.pid})", workflow=w.command, state="queued", since=w.since)
+        for w in queue.list_waiting(root)
+    )
     return list(reversed(found))
 
 
@@ -348,7 +384,7 @@ def history(
             if (not since or j.change_id >= since) and j.change_id not in logged
         ]
     for job in chosen:
-        if job.state != "started":
+        if job.state not in NOT_ENDED:
             job.job_file = job_file_of(root, job)
             job.workflow, job.state = _head_of(job.job_file) if job.job_file else ("", "")
             _complete(job)
@@ -386,6 +422,9 @@ def find_job(
         _complete(job)
         job.commit = job_commits(root).get(job.prefix)
         return job, task
+    running = next((j for j in running_jobs(root) if j.change_id and j.prefix == prefix), None)
+    if running is not None and wanted.is_job:  # not logged yet: it has not ended
+        return running, None
     raise HistoryError(
         f"no job {prefix} in {jobs_tsv.name}", hint="list changeIds with `unfurl history`"
     )

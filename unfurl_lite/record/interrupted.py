@@ -3,7 +3,7 @@ all written: the one definition, read from its journal, that ``status``, the sta
 error, ``cancel`` and ``resume`` all use.
 
 A killed job is one whose process is gone and whose journal is not marked recorded, if
-it died while running (journal state ``started`` or ``cancelling``) or while writing its
+it died while running (journal state ``started`` or one of the cancelling ones) or while writing its
 records (some task has a changeId). ``resume`` records it as it stood, then finishes it.
 
 A plain ``unfurl resume`` records the tasks that were running when the job died as failed
@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from unfurl_lite.record.liveness import pid_alive
+from unfurl_lite.run.observer import RUNNING
 
 if TYPE_CHECKING:
     from unfurl_lite.record.journal import JournalFile
 
 #: journal states of a job that has not ended
-UNFINISHED = ("started", "cancelling")
+UNFINISHED = tuple(sorted(RUNNING))
 IN_FLIGHT_STATES = ("sent", "started")
 
 

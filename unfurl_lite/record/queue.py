@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from unfurl_lite.record.lock import pid_alive
+from unfurl_lite.record.liveness import pid_alive
 
 QUEUE_PREFIX = ".unfurl-lite.queue-"
 

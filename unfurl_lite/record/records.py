@@ -18,6 +18,7 @@ from unfurl_lite.load.jobslog import last_job_id as last_job_id
 from unfurl_lite.model import changeid
 from unfurl_lite.model import status_layout as layout
 from unfurl_lite.model.entities import Instance, Status
+from unfurl_lite.run.observer import CANCELLING
 from unfurl_lite.security.redaction import redact
 
 if TYPE_CHECKING:
@@ -299,7 +300,7 @@ def job_entry(
         specDigest=spec_digest_value,
         readyState={"local": str(result.status)},
     )
-    if str(result.state) in ("cancelled", "cancelling"):
+    if str(result.state) in ("cancelled", *CANCELLING):
         entry["state"] = str(result.state)
     if changelog:
         entry["changelog"] = changelog

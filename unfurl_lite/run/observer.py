@@ -29,11 +29,39 @@ class TaskState(StrEnum):
 
 
 class JobState(StrEnum):
+    """A job's state as its journal records it; :func:`execution_status` gives Cloudify's
+    name for it."""
+
     started = "started"
     succeeded = "succeeded"
     failed = "failed"
     cancelling = "cancelling"
+    force_cancelling = "force_cancelling"
+    kill_cancelling = "kill_cancelling"
     cancelled = "cancelled"
+
+
+#: journal states of a job being cancelled (Cloudify's three kinds of cancel)
+CANCELLING = frozenset({"cancelling", "force_cancelling", "kill_cancelling"})
+#: journal states of a job that has not ended
+RUNNING = frozenset({"started", *CANCELLING})
+#: Cloudify's execution statuses, in the order an execution goes through them
+EXECUTION_STATUSES = ("pending", "queued", "started", "cancelling", "force_cancelling",
+                      "kill_cancelling", "cancelled", "terminated", "failed")
+
+
+def execution_status(state: str, status: str = "") -> str:
+    """Cloudify's execution status of a job in ``state`` (its journal's or job file's;
+    ``pending`` and ``queued`` for one not started yet) that ended with Unfurl's
+    ``status``: a job that succeeded (ok, degraded) is ``terminated``, one in error
+    ``failed``."""
+    if state in EXECUTION_STATUSES and state != "failed":
+        return state
+    if state == "succeeded":
+        return "terminated"
+    if state == "failed" or status == "error":
+        return "failed"
+    return "terminated"
 
 
 class Observer:

@@ -67,7 +67,7 @@ class Scheduler:
     secrets: set[str] = field(default_factory=set)
     env: dict[str, str] = field(default_factory=dict)
     resumed: Resumed | None = None
-    cancelling: bool = False
+    cancelling: JobState | None = None
     wakeup: Future[None] = field(default_factory=Future)
     newly_started: list[str] = field(default_factory=list)
     started_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -127,21 +127,20 @@ class Scheduler:
                 capacity is None or len(self.running) < capacity
             ):
                 self.start(self.ready.popleft())
-            if self.cancel.is_set() and not self.cancelling:
-                self.cancelling = True
-                self.observer.job_changed(JobState.cancelling)
-                self.executor.withdraw_pending()
+            if self.cancel.is_set():
+                self.announce_cancel()
             if self.cancel.is_set() and not self.running:
                 break
             if isinstance(self.cancel, JobControl) and self.cancel.forced.is_set():
+                self.announce_cancel()
                 self.abandon_running()
                 break
             timeout = None
             if self.delayed:
                 timeout = max(0.0, self.delayed[0][0] - time.monotonic())
             if self.running:
-                if not self.cancel.is_set():  # a signal handler only sets the event: poll it
-                    timeout = min(timeout, CANCEL_POLL) if timeout is not None else CANCEL_POLL
+                # a signal handler only sets an event: poll it (a cancel may escalate)
+                timeout = min(timeout, CANCEL_POLL) if timeout is not None else CANCEL_POLL
                 waiting_on: list[Future[Any]] = [*self.running, self.wakeup]
                 done, _ = wait(waiting_on, timeout=timeout, return_when=FIRST_COMPLETED)
                 if self.wakeup.done():
@@ -157,6 +156,20 @@ class Scheduler:
             while self.delayed and self.delayed[0][0] <= now:
                 _, number = heapq.heappop(self.delayed)
                 self.ready.append(number)
+
+    def announce_cancel(self) -> None:
+        """The job is being cancelled: say which kind, once per kind (a plain cancel may
+        become a kill-cancel); the first time, nothing queued in the executor starts."""
+        control = self.cancel if isinstance(self.cancel, JobControl) else None
+        state = (JobState.force_cancelling if control and control.forced.is_set()
+                 else JobState.kill_cancelling if control and control.killed.is_set()
+                 else JobState.cancelling)
+        if self.cancelling == state:
+            return
+        if not self.cancelling:
+            self.executor.withdraw_pending()
+        self.cancelling = state
+        self.observer.job_changed(state)
 
     def abandon_running(self) -> None:
         """Force-cancel: record the running tasks with an unknown outcome, wait for none."""

@@ -135,9 +135,10 @@ def history(
         return
     rows = [
         [
-            job.change_id,
+            job.change_id or "-",
             _short_time(hist.iso(job.time)),
             job.workflow or "?",
+            job.execution,
             job.shown_status,
             job.summary,
             job.commit.hexsha[:10] if job.commit else "(not committed)",
@@ -148,7 +149,8 @@ def history(
     from unfurl_lite.cli.tables import Column
 
     columns = [Column("CHANGEID", keep=True), Column("TIME (UTC)", keep=True),
-               Column("WORKFLOW"), Column("STATUS", keep=True), Column("SUMMARY"),
+               Column("WORKFLOW"), Column("EXECUTION"), Column("STATUS", keep=True),
+               Column("SUMMARY"),
                Column("COMMIT", keep=True), Column("AUTHOR")]
     show(_table("", columns, rows))
 
@@ -176,6 +178,7 @@ def show_change(change_id: str, ensemble: str | None, no_diff: bool, as_json: bo
     kind = "job" if found.is_job else "task"
     click.echo(f"{kind} {shown.get('changeId') if shown else change_id} "
                f"({job.workflow or 'unknown workflow'}, {hist.iso(job.time)})")
+    click.echo(f"execution: {job.execution}")
     if job.commit:
         click.echo(
             f"commit {job.commit.hexsha}  {job.commit.author} <{job.commit.email}>  "

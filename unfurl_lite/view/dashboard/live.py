@@ -18,6 +18,7 @@ from unfurl_lite.model import changeid
 from unfurl_lite.record import history as hist
 from unfurl_lite.record.journal import JournalFile, journal_path, read_journal
 from unfurl_lite.record.journal_format import events_path
+from unfurl_lite.run.observer import RUNNING, execution_status
 
 POLL = 0.1  # seconds between looks at the journal's files
 KEEPALIVE = 5.0  # seconds: a comment line, so a closed page ends its stream
@@ -67,6 +68,7 @@ def progress(journal: JournalFile) -> dict[str, Any]:
         "changeId": journal.change_id,
         "workflow": journal.data.get("workflow"),
         "state": journal.state,
+        "execution": execution_status(journal.state, str(journal.data.get("status") or "")),
         "total": len(tasks),
         "done": done,
         "failed": sum(1 for t in tasks if t["state"] == "failed"),
@@ -158,13 +160,13 @@ def _ended(ensemble: Path, journal: JournalFile) -> dict[str, Any] | None:
     """The job's summary once it is all done (recorded and committed, or nothing to
     record), or its process died; None while it is still at work."""
     job_id = journal.change_id
-    if alive(journal) and (journal.state in ("started", "cancelling")
+    if alive(journal) and (journal.state in RUNNING
                            or _holds_lock(ensemble, job_id)):
         return None
     recorded = summary(ensemble, job_id)
     if recorded is not None:
         return recorded
-    if journal.recorded or journal.state not in ("started", "cancelling"):
+    if journal.recorded or journal.state not in RUNNING:
         return {"changeId": job_id, "status": journal.state, "summary": ""}
     return {"changeId": job_id, "status": "interrupted",
             "summary": "the job's process died before the job was recorded: finish it with: "
@@ -193,7 +195,7 @@ def running_journals(ensemble: Path) -> list[JournalFile]:
             journal = read_journal(path)
         except (OSError, ValueError):
             continue
-        if (journal.state in ("started", "cancelling") and not journal.recorded
+        if (journal.state in RUNNING and not journal.recorded
                 and changeid.is_changeid(journal.change_id) and alive(journal)):
             found.append(journal)
     return list(reversed(found))

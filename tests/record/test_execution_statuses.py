@@ -1,0 +1,156 @@
+"""Cloudify's execution statuses (pending, queued, started, cancelling, force_cancelling,
+kill_cancelling, cancelled, terminated, failed), shown live in history, show and --json."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from tests.conftest import ROOT, ensemble_yaml, run_in_process, run_unfurl
+from tests.execution_helpers import count, start_unfurl, wait_for
+from tests.run.test_execution import gated, setup
+from unfurl_lite.record.journal import list_journals
+from unfurl_lite.run.observer import EXECUTION_STATUSES, JobState, execution_status
+
+
+def _history(project) -> list[dict]:
+    listed = run_in_process(project.root, "history", "--json")
+    assert listed.returncode == 0, listed.stderr
+    return json.loads(listed.stdout)
+
+
+def test_finished_jobs_are_terminated_failed_or_cancelled(project):
+    setup(project, ["a", "b"], {"b": ["a"]}, sleep=0, failing={"b": "[ -e marks/broken ]"})
+    assert run_in_process(project.root, "deploy", "--approve").returncode == 0
+    (project.root / "marks" / "broken").write_text("")
+    assert run_in_process(project.root, "deploy", "--approve", "--force").returncode == 64
+    failed, terminated = _history(project)
+    assert (terminated["execution"], terminated["status"]) == ("terminated", "ok")
+    assert (failed["execution"], failed["status"]) == ("failed", "error")
+    table = run_in_process(project.root, "history").stdout
+    assert "EXECUTION" in table.splitlines()[0]
+    assert "terminated" in table and "failed" in table
+    shown = run_in_process(project.root, "show", failed["changeId"], "--no-diff")
+    assert "execution: failed" in shown.stdout
+    again = json.loads(run_in_process(project.root, "show", failed["changeId"], "--json").stdout)
+    assert again["job"]["execution"] == "failed"
+
+
+def test_every_state_has_cloudifys_name():
+    assert {execution_status(str(s), "") for s in JobState} <= set(EXECUTION_STATUSES)
+    assert execution_status("succeeded", "degraded") == "terminated"
+    assert execution_status("", "error") == "failed" and execution_status("", "ok") == "terminated"
+    assert [execution_status(s) for s in ("pending", "queued")] == ["pending", "queued"]
+
+
+@pytest.mark.parametrize("how", ["cancel", "force", "kill"])
+def test_each_kind_of_cancel_reports_its_own_state(project, how):
+    """The job tells its observers (the journal, the dashboard) which cancel it is in."""
+    from unfurl_lite import api
+    from unfurl_lite.run.observer import Observer
+    from unfurl_lite.run.signals import JobControl
+
+    marks = gated(project, ["a", "b"])
+    states: list[str] = []
+
+    class Seen(Observer):
+        def job_changed(self, state: JobState) -> None:
+            states.append(str(state))
+
+    control = JobControl()
+    request = api.JobRequest(ensemble=project.ensemble, workflow="deploy",
+                             options=api.JobOptions(workflow="deploy", commit=False))
+    outcome: list = []
+    worker = threading.Thread(target=lambda: outcome.append(
+        api.run_job(request, observer=Seen(), cancel=control)))
+    worker.start()
+    wait_for(lambda: count(marks, "start") >= 1)
+    getattr(control, how)()
+    if how == "cancel":
+        wait_for(lambda: "cancelling" in states)
+        control.kill()  # a plain cancel may escalate: a new state is reported
+    (marks / "go").write_text("")
+    worker.join(timeout=60)
+    expected = {"cancel": ["cancelling", "kill_cancelling"], "force": ["force_cancelling"],
+                "kill": ["kill_cancelling"]}[how]
+    assert states == expected
+    assert str(outcome[0].state) == "cancelled"
+
+
+@pytest.mark.slow  # real processes, signalled
+def test_running_and_cancelling_jobs_show_live(project):
+    body = ("a:\n  type: tosca.nodes.Root\n  interfaces:\n    Standard:\n      operations:\n"
+            "        configure: 'trap \"\" TERM; echo $$ >> marks/a.start; "
+            "while [ ! -e marks/go ]; do sleep 0.05; done'\n")
+    setup(project, ["a"], {}, sleep=0)
+    project.write(ensemble_yaml(body))
+    marks = project.root / "marks"
+    job = start_unfurl(project.root, "deploy", "--approve")
+    wait_for(lambda: count(marks, "start") >= 1, job)
+    [running] = _history(project)
+    assert running["execution"] == "started" and running["changeId"]
+    shown = run_unfurl(project.root, "show", running["changeId"], "--json")
+    assert json.loads(shown.stdout)["job"]["execution"] == "started", shown.stderr
+    assert run_unfurl(project.root, "cancel").returncode == 0
+    wait_for(lambda: _history(project)[0]["execution"] == "cancelling", job)
+    assert " cancelling " in run_unfurl(project.root, "history").stdout
+    assert run_unfurl(project.root, "cancel", "--kill").returncode == 0
+    # the operation ignores SIGTERM: the kill waits 5 s before SIGKILL, visibly
+    wait_for(lambda: list_journals(project.root)[0].state == "kill_cancelling", job)
+    assert _history(project)[0]["execution"] in ("kill_cancelling", "cancelled")
+    job.communicate(timeout=60)
+    assert job.returncode == 64
+    [done] = _history(project)
+    assert (done["execution"], done["status"]) == ("cancelled", "cancelled")
+
+
+@pytest.mark.slow  # real processes
+def test_a_queued_job_is_listed_until_its_turn(project, tmp_path):
+    marks = gated(project, ["a"])
+    job = start_unfurl(project.root, "deploy", "--approve")
+    wait_for(lambda: count(marks, "start") >= 1, job)
+    log = tmp_path / "queued.err"
+    with open(log, "w") as err:
+        queued = subprocess.Popen(
+            [sys.executable, "-m", "unfurl_lite", "execute-operation", "Standard.configure",
+             "--approve", "--queue"],
+            cwd=project.root, env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+        )
+        wait_for(lambda: any(j["execution"] == "queued" for j in _history(project)), queued)
+        jobs = _history(project)
+        waiting = next(j for j in jobs if j["execution"] == "queued")
+        assert waiting["changeId"] is None and waiting["workflow"] == "execute_operation"
+        assert [j["execution"] for j in jobs] == ["queued", "started"]
+        table = run_unfurl(project.root, "history").stdout
+        assert " queued " in table
+        (marks / "go").write_text("")
+        job.communicate(timeout=60)
+        queued.wait(timeout=60)
+    assert queued.returncode == 0, log.read_text()
+    assert [j["execution"] for j in _history(project)] == ["terminated", "terminated"]
+    assert not list(project.root.glob(".unfurl-lite.queue-*"))
+
+
+def test_a_job_holding_the_lock_before_its_first_task_is_pending(project):
+    """Between taking the lock and starting its journal a job is Cloudify's pending."""
+    setup(project, ["a"], {}, sleep=0)
+    holder = subprocess.Popen(["sleep", "60"])
+    try:
+        (project.root / ".unfurl-lite.lock").write_text(json.dumps({
+            "pid": holder.pid, "changeId": None, "command": "deploy",
+            "host": os.uname().nodename, "since": time.time()}))
+        [pending] = _history(project)
+        assert pending["execution"] == "pending" and pending["workflow"] == "deploy"
+        assert pending["changeId"] is None
+    finally:
+        holder.kill()
+        holder.wait()
+    (project.root / ".unfurl-lite.lock").unlink()
+    assert _history(project) == []
