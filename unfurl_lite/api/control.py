@@ -148,7 +148,12 @@ def resume(
                                   recorded=recorded, committed_leftovers=swept)
             ens = load(ens.path)
         killed_lock.settle()
-        resumed = resuming.resumed_from(journal, plan, force or how.adopting)
+        updated = resuming.spec_changed(ens, journal)
+        if updated:
+            notify(f"The spec changed since job {journal.change_id} was cancelled: what is "
+                   "left of it runs with the new inputs")
+        resumed = resuming.resumed_from(journal, plan, force or how.adopting,
+                                        current=dict(ens.instances) if updated else None)
         todo = [t for t in plan.tasks if t.number not in resumed.runs]
         notify(f"Resuming job {journal.change_id}: {len(todo)} of {len(plan.tasks)} "
                "tasks to run")

@@ -21,6 +21,7 @@ from unfurl_lite.expressions.digest import spec_digest
 from unfurl_lite.load.jobslog import read_jobs_tsv
 from unfurl_lite.model import changeid
 from unfurl_lite.model.ensemble import Ensemble
+from unfurl_lite.model.entities import Instance
 from unfurl_lite.plan.registry import build
 from unfurl_lite.plan.tasks import ROLLBACK, Plan
 from unfurl_lite.plan.topology import instance_graph, operationless
@@ -85,13 +86,23 @@ def find_job(root: Path, change_id: str | None = None) -> JournalFile:
     return journal
 
 
+def spec_changed(ensemble: Ensemble, journal: JournalFile) -> bool:
+    return journal.data.get("specDigest") != spec_digest(ensemble.spec)
+
+
 def replan(ensemble: Ensemble, journal: JournalFile) -> Plan:
-    """The journal's plan, made again; refused if the spec or the plan has changed."""
-    if journal.data.get("specDigest") != spec_digest(ensemble.spec):
+    """The journal's plan, made again; refused if the plan has changed, or if the spec has
+    changed for a job that was not cancelled. As Cloudify's deployment update ("this
+    affects canceled executions, which can be resumed after the deployment update
+    finishes, and use the new inputs"), a cancelled job resumes on the spec as it now is,
+    if that gives it the same tasks: those left run with the new inputs."""
+    changed = spec_changed(ensemble, journal)
+    if changed and journal.state != "cancelled":
         raise JobError(
             f"the ensemble's spec changed since job {journal.change_id} ran, so it cannot "
             "be resumed exactly",
-            hint="run the workflow again instead (e.g. unfurl deploy)",
+            hint="run the workflow again instead (e.g. unfurl deploy); only a cancelled job "
+                 "resumes after a deployment update, with the new inputs",
         )
     start = restore_instances(journal.data.get("startInstances") or {})
     at_start = dataclasses.replace(ensemble, instances=start)
@@ -104,7 +115,8 @@ def replan(ensemble: Ensemble, journal: JournalFile) -> Plan:
     recorded = [(t["number"], t["target"], t.get("operation")) for t in journal.tasks]
     if planned != recorded:
         raise JobError(
-            f"job {journal.change_id} cannot be planned again the same way",
+            f"job {journal.change_id} cannot be planned again the same way"
+            + (" on the changed spec (it would not run the same tasks)" if changed else ""),
             hint="run the workflow again instead (e.g. unfurl deploy)",
         )
     return plan
@@ -192,9 +204,13 @@ def logged(ensemble: Ensemble, job_id: str) -> bool:
     return any(r["changeId"] == job_id for r in read_jobs_tsv(ensemble.jobs_tsv))
 
 
-def resumed_from(journal: JournalFile, plan: Plan, force: bool) -> Resumed:
-    """Which runs are carried over as done, and the instances to start from."""
-    instances = restore_instances(journal.data.get("instances") or {})
+def resumed_from(journal: JournalFile, plan: Plan, force: bool,
+                 current: dict[str, Instance] | None = None) -> Resumed:
+    """Which runs are carried over as done, and the instances to start from: as the job
+    left them, or ``current`` (a cancelled job resumed after a deployment update starts
+    from what the update left)."""
+    instances = dict(current) if current is not None else restore_instances(
+        journal.data.get("instances") or {})
     by_number = {t["number"]: t for t in journal.tasks}
     undone = rolled_back(plan, by_number)
     for name, new in plan.new_instances.items():
