@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.plan.test_workflows import deployed, ensemble, node, ok, op, ran
+from tests.plan.test_workflows import deployed, ensemble, node, ok, op, ran, rel_op
 
 
 def test_install_leaves_instances_without_start_started(project, invoke):
@@ -93,3 +93,55 @@ def test_start_and_stop_parms_may_redefine_inputs(project, invoke):
     deployed(project, invoke, {"app": app})
     ok(invoke("start", "--operation-parms", '{"mode": "safe"}', "--approve"))
     assert ran(project) == ["app start safe"]
+
+
+def _two_sided(target_interfaces: dict) -> dict:
+    lifecycle = "cloudify.interfaces.relationship_lifecycle"
+    source = {n: rel_op(f"source {n}") for n in ("preconfigure", "establish", "unlink")}
+    return {
+        "db": node(standard=("create", "delete")),
+        "app": node(requirements=[{"database": {"node": "db", "relationship": {
+            "type": "tosca.relationships.ConnectsTo",
+            "interfaces": {lifecycle: {"operations": source}},
+            "target_interfaces": target_interfaces}}}]),
+    }
+
+
+def test_relationship_lifecycle_on_the_target_side_runs_on_the_target(project, invoke):
+    """Cloudify's target_interfaces: each step runs the source's operation, then the
+    target's, relationship by relationship, as the seed orders the lifecycle."""
+    import json
+
+    lifecycle = "cloudify.interfaces.relationship_lifecycle"
+    target = {lifecycle: {"operations": {
+        n: rel_op(f"target {n}") for n in ("preconfigure", "postconfigure", "establish", "unlink")
+    }}}
+    project.write(ensemble(_two_sided(target)))
+    ok(invoke("validate"))
+    result = ok(invoke("install", "--approve", "--json"))
+    assert ran(project) == [
+        "db create", "app create", "app->db source preconfigure", "app->db target preconfigure",
+        "app configure", "app->db target postconfigure", "app start",
+        "app->db source establish", "app->db target establish",
+    ]
+    ran_on = {t["operation"]: t["target"] for t in json.loads(result.stdout)["tasks"]
+              if "RelationshipLifecycle" in t["operation"] and t["target"] == "db"}
+    assert set(ran_on) == {f"RelationshipLifecycle.{n}" for n in (
+        "preconfigure", "postconfigure", "establish")}  # each target-side one ran on db
+    (project.root / "ops.log").unlink()
+    ok(invoke("uninstall", "--approve"))
+    assert ran(project) == ["app stop", "app->db source unlink", "app->db target unlink",
+                            "app delete", "db delete"]
+
+
+def test_target_side_operations_with_a_tosca_form_are_refused_by_name(project, invoke):
+    target = {"Configure": {"operations": {"add_source": "true"}}}
+    project.write(ensemble(_two_sided(target)))
+    result = invoke("validate")
+    assert result.exit_code == 1
+    assert "interface 'Configure' in `target_interfaces` is not supported" in result.output
+    assert "add_source" in result.output  # the TOSCA form to use instead
+    lifecycle = "cloudify.interfaces.relationship_lifecycle"
+    project.write(ensemble(_two_sided({lifecycle: {"operations": {"connect": "true"}}})))
+    result = invoke("validate")
+    assert result.exit_code == 1 and "unknown operation 'connect'" in result.output

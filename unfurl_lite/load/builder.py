@@ -261,16 +261,19 @@ def _requirement(
     value = value or {}
     relationship = value.get("relationship")
     rel_interfaces: Interfaces = {}
+    target_interfaces: Interfaces = {}
     rel_name: str | None = None
     if isinstance(relationship, str):
         rel_name = relationship
         if relationship in relationship_templates:
             template = relationship_templates[relationship] or {}
             rel_interfaces = _interfaces(template.get("interfaces") or {})
+            target_interfaces = _interfaces(template.get("target_interfaces") or {})
             rel_name = template.get("type", relationship)
     elif isinstance(relationship, dict):
         rel_name = relationship.get("type")
         rel_interfaces = _interfaces(relationship.get("interfaces") or {})
+        target_interfaces = _interfaces(relationship.get("target_interfaces") or {})
     if rel_name in relationship_types:  # the type's interfaces, its ancestors' under them
         type_interfaces: Interfaces = {}
         for ancestor in reversed(ancestry(rel_name, lambda t: parents(
@@ -289,6 +292,7 @@ def _requirement(
         relationship=rel_name,
         interfaces=rel_interfaces,
         optional=optional,
+        target_interfaces=target_interfaces,
     )
 
 

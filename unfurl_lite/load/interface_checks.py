@@ -37,12 +37,16 @@ def interface_owners(doc: Any) -> Iterator[tuple[tuple[Any, ...], Any]]:
         for name, body in get_section(doc, (*TOPOLOGY, section)).items():
             base = (*TOPOLOGY, section, name)
             yield (*base, "interfaces"), mapping(body).get("interfaces")
+            if section == "relationship_templates":
+                yield (*base, "target_interfaces"), mapping(body).get("target_interfaces")
             if section == "node_templates":
                 for index, req, _ in requirements_of(body):
                     value = mapping(body)["requirements"][index][req]
-                    relationship = mapping(value).get("relationship")
-                    yield ((*base, "requirements", index, req, "relationship", "interfaces"),
-                           mapping(relationship).get("interfaces"))
+                    relationship = mapping(mapping(value).get("relationship"))
+                    at = (*base, "requirements", index, req, "relationship")
+                    yield (*at, "interfaces"), relationship.get("interfaces")
+                    # Cloudify's relationship_lifecycle operations run on the target
+                    yield (*at, "target_interfaces"), relationship.get("target_interfaces")
 
 
 def operations_of(body: Any) -> Iterator[tuple[tuple[str, ...], str]]:

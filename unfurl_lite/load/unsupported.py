@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from unfurl_lite.errors import Problem
@@ -21,7 +21,7 @@ from unfurl_lite.load.problems import (
     problem_at,
 )
 from unfurl_lite.load.type_checks import requirements_of
-from unfurl_lite.model.entities import OPERATION_KINDS
+from unfurl_lite.model.entities import OPERATION_KINDS, canonical_interface
 
 #: Unfurl sections unfurl-lite refuses by name, with why and what to do
 _UNSUPPORTED_SECTIONS: dict[tuple[str, ...], tuple[str, str]] = {
@@ -125,10 +125,16 @@ CLOUDIFY_AGENT_INTERFACES = ("cloudify.interfaces.monitoring_agent",
                              "cloudify.interfaces.cloudify_agent", "cloudify.interfaces.host")
 
 
-_RELATIONSHIP_INTERFACE_KEYS = ("source_interfaces", "target_interfaces")
-_TOSCA_RELATIONSHIP_HINT = ("write the operations as TOSCA relationship interfaces: a requirement "
-                            "with `relationship: {type: ..., interfaces: {Configure: {operations: "
+_RELATIONSHIP_INTERFACE_KEYS = ("source_interfaces",)
+_TOSCA_RELATIONSHIP_HINT = ("write the source side's operations as TOSCA relationship interfaces: "
+                            "`relationship: {type: ..., interfaces: {Configure: {operations: "
                             "{add_target: ...}}}}` (see docs/workflows.md, Lifecycle interfaces)")
+#: what runs on the target side, by the TOSCA form where there is one
+_TARGET_SIDE_HINT = (
+    "TOSCA names the target side's operations in the relationship's `interfaces`: "
+    "Configure.pre_configure_target, post_configure_target, add_source, remove_source; "
+    "`target_interfaces` takes only cloudify.interfaces.relationship_lifecycle (preconfigure, "
+    "postconfigure, establish, unlink), which has no TOSCA form")
 
 
 def _cloudify_unsupported(doc: Any, file: str) -> Iterator[Problem]:
@@ -156,20 +162,30 @@ def _cloudify_unsupported(doc: Any, file: str) -> Iterator[Problem]:
         for index, req, _ in requirements_of(body):
             relationship = mapping(mapping(mapping(body)["requirements"][index][req])
                                     .get("relationship"))
-            for key in _RELATIONSHIP_INTERFACE_KEYS:
-                if key in relationship:
-                    yield problem_at(
-                        doc, (*base, "requirements", index, req, "relationship", key), file,
-                        f"Cloudify's {key!r} is not supported", _TOSCA_RELATIONSHIP_HINT,
-                    )
-    for section in (("relationship_templates",), ):
-        for name, body in get_section(doc, (*TOPOLOGY, *section)).items():
-            for key in _RELATIONSHIP_INTERFACE_KEYS:
-                if key in mapping(body):
-                    yield problem_at(
-                        doc, (*TOPOLOGY, *section, name, key), file,
-                        f"Cloudify's {key!r} is not supported", _TOSCA_RELATIONSHIP_HINT,
-                    )
+            at = (*base, "requirements", index, req, "relationship")
+            yield from _relationship_sides(doc, file, at, relationship)
+    for name, body in get_section(doc, (*TOPOLOGY, "relationship_templates")).items():
+        yield from _relationship_sides(
+            doc, file, (*TOPOLOGY, "relationship_templates", name), mapping(body))
+
+
+def _relationship_sides(
+    doc: Any, file: str, path: tuple[Any, ...], relationship: Mapping[str, Any]
+) -> Iterator[Problem]:
+    """Cloudify's ``source_interfaces`` has a TOSCA form (``interfaces``): refused by name.
+    Its ``target_interfaces`` runs relationship_lifecycle on the target (no TOSCA form);
+    any other interface there has one, and is refused by name."""
+    for key in _RELATIONSHIP_INTERFACE_KEYS:
+        if key in relationship:
+            yield problem_at(doc, (*path, key), file, f"Cloudify's {key!r} is not supported",
+                             _TOSCA_RELATIONSHIP_HINT)
+    for interface in mapping(relationship.get("target_interfaces")):
+        if canonical_interface(str(interface)) != "RelationshipLifecycle":
+            yield problem_at(
+                doc, (*path, "target_interfaces", interface), file,
+                f"interface {interface!r} in `target_interfaces` is not supported",
+                _TARGET_SIDE_HINT,
+            )
 
 
 #: Unfurl's configurators that unfurl-lite does not implement, by their short names

@@ -179,6 +179,16 @@ class Requirement:
     relationship: str | None = None  # relationship type or template name
     interfaces: Interfaces = field(default_factory=dict)  # relationship operations
     optional: bool = False
+    #: Cloudify's ``target_interfaces``: relationship_lifecycle operations run on the target
+    #: (TOSCA's Configure interface names its target-side operations in ``interfaces``)
+    target_interfaces: Interfaces = field(default_factory=dict)
+
+    def relationship_operation(self, interface: str, name: str, side: str) -> Operation | None:
+        """The operation a relationship step runs on ``side`` (source or target): Cloudify's
+        relationship_lifecycle has the same names on both sides, in two interface sets."""
+        owner = self.target_interfaces if side == "target" and interface == \
+            "RelationshipLifecycle" else self.interfaces
+        return owner.get(interface, {}).get(name)
 
     @property
     def is_host(self) -> bool:

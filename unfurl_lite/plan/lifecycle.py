@@ -48,6 +48,7 @@ INSTALL: tuple[Step, ...] = (
             ("Configure", "pre_configure_source", "source"),
             ("Configure", "pre_configure_target", "target"),
             ("RelationshipLifecycle", "preconfigure", "source"),
+            ("RelationshipLifecycle", "preconfigure", "target"),
         )
     ),
     NodeStep(
@@ -60,6 +61,7 @@ INSTALL: tuple[Step, ...] = (
             ("Configure", "post_configure_source", "source"),
             ("Configure", "post_configure_target", "target"),
             ("RelationshipLifecycle", "postconfigure", "source"),
+            ("RelationshipLifecycle", "postconfigure", "target"),
         )
     ),
     NodeStep(
@@ -72,6 +74,7 @@ INSTALL: tuple[Step, ...] = (
             ("Configure", "add_target", "source"),
             ("Configure", "add_source", "target"),
             ("RelationshipLifecycle", "establish", "source"),
+            ("RelationshipLifecycle", "establish", "target"),
         )
     ),
 )
@@ -86,6 +89,7 @@ UNINSTALL: tuple[Step, ...] = (
             ("Configure", "remove_target", "source"),
             ("Configure", "remove_source", "target"),
             ("RelationshipLifecycle", "unlink", "source"),
+            ("RelationshipLifecycle", "unlink", "target"),
         )
     ),
     NodeStep(
@@ -103,6 +107,7 @@ UNLINK = tuple(
         ("Configure", "remove_target", "source"),
         ("Configure", "remove_source", "target"),
         ("RelationshipLifecycle", "unlink", "source"),
+        ("RelationshipLifecycle", "unlink", "target"),
     )
 )
 
@@ -143,7 +148,7 @@ def _steps_for(
         for req in template.requirements:
             peers: list[str] | None = None  # an O(N) scan: only when an operation needs it
             for interface, name, side in step.operations:
-                op = req.interfaces.get(interface, {}).get(name)
+                op = req.relationship_operation(interface, name, side)
                 if op is None or op.implementation is None:
                     continue
                 if peers is None:
@@ -320,7 +325,7 @@ def add_relationship_tasks(
             continue
         for step in steps:
             for interface, name, side in step.operations:
-                op = req.interfaces.get(interface, {}).get(name)
+                op = req.relationship_operation(interface, name, side)
                 if op is None or op.implementation is None:
                     continue
                 runs_on = source if side == "source" else peer

@@ -157,7 +157,7 @@ def operationless(topology: Topology) -> frozenset[str]:
         and not any(
             op.implementation is not None
             for req in template.requirements
-            for ops in req.interfaces.values()
+            for ops in (*req.interfaces.values(), *req.target_interfaces.values())
             for op in ops.values()
         )
     )
