@@ -213,12 +213,14 @@ WORKFLOWS = [
     ("start", {}), ("stop", {}), ("restart", {}), ("heal", {}), ("update", {}),
     ("scale", {"scalable_entity_name": "app"}),
     ("scale", {"scalable_entity_name": "app", "delta": -1}),
+    ("install_new_agents", {}),
 ]
 
 
 def test_no_planner_changes_the_ensemble(project, invoke):
     templates = {"db": node(Install=("check", "discover")), "old": node(),
                  "app": node(requirements=[{"dependency": "db"}])}
+    templates["db"]["metadata"] = {"agent": "db-1"}  # something for install_new_agents
     deployed(project, invoke, templates)
     ok(invoke("scale", "app", "--approve"))
     del templates["old"]

@@ -31,6 +31,7 @@ WORKFLOW_SECTIONS = {
     "heal": "heal",
     "scale": "scale",
     "update": "update",
+    "install-new-agents": "install-new-agents",
 }
 SHARED = "Options every job command takes"
 
@@ -66,12 +67,14 @@ def test_each_workflow_section_names_its_options_and_has_an_example(name):
 
 
 @pytest.mark.parametrize("workflow", sorted(
-    ["execute_operation", "start", "stop", "restart", "heal", "scale", "update", "undeploy"]
+    ["execute_operation", "start", "stop", "restart", "heal", "scale", "update", "undeploy",
+     "install_new_agents"]
 ))
 def test_each_cloudify_parameter_is_documented_in_both_spellings(workflow):
     from unfurl_lite.cli.commands.parameters import NAMES
 
-    name = {"execute_operation": "execute-operation", "undeploy": "uninstall"}.get(
+    name = {"execute_operation": "execute-operation", "undeploy": "uninstall",
+            "install_new_agents": "install-new-agents"}.get(
         workflow, workflow
     )
     section = SECTIONS[WORKFLOW_SECTIONS[name]]

@@ -117,7 +117,7 @@ def agents(ensemble: str | Path | None = None, broker: str | None = None, start:
     serving it (name and version); ``start`` first starts a local worker for each queue no
     live worker serves (a JobError if one does not come up)."""
     from unfurl_lite.api.jobs import load
-    from unfurl_lite.run import routing
+    from unfurl_lite.model import routing
 
     distributed = _celery()
     ens = load(ensemble)

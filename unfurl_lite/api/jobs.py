@@ -210,9 +210,9 @@ def _run_locked(
             if missing is not None:
                 raise missing
     observer = watcher()  # the checks passed: the job runs
-    executor = make_executor(
-        request.executor, request.options.parallelism, **(request.executor_options or {})
-    )
+    executor = make_executor("local", request.options.parallelism) if plan.local_only \
+        else make_executor(request.executor, request.options.parallelism,
+                           **(request.executor_options or {}))
     if isinstance(cancel, JobControl):
         cancel.attach_executor(executor)
     journal = None

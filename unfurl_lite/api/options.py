@@ -36,6 +36,7 @@ TAKES: dict[str, tuple[str, ...]] = {
               "exclude_instances", "rollback_if_failed"),
     "update": ("preview", "skip_install", "skip_uninstall", "skip_reinstall",
                "skip_drift_check", "force_reinstall", "skip_heal", "workflow_id"),
+    "install_new_agents": ("install_agent_timeout", "node_ids", "node_instance_ids"),
 }
 CUSTOM_TAKES = ("instance_names",)
 
@@ -80,6 +81,7 @@ class PlanOptions:
     skip_drift_check: bool | None = None
     skip_heal: bool | None = None
     workflow_id: str | None = None
+    install_agent_timeout: str | float | None = None
 
     @classmethod
     def from_mapping(cls, given: Mapping[str, Any]) -> PlanOptions:

@@ -47,6 +47,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "heal": ("cloudify:heal", "Heal or reinstall a failing instance."),
     "scale": ("cloudify:scale", "Add or remove instances of a template."),
     "update": ("cloudify:update", "Apply spec changes to what was deployed."),
+    "install-new-agents": (
+        "cloudify:install_new_agents",
+        "Make sure a live worker serves each instance's agent queue.",
+    ),
     "status": ("inspect:status", "Show instances, their status and drift."),
     "history": ("inspect:history", "List jobs, newest first, with commits."),
     "show": ("inspect:show_change", "Show one job or task by changeId."),

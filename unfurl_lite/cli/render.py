@@ -127,6 +127,8 @@ def result_json(result: JobResult) -> dict[str, Any]:
                 "attempts": r.attempts,
                 "message": redact(r.message, result.secrets) if r.message else None,
                 **({"output": command_output(r, result)} if result.workflow == "run" else {}),
+                **({"outputs": agent_report(r, result)}
+                   if result.workflow == "install_new_agents" else {}),
             }
             for r in result.runs
             if r.counted
@@ -215,6 +217,16 @@ def command_output(run: TaskRun, result: JobResult) -> dict[str, Any] | None:
         "stdout": redact_text(str(outputs.get("stdout") or ""), result.secrets),
         "stderr": redact_text(str(outputs.get("stderr") or ""), result.secrets),
     }
+
+
+def agent_report(run: Any, result: JobResult) -> dict[str, Any]:
+    """install_new_agents' report for one instance: its queue, the workers serving it, the
+    one it started (the task's outputs, without what it printed)."""
+    from unfurl_lite.security.redaction import redact
+
+    outputs = run.result.outputs if run.result is not None else {}
+    return redact({k: v for k, v in outputs.items() if k not in ("stdout", "stderr")},
+                  result.secrets)
 
 
 def run_output_text(result: JobResult) -> str:

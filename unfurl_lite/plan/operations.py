@@ -56,7 +56,7 @@ def _resolve(template: NodeTemplate, name: str) -> Operation | None:
     return template.operation(name)
 
 
-def _filtered(
+def select_filtered(
     ensemble: Ensemble,
     type_names: Sequence[str],
     node_ids: Sequence[str],
@@ -202,7 +202,7 @@ def plan_execute_operation(
 ) -> Plan:
     builder = Builder("execute_operation")
     instances = planned_instances(ensemble)
-    selected = _filtered(ensemble, type_names, node_ids, node_instance_ids, instances)
+    selected = select_filtered(ensemble, type_names, node_ids, node_instance_ids, instances)
     add_operation_tasks(
         builder,
         ensemble,
@@ -228,7 +228,7 @@ def _start_or_stop(
 ) -> Plan:
     """Cloudify's start and stop: execute-operation wrappers, dependency order by default."""
     builder = Builder(workflow)
-    selected = _filtered(ensemble, type_names, node_ids, node_instance_ids)
+    selected = select_filtered(ensemble, type_names, node_ids, node_instance_ids)
     add_operation_tasks(
         builder,
         ensemble,
@@ -258,7 +258,7 @@ def plan_restart(
 ) -> Plan:
     """Every stop (dependents first), then every start (dependencies first)."""
     builder = Builder("restart")
-    selected = _filtered(ensemble, type_names, node_ids, node_instance_ids)
+    selected = select_filtered(ensemble, type_names, node_ids, node_instance_ids)
     stops = add_operation_tasks(
         builder, ensemble, STOP, selected, stop_parms, True, run_by_dependency_order,
         reverse=True, missing="skip",

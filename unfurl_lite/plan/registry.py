@@ -31,6 +31,7 @@ PLANNERS: dict[str, tuple[str, str]] = {
     "heal": ("heal", "plan_heal"),
     "scale": ("scale", "plan_scale"),
     "update": ("update", "plan_update"),
+    "install_new_agents": ("agents", "plan_install_new_agents"),
 }
 
 

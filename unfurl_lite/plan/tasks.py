@@ -101,6 +101,9 @@ class Plan:
     #: a dry run simulates every task, as Cloudify's dry_run does, where Unfurl fails a task
     #: whose operation has no dry-run form
     cloudify: bool = False
+    #: runs in the job's own process tree whatever executor is asked for (install_new_agents
+    #: starts the workers the Celery executor needs)
+    local_only: bool = False
     #: templates gone from the spec that the plan still runs operations of (update's
     #: uninstall of a removed template, as its last commit defined it); planning leaves the
     #: ensemble as it was, so the job adds these to its own view of the topology

@@ -25,6 +25,7 @@ from unfurl_lite.expressions.reads import operation_reads, plain_reads
 from unfurl_lite.model import changeid
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Instance, NodeState, Status
+from unfurl_lite.model.routing import agent_of
 from unfurl_lite.plan.tasks import Plan, Task
 from unfurl_lite.run.discovery import add_discovered
 from unfurl_lite.run.executors import Executor
@@ -33,7 +34,6 @@ from unfurl_lite.run.operations.base import DRYRUN_NOT_SUPPORTED, OperationReque
 from unfurl_lite.run.outcome import OBSERVING, UNFURL_WORKFLOWS, JobOptions, Resumed, TaskRun
 from unfurl_lite.run.relationships import on_relationship, relationship_instance
 from unfurl_lite.run.results import apply_post_inputs
-from unfurl_lite.run.routing import agent_of
 from unfurl_lite.run.signals import JobControl
 from unfurl_lite.run.status import in_sequence, on_failure, on_start, on_success
 from unfurl_lite.security import environment as openv

@@ -329,3 +329,31 @@ def _run_instead(
         click.echo(render.plan_text(api.plan(ensemble, workflow, options)))
         return
     execute_workflow(ctx, workflow, ensemble, plan_options, opts)
+
+
+@click.command("install-new-agents")
+@ENSEMBLE_OPTION
+@job_options
+@parameter_options
+@click.option(
+    "--install-agent-timeout", default="300s", show_default=True,
+    help="How long to wait for each agent's worker to come up (seconds, or 300s, 5m).",
+)
+@click.option("--node-ids", multiple=True, callback=_names,
+              help="Only instances of these node templates.")
+@click.option("--node-instance-ids", multiple=True, callback=_names, help="Only these instances.")
+@click.pass_context
+def install_new_agents(ctx: click.Context, ensemble: str | None, **opts: Any) -> None:
+    """Make sure a live worker serves each selected instance's agent queue: register the
+    one already serving it (checking its version) or start one; old ones keep running.
+    The broker is --broker or UNFURL_BROKER."""
+    import os
+
+    plan_options = merge("install_new_agents", {
+        "install_agent_timeout": opts["install_agent_timeout"],
+        "node_ids": opts["node_ids"],
+        "node_instance_ids": opts["node_instance_ids"],
+    }, opts)  # fmt: skip
+    if opts.get("broker"):  # the operations reach the broker through the job's environment
+        os.environ["UNFURL_BROKER"] = opts["broker"]
+    execute_workflow(ctx, "install_new_agents", ensemble, plan_options, opts)

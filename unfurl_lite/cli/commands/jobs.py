@@ -146,7 +146,7 @@ def show_result(
     if as_json:
         echo_json(render.result_json(result))
         ctx.exit(result.exit_code(options.jobexitcode))
-    if result.workflow == "run" and not result.dryrun:
+    if result.workflow in ("run", "install_new_agents") and not result.dryrun:
         output = render.run_output_text(result)
         if output:
             click.echo(output)

@@ -18,7 +18,8 @@ import click
 LIST = ("type_names", "node_ids", "node_instance_ids", "include_instances", "exclude_instances")
 MAPPING = ("operation_kwargs", "operation_parms", "stop_parms", "start_parms")
 INTEGER = ("delta",)
-TEXT = ("operation", "node_instance_id", "diagnose_value", "scalable_entity_name", "workflow_id")
+TEXT = ("operation", "node_instance_id", "diagnose_value", "scalable_entity_name", "workflow_id",
+        "install_agent_timeout")
 FILTERS = ("type_names", "node_ids", "node_instance_ids")
 
 # workflow -> Cloudify's parameter names (the seeds' lists)
@@ -42,6 +43,7 @@ NAMES: dict[str, tuple[str, ...]] = {
         "preview", "workflow_id", "skip_install", "skip_uninstall", "skip_drift_check",
         "force_reinstall", "skip_heal", "skip_reinstall",
     ),
+    "install_new_agents": ("install_agent_timeout", "node_ids", "node_instance_ids"),
     "deploy": (),
     "undeploy": ("ignore_failure",),
 }  # fmt: skip

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from unfurl_lite.model.routing import DEFAULT_QUEUE
 from unfurl_lite.run.executors.celery.application import (
     DEFAULT_BROKER,
     PROTOCOL,
@@ -36,7 +37,6 @@ from unfurl_lite.run.executors.wire import (
     encode_request,
     encode_result,
 )
-from unfurl_lite.run.routing import DEFAULT_QUEUE
 
 __all__ = ["DEFAULT_BROKER", "DEFAULT_QUEUE", "PROTOCOL", "WORKER_NAME_ENV", "CeleryExecutor",
            "broker_url", "check_broker", "decode", "decode_request", "decode_result",

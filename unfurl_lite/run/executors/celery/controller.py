@@ -32,6 +32,7 @@ from typing import Any
 
 import unfurl_lite.run.executors.celery.credentials as credentials
 import unfurl_lite.run.executors.celery.lineage as lineage
+from unfurl_lite.model.routing import DEFAULT_QUEUE
 from unfurl_lite.run.executors.celery.application import (
     BROKER_DOWN_SECONDS,
     DEADLINE_SECONDS,
@@ -61,7 +62,6 @@ from unfurl_lite.run.executors.celery.flights import (
 from unfurl_lite.run.executors.checkout import without_password
 from unfurl_lite.run.executors.wire import decode_result, encode, encode_request
 from unfurl_lite.run.operations.base import OperationRequest, OperationResult
-from unfurl_lite.run.routing import DEFAULT_QUEUE
 from unfurl_lite.security.redaction import redact_text
 from unfurl_lite.security.taint import Sensitive
 

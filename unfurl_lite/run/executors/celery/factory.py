@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from unfurl_lite.model.routing import DEFAULT_QUEUE
 from unfurl_lite.run.executors.celery.application import (
     broker_url,
     patch_kombu,
     visibility_timeout,
 )
-from unfurl_lite.run.routing import DEFAULT_QUEUE
 
 if TYPE_CHECKING:
     from celery import Celery

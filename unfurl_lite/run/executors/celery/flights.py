@@ -13,9 +13,9 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
+from unfurl_lite.model.routing import DEFAULT_QUEUE
 from unfurl_lite.run.executors.celery.application import PROTOCOL, live_workers
 from unfurl_lite.run.operations.base import OperationRequest, OperationResult
-from unfurl_lite.run.routing import DEFAULT_QUEUE
 
 VERSION_MARK = "@v"
 
