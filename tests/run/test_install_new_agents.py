@@ -12,17 +12,8 @@ import signal
 import pytest
 
 from tests.conftest import run_in_process, run_unfurl
-from tests.run.test_distributed import (  # noqa: F401 (fixtures)
-    broker,
-    deploy,
-    ensemble,
-    heartbeat,
-    mark,
-    node,
-    prepare,
-    redis_server,
-    workers,
-)
+from tests.run.conftest import heartbeat
+from tests.run.test_distributed import deploy, ensemble, mark, node, prepare
 
 AGENTS = (node("web", mark("web"), "\n          metadata: {agent: web-1}"),
           node("web2", mark("web2"), "\n          metadata: {agent: web-1}"),
@@ -81,15 +72,23 @@ def test_install_new_agents_starts_or_registers_a_worker_per_instance(project, b
 
 @pytest.mark.redis
 @pytest.mark.slow
-def test_a_worker_of_another_protocol_is_refused_for_its_instance(project, broker, workers):
+def test_a_worker_of_another_version_is_left_running_and_a_new_one_started(
+        project, broker, workers):
     _deployed(project)
-    workers("skewed", "api-1", env={"UNFURL_WORKER_PROTOCOL": "1"})
+    skewed = workers("skewed", "api-1", env={"UNFURL_WORKER_PROTOCOL": "1"})
     result = run_unfurl(project.root, "install-new-agents", "--approve", "--broker", broker,
                         "--json", "--node-ids", "api")
-    assert result.returncode == 64, result.stdout + result.stderr
-    [task] = json.loads(result.stdout)["tasks"]
-    assert task["state"] == "failed"
-    assert "skewed runs unfurl-lite" in task["message"] and "protocol 1" in task["message"]
+    data = json.loads(result.stdout or "{}")
+    try:
+        assert result.returncode == 0, result.stdout + result.stderr
+        [task] = data["tasks"]
+        assert task["outputs"]["started"] and task["outputs"]["workers"] == ["api-1"]
+        assert task["outputs"]["otherVersions"] == ["skewed"]
+        assert skewed.poll() is None  # the old agent is not uninstalled
+    finally:
+        for pid in _started(data):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
 
 
 def test_install_agent_timeout_and_filters_are_checked_before_anything_runs(project):

@@ -279,10 +279,11 @@ def agent_status(queue: str, broker: str | None = None) -> AgentStatus:
 
 
 def ensure_agent(queue: str, root: Path, broker: str | None = None, name: str | None = None,
-                 concurrency: int | None = None) -> AgentStatus:
+                 concurrency: int | None = None, timeout: float | None = None) -> AgentStatus:
     """A compatible worker serves ``queue``: the live ones that do, else one started on
-    this machine (its log in ROOT/jobs/worker-NAME.log), waited for until it beats; a
-    JobError if none comes up. Workers of another version are listed, not used."""
+    this machine (its log in ROOT/jobs/worker-NAME.log), waited for until it beats (up to
+    ``timeout`` seconds); a JobError if none comes up. Workers of another version are
+    listed, not used."""
     distributed = _celery()
     url = distributed.broker_url(broker)
     distributed.check_broker(url)
@@ -290,7 +291,7 @@ def ensure_agent(queue: str, root: Path, broker: str | None = None, name: str | 
     if status.ready:
         return status
     worker = start_worker(root, name or queue, queue, url, concurrency)
-    deadline = time.monotonic() + START_WAIT_SECONDS
+    deadline = time.monotonic() + (timeout or START_WAIT_SECONDS)
     while time.monotonic() < deadline:
         status = agent_status(queue, url)
         if status.ready:
