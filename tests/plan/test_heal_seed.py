@@ -171,3 +171,14 @@ def test_heal_of_a_dependency_re_establishes_its_dependents_outside_the_scope(pr
         "app->db remove_target", *of("db", ["stop", "delete", "create", "configure", "start"]),
         "app->db pre_configure_target", "app->db post_configure_source", "app->db add_source",
     ]
+
+
+def test_diagnose_value_is_shown_and_a_fully_healthy_heal_only_checks(project, invoke):
+    """Seed: diagnose_value is for human-readable messages; if every instance declares a
+    check_status that succeeds, heal only runs those and exits."""
+    app = node()
+    with_op(app, "Validation", "check_status", op("check_status"))
+    deployed(project, invoke, {"app": app})
+    result = ok(invoke("heal", "--diagnose-value", "disk full", "--approve"))
+    assert "diagnosis: disk full" in result.output
+    assert ran(project) == ["app check_status"]

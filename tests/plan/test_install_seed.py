@@ -145,3 +145,16 @@ def test_target_side_operations_with_a_tosca_form_are_refused_by_name(project, i
     project.write(ensemble(_two_sided({lifecycle: {"operations": {"connect": "true"}}})))
     result = invoke("validate")
     assert result.exit_code == 1 and "unknown operation 'connect'" in result.output
+
+
+def test_an_operation_declared_but_not_mapped_does_nothing(project, invoke):
+    """Seed: executing an operation a node declares without mapping it to an
+    implementation does nothing; one it does not declare at all is an error."""
+    app = node(standard=("create",))
+    app["interfaces"]["Standard"]["operations"]["configure"] = {"inputs": {"x": 1}}
+    deployed(project, invoke, {"app": app})
+    result = ok(invoke("execute-operation", "Standard.configure", "--approve"))
+    assert "nothing to run: Standard.configure has no implementation" in result.output
+    assert ran(project) == []
+    refused = invoke("execute-operation", "Lifecycle.poststart", "--approve")
+    assert refused.exit_code == 1 and "has no operation" in refused.output

@@ -89,3 +89,24 @@ def test_each_cloudify_parameter_is_documented_in_both_spellings(workflow):
 def test_parameter_options_are_documented():
     section = SECTIONS["Cloudify parameters (-p, --parameters)"]
     assert "`-p`, `--parameter NAME=VALUE`" in section and "`--parameters FILE`" in section
+
+
+def test_every_test_the_seed_table_names_exists():
+    """The table of the seeds' behaviours names real tests (and real modules)."""
+    table = SECTIONS["The seeds, behaviour by behaviour"]
+    rows = [line for line in table.splitlines() if re.match(r"^\| \d+ \|", line)]
+    assert len(rows) >= 70
+    last_file = None
+    for row in rows:
+        test_column = row.rstrip(" |").rsplit(" | ", 1)[-1]
+        for path, name in re.findall(r"`((?:plan|run|record)/test_\w+\.py)?(?:::(\w+))?`",
+                                     test_column):
+            if path:
+                last_file = ROOT / "tests" / path
+                assert last_file.exists(), row
+            if name:
+                assert last_file is not None and f"def {name}(" in last_file.read_text(), row
+    for module in set(re.findall(r"`((?:plan|run|record|model|load|api|cli|expressions)"
+                                 r"/[\w/]+\.py)`", table)):
+        assert (ROOT / "unfurl_lite" / module).exists() or (ROOT / "tests" / module).exists(), \
+            module

@@ -154,3 +154,32 @@ def test_a_job_holding_the_lock_before_its_first_task_is_pending(project):
         holder.wait()
     (project.root / ".unfurl-lite.lock").unlink()
     assert _history(project) == []
+
+
+def test_each_task_goes_through_cloudifys_task_states(project):
+    """pending -> sending -> sent -> started -> succeeded | failed | rescheduled."""
+    from unfurl_lite import api
+    from unfurl_lite.run.observer import Observer
+
+    setup(project, ["a", "b"], {"b": ["a"]}, sleep=0,
+          failing={"b": "[ ! -e marks/b.tried ] && touch marks/b.tried"})
+    seen: dict[str, list[str]] = {}
+
+    class Seen(Observer):
+        def job_started(self, job_id, instances, runs) -> None:
+            for run in runs:
+                seen.setdefault(run.task.target, []).append(str(run.state))
+
+        def task_changed(self, run) -> None:
+            states = seen.setdefault(run.task.target, [])
+            if not states or states[-1] != str(run.state):
+                states.append(str(run.state))
+
+    request = api.JobRequest(ensemble=project.ensemble, workflow="deploy",
+                             options=api.JobOptions(workflow="deploy", retries=1,
+                                                    retry_interval=0.01))
+    result = api.run_job(request, observer=Seen())
+    assert str(result.state) == "succeeded"
+    assert seen["a"] == ["pending", "sending", "sent", "started", "succeeded"]
+    assert seen["b"] == ["pending", "sending", "sent", "started", "rescheduled",
+                         "sending", "sent", "started", "succeeded"]
