@@ -113,6 +113,12 @@ def test_second_job_is_refused_with_a_hint_or_queued(project, tmp_path):
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
         )
         wait_for(lambda: "Queued: waiting for job" in log.read_text(), queued)
+        # Cloudify's queued execution, listed until its turn (with no changeId yet)
+        jobs = json.loads(run_unfurl(project.root, "history", "--json").stdout)
+        assert [(j["execution"], j["workflow"]) for j in jobs] == [
+            ("queued", "execute_operation"), ("started", "deploy")]
+        assert jobs[0]["changeId"] is None
+        assert " queued " in run_unfurl(project.root, "history").stdout
         (marks / "go").write_text("")
         job.communicate(timeout=60)
         queued.wait(timeout=60)
@@ -120,3 +126,6 @@ def test_second_job_is_refused_with_a_hint_or_queued(project, tmp_path):
     assert queued.returncode == 0, log.read_text()
     assert len((marks / "a.start").read_text().split()) == 2  # the deploy's, then the queued run
     assert len((marks / "a.end").read_text().split()) == 2
+    jobs = json.loads(run_unfurl(project.root, "history", "--json").stdout)
+    assert [j["execution"] for j in jobs] == ["terminated", "terminated"]
+    assert not list(project.root.glob(".unfurl-lite.queue-*"))

@@ -6,13 +6,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import threading
 import time
 
 import pytest
 
-from tests.conftest import ROOT, ensemble_yaml, run_in_process, run_unfurl
+from tests.conftest import ensemble_yaml, run_in_process, run_unfurl
 from tests.execution_helpers import count, start_unfurl, wait_for
 from tests.run.test_execution import gated, setup
 from unfurl_lite.record.journal import list_journals
@@ -108,34 +107,6 @@ def test_running_and_cancelling_jobs_show_live(project):
     assert job.returncode == 64
     [done] = _history(project)
     assert (done["execution"], done["status"]) == ("cancelled", "cancelled")
-
-
-@pytest.mark.slow  # real processes
-def test_a_queued_job_is_listed_until_its_turn(project, tmp_path):
-    marks = gated(project, ["a"])
-    job = start_unfurl(project.root, "deploy", "--approve")
-    wait_for(lambda: count(marks, "start") >= 1, job)
-    log = tmp_path / "queued.err"
-    with open(log, "w") as err:
-        queued = subprocess.Popen(
-            [sys.executable, "-m", "unfurl_lite", "execute-operation", "Standard.configure",
-             "--approve", "--queue"],
-            cwd=project.root, env={**os.environ, "PYTHONPATH": str(ROOT)},
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-        )
-        wait_for(lambda: any(j["execution"] == "queued" for j in _history(project)), queued)
-        jobs = _history(project)
-        waiting = next(j for j in jobs if j["execution"] == "queued")
-        assert waiting["changeId"] is None and waiting["workflow"] == "execute_operation"
-        assert [j["execution"] for j in jobs] == ["queued", "started"]
-        table = run_unfurl(project.root, "history").stdout
-        assert " queued " in table
-        (marks / "go").write_text("")
-        job.communicate(timeout=60)
-        queued.wait(timeout=60)
-    assert queued.returncode == 0, log.read_text()
-    assert [j["execution"] for j in _history(project)] == ["terminated", "terminated"]
-    assert not list(project.root.glob(".unfurl-lite.queue-*"))
 
 
 def test_a_job_holding_the_lock_before_its_first_task_is_pending(project):
