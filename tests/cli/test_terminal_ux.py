@@ -39,6 +39,7 @@ JSON_CASES: dict[str, tuple[list[str], bool]] = {
     "heal": (["heal", "--approve"], True),
     "scale": (["scale", "web", "--approve"], True),
     "update": (["update", "--approve"], True),
+    "install-new-agents": (["install-new-agents", "--approve"], True),  # no agents: nothing
     "status": (["status"], True),
     "history": (["history"], True),
     "show": (["show", "{job}"], True),
