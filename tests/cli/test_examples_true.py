@@ -83,8 +83,15 @@ def test_scaled_web_runs_three_instances_on_one_host_and_heals(init):
     assert sorted(p.name for p in (root / "state").iterdir()) == [
         "host", "web", "web_1", "web_2"]
     (root / "state" / "web_1").unlink()
-    run_in_process(root, "heal", "web_1", "--approve")
+    healed = run_in_process(root, "heal", "web_1", "--approve")
+    assert healed.returncode == 0, healed.stderr
     assert (root / "state" / "web_1").exists()
+    ran = [line for line in (healed.stdout + healed.stderr).splitlines()
+           if line.endswith(" succeeded")]
+    assert any("web_1: Lifecycle.heal" in line for line in ran), healed.stdout
+    # the host and the other webs pass their checks: nothing is reinstalled
+    assert not any("Standard.delete" in line or ("Lifecycle.heal" in line and "web_1" not in line)
+                   for line in ran), healed.stdout
 
 
 def test_check_discover_reports_a_volume_that_undeploy_leaves_alone(init):
