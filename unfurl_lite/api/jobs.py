@@ -18,7 +18,7 @@ from typing import Any
 
 from unfurl_lite.api.options import PlanOptions
 from unfurl_lite.api.project import make_plan
-from unfurl_lite.errors import STORAGE_ERRNOS, JobError, StorageError, storage_error
+from unfurl_lite.errors import STORAGE_ERRNOS, StorageError, storage_error
 from unfurl_lite.expressions.digest import spec_digest
 from unfurl_lite.expressions.outputs import topology_inputs, topology_outputs
 from unfurl_lite.load import name_checks
@@ -82,38 +82,13 @@ def wait_for_turn(path: str | Path | None, on_wait: Callable[[str], None] | None
         lock.wait_until_free(resolved)
 
 
-def check_dirty(repo: Repo | None, ensemble: Ensemble, mode: str) -> None:
+def check_dirty(repo: Repo | None, ensemble: Ensemble, mode: str) -> list[Path]:
     """``abort``: any uncommitted tracked change stops the job; ``auto``: only changes to
-    files other than the ensemble and its records do; ``ok``: never."""
-    if repo is None or mode == "ok":
-        return
-    dirty = repo.dirty_files()
-    if mode == "auto":
-        from unfurl_lite.record.leftovers import is_record
+    files other than the ensemble, its records and its spec files do (the spec files are
+    returned: the job's commit takes them along); ``ok``: never (see record/repo.py)."""
+    from unfurl_lite.record.repo import dirty_check
 
-        own = {repo.relative(ensemble.path), repo.relative(ensemble.jobs_tsv)}
-        dirty = [f for f in dirty
-                 if f not in own and not is_record(repo.root / f, ensemble.project_root)
-                 and not _being_recorded(repo.root, repo.root / f)]
-    if dirty:
-        shown = ", ".join(dirty[:5]) + (f" and {len(dirty) - 5} more" if len(dirty) > 5 else "")
-        raise JobError(
-            f"the repository has uncommitted changes: {shown}",
-            hint="commit or stash them, or pass --dirty=ok to run anyway",
-        )
-
-
-def _being_recorded(root: Path, path: Path) -> bool:
-    """Is ``path`` in the directory of another ensemble whose job is running now (it is
-    between its ``git add`` and ``git commit``)? Ensembles sharing a repository deploy
-    at once."""
-    for directory in path.parents:
-        info = lock.read_lock(directory / lock.LOCK_NAME)
-        if info is not None and info.alive and info.pid not in (-1, os.getpid()):
-            return True
-        if directory == root:
-            return False
-    return False
+    return dirty_check(repo, ensemble, mode)
 
 
 def _prepare_git(repo: Repo, ensemble: Ensemble) -> None:
@@ -201,10 +176,11 @@ def _run_locked(
 
     repo = find_repo(ensemble.project_root)
     confine_records(ensemble.project_root, ensemble.jobs_log, request.options.allow_outside_paths)
+    spec_changes: list[Path] = []  # edited spec files the job's commit takes along
     if not request.options.dryrun:
         if repo is not None and request.options.commit:
             _prepare_git(repo, ensemble)
-        check_dirty(repo, ensemble, request.dirty)
+        spec_changes = check_dirty(repo, ensemble, request.dirty)
         if repo is not None and request.options.commit:
             missing = identity_problem(repo.root, " (or run the job with --no-commit)")
             if missing is not None:
@@ -233,7 +209,7 @@ def _run_locked(
     start_commit = repo.head() if repo else None
     try:
         return _run_and_record(request, observer, cancel, ensemble, plan, resumed, executor,
-                               journal, repo, start_commit)
+                               journal, repo, start_commit, spec_changes)
     except OSError as exc:
         if exc.errno not in STORAGE_ERRNOS:
             raise
@@ -257,6 +233,7 @@ def _run_and_record(
     journal: Any,
     repo: Repo | None,
     start_commit: str | None,
+    spec_changes: list[Path],
 ) -> JobResult:
     try:
         result = run_plan(
@@ -291,7 +268,7 @@ def _run_and_record(
     result.written = [str(p.relative_to(ensemble.project_root)) for p in files.all()]
     if repo is not None and request.options.commit:
         message = request.options.message or f"Updating status for job {result.job_id}"
-        result.commit = repo.commit(files.all(), message)
+        result.commit = repo.commit(files.all() + spec_changes, message)
     elif repo is None and request.options.commit:
         result.not_committed = "not a git repository"
     return result

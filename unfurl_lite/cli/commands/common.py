@@ -115,7 +115,8 @@ def job_options(func: Callable[..., Any]) -> Callable[..., Any]:
             default="auto",
             show_default=True,
             help="What to do when the repo has uncommitted changes: abort on any "
-            "(abort), on any but the ensemble's own files (auto), or go on (ok).",
+            "(abort), on any but the ensemble's own files, whose edited spec files are "
+            "committed with the job (auto), or go on (ok).",
         ),
         click.option(
             "--jobs",
