@@ -9,6 +9,7 @@ is observed and cancelled; nothing here prints.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import signal
@@ -20,6 +21,7 @@ from typing import Any
 
 from unfurl_lite.api.options import PlanOptions
 from unfurl_lite.errors import JobError, UnfurlLiteError
+from unfurl_lite.plan.tasks import Plan
 from unfurl_lite.run.observer import Observer
 from unfurl_lite.run.outcome import JobOptions, JobResult
 
@@ -44,6 +46,8 @@ class Resumption:
     committed_leftovers: list[str] = field(default_factory=list)
 
     def exit_code(self) -> int:
+        if self.summary == "declined":
+            return 1  # "n" at the prompt, as for every job command
         if self.result is None or self.options is None:
             return 0
         return self.result.exit_code(self.options.jobexitcode)
@@ -71,6 +75,7 @@ def resume(
     observe: Callable[[int], Observer | None] | None = None,
     cancel: threading.Event | None = None,
     notify: Callable[[str], None] = _say,
+    confirm: Callable[[Plan], bool] = lambda left: True,
 ) -> Resumption:
     """Continue the newest failed, cancelled or killed job (or job ``change_id``).
 
@@ -79,8 +84,10 @@ def resume(
     It runs on the job's recorded executor and broker unless ``executor``/``broker`` say
     otherwise; on Celery, the killed job's copies of its tasks still queued are dropped
     and those still running (or finished since) are adopted, never run a second time.
-    ``observe(n)`` is called with the number of tasks left just before they run and
-    returns the observer for the re-run.
+    ``confirm`` sees the plan of what is left to run once the job is ready to resume (a
+    killed job is recorded as it stood first) and may decline: nothing then runs, and
+    the job stays resumable. ``observe(n)`` is called with the number of tasks left just
+    before they run and returns the observer for the re-run.
     """
     from unfurl_lite.api.jobs import JobRequest, load, record_job, run_job
     from unfurl_lite.load.gitrepo import find_repo
@@ -155,6 +162,9 @@ def resume(
         resumed = resuming.resumed_from(journal, plan, force or how.adopting,
                                         current=dict(ens.instances) if updated else None)
         todo = [t for t in plan.tasks if t.number not in resumed.runs]
+        if not confirm(dataclasses.replace(plan, tasks=todo)):
+            return Resumption(journal.change_id, "declined", "Cancelled: nothing was run.",
+                              options, recorded=recorded, committed_leftovers=swept)
         notify(f"Resuming job {journal.change_id}: {len(todo)} of {len(plan.tasks)} "
                "tasks to run")
         request = JobRequest(

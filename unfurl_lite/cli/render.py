@@ -65,8 +65,8 @@ def guard_text(task: Any) -> str:
     return f" (only {'; '.join(parts)})" if parts else ""
 
 
-def plan_text(plan: Plan) -> str:
-    lines = [f"Plan for {plan.workflow}:"]
+def plan_text(plan: Plan, title: str | None = None) -> str:
+    lines = [f"Plan for {title or plan.workflow}:"]
     if not plan.tasks:
         lines.append("  nothing to do")
     for target, tasks in plan.by_target().items():
@@ -81,11 +81,11 @@ def plan_text(plan: Plan) -> str:
     return "\n".join(lines)
 
 
-def plan_tree(plan: Plan) -> Any:
+def plan_tree(plan: Plan, title: str | None = None) -> Any:
     from rich.markup import escape
     from rich.tree import Tree
 
-    tree = Tree(f"[bold]Plan for {plan.workflow}[/bold]")
+    tree = Tree(f"[bold]Plan for {escape(title or plan.workflow)}[/bold]")
     if not plan.tasks:
         tree.add("[dim]nothing to do[/dim]")
     for target, tasks in plan.by_target().items():

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from unfurl_lite.cli.commands.common import (
+    confirm_plan,
     console,
     echo_json,
     ensemble_option,
@@ -31,15 +32,19 @@ from unfurl_lite.cli.commands.common import (
 @click.option("--broker", default=None,
               help="The Celery broker (default: the job's, with the password from "
               "$UNFURL_BROKER or the password file).")
+@click.option("-a", "--approve", is_flag=True,
+              help="Do not ask for confirmation (asked only on a terminal).")
 @click.option("--json", "as_json", is_flag=True, help="Print the job's result as JSON.")
 @click.pass_context
 def resume(ctx: click.Context, changeid: str | None, ensemble: str | None, force: bool,
            commit: bool, dirty: str, executor: str | None, broker: str | None,
-           as_json: bool) -> None:
+           approve: bool, as_json: bool) -> None:
     """Continue the last failed, cancelled or killed job (or job CHANGEID).
 
     Succeeded tasks are not run again; failed and rescheduled ones are (retry count
-    reset); --force also re-runs tasks that were running when the job was killed.
+    reset); --force also re-runs tasks that were running when the job was killed. On a
+    terminal it shows what is left to run and asks first (-a: do not ask); without one
+    it goes on, since the job was approved when it started.
     """
     import contextlib
 
@@ -58,16 +63,25 @@ def resume(ctx: click.Context, changeid: str | None, ensemble: str | None, force
             return shown.enter_context(render.ProgressObserver(console(), todo))
         return render.LineObserver()
 
+    def confirm(left: Any) -> bool:
+        """What is left to run, shown; asked about only where someone can answer."""
+        import sys
+
+        title = f"{left.workflow} (what is left to run)"
+        shown_plan = render.plan_tree(left, title) if tty else render.plan_text(left, title)
+        return confirm_plan(shown_plan, approve, sys.stdin.isatty(), as_json)
+
     with handle_signals(JobControl()) as control, shown, quiet_collector():
         done = api.resume(ensemble, changeid, force=force, commit=commit, dirty=dirty,
                           executor=executor, broker=broker, observe=observe, cancel=control,
+                          confirm=confirm,
                           notify=lambda message: click.echo(message, err=True))
     if done.result is None or done.options is None:
         if as_json:
             echo_json(done.as_json())
         else:
-            click.echo(done.message)
-        return
+            click.echo(done.message, err=done.summary == "declined")
+        ctx.exit(done.exit_code())
     if as_json:
         echo_json(render.result_json(done.result))
         ctx.exit(done.exit_code())
