@@ -57,7 +57,8 @@ def test_quiet_prints_only_the_result(project, invoke):
     assert result.exit_code == 0
     lines = result.output.strip().splitlines()
     assert lines[0].startswith("Job A") and "deploy succeeded" in lines[0]
-    assert len(lines) == 2 and lines[1].startswith("committed ")
+    assert len(lines) == 3 and lines[2].startswith("committed ")
+    assert lines[1] == "2 tasks: 2 ok, 0 failed, 0 blocked, 0 cancelled, 0 skipped, 0 not run"
     assert invoke("deploy", "--approve", "--quiet").output == ""
 
 

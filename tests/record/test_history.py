@@ -214,7 +214,8 @@ def test_history_lists_deploy_check_undeploy_newest_first_with_commits(project, 
     assert ids("--since", "2020-01-01") == [j["changeId"] for j in jobs]
     assert ids("--since", "2999-01-01") == []
     assert ids("--instance", "server") == [j["changeId"] for j in jobs]
-    assert ids("--instance", "nothing") == []
+    unknown = invoke("history", "--instance", "nothing")  # no instance has that name
+    assert unknown.exit_code == 1 and "no instance named 'nothing'" in unknown.output
     bad = invoke("history", "--since", "yesterday-ish")
     assert bad.exit_code == 1 and "neither a changeId nor a date" in bad.output
 

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import Project, ensemble_yaml, run_in_process
 from unfurl_lite.view.dashboard.server import DashboardServer, start
@@ -152,9 +153,10 @@ def tour_failure(root: Path) -> str:
     return (root / "jobs.tsv").read_text().split("\t", 1)[0]
 
 
-def cancelled(project: Project) -> str:
+def cancelled(project: Project, keep: Any = None) -> str:
     """A deploy of the dashboard's ensemble cancelled as its first task ends (one task at
-    a time, so what is left never started). Returns the job's changeId."""
+    a time, so what is left never started). Returns the job's changeId; ``keep`` is given
+    its result."""
     from unfurl_lite import api
     from unfurl_lite.run.observer import Observer
     from unfurl_lite.run.outcome import JobOptions
@@ -172,4 +174,6 @@ def cancelled(project: Project) -> str:
                                         options=JobOptions("deploy", jobs=1)),
                          observer=CancelAfterFirst(cancel), cancel=cancel)
     assert result is not None and str(result.state) == "cancelled"
+    if keep is not None:
+        keep(result)
     return result.job_id

@@ -235,6 +235,8 @@ def _run_and_record(
     start_commit: str | None,
     spec_changes: list[Path],
 ) -> JobResult:
+    start = resumed.instances if resumed else ensemble.instances
+    before = {n: (str(i.status), str(i.state) if i.state else None) for n, i in start.items()}
     try:
         result = run_plan(
             ensemble,
@@ -252,6 +254,7 @@ def _run_and_record(
         else:
             executor.shutdown()
     result.start_commit = start_commit
+    result.before = before
     if journal is not None:
         journal.finished(result)
     if request.options.dryrun or not (result.changed_anything or resumed):

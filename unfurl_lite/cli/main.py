@@ -199,13 +199,17 @@ def main(argv: list[str] | None = None) -> Any:
 
 
 def _error_text(exc: Exception) -> str:
+    """The error for a person, wrapped at spaces to stderr's width (its hint too)."""
+    from unfurl_lite.cli.tables import prose, stream_width
     from unfurl_lite.errors import InputError, UnfurlLiteError
 
     if isinstance(exc, InputError):
-        return exc.format()
-    if isinstance(exc, UnfurlLiteError):
-        return f"error: {exc.format()}"
-    return f"error: {exc}"
+        text = exc.format()
+    elif isinstance(exc, UnfurlLiteError):
+        text = f"error: {exc.format()}"
+    else:
+        text = f"error: {exc}"
+    return prose(text, stream_width(sys.stderr))
 
 
 def wants_json(args: list[str]) -> bool:

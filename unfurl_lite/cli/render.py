@@ -8,6 +8,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
+from unfurl_lite.api import report
 from unfurl_lite.run.observer import Observer, TaskState
 
 if TYPE_CHECKING:
@@ -78,7 +79,21 @@ def plan_text(plan: Plan, title: str | None = None) -> str:
             )
     for note in plan.notes:
         lines.append(f"  {note.target}: {note.message}")
+    counted = plan_count(plan)
+    if counted:
+        lines.append(f"  {counted}")
     return "\n".join(lines)
+
+
+def plan_count(plan: Plan) -> str:
+    """How many of the plan's tasks the job's summary will count, when steps that only
+    set a state (not counted, as in Unfurl) would make the two disagree."""
+    steps = sum(1 for t in plan.tasks if t.is_passthrough)
+    if not steps:
+        return ""
+    tasks = len(plan.tasks) - steps
+    return (f"{tasks} task{'s' if tasks != 1 else ''} to count; {steps} "
+            f"step{'s' if steps != 1 else ''} only set a state")
 
 
 def plan_tree(plan: Plan, title: str | None = None) -> Any:
@@ -98,6 +113,9 @@ def plan_tree(plan: Plan, title: str | None = None) -> Any:
             )
     for note in plan.notes:
         tree.add(f"[dim]{note.target}: {note.message}[/dim]")
+    counted = plan_count(plan)
+    if counted:
+        tree.add(f"[dim]{counted}[/dim]")
     return tree
 
 
@@ -111,6 +129,7 @@ def result_json(result: JobResult) -> dict[str, Any]:
         "status": str(result.status),
         "summary": result.summary,
         "counts": result.counts,
+        "partition": result.partition,
         "commit": result.commit,
         "notCommitted": result.not_committed,
         "dryrun": result.dryrun,
@@ -142,53 +161,53 @@ def result_json(result: JobResult) -> dict[str, Any]:
             for name, inst in result.instances.items()
         },
         "notes": [{"target": n.target, "message": n.message} for n in result.plan.notes],
+        "changes": [c.as_json() for c in report.instance_changes(result)],
     }
 
 
 OUTCOME_STYLE = {
-    TaskState.succeeded: "green",
-    TaskState.failed: "red",
-    TaskState.blocked: "magenta",
-    TaskState.skipped: "dim",
+    "ok": "green",
+    "failed": "red",
+    "blocked": "magenta",
+    "skipped": "dim",
+    "cancelled": "yellow",
+    "not run": "yellow",
 }
 
 
 def summary_table(result: JobResult) -> Any:
+    """One row per counted task, each cell whole (nothing is cut or wrapped mid-word): the
+    messages are in the footer under it, where they have the terminal's width."""
+    from rich import box
     from rich.table import Table
 
-    table = Table(title=f"Job {result.job_id} ({result.workflow}): {result.state}")
-    table.add_column("task", no_wrap=True, min_width=12)  # a changeId: never split
-    for column in ("target", "operation", "reason", "outcome", "status"):
-        table.add_column(column, overflow="fold")
-    table.add_column("message", overflow="fold")
+    from unfurl_lite.run.outcome import task_outcome
+
+    table = Table(title=f"Job {result.job_id} ({result.workflow}): {result.state}",
+                  box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left")
+    for column in ("task", "target", "operation", "reason", "outcome", "status"):
+        table.add_column(column, no_wrap=True, overflow="ellipsis",
+                         min_width=12 if column == "task" else None)  # a changeId: whole
     for r in result.runs:
         if not r.counted:
             continue
-        style = OUTCOME_STYLE.get(r.state, "")
+        outcome = task_outcome(str(r.state), str(result.state))
+        style = OUTCOME_STYLE.get(outcome, "")
         table.add_row(
             r.change_id or "-",
             r.task.target,
-            r.task.operation.qualified_name if r.task.operation else "-",
+            task_label(r.task),
             r.task.reason,
-            f"[{style}]{r.state}[/{style}]" if style else str(r.state),
+            f"[{style}]{outcome}[/{style}]" if style else outcome,
             str(r.status or ""),
-            _short(r.message, result),
         )
     return table
 
 
 def summary_text(result: JobResult) -> str:
-    from unfurl_lite.run.outcome import found_unhealthy
-
-    lines = []
-    for r in result.runs:
-        if found_unhealthy(r):
-            lines.append(f"  {r.task.target} {task_label(r.task)}: found {r.status}")
-        if not r.counted or r.state == TaskState.succeeded:
-            continue
-        lines.append(
-            f"  {r.task.target} {task_label(r.task)}: {r.state}: {_short(r.message, result)}"
-        )
+    """Unfurl's summary line, the partition that adds up, the commit, then what did not
+    simply succeed (each task once, messages whole and redacted) and, for check and
+    discover, what they found in each instance."""
     duration = (result.ended_at - result.started_at).total_seconds()
     head = (
         f"Job {result.job_id} {result.workflow} {result.state} "
@@ -196,13 +215,31 @@ def summary_text(result: JobResult) -> str:
     )
     if result.dryrun:
         head += " [dry run: nothing was recorded]"
-    if result.workflow in ("check", "discover"):
-        lines += [f"  {n.target}: {n.message}" for n in result.plan.notes]
+    lines = [head, report.partition_line(result)]
     if result.commit:
-        head += f"\ncommitted {result.commit[:12]}"
+        lines.append(f"committed {result.commit[:12]}")
     elif result.not_committed:
-        head += f"\nnot committed: {result.not_committed}"
-    return "\n".join([head, *lines])
+        lines.append(f"not committed: {result.not_committed}")
+    lines += [f"  {_short(line.text(), result)}" for line in report.footer(result)]
+    if result.workflow in report.FINDING:
+        lines += [f"  {n.target}: {n.message}" for n in result.plan.notes]
+    if str(result.state) == "cancelled" and not result.dryrun:
+        lines.append("Finish it with: unfurl resume")
+    return "\n".join(lines)
+
+
+def changes_table(result: JobResult, total: int | None) -> str:
+    """What check or discover found in each instance, and what it was before: the point
+    of those jobs, in every output mode (Unfurl prints a table of them too)."""
+    from unfurl_lite.cli.tables import Column, plain
+
+    changes = report.instance_changes(result)
+    if not changes or not report.shows_instances(result):
+        return ""
+    columns = [Column("INSTANCE", keep=True), Column("STATUS", keep=True), Column("STATE"),
+               Column("CHANGE")]
+    rows = [[c.instance, c.status, c.state, c.change] for c in changes]
+    return plain("", columns, rows, total)
 
 
 def command_output(run: TaskRun, result: JobResult) -> dict[str, Any] | None:
@@ -255,7 +292,7 @@ def _short(message: str | None, result: JobResult) -> str:
     if not message:
         return ""
     text = redact_text(message, result.secrets)
-    return text if len(text) < 200 else text[:197] + "..."
+    return text if len(text) < 500 else text[:497] + "..."
 
 
 class LineObserver(Observer):
@@ -266,8 +303,10 @@ class LineObserver(Observer):
         self.lock = threading.Lock()
 
     def _emit(self, text: str) -> None:
+        from unfurl_lite.cli.tables import prose, stream_width
+
         with self.lock:
-            print(text, file=self.stream, flush=True)
+            print(prose(text, stream_width(self.stream)), file=self.stream, flush=True)
 
     def task_started(self, run: TaskRun) -> None:
         self._emit(f"[{run.change_id}] {run.task.target}: {task_label(run.task)} started")
@@ -275,7 +314,8 @@ class LineObserver(Observer):
     def task_finished(self, run: TaskRun) -> None:
         if not run.counted:
             return
-        detail = f": {run.message}" if run.message and run.state != TaskState.succeeded else ""
+        why = report.why(run, str(run.state)) if run.state != TaskState.succeeded else ""
+        detail = f": {why}" if why else ""
         self._emit(
             f"[{run.change_id or '-'}] {run.task.target}: "
             f"{task_label(run.task)} {run.state}{detail}"
@@ -344,7 +384,9 @@ class ProgressObserver(Observer):
                 self.progress.advance(self.bar)
             self._describe()
             if run.state in (TaskState.failed, TaskState.blocked):
+                from rich.markup import escape
+
                 self.progress.console.print(
-                    f"[red]{run.task.target} {task_label(run.task)}: {run.state}[/red] "
-                    f"{run.message or ''}"
+                    f"[red]{escape(run.task.target)} {escape(task_label(run.task))}: "
+                    f"{run.state}[/red]" + (f": {escape(run.message)}" if run.message else "")
                 )

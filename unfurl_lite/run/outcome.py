@@ -107,6 +107,8 @@ class JobResult:
     written: list[str] = field(default_factory=list)
     dryrun: bool = False
     not_committed: str | None = None  # why records that were written have no commit
+    #: each instance's (status, node state) when the job started: what it changed
+    before: dict[str, tuple[str, str | None]] = field(default_factory=dict)
 
     @property
     def counts(self) -> dict[str, int]:

@@ -190,7 +190,10 @@ def confirm_plan(
 ) -> bool:
     """Show the plan; ask on a terminal; refuse (clearly) when nobody can be asked."""
     if not as_json and plan_text_or_tree:
-        show(plan_text_or_tree)
+        if isinstance(plan_text_or_tree, str):
+            say(plan_text_or_tree)
+        else:
+            show(plan_text_or_tree)
     if approve or not needs_approval:
         return True
     if not sys.stdin.isatty():
@@ -202,6 +205,22 @@ def confirm_plan(
         console(stderr=True).print(plan_text_or_tree)
     # with --json, stdout holds the result document only
     return click.confirm("Run this job?", default=False, err=as_json)
+
+
+def output_width() -> int | None:
+    """The width to fit output to: the terminal's, or in a pipe ``COLUMNS`` when the
+    environment sets it (None: as wide as the content)."""
+    from unfurl_lite.cli import tables
+
+    return tables.terminal_width() if is_terminal() else tables.environment_width()
+
+
+def say(text: str, err: bool = False) -> None:
+    """Sentences for people, wrapped at spaces to the output's width (never inside a word,
+    an id or a time), each continuation line indented under its own."""
+    from unfurl_lite.cli import tables
+
+    click.echo(tables.prose(text, output_width()), err=err)
 
 
 def show(renderable: Any) -> None:

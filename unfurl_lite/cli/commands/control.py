@@ -14,6 +14,7 @@ from unfurl_lite.cli.commands.common import (
     ensemble_option,
     is_terminal,
     quiet_collector,
+    say,
     show,
 )
 
@@ -74,13 +75,12 @@ def resume(ctx: click.Context, changeid: str | None, ensemble: str | None, force
     with handle_signals(JobControl()) as control, shown, quiet_collector():
         done = api.resume(ensemble, changeid, force=force, commit=commit, dirty=dirty,
                           executor=executor, broker=broker, observe=observe, cancel=control,
-                          confirm=confirm,
-                          notify=lambda message: click.echo(message, err=True))
+                          confirm=confirm, notify=lambda message: say(message, err=True))
     if done.result is None or done.options is None:
         if as_json:
             echo_json(done.as_json())
         else:
-            click.echo(done.message, err=done.summary == "declined")
+            say(done.message, err=done.summary == "declined")
         ctx.exit(done.exit_code())
     if as_json:
         echo_json(render.result_json(done.result))

@@ -149,10 +149,23 @@ def history(
     from unfurl_lite.cli.tables import Column
 
     columns = [Column("CHANGEID", keep=True), Column("TIME (UTC)", keep=True),
-               Column("WORKFLOW"), Column("EXECUTION"), Column("STATUS", keep=True),
-               Column("SUMMARY"),
-               Column("COMMIT", keep=True), Column("AUTHOR")]
+               Column("WORKFLOW"), Column("EXECUTION", give=2), Column("STATUS", keep=True),
+               Column("SUMMARY", give=1, short=compact_summary),
+               Column("COMMIT", keep=True), Column("AUTHOR", give=3)]
     show(_table("", columns, rows))
+
+
+def compact_summary(summary: str) -> str:
+    """Unfurl's summary without its zero counts, for a narrow table:
+    ``4 tasks (2 changed, 4 ok, 0 failed, …)`` is ``4 tasks (2 changed, 4 ok)``."""
+    import re
+
+    inner = re.search(r"\((.*)\)", summary)
+    if inner is None:
+        return summary
+    kept = [part for part in inner.group(1).split(", ") if not re.fullmatch(r"0 \w+", part)]
+    return summary[: inner.start()] + (f"({', '.join(kept)})" if kept else "").rstrip() + \
+        summary[inner.end():]
 
 
 # ----------------------------------------------------------------------------------- show
@@ -180,10 +193,10 @@ def show_change(change_id: str, ensemble: str | None, no_diff: bool, as_json: bo
                f"({job.workflow or 'unknown workflow'}, {hist.iso(job.time)})")
     click.echo(f"execution: {job.execution}")
     if job.commit:
-        click.echo(
+        click.echo(_fitted(
             f"commit {job.commit.hexsha}  {job.commit.author} <{job.commit.email}>  "
             f"{job.commit.date}"
-        )
+        ))
     else:
         click.echo("commit: (not committed)")
     if shown is None:

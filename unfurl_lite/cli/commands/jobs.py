@@ -14,7 +14,9 @@ from unfurl_lite.cli.commands.common import (
     ensemble_option,
     is_terminal,
     job_options,
+    output_width,
     quiet_collector,
+    say,
     show,
     verbosity,
 )
@@ -127,7 +129,7 @@ def execute_workflow(
     with running:
         result = api.run_job(
             request, confirm=confirm, observe=observe, cancel=control,
-            notify=lambda message: click.echo(message, err=True) if level >= 0 else None,
+            notify=lambda message: say(message, err=True) if level >= 0 else None,
         )
     if result is None:  # confirmed, with nothing to run
         if as_json:
@@ -152,9 +154,10 @@ def show_result(
             click.echo(output)
     if tty and level >= 0:
         show(render.summary_table(result))
-        show(render.summary_text(result))
-    else:
-        show(render.summary_text(result))
+    say(render.summary_text(result))
+    found = render.changes_table(result, output_width())
+    if found:
+        show(found)
     ctx.exit(result.exit_code(options.jobexitcode))
 
 

@@ -1,0 +1,146 @@
+"""80 columns: every command's output fits, nothing is split inside a word, an id or a
+time, messages keep their words, and `history` keeps WORKFLOW and SUMMARY readable before
+AUTHOR. Tested in a pipe with COLUMNS=80 (as on a terminal) and on a pseudo-terminal."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.conftest import ROOT, InvokeIn, git, run_unfurl
+from unfurl_lite.cli.tables import prose
+
+WIDTH = 80
+WORD = st.one_of(
+    st.text(alphabet="abcdefgh.:/_-=()'", min_size=1, max_size=16),
+    st.from_regex(r"A[0-9A-Za-z]{7}[0-9a-f]{4}", fullmatch=True),  # a changeId
+    st.just("2026-11-26 04:56:04"),  # a time: never split across lines
+)
+
+
+@given(st.lists(st.lists(WORD, min_size=1, max_size=16), min_size=1, max_size=3),
+       st.integers(min_value=0, max_value=6), st.integers(min_value=20, max_value=120))
+def test_prose_wraps_at_spaces_only(paragraphs: list[list[str]], indent: int, width: int):
+    text = "\n".join(" " * indent + " ".join(words) for words in paragraphs)
+    wrapped = prose(text, width)
+    assert " ".join(wrapped.split()) == " ".join(text.split())  # no word split or lost
+    for line in wrapped.splitlines():
+        assert len(line) <= width or len(line.split()) == 1 or "2026-11-26 04:56:04" in line
+    assert "2026-11-26\n" not in wrapped
+    assert prose(text, None) == text  # a pipe without COLUMNS: as it is
+
+
+def _tour(invoke_in: InvokeIn, tmp_path: Path) -> Path:
+    result = invoke_in(tmp_path, "init", "tour", "--from", "three-tier")
+    assert result.exit_code == 0, result.output
+    root = tmp_path / "tour"
+    git(root, "config", "user.email", "ada@example.com")
+    git(root, "config", "user.name", "Ada Lovelace-Byron of the Analytical Engine")
+    return root
+
+
+def _at(root: Path, *args: str, width: int | None = WIDTH) -> subprocess.CompletedProcess[str]:
+    env = {"COLUMNS": str(width)} if width else {}
+    if not width:
+        env["COLUMNS"] = ""
+    return run_unfurl(root, *args, env=env)
+
+
+def _fits(text: str) -> None:
+    """No line is wider than the width, unless one word in it (a path) is too long."""
+    long = [line for line in text.splitlines()
+            if len(line) > WIDTH and max(len(w) for w in line.split()) < WIDTH - 10]
+    assert long == []
+
+
+def test_every_command_fits_80_columns_in_a_pipe_with_columns_set(invoke_in: InvokeIn,
+                                                                  tmp_path: Path):
+    root = _tour(invoke_in, tmp_path)
+    (root / "state" / "app").mkdir(parents=True)  # the tour's failure: app cannot be created
+    failed = _at(root, "deploy", "--approve")
+    assert failed.returncode == 64
+    _fits(failed.stdout)
+    _fits(failed.stderr)
+    job = (root / "jobs.tsv").read_text().split("\t", 1)[0]
+    for args in (["plan"], ["status"], ["history"], ["show", job, "--no-diff"],
+                 ["history", "--instance", "wbe"], ["scale", "nosuch", "-a"],
+                 ["validate"], ["diff", job], ["check"]):
+        narrow = _at(root, *args)
+        _fits(narrow.stdout)
+        _fits(narrow.stderr)
+    # sentences keep every word: the same text as without a width, wrapped at spaces
+    for args in (["plan"], ["show", job, "--no-diff"], ["history", "--instance", "wbe"]):
+        narrow, wide = _at(root, *args), _at(root, *args, width=None)
+        assert " ".join((narrow.stdout + narrow.stderr).split()) == \
+            " ".join((wide.stdout + wide.stderr).split()), args
+
+
+def test_history_keeps_workflow_and_summary_readable_before_author(invoke_in: InvokeIn,
+                                                                   tmp_path: Path):
+    root = _tour(invoke_in, tmp_path)
+    assert invoke_in(root, "deploy", "--approve").exit_code == 0
+    assert invoke_in(root, "check").exit_code == 0
+    narrow = _at(root, "history").stdout.splitlines()
+    assert narrow[0].split() == ["CHANGEID", "TIME", "(UTC)", "WORKFLOW", "STATUS", "SUMMARY",
+                                 "COMMIT"]  # AUTHOR left out, not cut unreadable
+    assert [line.split()[3] for line in narrow[1:]] == ["check", "deploy"]  # whole
+    assert all(len(line) <= WIDTH for line in narrow)
+    assert all(re.search(r"\b\d+ tasks \(\d+ (changed|ok)", line) for line in narrow[1:])
+    wide = _at(root, "history", width=200).stdout.splitlines()
+    assert wide[0].split()[-1] == "AUTHOR" and "Analytical Engine" in wide[1]
+    assert "0 unknown" in wide[1]  # with room, Unfurl's whole summary
+
+
+@pytest.mark.slow  # a pseudo-terminal and processes of their own
+def test_a_failed_job_on_an_80_column_terminal(invoke_in: InvokeIn, tmp_path: Path):
+    import pty
+
+    root = _tour(invoke_in, tmp_path)
+    (root / "state" / "app").mkdir(parents=True)
+    leader, follower = pty.openpty()
+    os.set_blocking(leader, True)
+    import fcntl
+    import struct
+    import termios
+
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, WIDTH, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "unfurl_lite", "deploy", "--approve"], cwd=root,
+        stdin=follower, stdout=follower, stderr=follower, close_fds=True,
+        env={**env, "PYTHONPATH": str(ROOT), "TERM": "xterm-256color", "NO_COLOR": "1"})
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    process.wait(timeout=120)
+    os.close(leader)
+    text = b"".join(chunks).decode(errors="replace")
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
+    final = text.split("(deploy): failed")[-1]
+    lines = [line.rstrip() for line in final.replace("\r", "").splitlines()]
+    assert process.returncode == 64
+    assert [line for line in lines if len(line) > WIDTH] == []
+    rows = [line.split() for line in lines if re.match(r"\s*(A\w{11}|-)\s", line)]
+    assert [row[2] for row in rows] == ["Standard.create", "Standard.create",
+                                        "Standard.configure", "Standard.create",
+                                        "Standard.configure"]  # never split mid-word
+    assert [row[4] for row in rows] == ["ok", "failed", "blocked", "blocked", "blocked"]
+    said = " ".join(" ".join(lines).split())
+    assert "app Standard.create: failed: exit code 2: /bin/sh: 1: cannot create state/app: " \
+           "Is a directory" in said  # the message, once, whole
+    assert said.count("cannot create state/app") == 1  # in the table's footer, once
+    assert " ".join(text.split()).count("cannot create state/app") == 2  # and as it happened

@@ -1,0 +1,111 @@
+"""What a job says when it ends: check names what it found in every output mode, the
+summary's partition adds up, each task that did not simply succeed is said once."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.conftest import InvokeIn, Project, git, run_unfurl
+from tests.view.dashboard_helpers import ENSEMBLE
+from unfurl_lite.run.outcome import (
+    CANCELLING,
+    OUTCOMES,
+    partition,
+    partition_text,
+    task_outcome,
+)
+
+STATES = ["pending", "sending", "sent", "started", "succeeded", "failed", "rescheduled",
+          "blocked", "skipped"]
+JOB_STATES = ["succeeded", "failed", "cancelled", "cancelling", "started", "force_cancelling",
+              "kill_cancelling"]
+PARTITION = re.compile(r"^(\d+) tasks?: (\d+) ok, (\d+) failed, (\d+) blocked, (\d+) cancelled, "
+                       r"(\d+) skipped, (\d+) not run$", re.M)
+
+
+def _example(invoke_in: InvokeIn, tmp_path: Path, name: str) -> Path:
+    result = invoke_in(tmp_path, "init", "demo", "--from", name)
+    assert result.exit_code == 0, result.output
+    root = tmp_path / "demo"
+    git(root, "config", "user.email", "ada@example.com")
+    git(root, "config", "user.name", "Ada")
+    return root
+
+
+def test_check_in_a_pipe_names_the_instance_it_found_absent(invoke_in: InvokeIn,
+                                                            tmp_path: Path):
+    root = _example(invoke_in, tmp_path, "check-discover")
+    assert invoke_in(root, "deploy", "--approve").exit_code == 0
+    (root / "state" / "server").unlink()  # the server is gone
+    piped = run_unfurl(root, "check")  # stdout is a pipe, as in `unfurl check | cat`
+    assert piped.returncode == 0, piped.stderr
+    table = piped.stdout[piped.stdout.index("INSTANCE"):].splitlines()
+    assert table[0].split() == ["INSTANCE", "STATUS", "STATE", "CHANGE"]
+    assert table[1].split() == ["server", "absent", "created", "ok", "->", "absent"]
+    document = json.loads(run_unfurl(root, "check", "--json").stdout)
+    assert document["changes"] == [{"instance": "server", "status": "absent",
+                                    "state": "created", "was": "absent",
+                                    "wasState": "created", "change": "unchanged"}]
+
+
+def test_the_partition_adds_up_after_a_cancel_and_unrun_tasks_are_said_once(
+        project: Project):
+    from tests.view.dashboard_helpers import cancelled
+    from unfurl_lite.cli import render
+    from unfurl_lite.run.outcome import JobResult
+
+    seen: list[JobResult] = []
+    cancelled(project, keep=seen.append)
+    text = render.summary_text(seen[0])
+    total, *counts = map(int, PARTITION.search(text).groups())
+    assert total == sum(counts) == seen[0].counts["tasks"]
+    assert counts[3] == total - 1  # all but the first task were cancelled
+    assert not re.search(r": (pending|sending): ?$", text, re.M)  # no empty `pending: `
+    assert len(re.findall("cancelled", text.split("\n", 2)[2])) <= 2  # one grouped line
+    assert f"{total - 1} tasks cancelled: the job was cancelled before they started" in text
+    assert text.rstrip().endswith("Finish it with: unfurl resume")
+
+
+def test_heal_says_skipped_healthy_once_and_its_plan_counts_what_its_summary_counts(
+        invoke_in: InvokeIn, tmp_path: Path):
+    root = _example(invoke_in, tmp_path, "scaled-web")
+    assert invoke_in(root, "deploy", "--approve").exit_code == 0
+    result = run_unfurl(root, "heal", "web_1", "--approve")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert out.count("skipped: healthy") == 1 and "skipped: skipped" not in out + result.stderr
+    planned = re.search(r"^  (\d+) tasks to count; (\d+) steps? only set a state$", out, re.M)
+    summary = re.search(r": (\d+) tasks \(", out)
+    assert planned and summary and planned.group(1) == summary.group(1)
+    assert PARTITION.search(out).group(1) == summary.group(1)
+
+
+def test_a_failed_jobs_failures_are_each_said_once_with_their_whole_message(
+        project: Project):
+    project.write(ENSEMBLE.replace('echo configured', 'echo the disk is full ' + "x" * 300
+                                   + ' >&2; exit 3'))
+    result = run_unfurl(project.root, "deploy", "--approve")
+    assert result.returncode == 64
+    failure = [line for line in result.stdout.splitlines() if "db Standard.configure" in line]
+    record = next((project.root / "jobs").glob("job*.yaml")).read_text()
+    message = re.search(r"message: '?(exit code 3: the disk is full x+[^'\n]*)", record).group(1)
+    assert len(message) > 250  # long: once cut at 200 characters
+    assert failure == [f"  db Standard.configure: failed: {message}"]  # said once, whole
+    assert result.stderr.count("db: Standard.configure failed") == 1  # the event, once
+
+
+@given(st.lists(st.sampled_from(STATES), max_size=40), st.sampled_from(JOB_STATES))
+def test_every_task_is_in_exactly_one_outcome(states: list[str], job_state: str):
+    counts = partition(task_outcome(s, job_state) for s in states)
+    assert set(counts) == set(OUTCOMES) and sum(counts.values()) == len(states)
+    text = partition_text(counts)
+    assert PARTITION.fullmatch(text) and int(text.split()[0]) == len(states)
+    if job_state in CANCELLING:
+        assert counts["not run"] == 0
+    else:
+        assert counts["cancelled"] == 0
