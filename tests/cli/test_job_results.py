@@ -109,3 +109,18 @@ def test_every_task_is_in_exactly_one_outcome(states: list[str], job_state: str)
         assert counts["not run"] == 0
     else:
         assert counts["cancelled"] == 0
+
+
+def test_tasks_no_worker_ran_are_not_run_in_the_partition(project: Project):
+    from tests.run.test_not_run import NoWorker, ensemble_text, run_with
+    from unfurl_lite.cli import render
+
+    project.write(ensemble_text("{}"))
+    _, result = run_with(project, "deploy", NoWorker())
+    text = render.summary_text(result)
+    total, ok, failed, blocked, cancelled, skipped, not_run = map(
+        int, PARTITION.search(text).groups())
+    assert not_run == result.counts["not_run"] > 0 and failed == 0
+    assert total == not_run + blocked and ok == cancelled == skipped == 0
+    assert re.search(r"^  (\S+ Standard\.create: not run|\d+ tasks not run): did not run",
+                     text, re.M)

@@ -18,7 +18,7 @@ from unfurl_lite.run.outcome import (
     TaskRun,
     found_unhealthy,
     partition_text,
-    task_outcome,
+    run_outcome,
 )
 
 #: why a task that never started did not, by its outcome ("{it}": it, or they)
@@ -111,7 +111,7 @@ def footer(result: JobResult) -> list[Line]:
             lines.append(Line("found", (task_name(run),), str(run.status)))
         if not run.counted or run.state == TaskState.succeeded:
             continue
-        outcome = task_outcome(str(run.state), str(result.state))
+        outcome = run_outcome(run, str(result.state))
         reason = why(run, outcome)
         if outcome in ("failed", "blocked"):
             lines.append(Line(outcome, (task_name(run),), reason))

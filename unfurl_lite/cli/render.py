@@ -181,7 +181,7 @@ def summary_table(result: JobResult) -> Any:
     from rich import box
     from rich.table import Table
 
-    from unfurl_lite.run.outcome import task_outcome
+    from unfurl_lite.run.outcome import run_outcome
 
     table = Table(title=f"Job {result.job_id} ({result.workflow}): {result.state}",
                   box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left")
@@ -191,7 +191,7 @@ def summary_table(result: JobResult) -> Any:
     for r in result.runs:
         if not r.counted:
             continue
-        outcome = task_outcome(str(r.state), str(result.state))
+        outcome = run_outcome(r, str(result.state))
         style = OUTCOME_STYLE.get(outcome, "")
         table.add_row(
             r.change_id or "-",

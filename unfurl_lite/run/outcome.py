@@ -117,8 +117,7 @@ class JobResult:
     @property
     def partition(self) -> dict[str, int]:
         """Where each counted task ended (see :func:`partition`): the numbers add up."""
-        return partition(task_outcome(str(r.state), str(self.state))
-                         for r in self.runs if r.counted)
+        return partition(run_outcome(r, str(self.state)) for r in self.runs if r.counted)
 
     @property
     def changed_anything(self) -> bool:
@@ -196,6 +195,12 @@ def task_outcome(state: str, job_state: str) -> str:
     if state in ("failed", "blocked", "skipped"):
         return state
     return "cancelled" if job_state in CANCELLING else "not run"
+
+
+def run_outcome(run: TaskRun, job_state: str) -> str:
+    """:func:`task_outcome` of a run; one that failed before its operation ever started
+    (no worker took it) was not run."""
+    return "not run" if run.not_run else task_outcome(str(run.state), job_state)
 
 
 def partition(outcomes: Iterable[str]) -> dict[str, int]:

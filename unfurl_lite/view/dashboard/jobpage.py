@@ -190,6 +190,8 @@ def _recorded_task(entry: dict[str, Any], journal_task: dict[str, Any] | None,
     outcome = task_outcome(state, "cancelled" if job_state == "cancelled" else job_state)
     if not state:  # an Unfurl record: no task state, only the instance's status
         outcome = _outcome_of_status(entry)
+    elif _never_started(journal_task):
+        outcome = "not run"
     attempts = entry.get("attempts")
     view = TaskView(
         change_id=str(entry.get("changeId") or ""),
@@ -214,6 +216,12 @@ def _recorded_task(entry: dict[str, Any], journal_task: dict[str, Any] | None,
         if view.duration is None and view.started and view.ended:
             view.duration = (view.ended - view.started).total_seconds()
     return view
+
+
+def _never_started(journal_task: dict[str, Any] | None) -> bool:
+    """It failed without its operation ever starting (no worker took it): not run."""
+    result = (journal_task or {}).get("result")
+    return isinstance(result, dict) and result.get("ran") is False
 
 
 def _outcome_of_status(entry: dict[str, Any]) -> str:
@@ -271,7 +279,7 @@ def _journal_task(task: dict[str, Any], alive: bool) -> TaskView:
     elif state in UNSETTLED:
         outcome = state if alive else "not run"
     else:
-        outcome = task_outcome(state, "")
+        outcome = "not run" if _never_started(task) else task_outcome(state, "")
     result = task.get("result") if isinstance(task.get("result"), dict) else {}
     outputs = (result or {}).get("outputs") if isinstance((result or {}).get("outputs"),
                                                            dict) else {}
