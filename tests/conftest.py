@@ -233,6 +233,18 @@ def invoke_in(monkeypatch: pytest.MonkeyPatch) -> InvokeIn:
     return run
 
 
+def init_example(invoke_in: InvokeIn, parent: Path, example: str, name: str = "demo",
+                 author: str = "Ada") -> Path:
+    """``unfurl init NAME --from EXAMPLE`` in ``parent``, as a new user would, with a git
+    identity of its own; returns the project's directory."""
+    result = invoke_in(parent, "init", name, "--from", example)
+    assert result.exit_code == 0, result.output
+    root = parent / name
+    git(root, "config", "user.email", "ada@example.com")
+    git(root, "config", "user.name", author)
+    return root
+
+
 def run_unfurl(
     cwd: Path,
     *args: str,

@@ -5,20 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import InvokeIn, git
-
-
-def _project(invoke_in: InvokeIn, tmp_path: Path, example: str) -> Path:
-    result = invoke_in(tmp_path, "init", "demo", "--from", example)
-    assert result.exit_code == 0, result.output
-    root = tmp_path / "demo"
-    git(root, "config", "user.email", "ada@example.com")
-    git(root, "config", "user.name", "Ada")
-    return root
+from tests.conftest import InvokeIn, init_example
 
 
 def test_history_of_a_mistyped_instance(invoke_in: InvokeIn, tmp_path: Path):
-    root = _project(invoke_in, tmp_path, "three-tier")
+    root = init_example(invoke_in, tmp_path, "three-tier")
     assert invoke_in(root, "deploy", "--approve").exit_code == 0
     result = invoke_in(root, "history", "--instance", "wbe")
     assert result.exit_code == 1
@@ -28,13 +19,13 @@ def test_history_of_a_mistyped_instance(invoke_in: InvokeIn, tmp_path: Path):
 
 def test_history_of_an_instance_not_deployed_yet_is_empty_not_an_error(invoke_in: InvokeIn,
                                                                       tmp_path: Path):
-    root = _project(invoke_in, tmp_path, "three-tier")
+    root = init_example(invoke_in, tmp_path, "three-tier")
     result = invoke_in(root, "history", "--instance", "web")
     assert result.exit_code == 0 and "did you mean" not in result.output
 
 
 def test_scale_of_a_mistyped_template(invoke_in: InvokeIn, tmp_path: Path):
-    root = _project(invoke_in, tmp_path, "scaled-web")
+    root = init_example(invoke_in, tmp_path, "scaled-web")
     result = invoke_in(root, "scale", "wbe", "--delta", "1", "--approve")
     assert result.exit_code == 1 and "did you mean 'web'?" in result.output
     nothing_close = invoke_in(root, "scale", "nosuch", "--delta", "1", "--approve")

@@ -10,7 +10,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.conftest import InvokeIn, Project, git, run_unfurl
+from tests.conftest import InvokeIn, Project, init_example, run_unfurl
 from tests.view.dashboard_helpers import ENSEMBLE
 from unfurl_lite.run.outcome import (
     CANCELLING,
@@ -28,18 +28,9 @@ PARTITION = re.compile(r"^(\d+) tasks?: (\d+) ok, (\d+) failed, (\d+) blocked, (
                        r"(\d+) skipped, (\d+) not run$", re.M)
 
 
-def _example(invoke_in: InvokeIn, tmp_path: Path, name: str) -> Path:
-    result = invoke_in(tmp_path, "init", "demo", "--from", name)
-    assert result.exit_code == 0, result.output
-    root = tmp_path / "demo"
-    git(root, "config", "user.email", "ada@example.com")
-    git(root, "config", "user.name", "Ada")
-    return root
-
-
 def test_check_in_a_pipe_names_the_instance_it_found_absent(invoke_in: InvokeIn,
                                                             tmp_path: Path):
-    root = _example(invoke_in, tmp_path, "check-discover")
+    root = init_example(invoke_in, tmp_path, "check-discover")
     assert invoke_in(root, "deploy", "--approve").exit_code == 0
     (root / "state" / "server").unlink()  # the server is gone
     piped = run_unfurl(root, "check")  # stdout is a pipe, as in `unfurl check | cat`
@@ -73,7 +64,7 @@ def test_the_partition_adds_up_after_a_cancel_and_unrun_tasks_are_said_once(
 
 def test_heal_says_skipped_healthy_once_and_its_plan_counts_what_its_summary_counts(
         invoke_in: InvokeIn, tmp_path: Path):
-    root = _example(invoke_in, tmp_path, "scaled-web")
+    root = init_example(invoke_in, tmp_path, "scaled-web")
     assert invoke_in(root, "deploy", "--approve").exit_code == 0
     result = run_unfurl(root, "heal", "web_1", "--approve")
     assert result.returncode == 0, result.stderr
