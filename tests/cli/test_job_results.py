@@ -62,18 +62,25 @@ def test_the_partition_adds_up_after_a_cancel_and_unrun_tasks_are_said_once(
     assert text.rstrip().endswith("Finish it with: unfurl resume")
 
 
-def test_heal_says_skipped_healthy_once_and_its_plan_counts_what_its_summary_counts(
+def test_heal_says_why_it_skipped_once_and_its_plan_counts_what_its_summary_counts(
         invoke_in: InvokeIn, tmp_path: Path):
     root = init_example(invoke_in, tmp_path, "scaled-web")
     assert invoke_in(root, "deploy", "--approve").exit_code == 0
-    result = run_unfurl(root, "heal", "web_1", "--approve")
+    result = run_unfurl(root, "heal", "web_1", "--approve")  # everything is healthy
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert out.count("skipped: healthy") == 1 and "skipped: skipped" not in out + result.stderr
-    planned = re.search(r"^  (\d+) tasks to count; (\d+) steps? only set a state$", out, re.M)
+    skipped = re.findall(r"^  (\d+) tasks skipped: (.+?) \(", out, re.M)
+    assert len(skipped) == 1  # one line says why, for every skipped task
+    assert "skipped: skipped" not in out + result.stderr
+    plan = out.split("\nJob ", 1)[0]
+    steps = re.findall(r"^    \d+\. (.*)$", plan, re.M)
+    counted = [s for s in steps if not s.startswith("(no operation: state only)")]
+    stated = re.search(r"^  (\d+) tasks to count; \d+ steps? only set a state$", plan, re.M)
     summary = re.search(r": (\d+) tasks \(", out)
-    assert planned and summary and planned.group(1) == summary.group(1)
+    assert summary and int(summary.group(1)) == len(counted)
+    assert stated is None if len(counted) == len(steps) else stated.group(1) == summary.group(1)
     assert PARTITION.search(out).group(1) == summary.group(1)
+    assert int(skipped[0][0]) == int(PARTITION.search(out).group(6))
 
 
 def test_a_failed_jobs_failures_are_each_said_once_with_their_whole_message(

@@ -70,7 +70,7 @@ def test_the_tours_failed_deploy_shows_blocked_tasks_with_the_journals_times(tmp
     assert timeline.group(1).count('class="marker"') == 3
     assert data["author"] == "Ada" and data["command"] == "unfurl deploy"
     assert data["duration"] is not None and data["duration"] > 0
-    assert data["resume"] == "unfurl resume"
+    assert data["resume"] == "unfurl resume" and data["execution"] == "failed"  # Cloudify's
     assert "<code>unfurl resume</code>" in body
 
 
@@ -91,7 +91,8 @@ def test_a_cancelled_jobs_unrun_tasks_are_cancelled_not_absent(project: Project)
         history = site.get("/history")
     outcomes = [t["outcome"] for t in data["tasks"]]
     assert outcomes.count("ok") == 1 and outcomes.count("cancelled") == len(outcomes) - 1
-    assert data["status"] == "cancelled"
+    assert data["status"] == "cancelled" and data["execution"] == "cancelled"
+    assert '<span class="execution" id="execution"' in body
     assert all(t["why"] == "the job was cancelled before this task started"
                for t in data["tasks"] if t["outcome"] == "cancelled")
     assert "absent" not in re.search(r'<table class="tasks".*?</table>', body,

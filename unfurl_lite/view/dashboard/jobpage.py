@@ -19,6 +19,7 @@ from typing import Any
 from unfurl_lite.model import changeid
 from unfurl_lite.record import history as hist
 from unfurl_lite.record.journal import JournalFile
+from unfurl_lite.run.observer import execution_status
 from unfurl_lite.run.outcome import OUTCOMES, partition, partition_text, task_outcome
 from unfurl_lite.view.dashboard.heads import record_time
 from unfurl_lite.view.dashboard.timeline import Bar
@@ -79,6 +80,7 @@ class JobPage:
     resumes: str = ""  # the job this one resumed
     resumed_by: str = ""  # the job that resumed (finished) this one
     resume_command: str = ""  # how to finish it, when nothing has yet
+    execution: str = ""  # Cloudify's execution status (pending, started, terminated...)
 
     @property
     def partition(self) -> dict[str, int]:
@@ -132,6 +134,7 @@ def recorded_page(root: Path, shown: Any, journal: JournalFile | None,
         author=job.commit.author if job.commit else "",
         options=options,
         resumed_by=resumed_by,
+        execution=job.execution,
     )
     if journal is not None:
         _from_journal(page, journal)
@@ -265,6 +268,7 @@ def journal_page(journal: JournalFile, alive: bool, resume_command: str) -> JobP
         tasks=tasks,
         has_journal=True,
         resume_command="" if alive else resume_command,
+        execution=execution_status(journal.state, str(journal.data.get("status") or "")),
     )
     _from_journal(page, journal)
     page.summary = progress_line(page) if alive else ""  # the partition says it all

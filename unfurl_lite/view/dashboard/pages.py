@@ -127,6 +127,7 @@ def job_json(page: JobPage) -> dict[str, Any]:
 
     return {
         "changeId": page.change_id, "workflow": page.workflow or None, "status": page.status,
+        "execution": page.execution or None,
         "summary": page.summary, "partition": page.partition, "commit": page.commit,
         "time": page.time, "duration": page.duration, "author": page.author or None,
         "command": page.command or None, "options": page.options, "plan": page.notes,

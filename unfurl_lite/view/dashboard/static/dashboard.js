@@ -93,6 +93,7 @@ function followJob(section) {
   source.addEventListener("progress", (event) => {
     const data = JSON.parse(event.data);
     setProgress(data.finished, data.total);
+    if (data.execution) { text(document.getElementById("execution"), data.execution); }
     text(document.getElementById("partition"),
          data.done + " of " + data.total + " tasks done" +
          (data.running ? ", " + data.running + " running" : "") +
