@@ -191,7 +191,7 @@ def _relationship_sides(
 #: Unfurl's configurators that unfurl-lite does not implement, by their short names
 UNFURL_ONLY_CONFIGURATORS = (
     "Ansible", "Terraform", "Kompose", "Supervisor", "DNS", "Octodns", "Cmd", "Cluster",
-    "Connection", "Resource", "CheckGoogleCloudConnection", "PythonPackageCheck",
+    "Connection", "Resource", "CheckGoogleCloudConnection", "PythonPackageCheck", "Delegate",
 )
 
 
@@ -248,12 +248,12 @@ def _unsupported_implementations(doc: Any, file: str) -> Iterator[Problem]:
 #: keys Unfurl allows in an implementation that unfurl-lite does not build
 _UNSUPPORTED_IMPLEMENTATION_KEYS = ("preConditions", "invoke")
 _IMPLEMENTATION_HINT = ("use `className: Shell` with the equivalent command (for example "
-                        "`ansible-playbook site.yml`), `Template`, `Delegate`, or a Python "
+                        "`ansible-playbook site.yml`), `Template`, or a Python "
                         "operation `package.module:function`")
 
 
 #: every configurator name an implementation may give (here or refused by name)
-_CONFIGURATORS = ("Shell", "Template", "Delegate", *UNFURL_ONLY_CONFIGURATORS)
+_CONFIGURATORS = ("Shell", "Template", *UNFURL_ONLY_CONFIGURATORS)
 
 
 def _unknown_configurator(implementation: Any, has_command: bool) -> tuple[str, str] | None:
@@ -275,7 +275,7 @@ def _unknown_configurator(implementation: Any, has_command: bool) -> tuple[str, 
         return None
     guess = f"did you mean {lowered[close[0]]!r}?" if close else did_you_mean(name, _CONFIGURATORS)
     message = f"unknown configurator {name!r}" + (f"; {guess}" if guess else "")
-    return message, ("the configurators here are Shell, Template and Delegate, or a Python "
+    return message, ("the configurators here are Shell and Template, or a Python "
                      "operation package.module:function; a shell command is written as "
                      "`implementation: COMMAND` without a `command` input")
 
@@ -327,8 +327,8 @@ def _implementation_problem(implementation: Any,
         return f"Unfurl's configurator {class_name!r} is not supported by unfurl-lite"
     if not _CALLABLE.match(class_name):
         guess = _unknown_configurator(implementation, False)
-        return (f"className {class_name!r} is neither a built-in operation (Shell, Template, "
-                "Delegate) nor a Python callable (package.module:function)"
+        return (f"className {class_name!r} is neither a built-in operation (Shell, Template"
+                ") nor a Python callable (package.module:function)"
                 + (guess[0].partition(";")[1] + guess[0].partition(";")[2]
                    if guess and ";" in guess[0] else ""))
     return None

@@ -118,7 +118,6 @@ OPERATION_KINDS = {
     "Template": "Template",
     "unfurl.configurators.TemplateConfigurator": "Template",
     "unfurl.configurators.template.TemplateConfigurator": "Template",
-    "Delegate": "Delegate",
 }
 
 UNFURL_CLASS_NAMES = {

@@ -19,7 +19,7 @@ def run_operation(
         from unfurl_lite.run.operations import python
 
         return python.run(request, processes)
-    # Template (and Delegate): nothing runs; `run`/`done` were evaluated by the controller
+    # Template: nothing runs; `run`/`done` were evaluated by the controller
     if request.dryrun:  # no dry-run form: the job decides what that means for its workflow
         return OperationResult(success=True, modified=False, skipped=True)
     run = request.inputs.get("run")
