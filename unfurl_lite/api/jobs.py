@@ -20,13 +20,13 @@ from unfurl_lite.api.options import PlanOptions
 from unfurl_lite.api.project import make_plan
 from unfurl_lite.errors import STORAGE_ERRNOS, StorageError, storage_error
 from unfurl_lite.expressions.digest import spec_digest
-from unfurl_lite.expressions.outputs import topology_inputs, topology_outputs
+from unfurl_lite.expressions.outputs import evaluate_query, topology_inputs, topology_outputs
 from unfurl_lite.load import name_checks
 from unfurl_lite.load.digestkey import key_provider
 from unfurl_lite.load.gitrepo import Repo, find_repo, identity_problem
 from unfurl_lite.load.loader import load_ensemble
 from unfurl_lite.model import status_layout as layout
-from unfurl_lite.model.ensemble import Ensemble
+from unfurl_lite.model.ensemble import Ensemble, with_inputs
 from unfurl_lite.plan.tasks import Plan
 from unfurl_lite.record import lock, records
 from unfurl_lite.run import relationships
@@ -53,6 +53,10 @@ class JobRequest:
     locked: bool = False  # the caller already holds the ensemble's lock (resume)
     queue: bool = False  # wait for a job running on the ensemble to end, then plan
     custom: bool = False  # the workflow must be one of the topology's ``workflows:``
+    #: topology inputs set for this job only (Unfurl's ``--var input_NAME VALUE``)
+    inputs: dict[str, Any] = field(default_factory=dict)
+    #: an expression evaluated once the job is done (Unfurl's ``--query``)
+    query: str | None = None
 
     def __post_init__(self) -> None:
         if not self.options.workflow:
@@ -62,6 +66,15 @@ class JobRequest:
 def load(path: str | Path | None = None) -> Ensemble:
     """The validated ensemble at ``path`` (a file or its directory; default: ./ensemble.yaml)."""
     return load_ensemble(path)
+
+
+def query_ensemble(
+    path: str | Path | None, expression: str, inputs: dict[str, Any] | None = None
+) -> Any:
+    """Unfurl's ``--query`` on the ensemble as it is recorded (a job that had nothing to do)."""
+    ensemble = with_inputs(load_ensemble(path), inputs or {})
+    return evaluate_query(ensemble.topology, ensemble.instances, expression, set(),
+                          ensemble.project_root)
 
 
 def wait_for_turn(path: str | Path | None, on_wait: Callable[[str], None] | None = None,
@@ -136,7 +149,7 @@ def run_job(
     if request.queue and not request.options.dryrun and ensemble is None:
         wait_for_turn(request.ensemble, on_wait=lambda job: notify and notify(
             f"Queued: waiting for {job} to end..."), command=request.workflow)
-    ensemble = ensemble or load_ensemble(request.ensemble)
+    ensemble = with_inputs(ensemble or load_ensemble(request.ensemble), request.inputs)
     plan = plan or make_plan(ensemble, request.workflow, request.plan_options, request.custom)
     ran = resumed.runs if resumed else {}
     name_checks.refuse_job(ensemble, [  # before anything runs, as Unfurl's render errors
@@ -255,6 +268,10 @@ def _run_and_record(
             executor.shutdown()
     result.start_commit = start_commit
     result.before = before
+    if request.query:
+        result.query = (request.query, evaluate_query(
+            ensemble.topology, result.instances, request.query, result.secrets,
+            ensemble.project_root))
     if journal is not None:
         journal.finished(result)
     if request.options.dryrun or not (result.changed_anything or resumed):

@@ -19,11 +19,13 @@ _FILTERS = ("type_names", "node_ids", "node_instance_ids")
 
 #: workflow -> the options its planner takes (a custom TOSCA workflow: instance_names)
 TAKES: dict[str, tuple[str, ...]] = {
-    "deploy": ("instance_names", "force", "start_without_operation"),
+    "deploy": ("instance_names", "force", "start_without_operation", "template", "check",
+               "repair", "skip_new", "change_detection", "prune", "upgrade",
+               "destroy_discovered"),
     "undeploy": ("instance_names", "destroy_discovered", "ignore_failure",
-                 "delete_without_operation"),
-    "check": ("instance_names",),
-    "discover": ("instance_names",),
+                 "delete_without_operation", "force", "template"),
+    "check": ("instance_names", "template"),
+    "discover": ("instance_names", "template"),
     "run": ("instance_names", "command", "operation", "inputs"),
     "execute_operation": ("operation", "operation_kwargs", "allow_kwargs_override",
                           "run_by_dependency_order", *_FILTERS),
@@ -47,6 +49,13 @@ class PlanOptions:
 
     instance_names: Sequence[str] | None = None
     force: bool | None = None
+    template: str | None = None
+    check: bool | None = None
+    repair: str | None = None
+    skip_new: bool | None = None
+    change_detection: str | None = None
+    prune: bool | None = None
+    upgrade: bool | None = None
     destroy_discovered: bool | None = None
     ignore_failure: bool | None = None
     delete_without_operation: bool | None = None

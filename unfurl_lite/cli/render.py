@@ -242,6 +242,13 @@ def changes_table(result: JobResult, total: int | None) -> str:
     return plain("", columns, rows, total)
 
 
+def query_text(expression: str, value: Any) -> str:
+    """A ``--query``'s result, as Unfurl prints it."""
+    if value is None:
+        return f"Query: {expression}\nNo results found"
+    return f"Query: {expression}\nResult:\n{value}"
+
+
 def command_output(run: TaskRun, result: JobResult) -> dict[str, Any] | None:
     """What an ad hoc task's command printed (redacted), or None if it ran no command."""
     from unfurl_lite.security.redaction import redact_text

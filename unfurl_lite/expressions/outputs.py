@@ -38,6 +38,29 @@ def topology_outputs(
     file paths resolve in ``project_root``."""
     if not topology.outputs:
         return {}
+    ctx = _root_context(topology, instances, project_root)
+    values: dict[str, Any] = {}
+    for name, definition in topology.outputs.items():
+        expression = definition.get("value") if isinstance(definition, Mapping) else definition
+        values[str(name)] = _evaluated(expression, ctx, secrets)
+    return values
+
+
+def evaluate_query(
+    topology: Topology, instances: Mapping[str, Instance], expression: str, secrets: set[str],
+    project_root: Any = None,
+) -> Any:
+    """Unfurl's ``--query``: an expression (``::app::port``, ``{{ ... }}``) evaluated over the
+    instances as a job left them, from the root; None when it finds nothing."""
+    ctx = _root_context(topology, instances, project_root)
+    query: Any = expression if "{{" in expression else {"eval": expression}
+    return _evaluated(query, ctx, secrets)
+
+
+def _root_context(
+    topology: Topology, instances: Mapping[str, Instance], project_root: Any
+) -> Any:
+    """What outputs and queries are evaluated in: the topology's root, no SELF."""
     from unfurl_lite.expressions.context import declared_env, make_context, wrapped_inputs
     from unfurl_lite.expressions.expr import EvalContext
 
@@ -49,11 +72,7 @@ def topology_outputs(
         ctx = EvalContext(self_view={}, inputs=wrapped_inputs(topology),
                           declared_env=declared_env(topology))
     ctx.project_root = project_root
-    values: dict[str, Any] = {}
-    for name, definition in topology.outputs.items():
-        expression = definition.get("value") if isinstance(definition, Mapping) else definition
-        values[str(name)] = _evaluated(expression, ctx, secrets)
-    return values
+    return ctx
 
 
 def topology_inputs(

@@ -9,7 +9,7 @@ order, quoting) as the user wrote it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -62,3 +62,12 @@ class Ensemble:
     @property
     def jobs_tsv(self) -> Path:
         return self.project_root / self.jobs_log
+
+
+def with_inputs(ensemble: Ensemble, values: dict[str, Any]) -> Ensemble:
+    """The ensemble with some topology inputs set for one job (Unfurl's ``--var input_NAME
+    VALUE``): over ``spec.inputs`` and the defaults, never written back to the spec."""
+    if not values:
+        return ensemble
+    topology = replace(ensemble.topology, inputs={**ensemble.topology.inputs, **values})
+    return replace(ensemble, topology=topology)

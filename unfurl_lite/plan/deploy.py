@@ -7,7 +7,9 @@ since it last ran); undeploy takes them down, dependents first.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
+from unfurl_lite.errors import PlanError
 from unfurl_lite.model import changeid, dependencies
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import (
@@ -17,6 +19,7 @@ from unfurl_lite.model.entities import (
     Operation,
     Priority,
     Status,
+    effective_status,
 )
 from unfurl_lite.plan import tosca
 from unfurl_lite.plan.lifecycle import add_install_tasks, add_uninstall_tasks, implemented
@@ -26,8 +29,9 @@ from unfurl_lite.plan.tasks import (
     DISCOVER,
     FORCE,
     MISSING,
+    PRUNE,
     RECONFIGURE,
-    REPAIR,
+    REPAIR_DEGRADED,
     REPAIR_ERROR,
     UNDEPLOY,
     Builder,
@@ -35,29 +39,54 @@ from unfurl_lite.plan.tasks import (
 )
 from unfurl_lite.plan.topology import (
     instance_graph,
+    known_template,
     not_instantiated,
     operationless,
     planned_instances,
     select,
     unrequired_defaults,
+    with_templates,
 )
 
+#: ``--repair`` choices: which instances a deploy runs again (Unfurl's plus ``missing``)
+REPAIR_CHOICES = ("error", "degraded", "missing", "none")
+#: ``--change-detection`` choices: when a deployed instance is reconfigured
+CHANGE_DETECTION_CHOICES = ("skip", "spec", "evaluate", "always")
+_MISSING = (Status.unknown, Status.pending, Status.absent)
 
-def _deploy_reason(instance: Instance, force: bool) -> str | None:
+
+def _deploy_reason(
+    instance: Instance, force: bool, add: bool = True, repair: str = "error"
+) -> str | None:
     """Unfurl's DeployPlan.include_instance: ``add`` for an instance no job touched yet,
     ``missing`` for one that is not there (unknown after a failed operation, pending,
-    absent), ``error`` to repair a failed one."""
+    absent), then what ``repair`` asks for. ``add`` is False with ``--skip-new``."""
     if force:
         return FORCE
-    if instance.status == Status.ok:
+    never = instance.last_config_change is None and instance.last_state_change is None
+    if add and instance.status != Status.ok:
+        if never:
+            return ADD
+        if instance.status in _MISSING:
+            return MISSING
+    if repair == "missing":
+        return MISSING if instance.status in _MISSING and not never else None
+    return _repair_reason(instance, repair)
+
+
+def _repair_reason(instance: Instance, repair: str) -> str | None:
+    """Unfurl's check_for_repair: ``error`` re-runs failed instances (a required one whose
+    status is unknown or pending counts as failed), ``degraded`` degraded ones too."""
+    status = instance.status
+    if repair == "none":
         return None
-    if instance.last_config_change is None and instance.last_state_change is None:
-        return ADD
-    if instance.status in (Status.unknown, Status.pending, Status.absent):
-        return MISSING
-    if instance.status == Status.error:
-        return REPAIR_ERROR
-    return REPAIR
+    if status in (Status.unknown, Status.pending):
+        if instance.priority != Priority.required:
+            return None
+        status = Status.error
+    if status == Status.degraded:
+        return REPAIR_DEGRADED if repair == "degraded" else None
+    return REPAIR_ERROR if status == Status.error else None
 
 
 def _check_op(template: NodeTemplate) -> Operation | None:
@@ -65,18 +94,49 @@ def _check_op(template: NodeTemplate) -> Operation | None:
 
 
 def plan_deploy(
-    ensemble: Ensemble, instance_names: Sequence[str] = (), force: bool = False,
+    ensemble: Ensemble,
+    instance_names: Sequence[str] = (),
+    force: bool = False,
     start_without_operation: bool = False,
+    template: str | None = None,
+    check: bool = False,
+    repair: str = "error",
+    skip_new: bool = False,
+    change_detection: str = "evaluate",
+    prune: bool = False,
+    upgrade: bool = False,
+    destroy_discovered: bool = False,
 ) -> Plan:
-    """``start_without_operation``: Cloudify's install, where every instance ends
-    ``started`` (a step with no operation does nothing, the instance goes through it)."""
+    """Unfurl's deploy plan and its job options: ``template`` limits it to a template and
+    what it requires; ``check`` checks each new instance first (created only if the check
+    does not find it); ``repair`` (error, degraded, missing, none) and ``skip_new`` choose
+    which existing and new instances run; ``change_detection`` when a deployed one is
+    reconfigured (``skip``: never; ``always``: even a ``customized`` one); ``prune``
+    deletes, as undeploy would, the recorded instances the job did not plan for.
+    ``upgrade`` changes nothing here, as in Unfurl 1.2.0 (it compares a template with
+    itself), and is recorded with the job; ``destroy_discovered``: prune discovered ones too.
+    ``start_without_operation``: Cloudify's install, where every instance ends ``started``
+    (a step with no operation does nothing, the instance goes through it)."""
+    _choice("repair", repair, REPAIR_CHOICES)
+    _choice("change-detection", change_detection, CHANGE_DETECTION_CHOICES)
     instances = planned_instances(ensemble)
+    if check:  # as Unfurl's create_resource: a new instance starts unknown, so it is checked
+        instances = {n: i if n in ensemble.instances or i.status != Status.pending
+                     else replace(i, status=Status.unknown) for n, i in instances.items()}
     deps = instance_graph(ensemble, instances)
     wanted = (dependencies.closure(deps, select(instances, instance_names)) if instance_names
               else set(deps))
+    if template is not None:
+        known_template(ensemble, template)
+        wanted &= dependencies.closure(
+            deps, [n for n, i in instances.items() if i.template == template])
+    visited = set(wanted)
+    if skip_new:
+        wanted -= {n for n in instances if n not in ensemble.instances}
     builder = Builder("deploy")
     # as Unfurl: a default template nothing requires is left out, unless asked for by name
-    unrequired = frozenset() if instance_names else unrequired_defaults(ensemble.topology)
+    unrequired = frozenset() if instance_names or template else unrequired_defaults(
+        ensemble.topology)
     _note_directives(ensemble, instances, builder, unrequired)
     wanted -= {n for n, i in instances.items()
                if i.template in unrequired and n not in ensemble.instances}
@@ -87,8 +147,8 @@ def plan_deploy(
         if name not in wanted:
             continue
         instance = instances[name]
-        template = ensemble.topology.templates.get(instance.template)
-        if template is None:
+        template_of = ensemble.topology.templates.get(instance.template)
+        if template_of is None:
             builder.note(
                 name, f"skipped: its template {instance.template!r} is no longer in the spec"
             )
@@ -96,48 +156,40 @@ def plan_deploy(
         if instance.discovered and not force:
             builder.note(name, "skipped: discovered, not managed by deploy")
             continue
-        if template.priority is Priority.ignore:  # root: {node: X} does not require it
+        if template_of.priority is Priority.ignore:  # root: {node: X} does not require it
             builder.note(name, "skipped: not required by the topology's root node")
             continue
-        reason = _deploy_reason(instance, force)
+        reason = _deploy_reason(instance, force, not skip_new, repair)
         after = [builder.last[d] for d in deps[name] if d in builder.last]
-        directives = template.directives
-        if "discover" in directives and _discover(builder, instance, template, after):
+        directives = template_of.directives
+        if "discover" in directives and _discover(builder, instance, template_of, after):
             continue
-        if reason is None and _waits_on_pending(ensemble, deps[name], idle):
+        if reason is None and not skip_new and _waits_on_pending(ensemble, deps[name], idle):
             reason = MISSING
-        if reason is None and "check" in directives and _check_op(template) is not None:
+        if reason is None and "check" in directives and _check_op(template_of) is not None:
             # Unfurl's ``check`` directive: an instance already ok is checked on every
             # deploy, from ``unknown``, and nothing else runs on it
-            builder.add(name, template.name, _check_op(template), CHECK, after,
+            builder.add(name, template_of.name, _check_op(template_of), CHECK, after,
                         done_status=Status.unknown)
             continue
         if reason is None:
-            changed = _configure_changed(ensemble, instance, template, recorded)
+            if not _detects_changes(instance, change_detection):
+                builder.note(name, "skipped: already ok")
+                continue
+            changed = _configure_changed(ensemble, instance, template_of, recorded)
             if changed is None:
                 builder.note(name, "skipped: already ok")
                 continue
-            op, since = changed
-            from unfurl_lite.plan.baselines import changed_reads, environment_read
-
-            what = changed_reads(ensemble, name, op, since)
-            read = environment_read(ensemble, name, op)
-            also = f"; they read the environment variables {', '.join(read)}" if read else ""
-            builder.note(name, f"reconfigure: the inputs of {op.qualified_name} changed since "
-                               f"it last ran ({since})" + (f": {', '.join(what)}" if what else "")
-                         + also)
-            builder.add(name, template.name, op, RECONFIGURE, after,
-                        running_state=NodeState.configuring, done_state=NodeState.configured,
-                        done_status=Status.ok)
+            _reconfigure(ensemble, builder, name, template_of, changed, after)
             continue
         if replaces and tosca.replace_lifecycle(
             replaces, builder, ensemble, instance, instances, after
         ):
             continue
         skip_when = None
-        check = _check_op(template)
-        if instance.status == Status.unknown and check is not None and not force:
-            builder.add(name, template.name, check, CHECK, after)
+        check_op = _check_op(template_of)
+        if instance.status == Status.unknown and check_op is not None and not force:
+            builder.add(name, template_of.name, check_op, CHECK, after)
             skip_when = Status.ok
         add_install_tasks(
             builder, ensemble, instance, instances, reason, after, skip_when,
@@ -147,9 +199,68 @@ def plan_deploy(
     # with nothing to run (it stays pending); a job that runs nothing records none
     kept = wanted if builder.last else set()
     new = {n: i for n, i in instances.items() if n not in ensemble.instances and n in kept}
-    plan = builder.plan(new, force=force)
+    if not prune:
+        plan = builder.plan(new, force=force)
+    else:
+        plan = _prune(ensemble, builder, new,
+                      {n for n in ensemble.instances if n not in visited}, force,
+                      destroy_discovered)
     plan.cloudify = start_without_operation
     return plan
+
+
+def _prune(
+    ensemble: Ensemble, builder: Builder, new: dict[str, Instance], pruned: set[str],
+    force: bool, destroy_discovered: bool,
+) -> Plan:
+    """``deploy --prune``: the recorded instances the job did not plan for are deleted by
+    undeploy's rules, after everything else. One whose template is gone from the spec is
+    deleted with the operations its template had in the last commit that defined it."""
+    from unfurl_lite.load import previous
+
+    gone = {i.template for n, i in ensemble.instances.items()
+            if n in pruned and i.template not in ensemble.topology.templates}
+    old = previous.removed_templates(ensemble, gone) if gone else {}
+    view = with_templates(ensemble, old)
+    _plan_removals(view, builder, dict(ensemble.instances), pruned, PRUNE, force=force,
+                   destroy_discovered=destroy_discovered)
+    plan = builder.plan(new, force=force)
+    plan.removed_templates = old
+    plan.forget = tuple(n for n in pruned if ensemble.instances[n].template in gone)
+    return plan
+
+
+def _choice(option: str, value: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise PlanError(f"--{option} {value!r} is not one of: {', '.join(choices)}",
+                        hint=f"choose one of: {', '.join(choices)}")
+
+
+def _detects_changes(instance: Instance, change_detection: str) -> bool:
+    """Whether a deployed instance is compared with its spec at all: never with ``skip``;
+    a ``customized`` instance (changed on purpose since it was configured) only with
+    ``always``, as Unfurl."""
+    if change_detection == "skip":
+        return False
+    return change_detection == "always" or not instance.extra.get("customized")
+
+
+def _reconfigure(
+    ensemble: Ensemble, builder: Builder, name: str, template: NodeTemplate,
+    changed: tuple[Operation, str], after: list[int],
+) -> None:
+    from unfurl_lite.plan.baselines import changed_reads, environment_read
+
+    op, since = changed
+    what = changed_reads(ensemble, name, op, since)
+    read = environment_read(ensemble, name, op)
+    also = f"; they read the environment variables {', '.join(read)}" if read else ""
+    builder.note(name, f"reconfigure: the inputs of {op.qualified_name} changed since "
+                       f"it last ran ({since})" + (f": {', '.join(what)}" if what else "")
+                 + also)
+    builder.add(name, template.name, op, RECONFIGURE, after,
+                running_state=NodeState.configuring, done_state=NodeState.configured,
+                done_status=Status.ok)
 
 
 def _note_directives(
@@ -256,32 +367,62 @@ def plan_undeploy(
     destroy_discovered: bool = False,
     ignore_failure: bool = False,
     delete_without_operation: bool = False,
+    force: bool = False,
+    template: str | None = None,
 ) -> Plan:
-    """``delete_without_operation``: Cloudify's uninstall (see add_uninstall_tasks)."""
+    """``delete_without_operation``: Cloudify's uninstall (see add_uninstall_tasks);
+    ``template`` limits the job to that template's instances."""
     instances = dict(ensemble.instances)
+    wanted = set(select(instances, instance_names)) if instance_names else set(instances)
+    if template is not None:
+        known_template(ensemble, template)
+        wanted = {n for n in wanted if instances[n].template == template}
+    builder = Builder("undeploy")
+    _plan_removals(ensemble, builder, instances, wanted, UNDEPLOY, force, destroy_discovered,
+                   ignore_failure, delete_without_operation)
+    plan = builder.plan({}, destroy_discovered=destroy_discovered)
+    plan.cloudify = delete_without_operation
+    return plan
+
+
+def _plan_removals(
+    ensemble: Ensemble,
+    builder: Builder,
+    instances: dict[str, Instance],
+    wanted: set[str],
+    reason: str,
+    force: bool = False,
+    destroy_discovered: bool = False,
+    ignore_failure: bool = False,
+    delete_without_operation: bool = False,
+) -> None:
+    """Delete the ``wanted`` instances, dependents first, as Unfurl's undeploy: an instance
+    that stays (protected, not created here, not wanted...) while it is operational and
+    required keeps what it needs, directly or through its host; ``force`` turns that off."""
     deps = instance_graph(ensemble, instances)
     dependents = dependencies.reverse(deps)
-    wanted = set(select(instances, instance_names)) if instance_names else set(instances)
-    builder = Builder("undeploy")
     replaces = tosca.replacing(ensemble.spec, "undeploy")
+    kept = {name: _kept_because(ensemble, instances[name], destroy_discovered,
+                                delete_without_operation)
+            if name in wanted else "skipped: not selected by the job"
+            for name in instances}
+    keepers = set() if force else {
+        name for name, why in kept.items()
+        if why and _keeps_what_it_needs(instances, deps, name)
+    }
+    needed = dependencies.closure(deps, keepers) - keepers
     for name in reversed(dependencies.topological_order(deps)):
         if name not in wanted:
             continue
         instance = instances[name]
-        why = is_removable(instance, destroy_discovered)
-        directives = getattr(ensemble.topology.templates.get(instance.template), "directives", ())
-        if "protected" in directives and not why:
-            why = 'skipped: instance with "protected" directive'
-        unmanaged = not instance.created and not delete_without_operation
-        if (unmanaged or _found_not_created(instance, directives)) and not why \
-                and not destroy_discovered:
-            # as Unfurl: e.g. an instance a failed Shell create left ``unknown``
-            why = "skipped: instance wasn't created by this ensemble (use --destroy-discovered)"
+        why = kept[name]
+        if not why and name in needed:
+            users = sorted(k for k in keepers if name in dependencies.closure(deps, [k]))
+            why = f"skipped: required instances depend on it: {', '.join(users)}"
         if why:
             builder.note(name, why)
             continue
-        template = ensemble.topology.templates.get(instance.template)
-        if template is None:
+        if ensemble.topology.templates.get(instance.template) is None:
             builder.note(
                 name, f"skipped: its template {instance.template!r} is no longer in the spec"
             )
@@ -294,12 +435,47 @@ def plan_undeploy(
         # as Unfurl 1.2.0 (tests/data/unfurl120/14-directives/check): undeploy never checks
         # first, even an instance whose status is unknown
         add_uninstall_tasks(
-            builder, ensemble, instance, instances, UNDEPLOY, after, None, ignore_failure,
+            builder, ensemble, instance, instances, reason, after, None, ignore_failure,
             mark_deleted=delete_without_operation,
         )
-    plan = builder.plan({}, destroy_discovered=destroy_discovered)
-    plan.cloudify = delete_without_operation
-    return plan
+
+
+def _kept_because(
+    ensemble: Ensemble, instance: Instance, destroy_discovered: bool,
+    delete_without_operation: bool,
+) -> str | None:
+    """Why undeploy leaves this instance itself, or None when it deletes it."""
+    why = is_removable(instance, destroy_discovered)
+    directives = getattr(ensemble.topology.templates.get(instance.template), "directives", ())
+    if "protected" in directives and not why:
+        why = 'skipped: instance with "protected" directive'
+    unmanaged = not instance.created and not delete_without_operation
+    if (unmanaged or _found_not_created(instance, directives)) and not why \
+            and not destroy_discovered:
+        # as Unfurl: e.g. an instance a failed Shell create left ``unknown``
+        why = "skipped: instance wasn't created by this ensemble (use --destroy-discovered)"
+    return why
+
+
+def _keeps_what_it_needs(
+    instances: dict[str, Instance], deps: dict[str, list[str]], name: str
+) -> bool:
+    """Unfurl's "cancelling" instance: one that stays while operational (its effective
+    status ok or degraded) and required, so what it depends on must stay too."""
+    instance = instances[name]
+    if instance.priority != Priority.required:
+        return False
+    effective = _effective(instances, deps, name, set())
+    return effective in (Status.ok, Status.degraded)
+
+
+def _effective(
+    instances: dict[str, Instance], deps: dict[str, list[str]], name: str, trail: set[str]
+) -> Status:
+    own = instances[name].status
+    trail = trail | {name}
+    below = [_effective(instances, deps, d, trail) for d in deps.get(name, ()) if d not in trail]
+    return effective_status(own, below)
 
 
 def plan_install_operation(
@@ -309,33 +485,43 @@ def plan_install_operation(
     operation: str,
     reason: str,
     instance_names: Sequence[str] = (),
+    template: str | None = None,
 ) -> Plan:
-    """check and discover: one Install operation per instance that has it, all in parallel."""
+    """check and discover: one Install operation per instance that has it, all in parallel
+    (``template``: only that template's instances)."""
     instances = planned_instances(ensemble)
     wanted = set(select(instances, instance_names)) if instance_names else set(instances)
+    if template is not None:
+        known_template(ensemble, template)
+        wanted = {n for n in wanted if instances[n].template == template}
     builder = Builder(workflow)
     for name, instance in instances.items():
         if name not in wanted:
             continue
-        template = ensemble.topology.templates.get(instance.template)
-        op = implemented(template, interface, operation) if template else None
-        if op is None or template is None:
+        template_of = ensemble.topology.templates.get(instance.template)
+        op = implemented(template_of, interface, operation) if template_of else None
+        if op is None or template_of is None:
             builder.note(
                 name,
                 f"not {'checked' if operation == 'check' else 'discovered'}: "
                 f"no {operation} operation",
             )
             continue
-        builder.add(name, template.name, op, reason, ())
+        builder.add(name, template_of.name, op, reason, ())
     new = {n: i for n, i in instances.items() if n not in ensemble.instances and n in builder.last}
     return builder.plan(new)
 
 
-def plan_check(ensemble: Ensemble, instance_names: Sequence[str] = ()) -> Plan:
-    return plan_install_operation(ensemble, "check", "Install", "check", CHECK, instance_names)
+def plan_check(
+    ensemble: Ensemble, instance_names: Sequence[str] = (), template: str | None = None
+) -> Plan:
+    return plan_install_operation(ensemble, "check", "Install", "check", CHECK, instance_names,
+                                  template)
 
 
-def plan_discover(ensemble: Ensemble, instance_names: Sequence[str] = ()) -> Plan:
+def plan_discover(
+    ensemble: Ensemble, instance_names: Sequence[str] = (), template: str | None = None
+) -> Plan:
     return plan_install_operation(
-        ensemble, "discover", "Install", "discover", DISCOVER, instance_names
+        ensemble, "discover", "Install", "discover", DISCOVER, instance_names, template
     )

@@ -19,7 +19,15 @@ from unfurl_lite.model.entities import (
     Requirement,
     Status,
 )
-from unfurl_lite.plan.tasks import ADD, MISSING, REPAIR, REPAIR_ERROR, Builder, Guard
+from unfurl_lite.plan.tasks import (
+    ADD,
+    MISSING,
+    REPAIR,
+    REPAIR_DEGRADED,
+    REPAIR_ERROR,
+    Builder,
+    Guard,
+)
 
 
 @dataclass(frozen=True)
@@ -190,7 +198,7 @@ def add_install_tasks(
         return
     if (
         resume_from_state
-        and reason in (ADD, REPAIR, MISSING, REPAIR_ERROR)
+        and reason in (ADD, REPAIR, MISSING, REPAIR_ERROR, REPAIR_DEGRADED)
         and instance.state not in (None, NodeState.error)
         and instance.status != Status.absent
     ):

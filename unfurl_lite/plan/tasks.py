@@ -24,6 +24,8 @@ RECONFIGURE = "reconfigure"
 MISSING = "missing"  # it, or a dependency it needs, is not there (unknown, pending, absent)
 REPAIR_ERROR = "error"  # Unfurl's reason for re-running the lifecycle of an `error` instance
 ROLLBACK = "rollback"  # undoing a failed scale out (Cloudify's rollback)
+REPAIR_DEGRADED = "degraded"  # the same for a `degraded` one (deploy --repair degraded)
+PRUNE = "prune"  # deploy --prune deletes an instance the job did not plan for
 ADD, UPDATE, REPAIR, FORCE, CHECK, DISCOVER, UNDEPLOY, RUN = (
     "add",
     "update",

@@ -143,6 +143,15 @@ def select(instances: dict[str, Instance], names: Sequence[str]) -> list[str]:
     return chosen
 
 
+def known_template(ensemble: Ensemble, name: str) -> None:
+    """A job limited to a template (``--template``) names one the topology has."""
+    if name not in ensemble.topology.templates:
+        close = difflib.get_close_matches(name, list(ensemble.topology.templates), n=1)
+        raise PlanError(f"specified template not found: {name}",
+                        hint=f"did you mean {close[0]!r}?" if close
+                        else "the templates are the topology's node_templates")
+
+
 def operationless(topology: Topology) -> frozenset[str]:
     """Templates with no implemented operation at all: deploy gives their instances no task,
     so they stay ``pending`` and take their effective status from their dependencies."""

@@ -109,6 +109,8 @@ class JobResult:
     not_committed: str | None = None  # why records that were written have no commit
     #: each instance's (status, node state) when the job started: what it changed
     before: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    #: ``--query``: the expression and its value once the job was done
+    query: tuple[str, Any] | None = None
 
     @property
     def counts(self) -> dict[str, int]:

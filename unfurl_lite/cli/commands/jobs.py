@@ -21,6 +21,14 @@ from unfurl_lite.cli.commands.common import (
     verbosity,
 )
 from unfurl_lite.cli.commands.parameters import merge, parameter_options
+from unfurl_lite.cli.commands.unfurl_options import (
+    deploy_options,
+    deploy_plan_options,
+    job_inputs,
+    output_options,
+    refused_options,
+    template_option,
+)
 
 if TYPE_CHECKING:
     from unfurl_lite.api import PlanOptions
@@ -75,7 +83,7 @@ def execute_workflow(
             "--type-names, not --instance" if filters
             else f"--instance does not apply to {ctx.info_name} (see its --help)", ctx
         )
-    as_json = opts.get("as_json", False)
+    as_json = opts.get("as_json", False) or opts.get("output") == "json"
     level = verbosity(ctx, opts)
     options = api.JobOptions(
         workflow=workflow,
@@ -100,6 +108,8 @@ def execute_workflow(
         or ({"broker": opts["broker"]} if opts.get("broker") else None),
         queue=bool(opts.get("queue")),
         custom=custom,
+        inputs=job_inputs(tuple(opts.get("variables") or ())),
+        query=opts.get("query"),
     )
     tty = is_terminal()
 
@@ -132,32 +142,50 @@ def execute_workflow(
             notify=lambda message: say(message, err=True) if level >= 0 else None,
         )
     if result is None:  # confirmed, with nothing to run
+        from unfurl_lite.api.jobs import query_ensemble
+
+        found = query_ensemble(ensemble_path, request.query, request.inputs) \
+            if request.query else None
         if as_json:
-            echo_json({"workflow": workflow, "summary": "nothing to do", "tasks": []})
-        elif level >= 0:
+            document: dict[str, Any] = {"workflow": workflow, "summary": "nothing to do",
+                                        "tasks": []}
+            if request.query:
+                document.update(query=request.query, result=found)
+            echo_json(document)
+        elif level >= 0 and opts.get("output") != "none":
             click.echo("Nothing to do.")
+        if request.query and not as_json:
+            click.echo(render.query_text(request.query, found))
         return
-    show_result(ctx, result, options, as_json, tty, level)
+    show_result(ctx, result, options, as_json, tty, level, summary=opts.get("output") != "none")
 
 
 def show_result(
-    ctx: click.Context, result: Any, options: Any, as_json: bool, tty: bool, level: int = 0
+    ctx: click.Context, result: Any, options: Any, as_json: bool, tty: bool, level: int = 0,
+    summary: bool = True,
 ) -> None:
+    """The job's result; ``summary`` False (``--output none``): only a ``--query``'s."""
     from unfurl_lite.cli import render
 
     if as_json:
-        echo_json(render.result_json(result))
+        data = render.result_json(result)
+        if result.query is not None:
+            data["query"], data["result"] = result.query
+        echo_json(data)
         ctx.exit(result.exit_code(options.jobexitcode))
     if result.workflow in ("run", "install_new_agents") and not result.dryrun:
         output = render.run_output_text(result)
         if output:
             click.echo(output)
-    if tty and level >= 0:
+    if summary and tty and level >= 0:
         show(render.summary_table(result))
-    say(render.summary_text(result))
-    found = render.changes_table(result, output_width())
-    if found:
-        show(found)
+    if summary:
+        say(render.summary_text(result))
+        found = render.changes_table(result, output_width())
+        if found:
+            show(found)
+    if result.query is not None:
+        click.echo(render.query_text(*result.query))
     ctx.exit(result.exit_code(options.jobexitcode))
 
 
@@ -166,13 +194,19 @@ def show_result(
 @job_options
 @parameter_options
 @click.option("--force", is_flag=True, help="Run operations even on instances already ok.")
+@deploy_options
+@output_options
+@refused_options("deploy")
 @click.pass_context
 def deploy(ctx: click.Context, ensemble: str | None, **opts: Any) -> None:
     """Deploy the ensemble: create, configure and start every instance not yet ok."""
     plan_options = {
         "instance_names": opts["instances"], "force": opts["force"],
         **({"start_without_operation": True} if ctx.info_name == "install" else {}),
+        **deploy_plan_options(opts),
     }
+    if opts.get("destroyunmanaged"):
+        plan_options["destroy_discovered"] = True
     execute_workflow(ctx, "deploy", ensemble, merge("deploy", plan_options, opts), opts)
 
 
@@ -187,15 +221,24 @@ def deploy(ctx: click.Context, ensemble: str | None, **opts: Any) -> None:
 @click.option(
     "--ignore-failure", is_flag=True, help="Go on past failing instances (Cloudify's uninstall)."
 )
+@click.option("--destroyunmanaged", is_flag=True, help="Unfurl's name for --destroy-discovered.")
+@click.option("--force", is_flag=True,
+              help="Delete even what a kept instance (protected, or required by one that "
+                   "stays) still needs.")
+@template_option
 @parameter_options
+@output_options
+@refused_options("undeploy")
 @click.pass_context
 def undeploy(ctx: click.Context, ensemble: str | None, **opts: Any) -> None:
     """Undeploy: stop and delete instances in reverse dependency order."""
     plan_options = {
         "instance_names": opts["instances"],
-        "destroy_discovered": opts["destroy_discovered"],
+        "destroy_discovered": opts["destroy_discovered"] or opts["destroyunmanaged"],
         "ignore_failure": opts["ignore_failure"],
         **({"delete_without_operation": True} if ctx.info_name == "uninstall" else {}),
+        **({"force": True} if opts["force"] else {}),
+        **({"template": opts["template"]} if opts["template"] else {}),
     }
     execute_workflow(ctx, "undeploy", ensemble, merge("undeploy", plan_options, opts), opts)
 
@@ -203,19 +246,27 @@ def undeploy(ctx: click.Context, ensemble: str | None, **opts: Any) -> None:
 @click.command()
 @ensemble_option()
 @job_options
+@template_option
+@output_options
+@refused_options("check")
 @click.pass_context
 def check(ctx: click.Context, ensemble: str | None, **opts: Any) -> None:
     """Run each instance's check operation and record what it finds (changes nothing live)."""
-    execute_workflow(ctx, "check", ensemble, {"instance_names": opts["instances"]}, opts)
+    execute_workflow(ctx, "check", ensemble, {"instance_names": opts["instances"],
+                                              "template": opts["template"]}, opts)
 
 
 @click.command()
 @ensemble_option()
 @job_options
+@template_option
+@output_options
+@refused_options("discover")
 @click.pass_context
 def discover(ctx: click.Context, ensemble: str | None, **opts: Any) -> None:
     """Run each instance's discover operation: record attributes and found instances."""
-    execute_workflow(ctx, "discover", ensemble, {"instance_names": opts["instances"]}, opts)
+    execute_workflow(ctx, "discover", ensemble, {"instance_names": opts["instances"],
+                                              "template": opts["template"]}, opts)
 
 
 @click.command(context_settings={"ignore_unknown_options": False})
@@ -225,6 +276,8 @@ def discover(ctx: click.Context, ensemble: str | None, **opts: Any) -> None:
 @click.option("--workflow", "-w", "custom_workflow", metavar="NAME",
               help="Run the custom workflow NAME from the topology's `workflows:`.")
 @click.argument("command", nargs=-1)
+@output_options
+@refused_options("run")
 @click.pass_context
 def run(ctx: click.Context, ensemble: str | None, command: tuple[str, ...], **opts: Any) -> None:
     """Run an ad hoc COMMAND (after --), an --operation, or a custom --workflow on the

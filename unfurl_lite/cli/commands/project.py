@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -12,6 +13,13 @@ from unfurl_lite.cli.commands.common import (
     ensemble_option,
     is_terminal,
     show,
+)
+from unfurl_lite.cli.commands.unfurl_options import (
+    deploy_options,
+    deploy_plan_options,
+    job_inputs,
+    output_options,
+    refused_options,
 )
 
 
@@ -100,23 +108,46 @@ def validate(ensemble: str | None, as_json: bool) -> None:
               help="Accepted as after any command; the plan is the result.")
 @click.option("-q", "--quiet", is_flag=True, expose_value=False,
               help="Accepted as after any command; the plan is the result, so it is shown.")
+@deploy_options
+@output_options
+@refused_options("plan")
 def plan(
-    ensemble: str | None, workflow: str, instances: tuple[str, ...], force: bool, as_json: bool
+    ensemble: str | None, workflow: str, instances: tuple[str, ...], force: bool, as_json: bool,
+    **opts: Any,
 ) -> None:
-    """Show the tasks a workflow would run, in order, with the reason for each; run nothing."""
+    """Show the tasks a workflow would run, in order, with the reason for each; run nothing.
+    Deploy's options (--template, --check, --repair...) plan as that deploy would."""
     from unfurl_lite import api
     from unfurl_lite.cli import render
+    from unfurl_lite.expressions.outputs import evaluate_query
+    from unfurl_lite.load.loader import load_ensemble
+    from unfurl_lite.model.ensemble import with_inputs
 
+    given = deploy_plan_options(opts) if workflow == "deploy" else (
+        {"template": opts["template"]} if opts.get("template") else {})
+    if workflow == "undeploy" and opts.get("destroyunmanaged"):
+        given["destroy_discovered"] = True
     options = api.PlanOptions(instance_names=instances, force=force if workflow == "deploy"
-                              else None)
+                              else None, **given)
     custom = workflow not in ("deploy", "undeploy", "check", "discover")
-    result = api.plan(ensemble, workflow, options, custom=custom)
-    if as_json:
-        echo_json(render.plan_json(result))
-    elif is_terminal():
-        show(render.plan_tree(result))
-    else:
-        click.echo(render.plan_text(result))
+    loaded = with_inputs(load_ensemble(ensemble), job_inputs(tuple(opts.get("variables") or ())))
+    result = api.plan(loaded, workflow, options, custom=custom)
+    query = opts.get("query")
+    found = evaluate_query(loaded.topology, loaded.instances, query, set(),
+                           loaded.project_root) if query else None
+    if as_json or opts.get("output") == "json":
+        document = render.plan_json(result)
+        if query:
+            document["query"], document["result"] = query, found
+        echo_json(document)
+        return
+    if opts.get("output") != "none":
+        if is_terminal():
+            show(render.plan_tree(result))
+        else:
+            click.echo(render.plan_text(result))
+    if query:
+        click.echo(render.query_text(query, found))
 
 
 @click.command()

@@ -1,0 +1,193 @@
+"""Unfurl 1.2.0's job options through the command line, on real git projects: what each
+does to a job, and that an option Unfurl has but unfurl-lite does not build is refused by
+name (exit 1), never taken for a typo (click's exit 2) nor accepted and ignored."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import Project, ensemble_yaml, run_in_process
+from unfurl_lite.cli.commands.unfurl_options import REFUSED, REFUSED_BY_COMMAND
+
+APP = """\
+apiVersion: unfurl/v1alpha1
+kind: Ensemble
+spec:
+  inputs:
+    domain: example.com
+  service_template:
+    node_types:
+      acme.App:
+        derived_from: tosca.nodes.Root
+        properties:
+          release: {type: string}
+          port: {type: integer}
+    topology_template:
+      inputs:
+        domain: {type: string}
+        count: {type: integer, default: 1}
+      outputs:
+        domain: {value: {get_input: domain}}
+        count: {value: {get_input: count}}
+      node_templates:
+        db:
+          type: tosca.nodes.Root
+          interfaces:
+            Standard:
+              create: echo db
+              delete: echo db gone
+        app:
+          type: acme.App
+          properties:
+            release: one
+            port: 8080
+          requirements:
+            - dependency: db
+          interfaces:
+            Standard:
+              configure: echo "release {{ SELF.release }} for {{ TOPOLOGY.inputs.domain }}"
+              delete: echo app gone
+"""
+
+JOB = ("--approve", "--dirty=ok")
+
+
+def deploy(project: Project, *args: str) -> tuple[int, str]:
+    proc = run_in_process(project.root, "deploy", *JOB, *args)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def edit(project: Project, old: str, new: str) -> None:
+    """Change the spec, keeping the status the jobs recorded in the same file."""
+    text = project.ensemble.read_text()
+    assert old in text
+    project.write(text.replace(old, new, 1))
+
+
+def operations(project: Project) -> list[tuple[str, str]]:
+    rows = []
+    for line in project.jobs_tsv():
+        fields = dict(f.split("=", 1) for f in line.split("\t")[1:] if "=" in f)
+        if "target" in fields:
+            rows.append((fields["target"].removeprefix("::"), fields["operation"]))
+    return rows
+
+
+@pytest.mark.parametrize(
+    ("command", "option"),
+    [(c, o) for c, options in REFUSED_BY_COMMAND.items() for o in options],
+)
+def test_unfurls_unsupported_options_are_refused_by_name(
+    project: Project, command: str, option: str
+) -> None:
+    project.write(ensemble_yaml("a:\n  type: tosca.nodes.Root\n"))
+    args = [option, "x"] if REFUSED[option][0] else [option]
+    proc = run_in_process(project.root, command, *args)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"Unfurl's option {option} is not supported" in proc.stderr
+    assert "No such option" not in proc.stderr
+    assert project.jobs_tsv() == []
+
+
+def test_a_misspelled_option_is_still_a_usage_error(project: Project) -> None:
+    project.write(APP)
+    proc = run_in_process(project.root, "deploy", "--pruen")
+    assert proc.returncode == 2
+    assert "No such option" in proc.stderr
+
+
+def test_var_sets_topology_inputs_for_one_job(project: Project) -> None:
+    project.write(APP)
+    code, out = deploy(project, "--var", "input_domain", "example.org",
+                       "--var", "input_count", "3")
+    assert code == 0, out
+    recorded = project.status()
+    assert "release one for example.org" in out or recorded["app"]["readyState"]["local"] == "ok"
+    from ruamel.yaml import YAML
+
+    doc = YAML(typ="safe").load(project.ensemble.read_text())
+    assert doc["status"]["outputs"] == {"domain": "example.org", "count": 3}  # YAML-typed
+    assert doc["spec"]["inputs"] == {"domain": "example.com"}  # never written back
+    # another value is a change to what configure read: it is reconfigured
+    code, out = deploy(project, "--var", "input_domain", "example.net")
+    assert code == 0, out
+    assert operations(project)[-1] == ("app", "configure")
+
+
+def test_var_other_than_an_input_is_refused_by_name(project: Project) -> None:
+    project.write(APP)
+    code, out = deploy(project, "--var", "ENVIRONMENT", "prod")
+    assert code == 1
+    assert "--var ENVIRONMENT: only input_NAME variables are supported" in out
+
+
+def test_query_and_output(project: Project) -> None:
+    project.write(APP)
+    proc = run_in_process(project.root, "deploy", *JOB, "--query", "::app::port",
+                          "--output", "none")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.rstrip().endswith("Query: ::app::port\nResult:\n8080")
+    assert "Job " not in proc.stdout + proc.stderr  # --output none: no summary
+    proc = run_in_process(project.root, "deploy", *JOB, "--query", "::app::release")
+    assert "Nothing to do." in proc.stdout  # nothing to run: still answered
+    assert proc.stdout.rstrip().endswith("Query: ::app::release\nResult:\none")
+    code, out = deploy(project, "--query", "::nothing::here", "--force", "--output", "json")
+    assert code == 0, out
+    document = json.loads(out[out.index("{"):])
+    assert document["query"] == "::nothing::here" and document["result"] is None
+
+
+def test_change_detection(project: Project) -> None:
+    project.write(APP)
+    assert deploy(project)[0] == 0
+    edit(project, "release: one", "release: two")
+    before = len(operations(project))
+    assert deploy(project, "--change-detection", "skip")[0] == 0
+    assert len(operations(project)) == before  # skip: not compared
+    assert deploy(project, "--change-detection", "evaluate")[0] == 0
+    assert operations(project)[before:] == [("app", "configure")]
+
+
+def test_template_prune_and_force_on_the_command_line(project: Project) -> None:
+    project.write(APP)
+    code, out = deploy(project, "--template", "db")
+    assert code == 0, out
+    assert operations(project) == [("db", "create")]
+    assert set(project.status()) == {"db"}
+    assert deploy(project)[0] == 0
+    code, out = deploy(project, "--template", "db", "--prune")
+    assert code == 0, out
+    assert operations(project)[-1] == ("app", "delete")
+    assert project.local("app") == "absent"
+    assert deploy(project)[0] == 0  # app back
+    edit(project, "          requirements:", "          directives: [protected]\n"
+                                                 "          requirements:")
+    proc = run_in_process(project.root, "undeploy", *JOB)
+    assert proc.returncode == 0, proc.stderr
+    assert project.local("db") == "ok"  # the protected app keeps what it needs
+    proc = run_in_process(project.root, "undeploy", *JOB, "--force")
+    assert proc.returncode == 0, proc.stderr
+    assert project.local("db") == "absent" and project.local("app") == "ok"
+
+
+def test_deploy_check_records_what_the_check_found(project: Project) -> None:
+    project.write(ensemble_yaml("""\
+        found:
+          type: tosca.nodes.Root
+          interfaces:
+            Standard:
+              create: echo must not run
+            Install:
+              check:
+                implementation: Template
+                inputs:
+                  done:
+                    status: ok
+        """))
+    code, out = deploy(project, "--check")
+    assert code == 0, out
+    assert operations(project) == [("found", "check")]
+    assert project.local("found") == "ok"
+    assert "created" not in project.status()["found"]  # the check found it: not created here

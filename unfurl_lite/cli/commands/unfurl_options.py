@@ -1,0 +1,173 @@
+"""Unfurl 1.2.0's job options, spelled as Unfurl spells them.
+
+The deploy options (``--template``, ``--check``, ``--repair``, ``--skip-new``,
+``--change-detection``, ``--prune``, ``--upgrade``, ``--destroyunmanaged``) become plan
+options; ``--var NAME VALUE``, ``--query`` and ``--output`` belong to every job. An
+option Unfurl has and unfurl-lite does not build is still known here, so that using it
+is refused by name (exit 1), never mistaken for a typo (click's "No such option", exit 2)
+and never accepted and ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from unfurl_lite.errors import UnfurlLiteError
+
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+#: Unfurl's options that unfurl-lite refuses: option -> (takes a value, why, what to do)
+REFUSED: dict[str, tuple[bool, str, str]] = {
+    "--push": (False, "pushing the job's commit is not supported",
+               "run `git push` after the job"),
+    "--starttime": (True, "setting the job's start time is not supported",
+                    "changeIds always come from the clock"),
+    "--use-environment": (True, "Unfurl's environments (unfurl.yaml projects) are not "
+                          "supported", "put the inputs in the ensemble's spec.inputs or "
+                          "pass them with --var input_NAME VALUE"),
+    "--trace": (True, "tracing a --query is not supported", "run the query without it"),
+    "--save": (False, "saving an ad hoc command in the job history is not supported",
+               "every `unfurl run` job is recorded"),
+    "--host": (True, "running a command on a host through Ansible is not supported",
+               "run it on this machine: unfurl run -- COMMAND"),
+    "--module": (True, "running an Ansible module is not supported",
+                 "run a shell command: unfurl run -- COMMAND"),
+}
+
+#: which refused options each command of Unfurl's takes
+REFUSED_BY_COMMAND: dict[str, tuple[str, ...]] = {
+    "deploy": ("--push", "--starttime", "--use-environment", "--trace"),
+    "undeploy": ("--push", "--starttime", "--use-environment", "--trace"),
+    "check": ("--push", "--starttime", "--use-environment", "--trace"),
+    "discover": ("--push", "--starttime", "--use-environment", "--trace"),
+    "run": ("--push", "--starttime", "--use-environment", "--trace", "--save", "--host",
+            "--module"),
+    "plan": ("--starttime", "--use-environment", "--trace"),
+}
+
+REPAIR = ("error", "degraded", "missing", "none")
+CHANGE_DETECTION = ("skip", "spec", "evaluate", "always")
+
+
+class OptionRefused(UnfurlLiteError):
+    """An option of Unfurl's that unfurl-lite does not build."""
+
+
+def _refuse(name: str) -> Callable[[click.Context, click.Parameter, Any], None]:
+    _, why, hint = REFUSED[name]
+
+    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+        if value in (None, False, ()) or ctx.resilient_parsing:
+            return
+        raise OptionRefused(f"Unfurl's option {name} is not supported by unfurl-lite: {why}",
+                            hint=hint)
+
+    return callback
+
+
+def refused_options(command: str) -> Decorator:
+    """Hidden options that refuse Unfurl's options the command does not build."""
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        for name in REFUSED_BY_COMMAND[command]:
+            takes_value = REFUSED[name][0]
+            func = click.option(
+                name, hidden=True, expose_value=False, callback=_refuse(name),
+                is_flag=not takes_value, default=None if takes_value else False,
+            )(func)
+        return func
+
+    return decorate
+
+
+def deploy_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Unfurl's options of the deploy plan (also ``unfurl plan``'s)."""
+    options = [
+        click.option("--template", metavar="NAME",
+                     help="Limit the job to this template and what it requires."),
+        click.option("--check", "check_first", is_flag=True,
+                     help="Check whether new instances exist before deploying them: "
+                          "create only what the check does not find."),
+        click.option("--repair", type=click.Choice(REPAIR), default="error",
+                     show_default=True,
+                     help="Re-run operations on instances that are in error (error), "
+                          "degraded too (degraded), only on missing ones (missing), "
+                          "or on none."),
+        click.option("--skip-new", is_flag=True,
+                     help="Create no instance for templates that have none yet."),
+        click.option("--change-detection", type=click.Choice(CHANGE_DETECTION),
+                     default="evaluate", show_default=True,
+                     help="When to reconfigure a deployed instance: never (skip), when "
+                          "what its configure read changed (spec, evaluate), even when "
+                          "it was customized (always)."),
+        click.option("--prune", is_flag=True,
+                     help="Delete the recorded instances this job does not plan for "
+                          "(their template was removed, or --template left them out)."),
+        click.option("--upgrade", is_flag=True,
+                     help="Apply major version changes (as in Unfurl 1.2.0: recorded, "
+                          "nothing more)."),
+        click.option("--destroyunmanaged", is_flag=True,
+                     help="Unfurl's name for --destroy-discovered (with --prune)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def deploy_plan_options(opts: dict[str, Any]) -> dict[str, Any]:
+    """The plan options the deploy options ask for (only those set: the planner's
+    defaults are Unfurl's)."""
+    given: dict[str, Any] = {
+        "template": opts.get("template"),
+        "check": opts.get("check_first") or None,
+        "repair": None if opts.get("repair") in (None, "error") else opts["repair"],
+        "skip_new": opts.get("skip_new") or None,
+        "change_detection": None if opts.get("change_detection") in (None, "evaluate")
+        else opts["change_detection"],
+        "prune": opts.get("prune") or None,
+        "upgrade": opts.get("upgrade") or None,
+    }
+    return {name: value for name, value in given.items() if value is not None}
+
+
+def template_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--template", metavar="NAME",
+                        help="Limit the job to this template's instances.")(func)
+
+
+def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--var``, ``--query`` and ``--output``: every job command's, as Unfurl's."""
+    func = click.option(
+        "--output", "output", type=click.Choice(["text", "json", "none"]), default=None,
+        help="How to print the job's summary: text (the default), json (as --json), none.",
+    )(func)
+    func = click.option(
+        "--query", metavar="EXPRESSION",
+        help="Evaluate this expression when the job is done and print its result.",
+    )(func)
+    return click.option(
+        "--var", "variables", nargs=2, multiple=True, metavar="NAME VALUE",
+        help="A job variable (repeatable): input_NAME VALUE sets the topology input NAME "
+             "(VALUE read as YAML) for this job.",
+    )(func)
+
+
+def job_inputs(variables: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+    """The topology inputs ``--var input_NAME VALUE`` sets: VALUE read as YAML, as if it
+    were written in the ensemble. Unfurl uses other variables only for its projects'
+    settings, which unfurl-lite has none of: they are refused by name."""
+    from unfurl_lite.load import yamlio
+
+    inputs: dict[str, Any] = {}
+    for name, value in variables:
+        if not name.startswith("input_") or name == "input_":
+            raise OptionRefused(
+                f"--var {name}: only input_NAME variables are supported by unfurl-lite "
+                "(Unfurl's other job variables configure its projects and environments)",
+                hint="set a topology input with --var input_NAME VALUE",
+            )
+        inputs[name[len("input_"):]] = yamlio.to_plain(yamlio.parse(value, f"--var {name}"))
+    return inputs
