@@ -6,7 +6,10 @@ Not part of the test suite: run on demand, with Unfurl 1.2.0 installed in a virt
 
 Each case is a folder holding an ``ensemble.yaml`` (and the files it includes) and an
 optional ``case.yaml`` (``description``, ``source``, ``env``: variables for every step,
-``steps``: a subset of STEPS). For each tool the case is copied into a scratch git repo
+``steps``: a subset of STEPS, ``args``: per step, more arguments given to both tools (an
+option a case exercises, e.g. ``deploy: [--check]``), ``before``: per step, a shell command
+run in the scratch repo and committed before the step (e.g. an edit of the ensemble)).
+For each tool the case is copied into a scratch git repo
 and the steps run one after another: validate, plan, deploy, a second deploy, check,
 undeploy. After each step the harness takes a *snapshot*: the exit status, each
 instance's readyState / created / protected / attributes / host, the outputs, the
@@ -37,7 +40,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +50,7 @@ from ruamel.yaml import YAML
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = ROOT / "tests" / "data" / "unfurl-cases"
-UNFURL = Path("/work/venvs/unfurl120/bin/unfurl")
+UNFURL = Path(os.environ.get("UNFURL120_VENV", "/work/unfurl120")) / "bin" / "unfurl"
 
 STEPS = ("validate", "plan", "deploy", "deploy2", "check", "undeploy")
 _JOB = ["--dirty=ok", "--commit", "--jobexitcode", "error"]
@@ -79,8 +84,19 @@ VOLATILE_COLUMNS = {"startTime", "endTime", "specDigest", "startCommit", "change
 REFUSAL_WORDS = ("not supported", "unsupported", "is not implemented", "not available here")
 INSTANCE_KEYS = ("template", "readyState", "created", "protected", "attributes", "host")
 
-#: Runs one step of a case in a repo: (repo, step, environment) -> (exit status, console).
-Runner = Callable[[Path, str, dict[str, str]], tuple[int, str]]
+#: Runs one step of a case in a repo: (repo, command line, environment) -> (exit status,
+#: console); the command line is the tool's arguments for the step (see step_args).
+Runner = Callable[[Path, list[str], dict[str, str]], tuple[int, str]]
+
+
+def case_order(case: Path) -> tuple[int, str]:
+    """Cases in the order of their numbers (``9-`` before ``10-`` before ``100-``)."""
+    number, _, rest = case.name.partition("-")
+    return (int(number), rest) if number.isdigit() else (1 << 30, case.name)
+
+
+def all_cases() -> list[Path]:
+    return sorted((p for p in CASES.iterdir() if (p / "ensemble.yaml").exists()), key=case_order)
 
 
 def load_yaml(path: Path) -> Any:
@@ -110,20 +126,56 @@ def case_steps(case: Path) -> list[str]:
     return list(case_settings(case).get("steps") or STEPS)
 
 
+def step_args(case: Path, tool: str, step: str) -> list[str]:
+    """The step's command line for ``tool``: the harness's, with the case's ``args`` for the
+    step placed before the ensemble's path."""
+    base = ARGS[tool][step]
+    extra = [str(a) for a in (case_settings(case).get("args") or {}).get(step) or ()]
+    return [*base[:-1], *extra, base[-1]]
+
+
+def run_before(case: Path, repo: Path, step: str) -> None:
+    """The case's ``before`` command for the step (an edit between steps), committed."""
+    command = (case_settings(case).get("before") or {}).get(step)
+    if not command:
+        return
+    subprocess.run(["sh", "-c", command], cwd=repo, check=True, capture_output=True)
+    for args in (["add", "-A"], ["commit", "-q", "--allow-empty", "-m", f"before {step}"]):
+        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+
+
+_IDENTITY = "[user]\n\temail = side@by.side\n\tname = side-by-side\n"
+
+
 def make_repo(case: Path, into: Path) -> Path:
     """A scratch git repo holding the case's files (not its captures), one commit."""
     repo = into / case.name
     shutil.copytree(case, repo, ignore=shutil.ignore_patterns("expected", "case.yaml"))
-    for args in (["init", "-q", "-b", "main"], ["config", "user.email", "side@by.side"],
-                 ["config", "user.name", "side-by-side"], ["add", "-A"],
-                 ["commit", "-q", "-m", "the case"]):
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True,
+                   capture_output=True)
+    with open(repo / ".git" / "config", "a") as config:  # no git process for the identity
+        config.write(_IDENTITY)
+    for args in (["add", "-A"], ["commit", "-q", "-m", "the case"]):
         subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
     return repo
 
 
 def head(repo: Path) -> str:
-    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True,
-                          text=True).stdout.strip()
+    """The commit HEAD names, read from .git without starting git (a step is compared by
+    whether it moved)."""
+    git = repo / ".git"
+    ref = (git / "HEAD").read_text().strip()
+    if not ref.startswith("ref: "):
+        return ref
+    name = ref[len("ref: "):]
+    loose = git / name
+    if loose.exists():
+        return loose.read_text().strip()
+    packed = git / "packed-refs"
+    for line in packed.read_text().splitlines() if packed.exists() else ():
+        if line.endswith(" " + name):
+            return line.split(" ", 1)[0]
+    return ""
 
 
 class Normaliser:
@@ -227,37 +279,89 @@ def snapshots(raw: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def run_case(case: Path, runner: Runner, scratch: Path,
-             steps: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
-    """Run the case's steps with one tool (``runner``): what each step left, in order.
-    Stops after a validate that refused the case."""
+             steps: Iterable[str] | None = None, tool: str = "lite") -> dict[str, dict[str, Any]]:
+    """Run the case's steps with one tool (``runner``, whose arguments are ``tool``'s): what
+    each step left, in order. Stops after a validate that refused the case."""
     repo = make_repo(case, scratch)
     env = {str(k): str(v) for k, v in (case_settings(case).get("env") or {}).items()}
     results: dict[str, dict[str, Any]] = {}
     for step in steps or case_steps(case):
+        run_before(case, repo, step)
         head_before = head(repo)
-        code, console = runner(repo, step, env)
+        code, console = runner(repo, step_args(case, tool, step), env)
         results[step] = raw_step(repo, code, console, head_before)
         if step == "validate" and code != 0:
             break
     return results
 
 
-def unfurl_runner(unfurl: Path) -> Runner:
-    def run(repo: Path, step: str, env: dict[str, str]) -> tuple[int, str]:
-        proc = subprocess.run([str(unfurl), "--home", "", *ARGS["unfurl"][step]], cwd=repo,
-                              text=True, capture_output=True, env={**os.environ, **env},
-                              stdin=subprocess.DEVNULL, timeout=600)
-        return proc.returncode, proc.stdout + proc.stderr
-    return run
+FORKSERVER = Path(__file__).resolve().parent / "forkserver.py"
+#: what the fork servers import once (the rest each step imports in its own child)
+PRELOAD = {
+    "unfurl": ["unfurl.__main__:main", "unfurl.job", "unfurl.yamlmanifest", "unfurl.localenv",
+               "unfurl.configurators.shell", "unfurl.configurators"],
+    "lite": ["unfurl_lite.cli:main", "unfurl_lite.cli.main", "unfurl_lite.api.jobs"],
+}
 
 
-def lite_runner() -> Runner:
-    def run(repo: Path, step: str, env: dict[str, str]) -> tuple[int, str]:
-        proc = subprocess.run([sys.executable, "-m", "unfurl_lite", *ARGS["lite"][step]], cwd=repo,
-                              text=True, capture_output=True, stdin=subprocess.DEVNULL,
-                              env={**os.environ, "PYTHONPATH": str(ROOT), **env}, timeout=600)
-        return proc.returncode, proc.stdout + proc.stderr
-    return run
+class ForkServer:
+    """One tool's fork server (benchmarks/forkserver.py): a step in a fresh child process
+    without the interpreter's start-up and the tool's imports."""
+
+    def __init__(self, python: str, tool: str, env: dict[str, str]) -> None:
+        self.process = subprocess.Popen(
+            [python, str(FORKSERVER), *PRELOAD[tool]], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, text=True, env=env)
+
+    def run(self, repo: Path, args: list[str], env: dict[str, str]) -> tuple[int, str]:
+        assert self.process.stdin and self.process.stdout
+        output = repo.parent / f"{repo.name}.step-output"
+        request = {"cwd": str(repo), "args": args, "env": env, "output": str(output)}
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        answer = self.process.stdout.readline()
+        if not answer:
+            raise RuntimeError(f"the fork server for {args} stopped")
+        return json.loads(answer)["exit"], output.read_text(errors="replace")
+
+    def close(self) -> None:
+        if self.process.stdin:
+            self.process.stdin.close()
+        self.process.wait(timeout=60)
+
+
+class ForkServers:
+    """A fork server per tool and thread (cases run in parallel threads), closed at exit."""
+
+    def __init__(self, unfurl: Path) -> None:
+        self.unfurl = unfurl
+        self.local = threading.local()
+        self.all: list[ForkServer] = []
+        self.lock = threading.Lock()
+
+    def _server(self, tool: str) -> ForkServer:
+        server = getattr(self.local, tool, None)
+        if server is None:
+            if tool == "unfurl":
+                python, env = str(self.unfurl.parent / "python3"), dict(os.environ)
+            else:
+                python, env = sys.executable, {**os.environ, "PYTHONPATH": str(ROOT)}
+            server = ForkServer(python, tool, env)
+            setattr(self.local, tool, server)
+            with self.lock:
+                self.all.append(server)
+        return server
+
+    def runner(self, tool: str) -> Runner:
+        def run(repo: Path, args: list[str], env: dict[str, str]) -> tuple[int, str]:
+            if tool == "unfurl":
+                args = ["--home", "", *args]
+            return self._server(tool).run(repo, args, env)
+        return run
+
+    def close(self) -> None:
+        for server in self.all:
+            server.close()
 
 
 def refused_by_name(shot: dict[str, Any]) -> bool:
@@ -379,6 +483,23 @@ def markdown(rows: list[tuple[str, str, str, list[str]]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def compare_case(case: Path, scratch: Path, options: argparse.Namespace,
+                 servers: ForkServers) -> tuple[str, list[str]]:
+    """One case's verdict: Unfurl's side run (or its capture replayed), ours run."""
+    if options.replay:
+        theirs = load_expected(case)
+    else:
+        theirs = run_case(case, servers.runner("unfurl"), scratch / "unfurl", tool="unfurl")
+    ours = run_case(case, servers.runner("lite"), scratch / "lite")
+    try:
+        verdict, found = verdict_of(case, theirs, ours)
+    except Exception as error:
+        verdict, found = "DIFFERENT", [f"harness error: {error!r}"]
+    if options.capture:
+        capture(case, theirs, verdict, found)
+    return verdict, found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("cases", nargs="*", help="case folder names (default: all)")
@@ -388,28 +509,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replay", action="store_true",
                         help="compare with the captures instead of running Unfurl")
     parser.add_argument("--markdown", type=Path, help="write the results table here")
+    parser.add_argument("--jobs", "-j", type=int, default=1, help="cases run at once")
     options = parser.parse_args(argv)
-    cases = sorted(p for p in CASES.iterdir() if (p / "ensemble.yaml").exists())
+    cases = all_cases()
     if options.cases:
         cases = [c for c in cases if c.name in options.cases]
     if not options.replay and not options.unfurl.exists():
         parser.error(f"{options.unfurl}: Unfurl 1.2.0 is not installed there (--unfurl)")
     rows = []
     counts: dict[str, int] = {}
-    with tempfile.TemporaryDirectory(prefix="side-by-side-") as scratch:
-        for case in cases:
-            if options.replay:
-                theirs = load_expected(case)
-            else:
-                theirs = run_case(case, unfurl_runner(options.unfurl),
-                                  Path(scratch) / "unfurl")
-            ours = run_case(case, lite_runner(), Path(scratch) / "lite")
-            try:
-                verdict, found = verdict_of(case, theirs, ours)
-            except Exception as error:
-                verdict, found = "DIFFERENT", [f"harness error: {error!r}"]
-            if options.capture:
-                capture(case, theirs, verdict, found)
+    servers = ForkServers(options.unfurl)
+    with tempfile.TemporaryDirectory(prefix="side-by-side-") as scratch, \
+            ThreadPoolExecutor(max(1, options.jobs)) as pool, \
+            contextlib.closing(servers):
+        futures = [pool.submit(compare_case, case, Path(scratch) / case.name, options, servers)
+                   for case in cases]
+        for case, future in zip(cases, futures, strict=True):
+            verdict, found = future.result()
             counts[verdict] = counts.get(verdict, 0) + 1
             source = case_settings(case).get("source", "")
             rows.append((case.name, source, verdict, found))
