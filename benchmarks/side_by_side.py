@@ -500,6 +500,25 @@ def compare_case(case: Path, scratch: Path, options: argparse.Namespace,
     return verdict, found
 
 
+def report(cases: list[Path], table: Path | None) -> int:
+    """The verdicts recorded in the cases' expected/verdict.json, counted (and tabled)."""
+    rows = []
+    for case in cases:
+        recorded = load_yaml(case / "expected" / "verdict.json") or {}
+        rows.append((case.name, case_settings(case).get("source", ""),
+                     recorded.get("verdict", "not captured"), recorded.get("differences", [])))
+    counts: dict[str, int] = {}
+    for _, _, verdict, _ in rows:
+        counts[verdict] = counts.get(verdict, 0) + 1
+    good = counts.get("same", 0) + counts.get("refused here", 0)
+    runs = len(rows) - counts.get("refused by Unfurl", 0)
+    print(f"{len(rows)} cases: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+          + f"; same or refused by name: {good} of {runs} that Unfurl runs")
+    if table:
+        table.write_text(markdown(rows))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("cases", nargs="*", help="case folder names (default: all)")
@@ -510,6 +529,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="compare with the captures instead of running Unfurl")
     parser.add_argument("--markdown", type=Path, help="write the results table here")
     parser.add_argument("--jobs", "-j", type=int, default=1, help="cases run at once")
+    parser.add_argument("--recorded", action="store_true",
+                        help="run nothing: report the verdicts the captures recorded")
     options = parser.parse_args(argv)
     cases = all_cases()
     if options.cases:
@@ -518,6 +539,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{options.unfurl}: Unfurl 1.2.0 is not installed there (--unfurl)")
     rows = []
     counts: dict[str, int] = {}
+    if options.recorded:
+        return report(cases, options.markdown)
     servers = ForkServers(options.unfurl)
     with tempfile.TemporaryDirectory(prefix="side-by-side-") as scratch, \
             ThreadPoolExecutor(max(1, options.jobs)) as pool, \
