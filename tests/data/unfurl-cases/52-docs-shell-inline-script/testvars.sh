@@ -1,0 +1,1 @@
+TESTVARS_LOADED=yes
