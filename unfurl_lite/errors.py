@@ -83,6 +83,10 @@ class PlanError(UnfurlLiteError):
     """The requested workflow cannot be planned (unknown instance, operation, filter...)."""
 
 
+class OptionRefused(UnfurlLiteError):
+    """An option of Unfurl's that unfurl-lite does not build (refused by name, exit 1)."""
+
+
 class JobError(UnfurlLiteError):
     """A job could not start or could not be recorded."""
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from unfurl_lite.errors import UnfurlLiteError
+from unfurl_lite.errors import OptionRefused
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
@@ -50,10 +50,6 @@ REFUSED_BY_COMMAND: dict[str, tuple[str, ...]] = {
 
 REPAIR = ("error", "degraded", "missing", "none")
 CHANGE_DETECTION = ("skip", "spec", "evaluate", "always")
-
-
-class OptionRefused(UnfurlLiteError):
-    """An option of Unfurl's that unfurl-lite does not build."""
 
 
 def _refuse(name: str) -> Callable[[click.Context, click.Parameter, Any], None]:
