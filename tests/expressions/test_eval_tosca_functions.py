@@ -1,6 +1,8 @@
-"""``{eval: {concat: [...]}}``: Unfurl's eval knows the TOSCA functions (concat, join,
+"""``{eval: {concat: [...]}}``: Unfurl's eval knows the TOSCA functions (concat,
 get_input, get_property...), as in tests/data/unfurl-cases/30-self-properties, where
-Unfurl 1.2.0 renders ``hello staging world``."""
+Unfurl 1.2.0 renders ``hello staging world``; ``concat`` takes a ``sep`` inside ``eval``.
+TOSCA's ``join`` is not one of Unfurl 1.2.0's functions (it keeps ``{join: ...}`` as a
+mapping, and fails on ``{eval: {join: ...}}``): refused by name."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ svc:
       create:
         implementation: {className: Shell}
         inputs:
-          greeting: {eval: {concat: ["hello ", {eval: {join: [[a, b], "-"]}}]}}
+          greeting: {eval: {concat: ["hello ", {eval: {concat: [a, b], sep: "-"}}]}}
           command: "echo '{{ inputs.greeting }}'"
           resultTemplate:
             attributes:
@@ -27,3 +29,12 @@ def test_eval_of_a_tosca_function_evaluates_it(project, invoke):
     result = invoke("deploy", "--approve")
     assert result.exit_code == 0, result.output
     assert project.status()["svc"]["attributes"]["out"] == "hello a-b"
+
+
+def test_toscas_join_is_refused_by_name(project, invoke):
+    project.write(SPEC.replace('{eval: {concat: [a, b], sep: "-"}}', '{join: [[a, b], "-"]}'))
+    result = invoke("validate")
+    assert result.exit_code == 1
+    assert "TOSCA's eval function 'join' is not supported: Unfurl 1.2.0 has no such" in \
+        result.output
+    assert "concat" in result.output  # the hint names what to write instead

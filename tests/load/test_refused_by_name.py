@@ -62,8 +62,8 @@ from tests.load.test_validate import problems_in, templates
        properties:
          p:
            eval:
-             tempfile: the contents
-     """, "'tempfile'"),
+             python: mymodule.compute
+     """, "'python'"),
     ("""\
      a:
        type: tosca.nodes.Root
@@ -72,8 +72,8 @@ from tests.load.test_validate import problems_in, templates
            create:
              implementation: Shell
              inputs:
-               command: "echo {{ '.::parent' | eval }}"
-     """, "'.::parent'"),
+               command: "echo {{ '.template' | eval }}"
+     """, "`.template`"),
 ])
 def test_refused_by_name_with_its_line(tmp_path: Path, body: str, named: str) -> None:
     problems = problems_in(tmp_path, templates(body))

@@ -307,9 +307,10 @@ def test_protected_instance_made_by_result_template_survives_undeploy(project, i
 
 
 def test_unfurl_filters_eval_map_value_abspath_sensitive(project, invoke):
+    # map_value gives each expression's results (Unfurl printed `{'a': [Result('hi'...)]}`)
     project.write((UNFURL / "filters.yaml").read_text().replace(
         " {{ {'a': {'get_input': 'greeting'}} | map_value }}",
-        " {{ ({'a': {'get_input': 'greeting'}} | map_value).a }}"))
+        " {{ ({'a': {'get_input': 'greeting'}} | map_value).a[0] }}"))
     result = invoke("deploy", "--approve")
     assert result.exit_code == 0, result.output
     # Unfurl 1.2.0 printed "echo hi files/x.txt s3cretvalue ..." for the same filters

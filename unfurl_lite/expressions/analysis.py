@@ -53,10 +53,10 @@ def analyse(text: str) -> TemplateNames:
         return TemplateNames()
     from jinja2 import TemplateSyntaxError, meta, nodes
 
-    from unfurl_lite.expressions.sandbox import environment
+    from unfurl_lite.expressions.sandbox import environment, escape_backslashes
 
     try:
-        tree = environment().parse(text)
+        tree = environment().parse(escape_backslashes(text))
     except TemplateSyntaxError as exc:
         return TemplateNames(syntax_error=str(exc))
     except Exception as exc:  # nested too deep for the parser, and the like

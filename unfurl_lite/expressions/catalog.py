@@ -9,10 +9,11 @@ To add a function or filter: write it, then point its entry here at it (``impl=
 "unfurl_lite.expressions.module:function"``) instead of the refusal. Nothing else needs to
 change. Jinja2's own filters and tests are known without an entry.
 
-Calling conventions: a function is ``fn(arg, ctx, depth, **options)`` (``arg`` the
-unevaluated argument, ``options`` the other keys of its mapping that ``options`` lists,
-unevaluated, as Unfurl's ``ctx.kw``); a filter, test or global is what Jinja2 calls; a
-lookup plugin is ``fn(*terms, **options)``.
+Calling conventions: a function is ``fn(arg, scope)`` (``arg`` the unevaluated argument;
+``scope.kw`` its whole mapping, as Unfurl's ``ctx.kw``, whose other keys ``options``
+lists; ``scope.ctx`` the evaluation context); a filter, test or global is what Jinja2
+calls; a lookup plugin is ``fn(*terms, **options)``. ``impl`` is ``module:attribute``, or
+``module:TABLE[name]`` for an item of a table.
 """
 
 from __future__ import annotations
@@ -38,73 +39,81 @@ class Known:
     options: frozenset[str] = frozenset()  # other keys its mapping may have (Unfurl's kw)
 
 
-_EXPR = "unfurl_lite.expressions.expr"
+_FUNCTIONS = "unfurl_lite.expressions.functions"
 _FILTERS = "unfurl_lite.expressions.filters"
+_ANSIBLE = "unfurl_lite.expressions.ansible_filters"
+_TESTS = "unfurl_lite.expressions.ansible_tests"
+_LOOKUPS = "unfurl_lite.expressions.lookups"
 _SANDBOX = "unfurl_lite.expressions.sandbox"
 _LIMITS = "unfurl_lite.expressions.limits"
 
-_NOT_YET = "is not supported (not implemented in unfurl-lite yet)"
 _NO_CONFIG = ("needs Unfurl's project configuration (unfurl.yaml, environments, "
               "repositories), which unfurl-lite does not have")
 _RUNS_CODE = "would run code named by the ensemble from an expression"
-
-
-def _todo(top_level: bool = False, hint: str = "", options: tuple[str, ...] = ()) -> Known:
-    return Known(refused=_NOT_YET, hint=hint, top_level=top_level, options=frozenset(options))
+_NOT_IN_UNFURL = ("is not supported: Unfurl 1.2.0 has no such function and keeps such a "
+                  "mapping as it is")
+_CHANGES = "gives a different value on every render, so every deploy would reconfigure"
+_LABEL_OPTIONS = ("allowed", "replace", "start", "start_prepend", "end", "max", "case", "sep",
+                  "digest", "digestlen")
 
 
 def _never(why: str, hint: str = "", top_level: bool = False) -> Known:
     return Known(refused=why, hint=hint, top_level=top_level)
 
 
+def _function(name: str, top_level: bool = False, options: tuple[str, ...] = ()) -> Known:
+    return Known(f"{_FUNCTIONS}:{name}", top_level=top_level, options=frozenset(options))
+
+
 #: eval functions: ``{eval: {NAME: ARG}}``, and ``{NAME: ARG}`` alone for a top-level one
 FUNCTIONS: dict[str, Known] = {
-    # TOSCA's functions
-    "get_input": Known(f"{_EXPR}:get_input", top_level=True),
-    "get_property": Known(f"{_EXPR}:get_property", top_level=True),
-    "get_attribute": Known(f"{_EXPR}:get_attribute", top_level=True),
-    "concat": Known(f"{_EXPR}:concat", top_level=True),
-    "join": Known(f"{_EXPR}:join", top_level=True),
-    "token": _todo(top_level=True),
-    "get_nodes_of_type": _todo(top_level=True),
-    "get_operation_output": _todo(top_level=True),
+    # TOSCA's functions, as Unfurl 1.2.0 evaluates them
+    "get_input": _function("get_input", top_level=True),
+    "get_property": _function("get_property", top_level=True),
+    "get_attribute": _function("get_attribute", top_level=True),
+    "concat": _function("concat", top_level=True, options=("sep",)),
+    "token": _function("token", top_level=True),
+    "get_nodes_of_type": _function("get_nodes_of_type", top_level=True),
+    "join": _never(_NOT_IN_UNFURL, "use {eval: {concat: [a, b], sep: ','}}", top_level=True),
+    "get_operation_output": _never(_NOT_IN_UNFURL, top_level=True),
     "get_artifact": _never("needs TOSCA artifacts, which unfurl-lite does not support",
                            top_level=True),
     # Unfurl's
-    "get_env": Known(f"{_EXPR}:get_env", top_level=True),
-    "has_env": _todo(top_level=True),
-    "sensitive": Known(f"{_EXPR}:sensitive"),
-    "secret": Known(f"{_EXPR}:secret"),
-    "file": Known(f"{_EXPR}:file", options=frozenset({"encoding"})),
-    "template": Known(f"{_EXPR}:template"),
-    "generate_string": _todo(top_level=True),
-    "_generate": _todo(top_level=True),
-    "q": _todo(top_level=True),
-    "if": _todo(options=("then", "else")),
-    "and": _todo(),
-    "or": _todo(),
-    "not": _todo(),
-    "eq": _todo(),
-    "foreach": _todo(),
-    "is_function_defined": _todo(),
-    "validate": _todo(),
-    "lookup": _todo(),
-    "to_env": _todo(),
-    "urljoin": _todo(),
-    "to_label": _todo(),
-    "to_dns_label": _todo(),
-    "to_kubernetes_label": _todo(),
-    "to_googlecloud_label": _todo(),
-    "abspath": _todo(),
-    "get_dir": _todo(),
-    "tempfile": _todo(),
-    "portspec": _todo(),
+    "get_env": _function("get_env", top_level=True),
+    "has_env": _function("has_env", top_level=True),
+    "generate_string": _function("generate_string", top_level=True),
+    "_generate": _function("generate_string", top_level=True),
+    "q": _function("quote", top_level=True),
+    "sensitive": _function("sensitive"),
+    "secret": _function("secret"),
+    "file": _function("file", options=("encoding", "dir", "contents")),
+    "tempfile": _function("tempfile", options=("encoding", "suffix")),
+    "template": _function("template", options=("overrides",)),
+    "if": _function("if_", options=("then", "else", "map_value")),
+    "and": _function("and_", options=("map_value",)),
+    "or": _function("or_", options=("map_value",)),
+    "not": _function("not_", options=("map_value",)),
+    "eq": _function("eq"),
+    "foreach": _function("foreach"),
+    "is_function_defined": _function("is_function_defined"),
+    "validate": _function("validate"),
+    "lookup": _function("lookup"),
+    "to_env": _function("to_env", options=("update_os_environ",)),
+    "urljoin": _function("urljoin"),
+    "to_label": _function("to_label", options=_LABEL_OPTIONS),
+    "to_dns_label": _function("to_dns_label", options=_LABEL_OPTIONS),
+    "to_kubernetes_label": _function("to_kubernetes_label", options=_LABEL_OPTIONS),
+    "to_googlecloud_label": _function("to_googlecloud_label", options=_LABEL_OPTIONS),
+    "abspath": _function("abspath"),
+    "get_dir": _function("get_dir"),
+    "get_ensemble_metadata": _function("get_ensemble_metadata"),
+    "portspec": _never("belongs to Unfurl's container types, which unfurl-lite does not "
+                       "support"),
     "python": _never(_RUNS_CODE, "use a Python operation (`implementation: "
                      "{className: package.module:function}`)"),
     "computed": _never(_RUNS_CODE + " (Unfurl's Python DSL)"),
     "external": _never(_NO_CONFIG),
     "local": _never(_NO_CONFIG, "use a topology input, e.g. {get_input: NAME}"),
-    "get_ensemble_metadata": _never(_NO_CONFIG),
     "container_image": _never("belongs to Unfurl's container types, which unfurl-lite "
                               "does not support"),
     "kubernetes_current_namespace": _never("needs Unfurl's Kubernetes connection, which "
@@ -115,25 +124,24 @@ FUNCTIONS: dict[str, Known] = {
 
 #: keys beside ``eval:`` in an expression (``{eval: ..., vars: {...}}``)
 QUERY_KEYS: dict[str, Known] = {
-    "vars": _todo(),
-    "foreach": _todo(),
-    "select": _todo(),
-    "trace": _todo(),
-    "strict": _todo(),
+    key: Known("unfurl_lite.expressions.resolve:REF_KEYS")
+    for key in ("vars", "foreach", "select", "trace", "strict")
 }
+
+#: query keys (``.name``) and Unfurl's internal objects a query may not reach
+QUERY_KEY_NAMES = "unfurl_lite.expressions.entities:SPECIAL_KEYS"
 
 _ANSIBLE_FILTERS = (
     "b64decode", "b64encode", "basename", "bool", "checksum", "combinations", "combine",
-    "comment", "commonpath", "dict2items", "difference", "dirname", "expanduser",
-    "expandvars", "extract", "fileglob", "flatten", "from_json", "from_yaml",
-    "from_yaml_all", "hash", "human_readable", "human_to_bytes", "intersect", "items2dict",
-    "log", "mandatory", "md5", "normpath", "password_hash", "path_join", "permutations",
-    "pow", "product", "quote", "regex_escape", "regex_findall", "regex_replace",
-    "regex_search", "rekey_on_member", "relpath", "root", "sha1", "shuffle", "split",
-    "splitext", "strftime", "subelements", "symmetric_difference", "ternary",
-    "to_datetime", "to_json", "to_nice_json", "to_nice_yaml", "to_uuid", "to_yaml",
-    "type_debug", "union", "urldecode", "urlsplit", "win_basename", "win_dirname",
-    "win_splitdrive", "zip", "zip_longest",
+    "comment", "commonpath", "dict2items", "difference", "dirname", "extract", "flatten",
+    "from_json", "from_yaml", "from_yaml_all", "hash", "human_readable", "human_to_bytes",
+    "intersect", "items2dict", "log", "mandatory", "md5", "normpath", "path_join",
+    "permutations", "pow", "product", "quote", "regex_escape", "regex_findall",
+    "regex_replace", "regex_search", "rekey_on_member", "relpath", "root", "sha1", "split",
+    "splitext", "strftime", "subelements", "symmetric_difference", "ternary", "to_datetime",
+    "to_json", "to_nice_json", "to_nice_yaml", "to_uuid", "to_yaml", "type_debug", "union",
+    "unique", "urldecode", "urlsplit", "win_basename", "win_dirname", "win_splitdrive", "zip",
+    "zip_longest",
 )
 
 #: Jinja2 filters beyond Jinja's built-ins: Unfurl's (``filter_plugins/ref.py``), ours, and
@@ -145,33 +153,41 @@ FILTERS: dict[str, Known] = {
     "mapValue": Known(f"{_FILTERS}:map_value_filter"),
     "sensitive": Known(f"{_FILTERS}:sensitive_filter"),
     "abspath": Known(f"{_FILTERS}:abspath_filter"),
+    "get_dir": Known(f"{_FILTERS}:get_dir_filter"),
+    "which": Known(f"{_FILTERS}:which_filter"),
     "file": Known(f"{_SANDBOX}:file_global"),
-    "to_label": _todo(),
-    "to_dns_label": _todo(),
-    "to_kubernetes_label": _todo(),
-    "to_googlecloud_label": _todo(),
-    "get_dir": _todo(),
-    "which": _never("would look for programs on the machine that renders the template",
-                    "run `which` in the operation's command"),
-    **{name: _todo() for name in _ANSIBLE_FILTERS},
+    "to_label": Known(f"{_FILTERS}:to_label"),
+    "to_dns_label": Known(f"{_FILTERS}:to_dns_label"),
+    "to_kubernetes_label": Known(f"{_FILTERS}:to_kubernetes_label"),
+    "to_googlecloud_label": Known(f"{_FILTERS}:to_googlecloud_label"),
+    **{name: Known(f"{_ANSIBLE}:FILTERS[{name}]") for name in _ANSIBLE_FILTERS},
+    "expanduser": _never("reads the user's home directory"),
+    "expandvars": _never("reads the environment", "use get_env('NAME')"),
+    "realpath": _never("reads the file system"),
+    "fileglob": _never("lists files on the machine that renders the template"),
+    "password_hash": _never("needs a crypt library", "hash the password in an operation"),
     "vault": _never("needs Ansible Vault's secrets, which unfurl-lite does not read"),
     "unvault": _never("needs Ansible Vault's secrets, which unfurl-lite does not read"),
-    "random": Known(refused="gives a different value on every render, so every deploy "
-                    "would reconfigure", hint="pass the value as an input"),
+    "random": Known(f"{_ANSIBLE}:FILTERS[random]"),  # (Ansible's: `seed=` makes it stable)
+    "shuffle": Known(f"{_ANSIBLE}:FILTERS[shuffle]"),
 }
 
 _ANSIBLE_TESTS = (
-    "abs", "all", "any", "change", "changed", "contains", "directory", "exists", "failed",
-    "failure", "falsy", "file", "finished", "is_abs", "is_dir", "is_file", "is_link",
-    "is_mount", "is_same_file", "isnan", "issubset", "issuperset", "link", "link_exists",
-    "match", "mount", "nan", "reachable", "regex", "same_file", "search", "skip",
-    "skipped", "started", "subset", "succeeded", "success", "successful", "superset",
-    "truthy", "unreachable", "uri", "url", "urn", "vault_encrypted", "version",
-    "version_compare",
+    "abs", "all", "any", "change", "changed", "contains", "failed", "failure", "falsy",
+    "finished", "is_abs", "isnan", "issubset", "issuperset", "match", "nan", "reachable",
+    "regex", "search", "skip", "skipped", "started", "subset", "succeeded", "success",
+    "successful", "superset", "truthy", "unreachable", "uri", "url", "urn",
+    "vault_encrypted", "version", "version_compare",
 )
+_FILE_TESTS = ("directory", "exists", "file", "is_dir", "is_file", "is_link", "is_mount",
+               "is_same_file", "link", "link_exists", "mount", "same_file")
 
 #: Jinja2 tests (``x is NAME``) beyond Jinja's built-ins: Ansible's
-TESTS: dict[str, Known] = {name: _todo() for name in _ANSIBLE_TESTS}
+TESTS: dict[str, Known] = {
+    **{name: Known(f"{_TESTS}:TESTS[{name}]") for name in _ANSIBLE_TESTS},
+    **{name: _never("reads the file system of the machine that renders the template")
+       for name in _FILE_TESTS},
+}
 
 #: the names a template may call or read besides its variables
 GLOBALS: dict[str, Known] = {
@@ -183,32 +199,29 @@ GLOBALS: dict[str, Known] = {
     "file": Known(f"{_SANDBOX}:file_global"),
 }
 
+_FILES = "reads files the sandbox's rules do not cover"
+
 #: Ansible's lookup plugins: ``lookup('NAME', ...)``
 LOOKUPS: dict[str, Known] = {
     "env": Known(f"{_SANDBOX}:env_lookup"),
-    "file": _todo(hint="use file('path')"),
-    "fileglob": _todo(),
-    "first_found": _todo(),
-    "items": _todo(),
-    "indexed_items": _todo(),
-    "list": _todo(),
+    "file": Known(f"{_LOOKUPS}:file_lookup"),
+    "unfurl": Known(f"{_LOOKUPS}:unfurl_lookup"),
+    **{name: Known(f"{_LOOKUPS}:PURE[{name}]")
+       for name in ("items", "indexed_items", "list", "nested", "together", "sequence",
+                    "subelements", "dict")},
+    "fileglob": _never(_FILES, "read a file with file('path')"),
+    "first_found": _never(_FILES, "read a file with file('path')"),
+    "template": _never(_FILES, "use {eval: {template: {path: PATH}}}"),
+    "csvfile": _never(_FILES),
+    "ini": _never(_FILES),
+    "vars": _never("reads Ansible's variables", "read the value from SELF or inputs"),
+    "varnames": _never("reads Ansible's variables"),
     "lines": _never(_RUNS_CODE + " (it runs a command)", "run the command in an operation"),
     "pipe": _never(_RUNS_CODE + " (it runs a command)", "run the command in an operation"),
-    "nested": _todo(),
-    "together": _todo(),
-    "sequence": _todo(),
-    "subelements": _todo(),
-    "dict": _todo(),
-    "vars": _todo(),
-    "varnames": _todo(),
-    "template": _todo(),
-    "random_choice": Known(refused="gives a different value on every render, so every "
-                           "deploy would reconfigure", hint="pass the value as an input"),
+    "random_choice": Known(refused=_CHANGES, hint="pass the value as an input"),
     "password": _never("writes files outside the project", "pass the password as an input "
                        "marked sensitive"),
     "url": _never("reads from the network while a template renders"),
-    "csvfile": _todo(),
-    "ini": _todo(),
     "config": _never("reads Ansible's configuration"),
     "unvault": _never("needs Ansible Vault's secrets, which unfurl-lite does not read"),
     "inventory_hostnames": _never("needs an Ansible inventory"),
@@ -245,7 +258,10 @@ def implementation(kind: Kind, name: str) -> Callable[..., Any] | None:
     if found is None or not found.impl:
         return None
     module, _, attribute = found.impl.partition(":")
-    function: Callable[..., Any] = getattr(importlib.import_module(module), attribute)
+    attribute, _, key = attribute.partition("[")  # "module:TABLE[name]": an item of a table
+    function: Any = getattr(importlib.import_module(module), attribute)
+    if key:
+        function = function[key.rstrip("]")]
     return function
 
 
@@ -288,13 +304,17 @@ def refusal(kind: Kind, name: str, builtins: frozenset[str] = frozenset()) -> tu
 
 
 def _owner(kind: Kind, name: str) -> str:
-    if kind == "lookup" or (kind == "filter" and name in _ANSIBLE_FILTERS) or kind == "test":
+    if kind == "lookup" or kind == "test" or (kind == "filter" and (
+            name in _ANSIBLE_FILTERS or name in _ANSIBLE_REFUSED)):
         return "Ansible's"
     if kind == "function" and name in _TOSCA_FUNCTIONS:
         return "TOSCA's"
     return "Unfurl's"
 
 
+_ANSIBLE_REFUSED = frozenset({"expanduser", "expandvars", "realpath", "fileglob",
+                              "password_hash", "vault", "unvault", "random", "shuffle"})
+#: (random and shuffle are Ansible's too: the owner of their name in messages)
 _TOSCA_FUNCTIONS = frozenset({"get_input", "get_property", "get_attribute", "concat", "join",
                               "token", "get_nodes_of_type", "get_operation_output",
                               "get_artifact"})

@@ -13,7 +13,7 @@ from typing import Any
 
 from unfurl_lite.errors import ExpressionError
 from unfurl_lite.expressions.expr import EvalContext, evaluate
-from unfurl_lite.expressions.lazy import Labelled, LazyValues
+from unfurl_lite.expressions.lazy import InstanceView, Labelled, LazyValues
 from unfurl_lite.model.entities import Instance, NodeTemplate, Topology
 from unfurl_lite.security.taint import Sensitive
 
@@ -32,7 +32,9 @@ def instance_view(
     ``ctx_for`` (the context its own expressions evaluate in: SELF is this instance) each
     spec value is evaluated when first read, so ``{eval: {get_env: X}}`` or
     ``{get_input: X}`` reaches an operation as its value."""
-    raw = dict(template.properties) if template else {}
+    # an instance the spec declares without a template (`spec.instances`) has its own
+    raw = dict(template.properties) if template else dict(
+        instance.extra.get("properties") or {})
     sensitive = template.sensitive_properties if template else frozenset()
 
     def property_value(key: str, value: Any) -> Any:
@@ -67,14 +69,14 @@ def instance_view(
     )
 
     def view_value(key: str, value: Any) -> Any:
-        if key in fixed:
-            return value
-        if key in attributes:
+        if key in attributes and key not in ("attributes", "properties"):
             return attributes[key]
-        return properties[key]
+        if key in properties and key not in ("attributes", "properties"):
+            return properties[key]
+        return fixed[key]
 
-    return LazyValues({**raw, **declared, **recorded, **fixed}, view_value,
-                      f"instance {instance.name!r}")
+    return InstanceView({**raw, **declared, **recorded, **fixed}, view_value, instance.name,
+                        instance.template)
 
 
 def wrapped_inputs(topology: Topology) -> dict[str, Any]:
@@ -210,6 +212,8 @@ def make_context(
         target=view(peer) if peer else None,
         lookup_node=lookup,
         declared_env=declared_env(topology),
+        topology=topology,
+        instances=instances,
     )
     template = topology.templates.get(instances[target].template)
     for value in ctx.inputs.values():

@@ -43,6 +43,10 @@ class Key:
 
 
 def _digest_parts(value: Any, key: Key | None = None) -> Iterator[str]:
+    form = getattr(value, "digest_form", None)
+    if callable(form):  # a value digested as what it stands for (a temporary file: its text)
+        yield from _digest_parts(form(), key)
+        return
     if isinstance(value, Sensitive):
         secret = key.get() if key is not None and from_environment(value) else None
         if secret is None:

@@ -1,5 +1,6 @@
 """Lazy evaluation of operation inputs: TOSCA's functions and Unfurl's ``eval:``
-expressions, with Jinja2 templates rendered in the sandbox (:mod:`.sandbox`).
+expressions (the query language and its functions, :mod:`.resolve`), with Jinja2
+templates rendered in the sandbox (:mod:`.sandbox`).
 
 Values that are secret are wrapped (:class:`~unfurl_lite.security.taint.Sensitive`) and
 stay wrapped through evaluation, so the records can redact them.
@@ -8,25 +9,28 @@ stay wrapped through evaluation, so the records can redact them.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from unfurl_lite.errors import ExpressionError, UnfurlLiteError
-from unfurl_lite.expressions import catalog
-from unfurl_lite.expressions.lazy import Labelled, LazyInputs
+from unfurl_lite.errors import ExpressionError
+from unfurl_lite.expressions.lazy import Labelled, LazyInputs, LazyValues, instance_name
 from unfurl_lite.expressions.names import did_you_mean
-from unfurl_lite.expressions.sandbox import file_global, is_template, render_native
-from unfurl_lite.expressions.scope import current_ctx
 from unfurl_lite.security import taint
 from unfurl_lite.security.taint import Sensitive, Tainted
+
+if TYPE_CHECKING:
+    from unfurl_lite.expressions.entities import Entity, World
+    from unfurl_lite.model.entities import Instance, NodeTemplate, Topology
+
+__all__ = ["EvalContext", "ExpressionError", "Sensitive", "evaluate"]
 
 
 @dataclass
 class EvalContext:
-    """What an expression can see: SELF, HOST, SOURCE/TARGET, the topology's inputs."""
+    """What an expression can see: SELF, HOST, SOURCE/TARGET, the topology's inputs, and
+    (for queries) the topology and its instances."""
 
     self_view: Mapping[str, Any]
     inputs: Mapping[str, Any]
@@ -44,74 +48,110 @@ class EvalContext:
     deadline: float | None = None  # time.monotonic() by which rendering must end
     time_limit: float = 10.0  # the seconds that deadline allows, for the message
     template_reads: int = 0  # > 0 while a template reads TOPOLOGY.inputs
+    topology: Topology | None = None  # for queries: the templates and their definitions
+    instances: Mapping[str, Instance] | None = None  # for queries: every instance
+    metadata: Mapping[str, Any] = field(default_factory=dict)  # get_ensemble_metadata
+    _world: World | None = field(default=None, repr=False, compare=False)
 
     def variables(self) -> dict[str, Any]:
+        topology = Labelled({"inputs": LazyInputs(self.inputs, self._read_input),
+                             "outputs": {}}, "TOPOLOGY")
         names = {
             "SELF": self.self_view,
             "HOST": self.host,
             "SOURCE": self.source,
             "TARGET": self.target,
             "inputs": self.operation_inputs,
-            "TOPOLOGY": Labelled({"inputs": LazyInputs(self.inputs, self._read_input)},
-                                 "TOPOLOGY"),
+            "TOPOLOGY": topology,
+            "ROOT": topology,
+            "NODES": _Nodes(self),
         }
         names.update(self.extra)
         return names
 
     def evaluate(self, value: Any) -> Any:
-        """Evaluate ``value`` here: how Unfurl's filters (``eval``, ``map_value``), which
-        sit below this module, reach the evaluator."""
+        """Evaluate ``value`` here (Unfurl's ``map_value``)."""
         return evaluate(value, self)
-
-    def eval_expression(self, arg: Any) -> Any:
-        """``{eval: arg}`` here: how the ``eval`` filter reaches the evaluator."""
-        return eval_expression(arg, self, 0)
 
     def _read_input(self, name: str) -> Any:
         self.template_reads += 1  # Unfurl digests `{{ TOPOLOGY.inputs.x }}` as no read
         try:
-            return get_input(name, self, 1)
+            return read_input(name, self)
         finally:
             self.template_reads -= 1
 
+    def world(self) -> World:
+        """The instances as queries walk them (built on the first query)."""
+        if self._world is None:
+            self._world = make_world(self)
+        return self._world
+
+    def current_entity(self) -> Entity:
+        """Where a relative query starts: this instance (the root when none)."""
+        world = self.world()
+        name = instance_name(self.self_view) if self.self_view else None
+        found = world.node(name) if name is not None else None
+        return found if found is not None else world.root
+
+    def topology_templates(self) -> Mapping[str, NodeTemplate]:
+        return self.topology.templates if self.topology is not None else {}
+
+
+class _Nodes(Mapping[str, Any]):
+    """``NODES.app.port`` in a template: each instance's values by its name."""
+
+    def __init__(self, ctx: EvalContext) -> None:
+        self.ctx = ctx
+
+    def __getitem__(self, key: str) -> Any:
+        view = self.ctx.lookup_node(key) if isinstance(key, str) else None
+        if view is None:
+            raise KeyError(key)
+        return view
+
+    def __iter__(self) -> Any:
+        return iter(self.ctx.instances or ())
+
+    def __len__(self) -> int:
+        return len(self.ctx.instances or ())
+
 
 def evaluate(value: Any, ctx: EvalContext, depth: int = 0) -> Any:
-    """Evaluate templates and TOSCA functions anywhere inside an input value."""
-    if depth > 50:
-        raise ExpressionError("expression nested too deeply (more than 50 levels)")
+    """Evaluate templates, TOSCA functions and ``{eval: ...}`` anywhere inside a value
+    (Unfurl's ``map_value``)."""
+    from unfurl_lite.expressions.resolve import Scope, map_value
+
     if isinstance(value, Sensitive):
         if not isinstance(value, Tainted):
             ctx.secrets.add(str(value))
         return value
-    if is_template(value):
-        return render_native(value, ctx)
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    if isinstance(value, str) and not _maybe_template(value):
+        return value
+    try:
+        return map_value(value, Scope(ctx, None, {}))
+    except RecursionError:
+        raise ExpressionError("expression nested too deeply") from None
+
+
+def _maybe_template(text: str) -> bool:
+    return "{{" in text or "{%" in text or "}}" in text or "%}" in text
+
+
+def mark(value: Any, ctx: EvalContext, variable: str | None = None) -> Any:
+    """A value as a secret: text wrapped, every item of a list or mapping wrapped."""
     if isinstance(value, Mapping):
-        if len(value) == 1:
-            ((key, arg),) = value.items()
-            if key in ("eval", "ref"):
-                return eval_expression(arg, ctx, depth + 1)
-            if key in catalog.top_level_functions():
-                function = catalog.implementation("function", key)
-                if function is None:
-                    raise _refused("function", key)
-                return function(arg, ctx, depth + 1)
-        elif ("eval" in value or "ref" in value) and all(
-                k in ("eval", "ref") or k in catalog.QUERY_KEYS for k in value):
-            return _expression(value, ctx, depth + 1)
-        return {k: evaluate(v, ctx, depth + 1) for k, v in value.items()}
+        return {k: mark(v, ctx, variable) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [evaluate(v, ctx, depth + 1) for v in value]
-    return value
-
-
-def _mark(value: Any, ctx: EvalContext, variable: str | None = None) -> Sensitive:
+        return [mark(v, ctx, variable) for v in value]
     text = "" if value is None else str(value)
     wrapped = Sensitive(text) if variable is None else taint.env_secret(text, variable)
     ctx.secrets.add(str(wrapped))
     return wrapped
 
 
-def _built(text: str, parts: list[Any], ctx: EvalContext) -> Any:
+def built_text(text: str, parts: list[Any], ctx: EvalContext) -> Any:
     """Text built from parts: a secret when one part is; built from environment values
     only, it stays one (it takes part in change detection, as in Unfurl)."""
     if not any(isinstance(p, Sensitive) for p in parts):
@@ -119,22 +159,79 @@ def _built(text: str, parts: list[Any], ctx: EvalContext) -> Any:
     variables = taint.sources(*parts)
     if variables is not None:
         return taint.env_tainted(text, variables)
-    return _mark(text, ctx)
+    return mark(text, ctx)
 
 
-def _no_input(function: str, name: Any, ctx: EvalContext) -> str:
+def no_input(function: str, name: Any, ctx: EvalContext) -> str:
     close = did_you_mean(str(name), ctx.inputs)
     return f"{function}: no input named {name!r}" + (f"; {close}" if close else "")
 
 
-def get_input(arg: Any, ctx: EvalContext, depth: int) -> Any:
-    name = evaluate(arg, ctx, depth)
+def read_input(name: Any, ctx: EvalContext) -> Any:
+    """A topology input's value, evaluated (``get_input``)."""
     if name not in ctx.inputs:
-        raise ExpressionError(_no_input("get_input", name, ctx))
+        raise ExpressionError(no_input("get_input", name, ctx))
     value = ctx.inputs[name]
     if isinstance(value, Sensitive) and not isinstance(value, Tainted):
         ctx.secrets.add(str(value))
-    return evaluate(value, ctx, depth)
+    return evaluate(value, ctx)
+
+
+def environment_value(name: str, ctx: EvalContext) -> Any:
+    """``get_env``'s value: a secret read from the environment (None when unset). The
+    spec names the variable, which declares it."""
+    value = os.environ.get(name)
+    return None if value is None else mark(value, ctx, name)
+
+
+def declared_environment(ctx: EvalContext) -> dict[str, str]:
+    """The variables an expression may copy (``to_env``'s ``+NAME``): what operations
+    get and what the spec declares."""
+    from unfurl_lite.expressions.sandbox import env_allowed
+
+    return {k: v for k, v in os.environ.items() if env_allowed(k, ctx)}
+
+
+# --- what queries walk -------------------------------------------------------------------
+
+
+def make_world(ctx: EvalContext) -> World:
+    """What queries walk in ``ctx``: its instances (none without them), values read
+    through ``ctx``'s views, so reads are watched as a template's are."""
+    from unfurl_lite.expressions.entities import World
+    from unfurl_lite.expressions.instance_graph import graph_for
+    from unfurl_lite.model.entities import Topology
+
+    topology = ctx.topology or Topology(templates={})
+    instances = ctx.instances or {}
+    inputs = LazyValues(ctx.inputs, lambda key, value: read_input(key, ctx))
+
+    def fields(name: str) -> dict[str, Any]:
+        instance = instances.get(name)
+        if instance is None:
+            return {}
+        changes = [c for c in (instance.last_config_change, instance.last_state_change) if c]
+        return {"created": instance.created or None, "protected": instance.protected or None,
+                "last_change": max(changes) if changes else None,
+                "priority": str(instance.priority), "status": str(instance.status),
+                "state": str(instance.state) if instance.state else None}
+
+    root = ctx.project_root
+    return World(
+        graph=graph_for(topology, instances),
+        view=lambda name: ctx.lookup_node(name),
+        inputs=lambda: inputs,
+        outputs=dict,
+        evaluate=lambda value: evaluate(value, ctx),
+        instance_fields=fields,
+        lineage=lambda name: topology.templates[name].type_lineage
+        if name in topology.templates else (),
+        definitions=lambda: topology.definitions,
+        deployment=root.name if root is not None else "",
+    )
+
+
+# --- TOSCA's get_property -----------------------------------------------------------------
 
 
 def _entity(ref: str, ctx: EvalContext) -> Mapping[str, Any]:
@@ -154,143 +251,62 @@ def _entity(ref: str, ctx: EvalContext) -> Mapping[str, Any]:
     return entity
 
 
-def _walk(entity: Mapping[str, Any], section: str, path: list[Any], fn: str) -> Any:
-    value: Any = entity.get(section, {})
+def _walk(value: Any, path: list[Any], owner: Any, what: str) -> Any:
     for key in path:
         if (isinstance(value, Mapping) and key in value) or (
             isinstance(value, list) and isinstance(key, int) and -len(value) <= key < len(value)
         ):
             value = value[key]
         else:
-            raise ExpressionError(f"{fn}: {entity.get('name')} has no {section[:-1]} {key!r}")
+            raise ExpressionError(f"get_property: {owner} has no {what} {key!r}")
     return value
 
 
-def get_property(arg: Any, ctx: EvalContext, depth: int) -> Any:
-    ref, *path = evaluate(arg, ctx, depth)
-    return _walk(_entity(ref, ctx), "properties", path, "get_property")
+def get_property(args: Any, ctx: EvalContext) -> Any:
+    """TOSCA's ``[entity, req_or_cap?, property, key_or_index*]``, as Unfurl 1.2.0 reads
+    it: a property of the node, of its capability of that name, or (``HOST``) of the
+    nearest host that has it."""
+    if not isinstance(args, list) or len(args) < 2:
+        raise ExpressionError("get_property: expected [entity, property, ...]")
+    ref, first, *path = args
+    if ref == "HOST":
+        return _host_property(first, path, ctx)
+    entity = _entity(str(ref), ctx)
+    properties = entity.get("properties") or {}
+    name = instance_name(entity)
+    if first in properties:
+        return _walk(properties, [first, *path], name, "property")
+    if not path:
+        raise ExpressionError(f"get_property: {name} has no property {first!r}")
+    world = ctx.world()
+    node = world.node(str(name)) if name is not None else None
+    for capability in getattr(node, "capabilities", ()):
+        if capability.name == first:
+            return _walk(capability.attributes, path, f"{name}'s {first}", "property")
+    for relationship in getattr(node, "requirements", ()):
+        target = relationship.target
+        if relationship.name == first and target is not None:
+            for capability in getattr(target, "capabilities", ()):
+                if capability.name == first:  # as tosca-parser looks it up
+                    return _walk(capability.attributes, path, f"{target.name}'s {first}",
+                                 "property")
+            raise ExpressionError(
+                f'get_property: requirement/capability "{first}" referenced from node '
+                f'template "{name}" was not found in node template "{target.name}"')
+    raise ExpressionError(f"get_property: {name} has no property, capability or "
+                          f"requirement {first!r}")
 
 
-def get_attribute(arg: Any, ctx: EvalContext, depth: int) -> Any:
-    ref, *path = evaluate(arg, ctx, depth)
-    entity = _entity(ref, ctx)
-    try:
-        return _walk(entity, "attributes", path, "get_attribute")
-    except ExpressionError:
-        return _walk(entity, "properties", path, "get_attribute")
+def _host_property(first: Any, path: list[Any], ctx: EvalContext) -> Any:
+    world = ctx.world()
+    host = ctx.current_entity().parent
+    while host is not None and getattr(host, "kind", "") == "NodeInstance":
+        properties = (world.view(host.name) or {}).get("properties") or {}
+        if first in properties:
+            return _walk(properties, [first, *path], host.name, "property")
+        host = host.parent
+    raise ExpressionError(f"get_property: no host of {instance_name(ctx.self_view)} has the "
+                          f"property {first!r}")
 
 
-def concat(arg: Any, ctx: EvalContext, depth: int) -> Any:
-    parts = [evaluate(v, ctx, depth) for v in arg]
-    return _built("".join("" if p is None else str(p) for p in parts), parts, ctx)
-
-
-def join(arg: Any, ctx: EvalContext, depth: int) -> Any:
-    items, *rest = arg
-    sep = rest[0] if rest else ""
-    values = [evaluate(v, ctx, depth) for v in evaluate(items, ctx, depth)]
-    return _built(str(sep).join(str(v) for v in values), values, ctx)
-
-
-_QUERY = re.compile(r"::[\w-]+(?:::[\w-]+)+")
-
-
-def supported_query(text: str) -> bool:
-    """Whether ``{eval: text}`` is a value here: a template or plain text, or a query
-    expression of the one form evaluated here."""
-    if is_template(text) or not text.startswith(("::", ".")):
-        return True
-    return _QUERY.fullmatch(text) is not None
-
-
-def _query(text: str, ctx: EvalContext) -> Any:
-    """Unfurl's query expression in its simplest form, ``::node::attribute(::key)*``: the
-    node's attribute (else property), null when it has none, as Unfurl gives. Other forms
-    (``.``-relative paths, filters, ``*``) are refused by name."""
-    if not _QUERY.fullmatch(text):
-        raise ExpressionError(
-            f"Unfurl's query expression {text!r} is not supported here; only "
-            "'::node::attribute' is",
-            hint="use {get_attribute: [node, attribute]} or {get_property: [...]}",
-        )
-    name, *path = text[2:].split("::")
-    entity = ctx.lookup_node(name)
-    if entity is None:
-        return None
-    value: Any = None
-    for section in ("attributes", "properties"):
-        found: Any = entity.get(section, {})
-        for key in path:
-            found = found.get(key) if isinstance(found, Mapping) else None
-        if found is not None:
-            value = found
-            break
-    return evaluate(value, ctx) if isinstance(value, Mapping | list) else value
-
-
-def eval_expression(arg: Any, ctx: EvalContext, depth: int) -> Any:
-    """``{eval: ...}``: a query (``'::node::attribute'``), a template, or a mapping naming
-    one function of the catalog (:mod:`.catalog`) with its options."""
-    if isinstance(arg, str) and arg.startswith(("::", ".::", ".")) and not is_template(arg):
-        return _query(arg, ctx)
-    if not isinstance(arg, Mapping):
-        return evaluate(arg, ctx, depth)
-    for key in arg:
-        known = catalog.entry("function", str(key))
-        if known is None:
-            continue
-        function = catalog.implementation("function", str(key))
-        if function is None:
-            raise _refused("function", str(key))
-        options = {k: v for k, v in arg.items() if k != key and k in known.options}
-        return function(arg[key], ctx, depth, **options)
-    raise _refused("function", str(next(iter(arg), "")))
-
-
-def _refused(kind: catalog.Kind, name: str) -> ExpressionError:
-    message, hint = catalog.refusal(kind, name)
-    return ExpressionError(message, hint=hint)
-
-
-def _expression(value: Mapping[str, Any], ctx: EvalContext, depth: int) -> Any:
-    """An expression mapping with keys beside ``eval``/``ref`` (``vars``, ``foreach``...)."""
-    for key in value:
-        if key not in ("eval", "ref") and catalog.implementation("query_key", key) is None:
-            raise _refused("query_key", key)
-    raise _refused("query_key", next(k for k in value if k not in ("eval", "ref")))
-
-
-def get_env(arg: Any, ctx: EvalContext, depth: int) -> Any:
-    """``{eval: {get_env: NAME}}`` (or ``[NAME, default]``): a secret value."""
-    name = evaluate(arg, ctx, depth)
-    if isinstance(name, list):
-        name, default = [*name, None][:2]
-    else:
-        default = None
-    value = os.environ.get(str(name), default)
-    return None if value is None else _mark(value, ctx, str(name))
-
-
-def sensitive(arg: Any, ctx: EvalContext, depth: int) -> Any:
-    return _mark(evaluate(arg, ctx, depth), ctx)
-
-
-def secret(arg: Any, ctx: EvalContext, depth: int) -> Any:
-    name = evaluate(arg, ctx, depth)
-    if name not in ctx.inputs:
-        raise ExpressionError(_no_input("secret", name, ctx))
-    return _mark(evaluate(ctx.inputs[name], ctx, depth), ctx)
-
-
-def file(arg: Any, ctx: EvalContext, depth: int, encoding: Any = None) -> Any:
-    token = current_ctx.set(ctx)
-    try:
-        return file_global(evaluate(arg, ctx, depth))
-    except UnfurlLiteError as exc:
-        raise ExpressionError(exc.message, hint=exc.hint) from None
-    finally:
-        current_ctx.reset(token)
-
-
-def template(arg: Any, ctx: EvalContext, depth: int) -> Any:
-    return evaluate(arg, ctx, depth)
+LazyValues = LazyValues  # re-exported for the modules that read expressions' values

@@ -1,16 +1,18 @@
-"""The Jinja2 filters Unfurl adds to templates (its ``filter_plugins/ref.py``), for the
-ensembles that use them: ``eval``/``ref``, ``map_value``/``mapValue``, ``sensitive`` and
-``abspath``. They are registered in :mod:`.catalog`, which says what every other filter
-name is (Jinja's built-ins are known; the rest is refused by ``validate``).
+"""The Jinja2 filters Unfurl adds to templates (its ``filter_plugins/ref.py``): ``eval``/
+``ref``, ``map_value``/``mapValue``, ``sensitive``, ``abspath``, ``get_dir``, ``which``,
+and ``to_label`` with its flavours. They are registered in :mod:`.catalog`, with
+Ansible's core filters (:mod:`.ansible_filters`); Jinja's built-ins are known, the rest is
+refused by ``validate``.
 
-They run inside the template sandbox (``expressions/sandbox.py`` wraps every filter with its size
-limits and taint rules): ``eval`` evaluates only the expressions the rest of the tool
-evaluates, and ``abspath`` only computes a path inside the project.
+They run inside the template sandbox (``expressions/sandbox.py`` wraps every filter with
+its size limits and taint rules, and calls none while compiling); the ones that reach the
+project keep to its confinement.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -28,42 +30,73 @@ def _ctx() -> EvalContext:
     return ctx
 
 
-def eval_filter(value: Any, *args: Any, **kwargs: Any) -> Any:
-    """``{{ {'get_input': 'x'} | eval }}`` / ``{{ 'a {{ b }}' | eval }}``: evaluate an
-    expression (TOSCA functions, ``eval:`` expressions, templates)."""
-    from unfurl_lite.expressions import catalog
+def eval_filter(value: Any, *args: Any, **vars: Any) -> Any:
+    """``{{ '::app::port' | eval }}``, ``{{ '$x' | eval(x=3) }}``, ``{{ q | eval(wantList=
+    True) }}``: evaluate an expression as ``{eval: ...}`` does (keyword arguments are its
+    variables)."""
+    from unfurl_lite.expressions.resolve import Scope, resolve
 
-    ctx = _ctx()
-    if isinstance(value, str):  # a query ('::node::attribute') as {eval: ...} reads it
-        return ctx.eval_expression(value)
-    if isinstance(value, Mapping) and ("eval" in value or "ref" in value or (
-            len(value) == 1 and next(iter(value)) in catalog.top_level_functions())):
-        return ctx.evaluate(dict(value))
-    if isinstance(value, Mapping):
-        return ctx.eval_expression(dict(value))
-    return ctx.evaluate(value)
+    vars.pop("trace", None)
+    want_list = vars.pop("wantList", False)
+    return resolve(value, Scope(_ctx(), None, vars), "list" if want_list else "one")
 
 
-def map_value_filter(value: Any, *args: Any, **kwargs: Any) -> Any:
-    """``{{ mapping | map_value }}``: evaluate every expression inside a value."""
-    return _ctx().evaluate(value)
+def map_value_filter(value: Any, **vars: Any) -> Any:
+    """``{{ mapping | map_value }}``: evaluate every expression inside a value. In a
+    template, as in Unfurl, an expression in it gives its list of results."""
+    from unfurl_lite.expressions.resolve import Scope, map_value
+
+    return map_value(value, Scope(_ctx(), None, vars), want_list=True)
 
 
 def sensitive_filter(value: Any, *args: Any, **kwargs: Any) -> Any:
     """``{{ value | sensitive }}``: the value is a secret from here on (redacted)."""
     from unfurl_lite.security.taint import mark_secret
 
-    return None if value is None else mark_secret(value)
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        return {k: sensitive_filter(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [sensitive_filter(v) for v in value]
+    return mark_secret(value)
 
 
 def abspath_filter(path: Any, relativeTo: Any = None, mkdir: bool = False) -> str:
-    """``{{ 'files/app.conf' | abspath }}``: the absolute path, relative to the project
-    (Unfurl's default base); other bases and ``mkdir`` are refused."""
-    if relativeTo not in (None, "", "src", "project") or mkdir:
-        raise ExpressionError(
-            f"abspath: relativeTo={relativeTo!r} / mkdir are not supported here",
-            hint="paths are relative to the project directory",
-        )
-    ctx = _ctx()
-    base = str(ctx.project_root) if ctx.project_root is not None else os.getcwd()
-    return os.path.normpath(os.path.join(base, str(path)))
+    """``{{ 'files/app.conf' | abspath }}``, ``{{ 'x' | abspath('local') }}``: the
+    absolute path in one of ``get_dir``'s folders, as text."""
+    from unfurl_lite.expressions.files import absolute_path
+
+    return absolute_path(_ctx(), path, relativeTo, mkdir)
+
+
+def get_dir_filter(relativeTo: Any, mkdir: bool = False) -> str:
+    """``{{ 'artifacts' | get_dir }}``: a named folder of the current instance."""
+    from unfurl_lite.expressions.files import absolute_path
+
+    return absolute_path(_ctx(), "", relativeTo, mkdir)
+
+
+def which_filter(command: Any) -> str | None:
+    """``{{ 'helm' | which }}``: the command's path on the PATH operations get (null when
+    none)."""
+    from unfurl_lite.security.environment import base_environment
+
+    path = base_environment(_ctx().env_passthrough).get("PATH", os.defpath)
+    return shutil.which(str(command), path=path)
+
+
+def _label(flavour: str) -> Any:
+    def convert(value: Any, **options: Any) -> Any:
+        from unfurl_lite.expressions.labels import label
+
+        return label(flavour, value, options)
+
+    convert.__name__ = flavour
+    return convert
+
+
+to_label = _label("to_label")
+to_dns_label = _label("to_dns_label")
+to_kubernetes_label = _label("to_kubernetes_label")
+to_googlecloud_label = _label("to_googlecloud_label")

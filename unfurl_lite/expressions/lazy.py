@@ -44,6 +44,21 @@ class Labelled(dict):
         self._label = label
 
 
+def instance_name(view: Any) -> str | None:
+    """The name of the instance a view shows (a property may be called ``name``)."""
+    name = getattr(view, "instance", None)
+    if name is None and isinstance(view, Mapping):
+        name = view.get("name")
+    return None if name is None else str(name)
+
+
+def template_name(view: Any) -> str | None:
+    name = getattr(view, "template_name", None)
+    if name is None and isinstance(view, Mapping):
+        name = view.get("template")
+    return None if name is None else str(name)
+
+
 class LazyValues(Mapping[str, Any]):
     """Values that may be expressions (a node's properties, an operation's inputs), each
     evaluated when first read, as Unfurl does: ``{{ SELF.port }}``, ``{{ inputs.url }}`` and
@@ -91,3 +106,16 @@ class LazyValues(Mapping[str, Any]):
         raise SecurityError("values read by a template cannot be changed")
 
     update = pop = popitem = setdefault = clear = _read_only  # as the sandbox says of a dict
+
+
+class InstanceView(LazyValues):
+    """An instance's values as templates see them (``SELF``, ``HOST``...): its attributes
+    over its properties by name, as in Unfurl (``SELF.name`` is a property called
+    ``name`` when there is one), then its own fields (``name``, ``template``, ``type``,
+    ``status``, ``state``); which instance it is, in ``instance``."""
+
+    def __init__(self, raw: Mapping[str, Any], evaluator: Callable[[str, Any], Any],
+                 instance: str, template: str | None) -> None:
+        super().__init__(raw, evaluator, f"instance {instance!r}")
+        self.instance = instance
+        self.template_name = template

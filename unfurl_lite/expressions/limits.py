@@ -197,7 +197,7 @@ def guarded_filter(name: str, function: Callable[..., Any]) -> Callable[..., Any
             if isinstance(item, Iterator):  # see whether a generator yields secrets
                 values[index] = list(_bounded_items(item))
             elif isinstance(item, int) and not isinstance(item, bool) and (
-                    item > MAX_TEMPLATE_RESULT):
+                    item > MAX_TEMPLATE_RESULT) and index > 0:  # the piped value is no size
                 raise _refuse(f"{name}: a number argument that is too large")
         if _filter_size(name, tuple(values), kwargs) > MAX_TEMPLATE_RESULT:
             raise _refuse(f"{name}: the result would be too large")
@@ -225,6 +225,8 @@ def bounded_concat(pieces: Any) -> str:
     out: list[str] = []
     total = 0
     for piece in pieces:
+        if not isinstance(piece, str):  # a value (the sandbox renders natively): its text
+            piece = str(piece)
         total += len(piece)
         if total > MAX_TEMPLATE_RESULT:
             raise _refuse("template output too large")

@@ -28,7 +28,7 @@ from unfurl_lite.expressions.digest import (
     takes_part,
 )
 from unfurl_lite.expressions.expr import EvalContext, Sensitive, evaluate
-from unfurl_lite.expressions.lazy import LazyValues
+from unfurl_lite.expressions.lazy import InstanceView, LazyValues, instance_name, template_name
 from unfurl_lite.expressions.names import VIEW_FIELDS
 from unfurl_lite.expressions.sandbox import is_template
 
@@ -71,16 +71,17 @@ class _Watch:
 def _watched_view(view: Mapping[str, Any] | None, watch: _Watch) -> Mapping[str, Any] | None:
     if view is None:
         return None
-    name = str(view.get("name"))
+    name = str(instance_name(view))
+    own = {*(view.get("attributes") or {}), *(view.get("properties") or {})}
 
     def noted(key: str, value: Any) -> Any:
         if key == "attributes":
             return _watched_attributes(view, name, watch)
-        if key not in _FIXED:
+        if key not in _FIXED or key in own:
             watch.read_value(name, key, value)
         return value
 
-    return LazyValues(view, noted)
+    return InstanceView(view, noted, name, template_name(view))
 
 
 def _watched_attributes(view: Mapping[str, Any], name: str, watch: _Watch) -> Mapping[str, Any]:
@@ -139,10 +140,14 @@ def operation_reads(
 
     def input_read(key: str, value: Any) -> Any:
         if not ctx.template_reads:  # get_input reads ::root::inputs; TOPOLOGY.inputs not
-            watch.values.setdefault(_ROOT, {})
+            watch.values.setdefault(_ROOT, {})["inputs"] = True
         return value
 
     ctx.inputs = LazyValues(topology_inputs, input_read)
+    # Unfurl's task knows HOST (the root for a top-level instance), then SELF, before
+    # anything it reads: their reads come first in its digest keys
+    for view in (ctx.host, ctx.self_view):
+        watch.values.setdefault(str(instance_name(view)) if view else _ROOT, {})
     ctx.self_view = _watched_view(ctx.self_view, watch) or {}
     ctx.host = _watched_view(ctx.host, watch)
     ctx.source = _watched_view(ctx.source, watch)
@@ -184,9 +189,10 @@ def _dependencies(
     found: list[tuple[str, Any]] = []
     for instance, values in watch.values.items():
         if instance == _ROOT:
-            found.append(("::root::inputs", _all_inputs(topology_inputs, ctx)))
-            continue
-        found.extend((f"::{instance}::{name}", value) for name, value in values.items())
+            if values:  # read through get_input
+                found.append(("::root::inputs", _all_inputs(topology_inputs, ctx)))
+        else:
+            found.extend((f"::{instance}::{name}", value) for name, value in values.items())
     return tuple(found)
 
 

@@ -9,11 +9,12 @@ the allow-list, ``file`` inside the project, and Unfurl's own filters.
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import re
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import ExpressionError, PathError
@@ -85,6 +86,7 @@ def _derive(result: Any, *values: Any) -> Any:
 
 def _environment() -> Any:
     from jinja2.exceptions import SecurityError
+    from jinja2.nativetypes import NativeCodeGenerator
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     class Sandbox(ImmutableSandboxedEnvironment):
@@ -95,6 +97,7 @@ def _environment() -> Any:
         ``*``/``**`` and calls cannot build huge values.
         """
 
+        code_generator_class = NativeCodeGenerator  # outputs are values; concat makes text
         intercepted_binops = frozenset(["*", "**", "%", "+"])
         concat = staticmethod(bounded_concat)
 
@@ -174,13 +177,15 @@ def get_env_global(name: str, default: Any = None) -> Any:
 def lookup_global(plugin: str, *terms: Any, wantlist: bool = False, **options: Any) -> Any:
     """Ansible's ``lookup('env', 'NAME', ...)``, which Unfurl's templates use: the plugin
     of the catalog (``env`` reads a variable as ``get_env`` does); its values joined by
-    commas, as Ansible's ``lookup`` gives them, or the list with ``wantlist=True``."""
+    commas when they are text, as Ansible's ``lookup`` gives them, or the list with
+    ``wantlist=True``."""
     values = query_global(plugin, *terms, **options)
     if wantlist:
         return values
-    if len(values) == 1:
-        return values[0]
-    return taint.derived(",".join(str(v) for v in values), taint.sources(*values))
+    if values and all(isinstance(v, str) for v in values):
+        joined = ",".join(values)
+        return taint.derived(joined, taint.sources(*values)) if taint.derives(values) else joined
+    return values[0] if len(values) == 1 else values
 
 
 def query_global(plugin: str, *terms: Any, **options: Any) -> list[Any]:
@@ -238,15 +243,39 @@ def environment() -> Any:
 def _compiled(text: str) -> Any:
     """Templates are compiled once per process: the same inputs render for every
     instance of a node template, and compiling costs more than rendering."""
-    return environment().from_string(text)
+    return environment().from_string(escape_backslashes(text))
+
+
+def escape_backslashes(text: str) -> str:
+    """Ansible's rule for a backslash in a string inside ``{{ }}``: it is doubled, so
+    ``regex_replace('\\d', ...)`` written once in YAML means the regex ``\\d`` (YAML and
+    jinja would each read it otherwise)."""
+    if "\\" not in text or "{{" not in text:
+        return text
+    env = environment()
+    out = []
+    inside = False
+    for _, kind, value in env.lex(env.preprocess(text)):
+        if kind == "variable_begin":
+            inside = True
+        elif kind == "variable_end":
+            inside = False
+        elif inside and kind == "string":
+            value = value.replace("\\", "\\\\")
+        out.append(value)
+    return "".join(out)
 
 
 def is_template(value: Any) -> bool:
-    return isinstance(value, str) and ("{{" in value or "{%" in value)
+    """Unfurl's test: text holding ``{{``, ``}}``, ``{%`` or ``%}``."""
+    return isinstance(value, str) and (
+        "{{" in value or "{%" in value or "}}" in value or "%}" in value)
 
 
-def render_template(text: str, ctx: EvalContext) -> Any:
+def render_template(text: str, ctx: EvalContext, native: bool = False) -> Any:
     """Render in the sandbox; the result is Tainted when the template read any secret.
+    With ``native``, a template whose whole output is one value that is not text gives
+    that value (Ansible's native types: ``{{ '::app' | eval }}`` is the instance).
 
     Any failure is an ExpressionError (the task's failure); when the template read a
     secret, the underlying error's text is withheld, since it may quote a value derived
@@ -264,7 +293,8 @@ def render_template(text: str, ctx: EvalContext) -> Any:
         try:
             template = _compiled(text)
             sys.settrace(tracer(deadline, limit))
-            result = template.render(ctx.variables())
+            pieces = template.root_render_func(template.new_context(ctx.variables()))
+            result = native_output(pieces) if native else bounded_concat(pieces)
         except SecurityError as exc:
             raise ExpressionError(
                 f"template not allowed by the sandbox: {_safe(exc, ctx)}"
@@ -294,6 +324,8 @@ def render_template(text: str, ctx: EvalContext) -> Any:
             sys.settrace(previous_trace)
             limits.built.reset(built_token)
             current_ctx.reset(ctx_token)
+    if not isinstance(result, str):
+        return taint.tainted_copy(result) if flag else result
     if len(result) > MAX_TEMPLATE_RESULT:
         raise ExpressionError(f"template result is longer than {MAX_TEMPLATE_RESULT} characters")
     variables = taint.env_only(flag)
@@ -302,6 +334,37 @@ def render_template(text: str, ctx: EvalContext) -> Any:
     if flag or any(f in result for f in redaction.secret_forms(ctx.secrets)):
         return taint.Tainted(result)
     return result
+
+
+def native_output(pieces: Any) -> Any:
+    """The one value a template output (not text), else the output's text; null when it
+    output nothing (Ansible's native types)."""
+    iterator = iter(pieces)
+    first = next(iterator, None)
+    if first is None:
+        return None
+    second = next(iterator, None)
+    if second is None and callable(getattr(first, "digest_form", None)):
+        return first  # (a temporary file's path keeps what it is digested as)
+    if second is None and not isinstance(first, str):
+        from jinja2 import Undefined
+
+        return str(first) if isinstance(first, Undefined) else plain_value(first)
+    return bounded_concat(itertools.chain([first] if second is None else [first, second],
+                                          iterator))
+
+
+def plain_value(value: Any) -> Any:
+    """A template's value with the read-only views it read as plain mappings."""
+    if isinstance(value, LazyInputs | LazyValues):
+        return {k: plain_value(value[k]) for k in value}
+    if isinstance(value, dict):
+        return {k: plain_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain_value(v) for v in value]
+    if isinstance(value, Iterator) and not isinstance(value, str):
+        return [plain_value(v) for v in itertools.islice(value, MAX_TEMPLATE_RESULT)]
+    return value
 
 
 #: filters whose result stays text (Ansible's ``STRING_TYPE_FILTERS``): asking for a string
@@ -317,8 +380,9 @@ def render_native(text: str, ctx: EvalContext) -> Any:
     literal keeps its quotes, a template whose one output is a string filter stays text,
     and text built from a secret stays tainted text (it is redacted, never parsed)."""
     source = text.strip()
-    rendered = render_template(source, ctx)
-    if isinstance(rendered, taint.Sensitive) or _keeps_text(source):
+    rendered = render_template(source, ctx, native=True)
+    if not isinstance(rendered, str) or isinstance(rendered, taint.Sensitive) \
+            or _keeps_text(source):
         return rendered
     return native_value(rendered)
 
@@ -333,7 +397,9 @@ def native_value(rendered: str) -> Any:
         value = ast.literal_eval(ast.parse(rendered, mode="eval"))
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return rendered
-    return rendered if isinstance(value, str) else value
+    if isinstance(value, str):  # a quoted literal keeps its quotes (Ansible's rule)
+        return rendered[0] + value + rendered[0]
+    return value
 
 
 @functools.lru_cache(maxsize=1024)
@@ -341,7 +407,7 @@ def _keeps_text(source: str) -> bool:
     from jinja2 import TemplateError, nodes
 
     try:
-        body = environment().parse(source).body
+        body = environment().parse(escape_backslashes(source)).body
     except TemplateError:
         return False
     if len(body) != 1 or not isinstance(body[0], nodes.Output) or len(body[0].nodes) != 1:

@@ -71,6 +71,7 @@ def build(file: Path, text: str, data: dict[str, Any]) -> Ensemble:
         inputs=inputs,
         sensitive_inputs=frozenset(sensitive_inputs),
         outputs=topology_tpl.get("outputs") or {},
+        definitions=_definitions(service, node_types, relationship_types, topology_tpl),
     )
     status = data.get("status") or {}
     instances = {
@@ -92,6 +93,22 @@ def build(file: Path, text: str, data: dict[str, Any]) -> Ensemble:
         inline_log=isinstance(data.get("changes"), list) and not data.get("jobsLog"),
         parse=yamlio.parse,
     )
+
+
+def _definitions(service: dict[str, Any], node_types: dict[str, Any],
+                 relationship_types: dict[str, Any],
+                 topology_tpl: dict[str, Any]) -> dict[str, Any]:
+    """What queries read beyond the model: types and templates as written."""
+    capability_types = {name: body for name, body in (service.get("types") or {}).items()
+                        if name not in node_types and name not in relationship_types}
+    capability_types.update(service.get("capability_types") or {})
+    return {
+        "node_types": node_types,
+        "relationship_types": relationship_types,
+        "capability_types": capability_types,
+        "relationship_templates": topology_tpl.get("relationship_templates") or {},
+        "node_templates": topology_tpl.get("node_templates") or {},
+    }
 
 
 def _not_required_ignored(templates: dict[str, NodeTemplate], root: Any) -> dict[str, NodeTemplate]:

@@ -25,10 +25,8 @@ _NAMED = frozenset({"properties", "attributes", "inputs", "outputs", "node_templ
                     "data_types", "capability_types", "interface_types", "interfaces",
                     "operations", "capabilities", "artifacts", "workflows", "steps",
                     "instances", "groups", "policies", "repositories", "env", "environment"})
-#: a quoted query expression piped to eval in a template: ``'::node::attr' | eval``
-_QUERY_FILTERED = re.compile(r"""['"](\.?::[^'"]*|\.[^'"\s]*)['"]\s*\|\s*(?:eval|ref)\b""")
-_QUERY_HINT = ("only '::node::attribute' is; use {get_attribute: [node, attribute]} or "
-               "{get_property: [node, property]}")
+#: a quoted query piped to eval or ref in a template: ``'::node::attr' | eval``
+_QUERY_FILTERED = re.compile(r"""['"]([^'"{}]*)['"]\s*\|\s*(?:eval|ref)\b""")
 
 Found = tuple[tuple[Any, ...], str, str | None]  # (path, message, hint)
 
@@ -106,18 +104,18 @@ def _walk(spec: Any, inputs: frozenset[str]) -> Iterator[Found]:
 def _mapping(path: tuple[Any, ...], value: dict[Any, Any],
              inputs: frozenset[str]) -> Iterator[Found]:
     """An expression mapping: ``{eval: ...}`` with its keys, or a bare function."""
-    from unfurl_lite.expressions.expr import supported_query
+    from unfurl_lite.expressions.checks import query_problems
 
     if "eval" in value or "ref" in value:
         head = "eval" if "eval" in value else "ref"
         for key in value:
-            if key not in ("eval", "ref") and key in catalog.QUERY_KEYS \
-                    and not catalog.known("query_key", key):
+            if key not in ("eval", "ref") and not catalog.known("query_key", key):
+                # (Unfurl keeps such a mapping as data, unevaluated: said here instead)
                 yield ((*path, key), *catalog.refusal("query_key", key))
         body = value[head]
-        if isinstance(body, str) and not supported_query(body):
-            yield ((*path, head), f"Unfurl's query expression {body!r} is not supported",
-                   _QUERY_HINT)
+        if isinstance(body, str) and not could_be_template(body):
+            yield from (((*path, head, *where), message, hint)
+                        for where, message, hint in query_problems(body))
         elif isinstance(body, dict) and body:
             yield from _function((*path, head), body)
             yield from _input_named((*path, head), body, inputs)
@@ -152,6 +150,10 @@ def _function(path: tuple[Any, ...], body: dict[Any, Any]) -> Iterator[Found]:
         if not catalog.known("function", str(key)):
             yield ((*path, key), *catalog.refusal("function", str(key)))
             return
+        from unfurl_lite.expressions.checks import function_problems
+
+        yield from (((*path, *where), message, hint)
+                    for where, message, hint in function_problems(str(key), body))
         for option in body:
             if option != key and option not in known.options:
                 yield ((*path, option),
@@ -164,7 +166,6 @@ def _function(path: tuple[Any, ...], body: dict[Any, Any]) -> Iterator[Found]:
 
 def _template(path: tuple[Any, ...], text: str) -> Iterator[Found]:
     from unfurl_lite.expressions.analysis import analyse
-    from unfurl_lite.expressions.expr import supported_query
 
     if not could_be_template(text):
         return
@@ -180,10 +181,11 @@ def _template(path: tuple[Any, ...], text: str) -> Iterator[Found]:
         if name != "?" and not catalog.known("lookup", name):
             yield (path, *catalog.refusal("lookup", name))
     if "eval" in names.filters or "ref" in names.filters:
+        from unfurl_lite.expressions.checks import query_problems
+
         for query in _QUERY_FILTERED.findall(text):
-            if not supported_query(query):
-                yield (path, f"Unfurl's query expression {query!r} is not supported",
-                       _QUERY_HINT)
+            if query and not query.startswith("$"):
+                yield from ((path, message, hint) for _, message, hint in query_problems(query))
 
 
 def _builtins() -> tuple[frozenset[str], frozenset[str]]:

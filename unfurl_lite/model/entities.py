@@ -255,6 +255,10 @@ class Topology:
     inputs: dict[str, Any] = field(default_factory=dict)  # resolved input values
     sensitive_inputs: frozenset[str] = frozenset()
     outputs: dict[str, Any] = field(default_factory=dict)
+    #: the type and template definitions as written (``node_types``, ``relationship_types``,
+    #: ``capability_types``, ``relationship_templates``, ``node_templates``; Unfurl's
+    #: ``types:`` sorted into them), for what queries read: capabilities, relationships
+    definitions: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -312,7 +312,13 @@ class Scheduler:
         ctx.project_root = self.ensemble.project_root
         ctx.allow_outside_paths = self.options.allow_outside_paths
         ctx.env_passthrough = self.options.env_passthrough
+        ctx.metadata = self.metadata()
         return ctx
+
+    def metadata(self) -> dict[str, Any]:
+        """What ``get_ensemble_metadata`` gives in a task (Unfurl's keys; there is no
+        environment here)."""
+        return {"deployment": self.ensemble.project_root.name, "job": str(self.job_id)}
 
     def request_for(self, run: TaskRun, instance: Instance) -> OperationRequest:
         task = run.task
@@ -395,6 +401,7 @@ class Scheduler:
                 ctx.project_root = self.ensemble.project_root
                 ctx.allow_outside_paths = self.options.allow_outside_paths
                 ctx.env_passthrough = self.options.env_passthrough
+                ctx.metadata = self.metadata()
                 ctx.extra = {"task": self.task_settings(run)}
                 try:
                     apply_post_inputs(run.inputs, result, ctx)

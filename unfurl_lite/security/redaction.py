@@ -107,11 +107,15 @@ def redact(value: Any, secrets: Iterable[str] = ()) -> Any:
         if isinstance(item, Sensitive):
             return REDACTED
         if isinstance(item, str):
+            item = str(item)  # (a subclass, such as a temporary file's path, as plain text)
             return text(item) if forms else item
         if isinstance(item, Mapping):
             return {(text(k) if isinstance(k, str) else k): walk(v) for k, v in item.items()}
         if isinstance(item, list | tuple):
             return [walk(v) for v in item]
+        form = getattr(item, "record_form", None)
+        if callable(form):  # an instance a query gave, written as Unfurl writes it
+            return walk(form())
         return item
 
     return walk(value)

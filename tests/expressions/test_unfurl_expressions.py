@@ -1,0 +1,149 @@
+"""Unfurl's query language and expression functions, against what Unfurl 1.2.0 gave for
+the same expressions on the same ensemble (tests/data/unfurl120/queries: probe.py deployed
+each case with Unfurl 1.2.0 and evaluated every probe with its own evaluator).
+
+Every probe must give Unfurl's value, or be one of the differences listed here, each
+documented in docs/differences-from-unfurl.md."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.expressions.unfurl_probes import Probes, case_names, copy_case, recorded
+
+#: probe -> why it differs on purpose (docs/differences-from-unfurl.md)
+DELIBERATE: dict[str, str] = {}
+
+
+def _deliberate(reason: str, *probes: dict[str, Any]) -> None:
+    for probe in probes:
+        DELIBERATE[json.dumps(probe, sort_keys=True)] = reason
+
+
+_AT = (None, "server", "app", "web", "config")
+_deliberate("later Unfurl's keys: .owner and .super are here",
+            *({"q": ".owner", **({"at": at} if at else {})} for at in _AT),
+            *({"q": ".super", "at": at} for at in _AT[1:]),
+            {"at": "app~db", "q": ".owner"}, {"at": "app~host", "q": ".owner"})
+_deliberate("Unfurl's internal Python objects are refused by name",
+            *({"q": key, **({"at": at} if at else {})}
+              for at in _AT for key in (".template", ".__class__")))
+_deliberate("a query ending in .names gives the mapping (Unfurl fails)",
+            *({"q": ".names", "at": at} for at in _AT[1:]))
+_deliberate("the root has no requirements here (Unfurl lists its own `_default_provider`)",
+            {"q": ".requirements"})
+_deliberate("query results serialize with to_json here (Unfurl fails)",
+            {"at": "app", "v": "{{ '::app::nested' | eval | to_json }}"},
+            {"at": "web", "v": "{{ '::app::nested' | eval | to_json }}"})
+_deliberate("files and paths stay in the project (docs/security.md)",
+            {"at": "app", "v": {"eval": {"file": "/etc/hostname"}, "select": "contents"}})
+_deliberate("TOSCA's join is refused by name (Unfurl 1.2.0 keeps {join: ...} as data)",
+            {"at": "app", "v": {"join": [["a", "b"], "-"]}})
+_deliberate("binary file contents are refused by name",
+            {"at": "app", "v": {"eval": {"file": "data.txt", "encoding": "binary"},
+                                "select": "contents"}})
+_deliberate("`secret` reads a topology input here (there are no Unfurl environments)",
+            {"at": "app", "v": {"eval": {"secret": "pw"}}})
+_deliberate("a sensitive mapping or list is a secret item by item",
+            {"at": "app", "v": {"eval": {"sensitive": {"a": 1}}}},
+            {"at": "app", "v": {"eval": {"sensitive": [1]}}})
+_deliberate("a template's lookup('env') reads what operations get and what the spec "
+            "declares (docs/security.md)",
+            *({"at": "app", "v": v} for v in (
+                "{{ lookup('env', 'PROBE_PLAIN') }}",
+                "{{ lookup('env', 'PROBE_PLAIN', 'NOPE_X') }}",
+                "{{ query('env', 'PROBE_PLAIN') }}", "{{ lookup('env', 'NOPE_X', default='d') }}")))
+_deliberate("map_value in a template gives each expression's results, as in a task's "
+            "inputs (tests/data/unfurl-cases/39-filters); the probe ran outside a task",
+            {"at": "app", "v": "{{ {'a': {'eval': '::app::port'}} | map_value }}"},
+            {"at": "app", "v": "{{ {'a': {'get_input': 'region'}} | map_value }}"})
+_deliberate("every template has `inputs` here (the operation's, empty outside one)",
+            {"at": "app", "v": "{{ inputs }}"})
+_deliberate("every task has its operation and workflow folders here",
+            {"at": "app", "v": {"eval": {"get_dir": "operation"}}},
+            {"at": "app", "v": {"eval": {"get_dir": "workflow"}}})
+
+
+def key(probe: dict[str, Any]) -> str:
+    return json.dumps({k: probe[k] for k in ("at", "q", "v", "vars") if k in probe},
+                      sort_keys=True)
+
+
+def comparable(value: Any) -> Any:
+    """Secrets are wrapped here (redacted in records) and plain values in Unfurl; an
+    error's text is each tool's own."""
+    if isinstance(value, dict):
+        if set(value) == {"error"}:
+            return "<error>"
+        if set(value) == {"sensitive"}:
+            return value["sensitive"]
+        return {k: comparable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [comparable(v) for v in value]
+    return value
+
+
+def _random(probe: dict[str, Any]) -> bool:
+    text = json.dumps(probe.get("v"))
+    return "tempfile" in text or "generate_string" in text
+
+
+def results_here(case: str, tmp_path: Path) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    theirs = recorded(case)
+    deployment = next((r["one"] for r in theirs if r.get("q") == ".deployment"), "project")
+    folder = tmp_path / str(deployment)
+    folder.mkdir()
+    probes = Probes(copy_case(case, folder))
+    return [(probe, probes.evaluate(probe)) for probe in theirs]
+
+
+@pytest.mark.parametrize("case", case_names())
+def test_expressions_give_unfurls_values(case: str, tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    differ = []
+    for probe, ours in results_here(case, tmp_path):
+        if _random(probe):
+            continue
+        theirs = {k: probe[k] for k in ("one", "list", "value") if k in probe}
+        if comparable(ours) != comparable(theirs) and key(probe) not in DELIBERATE:
+            differ.append(f"{key(probe)}\n  Unfurl: {json.dumps(theirs)[:300]}\n"
+                          f"  here:   {json.dumps(ours)[:300]}")
+    assert not differ, f"{len(differ)} probes differ:\n" + "\n".join(differ[:20])
+
+
+@pytest.mark.parametrize("case", case_names())
+def test_each_listed_difference_still_differs(case: str, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    for probe, ours in results_here(case, tmp_path):
+        if key(probe) in DELIBERATE:
+            theirs = {k: probe[k] for k in ("one", "list", "value") if k in probe}
+            assert comparable(ours) != comparable(theirs), (key(probe), DELIBERATE[key(probe)])
+
+
+def test_temporary_files_hold_what_unfurl_writes(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    for probe, ours in results_here("functions", tmp_path):
+        if "tempfile" not in json.dumps(probe.get("v")):
+            continue
+        path = ours["value"]
+        assert os.path.isfile(path), probe
+        assert Path(path).read_text() == probe["file_contents"], probe
+        assert os.path.splitext(path)[1] == probe["suffix"]
+        assert os.stat(path).st_mode & 0o077 == 0  # private to the user
+
+
+def test_generated_strings_have_unfurls_shape(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    for probe, ours in results_here("functions", tmp_path):
+        if "generate_string" in json.dumps(probe.get("v")):
+            assert len(ours["value"]) == len(probe["value"]) == 8
+            assert ours["value"].startswith("uv")

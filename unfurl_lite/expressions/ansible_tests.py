@@ -1,0 +1,137 @@
+"""Ansible's core Jinja2 tests (``x is match('a')``, ``v is version('2', '<')``,
+``result is failed``), as ansible-core 2.15 gives them; the ones that read the file system
+are refused by name (:data:`REFUSED_TESTS`)."""
+
+from __future__ import annotations
+
+import math
+import operator
+import os
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+from unfurl_lite.errors import ExpressionError
+from unfurl_lite.expressions.ansible_filters import _flags, _text, compiled
+
+
+def _result(value: Any, name: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ExpressionError(f"the '{name}' test expects a dictionary")
+    return value
+
+
+def _changed(result: Any) -> bool:
+    result = _result(result, "changed")
+    if "changed" in result:
+        return bool(result.get("changed"))
+    items = result.get("results")
+    return isinstance(items, list) and any(
+        isinstance(r, Mapping) and r.get("changed") for r in items)
+
+
+def _regex_test(kind: str) -> Callable[..., bool]:
+    def test(value: Any = "", pattern: str = "", ignorecase: bool = False,
+             multiline: bool = False, match_type: str = kind) -> bool:
+        found = compiled(pattern, _flags(ignorecase, multiline))
+        method = found.match if match_type == "match" else found.search
+        return bool(method(_text(value)))
+    return test
+
+
+def _loose(version: str) -> list[Any]:
+    parts = [p for p in re.split(r"(\d+|[a-z]+|\.)", version.lower()) if p and p != "."]
+    return [int(p) if p.isdigit() else p for p in parts]
+
+
+def _semantic(version: str) -> tuple[Any, ...]:
+    found = re.fullmatch(r"v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?",
+                         version.strip())
+    if not found:
+        raise ExpressionError(f"invalid semantic version {version!r}")
+    major, minor, patch, pre = found.groups()
+    release = (int(major), int(minor), int(patch))
+    if pre is None:
+        return (*release, (1,))
+    return (*release, (0, *[(0, int(p)) if p.isdigit() else (1, p) for p in pre.split(".")]))
+
+
+def version_compare(value: Any, version: Any, operator_name: str = "eq", strict: Any = None,
+                    version_type: Any = None) -> bool:
+    names = {"==": "eq", "=": "eq", "eq": "eq", "<": "lt", "lt": "lt", "<=": "le",
+             "le": "le", ">": "gt", "gt": "gt", ">=": "ge", "ge": "ge", "!=": "ne",
+             "<>": "ne", "ne": "ne"}
+    if not value or not version:
+        raise ExpressionError("version: the versions to compare cannot be empty")
+    if operator_name not in names:
+        raise ExpressionError(f"version: invalid operator {operator_name!r}")
+    kind = "strict" if strict else (version_type or "loose")
+    if kind in ("semver", "semantic"):
+        left, right = _semantic(_text(value)), _semantic(_text(version))
+    elif kind in ("loose", "strict"):
+        if kind == "strict" and not all(re.fullmatch(r"\d+\.\d+(\.\d+)?([ab]\d+)?", _text(v))
+                                        for v in (value, version)):
+            raise ExpressionError("version: not a strict version")
+        left, right = _loose(_text(value)), _loose(_text(version))  # type: ignore[assignment]
+    else:
+        raise ExpressionError(f"version: version_type {kind!r} is not supported",
+                              hint="use loose, strict, semver or semantic")
+    try:
+        return bool(getattr(operator, names[operator_name])(left, right))
+    except TypeError:
+        raise ExpressionError(f"version comparison of {value!r} and {version!r} failed") from None
+
+
+def _truthy(value: Any, convert_bool: bool = False) -> bool:
+    if convert_bool and isinstance(value, str | int | bool):
+        text = str(value).lower()
+        if text in ("yes", "on", "1", "true", "y", "t"):
+            return True
+        if text in ("no", "off", "0", "false", "n", "f", ""):
+            return False
+    return bool(value)
+
+
+def _is_nan(x: Any) -> bool:
+    try:
+        return math.isnan(x)
+    except TypeError:
+        return False
+
+
+TESTS: dict[str, Callable[..., bool]] = {
+    "failed": lambda r: bool(_result(r, "failed").get("failed", False)),
+    "failure": lambda r: bool(_result(r, "failed").get("failed", False)),
+    "succeeded": lambda r: not _result(r, "succeeded").get("failed", False),
+    "success": lambda r: not _result(r, "success").get("failed", False),
+    "successful": lambda r: not _result(r, "successful").get("failed", False),
+    "reachable": lambda r: not _result(r, "reachable").get("unreachable", False),
+    "unreachable": lambda r: bool(_result(r, "unreachable").get("unreachable", False)),
+    "changed": _changed, "change": _changed,
+    "skipped": lambda r: bool(_result(r, "skipped").get("skipped", False)),
+    "skip": lambda r: bool(_result(r, "skip").get("skipped", False)),
+    "finished": lambda r: _result(r, "finished").get("finished", 1) == 1,
+    "started": lambda r: _result(r, "started").get("started", 1) == 1,
+    "match": _regex_test("match"), "search": _regex_test("search"),
+    "regex": _regex_test("search"),
+    "version": version_compare, "version_compare": version_compare,
+    "any": any, "all": all,
+    "truthy": _truthy, "falsy": lambda v, convert_bool=False: not _truthy(v, convert_bool),
+    "subset": lambda a, b: set(a) <= set(b), "issubset": lambda a, b: set(a) <= set(b),
+    "superset": lambda a, b: set(a) >= set(b), "issuperset": lambda a, b: set(a) >= set(b),
+    "contains": lambda seq, value: value in seq,
+    "nan": _is_nan, "isnan": _is_nan,
+    "abs": lambda p: os.path.isabs(_text(p)), "is_abs": lambda p: os.path.isabs(_text(p)),
+    "uri": lambda v, schemes=None: bool(urlsplit(_text(v)).scheme) and (
+        schemes is None or urlsplit(_text(v)).scheme in schemes),
+    "url": lambda v, schemes=None: bool(urlsplit(_text(v)).scheme and urlsplit(
+        _text(v)).netloc) and (schemes is None or urlsplit(_text(v)).scheme in schemes),
+    "urn": lambda v: urlsplit(_text(v)).scheme == "urn" and bool(urlsplit(_text(v)).path),
+    "vault_encrypted": lambda v: False,
+}
+
+#: Ansible's tests that read the file system, refused by name
+REFUSED_TESTS = frozenset({"directory", "is_dir", "file", "is_file", "link", "is_link",
+                           "exists", "link_exists", "same_file", "is_same_file", "mount",
+                           "is_mount"})

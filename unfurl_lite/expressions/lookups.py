@@ -1,0 +1,161 @@
+"""Ansible lookup plugins, as Unfurl's templates and ``{eval: {lookup: ...}}`` use them:
+``file`` (a project file), ``unfurl`` (queries), and the pure ones (``items``, ``list``,
+``dict``, ``indexed_items``, ``sequence``...); ``env`` is the sandbox's (``get_env``'s
+rules). The catalog (:mod:`.catalog`) says which plugin is which, and why the others
+(commands, URLs, files written) are refused.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from unfurl_lite.errors import ExpressionError
+
+if TYPE_CHECKING:
+    from unfurl_lite.expressions.resolve import Scope
+
+def run_lookup(plugin: str, terms: list[Any], options: Mapping[str, Any],
+               scope: Scope) -> list[Any]:
+    """``{eval: {lookup: {PLUGIN: TERMS, OPTION: VALUE}}}``: the catalog's plugin, in this
+    scope; ``env`` reads what the spec names, as ``get_env`` does."""
+    from unfurl_lite.expressions import catalog
+    from unfurl_lite.expressions.scope import current_ctx
+
+    if plugin.removeprefix("ansible.builtin.") == "env":
+        from unfurl_lite.expressions.expr import environment_value
+
+        default = options.get("default", "")
+        found = [environment_value(str(term), scope.ctx) for term in terms]
+        return [default if value is None else value for value in found]
+    function = catalog.implementation("lookup", plugin)
+    if function is None:
+        message, hint = catalog.refusal("lookup", plugin)
+        raise ExpressionError(message, hint=hint)
+    token = current_ctx.set(scope.ctx)
+    try:
+        return list(function(*terms, **options))
+    finally:
+        current_ctx.reset(token)
+
+
+def _context() -> Any:
+    from unfurl_lite.expressions.scope import current_ctx
+
+    ctx = current_ctx.get()
+    if ctx is None:
+        raise ExpressionError("this lookup needs an operation's context")
+    return ctx
+
+
+def file_lookup(*terms: Any, **options: Any) -> list[str]:
+    """``lookup('file', PATH)``: a project file's text (right-stripped, as Ansible's)."""
+    ctx = _context()
+    return [_file(ctx, str(term), options) for term in terms]
+
+
+def unfurl_lookup(*terms: Any, **options: Any) -> list[Any]:
+    """``lookup('unfurl', QUERY)``: each query's value (Unfurl's lookup plugin)."""
+    from unfurl_lite.expressions.resolve import Scope as _Scope
+    from unfurl_lite.expressions.resolve import resolve
+
+    scope = _Scope(_context(), None, {})
+    return [resolve(str(term), scope) for term in terms]
+
+
+def _file(ctx: Any, name: str, options: Mapping[str, Any]) -> str:
+    from unfurl_lite.expressions import files
+
+    path = files.confined(name, files.project_dir(ctx), ctx, "lookup('file')")
+    text = files.read_text(ctx, path, name)
+    if options.get("rstrip", True):
+        text = text.rstrip()
+    if options.get("lstrip", False):
+        text = text.lstrip()
+    return text
+
+
+def _flat(terms: list[Any]) -> list[Any]:
+    found: list[Any] = []
+    for term in terms:
+        found.extend(term if isinstance(term, list) else [term])
+    return found
+
+
+def _pure_plugin(name: str) -> Any:
+    def plugin(*terms: Any, **options: Any) -> list[Any]:
+        return _pure(name, list(terms), options)
+
+    plugin.__name__ = name
+    return plugin
+
+
+def _pure(plugin: str, terms: list[Any], options: Mapping[str, Any]) -> list[Any]:
+    import itertools
+
+    if plugin == "items":
+        return _flat(terms)
+    if plugin == "list":
+        return list(terms)
+    if plugin == "indexed_items":
+        return [[i, v] for i, v in enumerate(_flat(terms))]
+    if plugin == "dict":
+        found: list[Any] = []
+        for term in terms:
+            if not isinstance(term, Mapping):
+                raise ExpressionError("lookup('dict') expects a mapping")
+            found.extend({"key": k, "value": v} for k, v in term.items())
+        return found
+    if plugin == "together":
+        return [list(t) for t in itertools.zip_longest(*terms)]
+    if plugin == "nested":
+        return [list(t) for t in itertools.product(*terms)]
+    if plugin == "sequence":
+        return [v for term in terms for v in _sequence(str(term), options)]
+    return _subelements(terms)
+
+
+def _sequence(term: str, options: Mapping[str, Any]) -> list[str]:
+    settings: dict[str, Any] = {"start": 1, "end": None, "count": None, "stride": 1,
+                                "format": "%d"}
+    shortcut = re.fullmatch(r"(?:(-?\d+)-)?(-?\d+)(?:/(-?\d+))?(?::(.+))?", term.strip())
+    if shortcut:
+        start, end, stride, fmt = shortcut.groups()
+        settings.update(start=int(start or 1), end=int(end))
+        if stride:
+            settings["stride"] = int(stride)
+        if fmt:
+            settings["format"] = fmt
+    else:
+        for part in term.split():
+            key, _, value = part.partition("=")
+            settings[key] = value if key == "format" else int(value, 0)
+    settings.update(options)
+    start, stride = int(settings["start"]), int(settings["stride"])
+    if settings["count"] is not None:
+        end = start + (int(settings["count"]) - 1) * stride
+    elif settings["end"] is not None:
+        end = int(settings["end"])
+    else:
+        raise ExpressionError("lookup('sequence'): give an end or a count")
+    if stride == 0 or abs(end - start) // abs(stride) > 100000:
+        raise ExpressionError("lookup('sequence'): at most 100000 items")
+    step = stride if end >= start else -abs(stride)
+    return [str(settings["format"]) % i for i in range(start, end + (1 if step > 0 else -1), step)]
+
+
+def _subelements(terms: list[Any]) -> list[Any]:
+    if len(terms) < 2:
+        raise ExpressionError("lookup('subelements') expects a list and a key")
+    items, key = terms[0], str(terms[1])
+    found = []
+    for item in items if isinstance(items, list) else []:
+        for sub in item.get(key, []) if isinstance(item, Mapping) else []:
+            found.append([item, sub])
+    return found
+
+
+#: Ansible's lookup plugins that compute from their terms only
+PURE = {name: _pure_plugin(name) for name in (
+    "items", "indexed_items", "list", "nested", "together", "sequence", "subelements", "dict")}

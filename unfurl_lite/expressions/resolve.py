@@ -1,0 +1,535 @@
+"""Evaluating Unfurl's expressions: queries walked over the instances, ``{eval: ...}``
+with ``vars``, ``foreach``/``select``, ``strict``, and the expression functions.
+
+Unfurl's rules are kept exactly, since documents rely on them:
+
+- a query gives a list of results; ``{eval: ...}`` is one value when there is one result,
+  null when none, the list when several (``wantList`` asks for the list);
+- a function's list value is several results (``{if: .., then: [a]}`` is ``a``);
+- a relative name (``port``) is looked up on the instance and then on each instance it is
+  hosted on; predicates ``[...]`` on a ``*`` segment are ignored;
+- a value that is itself an expression is evaluated when the walk reaches it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from unfurl_lite.errors import ExpressionError
+from unfurl_lite.expressions import catalog
+from unfurl_lite.expressions.entities import Entity
+from unfurl_lite.expressions.query import Query, Segment, parse_query
+
+if TYPE_CHECKING:
+    from unfurl_lite.expressions.expr import EvalContext
+
+#: keys a ``{eval: ...}``/``{ref: ...}`` mapping may have beside it
+REF_KEYS = frozenset({"vars", "trace", "foreach", "select", "strict"})
+_BUILT_IN_VARS = {"true": True, "false": False, "null": None}
+
+
+class _Signal:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"${self.name}"
+
+
+BREAK = _Signal("break")
+CONTINUE = _Signal("continue")
+
+
+class External:
+    """A value with keys a ``select`` can read (``file``'s ``contents``, ``path``);
+    itself, its ``get()``."""
+
+    def get(self) -> Any:
+        raise NotImplementedError
+
+    def resolve_key(self, key: Any) -> Any:
+        raise KeyError(key)
+
+    def record_form(self) -> Any:
+        return self.get()
+
+
+def top_level_functions() -> frozenset[str]:
+    return catalog.top_level_functions()
+
+
+def is_ref(value: Any) -> bool:
+    """Whether a mapping is an expression Unfurl evaluates where it stands: ``{eval: ...}``
+    or ``{ref: ...}`` with only ``vars``/``foreach``/``select``/``strict``/``trace`` beside
+    it, or one of the functions that need no ``eval`` (``get_input``, ``concat``...)."""
+    if not isinstance(value, Mapping) or not value:
+        return False
+    if "eval" in value or "ref" in value:
+        return sum(1 for k in REF_KEYS if k in value) + 1 == len(value)
+    return len(value) == 1 and next(iter(value)) in top_level_functions()
+
+
+# --- the scope of one evaluation ---------------------------------------------------------
+
+
+_UNSET: Any = object()
+
+
+class Scope:
+    """Unfurl's RefContext: the current resource, the variables, the evaluation context.
+    The current resource defaults to the context's instance (built on first use)."""
+
+    __slots__ = ("_current", "busy", "ctx", "foreach", "kw", "last", "resolved", "vars")
+
+    def __init__(self, ctx: EvalContext, current: Any, vars: Mapping[str, Any],
+                 foreach: bool = False) -> None:
+        self.ctx = ctx
+        self._current = _UNSET if current is None else current
+        self.vars: dict[str, Any] = dict(vars)
+        self.resolved: dict[str, Any] = {}
+        self.busy: set[str] = set()
+        self.foreach = foreach
+        self.kw: Mapping[str, Any] = {}
+        self.last = self._current
+
+    @property
+    def current(self) -> Any:
+        if self._current is _UNSET:
+            self._current = self.ctx.current_entity()
+            if self.last is _UNSET:
+                self.last = self._current
+        return self._current
+
+    @current.setter
+    def current(self, value: Any) -> None:
+        self._current = value
+
+    def copy(self, vars: Mapping[str, Any] | None = None, current: Any = _UNSET,
+             foreach: bool | None = None) -> Scope:
+        scope = Scope(self.ctx, None, {**self.vars, **(vars or {})},
+                      self.foreach if foreach is None else foreach)
+        scope._current = self._current if current is _UNSET else current
+        scope.resolved = {k: v for k, v in self.resolved.items() if k not in (vars or {})}
+        scope.busy = set(self.busy)
+        scope.last = self.last if current is _UNSET else current
+        return scope
+
+    def var(self, name: str) -> Any:
+        if name in self.resolved:
+            return self.resolved[name]
+        if name in self.vars:
+            if name in self.busy:
+                raise ExpressionError(f"query variable ${name} refers to itself")
+            self.busy.add(name)
+            try:
+                raw = self.vars[name]
+                value = self.current if raw is _UNSET else _lazy_value(raw, self)
+            finally:
+                self.busy.discard(name)
+        elif name in _BUILT_IN_VARS:
+            value = _BUILT_IN_VARS[name]
+        else:
+            variables = self.ctx.variables()
+            if name not in variables:
+                raise ExpressionError(f"query variable ${name} is not defined",
+                                      hint="define it with `vars:` beside the `eval:`")
+            value = variables[name]
+        self.resolved[name] = value
+        return value
+
+    def render_context(self) -> EvalContext:
+        """The evaluation context a template here renders in: its variables include this
+        scope's (those that evaluate; one being evaluated now is left out)."""
+        if not self.vars:
+            return self.ctx
+        found: dict[str, Any] = {}
+        for name, raw in self.vars.items():
+            if name in self.busy or isinstance(raw, _Signal) or name == "start":
+                continue
+            try:
+                found[name] = self.var(name)
+            except (ExpressionError, RecursionError):
+                continue
+        return dataclasses.replace(self.ctx, extra={**self.ctx.extra, **found})
+
+
+def _lazy_value(value: Any, scope: Scope) -> Any:
+    """A variable's or walked value's own expressions, evaluated (Unfurl's lazy
+    ``Results._map_value``): an expression with several results is their list."""
+    if isinstance(value, _Signal):
+        return value
+    if is_ref(value):
+        results = ref_results(value, scope)
+        if "foreach" in value or len(results) > 1:
+            return results
+        return results[0] if results else None
+    return map_value(value, scope)
+
+
+# --- evaluating values ------------------------------------------------------------------
+
+
+def map_value(value: Any, scope: Scope, want_list: bool = False) -> Any:
+    """A value with every expression in it evaluated (Unfurl's ``map_value``)."""
+    from unfurl_lite.expressions.sandbox import is_template, render_native
+
+    if is_ref(value):
+        return resolve(value, scope, "list" if want_list else "one")
+    if isinstance(value, Mapping):
+        return {k: map_value(v, scope, want_list) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [map_value(v, scope, want_list) for v in value]
+    if is_template(value):
+        return render_native(value, scope.render_context())
+    return value
+
+
+def resolve(expr: Any, scope: Scope, want: str = "one") -> Any:
+    """Unfurl's ``Ref.resolve``: ``want`` is "one" (a value, a list when several, null
+    when none), "list" (the values) or "results" (the list, foreach or not)."""
+    return _finish(expr, ref_results(expr, scope), want)
+
+
+def _finish(expr: Any, results: list[Any], want: str) -> Any:
+    if want != "results":
+        results = [r.get() if isinstance(r, External) else r for r in results]
+    if want != "one" or (isinstance(expr, Mapping) and "foreach" in expr and _is_ref_form(expr)):
+        return results
+    strict = expr.get("strict") if isinstance(expr, Mapping) and _is_ref_form(expr) else None
+    if not results:
+        if strict in ("required", "notnull"):
+            raise ExpressionError(f"expression {_source(expr)!r} must return results")
+        return None
+    if len(results) == 1:
+        if strict == "notnull" and results[0] is None:
+            raise ExpressionError(f"expression {_source(expr)!r} must not be null")
+        return results[0]
+    return results
+
+
+def _is_ref_form(expr: Mapping[str, Any]) -> bool:
+    keys = list(expr)
+    return bool(keys) and keys[0] not in top_level_functions()
+
+
+def _source(expr: Any) -> Any:
+    if isinstance(expr, Mapping) and _is_ref_form(expr):
+        return expr.get("eval", expr.get("ref", expr))
+    return expr
+
+
+def ref_results(expr: Any, scope: Scope) -> list[Any]:
+    """The results of ``{eval: ..., vars:, foreach:, select:}`` (or a bare expression)."""
+    vars: dict[str, Any] = {}
+    select = None
+    source = expr
+    if isinstance(expr, Mapping) and _is_ref_form(expr):
+        vars = dict(expr.get("vars") or {})
+        select = expr.get("foreach") or expr.get("select")
+        source = expr.get("eval", expr.get("ref", expr))
+    inner = scope.copy(vars={"start": _UNSET, **vars})
+    if "start" in vars:
+        inner.current = inner.last = inner.var("start")
+    found = eval_ref(source, inner)
+    if found and select is not None:
+        found = for_each(select, found, inner)
+    return found
+
+
+def eval_ref(value: Any, scope: Scope) -> list[Any]:
+    """An expression's results: a function call, a query, a template, or a value."""
+    from unfurl_lite.expressions.sandbox import is_template, render_native
+
+    if isinstance(value, Mapping):
+        function_key = _function_key(value)
+        if function_key is not None:
+            if "var" in value:
+                raise ExpressionError(
+                    "unexpected 'var' found, did you intend it for the parent?")
+            if function_key != "foreach" and "foreach" in value:
+                raise ExpressionError(
+                    "unexpected 'foreach' found, did you intend it for the parent?")
+
+            result = _call(function_key, value, scope)
+            if function_key in ("q", "sensitive"):  # kept whole, as Unfurl keeps them
+                return [result]
+            return results_of(result, scope)
+        if "ref" not in value and "eval" not in value:
+            raise ExpressionError(
+                f"no expression function in {_short(value)}",
+                hint="an `eval:` mapping names one function (if, and, or, not, eq, q, "
+                "concat, template, file, lookup...); see docs/expressions.md")
+        return results_of(value, scope)
+    if isinstance(value, str):
+        if is_template(value):
+            return [render_native(value, scope.render_context())]
+        return query_results(parse_query(value), scope)
+    return results_of(value, scope)
+
+
+def _function_key(value: Mapping[str, Any]) -> str | None:
+    """The first key that names a function of the catalog (implemented or refused)."""
+    return next((str(k) for k in value if catalog.entry("function", str(k)) is not None),
+                None)
+
+
+def _call(name: str, mapping: Mapping[str, Any], scope: Scope) -> Any:
+    """The catalog's function ``name`` applied to its mapping (Unfurl's ``ctx.kw``)."""
+    function = catalog.implementation("function", name)
+    if function is None:
+        message, hint = catalog.refusal("function", name)
+        raise ExpressionError(message, hint=hint)
+    scope.kw = mapping
+    return function(mapping[name], scope)
+
+
+def _short(value: Any) -> str:
+    text = repr(dict(value)) if isinstance(value, Mapping) else repr(value)
+    return text if len(text) < 120 else text[:117] + "..."
+
+
+def results_of(value: Any, scope: Scope) -> list[Any]:
+    """A value as results (Unfurl's ``_eval_ref_results``): an expression's results, each
+    item of a list one result, null none, anything else one result."""
+    if is_ref(value):
+        return ref_results(value, scope)
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return [map_value(v, scope) for v in value]
+    return [map_value(value, scope)]
+
+
+def eval_for_function(value: Any, scope: Scope) -> Any:
+    """An argument of ``if``/``and``/``or``: its one value, or its list of results."""
+    if scope.kw.get("map_value"):
+        return map_value(value, scope)
+    found = eval_ref(value, scope)
+    if not found:
+        return None
+    return found[0] if len(found) == 1 else found
+
+
+# --- foreach and select -------------------------------------------------------------------
+
+
+def for_each(select: Any, found: list[Any], scope: Scope) -> list[Any]:
+    if select == "$true":
+        return found
+    if len(found) == 1 and isinstance(found[0], list):
+        return _for_each(select, list(enumerate(found[0])), scope)
+    return _for_each(select, list(enumerate(found)), scope)
+
+
+def for_each_function(arg: Any, scope: Scope) -> list[Any]:
+    """``{eval: {foreach: ...}}`` over the current resource's items."""
+    current = scope.current
+    if isinstance(current, Mapping):
+        return _for_each(arg, list(current.items()), scope)
+    if isinstance(current, list):
+        return _for_each(arg, list(enumerate(current)), scope)
+    return _for_each(arg, [(0, current)], scope)
+
+
+def _for_each(select: Any, items: list[tuple[Any, Any]], scope: Scope) -> list[Any]:
+    if isinstance(select, Mapping) and ("key" in select or "value" in select):
+        key_expr, value_expr = select.get("key"), select.get("value")
+    else:
+        key_expr, value_expr = None, select
+    later: list[Any] = []  # mappings evaluated after the loop, as Unfurl's lazy results are
+    pairs: list[tuple[Any, Any]] = []
+    values: list[Any] = []
+    item_scope = scope.copy(foreach=True)
+    for index, (key, item) in enumerate(items):
+        item_scope = scope.copy(current=item, foreach=True, vars={
+            "collection": [v for _, v in items], "index": index, "key": key, "item": item,
+            "break": BREAK, "continue": CONTINUE})
+        item_scope.kw = scope.kw
+        name = None
+        if key_expr is not None:
+            name = eval_for_function(key_expr, item_scope)
+            if name is BREAK:
+                break
+            if name is CONTINUE:
+                continue
+        if value_expr is None:
+            continue
+        if isinstance(value_expr, str):
+            found = eval_ref(value_expr, item_scope)
+        elif isinstance(value_expr, Mapping) and not is_ref(value_expr):
+            found = [_Deferred(value_expr)]
+            later.append(found[0])
+        else:
+            found = results_of(value_expr, item_scope)
+        if not found:
+            continue
+        if len(found) == 1:
+            if found[0] is BREAK:
+                break
+            if found[0] is CONTINUE:
+                continue
+            result: Any = found[0]
+        else:
+            result = found
+        if key_expr is not None:
+            pairs.append((name, result))
+        else:
+            values.append(result)
+    for deferred in later:
+        deferred.value = map_value(deferred.expr, item_scope)
+    if key_expr is not None:
+        return [{k: _undefer(v) for k, v in pairs}]
+    return [_undefer(v) for v in values]
+
+
+class _Deferred:
+    def __init__(self, expr: Any) -> None:
+        self.expr = expr
+        self.value: Any = None
+
+
+def _undefer(value: Any) -> Any:
+    return value.value if isinstance(value, _Deferred) else value
+
+
+# --- queries ------------------------------------------------------------------------------
+
+
+def query_results(query: Query, scope: Scope) -> list[Any]:
+    segments = query.segments
+    if query.absolute:
+        start: Any = scope.ctx.world().all()
+        segments = segments[1:]
+        if not segments:
+            raise ExpressionError(f"query {query.text!r} names nothing after '::'")
+    elif query.variable is not None:
+        start = scope.var(query.variable)
+        if len(segments) == 1:
+            return [start]
+        segments = (dataclasses.replace(segments[0], key=""), *segments[1:])
+    else:
+        start = scope.current
+        if not scope.foreach and query.searches_ancestors():
+            segments = (Segment(".ancestors"),
+                        dataclasses.replace(segments[0], modifier="?"), *segments[1:])
+    return list(_walk([start], segments, scope))
+
+
+def _singular(value: Any, segment: Segment) -> bool:
+    if segment.key == "*":
+        return False
+    return not isinstance(value, list) or isinstance(segment.key, int)
+
+
+def _items(value: Any) -> Iterable[Any]:
+    if isinstance(value, Mapping):
+        return list(value.values())
+    if isinstance(value, list):
+        return value
+    return ()
+
+
+def _walk(values: Iterable[Any], segments: tuple[Segment, ...], scope: Scope) -> Iterator[Any]:
+    first = segments[0]
+    first_match = first.modifier == "?"
+    for value in values:
+        if _singular(value, first):
+            rest = segments[1:]
+            found: Iterable[Any] = _apply(value, first, scope)
+        else:
+            if first.key == "*":
+                if not isinstance(value, Mapping):
+                    continue
+                rest = segments[1:]
+            else:
+                rest = segments  # a list: each item, the same segment
+            found = _items(value)
+        if rest:
+            any_found = False
+            for result in _walk(found, rest, scope):
+                any_found = True
+                yield result
+            if any_found and first_match:
+                return
+        else:
+            for result in found:
+                yield result
+                if first_match:
+                    return
+
+
+_MISSING = object()
+
+
+def _apply(value: Any, segment: Segment, scope: Scope) -> list[Any]:
+    """The segment applied to one value: [] or [what it selects]."""
+    if segment.key != "":
+        value = _project(value, segment.key, scope)
+        if value is _MISSING:
+            return []
+    for predicate in segment.predicates:
+        candidates = [value] if _singular(value, predicate[0]) else value
+        matched = any(True for _ in _walk(candidates, predicate, scope))
+        if predicate[0].modifier == "!":
+            if matched:
+                return []
+        elif not matched:
+            return []
+    if segment.test is not None and not _test(value, segment.test, scope):
+        return []
+    return [value]
+
+
+def _project(value: Any, key: Any, scope: Scope) -> Any:
+    try:
+        if isinstance(key, str) and key.startswith("$"):
+            key = scope.var(key[1:])
+        if isinstance(value, Entity):
+            scope.last = value
+            if isinstance(key, str) and key.startswith("."):
+                found = value.special(key)
+            else:
+                found = value.attribute(key)
+        elif isinstance(value, External):
+            found = value.resolve_key(key)
+        elif isinstance(value, str | list | tuple | Mapping):
+            found = value[key]
+        else:
+            return _MISSING
+        if is_ref(found):
+            results = ref_results(found, scope.copy(current=scope.last if scope.last
+                                                    is not _UNSET else scope.current))
+            if not results:
+                return _MISSING
+            found = results[0] if len(results) == 1 else results
+        return found
+    except (KeyError, IndexError, TypeError, ValueError):
+        return _MISSING
+
+
+def _test(value: Any, test: tuple[str, str], scope: Scope) -> bool:
+    op, text = test
+    try:
+        compare = scope.var(text[1:]) if text.startswith("$") else _coerce(value, text)
+    except Exception:
+        return op == "!="
+    equal = value == compare
+    return equal if op == "=" else not equal
+
+
+def _coerce(value: Any, text: str) -> Any:
+    """``key=text``: the text read as the value's type (Unfurl's ``type(value)(text)``:
+    ``bool('false')`` is true, a number must parse)."""
+    if isinstance(value, bool):
+        return bool(text)
+    if isinstance(value, int):
+        return int(text)
+    if isinstance(value, float):
+        return float(text)
+    if isinstance(value, str):
+        return text
+    if isinstance(value, list):
+        return list(text)
+    raise TypeError(f"cannot compare {type(value).__name__} with text")
