@@ -22,7 +22,8 @@ USES = {
     "jinja": 'command: "echo {{ TOPOLOGY.inputs.pw }} | wc -c > out.txt"',
     "input": 'command: "echo {{ inputs.p }} | wc -c > out.txt"\np: {get_input: pw}',
     "property": 'command: "echo {{ SELF.secret }} | wc -c > out.txt"',
-    "join": 'command: {join: [["echo", {get_input: pw}, "| wc -c > out.txt"], " "]}',
+    "concat-sep": 'command: {eval: {concat: ["echo", {get_input: pw}, "| wc -c > out.txt"], '
+                  'sep: " "}}',  # (TOSCA's join is not Unfurl's: refused by name)
     "eval-filter": "command: \"echo {{ {'get_input': 'pw'} | eval }} | wc -c > out.txt\"",
     "env": 'command: "printenv PW | wc -c > out.txt"\nenv: {PW: {get_input: pw}}',
     "sensitive-filter": 'command: "echo {{ \'x-\' ~ (TOPOLOGY.inputs.pw | sensitive) }} '

@@ -324,13 +324,13 @@ def test_unfurl_filters_eval_map_value_abspath_sensitive(project, invoke):
 
 def test_unknown_filter_is_a_validation_error_before_any_job(project, invoke):
     text = (UNFURL / "filters.yaml").read_text().replace("| abspath", "| abspth").replace(
-        "| sensitive", "| to_dns_label")
+        "| sensitive", "| expanduser")
     project.write(text)
     result = invoke("validate")
     assert result.exit_code == 1
     assert "unknown filter 'abspth'" in result.output
     assert "did you mean 'abspath'" in result.output
-    assert "Unfurl's filter 'to_dns_label' is not supported" in result.output
+    assert "Ansible's filter 'expanduser' is not supported" in result.output
     assert "ensemble.yaml:18:" in result.output  # the line of the template
     deploy = invoke("deploy", "--approve")
     assert deploy.exit_code == 1 and not project.jobs_tsv()

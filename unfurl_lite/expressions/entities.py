@@ -296,22 +296,14 @@ class NodeEntity(Entity):
         return UnfurlEnum("NodeState", str(state)) if state else None
 
 
-class CapabilityEntity(Entity):
-    kind = "CapabilityInstance"
+class _ShapedEntity(Entity):
+    """A capability or relationship: its shape names it; its properties are its values."""
 
-    def __init__(self, world: World, shape: CapabilityShape) -> None:
+    def __init__(self, world: World, shape: Any) -> None:
         super().__init__(world)
         self.shape = shape
         self.name = shape.name
         self.type = shape.type
-
-    @property
-    def key(self) -> str:
-        return f"::{self.shape.owner}::.capabilities::[.name={self.name}]"
-
-    @property
-    def parent(self) -> Entity | None:
-        return self.world.node(self.shape.owner)
 
     def attribute(self, key: Any) -> Any:
         if key in self.shape.properties:
@@ -321,26 +313,34 @@ class CapabilityEntity(Entity):
     def attribute_names(self) -> list[str]:
         return list(self.shape.properties)
 
-    @property
-    def relationships(self) -> list[RelationshipEntity]:
-        return [RelationshipEntity(self.world, shape) for shape in
-                self.world.graph.incoming.get((self.shape.owner, self.name), ())]
-
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, CapabilityEntity) and other.shape == self.shape
+        return type(other) is type(self) and other.shape == self.shape
 
     def __hash__(self) -> int:
         return hash(self.key)
 
 
-class RelationshipEntity(Entity):
-    kind = "RelationshipInstance"
+class CapabilityEntity(_ShapedEntity):
+    kind = "CapabilityInstance"
+    shape: CapabilityShape
 
-    def __init__(self, world: World, shape: RelationshipShape) -> None:
-        super().__init__(world)
-        self.shape = shape
-        self.name = shape.name
-        self.type = shape.type
+    @property
+    def key(self) -> str:
+        return f"::{self.shape.owner}::.capabilities::[.name={self.name}]"
+
+    @property
+    def parent(self) -> Entity | None:
+        return self.world.node(self.shape.owner)
+
+    @property
+    def relationships(self) -> list[RelationshipEntity]:
+        return [RelationshipEntity(self.world, shape) for shape in
+                self.world.graph.incoming.get((self.shape.owner, self.name), ())]
+
+
+class RelationshipEntity(_ShapedEntity):
+    kind = "RelationshipInstance"
+    shape: RelationshipShape
 
     @property
     def key(self) -> str:
@@ -365,19 +365,6 @@ class RelationshipEntity(Entity):
     def parent(self) -> Entity | None:
         return self.capability
 
-    def attribute(self, key: Any) -> Any:
-        if key in self.shape.properties:
-            return self.world.evaluate(self.shape.properties[key])
-        raise KeyError(key)
-
-    def attribute_names(self) -> list[str]:
-        return list(self.shape.properties)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, RelationshipEntity) and other.shape == self.shape
-
-    def __hash__(self) -> int:
-        return hash(self.key)
 
 
 def _nodes(world: World, names: Any) -> list[Entity]:
