@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 from tests.conftest import ROOT
 from tests.plan.test_workflows import deployed, node, ok, op, ran, reset, respec
 from unfurl_lite.load.loader import load_ensemble
+from unfurl_lite.model.builtin_workflows import BY_NAME as PLANNERS
 from unfurl_lite.plan import build
-from unfurl_lite.plan.registry import PLANNERS, planner
+from unfurl_lite.plan.registry import planner
 
 
 def _changed_configure(project, templates: dict) -> None:

@@ -74,7 +74,7 @@ def test_each_workflow_section_names_its_options_and_has_an_example(name):
      "install_new_agents"]
 ))
 def test_each_cloudify_parameter_is_documented_in_both_spellings(workflow):
-    from unfurl_lite.cli.commands.parameters import NAMES
+    from unfurl_lite.model.builtin_workflows import BY_NAME
 
     name = {"execute_operation": "execute-operation", "undeploy": "uninstall",
             "install_new_agents": "install-new-agents"}.get(
@@ -82,7 +82,7 @@ def test_each_cloudify_parameter_is_documented_in_both_spellings(workflow):
     )
     section = SECTIONS[WORKFLOW_SECTIONS[name]]
     options = long_options(command(name))
-    for parameter in NAMES[workflow]:
+    for parameter in BY_NAME[workflow].cloudify_names:
         assert f"`{parameter}`" in section, (name, parameter)
         dashed = "--" + parameter.replace("_", "-")
         if dashed in options:

@@ -10,7 +10,8 @@ from tests.conftest import ensemble_yaml, shell_node
 from tests.execution_helpers import wait_for
 from unfurl_lite import api
 from unfurl_lite.run.observer import JobState, TaskState
-from unfurl_lite.run.outcome import JobOptions, JobResult
+from unfurl_lite.run.options import JobOptions
+from unfurl_lite.run.outcome import JobResult
 from unfurl_lite.run.signals import JobControl
 
 
@@ -23,7 +24,7 @@ def _ensemble(root: Path, command: str) -> Path:
 
 def _start(path: Path, control: JobControl) -> tuple[threading.Thread, list[JobResult | None]]:
     request = api.JobRequest(ensemble=path, workflow="deploy",
-                             options=JobOptions(workflow="deploy", commit=False), dirty="ok")
+                             options=JobOptions(commit=False), dirty="ok")
     results: list[JobResult | None] = []
     thread = threading.Thread(target=lambda: results.append(api.run_job(request, cancel=control)))
     thread.start()

@@ -35,14 +35,14 @@ if TYPE_CHECKING:
         run_job,
         wait_for_turn,
     )
-    from unfurl_lite.api.options import PlanOptions
     from unfurl_lite.api.overview import status
     from unfurl_lite.api.project import Created, examples, export, init, plan, validate
     from unfurl_lite.load.parsecache import enable as enable_parse_cache
     from unfurl_lite.model import changeid
     from unfurl_lite.record.history import Filters as HistoryFilters
     from unfurl_lite.run.observer import JobState, Observer
-    from unfurl_lite.run.outcome import JobOptions, JobResult
+    from unfurl_lite.run.options import JobOptions, PlanOptions
+    from unfurl_lite.run.outcome import JobResult
 
 #: public name -> "module:attribute" it is defined in
 EXPORTS: dict[str, str] = {
@@ -65,7 +65,7 @@ EXPORTS: dict[str, str] = {
     "record_job": "unfurl_lite.api.jobs:record_job",
     "run_job": "unfurl_lite.api.jobs:run_job",
     "wait_for_turn": "unfurl_lite.api.jobs:wait_for_turn",
-    "PlanOptions": "unfurl_lite.api.options:PlanOptions",
+    "PlanOptions": "unfurl_lite.run.options:PlanOptions",
     "Created": "unfurl_lite.api.project:Created",
     "examples": "unfurl_lite.api.project:examples",
     "export": "unfurl_lite.api.project:export",
@@ -76,7 +76,7 @@ EXPORTS: dict[str, str] = {
     "enable_parse_cache": "unfurl_lite.load.parsecache:enable",
     "changeid": "unfurl_lite.model.changeid",
     "HistoryFilters": "unfurl_lite.record.history:Filters",
-    "JobOptions": "unfurl_lite.run.outcome:JobOptions",
+    "JobOptions": "unfurl_lite.run.options:JobOptions",
     "JobResult": "unfurl_lite.run.outcome:JobResult",
     "JobState": "unfurl_lite.run.observer:JobState",
     "Observer": "unfurl_lite.run.observer:Observer",

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from unfurl_lite.api.options import PlanOptions
 from unfurl_lite.errors import JobError, UnfurlLiteError
 from unfurl_lite.plan.tasks import Plan
 from unfurl_lite.run.observer import Observer
-from unfurl_lite.run.outcome import JobOptions, JobResult
+from unfurl_lite.run.options import JobOptions, PlanOptions
+from unfurl_lite.run.outcome import JobResult
 
 _log = logging.getLogger(__name__)
 

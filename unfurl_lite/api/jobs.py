@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from unfurl_lite.api.options import PlanOptions
 from unfurl_lite.api.project import make_plan
 from unfurl_lite.errors import STORAGE_ERRNOS, StorageError, storage_error
 from unfurl_lite.expressions.digest import spec_digest
@@ -33,20 +32,20 @@ from unfurl_lite.run import relationships
 from unfurl_lite.run.executors import Executor, make_executor
 from unfurl_lite.run.job import run_plan
 from unfurl_lite.run.observer import JobState, Observer, Observers
-from unfurl_lite.run.outcome import JobOptions, JobResult, Resumed
+from unfurl_lite.run.options import JobOptions, PlanOptions, recorded_options
+from unfurl_lite.run.outcome import JobResult, Resumed
 from unfurl_lite.run.signals import JobControl
 from unfurl_lite.security.paths import confine_records
 
 
 @dataclass
 class JobRequest:
-    """One job to run: which ensemble, which workflow with what plan options, how
-    (``options.workflow`` defaults to ``workflow``)."""
+    """One job to run: which ensemble, which workflow with what plan options, how."""
 
     ensemble: str | Path | None
     workflow: str
     plan_options: PlanOptions = field(default_factory=PlanOptions)
-    options: JobOptions = field(default_factory=lambda: JobOptions(""))
+    options: JobOptions = field(default_factory=JobOptions)
     dirty: str = "auto"
     executor: str = "local"
     executor_options: dict[str, Any] | None = None
@@ -59,8 +58,9 @@ class JobRequest:
     query: str | None = None
 
     def __post_init__(self) -> None:
-        if not self.options.workflow:
-            self.options.workflow = self.workflow
+        if not self.options.recorded:  # what lastJob.options shows, the CLI's job or not
+            self.options.recorded = recorded_options(self.options, self.plan_options,
+                                                     self.dirty)
 
 
 def load(path: str | Path | None = None) -> Ensemble:
@@ -209,6 +209,7 @@ def _run_locked(
         lock_file = lock.lock_path(ensemble.path)
         journal = Journal(
             ensemble,
+            request.workflow,
             request.options,
             request.plan_options.given(),
             start_instances=start_instances,

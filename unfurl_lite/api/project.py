@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from unfurl_lite.api.options import PlanOptions
 from unfurl_lite.errors import UnfurlLiteError
 from unfurl_lite.load.loader import load_ensemble
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.plan.tasks import Plan
+from unfurl_lite.run.options import PlanOptions
 
 EXAMPLE_ENSEMBLE = """\
 apiVersion: unfurl/v1alpha1

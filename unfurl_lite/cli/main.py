@@ -17,39 +17,25 @@ from typing import Any
 import click
 
 from unfurl_lite.cli.version import version_text
+from unfurl_lite.model.builtin_workflows import WORKFLOWS
 
+
+def _summary(name: str, spelling: str, summary: str) -> str:
+    """A command's line in ``unfurl --help``; ``install`` and ``uninstall`` are
+    Cloudify's names for Unfurl's workflows."""
+    if spelling.replace("-", "_") == name:
+        return summary
+    return f"Cloudify's name for {name}."
+
+#: name: (module in cli/commands:attribute, one-line help --help shows without importing it);
+#: the workflows' commands come from their declarations (model.builtin_workflows)
 COMMANDS: dict[str, tuple[str, str]] = {
-    # name: (module in cli/commands:attribute, one-line help --help shows without importing it)
     "init": ("project:init", "Create a new ensemble project (a git repo)."),
     "validate": ("project:validate", "Check an ensemble for errors."),
     "plan": ("project:plan", "Show what a workflow would do, run nothing."),
-    "deploy": (
-        "jobs:deploy",
-        "Create, configure and start what the spec describes.",
-    ),
-    "undeploy": ("jobs:undeploy", "Stop and delete what was deployed."),
-    "check": ("jobs:check", "Check the live status of instances."),
-    "discover": ("jobs:discover", "Discover instances and their attributes."),
-    "run": ("jobs:run", "Run a command or an operation on instances."),
     "completion": (
         "project:completion",
         "Print a shell completion script (bash, zsh, fish).",
-    ),
-    "install": ("jobs:deploy", "Cloudify's name for deploy."),
-    "uninstall": ("jobs:undeploy", "Cloudify's name for undeploy."),
-    "execute-operation": (
-        "cloudify:execute_operation",
-        "Run one operation on the instances the filters select.",
-    ),
-    "start": ("cloudify:start", "Start instances, dependencies first."),
-    "stop": ("cloudify:stop", "Stop instances, dependents first."),
-    "restart": ("cloudify:restart", "Stop all, then start all."),
-    "heal": ("cloudify:heal", "Heal or reinstall a failing instance."),
-    "scale": ("cloudify:scale", "Add or remove instances of a template."),
-    "update": ("cloudify:update", "Apply spec changes to what was deployed."),
-    "install-new-agents": (
-        "cloudify:install_new_agents",
-        "Make sure a live worker serves each instance's agent queue.",
     ),
     "status": ("inspect:status", "Show instances, their status and drift."),
     "history": ("inspect:history", "List jobs, newest first, with commits."),
@@ -75,6 +61,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "distributed:agents",
         "List agent queues and the workers serving them; --start the missing ones.",
     ),
+    **{spelling: (f"jobs:{spelling}", _summary(workflow.name, spelling, workflow.summary))
+       for workflow in WORKFLOWS for spelling in workflow.commands},
 }
 
 
@@ -88,6 +76,9 @@ class LazyGroup(click.Group):
         target, _ = COMMANDS[cmd_name]
         module_name, _, attribute = target.partition(":")
         module = importlib.import_module(f"unfurl_lite.cli.commands.{module_name}")
+        if module_name == "jobs":  # a workflow's command, made from its declaration
+            made: click.Command = module.command_for(attribute)
+            return made
         command: click.Command = getattr(module, attribute)
         return command
 

@@ -15,13 +15,10 @@ from typing import Any
 
 from unfurl_lite.errors import Problem
 from unfurl_lite.load.problems import did_you_mean, problem_at
+from unfurl_lite.model.builtin_workflows import REPLACEABLE, RESERVED
 from unfurl_lite.model.entities import NodeState, NodeTemplate, Operation
 
 WORKFLOWS = ("spec", "service_template", "topology_template", "workflows")
-REPLACEABLE = ("deploy", "undeploy")
-#: built-in workflows a TOSCA workflow may not be named after (their own rules apply)
-RESERVED = ("check", "discover", "run", "stop", "start", "restart", "heal", "scale",
-            "update", "install", "uninstall", "execute_operation", "execute-operation")
 WORKFLOW_KEYS = {"description", "metadata", "preconditions", "steps"}
 UNSUPPORTED_WORKFLOW_KEYS = {"inputs", "outputs", "implementation"}
 STEP_KEYS = {"target", "activities", "on_success", "on_failure", "filter", "description"}

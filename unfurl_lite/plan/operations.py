@@ -325,7 +325,5 @@ def plan_run(
             shell_command: Any = argv[0] if len(argv) == 1 else argv
             op = Operation("Install", "run", Implementation("Shell"), {"command": shell_command})
         builder.add(name, template.name, op, RUN, ())
-    plan = builder.plan({})
-    plan.affects_history = False  # the seeds: ad hoc runs leave the change history alone
-    return plan
+    return builder.plan({})
 

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from unfurl_lite.errors import PlanError
-from unfurl_lite.load.workflows import REPLACEABLE, RESERVED, Step, Workflow, custom_names, read
+from unfurl_lite.load.workflows import Step, Workflow, custom_names, read
+from unfurl_lite.model.builtin_workflows import REPLACEABLE, RESERVED
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Instance, NodeState, NodeTemplate, Status
 from unfurl_lite.plan.lifecycle import add_install_tasks, add_uninstall_tasks, implemented

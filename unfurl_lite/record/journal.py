@@ -35,7 +35,8 @@ from unfurl_lite.model.entities import Instance, NodeState, Status
 from unfurl_lite.record import journal_format, records
 from unfurl_lite.run.observer import JobState, Observer, TaskState
 from unfurl_lite.run.operations.base import OperationResult
-from unfurl_lite.run.outcome import JobOptions, JobResult, TaskRun
+from unfurl_lite.run.options import JobOptions
+from unfurl_lite.run.outcome import JobResult, TaskRun
 from unfurl_lite.security.redaction import redact
 from unfurl_lite.security.taint import REDACTED, Sensitive
 
@@ -70,6 +71,7 @@ class Journal(Observer):
     def __init__(
         self,
         ensemble: Ensemble,
+        workflow: str,
         options: JobOptions,
         plan_options: dict[str, Any],
         start_instances: dict[str, Instance] | None = None,
@@ -88,7 +90,7 @@ class Journal(Observer):
             "changeId": None,
             "previousId": resumes or records.previous_job_id(ensemble),
             "resumes": resumes,
-            "workflow": options.workflow,
+            "workflow": workflow,
             "planOptions": _plain_options(plan_options),
             "jobOptions": {
                 "retries": options.retries,

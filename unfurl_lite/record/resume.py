@@ -35,8 +35,8 @@ from unfurl_lite.record.journal import (
 )
 from unfurl_lite.run.observer import JobState, TaskState
 from unfurl_lite.run.operations.base import OperationResult
+from unfurl_lite.run.options import JobOptions
 from unfurl_lite.run.outcome import (
-    JobOptions,
     JobResult,
     Resumed,
     TaskRun,
@@ -122,10 +122,9 @@ def replan(ensemble: Ensemble, journal: JournalFile) -> Plan:
     return plan
 
 
-def job_options(journal: JournalFile, workflow: str | None = None) -> JobOptions:
+def job_options(journal: JournalFile) -> JobOptions:
     saved = journal.data.get("jobOptions") or {}
     return JobOptions(
-        workflow=workflow or str(journal.data["workflow"]),
         retries=int(saved.get("retries") or 0),
         jobs=int(saved.get("jobs") or 0),
         commit=bool(saved.get("commit", True)),

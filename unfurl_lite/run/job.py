@@ -19,8 +19,8 @@ from unfurl_lite.plan.tasks import Plan
 from unfurl_lite.plan.topology import instance_graph, operationless, with_templates
 from unfurl_lite.run.executors import Executor
 from unfurl_lite.run.observer import JobState, Observer, TaskState
+from unfurl_lite.run.options import JobOptions
 from unfurl_lite.run.outcome import (
-    JobOptions,
     JobResult,
     Resumed,
     job_status,

@@ -1,40 +1,21 @@
-"""A job's data and its outcome: the options it runs with, each task's run, the result,
-and the rules that turn the runs into the job's status and summary."""
+"""A job's outcome: each task's run, the result, and the rules that turn the runs into
+the job's status and summary."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from unfurl_lite.expressions.reads import Reads
+from unfurl_lite.model.builtin_workflows import WORKFLOWS
 from unfurl_lite.model.entities import Instance, NodeState, Priority, Status
 from unfurl_lite.plan.tasks import Plan, Task
 from unfurl_lite.run.observer import JobState, TaskState
 from unfurl_lite.run.operations.base import OperationResult
 
 OBSERVING = ("check", "discover")  # reasons whose operations change nothing live
-
-
-@dataclass
-class JobOptions:
-    workflow: str
-    dryrun: bool = False
-    commit: bool = True
-    message: str | None = None
-    jobs: int = 0  # 0: the number of cores
-    jobexitcode: str = "error"
-    env_passthrough: bool = False
-    allow_outside_paths: bool = False
-    retries: int = 0
-    retry_interval: float = 1.0
-    recorded: dict[str, Any] = field(default_factory=dict)  # options shown in lastJob
-
-    @property
-    def parallelism(self) -> int:
-        return self.jobs if self.jobs > 0 else (os.cpu_count() or 2)
 
 
 @dataclass
@@ -147,7 +128,7 @@ class Resumed:
 
 
 #: Unfurl's own workflows, where a dry run follows Unfurl's rules
-UNFURL_WORKFLOWS = frozenset({"deploy", "undeploy", "check", "discover", "run"})
+UNFURL_WORKFLOWS = frozenset(w.name for w in WORKFLOWS if w.origin == "unfurl")
 
 
 def summary_counts(runs: list[TaskRun]) -> dict[str, int]:

@@ -31,7 +31,8 @@ from unfurl_lite.run.discovery import add_discovered
 from unfurl_lite.run.executors import Executor
 from unfurl_lite.run.observer import JobState, Observer, TaskState
 from unfurl_lite.run.operations.base import DRYRUN_NOT_SUPPORTED, OperationRequest, OperationResult
-from unfurl_lite.run.outcome import OBSERVING, UNFURL_WORKFLOWS, JobOptions, Resumed, TaskRun
+from unfurl_lite.run.options import JobOptions
+from unfurl_lite.run.outcome import OBSERVING, UNFURL_WORKFLOWS, Resumed, TaskRun
 from unfurl_lite.run.relationships import on_relationship, relationship_instance
 from unfurl_lite.run.results import apply_post_inputs
 from unfurl_lite.run.signals import JobControl

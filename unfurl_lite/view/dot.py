@@ -32,7 +32,7 @@ def quote(text: str) -> str:
     return f'"{escaped}"'
 
 
-def node_ids(graph: Graph) -> dict[str, str]:
+def dot_ids(graph: Graph) -> dict[str, str]:
     """Each node's DOT id: its name, quoted. In an id only ``\\"`` is an escape (a backslash
     stays as written), so a name with a backslash or a line break gets a made-up id
     (``node-<n>``, unique) instead; the label always shows the name."""
@@ -92,7 +92,7 @@ def render(graph: Graph) -> str:
         '  node [shape="box", style="rounded,filled", fontname="Helvetica", fontsize="11"];',
         '  edge [fontname="Helvetica", fontsize="9", color="#555555"];',
     ]
-    ids = node_ids(graph)
+    ids = dot_ids(graph)
     counter = iter(range(len(graph.nodes) + 1))
     for step, depth, node in nesting(graph):
         indent = "  " * (depth + 1)

@@ -8,6 +8,7 @@ import gc
 import json
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, fields
 from typing import Any
 
 import click
@@ -15,6 +16,7 @@ import click
 from unfurl_lite.cli.terminal import console as console  # the commands take them from here
 from unfurl_lite.cli.terminal import is_terminal as is_terminal
 from unfurl_lite.errors import ApprovalRequired
+from unfurl_lite.run.options import JobOptions
 
 ENSEMBLE_HELP = "The ensemble file, or its directory (default: ./ensemble.yaml)."
 ENSEMBLE_ARG = click.argument("ensemble", required=False, type=click.Path())
@@ -91,8 +93,44 @@ def complete_instances(ctx: click.Context, param: click.Parameter, incomplete: s
     return [CompletionItem(n) for n in instance_names(ensemble) if n.startswith(incomplete)]
 
 
+@dataclass(frozen=True)
+class JobChoice:
+    """What a job command was asked, beyond its workflow's parameters: the job's own
+    options (:class:`~unfurl_lite.run.options.JobOptions`), how to run it, and how to show
+    it. Options left unset keep the defaults the api and run layers give them."""
+
+    options: JobOptions
+    dirty: str = "auto"
+    instances: tuple[str, ...] = ()
+    approve: bool = False
+    queue: bool = False
+    executor: str | None = None
+    broker: str | None = None
+    as_json: bool = False
+    verbose: int = 0
+    quiet: bool = False
+    parameters: tuple[str, ...] = ()  # -p NAME=VALUE, as typed
+    parameters_file: str | None = None
+
+    @classmethod
+    def take(cls, values: dict[str, Any]) -> JobChoice:
+        """The job options among a command's values, removed from them."""
+        given = {name: values.pop(name) for name in _CHOICE if name in values}
+        jobs = {name: values.pop(name) for name in _JOB if name in values}
+        options = JobOptions(**{k: v for k, v in jobs.items() if v is not None})
+        choice: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v
+                                  for k, v in given.items()}
+        return cls(options=options, **choice)
+
+
 def job_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """The options every job command takes (Unfurl's names and meanings)."""
+    """The options every job command takes (Unfurl's names and meanings), handed to the
+    command as one typed record, ``job``."""
+
+    @functools.wraps(func)
+    def command(*args: Any, **values: Any) -> Any:
+        return func(*args, job=JobChoice.take(values), **values)
+
     decorators = [
         click.option(
             "--dryrun", "--dry-run", "dryrun", is_flag=True,
@@ -181,8 +219,8 @@ def job_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("-q", "--quiet", is_flag=True, help="Only errors and the final result."),
     ]
     for decorator in reversed(decorators):
-        func = decorator(func)
-    return func
+        command = decorator(command)
+    return command
 
 
 def confirm_plan(
@@ -234,9 +272,14 @@ def echo_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=False, default=str))
 
 
-def verbosity(ctx: click.Context, opts: dict[str, Any]) -> int:
+def verbosity(ctx: click.Context, quiet: bool = False, verbose: int = 0) -> int:
     """-1 quiet, 0 normal, 1+ verbose: from the command's own flags or the group's."""
-    if opts.get("quiet"):
+    if quiet:
         return -1
     group = (ctx.find_root().obj or {}).get("verbose", 0)
-    return group if group < 0 else group + int(opts.get("verbose") or 0)
+    return group if group < 0 else group + int(verbose or 0)
+
+
+#: the click names of the options JobChoice and JobOptions take
+_CHOICE = tuple(f.name for f in fields(JobChoice) if f.name != "options")
+_JOB = tuple(f.name for f in fields(JobOptions) if f.name not in ("recorded", "retry_interval"))

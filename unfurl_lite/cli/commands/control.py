@@ -85,7 +85,7 @@ def resume(ctx: click.Context, changeid: str | None, ensemble: str | None, force
     if as_json:
         echo_json(render.result_json(done.result))
         ctx.exit(done.exit_code())
-    show_result(ctx, done.result, done.options, as_json, tty)
+    show_result(ctx, done.result, done.options.jobexitcode, as_json, tty)
 
 
 @click.command()

@@ -1,13 +1,25 @@
-"""Job commands: deploy, undeploy, check, discover and run."""
+"""The job commands: one per built-in workflow and spelling, each made from the
+workflow's declaration (:mod:`unfurl_lite.model.builtin_workflows`), and how a job is
+confirmed, run and shown.
+
+A command turns what was typed into the typed records a job takes: the parameters the user
+gave (:class:`~unfurl_lite.run.options.PlanOptions`; what was not given keeps the
+planner's default) and the job's options (:class:`~unfurl_lite.cli.commands.common.JobChoice`).
+The CLI and the library therefore plan and record the same job the same way.
+"""
 
 from __future__ import annotations
 
+import json
 import os
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from unfurl_lite.cli.commands.common import (
+    JobChoice,
     confirm_plan,
     console,
     echo_json,
@@ -20,107 +32,226 @@ from unfurl_lite.cli.commands.common import (
     show,
     verbosity,
 )
-from unfurl_lite.cli.commands.parameters import merge, parameter_options
-from unfurl_lite.cli.commands.unfurl_options import (
-    deploy_options,
-    deploy_plan_options,
-    job_inputs,
-    output_options,
-    refused_options,
-    template_option,
+from unfurl_lite.cli.commands.parameters import parameter_options, workflow_parameters
+from unfurl_lite.model.builtin_workflows import (
+    BY_NAME,
+    BuiltinWorkflow,
+    Parameter,
+    workflow_of_command,
 )
 
-if TYPE_CHECKING:
-    from unfurl_lite.api import PlanOptions
-
-READ_ONLY_WORKFLOWS = ("check", "discover")
-RECORDED_OPTION_NAMES = (
-    "dryrun",
-    "commit",
-    "dirty",
-    "force",
-    "instances",
-    "jobs",
-    "retries",
-    "destroy_discovered",
-    "operation",
-)
+#: a value counts as given when it was typed (or set in the environment), not defaulted
+GIVEN = (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
 
 
-def recorded_options(opts: dict[str, Any]) -> dict[str, Any]:
-    """What lastJob.options shows: the options the user set, as Unfurl records them."""
-    recorded: dict[str, Any] = {}
-    for name in RECORDED_OPTION_NAMES:
-        value = opts.get(name)
-        if value in (None, False, (), []) or (name == "dirty" and value == "auto"):
-            continue
-        recorded[name] = list(value) if isinstance(value, tuple) else value
-    if opts.get("commit") is not None:
-        recorded["commit"] = bool(opts["commit"])
-    return recorded
+def _json_mapping(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    if not value:
+        return None
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"not JSON: {exc.msg}") from None
+    if not isinstance(parsed, dict):
+        raise click.BadParameter("give a JSON object, e.g. '{\"port\": 8080}'")
+    return parsed
+
+
+def _names(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[str]:
+    """Repeatable, and each value may be a comma-separated list."""
+    return [n.strip() for item in value for n in item.split(",") if n.strip()]
+
+
+def click_parameter(parameter: Parameter) -> click.Parameter | None:
+    """The command line's spelling of one declared parameter (None: ``-p`` or the api
+    only), with its help, its type, and the planner's default for --help to show (a
+    default is never passed on: :func:`given_parameters` takes what was typed)."""
+    if parameter.argument:
+        return click.Argument([parameter.name], metavar=parameter.argument, required=False,
+                              nargs=-1 if parameter.kind == "argv" else 1)
+    flag = parameter.flag
+    if flag is None:
+        return None
+    shown = {"help": parameter.help, "default": parameter.default,
+             "show_default": parameter.default not in (None, False)}
+    if parameter.kind == "flag":
+        if parameter.default is False:
+            return click.Option([flag, parameter.name], is_flag=True, **shown)
+        return click.Option([f"{flag}/--no-{flag[2:]}", parameter.name], **shown)
+    if parameter.kind == "names":
+        return click.Option([flag, parameter.name], multiple=True, callback=_names, **shown)
+    if parameter.kind == "mapping":
+        return click.Option([flag, parameter.name], callback=_json_mapping, **shown)
+    return click.Option([flag, parameter.name], metavar=parameter.metavar,
+                        type=int if parameter.kind == "integer" else str, **shown)
+
+
+def given_parameters(ctx: click.Context, workflow: BuiltinWorkflow, spelling: str,
+                     values: Mapping[str, Any], job: JobChoice) -> dict[str, Any]:
+    """The parameters the user gave: what the command's spelling implies, the dashed
+    options and arguments typed, then ``-p``/``--parameters`` over them (Cloudify's ``-p``
+    overrides); a parameter not given is left to the planner's default."""
+    given = dict(workflow.commands.get(spelling) or {})
+    for parameter in workflow.parameters:
+        value = values.get(parameter.name)
+        typed = parameter.argument and value not in (None, ())
+        if typed or (parameter.flag and ctx.get_parameter_source(parameter.name) in GIVEN):
+            given[parameter.name] = value
+    if workflow.parameter("instance_names"):
+        given["instance_names"] = job.instances
+    elif job.instances:
+        selectors = [p.flag for p in workflow.parameters if p.selects and p.flag]
+        raise click.UsageError(
+            f"{ctx.info_name} selects instances with {', '.join(reversed(selectors))}, "
+            "not --instance" if selectors
+            else f"--instance does not apply to {ctx.info_name} (see its --help)", ctx)
+    if workflow.takes_cloudify_parameters:
+        given.update(workflow_parameters(workflow, job.parameters, job.parameters_file))
+    for parameter in workflow.parameters:
+        if parameter.required and given.get(parameter.name) in (None, ""):
+            raise click.UsageError(f"give the {parameter.argument or parameter.flag} "
+                                   f"(or -p {parameter.name}=NAME)", ctx)
+    return given
+
+
+def command_for(spelling: str) -> click.Command:
+    """The command that ``spelling`` (``deploy``, ``install``, ``execute-operation``...)
+    names, with the options of its workflow's declaration."""
+    workflow = workflow_of_command(spelling)
+    if workflow is None:
+        raise KeyError(spelling)
+
+    def command(ctx: click.Context, ensemble: str | None, job: JobChoice,
+                **values: Any) -> None:
+        custom = values.pop("custom_workflow", None)
+        if custom:
+            return run_custom(ctx, custom, ensemble, job, values)
+        given = given_parameters(ctx, workflow, spelling, values, job)
+        instead = next((p for p in workflow.parameters if p.runs_instead), None)
+        if instead is not None and given.get(instead.name):
+            return run_instead(ctx, instead, str(given[instead.name]), ensemble, job, given)
+        if any(given.get(p.name) for p in workflow.parameters if p.shows_only):
+            return show_plan(ctx, workflow.name, ensemble, given, job)
+        execute_workflow(ctx, workflow.name, ensemble, given, job)
+
+    decorators: list[Callable[[Any], Any]] = [
+        ensemble_option(positional=workflow.ensemble_argument),
+        job_options,
+        *([parameter_options] if workflow.takes_cloudify_parameters else []),
+        *(_attach(made) for p in workflow.parameters if (made := click_parameter(p))),
+        *EXTRA_OPTIONS.get(workflow.name, ()),
+    ]
+    decorated: Any = click.pass_context(command)
+    for decorate in reversed(decorators):
+        decorated = decorate(decorated)
+    return click.command(spelling, help=workflow.help, short_help=workflow.summary)(decorated)
+
+
+def _attach(param: click.Parameter) -> Callable[[Any], Any]:
+    """A decorator adding a ready-made click parameter, as click.option does."""
+
+    def decorate(func: Any) -> Any:
+        func.__click_params__ = [*getattr(func, "__click_params__", []), param]
+        return func
+
+    return decorate
+
+
+#: a command's options that are not its planner's parameters
+EXTRA_OPTIONS: dict[str, tuple[Callable[[Any], Any], ...]] = {
+    "run": (click.option("--workflow", "-w", "custom_workflow", metavar="NAME", default=None,
+                         help="Run the custom workflow NAME from the topology's `workflows:`."),),
+}
+
+
+def run_custom(ctx: click.Context, name: str, ensemble: str | None, job: JobChoice,
+               values: Mapping[str, Any]) -> None:
+    """``unfurl run --workflow NAME``: a TOSCA workflow of the topology, with its steps."""
+    if any(values.get(p.name) for p in BY_NAME["run"].parameters):
+        raise click.UsageError("--workflow runs the workflow's own steps: give no "
+                               "command or --operation with it", ctx)
+    execute_workflow(ctx, name, ensemble, {"instance_names": job.instances}, job, custom=True)
+
+
+def run_instead(ctx: click.Context, parameter: Parameter, named: str, ensemble: str | None,
+                job: JobChoice, given: Mapping[str, Any]) -> None:
+    """A parameter naming another workflow to run instead (Cloudify's update can): the
+    spec is already the new one, so running the named workflow is what Cloudify does
+    after storing the new deployment plan."""
+    import difflib
+
+    names = {spelled: (w, dict(w.commands.get(spelled) or {}))
+             for w in (BY_NAME[n] for n in parameter.runs_instead)
+             for spelled in (*w.commands, w.name)}
+    found = names.get(named.replace("-", "_")) or names.get(named)
+    if found is None:
+        close = difflib.get_close_matches(named, list(names), n=1)
+        raise click.BadParameter(
+            f"no workflow {named!r} to run" + (f": did you mean {close[0]!r}?" if close
+                                               else "; choose one of: " + ", ".join(names)),
+            param_hint=parameter.flag)
+    target, options = found  # the spelling's own parameters (Cloudify's install, uninstall)
+    if target.parameter("instance_names"):
+        options["instance_names"] = ()
+    workflow = workflow_of_command(str(ctx.info_name)) or target
+    if any(given.get(p.name) for p in workflow.parameters if p.shows_only):
+        return show_plan(ctx, target.name, ensemble, options, job)
+    execute_workflow(ctx, target.name, ensemble, options, job)
+
+
+def show_plan(ctx: click.Context, workflow: str, ensemble: str | None,
+              given: Mapping[str, Any], job: JobChoice) -> None:
+    """The plan alone, as ``unfurl plan`` shows it (a parameter asked only to see it)."""
+    from unfurl_lite import api
+    from unfurl_lite.cli import render
+
+    plan = api.plan(ensemble, workflow, api.PlanOptions.from_mapping(given))
+    if job.as_json:
+        echo_json(render.plan_json(plan))
+    else:
+        click.echo(render.plan_text(plan))
 
 
 def execute_workflow(
     ctx: click.Context,
     workflow: str,
     ensemble_path: str | None,
-    plan_options: PlanOptions | dict[str, Any],
-    opts: dict[str, Any],
+    plan_options: Mapping[str, Any],
+    job: JobChoice,
     custom: bool = False,
 ) -> None:
+    """Plan ``workflow``, show the plan, ask when it must, run the job and show its
+    result; the exit code is the job's (``--jobexitcode``)."""
     import contextlib
 
     from unfurl_lite import api
     from unfurl_lite.cli import render
     from unfurl_lite.run.signals import JobControl, handle_signals
 
-    if isinstance(plan_options, dict):
-        plan_options = api.PlanOptions.from_mapping(plan_options)
-    if opts.get("instances") and plan_options.instance_names is None:
-        filters = any(p.name == "node_instance_ids" for p in ctx.command.params)
-        raise click.UsageError(
-            f"{ctx.info_name} selects instances with --node-instance-ids, --node-ids or "
-            "--type-names, not --instance" if filters
-            else f"--instance does not apply to {ctx.info_name} (see its --help)", ctx
-        )
-    as_json = opts.get("as_json", False) or opts.get("output") == "json"
-    level = verbosity(ctx, opts)
-    options = api.JobOptions(
-        workflow=workflow,
-        dryrun=opts.get("dryrun", False),
-        commit=opts.get("commit", True),
-        message=opts.get("message"),
-        jobs=opts.get("jobs") or 0,
-        jobexitcode=opts.get("jobexitcode", "error"),
-        env_passthrough=opts.get("env_passthrough", False),
-        allow_outside_paths=opts.get("allow_outside_paths", False),
-        retries=opts.get("retries", 0),
-        recorded=recorded_options(opts),
-    )
+    level = verbosity(ctx, job.quiet, job.verbose)
+    if job.broker:  # operations that talk to the broker (agents) find it in the environment
+        os.environ["UNFURL_BROKER"] = job.broker
     request = api.JobRequest(
         ensemble=ensemble_path,
         workflow=workflow,
-        plan_options=plan_options,
-        options=options,
-        dirty=opts.get("dirty", "auto"),
-        executor=opts.get("executor") or os.environ.get("UNFURL_EXECUTOR", "local"),
-        executor_options=opts.get("executor_options")
-        or ({"broker": opts["broker"]} if opts.get("broker") else None),
-        queue=bool(opts.get("queue")),
+        plan_options=api.PlanOptions.from_mapping(plan_options),
+        options=job.options,
+        dirty=job.dirty,
+        executor=job.executor or os.environ.get("UNFURL_EXECUTOR", "local"),
+        executor_options={"broker": job.broker} if job.broker else None,
+        queue=job.queue,
         custom=custom,
-        inputs=job_inputs(tuple(opts.get("variables") or ())),
-        query=opts.get("query"),
     )
     tty = is_terminal()
+    declared = BY_NAME.get(workflow)
+    read_only = declared is not None and declared.read_only
 
     def confirm(ensemble: Any, plan: Any) -> bool:
         """Show the plan, ask if it must; False (run nothing) when it has no tasks."""
-        needs_approval = (workflow not in READ_ONLY_WORKFLOWS and not options.dryrun
-                          and bool(plan.tasks))
+        needs_approval = not read_only and not job.options.dryrun and bool(plan.tasks)
         shown = render.plan_tree(plan) if tty else render.plan_text(plan)
-        if level < 0 and (opts.get("approve") or not needs_approval):
+        if level < 0 and (job.approve or not needs_approval):
             shown = ""  # quiet: nobody has to read the plan before it runs
-        if not confirm_plan(shown, opts.get("approve", False), needs_approval, as_json):
+        if not confirm_plan(shown, job.approve, needs_approval, job.as_json):
             click.echo("Cancelled: nothing was run.", err=True)
             ctx.exit(1)
         return bool(plan.tasks)
@@ -132,9 +263,9 @@ def execute_workflow(
         """The job is about to run: Ctrl-C now means cancel, and progress is shown."""
         running.enter_context(handle_signals(control))
         running.enter_context(quiet_collector())
-        if tty and not as_json and level >= 0:
+        if tty and not job.as_json and level >= 0:
             return running.enter_context(render.ProgressObserver(console(), count))
-        return render.LineObserver() if level >= 0 and not as_json else None
+        return render.LineObserver() if level >= 0 and not job.as_json else None
 
     with running:
         result = api.run_job(
@@ -142,164 +273,32 @@ def execute_workflow(
             notify=lambda message: say(message, err=True) if level >= 0 else None,
         )
     if result is None:  # confirmed, with nothing to run
-        from unfurl_lite.api.jobs import query_ensemble
-
-        found = query_ensemble(ensemble_path, request.query, request.inputs) \
-            if request.query else None
-        if as_json:
-            document: dict[str, Any] = {"workflow": workflow, "summary": "nothing to do",
-                                        "tasks": []}
-            if request.query:
-                document.update(query=request.query, result=found)
-            echo_json(document)
-        elif level >= 0 and opts.get("output") != "none":
+        if job.as_json:
+            echo_json({"workflow": workflow, "summary": "nothing to do", "tasks": []})
+        elif level >= 0:
             click.echo("Nothing to do.")
-        if request.query and not as_json:
-            click.echo(render.query_text(request.query, found))
         return
-    show_result(ctx, result, options, as_json, tty, level, summary=opts.get("output") != "none")
+    show_result(ctx, result, job.options.jobexitcode, job.as_json, tty, level)
 
 
 def show_result(
-    ctx: click.Context, result: Any, options: Any, as_json: bool, tty: bool, level: int = 0,
-    summary: bool = True,
+    ctx: click.Context, result: Any, jobexitcode: str, as_json: bool, tty: bool, level: int = 0
 ) -> None:
-    """The job's result; ``summary`` False (``--output none``): only a ``--query``'s."""
+    """The job's result (a summary, or the JSON document), then its exit code."""
     from unfurl_lite.cli import render
 
     if as_json:
-        data = render.result_json(result)
-        if result.query is not None:
-            data["query"], data["result"] = result.query
-        echo_json(data)
-        ctx.exit(result.exit_code(options.jobexitcode))
-    if result.workflow in ("run", "install_new_agents") and not result.dryrun:
+        echo_json(render.result_json(result))
+        ctx.exit(result.exit_code(jobexitcode))
+    declared = BY_NAME.get(result.workflow)
+    if declared is not None and declared.shows_output and not result.dryrun:
         output = render.run_output_text(result)
         if output:
             click.echo(output)
-    if summary and tty and level >= 0:
+    if tty and level >= 0:
         show(render.summary_table(result))
-    if summary:
-        say(render.summary_text(result))
-        found = render.changes_table(result, output_width())
-        if found:
-            show(found)
-    if result.query is not None:
-        click.echo(render.query_text(*result.query))
-    ctx.exit(result.exit_code(options.jobexitcode))
-
-
-@click.command()
-@ensemble_option()
-@job_options
-@parameter_options
-@click.option("--force", is_flag=True, help="Run operations even on instances already ok.")
-@deploy_options
-@output_options
-@refused_options("deploy")
-@click.pass_context
-def deploy(ctx: click.Context, ensemble: str | None, **opts: Any) -> None:
-    """Deploy the ensemble: create, configure and start every instance not yet ok."""
-    plan_options = {
-        "instance_names": opts["instances"], "force": opts["force"],
-        **({"start_without_operation": True} if ctx.info_name == "install" else {}),
-        **deploy_plan_options(opts),
-    }
-    if opts.get("destroyunmanaged"):
-        plan_options["destroy_discovered"] = True
-    execute_workflow(ctx, "deploy", ensemble, merge("deploy", plan_options, opts), opts)
-
-
-@click.command()
-@ensemble_option()
-@job_options
-@click.option(
-    "--destroy-discovered",
-    is_flag=True,
-    help="Also delete instances that were discovered rather than created.",
-)
-@click.option(
-    "--ignore-failure", is_flag=True, help="Go on past failing instances (Cloudify's uninstall)."
-)
-@click.option("--destroyunmanaged", is_flag=True, help="Unfurl's name for --destroy-discovered.")
-@click.option("--force", is_flag=True,
-              help="Delete even what a kept instance (protected, or required by one that "
-                   "stays) still needs.")
-@template_option
-@parameter_options
-@output_options
-@refused_options("undeploy")
-@click.pass_context
-def undeploy(ctx: click.Context, ensemble: str | None, **opts: Any) -> None:
-    """Undeploy: stop and delete instances in reverse dependency order."""
-    plan_options = {
-        "instance_names": opts["instances"],
-        "destroy_discovered": opts["destroy_discovered"] or opts["destroyunmanaged"],
-        "ignore_failure": opts["ignore_failure"],
-        **({"delete_without_operation": True} if ctx.info_name == "uninstall" else {}),
-        **({"force": True} if opts["force"] else {}),
-        **({"template": opts["template"]} if opts["template"] else {}),
-    }
-    execute_workflow(ctx, "undeploy", ensemble, merge("undeploy", plan_options, opts), opts)
-
-
-@click.command()
-@ensemble_option()
-@job_options
-@template_option
-@output_options
-@refused_options("check")
-@click.pass_context
-def check(ctx: click.Context, ensemble: str | None, **opts: Any) -> None:
-    """Run each instance's check operation and record what it finds (changes nothing live)."""
-    execute_workflow(ctx, "check", ensemble, {"instance_names": opts["instances"],
-                                              "template": opts["template"]}, opts)
-
-
-@click.command()
-@ensemble_option()
-@job_options
-@template_option
-@output_options
-@refused_options("discover")
-@click.pass_context
-def discover(ctx: click.Context, ensemble: str | None, **opts: Any) -> None:
-    """Run each instance's discover operation: record attributes and found instances."""
-    execute_workflow(ctx, "discover", ensemble, {"instance_names": opts["instances"],
-                                              "template": opts["template"]}, opts)
-
-
-@click.command(context_settings={"ignore_unknown_options": False})
-@ensemble_option(positional=False)
-@job_options
-@click.option("--operation", help="Run this operation (e.g. configure, Install.check).")
-@click.option("--workflow", "-w", "custom_workflow", metavar="NAME",
-              help="Run the custom workflow NAME from the topology's `workflows:`.")
-@click.argument("command", nargs=-1)
-@output_options
-@refused_options("run")
-@click.pass_context
-def run(ctx: click.Context, ensemble: str | None, command: tuple[str, ...], **opts: Any) -> None:
-    """Run an ad hoc COMMAND (after --), an --operation, or a custom --workflow on the
-    selected instances.
-
-    Example: unfurl run --instance app -- echo hello
-    """
-    if opts.get("custom_workflow"):
-        if command or opts["operation"]:
-            raise click.UsageError("--workflow runs the workflow's own steps: give no "
-                                   "command or --operation with it", ctx)
-        execute_workflow(ctx, opts["custom_workflow"], ensemble,
-                         {"instance_names": opts["instances"]}, opts, custom=True)
-        return
-    execute_workflow(
-        ctx,
-        "run",
-        ensemble,
-        {
-            "instance_names": opts["instances"],
-            "command": command,
-            "operation": opts["operation"],
-        },
-        opts,
-    )
+    say(render.summary_text(result))
+    found = render.changes_table(result, output_width())
+    if found:
+        show(found)
+    ctx.exit(result.exit_code(jobexitcode))

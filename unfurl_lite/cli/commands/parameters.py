@@ -15,38 +15,9 @@ from typing import Any
 
 import click
 
-LIST = ("type_names", "node_ids", "node_instance_ids", "include_instances", "exclude_instances")
-MAPPING = ("operation_kwargs", "operation_parms", "stop_parms", "start_parms")
-INTEGER = ("delta",)
-TEXT = ("operation", "node_instance_id", "diagnose_value", "scalable_entity_name", "workflow_id",
-        "install_agent_timeout")
-FILTERS = ("type_names", "node_ids", "node_instance_ids")
-
-# workflow -> Cloudify's parameter names (the seeds' lists)
-NAMES: dict[str, tuple[str, ...]] = {
-    "execute_operation": (
-        "operation", "operation_kwargs", "allow_kwargs_override", "run_by_dependency_order",
-        *FILTERS,
-    ),
-    "start": ("operation_parms", "run_by_dependency_order", *FILTERS),
-    "stop": ("operation_parms", "run_by_dependency_order", *FILTERS),
-    "restart": ("stop_parms", "start_parms", "run_by_dependency_order", *FILTERS),
-    "heal": (
-        "node_instance_id", "diagnose_value", "ignore_failure", "check_status",
-        "allow_reinstall", "force_reinstall",
-    ),
-    "scale": (
-        "scalable_entity_name", "delta", "scale_compute", "include_instances",
-        "exclude_instances", "rollback_if_failed",
-    ),
-    "update": (
-        "preview", "workflow_id", "skip_install", "skip_uninstall", "skip_drift_check",
-        "force_reinstall", "skip_heal", "skip_reinstall",
-    ),
-    "install_new_agents": ("install_agent_timeout", "node_ids", "node_instance_ids"),
-    "deploy": (),
-    "undeploy": ("ignore_failure",),
-}  # fmt: skip
+from unfurl_lite.errors import PlanError
+from unfurl_lite.model.builtin_workflows import PARAMETERS, BuiltinWorkflow
+from unfurl_lite.run.options import coerce
 
 
 def parameter_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -57,7 +28,7 @@ def parameter_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "-p", "--parameter", "parameters", multiple=True, metavar="NAME=VALUE",
         help="A workflow parameter by Cloudify's name, VALUE read as YAML "
-        "(e.g. -p node_ids=[a,b]); repeatable.",
+        "(e.g. -p names=[a,b]); repeatable.",
     )(func)  # fmt: skip
 
 
@@ -93,43 +64,13 @@ def _from_options(items: tuple[str, ...]) -> dict[str, Any]:
     return found
 
 
-def _coerce(name: str, value: Any) -> Any:
-    def wrong(kind: str) -> click.BadParameter:
-        return click.BadParameter(f"{name}: expected {kind}, got {value!r}", param_hint="-p")
-
-    if name in LIST:
-        if value is None:
-            return []
-        if isinstance(value, str):
-            return [v.strip() for v in value.split(",") if v.strip()]
-        if isinstance(value, list) and all(isinstance(v, str) for v in value):
-            return value
-        raise wrong("a list of names")
-    if name in MAPPING:
-        if value is None:
-            return {}
-        if not isinstance(value, Mapping):
-            raise wrong('a mapping, e.g. {"port": 8080}')
-        return dict(value)
-    if name in INTEGER:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise wrong("an integer")
-        return value
-    if name in TEXT:
-        if isinstance(value, (Mapping, list)):
-            raise wrong("a string")
-        return None if value is None else str(value)
-    if not isinstance(value, bool):  # every other parameter is a flag
-        raise wrong("true or false")
-    return value
-
-
 def workflow_parameters(
-    workflow: str, items: tuple[str, ...], path: str | None
+    workflow: BuiltinWorkflow, items: tuple[str, ...], path: str | None
 ) -> dict[str, Any]:
-    """The parameters given with --parameters and -p, checked against the workflow's names."""
+    """The parameters given with --parameters and -p, checked against the workflow's
+    Cloudify names and read as their declared types."""
     given = {**_from_file(path or ""), **_from_options(items)}
-    known = NAMES[workflow]
+    known = workflow.cloudify_names
     for name in given:
         if name in known:
             continue
@@ -142,16 +83,11 @@ def workflow_parameters(
             else ("it takes: " + ", ".join(known) if known else "it takes no parameters")
         )
         raise click.BadParameter(
-            f"unknown parameter {name!r} for {workflow}: {hint}", param_hint="-p/--parameters"
-        )
-    return {name: _coerce(name, value) for name, value in given.items()}
+            f"unknown parameter {name!r} for {workflow.name}: {hint}",
+            param_hint="-p/--parameters")
+    try:
+        return {name: coerce(name, value, PARAMETERS[name].kind)
+                for name, value in given.items()}
+    except PlanError as exc:
+        raise click.BadParameter(exc.message, param_hint="-p") from None
 
-
-def merge(
-    workflow: str, plan_options: dict[str, Any], opts: dict[str, Any]
-) -> dict[str, Any]:
-    """``plan_options`` with the -p/--parameters values put over the dashed options'."""
-    given = workflow_parameters(
-        workflow, tuple(opts.get("parameters") or ()), opts.get("parameters_file")
-    )
-    return {**plan_options, **given}
