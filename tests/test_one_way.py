@@ -151,3 +151,23 @@ def test_tests_start_python_through_sys_executable() -> None:
             and isinstance(node.elts[0], ast.Constant)
             and node.elts[0].value in ("python", "python3")]
     assert bare == []
+
+
+@pytest.mark.parametrize("front_door", ["__init__.py", "api/__init__.py"])
+def test_each_package_offers_one_table_of_names(front_door: str) -> None:
+    """The public surface is written once (EXPORTS, which makes ``__all__``); the imports
+    for type checkers name exactly the same names, so the two cannot drift apart."""
+    import importlib
+
+    path = PACKAGE / front_door
+    module = importlib.import_module(
+        "unfurl_lite" + ("" if front_door == "__init__.py" else ".api"))
+    tree = ast.parse(path.read_text())
+    typed = {alias.asname or alias.name for node in tree.body
+             if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+             for statement in node.body if isinstance(statement, ast.ImportFrom)
+             for alias in statement.names}
+    assert typed == set(module.EXPORTS)
+    assert set(module.__all__) - {"__version__"} == set(module.EXPORTS)
+    for name in module.EXPORTS:
+        assert getattr(module, name) is not None

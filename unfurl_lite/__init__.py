@@ -70,81 +70,40 @@ if TYPE_CHECKING:
         StorageError,
         UnfurlLiteError,
     )
-    from unfurl_lite.run.operations.base import RetryOperation
+    from unfurl_lite.run.operations.base import (
+        RetryOperation,
+    )
 
-#: The api's names offered here too; ``load`` and ``plan`` are the subpackages' names here,
-#: so the api's ``load`` is offered as ``load_ensemble`` and its ``plan`` as ``make_plan``
-RENAMED = {"load_ensemble": "load"}
-API = (
-    "Cancelled", "Created", "EnsembleDiff", "HistoryFilters", "JobOptions", "JobRequest",
-    "JobResult", "JobState", "Observer", "PlanOptions", "Resumption", "Shown", "cancel",
-    "check_dirty", "diff", "enable_parse_cache", "export", "history", "init", "load_ensemble",
-    "make_plan", "record_job", "resume", "run_job", "show", "status", "validate",
-    "wait_for_turn",
-)  # fmt: skip
-ERRORS = (
-    "ApprovalRequired", "ChangeIdError", "ExpressionError", "GitError", "HistoryError",
-    "InputError", "JobError", "LockError", "PathError", "PlanError", "Problem",
-    "StorageError", "UnfurlLiteError",
-)  # fmt: skip
+#: The one table of what ``unfurl_lite`` offers: public name -> "module:attribute".
+#: ``__all__`` is made from it; the TYPE_CHECKING imports above name the same (a test says
+#: so). The api's ``load`` is offered as ``load_ensemble`` (``load`` is a subpackage here).
+EXPORTS: dict[str, str] = {
+    **{name: f"unfurl_lite.api:{name}" for name in (
+        "Cancelled", "Created", "EnsembleDiff", "HistoryFilters", "JobOptions", "JobRequest",
+        "JobResult", "JobState", "Observer", "PlanOptions", "Resumption", "Shown", "cancel",
+        "check_dirty", "diff", "enable_parse_cache", "export", "history", "init",
+        "make_plan", "record_job", "resume", "run_job", "show", "status", "validate",
+        "wait_for_turn")},
+    "load_ensemble": "unfurl_lite.api:load",
+    **{name: f"unfurl_lite.errors:{name}" for name in (
+        "ApprovalRequired", "ChangeIdError", "ExpressionError", "GitError", "HistoryError",
+        "InputError", "JobError", "LockError", "PathError", "PlanError", "Problem",
+        "StorageError", "UnfurlLiteError")},
+    "RetryOperation": "unfurl_lite.run.operations.base:RetryOperation",
+}  # fmt: skip
+#: the errors offered here (all of errors.py's classes)
+ERRORS = tuple(name for name, target in EXPORTS.items() if target.startswith("unfurl_lite.errors"))
 
-__all__ = [
-    "ApprovalRequired",
-    "Cancelled",
-    "ChangeIdError",
-    "Created",
-    "EnsembleDiff",
-    "ExpressionError",
-    "GitError",
-    "HistoryError",
-    "HistoryFilters",
-    "InputError",
-    "JobError",
-    "JobOptions",
-    "JobRequest",
-    "JobResult",
-    "JobState",
-    "LockError",
-    "Observer",
-    "PathError",
-    "PlanError",
-    "PlanOptions",
-    "Problem",
-    "Resumption",
-    "RetryOperation",
-    "Shown",
-    "StorageError",
-    "UnfurlLiteError",
-    "__version__",
-    "cancel",
-    "check_dirty",
-    "diff",
-    "enable_parse_cache",
-    "export",
-    "history",
-    "init",
-    "load_ensemble",
-    "make_plan",
-    "record_job",
-    "resume",
-    "run_job",
-    "show",
-    "status",
-    "validate",
-    "wait_for_turn",
-]
+__all__ = sorted([*EXPORTS, "__version__"])
 
 
 def __getattr__(name: str) -> object:
     """PEP 562: import a name's module when the name is first used."""
-    if name in API:
-        value = getattr(importlib.import_module("unfurl_lite.api"), RENAMED.get(name, name))
-    elif name in ERRORS:
-        value = getattr(importlib.import_module("unfurl_lite.errors"), name)
-    elif name == "api":  # the facade module itself, for unfurl_lite.api.plan and friends
-        value = importlib.import_module("unfurl_lite.api")
-    elif name == "RetryOperation":
-        value = importlib.import_module("unfurl_lite.run.operations.base").RetryOperation
+    if name == "api":  # the facade module itself, for unfurl_lite.api.plan and friends
+        value: object = importlib.import_module("unfurl_lite.api")
+    elif name in EXPORTS:
+        module, _, attribute = EXPORTS[name].partition(":")
+        value = getattr(importlib.import_module(module), attribute)
     elif name == "__version__":
         value = _package_version()
     else:

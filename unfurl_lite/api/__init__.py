@@ -23,9 +23,24 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from unfurl_lite.api.control import Cancelled, Resumption, cancel, resume
-    from unfurl_lite.api.distributed import Agents, agents, serve_worker
-    from unfurl_lite.api.inspect import EnsembleDiff, Shown, diff, history, show
+    from unfurl_lite.api.control import (
+        Cancelled,
+        Resumption,
+        cancel,
+        resume,
+    )
+    from unfurl_lite.api.distributed import (
+        Agents,
+        agents,
+        serve_worker,
+    )
+    from unfurl_lite.api.inspect import (
+        EnsembleDiff,
+        Shown,
+        diff,
+        history,
+        show,
+    )
     from unfurl_lite.api.jobs import (
         JobRequest,
         check_dirty,
@@ -35,14 +50,33 @@ if TYPE_CHECKING:
         run_job,
         wait_for_turn,
     )
-    from unfurl_lite.api.overview import status
-    from unfurl_lite.api.project import Created, examples, export, init, plan, validate
+    from unfurl_lite.api.overview import (
+        status,
+    )
+    from unfurl_lite.api.project import (
+        Created,
+        examples,
+        export,
+        init,
+        plan,
+        validate,
+    )
     from unfurl_lite.load.parsecache import enable as enable_parse_cache
-    from unfurl_lite.model import changeid
+    from unfurl_lite.model import (
+        changeid,
+    )
     from unfurl_lite.record.history import Filters as HistoryFilters
-    from unfurl_lite.run.observer import JobState, Observer
-    from unfurl_lite.run.options import JobOptions, PlanOptions
-    from unfurl_lite.run.outcome import JobResult
+    from unfurl_lite.run.observer import (
+        JobState,
+        Observer,
+    )
+    from unfurl_lite.run.options import (
+        JobOptions,
+        PlanOptions,
+    )
+    from unfurl_lite.run.outcome import (
+        JobResult,
+    )
 
 #: public name -> "module:attribute" it is defined in
 EXPORTS: dict[str, str] = {
@@ -82,42 +116,7 @@ EXPORTS: dict[str, str] = {
     "Observer": "unfurl_lite.run.observer:Observer",
 }
 
-__all__ = [
-    "Agents",
-    "Cancelled",
-    "Created",
-    "EnsembleDiff",
-    "HistoryFilters",
-    "JobOptions",
-    "JobRequest",
-    "JobResult",
-    "JobState",
-    "Observer",
-    "PlanOptions",
-    "Resumption",
-    "Shown",
-    "agents",
-    "cancel",
-    "changeid",
-    "check_dirty",
-    "diff",
-    "enable_parse_cache",
-    "examples",
-    "export",
-    "history",
-    "init",
-    "load",
-    "make_plan",
-    "plan",
-    "record_job",
-    "resume",
-    "run_job",
-    "serve_worker",
-    "show",
-    "status",
-    "validate",
-    "wait_for_turn",
-]
+__all__ = sorted(EXPORTS)  # the table above is the one list of the public surface
 
 
 def __getattr__(name: str) -> Any:
