@@ -159,7 +159,7 @@ def cancelled(project: Project, keep: Any = None) -> str:
     its result."""
     from unfurl_lite import api
     from unfurl_lite.run.observer import Observer
-    from unfurl_lite.run.outcome import JobOptions
+    from unfurl_lite.run.options import JobOptions
 
     class CancelAfterFirst(Observer):
         def __init__(self, cancel: threading.Event) -> None:
@@ -171,7 +171,7 @@ def cancelled(project: Project, keep: Any = None) -> str:
     project.write(ENSEMBLE)
     cancel = threading.Event()
     result = api.run_job(api.JobRequest(project.ensemble, "deploy",
-                                        options=JobOptions("deploy", jobs=1)),
+                                        options=JobOptions(jobs=1)),
                          observer=CancelAfterFirst(cancel), cancel=cancel)
     assert result is not None and str(result.state) == "cancelled"
     if keep is not None:

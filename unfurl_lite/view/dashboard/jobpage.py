@@ -338,30 +338,34 @@ def equivalent_command(workflow: str, plan_options: dict[str, Any],
     """The command line that runs this job again, spelled as the CLI takes it: Unfurl's
     workflows with their flags, Cloudify's parameters as ``-p name=value``, a custom TOSCA
     workflow through ``run --workflow``."""
-    from unfurl_lite.api.options import TAKES
-    from unfurl_lite.run.outcome import UNFURL_WORKFLOWS
+    from unfurl_lite.model.builtin_workflows import BY_NAME, PARAMETERS
 
-    custom = bool(workflow) and workflow not in TAKES
+    declared = BY_NAME.get(workflow)
+    custom = bool(workflow) and declared is None
     words = ["unfurl", "run", "--workflow", workflow] if custom else \
         ["unfurl", workflow.replace("_", "-") if workflow else "?"]
     given = {**{"instance_names": job_options.get("instances")}, **plan_options}
-    cloudify = not custom and workflow not in UNFURL_WORKFLOWS
+    cloudify = declared is not None and declared.origin == "cloudify"
     for name, value in given.items():
-        default = name in DEFAULT_TRUE  # Cloudify's parameters that default to true
-        if value is None or value is default or value in ([], {}, ""):
+        parameter = PARAMETERS.get(name)
+        default = parameter.default if parameter else None
+        if value is None or value == default or value in ([], {}, "", ()):
             continue
         if name == "instance_names":
             words += [w for item in value for w in ("--instance", str(item))]
-        elif name == "command":
+        elif parameter is not None and parameter.kind == "argv":
             words += ["--", *map(str, value)]
         elif not cloudify:
-            flag = f"--{name.replace('_', '-')}"
+            flag = parameter.flag if parameter and parameter.flag else \
+                f"--{name.replace('_', '-')}"
             words += [flag] if value is True else [flag, _text(value)]
         else:
             words += ["-p", f"{name}={_text(value)}"]
-    for name in ("force", "destroy_discovered"):
-        if job_options.get(name) and f"--{name.replace('_', '-')}" not in words:
-            words.append(f"--{name.replace('_', '-')}")
+    for parameter in PARAMETERS.values():  # recorded as lastJob.options only
+        recorded = parameter.recorded_as
+        if recorded and parameter.flag and parameter.kind == "flag" and \
+                job_options.get(recorded) and parameter.flag not in words:
+            words.append(parameter.flag)
     if job_options.get("jobs"):
         words += ["--jobs", str(job_options["jobs"])]
     if job_options.get("retries"):
@@ -373,12 +377,6 @@ def equivalent_command(workflow: str, plan_options: dict[str, Any],
     if job_options.get("jobexitcode") not in (None, "error"):
         words += ["--jobexitcode", str(job_options["jobexitcode"])]
     return " ".join(_quoted(w) for w in words)
-
-
-#: Cloudify's workflow parameters whose default is true (the seeds'); any other flag
-#: defaults to false, so only a value other than its default is part of the command
-DEFAULT_TRUE = frozenset({"run_by_dependency_order", "rollback_if_failed", "check_status",
-                          "allow_reinstall"})
 
 
 def _text(value: Any) -> str:
