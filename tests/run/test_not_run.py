@@ -70,7 +70,7 @@ def run_with(project: Project, workflow: str, executor) -> tuple:
     ensemble = load(project.ensemble)
     before = copy.deepcopy(ensemble.instances)
     plan = make_plan(ensemble, workflow)
-    options = JobOptions(workflow)
+    options = JobOptions()
     result = run_plan(ensemble, plan, options, executor)
     record_job(ensemble, result, options)
     return before, result
