@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import Invoke, Project, ensemble_yaml, shell_node
@@ -27,9 +27,10 @@ from unfurl_lite.run.options import JobOptions, PlanOptions, recorded_options
 
 PACKAGE = Path(__file__).resolve().parents[2] / "unfurl_lite"
 #: names that are also ordinary words of other layers (an operation's inputs, a task's
-#: ignore_failure, Cloudify's check_status operation): the rule below is for the others
+#: ignore_failure, Cloudify's check_status operation, the agent operation's input
+#: install_agent_timeout): the rule below is for the others
 COMMON_WORDS = {"command", "inputs", "operation", "force", "delta", "preview",
-                "instance_names", "ignore_failure", "check_status"}
+                "instance_names", "ignore_failure", "check_status", "install_agent_timeout"}
 
 
 def _planner(workflow: BuiltinWorkflow) -> inspect.Signature:
@@ -94,6 +95,7 @@ def test_a_tosca_workflow_may_replace_deploy_and_undeploy_only():
             assert spelling in RESERVED or spelling == workflow.name
 
 
+@settings(suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(st.sampled_from(sorted(PARAMETERS)), st.one_of(
     st.none(), st.booleans(), st.integers(), st.text(max_size=8),
     st.lists(st.text(max_size=4), max_size=3), st.dictionaries(st.text(max_size=4),

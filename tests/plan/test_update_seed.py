@@ -97,7 +97,7 @@ def test_a_cancelled_job_resumes_after_a_deployment_update_with_the_new_inputs(p
     project.write(_greeting_ensemble("hello"))
     control = JobControl()
     request = api.JobRequest(ensemble=project.ensemble, workflow="deploy",
-                             options=api.JobOptions(workflow="deploy"))
+                             options=api.JobOptions())
     job = threading.Thread(target=lambda: api.run_job(request, cancel=control))
     job.start()
     wait_for(lambda: (marks / "a.start").exists())

@@ -64,7 +64,7 @@ def test_each_kind_of_cancel_reports_its_own_state(project, how):
 
     control = JobControl()
     request = api.JobRequest(ensemble=project.ensemble, workflow="deploy",
-                             options=api.JobOptions(workflow="deploy", commit=False))
+                             options=api.JobOptions(commit=False))
     outcome: list = []
     worker = threading.Thread(target=lambda: outcome.append(
         api.run_job(request, observer=Seen(), cancel=control)))
@@ -147,7 +147,7 @@ def test_each_task_goes_through_cloudifys_task_states(project):
                 states.append(str(run.state))
 
     request = api.JobRequest(ensemble=project.ensemble, workflow="deploy",
-                             options=api.JobOptions(workflow="deploy", retries=1,
+                             options=api.JobOptions(retries=1,
                                                     retry_interval=0.01))
     result = api.run_job(request, observer=Seen())
     assert str(result.state) == "succeeded"
