@@ -216,6 +216,11 @@ def test_history_lists_deploy_check_undeploy_newest_first_with_commits(project, 
     assert ids("--instance", "server") == [j["changeId"] for j in jobs]
     unknown = invoke("history", "--instance", "nothing")  # no instance has that name
     assert unknown.exit_code == 1 and "no instance named 'nothing'" in unknown.output
+    # with --json it is the same error, as the one JSON document on stdout (as for `show`)
+    unknown = invoke("history", "--json", "--instance", "nothing")
+    error = json.loads(unknown.stdout)
+    assert unknown.exit_code == error["exitCode"] == 1
+    assert "no instance named 'nothing'" in error["error"]
     bad = invoke("history", "--since", "yesterday-ish")
     assert bad.exit_code == 1 and "neither a changeId nor a date" in bad.output
 
