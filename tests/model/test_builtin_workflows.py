@@ -30,7 +30,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "unfurl_lite"
 #: ignore_failure, Cloudify's check_status operation, the agent operation's input
 #: install_agent_timeout): the rule below is for the others
 COMMON_WORDS = {"command", "inputs", "operation", "force", "delta", "preview",
-                "instance_names", "ignore_failure", "check_status", "install_agent_timeout"}
+                "instance_names", "ignore_failure", "check_status", "install_agent_timeout",
+                "template", "check", "repair", "prune", "upgrade"}
 
 
 def _planner(workflow: BuiltinWorkflow) -> inspect.Signature:

@@ -36,7 +36,8 @@ WORKFLOW_SECTIONS = {
 SHARED = "Options every job command takes"
 #: deploy's own options (its section names them), not shared by the other job commands
 DEPLOY_ONLY = {"--force", "--template", "--check", "--repair", "--skip-new",
-               "--change-detection", "--prune", "--upgrade", "--destroyunmanaged"}
+               "--change-detection", "--prune", "--upgrade", "--destroyunmanaged",
+               "--destroy-discovered"}
 
 
 def long_options(command: click.Command) -> set[str]:

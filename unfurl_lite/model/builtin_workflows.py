@@ -13,7 +13,7 @@ Pure data, and cheap: ``unfurl --help`` reads it without importing a planner.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 #: how a parameter's value is typed, read from ``-p NAME=VALUE`` and offered as an option:
@@ -53,6 +53,10 @@ class Parameter:
     runs_instead: tuple[str, ...] = ()
     #: Unfurl records it in ``lastJob.options`` under this name when it is set
     recorded_as: str | None = None
+    #: the values a text parameter may take (the planner refuses any other)
+    choices: tuple[str, ...] = ()
+    #: other spellings of its option (Unfurl's, e.g. ``--destroyunmanaged``)
+    aliases: tuple[str, ...] = ()
 
     @property
     def flag(self) -> str | None:
@@ -117,6 +121,18 @@ NODE_IDS = Parameter("node_ids", "names", "Only instances of these node template
 NODE_INSTANCE_IDS = Parameter("node_instance_ids", "names", "Only these instances.",
                               selects=True)
 FILTERS = (TYPE_NAMES, NODE_IDS, NODE_INSTANCE_IDS)
+#: Unfurl's --template, which every Unfurl workflow takes
+TEMPLATE = Parameter("template", "text", "Limit the job to this template's instances (and, "
+                     "for deploy, what they require).", metavar="NAME", cloudify=False)
+#: Unfurl's --destroyunmanaged is its spelling of --destroy-discovered
+DESTROY_DISCOVERED = Parameter(
+    "destroy_discovered", "flag",
+    "Also delete instances that were discovered rather than created (deploy: with --prune).",
+    default=False, cloudify=False, recorded_as="destroy_discovered",
+    aliases=("--destroyunmanaged",))
+#: deploy's and undeploy's --force (each says what it forces), recorded as Unfurl does
+FORCE = Parameter("force", "flag", "Run operations even on instances already ok.",
+                  default=False, cloudify=False, recorded_as="force")
 IN_ORDER = Parameter("run_by_dependency_order", "flag",
                      "Keep dependency order (otherwise all in parallel).", default=True)
 
@@ -137,36 +153,56 @@ WORKFLOWS: tuple[BuiltinWorkflow, ...] = (
         "Deploy the ensemble: create, configure and start every instance not yet ok.",
         "unfurl",
         (INSTANCES,
-         Parameter("force", "flag", "Run operations even on instances already ok.",
-                   default=False, cloudify=False, recorded_as="force"),
+         FORCE,
          Parameter("start_without_operation", "flag",
                    "Every instance ends started, a step with no operation included "
-                   "(Cloudify's install).", default=False, option=None, cloudify=False)),
+                   "(Cloudify's install).", default=False, option=None, cloudify=False),
+         TEMPLATE,
+         Parameter("check", "flag", "Check whether new instances exist before deploying "
+                   "them: create only what the check does not find.", default=False,
+                   cloudify=False),
+         Parameter("repair", "text", "Re-run operations on instances that are in error "
+                   "(error), degraded too (degraded), only on missing ones (missing), or on "
+                   "none.", default="error", cloudify=False,
+                   choices=("error", "degraded", "missing", "none")),
+         Parameter("skip_new", "flag", "Create no instance for templates that have none yet.",
+                   default=False, cloudify=False),
+         Parameter("change_detection", "text", "When to reconfigure a deployed instance: "
+                   "never (skip), when what its configure read changed (spec, evaluate), "
+                   "even when it was customized (always).", default="evaluate",
+                   cloudify=False, choices=("skip", "spec", "evaluate", "always")),
+         Parameter("prune", "flag", "Delete the recorded instances this job does not plan "
+                   "for (their template was removed, or --template left them out).",
+                   default=False, cloudify=False),
+         Parameter("upgrade", "flag", "Apply major version changes (as in Unfurl 1.2.0: "
+                   "recorded, nothing more).", default=False, cloudify=False),
+         DESTROY_DISCOVERED),
         commands={"deploy": {}, "install": {"start_without_operation": True}},
         replaceable=True, ensemble_argument=True),
     BuiltinWorkflow(
         "undeploy", "deploy:plan_undeploy", "Stop and delete what was deployed.",
         "Undeploy: stop and delete instances in reverse dependency order.", "unfurl",
         (INSTANCES,
-         Parameter("destroy_discovered", "flag",
-                   "Also delete instances that were discovered rather than created.",
-                   default=False, cloudify=False, recorded_as="destroy_discovered"),
+         DESTROY_DISCOVERED,
          Parameter("ignore_failure", "flag",
                    "Go on past failing instances (Cloudify's uninstall).", default=False),
          Parameter("delete_without_operation", "flag",
                    "Forget instances that have no delete operation (Cloudify's uninstall).",
-                   default=False, option=None, cloudify=False)),
+                   default=False, option=None, cloudify=False),
+         replace(FORCE, help="Delete even what a kept instance (protected, or required "
+                 "by one that stays) still needs."),
+         TEMPLATE),
         commands={"undeploy": {}, "uninstall": {"delete_without_operation": True}},
         replaceable=True, ensemble_argument=True),
     BuiltinWorkflow(
         "check", "deploy:plan_check", "Check the live status of instances.",
         "Run each instance's check operation and record what it finds (changes nothing "
-        "live).", "unfurl", (INSTANCES,), commands={"check": {}}, read_only=True,
+        "live).", "unfurl", (INSTANCES, TEMPLATE), commands={"check": {}}, read_only=True,
         ensemble_argument=True),
     BuiltinWorkflow(
         "discover", "deploy:plan_discover", "Discover instances and their attributes.",
         "Run each instance's discover operation: record attributes and found instances.",
-        "unfurl", (INSTANCES,), commands={"discover": {}}, read_only=True,
+        "unfurl", (INSTANCES, TEMPLATE), commands={"discover": {}}, read_only=True,
         ensemble_argument=True),
     BuiltinWorkflow(
         "run", "operations:plan_run", "Run a command or an operation on instances.",

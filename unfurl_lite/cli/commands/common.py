@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from unfurl_lite.cli.commands.unfurl_options import output_options
 from unfurl_lite.cli.terminal import console as console  # the commands take them from here
 from unfurl_lite.cli.terminal import is_terminal as is_terminal
 from unfurl_lite.errors import ApprovalRequired
@@ -111,6 +112,14 @@ class JobChoice:
     quiet: bool = False
     parameters: tuple[str, ...] = ()  # -p NAME=VALUE, as typed
     parameters_file: str | None = None
+    variables: tuple[tuple[str, str], ...] = ()  # Unfurl's --var NAME VALUE, as typed
+    query: str | None = None  # Unfurl's --query: evaluated once the job is done
+    output: str | None = None  # Unfurl's --output: text, json (as --json) or none
+
+    @property
+    def shows_json(self) -> bool:
+        """The result is one JSON document on stdout (``--json`` or ``--output json``)."""
+        return self.as_json or self.output == "json"
 
     @classmethod
     def take(cls, values: dict[str, Any]) -> JobChoice:
@@ -118,8 +127,9 @@ class JobChoice:
         given = {name: values.pop(name) for name in _CHOICE if name in values}
         jobs = {name: values.pop(name) for name in _JOB if name in values}
         options = JobOptions(**{k: v for k, v in jobs.items() if v is not None})
-        choice: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v
-                                  for k, v in given.items()}
+        choice: dict[str, Any] = {k: tuple(map(tuple, v)) if k == "variables"
+                                  else tuple(v) if isinstance(v, list | tuple) else v
+                                  for k, v in given.items() if v is not None}
         return cls(options=options, **choice)
 
 
@@ -220,7 +230,7 @@ def job_options(func: Callable[..., Any]) -> Callable[..., Any]:
     ]
     for decorator in reversed(decorators):
         command = decorator(command)
-    return command
+    return output_options(command)
 
 
 def confirm_plan(

@@ -33,6 +33,7 @@ from unfurl_lite.cli.commands.common import (
     verbosity,
 )
 from unfurl_lite.cli.commands.parameters import parameter_options, workflow_parameters
+from unfurl_lite.cli.commands.unfurl_options import job_inputs, refused_options
 from unfurl_lite.model.builtin_workflows import (
     BY_NAME,
     BuiltinWorkflow,
@@ -73,16 +74,19 @@ def click_parameter(parameter: Parameter) -> click.Parameter | None:
         return None
     shown = {"help": parameter.help, "default": parameter.default,
              "show_default": parameter.default not in (None, False)}
+    spelled = [flag, *parameter.aliases, parameter.name]
     if parameter.kind == "flag":
         if parameter.default is False:
-            return click.Option([flag, parameter.name], is_flag=True, **shown)
+            return click.Option(spelled, is_flag=True, **shown)
         return click.Option([f"{flag}/--no-{flag[2:]}", parameter.name], **shown)
     if parameter.kind == "names":
-        return click.Option([flag, parameter.name], multiple=True, callback=_names, **shown)
+        return click.Option(spelled, multiple=True, callback=_names, **shown)
     if parameter.kind == "mapping":
-        return click.Option([flag, parameter.name], callback=_json_mapping, **shown)
-    return click.Option([flag, parameter.name], metavar=parameter.metavar,
-                        type=int if parameter.kind == "integer" else str, **shown)
+        return click.Option(spelled, callback=_json_mapping, **shown)
+    kind: Any = int if parameter.kind == "integer" else str
+    if parameter.choices:
+        kind = click.Choice(parameter.choices)
+    return click.Option(spelled, metavar=parameter.metavar, type=kind, **shown)
 
 
 def given_parameters(ctx: click.Context, workflow: BuiltinWorkflow, spelling: str,
@@ -139,6 +143,7 @@ def command_for(spelling: str) -> click.Command:
         *([parameter_options] if workflow.takes_cloudify_parameters else []),
         *(_attach(made) for p in workflow.parameters if (made := click_parameter(p))),
         *EXTRA_OPTIONS.get(workflow.name, ()),
+        refused_options(workflow.name),
     ]
     decorated: Any = click.pass_context(command)
     for decorate in reversed(decorators):
@@ -205,7 +210,7 @@ def show_plan(ctx: click.Context, workflow: str, ensemble: str | None,
     from unfurl_lite.cli import render
 
     plan = api.plan(ensemble, workflow, api.PlanOptions.from_mapping(given))
-    if job.as_json:
+    if job.shows_json:
         echo_json(render.plan_json(plan))
     else:
         click.echo(render.plan_text(plan))
@@ -240,6 +245,8 @@ def execute_workflow(
         executor_options={"broker": job.broker} if job.broker else None,
         queue=job.queue,
         custom=custom,
+        inputs=job_inputs(job.variables),
+        query=job.query,
     )
     tty = is_terminal()
     declared = BY_NAME.get(workflow)
@@ -251,7 +258,7 @@ def execute_workflow(
         shown = render.plan_tree(plan) if tty else render.plan_text(plan)
         if level < 0 and (job.approve or not needs_approval):
             shown = ""  # quiet: nobody has to read the plan before it runs
-        if not confirm_plan(shown, job.approve, needs_approval, job.as_json):
+        if not confirm_plan(shown, job.approve, needs_approval, job.shows_json):
             click.echo("Cancelled: nothing was run.", err=True)
             ctx.exit(1)
         return bool(plan.tasks)
@@ -263,9 +270,9 @@ def execute_workflow(
         """The job is about to run: Ctrl-C now means cancel, and progress is shown."""
         running.enter_context(handle_signals(control))
         running.enter_context(quiet_collector())
-        if tty and not job.as_json and level >= 0:
+        if tty and not job.shows_json and level >= 0:
             return running.enter_context(render.ProgressObserver(console(), count))
-        return render.LineObserver() if level >= 0 and not job.as_json else None
+        return render.LineObserver() if level >= 0 and not job.shows_json else None
 
     with running:
         result = api.run_job(
@@ -273,32 +280,58 @@ def execute_workflow(
             notify=lambda message: say(message, err=True) if level >= 0 else None,
         )
     if result is None:  # confirmed, with nothing to run
-        if job.as_json:
-            echo_json({"workflow": workflow, "summary": "nothing to do", "tasks": []})
-        elif level >= 0:
-            click.echo("Nothing to do.")
+        nothing_to_do(workflow, request, job, level)
         return
-    show_result(ctx, result, job.options.jobexitcode, job.as_json, tty, level)
+    show_result(ctx, result, job.options.jobexitcode, job.shows_json, tty, level,
+                summary=job.output != "none")
+
+
+def nothing_to_do(workflow: str, request: Any, job: JobChoice, level: int) -> None:
+    """A job with no task: said so, and a ``--query`` answered from the records."""
+    from unfurl_lite.api.jobs import query_ensemble
+    from unfurl_lite.cli import render
+
+    found = query_ensemble(request.ensemble, request.query, request.inputs) \
+        if request.query else None
+    if job.shows_json:
+        document: dict[str, Any] = {"workflow": workflow, "summary": "nothing to do",
+                                    "tasks": []}
+        if request.query:
+            document.update(query=request.query, result=found)
+        echo_json(document)
+        return
+    if level >= 0 and job.output != "none":
+        click.echo("Nothing to do.")
+    if request.query:
+        click.echo(render.query_text(request.query, found))
 
 
 def show_result(
-    ctx: click.Context, result: Any, jobexitcode: str, as_json: bool, tty: bool, level: int = 0
+    ctx: click.Context, result: Any, jobexitcode: str, as_json: bool, tty: bool, level: int = 0,
+    summary: bool = True,
 ) -> None:
-    """The job's result (a summary, or the JSON document), then its exit code."""
+    """The job's result (a summary, or the JSON document), then its exit code; ``summary``
+    False (``--output none``): only a ``--query``'s answer."""
     from unfurl_lite.cli import render
 
     if as_json:
-        echo_json(render.result_json(result))
+        data = render.result_json(result)
+        if result.query is not None:
+            data["query"], data["result"] = result.query
+        echo_json(data)
         ctx.exit(result.exit_code(jobexitcode))
     declared = BY_NAME.get(result.workflow)
     if declared is not None and declared.shows_output and not result.dryrun:
         output = render.run_output_text(result)
         if output:
             click.echo(output)
-    if tty and level >= 0:
+    if summary and tty and level >= 0:
         show(render.summary_table(result))
-    say(render.summary_text(result))
-    found = render.changes_table(result, output_width())
-    if found:
-        show(found)
+    if summary:
+        say(render.summary_text(result))
+        found = render.changes_table(result, output_width())
+        if found:
+            show(found)
+    if result.query is not None:
+        click.echo(render.query_text(*result.query))
     ctx.exit(result.exit_code(jobexitcode))

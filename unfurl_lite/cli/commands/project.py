@@ -14,13 +14,27 @@ from unfurl_lite.cli.commands.common import (
     is_terminal,
     show,
 )
+from unfurl_lite.cli.commands.jobs import GIVEN, click_parameter
 from unfurl_lite.cli.commands.unfurl_options import (
-    deploy_options,
-    deploy_plan_options,
     job_inputs,
     output_options,
     refused_options,
 )
+from unfurl_lite.model.builtin_workflows import BY_NAME
+
+#: the options plan takes as the job commands do: deploy's and undeploy's, each once
+_PLANNED = {p.name: p for w in ("undeploy", "deploy") for p in BY_NAME[w].parameters
+            if p.flag and p.cloudify is False}
+PLANNED = tuple(_PLANNED)
+
+
+def planned_options(func: Any) -> Any:
+    """Deploy's and undeploy's own options, spelled as those commands spell them."""
+    for parameter in reversed(_PLANNED.values()):
+        made = click_parameter(parameter)
+        if made is not None:
+            func.__click_params__ = [*getattr(func, "__click_params__", []), made]
+    return func
 
 
 def _list_examples(ctx: click.Context, param: click.Parameter, value: bool) -> None:
@@ -99,7 +113,6 @@ def validate(ensemble: str | None, as_json: bool) -> None:
 )
 @click.option("--instance", "-i", "instances", multiple=True, shell_complete=complete_instances,
               help="Limit to this instance.")
-@click.option("--force", is_flag=True, help="Plan as deploy --force would.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
 @click.option("-a", "--approve", is_flag=True, expose_value=False,
               help="Accepted and ignored (plan never asks), so scripts can pass the same "
@@ -108,27 +121,23 @@ def validate(ensemble: str | None, as_json: bool) -> None:
               help="Accepted as after any command; the plan is the result.")
 @click.option("-q", "--quiet", is_flag=True, expose_value=False,
               help="Accepted as after any command; the plan is the result, so it is shown.")
-@deploy_options
+@planned_options
 @output_options
 @refused_options("plan")
-def plan(
-    ensemble: str | None, workflow: str, instances: tuple[str, ...], force: bool, as_json: bool,
-    **opts: Any,
-) -> None:
+@click.pass_context
+def plan(ctx: click.Context, ensemble: str | None, workflow: str, instances: tuple[str, ...],
+         as_json: bool, **opts: Any) -> None:
     """Show the tasks a workflow would run, in order, with the reason for each; run nothing.
-    Deploy's options (--template, --check, --repair...) plan as that deploy would."""
+    The job commands' options (--force, --template, --check, --repair...) plan as that job
+    would; one the workflow does not take is refused, naming those it does."""
     from unfurl_lite import api
     from unfurl_lite.cli import render
     from unfurl_lite.expressions.outputs import evaluate_query
     from unfurl_lite.load.loader import load_ensemble
     from unfurl_lite.model.ensemble import with_inputs
 
-    given = deploy_plan_options(opts) if workflow == "deploy" else (
-        {"template": opts["template"]} if opts.get("template") else {})
-    if workflow == "undeploy" and opts.get("destroyunmanaged"):
-        given["destroy_discovered"] = True
-    options = api.PlanOptions(instance_names=instances, force=force if workflow == "deploy"
-                              else None, **given)
+    given = {name: opts[name] for name in PLANNED if ctx.get_parameter_source(name) in GIVEN}
+    options = api.PlanOptions(instance_names=instances, **given)
     custom = workflow not in ("deploy", "undeploy", "check", "discover")
     loaded = with_inputs(load_ensemble(ensemble), job_inputs(tuple(opts.get("variables") or ())))
     result = api.plan(loaded, workflow, options, custom=custom)

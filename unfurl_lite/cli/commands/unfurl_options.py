@@ -1,11 +1,12 @@
-"""Unfurl 1.2.0's job options, spelled as Unfurl spells them.
+"""Unfurl 1.2.0's job options that are not a workflow's parameters, spelled as Unfurl
+spells them.
 
-The deploy options (``--template``, ``--check``, ``--repair``, ``--skip-new``,
-``--change-detection``, ``--prune``, ``--upgrade``, ``--destroyunmanaged``) become plan
-options; ``--var NAME VALUE``, ``--query`` and ``--output`` belong to every job. An
-option Unfurl has and unfurl-lite does not build is still known here, so that using it
+``--var NAME VALUE``, ``--query`` and ``--output`` belong to every job (and to ``plan``).
+An option Unfurl has and unfurl-lite does not build is still known here, so that using it
 is refused by name (exit 1), never mistaken for a typo (click's "No such option", exit 2)
-and never accepted and ignored.
+and never accepted and ignored. The deploy options (``--template``, ``--check``,
+``--repair``...) are the deploy workflow's parameters, declared with it in
+:mod:`unfurl_lite.model.builtin_workflows`.
 """
 
 from __future__ import annotations
@@ -48,9 +49,6 @@ REFUSED_BY_COMMAND: dict[str, tuple[str, ...]] = {
     "plan": ("--starttime", "--use-environment", "--trace"),
 }
 
-REPAIR = ("error", "degraded", "missing", "none")
-CHANGE_DETECTION = ("skip", "spec", "evaluate", "always")
-
 
 def _refuse(name: str) -> Callable[[click.Context, click.Parameter, Any], None]:
     _, why, hint = REFUSED[name]
@@ -65,10 +63,11 @@ def _refuse(name: str) -> Callable[[click.Context, click.Parameter, Any], None]:
 
 
 def refused_options(command: str) -> Decorator:
-    """Hidden options that refuse Unfurl's options the command does not build."""
+    """Hidden options that refuse Unfurl's options the command does not build (none for
+    a command Unfurl does not have)."""
 
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
-        for name in REFUSED_BY_COMMAND[command]:
+        for name in REFUSED_BY_COMMAND.get(command, ()):
             takes_value = REFUSED[name][0]
             func = click.option(
                 name, hidden=True, expose_value=False, callback=_refuse(name),
@@ -77,61 +76,6 @@ def refused_options(command: str) -> Decorator:
         return func
 
     return decorate
-
-
-def deploy_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Unfurl's options of the deploy plan (also ``unfurl plan``'s)."""
-    options = [
-        click.option("--template", metavar="NAME",
-                     help="Limit the job to this template and what it requires."),
-        click.option("--check", "check_first", is_flag=True,
-                     help="Check whether new instances exist before deploying them: "
-                          "create only what the check does not find."),
-        click.option("--repair", type=click.Choice(REPAIR), default="error",
-                     show_default=True,
-                     help="Re-run operations on instances that are in error (error), "
-                          "degraded too (degraded), only on missing ones (missing), "
-                          "or on none."),
-        click.option("--skip-new", is_flag=True,
-                     help="Create no instance for templates that have none yet."),
-        click.option("--change-detection", type=click.Choice(CHANGE_DETECTION),
-                     default="evaluate", show_default=True,
-                     help="When to reconfigure a deployed instance: never (skip), when "
-                          "what its configure read changed (spec, evaluate), even when "
-                          "it was customized (always)."),
-        click.option("--prune", is_flag=True,
-                     help="Delete the recorded instances this job does not plan for "
-                          "(their template was removed, or --template left them out)."),
-        click.option("--upgrade", is_flag=True,
-                     help="Apply major version changes (as in Unfurl 1.2.0: recorded, "
-                          "nothing more)."),
-        click.option("--destroyunmanaged", is_flag=True,
-                     help="Unfurl's name for --destroy-discovered (with --prune)."),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
-
-
-def deploy_plan_options(opts: dict[str, Any]) -> dict[str, Any]:
-    """The plan options the deploy options ask for (only those set: the planner's
-    defaults are Unfurl's)."""
-    given: dict[str, Any] = {
-        "template": opts.get("template"),
-        "check": opts.get("check_first") or None,
-        "repair": None if opts.get("repair") in (None, "error") else opts["repair"],
-        "skip_new": opts.get("skip_new") or None,
-        "change_detection": None if opts.get("change_detection") in (None, "evaluate")
-        else opts["change_detection"],
-        "prune": opts.get("prune") or None,
-        "upgrade": opts.get("upgrade") or None,
-    }
-    return {name: value for name, value in given.items() if value is not None}
-
-
-def template_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--template", metavar="NAME",
-                        help="Limit the job to this template's instances.")(func)
 
 
 def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
