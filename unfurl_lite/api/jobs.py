@@ -20,6 +20,7 @@ from unfurl_lite.api.options import PlanOptions
 from unfurl_lite.api.project import make_plan
 from unfurl_lite.errors import STORAGE_ERRNOS, StorageError, storage_error
 from unfurl_lite.expressions.digest import spec_digest
+from unfurl_lite.expressions.limits import budgeted
 from unfurl_lite.expressions.outputs import evaluate_query, topology_inputs, topology_outputs
 from unfurl_lite.load import name_checks
 from unfurl_lite.load.digestkey import key_provider
@@ -126,6 +127,7 @@ def _prepare_git(repo: Repo, ensemble: Ensemble) -> None:
             "warning: records an earlier job left uncommitted stay so: %s", exc.message)
 
 
+@budgeted  # its templates render within one budget
 def run_job(
     request: JobRequest,
     confirm: Callable[[Ensemble, Plan], bool] = lambda e, p: True,

@@ -78,6 +78,9 @@ def load_file(path: Path) -> Any:
 
 def read_text(path: Path) -> str:
     """The file's text, refusing what cannot be an ensemble before any parser sees it."""
+    from unfurl_lite.errors import PathError
+    from unfurl_lite.security.paths import read_regular_file
+
     try:
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
@@ -87,11 +90,19 @@ def read_text(path: Path) -> str:
                     file=str(path),
                 )
             )
-        data = path.read_bytes()
+        data = read_regular_file(path, MAX_FILE_BYTES, "the file")  # never a FIFO or device
     except FileNotFoundError:
         raise InputError(Problem("file not found", file=str(path))) from None
     except IsADirectoryError:
         raise InputError(Problem("is a directory, expected a YAML file", file=str(path))) from None
+    except PathError as exc:
+        if not path.exists():
+            raise InputError(Problem("file not found", file=str(path))) from None
+        if path.is_dir():
+            raise InputError(Problem("is a directory, expected a YAML file",
+                                     file=str(path))) from None
+        raise InputError(Problem(exc.message.replace(f"the file: {str(path)!r} ", ""),
+                                 file=str(path), hint=exc.hint)) from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

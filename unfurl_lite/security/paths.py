@@ -8,6 +8,7 @@ links pointing out of the project are all refused the same way.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from unfurl_lite.errors import PathError
@@ -41,6 +42,53 @@ def confine(
         raise PathError(f"{what} {text!r} escapes the project directory {base} {how}",
                         hint=ALLOW_HINT)
     return resolved
+
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"))
+
+
+def read_regular_file(path: Path, limit: int, what: str = "file") -> bytes:
+    """A regular file's bytes, at most ``limit`` of them: anything else (a FIFO that would
+    block, a device that never ends, a directory) is refused before it is opened, and the
+    size is taken from ``stat`` before a byte is read (a 2 GB sparse file is refused at
+    once, not after reading it)."""
+    try:
+        before = os.stat(path)
+        _regular(before, path, what)
+        if before.st_size > limit:
+            raise PathError(f"{what}: {str(path)!r} is larger than {limit} bytes "
+                            f"({before.st_size} bytes)")
+        # O_NONBLOCK: were it swapped for a FIFO since the stat, opening must not hang
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise PathError(f"{what}: {str(path)!r} cannot be read: {exc.strerror}") from None
+    try:
+        _regular(os.fstat(fd), path, what)
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise PathError(f"{what}: {str(path)!r} cannot be read: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    if size > limit:  # it grew after the stat
+        raise PathError(f"{what}: {str(path)!r} is larger than {limit} bytes")
+    return b"".join(chunks)
+
+
+def _regular(info: os.stat_result, path: Path, what: str) -> None:
+    if stat.S_ISREG(info.st_mode):
+        return
+    kind = next((name for test, name in _KINDS if test(info.st_mode)), "not a regular file")
+    raise PathError(f"{what}: {str(path)!r} is {kind}, not a regular file",
+                    hint="only regular files inside the project can be read")
 
 
 def _lexical(path: Path) -> Path:
