@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from unfurl_lite.errors import ExpressionError, UnfurlLiteError
+from unfurl_lite.errors import ExpressionError, RenderCancelled, UnfurlLiteError
 from unfurl_lite.expressions.context import make_context, render_inputs, spec_secrets
 from unfurl_lite.expressions.expr import EvalContext, evaluate
 from unfurl_lite.expressions.limits import RENDER_SECONDS
@@ -33,7 +33,7 @@ from unfurl_lite.run.observer import JobState, Observer, TaskState
 from unfurl_lite.run.operations.base import DRYRUN_NOT_SUPPORTED, OperationRequest, OperationResult
 from unfurl_lite.run.outcome import OBSERVING, UNFURL_WORKFLOWS, JobOptions, Resumed, TaskRun
 from unfurl_lite.run.relationships import on_relationship, relationship_instance
-from unfurl_lite.run.results import apply_post_inputs
+from unfurl_lite.run.results import apply_post_inputs, secret_names
 from unfurl_lite.run.signals import JobControl
 from unfurl_lite.run.status import in_sequence, on_failure, on_start, on_success
 from unfurl_lite.security import environment as openv
@@ -245,6 +245,10 @@ class Scheduler:
         run.started_at = run.started_at or datetime.now(UTC)
         try:
             request = self.request_for(run, instance)
+        except RenderCancelled:  # cancelled before it started: it stays not run
+            run.started_at, run.change_id = None, None
+            self.ready.appendleft(number)
+            return
         except (ExpressionError, UnfurlLiteError) as exc:
             run.result = OperationResult(success=False, modified=False, error=exc.message)
             return self.conclude(run)
@@ -313,6 +317,7 @@ class Scheduler:
         ctx.allow_outside_paths = self.options.allow_outside_paths
         ctx.env_passthrough = self.options.env_passthrough
         ctx.metadata = self.metadata()
+        ctx.cancel = self.cancel  # a render stops when the job is cancelled
         return ctx
 
     def metadata(self) -> dict[str, Any]:
@@ -391,17 +396,7 @@ class Scheduler:
             return
         if not self.options.dryrun and not result.skipped:
             try:
-                ctx = make_context(
-                    self.ensemble.topology,
-                    self.instances,
-                    run.task.target,
-                    run.task.source,
-                    run.task.peer,
-                )
-                ctx.project_root = self.ensemble.project_root
-                ctx.allow_outside_paths = self.options.allow_outside_paths
-                ctx.env_passthrough = self.options.env_passthrough
-                ctx.metadata = self.metadata()
+                ctx = self.context_for(run)
                 ctx.extra = {"task": self.task_settings(run)}
                 try:
                     apply_post_inputs(run.inputs, result, ctx)
@@ -419,6 +414,10 @@ class Scheduler:
                 result.error = redact_text(
                     f"resultTemplate/done: {type(exc).__name__}: {exc}", self.secrets
                 )
+        refused = secret_names(result.resources, self.secrets)
+        if refused:
+            result.resources = []
+            result.success, result.error = False, refused
         self.conclude(run)
 
     def _retry(self, run: TaskRun, result: OperationResult) -> bool:

@@ -26,7 +26,28 @@ LEAK_WINDOW = 4  # a tainted value keeping this many characters of a secret is d
 def _b64(data: str, urlsafe: bool) -> list[str]:
     raw = data.encode("utf-8")
     encoded = (base64.urlsafe_b64encode if urlsafe else base64.b64encode)(raw).decode()
-    return [encoded, encoded.rstrip("=")]
+    return [encoded, encoded.rstrip("="), *_b64_aligned(raw, urlsafe)]
+
+
+#: a piece of base64 shorter than this is not looked for (it would match ordinary words)
+B64_PIECE = 6
+
+
+def _b64_aligned(raw: bytes, urlsafe: bool) -> list[str]:
+    """What base64 of a longer text holding the secret always contains, wherever the
+    secret starts in it (``base64("user:" + password)``, a prefix whose length is not a
+    multiple of 3): for each of the 3 alignments, the characters that depend on the
+    secret's bytes only (every group but those it shares with what comes before and
+    after)."""
+    encode = base64.urlsafe_b64encode if urlsafe else base64.b64encode
+    pieces = []
+    for offset in range(3):
+        encoded = encode(b"\0" * offset + raw).decode()
+        whole_groups = (offset + len(raw)) // 3 * 4  # groups without a byte that follows
+        piece = encoded[4 if offset else 0: whole_groups]
+        if len(piece) >= B64_PIECE:
+            pieces.append(piece)
+    return pieces
 
 
 @lru_cache(maxsize=1024)
