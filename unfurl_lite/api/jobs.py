@@ -29,7 +29,7 @@ from unfurl_lite.load.loader import load_ensemble
 from unfurl_lite.model import status_layout as layout
 from unfurl_lite.model.ensemble import Ensemble, with_inputs
 from unfurl_lite.plan.tasks import Plan
-from unfurl_lite.record import lock, records
+from unfurl_lite.record import lock, preflight, records, statusfile
 from unfurl_lite.run import relationships
 from unfurl_lite.run.executors import Executor, make_executor
 from unfurl_lite.run.job import run_plan
@@ -193,6 +193,7 @@ def _run_locked(
     confine_records(ensemble.project_root, ensemble.jobs_log, request.options.allow_outside_paths)
     spec_changes: list[Path] = []  # edited spec files the job's commit takes along
     if not request.options.dryrun:
+        preflight.check(ensemble)  # whatever could stop the record stops the job now
         if repo is not None and request.options.commit:
             _prepare_git(repo, ensemble)
         spec_changes = check_dirty(repo, ensemble, request.dirty)
@@ -339,7 +340,7 @@ def record_job(
     if append_log and files.jobs_tsv is not None:  # False: a crashed job's lines are there
         records.append_tsv(files.jobs_tsv, lines, result.secrets)
     forgotten = [n for n in result.plan.forget if n not in result.instances]
-    records.save_status(
+    statusfile.save_status(
         ensemble,
         lambda document: records.update_status(
             document, result.instances, result.effective, job,

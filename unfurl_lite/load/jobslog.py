@@ -27,14 +27,15 @@ log = logging.getLogger(__name__)
 
 def escape_field(text: str) -> str:
     """A field as jobs.tsv holds it: backslash, tab, line breaks and every other control
-    character escaped (``\\t``, ``\\n``, ``\\x1b``), so no value can start a record."""
+    character escaped (``\\t``, ``\\n``, ``\\x1b``), so no value can start a record; a
+    lone surrogate (not text, so not UTF-8) too (``\\ud800``)."""
     if text.isprintable() and "\\" not in text:
         return text
     out = []
     for char in text:
         if char in _ESCAPES:
             out.append(_ESCAPES[char])
-        elif is_control(char):
+        elif is_control(char) or "\ud800" <= char <= "\udfff":  # or not text at all
             code = ord(char)
             out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
         else:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 MAX_FILE_BYTES = 20 * 1024 * 1024
 
 
-def _round_trip() -> YAML:
+def round_trip() -> YAML:
     from ruamel.yaml import YAML
 
     yaml = YAML(typ="rt")
@@ -37,7 +37,7 @@ def parse(text: str, filename: str) -> Any:
     guard.check_text(text, filename)
     guard.check_aliases(text, filename)
     try:
-        document = _round_trip().load(text)
+        document = round_trip().load(text)
     except RecursionError:
         raise InputError(
             Problem(
@@ -135,7 +135,7 @@ def dump(data: Any) -> str:
     if fast is not None:
         return fast
     stream = io.StringIO()
-    _round_trip().dump(data, stream)
+    round_trip().dump(data, stream)
     return stream.getvalue()
 
 
@@ -162,10 +162,13 @@ def _named(exc: OSError, path: Path) -> OSError:
     return exc
 
 
-def atomic_write(path: Path, text: str, *, private: bool = False) -> None:
+def atomic_write(path: Path, text: str, *, private: bool = False,
+                 errors: str = "strict") -> None:
     """Write so that a crash, a full disk or a read-only directory at any instant leaves
     either the old or the new file (and no temp file). The file keeps the mode it had, or
-    gets the one a plain write gives (0666 less the umask); ``private`` makes it 0600."""
+    gets the one a plain write gives (0666 less the umask); ``private`` makes it 0600.
+    ``errors`` is the encoder's: JSON writers pass ``backslashreplace``, which turns a
+    lone surrogate into its JSON escape."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         kept = None if private else _mode_of(path)
@@ -175,7 +178,7 @@ def atomic_write(path: Path, text: str, *, private: bool = False) -> None:
     try:
         if kept is not None:
             os.fchmod(fd, kept)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        with os.fdopen(fd, "w", encoding="utf-8", errors=errors) as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())

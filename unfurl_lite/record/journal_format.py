@@ -23,6 +23,9 @@ from typing import Any, TextIO
 from unfurl_lite.load import yamlio
 
 EVENTS = "events"
+#: a value that is not valid text (a lone surrogate a Python operation returned) is
+#: written as its JSON escape (``\\ud800``), which reads back as the same value
+JSON_ERRORS = "backslashreplace"
 
 
 def _json(value: Any) -> str:
@@ -39,7 +42,7 @@ def write_journal(path: Path, data: dict[str, Any], seq: int = 0) -> None:
     lines = [f"{key}: {_json(value)}" for key, value in data.items() if key != EVENTS]
     lines.append(f"{EVENTS}:")
     private_directory(path.parent)
-    yamlio.atomic_write(path, "\n".join(lines) + "\n", private=True)
+    yamlio.atomic_write(path, "\n".join(lines) + "\n", private=True, errors=JSON_ERRORS)
     events_path(path).unlink(missing_ok=True)
 
 
@@ -74,7 +77,8 @@ class EventLog:
                 if self.handle is None:
                     fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
                     os.fchmod(fd, 0o600)
-                    self.handle = open(fd, "a", encoding="utf-8")  # noqa: SIM115
+                    self.handle = open(fd, "a", encoding="utf-8",  # noqa: SIM115
+                                       errors=JSON_ERRORS)
                 self.handle.write(_json({"seq": seq, **event}) + "\n")  # one line per write
                 self.handle.flush()
             except OSError as exc:

@@ -22,12 +22,18 @@ def replace(text: str, keys: Iterable[str], sections: Mapping[str, str]) -> str 
     in for that top-level key, appended at the end when the key is new; None when the text
     is not laid out plainly enough to do it safely. ``keys`` are the top-level keys the
     parser found in ``text``, in order."""
-    if "\r" in text:
-        return None
+    if "\r" in text:  # CRLF line ends (git's core.autocrlf): kept, the sections get them too
+        unix = text.replace("\r\n", "\n")
+        if "\r" in unix or unix.count("\n") != text.count("\r\n"):
+            return None  # a lone carriage return, or mixed line ends
+        replaced = replace(unix, keys, sections)
+        return None if replaced is None else replaced.replace("\n", "\r\n")
     lines = text.splitlines(keepends=True)
     starts = [(m.group(1), i) for i, line in enumerate(lines) if (m := _TOP_KEY.match(line))]
     if [key for key, _ in starts] != list(keys):
         return None
+    if starts and any(_stray(line) for line in lines[starts[0][1]:]):
+        return None  # a document marker (``...``, ``---``): a section after it is lost
     bounds = {
         key: (start, starts[n + 1][1] if n + 1 < len(starts) else len(lines))
         for n, (key, start) in enumerate(starts)
@@ -52,6 +58,11 @@ def replace(text: str, keys: Iterable[str], sections: Mapping[str, str]) -> str 
         out[-1] += "\n"
     out += [text for key, text in sections.items() if key not in bounds]
     return "".join(out)
+
+
+def _stray(line: str) -> bool:
+    """A column-0 line that is no top-level key, comment or blank line."""
+    return bool(line[:1].strip()) and line[0] != "#" and _TOP_KEY.match(line) is None
 
 
 def _rstrip_blank(lines: list[str]) -> list[str]:
