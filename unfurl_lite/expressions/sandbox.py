@@ -32,15 +32,12 @@ from unfurl_lite.expressions.limits import (
 from unfurl_lite.expressions.scope import current_ctx
 from unfurl_lite.security import redaction, taint
 from unfurl_lite.security.environment import PROJECT_VARIABLES, allowed
+from unfurl_lite.security.paths import PROTECTED
 
 if TYPE_CHECKING:
     from unfurl_lite.expressions.expr import EvalContext
 
-CREDENTIAL_STORES = frozenset({  # path components file() never reads
-    ".git", ".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".password-store",
-    "gcloud", ".git-credentials", ".netrc", "_netrc", ".npmrc", ".pypirc", ".pgpass",
-    ".vault-token", ".boto", ".s3cfg", ".terraformrc", "credentials.tfrc.json",
-})
+CREDENTIAL_STORES = PROTECTED  # path components file() never reads
 
 
 def _secrets_read(value: Any, budget: int = 1000) -> bool | tuple[str, ...]:

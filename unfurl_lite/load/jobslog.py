@@ -67,6 +67,8 @@ class DamagedLine:
     why: str
 
     def format(self) -> str:
+        if not self.number:  # the whole file
+            return f"{self.path}: {self.why}"
         return f"{self.path}:{self.number}: damaged line skipped: {self.why}"
 
 
@@ -93,25 +95,60 @@ def _damage(raw: bytes) -> tuple[str | None, str]:
 
 def read_jobs_tsv(path: Path, damaged: list[DamagedLine] | None = None) -> Iterator[dict[str, str]]:
     """Stream jobs.tsv records. Lines are split on ``\\n`` only (a raw carriage return
-    starts no record); a damaged line (torn by a crash, not UTF-8, not a record) is
-    skipped and reported, once per process, as a warning and in ``damaged``."""
-    if not path.exists():
+    starts no record; one right before the line end is git's ``core.autocrlf`` and is
+    dropped); a damaged line (torn by a crash, not UTF-8, not a record) is skipped and
+    reported, once per process, as a warning and in ``damaged``. A log that cannot be
+    read at all (a directory, no permission) is reported the same way and reads as empty."""
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - closed below, after the last line
+    except FileNotFoundError:
         return
-    with open(path, "rb") as handle:
+    except OSError as exc:
+        reason = "is a directory, not a file" if path.is_dir() else (exc.strerror or str(exc))
+        _warn(DamagedLine(path, 0, f"{reason}: no job records read from it"), damaged)
+        return
+    with handle:
         for number, raw in enumerate(handle, 1):
             if not raw.strip():
                 continue
+            if raw.endswith(b"\r\n"):
+                raw = raw[:-2] + b"\n"
             why, line = _damage(raw)
             if why is None:
                 yield parse_tsv_line(line)
                 continue
-            found = DamagedLine(path, number, why)
-            if damaged is not None:
-                damaged.append(found)
-            key = (str(path), number, why)
-            if key not in _reported:
-                _reported.add(key)
-                log.warning("warning: %s", found.format())
+            _warn(DamagedLine(path, number, why), damaged)
+
+
+def _warn(found: DamagedLine, damaged: list[DamagedLine] | None) -> None:
+    if damaged is not None:
+        damaged.append(found)
+    key = (str(found.path), found.number, found.why)
+    if key not in _reported:
+        _reported.add(key)
+        log.warning("warning: %s", found.format())
+
+
+def jobs_log_setting(text: str) -> Any:
+    """An ensemble's top-level ``jobsLog:`` value, read without the rest of the spec: from
+    its column-0 line when it has one (a column-0 key is top-level), else from the whole
+    document (a flow-style top level), as the loader would read it; None when absent."""
+    from unfurl_lite.load import yamlio
+
+    if "jobsLog" not in text:
+        return None
+    match = re.search(r"^jobsLog[ \t]*:.*$", text, re.MULTILINE)
+    for source in ([match.group(0)] if match else []) + [text]:
+        try:
+            doc = yamlio.parse_plain(source)
+        except Exception:  # libyaml refuses some YAML 1.2: the round trip, as the loader
+            try:
+                doc = yamlio.round_trip().load(source)
+            except Exception:  # unreadable here: the loader will say why
+                continue
+        if isinstance(doc, dict):
+            return doc.get("jobsLog")
+    return None
 
 
 def last_job_id(path: Path, inline: list[dict[str, Any]] | None = None) -> str | None:

@@ -64,17 +64,19 @@ def lock_job_state(root: Path, change_id: str | None) -> str:
     """What a stale lock's job left: ``none`` (no journal: nothing ran), ``recorded`` (it
     was killed while committing), ``unrecorded``, or ``unreadable`` (a damaged journal:
     only a successful resume may then clear its lock)."""
-    from unfurl_lite.record.journal import list_journals
+    from unfurl_lite.record.journal import journal_path, list_journals
 
     if not change_id:
         return "none"
-    try:
-        journals = list_journals(root)
-    except Exception:
-        return "unreadable"
+    damaged: list[Path] = []
+    journals = list_journals(root, damaged)
     journal = next((j for j in journals if j.change_id == change_id), None)
     if journal is None:
-        return "none"
+        try:
+            expected = journal_path(root, change_id)
+        except ValueError:  # the lock names no changeId: nothing of it to guard
+            return "none"
+        return "unreadable" if expected in damaged else "none"
     return "recorded" if journal.recorded else "unrecorded"
 
 

@@ -18,6 +18,7 @@ Rewriting the whole journal at every transition cost O(N) per task, O(N^2) per j
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from unfurl_lite.errors import UnfurlLiteError
 from unfurl_lite.expressions.digest import KeyProvider, spec_digest
 from unfurl_lite.load import yamlio
 from unfurl_lite.load.builder import build_instance
@@ -39,6 +41,7 @@ from unfurl_lite.run.outcome import JobOptions, JobResult, TaskRun
 from unfurl_lite.security.redaction import redact
 from unfurl_lite.security.taint import REDACTED, Sensitive
 
+log = logging.getLogger(__name__)
 PREFIX = "journal"
 SYNC_INTERVAL = 0.1  # seconds between forced writes of the events to disk
 VERSION = 1
@@ -306,11 +309,30 @@ def read_journal(path: Path) -> JournalFile:
     return JournalFile(path, data)
 
 
-def list_journals(root: Path) -> list[JournalFile]:
-    """Every journal under jobs/, oldest first (changeIds sort by time)."""
+_warned: set[Path] = set()
+
+
+def list_journals(root: Path, damaged: list[Path] | None = None) -> list[JournalFile]:
+    """Every journal under jobs/, oldest first (changeIds sort by time). A journal that
+    cannot be read (random bytes, not a journal) is skipped with a warning, once per
+    process, and listed in ``damaged``: readers go on, and whoever guards a killed job's
+    lock can tell its journal was there."""
     found = []
     for path in sorted((root / records.JOBS_DIR).glob(f"{PREFIX}*.yaml")):
-        journal = read_journal(path)
+        try:
+            journal = read_journal(path)
+            if not isinstance(journal.data, dict) or not isinstance(journal.tasks, list):
+                raise ValueError("not a journal")
+        except Exception as exc:  # damaged in any way: reported, never a traceback
+            if damaged is not None:
+                damaged.append(path)
+            if path not in _warned:
+                _warned.add(path)
+                why = exc.message if isinstance(exc, UnfurlLiteError) else \
+                    "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else \
+                    f"{type(exc).__name__}: {exc}"
+                log.warning("warning: %s: damaged journal skipped: %s", path, why)
+            continue
         if journal.change_id:
             found.append(journal)
     return sorted(found, key=lambda j: j.change_id)
