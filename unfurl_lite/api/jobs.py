@@ -29,7 +29,7 @@ from unfurl_lite.load.loader import load_ensemble
 from unfurl_lite.model import status_layout as layout
 from unfurl_lite.model.ensemble import Ensemble, with_inputs
 from unfurl_lite.plan.tasks import Plan
-from unfurl_lite.record import lock, preflight, records, statusfile
+from unfurl_lite.record import lock, preflight, records, statusfile, tempfiles
 from unfurl_lite.run import relationships
 from unfurl_lite.run.executors import Executor, make_executor
 from unfurl_lite.run.job import run_plan
@@ -169,6 +169,8 @@ def run_job(
         lock_file = None
         if not (request.options.dryrun or request.locked):
             lock_file = held.enter_context(lock.held(ensemble.path, request.workflow))
+            tempfiles.sweep(tempfiles.project_directories(ensemble.project_root,
+                                                          ensemble.jobs_tsv))
         try:
             return _run_locked(request, watcher, cancel, ensemble, plan, resumed,
                                start_instances)
@@ -298,8 +300,12 @@ def _run_and_record(
 
 
 def record_job(
-    ensemble: Ensemble, result: JobResult, options: JobOptions, append_log: bool = True
+    ensemble: Ensemble, result: JobResult, options: JobOptions, append_log: bool = True,
+    repair: bool = False,
 ) -> records.JobFiles:
+    """Write the job's records. ``repair`` (recording a killed job): jobs.tsv gets only
+    the job's lines it does not hold complete (an append torn by a crash or a power loss
+    is completed from the journal, no line is written twice)."""
     root = ensemble.project_root
     confine_records(root, ensemble.jobs_log, options.allow_outside_paths)
     job_prefix = result.job_id[:8]
@@ -338,7 +344,10 @@ def record_job(
         records.task_tsv_line(entry, run) for run, entry in zip(ran, summary_entries, strict=True)
     ]
     if append_log and files.jobs_tsv is not None:  # False: a crashed job's lines are there
-        records.append_tsv(files.jobs_tsv, lines, result.secrets)
+        if repair:
+            lines = records.missing_lines(files.jobs_tsv, lines)
+        if lines:
+            records.append_tsv(files.jobs_tsv, lines, result.secrets)
     forgotten = [n for n in result.plan.forget if n not in result.instances]
     statusfile.save_status(
         ensemble,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import itertools
 import os
+import re
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -153,6 +154,16 @@ def temp_file(directory: Path, prefix: str, mode: int = 0o600) -> tuple[int, str
             return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode), str(name)
         except FileExistsError:  # left by a crashed process that had our pid
             continue
+
+
+_TEMP_NAME = re.compile(r"\..+\.(\d+)-\d+-\d+\.tmp")
+
+
+def temp_file_owner(name: str) -> int | None:
+    """The pid of the process that made a :func:`temp_file` of this name, or None when
+    the name is not one of ours."""
+    match = _TEMP_NAME.fullmatch(name)
+    return int(match.group(1)) if match else None
 
 
 def _named(exc: OSError, path: Path) -> OSError:

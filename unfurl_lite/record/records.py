@@ -189,6 +189,14 @@ def write_job_yaml(
     yamlio.atomic_write(path, yamlio.dump(body))
 
 
+def missing_lines(path: Path, lines: list[str]) -> list[str]:
+    """Those of ``lines`` whose changeId has no complete line in the log at ``path``."""
+    from unfurl_lite.load.jobslog import read_jobs_tsv
+
+    logged = {record["changeId"] for record in read_jobs_tsv(path)}
+    return [line for line in lines if line.split("\t", 1)[0] not in logged]
+
+
 def append_tsv(path: Path, lines: list[str], secrets: set[str]) -> None:
     from unfurl_lite.security.redaction import redact_text
 

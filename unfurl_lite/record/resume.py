@@ -4,8 +4,10 @@ The plan is made again from the journal's workflow, options and the instance sta
 job started from, so every task keeps its number; the journal then says which tasks are
 done. As in Cloudify: succeeded tasks are not run again; failed, rescheduled, blocked and
 pending ones run (retry count reset); tasks that were sent or started when the process
-died have an unknown outcome and run again only with ``force``. A killed job is first
-recorded as it stood (status, jobs.tsv, job files), so nothing it did is lost.
+died have an unknown outcome and run again only with ``force`` (the next resume of the
+job that recorded them failed runs them: they are failed tasks of an earlier job then).
+A killed job is first recorded as it stood (status, jobs.tsv, job files), so nothing it
+did is lost.
 """
 
 from __future__ import annotations
@@ -204,6 +206,14 @@ def logged(ensemble: Ensemble, job_id: str) -> bool:
     return any(r["changeId"] == job_id for r in read_jobs_tsv(ensemble.jobs_tsv))
 
 
+def in_flight_when_killed(record: dict[str, object]) -> bool:
+    """Was the task running when this journal's own job was killed? Only those wait for
+    ``--force``. One an earlier job left interrupted, carried here as failed, is a failed
+    task like any other: Cloudify's rule, failed tasks go back to pending, so plain
+    ``resume`` converges (at most twice after any sequence of kills)."""
+    return bool(record.get("interrupted")) and not record.get("carried")
+
+
 def resumed_from(journal: JournalFile, plan: Plan, force: bool,
                  current: dict[str, Instance] | None = None) -> Resumed:
     """Which runs are carried over as done, and the instances to start from: as the job
@@ -223,7 +233,7 @@ def resumed_from(journal: JournalFile, plan: Plan, force: bool,
         record = by_number[task.number]
         state = record["state"]
         done = state in (TaskState.succeeded, TaskState.skipped)
-        stays_failed = state == TaskState.failed and record.get("interrupted") and not force
+        stays_failed = state == TaskState.failed and not force and in_flight_when_killed(record)
         if done or stays_failed:
             run = restore_run(TaskRun(task), record)
             run.carried = True
