@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from unfurl_lite.load.yamlio import temp_file_owner
-from unfurl_lite.record.lock import pid_alive
+from unfurl_lite.record.liveness import pid_alive
 
 
 def sweep(directories: Iterable[Path]) -> list[Path]:
