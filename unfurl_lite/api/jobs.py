@@ -220,6 +220,7 @@ def _run_locked(
             resumes=resumed.job_id if resumed else None,
             on_job_id=lambda job_id: lock.update(lock_file, request.workflow, job_id),
             executor=executor.record,
+            secret_digests=resumed.secret_digests if resumed else None,
         )
         # what the plan left alone and why, for the job's page (the records keep only tasks)
         journal.data["planNotes"] = [{"target": n.target, "message": n.message}

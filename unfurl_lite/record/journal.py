@@ -38,7 +38,8 @@ from unfurl_lite.record import journal_format, records
 from unfurl_lite.run.observer import JobState, Observer, TaskState
 from unfurl_lite.run.operations.base import OperationResult
 from unfurl_lite.run.outcome import JobOptions, JobResult, TaskRun
-from unfurl_lite.security.redaction import redact
+from unfurl_lite.security import digested
+from unfurl_lite.security.redaction import MIN_SECRET_LENGTH, redact, variants
 from unfurl_lite.security.taint import REDACTED, Sensitive
 
 log = logging.getLogger(__name__)
@@ -79,6 +80,7 @@ class Journal(Observer):
         resumes: str | None = None,
         on_job_id: Any = None,
         executor: dict[str, str] | None = None,
+        secret_digests: list[str] | None = None,
     ) -> None:
         from unfurl_lite.expressions.context import spec_secrets
 
@@ -122,6 +124,10 @@ class Journal(Observer):
         self.seq = 0  # events appended so far
         self.events: journal_format.EventLog | None = None
         self.written: tuple[dict[str, Any], list[dict[str, Any]]] | None = None
+        # what a resume needs to redact what this job derived (the job it resumes too)
+        self.data[journal_format.SECRET_DIGESTS] = list(secret_digests or [])
+        self.digested: set[str] = set()
+        self.secrets_seen = 0  # how many secrets the last look found
 
     # -- Observer hooks
 
@@ -172,8 +178,26 @@ class Journal(Observer):
         with self.lock:
             self._append_locked(event)
 
+    def _new_digests(self) -> list[str]:
+        """Digests of the secrets learnt since the last look (secrets only accumulate)."""
+        if len(self.secrets) == self.secrets_seen:
+            return []
+        known = list(self.secrets)
+        self.secrets_seen = len(known)
+        fresh = [s for s in known if s not in self.digested and len(s) >= MIN_SECRET_LENGTH]
+        self.digested.update(fresh)
+        key = self.key() if fresh else None
+        if key is None:  # outside git there is no key: nothing of them is kept
+            return []
+        found = digested.entries(key, {f for s in fresh for f in variants(s)})
+        self.data[journal_format.SECRET_DIGESTS].extend(found)
+        return found
+
     def _append_locked(self, event: dict[str, Any]) -> None:
         assert self.path is not None
+        found = self._new_digests()
+        if found:
+            event = {**event, journal_format.SECRET_DIGESTS: found}
         self.seq += 1
         if self.events is None:
             self.events = journal_format.EventLog(self.path, SYNC_INTERVAL)
@@ -203,6 +227,8 @@ class Journal(Observer):
             else:
                 data["instances"] = snapshot_instances(self.instances, self.secrets)
                 data["tasks"] = [task_record(r, self.secrets, self.key) for r in list(self.runs)]
+            self._new_digests()
+            data[journal_format.SECRET_DIGESTS] = list(self.data[journal_format.SECRET_DIGESTS])
             self.written = (data["instances"], data["tasks"])
             self.known = set(data["instances"])
             if self.events is not None:
@@ -300,6 +326,11 @@ class JournalFile:
     @property
     def tasks(self) -> list[dict[str, Any]]:
         return list(self.data.get("tasks") or [])
+
+    @property
+    def secret_digests(self) -> list[str]:
+        found = self.data.get(journal_format.SECRET_DIGESTS)
+        return [str(d) for d in found] if isinstance(found, list) else []
 
 
 def read_journal(path: Path) -> JournalFile:

@@ -23,6 +23,8 @@ from typing import Any, TextIO
 from unfurl_lite.load import yamlio
 
 EVENTS = "events"
+#: keyed digests of the secrets the job knows (see security/digested.py)
+SECRET_DIGESTS = "secretDigests"
 #: a value that is not valid text (a lone surrogate a Python operation returned) is
 #: written as its JSON escape (``\\ud800``), which reads back as the same value
 JSON_ERRORS = "backslashreplace"
@@ -129,8 +131,11 @@ def fold(data: dict[str, Any], event: dict[str, Any]) -> None:
     instances = event.get("instances")
     if isinstance(instances, dict):
         data.setdefault("instances", {}).update(instances)
+    digests = event.get(SECRET_DIGESTS)
+    if isinstance(digests, list):  # they only ever grow: each event brings the new ones
+        data.setdefault(SECRET_DIGESTS, []).extend(digests)
     for key, value in event.items():
-        if key not in ("task", "instances"):
+        if key not in ("task", "instances", SECRET_DIGESTS):
             data[key] = value
 
 

@@ -20,6 +20,7 @@ from typing import Any
 from unfurl_lite.errors import JobError
 from unfurl_lite.expressions.context import spec_secrets
 from unfurl_lite.expressions.digest import spec_digest
+from unfurl_lite.load.digestkey import digest_key
 from unfurl_lite.load.jobslog import read_jobs_tsv
 from unfurl_lite.model import changeid
 from unfurl_lite.model.ensemble import Ensemble
@@ -47,6 +48,7 @@ from unfurl_lite.run.outcome import (
     summary_text,
 )
 from unfurl_lite.run.status import fold_effective, on_failure
+from unfurl_lite.security.digested import HashedForms, SecretSet
 
 RESUMABLE = ("failed", "cancelled")
 IN_FLIGHT = (TaskState.sent, TaskState.started)
@@ -180,7 +182,8 @@ def interrupted_result(ensemble: Ensemble, journal: JournalFile, plan: Plan) -> 
         + (" (interrupted)" if interrupted_state else ""),
         instances=instances,
         effective=effective,
-        secrets=spec_secrets(ensemble.topology),  # what the killed job knew at its start
+        # what the killed job knew at its start, and what it learnt, by digests
+        secrets=known_secrets(ensemble, journal),
         previous_id=journal.data.get("previousId"),
     )
 
@@ -238,7 +241,7 @@ def resumed_from(journal: JournalFile, plan: Plan, force: bool,
             run = restore_run(TaskRun(task), record)
             run.carried = True
             runs[task.number] = run
-    return Resumed(journal.change_id, instances, runs)
+    return Resumed(journal.change_id, instances, runs, journal.secret_digests)
 
 
 def rolled_back(plan: Plan, records: dict[int, dict[str, Any]]) -> set[str]:
@@ -249,3 +252,14 @@ def rolled_back(plan: Plan, records: dict[int, dict[str, Any]]) -> set[str]:
         if t.reason == ROLLBACK and t.target in plan.new_instances
         and records[t.number]["state"] in (TaskState.succeeded, TaskState.failed)
     }
+
+
+def known_secrets(ensemble: Ensemble, journal: JournalFile) -> SecretSet:
+    """The spec's secrets, and those the journal's job derived, known by their digests."""
+    return SecretSet(spec_secrets(ensemble.topology),
+                     hashed_forms(ensemble.project_root, journal.secret_digests))
+
+
+def hashed_forms(root: Path, entries: list[str]) -> HashedForms | None:
+    key = digest_key(root) if entries else None
+    return HashedForms(key, entries) if key is not None else None

@@ -15,6 +15,7 @@ from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from unfurl_lite.errors import ExpressionError, RenderCancelled, UnfurlLiteError
@@ -79,6 +80,9 @@ class Scheduler:
             self.instances = dict(self.resumed.instances)
             self.runs.update(self.resumed.runs)
         self.env = base_environment(self.options.env_passthrough)
+        if self.resumed is not None and self.resumed.secret_digests:
+            self.secrets = resumed_secrets(self.secrets, self.ensemble.project_root,
+                                           self.resumed.secret_digests)
         self.secrets.update(spec_secrets(self.ensemble.topology))
         self.observer.secrets_known(self.secrets)
         for task in self.plan.tasks:
@@ -567,3 +571,13 @@ def _result_of(future: Future[OperationResult]) -> OperationResult:
     if exc is None:
         return future.result()
     return OperationResult(success=False, modified=None, error=f"{type(exc).__name__}: {exc}")
+
+
+def resumed_secrets(secrets: set[str], root: Path, entries: list[str]) -> set[str]:
+    """A resumed job redacts what the job it resumes derived, known by keyed digests (its
+    journal never held them in clear; see security/digested.py)."""
+    from unfurl_lite.load.digestkey import digest_key
+    from unfurl_lite.security.digested import HashedForms, SecretSet
+
+    key = digest_key(root)
+    return SecretSet(secrets, HashedForms(key, entries)) if key is not None else secrets

@@ -87,11 +87,13 @@ def _all_forms(secrets: Iterable[str]) -> list[str]:
 
 
 def redact_text(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every known secret, and every transform of one, replaced."""
+    """``text`` with every known secret, and every transform of one, replaced (also those
+    a resumed job knows only by their digests, see security/digested.py)."""
     for form in _all_forms(secrets):
         if form in text:
             text = text.replace(form, REDACTED)
-    return text
+    hashed = getattr(secrets, "hashed", None)
+    return hashed.redact(text) if hashed else text
 
 
 def _leaks(text: str, secret: str) -> bool:
@@ -115,12 +117,13 @@ def redact(value: Any, secrets: Iterable[str] = ()) -> Any:
     """A copy of ``value`` safe to write anywhere."""
     known = secrets if isinstance(secrets, set | frozenset | list | tuple) else list(secrets)
     forms = _all_forms(known)  # once per value, not once per string in it
+    hashed = getattr(known, "hashed", None) or None
 
     def text(item: str) -> str:
         for form in forms:
             if form in item:
                 item = item.replace(form, REDACTED)
-        return item
+        return hashed.redact(item) if hashed else item
 
     def walk(item: Any) -> Any:
         if isinstance(item, Tainted):
@@ -129,7 +132,7 @@ def redact(value: Any, secrets: Iterable[str] = ()) -> Any:
             return REDACTED
         if isinstance(item, str):
             item = str(item)  # (a subclass, such as a temporary file's path, as plain text)
-            return text(item) if forms else item
+            return text(item) if forms or hashed else item
         if isinstance(item, Mapping):
             return {(text(k) if isinstance(k, str) else k): walk(v) for k, v in item.items()}
         if isinstance(item, list | tuple):
