@@ -147,3 +147,26 @@ def test_history_reads_the_jobs_log_the_loader_reads(project: Project) -> None:
     assert ensemble_paths(project.root)[1] == (project.root / "log" / "jobs.tsv").resolve()
     project.write("apiVersion: unfurl/v1alpha1\njobsLog: 'other.tsv' # quoted\n")
     assert ensemble_paths(project.root)[1] == (project.root / "other.tsv").resolve()
+
+
+def test_oversized_records_are_refused_in_bounded_memory(project: Project) -> None:
+    """A hostile clone's records: a jobs.tsv line of 2 MiB, a journal past the limit
+    (sparse: it costs no disk), a job file past the limit. Warnings, and the rest reads."""
+    from unfurl_lite.load.jobslog import MAX_LINE
+    from unfurl_lite.record.journal_format import MAX_JOURNAL_BYTES
+
+    job = deployed(project)
+    with open(project.root / "jobs.tsv", "ab") as tsv:
+        tsv.write(b"A6BQ4UfD0009\tsummary=" + b"x" * (2 * MAX_LINE) + b"\n")
+    big = project.root / "jobs" / "journal2026-11-26-04-30-41-A6BQ4UfD.yaml"
+    with open(big, "wb") as handle:
+        handle.truncate(MAX_JOURNAL_BYTES + 10)
+    with open(project.root / "jobs" / job, "r+b") as handle:
+        handle.truncate(21 * 1024 * 1024)
+    history = run_unfurl(project.root, "history")
+    clean(history)
+    assert history.returncode == 0
+    assert f"damaged line skipped: longer than {MAX_LINE} bytes" in history.stderr
+    assert f"{big.name}: damaged journal skipped: larger than" in history.stderr
+    assert f"{job}: damaged job record: larger than" in history.stderr
+    assert "error" in history.stdout  # the deploy is still listed

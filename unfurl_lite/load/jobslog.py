@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from unfurl_lite.security.names import is_control
 
@@ -79,6 +79,8 @@ _RECORD = re.compile(r"A[0-9A-Za-z]{7}[0-9a-f]{4}(?:\t[^\t=]*=[^\t]*)*")
 
 def _damage(raw: bytes) -> tuple[str | None, str]:
     """(why the line is damaged or None, its text)."""
+    if raw == _TOO_LONG:
+        return f"longer than {MAX_LINE} bytes", ""
     if not raw.endswith(b"\n"):
         return "incomplete (its write was interrupted)", ""
     try:
@@ -108,7 +110,7 @@ def read_jobs_tsv(path: Path, damaged: list[DamagedLine] | None = None) -> Itera
         _warn(DamagedLine(path, 0, f"{reason}: no job records read from it"), damaged)
         return
     with handle:
-        for number, raw in enumerate(handle, 1):
+        for number, raw in enumerate(_lines(handle), 1):
             if not raw.strip():
                 continue
             if raw.endswith(b"\r\n"):
@@ -118,6 +120,23 @@ def read_jobs_tsv(path: Path, damaged: list[DamagedLine] | None = None) -> Itera
                 yield parse_tsv_line(line)
                 continue
             _warn(DamagedLine(path, number, why), damaged)
+
+
+#: a longer line is no record (they are a few hundred bytes): read in bounded memory
+MAX_LINE = 1024 * 1024
+_TOO_LONG = b"\0too long\n"
+
+
+def _lines(handle: BinaryIO) -> Iterator[bytes]:
+    """The file's lines, a line longer than :data:`MAX_LINE` read past in chunks and given
+    as ``_TOO_LONG`` (so reading a hostile log never holds more than a chunk)."""
+    while raw := handle.readline(MAX_LINE + 1):
+        if len(raw) <= MAX_LINE or raw.endswith(b"\n"):
+            yield raw
+            continue
+        while (rest := handle.readline(MAX_LINE)) and not rest.endswith(b"\n"):
+            pass
+        yield _TOO_LONG
 
 
 def _warn(found: DamagedLine, damaged: list[DamagedLine] | None) -> None:

@@ -20,6 +20,7 @@ from unfurl_lite.errors import ChangeIdError, HistoryError
 from unfurl_lite.load import gitrepo
 from unfurl_lite.load.gitrepo import Commit
 from unfurl_lite.load.jobslog import log_records
+from unfurl_lite.load.yamlio import MAX_FILE_BYTES
 from unfurl_lite.model import changeid
 from unfurl_lite.model import status_layout as layout
 from unfurl_lite.record import records
@@ -222,6 +223,9 @@ def _damaged(path: Path, why: str) -> None:
 def _head_of(path: Path) -> tuple[str, str]:
     """(workflow, state) of the job record's first change; only its head is read."""
     try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            _damaged(path, f"larger than {MAX_FILE_BYTES} bytes")
+            return "", ""
         return _read_head(path)
     except UnicodeDecodeError as exc:
         _damaged(path, f"not UTF-8 text (byte {exc.start + 1})")
@@ -324,6 +328,8 @@ def load_job_file(path: Path) -> list[dict[str, Any]]:
     from unfurl_lite.load.yamlio import parse_plain
 
     try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise ValueError(f"larger than {MAX_FILE_BYTES} bytes")
         data = parse_plain(path.read_text(encoding="utf-8"))
     except Exception as exc:  # a damaged job file is reported, not fatal
         raise HistoryError(f"cannot read {path}: {exc}") from None

@@ -361,7 +361,7 @@ def list_journals(root: Path, damaged: list[Path] | None = None) -> list[Journal
                 _warned.add(path)
                 why = exc.message if isinstance(exc, UnfurlLiteError) else \
                     "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else \
-                    f"{type(exc).__name__}: {exc}"
+                    str(exc) if type(exc) is ValueError else f"{type(exc).__name__}: {exc}"
                 log.warning("warning: %s: damaged journal skipped: %s", path, why)
             continue
         if journal.change_id:

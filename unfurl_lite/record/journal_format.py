@@ -139,10 +139,23 @@ def fold(data: dict[str, Any], event: dict[str, Any]) -> None:
             data[key] = value
 
 
+#: a journal (or its events) larger than this is refused as damaged, read in bounded
+#: memory: a 10 000-task job's is a few MiB; its outputs' tails make the rest
+MAX_JOURNAL_BYTES = 64 * 1024 * 1024
+
+
+def _read_bounded(path: Path) -> str:
+    with open(path, "rb") as handle:
+        data = handle.read(MAX_JOURNAL_BYTES + 1)
+    if len(data) > MAX_JOURNAL_BYTES:
+        raise ValueError(f"larger than {MAX_JOURNAL_BYTES} bytes")
+    return data.decode("utf-8")
+
+
 def read_journal(path: Path) -> dict[str, Any] | None:
     """The journal's data with every complete event folded in; None if the file is not
     in this format (an older journal, written whole as block YAML)."""
-    text = path.read_text(encoding="utf-8")
+    text = _read_bounded(path)
     data: dict[str, Any] = {}
     lines = text.split("\n")
     complete = lines[:-1]  # the part after the last newline is torn or empty
@@ -171,7 +184,7 @@ def read_journal(path: Path) -> dict[str, Any] | None:
         return None
     held = int(data.pop("eventSeq", 0) or 0)
     try:
-        log = events_path(path).read_text(encoding="utf-8").split("\n")[:-1]
+        log = _read_bounded(events_path(path)).split("\n")[:-1]
     except FileNotFoundError:
         log = []
     for line in log:
