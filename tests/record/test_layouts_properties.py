@@ -94,3 +94,29 @@ def test_every_layout_is_recorded(tmp_path_factory: pytest.TempPathFactory,
     read.pop("status", None)
     assert read == layouts.data(topology.document), text  # the generator's own check
     check_cycle(tmp_path_factory.mktemp("layout") / "p", text, topology.names)
+
+
+@pytest.mark.slow
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(layouts.topologies())
+def test_every_layout_gets_a_writer_that_keeps_the_users_part(
+    tmp_path_factory: pytest.TempPathFactory, topology: layouts.Topology
+) -> None:
+    """The writers alone (no job): whichever applies, the user's part reads back the same,
+    the status written reads back as given, and a file in ruamel's layout stays in it."""
+    from unfurl_lite.record import statusfile
+
+    text = layouts.text(topology)
+    root = tmp_path_factory.mktemp("writer")
+    (root / "ensemble.yaml").write_bytes(text.encode("utf-8", "surrogatepass"))
+    status = {"instances": {"n0": {"readyState": {"local": "ok"}, "attributes": {
+        "s": "x\ud800 #: y", "u": "日本"}}}}
+    ensemble = load_ensemble(root)
+    preflight = statusfile.preflight(ensemble)
+    written = statusfile.render(ensemble, lambda doc: doc.update(status=status, lastJob={}))
+    assert written.writer == preflight  # decided before the job, by the layout alone
+    assert users_part(written.text, STATUS_SECTIONS) == users_part(text, STATUS_SECTIONS)
+    assert yamlio.to_plain(yamlio.round_trip().load(written.text))["status"] == status
+    if written.writer == "sections":
+        assert all(line in written.text for line in text.splitlines() if "status" not in line)
