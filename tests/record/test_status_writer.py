@@ -87,7 +87,7 @@ def test_preflight_refuses_before_anything_runs(project: Project, invoke: Invoke
     (project.root / "jobs.tsv").mkdir()
     result = run_unfurl(project.root, "deploy", "--approve")
     assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert "jobs.tsv" in result.stderr and "nothing was run" in result.stderr
+    assert "jobsLog 'jobs.tsv' is a directory, not a file" in result.stderr
     assert not (project.root / "ran").exists()
 
 

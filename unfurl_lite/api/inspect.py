@@ -31,7 +31,9 @@ def ensemble_paths(ensemble: str | Path | None) -> tuple[Path, Path]:
         setting = jobs_log_setting(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):  # unreadable: the default log, as the loader would
         setting = None
-    return path, jobs_log_path(path.parent, setting or None, allow_outside=True, writing=False)
+    if not isinstance(setting, str) or not setting:  # not a path: the loader refuses it
+        setting = None
+    return path, jobs_log_path(path.parent, setting, allow_outside=True, writing=False)
 
 
 def history(ensemble: str | Path | None = None,

@@ -11,15 +11,14 @@ its first characters and of the whole: BLAKE2b keyed with the clone's own key
 (``.git/unfurl-lite-digest-key``, never committed), which a reader of the records cannot
 reverse or brute-force. The resumed job digests each distinct run of characters of that
 first length in what it writes (once per distinct run, so linear in the text) and checks
-the whole form where the first characters match.
+the whole form where the first characters match; security/redaction.py, the one place that
+redacts, replaces what is found.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-
-from unfurl_lite.security.taint import REDACTED
 
 DIGEST_BYTES = 16
 PREFIX = 4  # characters of a form digested on their own, to find where it may start
@@ -44,7 +43,8 @@ class HashedForms:
         self.keyed = hashlib.blake2b(key=key[:64], digest_size=DIGEST_BYTES)
         #: length of the first characters -> their digest -> (form's length, its digest)
         self.starts: dict[int, dict[bytes, set[tuple[int, bytes]]]] = {}
-        self.done: dict[str, str] = {}  # a job writes the same output to several records
+        #: a job writes the same output to several records: found once
+        self.done: dict[str, list[tuple[int, int]]] = {}
         self.add(known)
 
     def _digest(self, text: str) -> bytes:
@@ -69,19 +69,20 @@ class HashedForms:
     def __bool__(self) -> bool:
         return bool(self.starts)
 
-    def redact(self, text: str) -> str:
-        """``text`` with every known form replaced (the longest where two overlap)."""
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """Where known forms are in ``text``: (start, length), in order, the longest where
+        two overlap (security/redaction.py replaces them)."""
         if len(text) < min(self.starts, default=PREFIX):
-            return text
+            return []
         cached = self.done.get(text)
         if cached is None:
-            cached = self._redact(text)
+            cached = self._spans(text)
             if len(self.done) > 1024:
                 self.done.clear()
             self.done[text] = cached
         return cached
 
-    def _redact(self, text: str) -> str:
+    def _spans(self, text: str) -> list[tuple[int, int]]:
         found: list[tuple[int, int]] = []  # (start, length)
         for prefix, candidates in self.starts.items():
             seen: dict[str, bytes] = {}
@@ -94,16 +95,13 @@ class HashedForms:
                     end = index + length
                     if end <= len(text) and self._digest(text[index:end]) == whole:
                         found.append((index, length))
-        if not found:
-            return text
-        out: list[str] = []
+        spans: list[tuple[int, int]] = []
         position = 0
         for start, length in sorted(found, key=lambda m: (m[0], -m[1])):
-            if start < position:
-                continue  # inside a form already replaced
-            out += [text[position:start], REDACTED]
-            position = start + length
-        return "".join(out) + text[position:]
+            if start >= position:  # not inside a form already found
+                spans.append((start, length))
+                position = start + length
+        return spans
 
 
 class SecretSet(set[str]):

@@ -93,7 +93,20 @@ def redact_text(text: str, secrets: Iterable[str]) -> str:
         if form in text:
             text = text.replace(form, REDACTED)
     hashed = getattr(secrets, "hashed", None)
-    return hashed.redact(text) if hashed else text
+    return _digested(text, hashed) if hashed else text
+
+
+def _digested(text: str, hashed: Any) -> str:
+    """``text`` with the forms known only by digests (security/digested.py) replaced."""
+    spans = hashed.spans(text)
+    if not spans:
+        return text
+    out: list[str] = []
+    position = 0
+    for start, length in spans:
+        out += [text[position:start], REDACTED]
+        position = start + length
+    return "".join(out) + text[position:]
 
 
 def _leaks(text: str, secret: str) -> bool:
@@ -123,7 +136,7 @@ def redact(value: Any, secrets: Iterable[str] = ()) -> Any:
         for form in forms:
             if form in item:
                 item = item.replace(form, REDACTED)
-        return hashed.redact(item) if hashed else item
+        return _digested(item, hashed) if hashed else item
 
     def walk(item: Any) -> Any:
         if isinstance(item, Tainted):
