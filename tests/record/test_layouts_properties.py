@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from tests.conftest import ensemble_yaml
 from tests.record import layouts
 from unfurl_lite.api.jobs import JobRequest, run_job
 from unfurl_lite.load import yamlio
@@ -17,21 +18,14 @@ from unfurl_lite.load.loader import load_ensemble
 from unfurl_lite.record.statusfile import STATUS_SECTIONS, users_part
 from unfurl_lite.run.outcome import JobOptions
 
-FLOW = """\
-apiVersion: unfurl/v1alpha1
-kind: Ensemble
-spec:
-  service_template:
-    topology_template:
-      inputs:
-        cpus: {type: integer, default: 2}
-      node_templates:
-        n: {type: tosca:Root, interfaces: {Standard: {create: echo hi}}}
-        m: {type: tosca:Root, properties: {urls: [ https://, x ], \
+FLOW = ensemble_yaml("""\
+    n: {type: tosca:Root, interfaces: {Standard: {create: echo hi}}}
+    m: {type: tosca:Root, properties: {urls: [ https://, x ], \
 c: { eval: ::root::inputs::cpus }, \
 p: "\\ud800"}, interfaces: {Standard: {create: "mkdir -p state; echo m > state/m", \
 delete: rm -f state/m}}}
-"""
+""").replace("      node_templates:", "      inputs:\n        cpus: {type: integer, default: 2}\n"
+             "      node_templates:")
 
 
 def job(root: Path, workflow: str):  # type: ignore[no-untyped-def]

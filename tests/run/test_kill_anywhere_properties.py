@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, Project, git, run_unfurl
-from tests.execution_helpers import kill9, wait_for
+from tests.execution_helpers import every_byte, kill9, wait_for
 
 SEEDS = range(8)
 REAL_GIT = shutil.which("git") or "git"
@@ -59,14 +59,28 @@ def git_wrapper(bin_dir: Path, marks: Path) -> None:
     script.chmod(0o755)
 
 
-def every_byte(root: Path) -> bytes:
-    """Every file under the project (marks aside) and every git object, decompressed."""
-    chunks = [p.read_bytes() for p in root.rglob("*")
-              if p.is_file() and "marks" not in p.relative_to(root).parts
-              and "objects" not in p.relative_to(root).parts]
-    objects = subprocess.run(["git", "cat-file", "--batch-all-objects", "--batch"], cwd=root,
-                             capture_output=True, check=True).stdout
-    return b"\n".join([*chunks, objects])
+def random_project(tmp_path: Path, rng: random.Random, seed: int
+                   ) -> tuple[Project, list[str], Path, str]:
+    """A git project of 2 to 4 nodes with random dependencies, each printing a secret:
+    (project, node names, marks folder, the secret)."""
+    size = rng.randint(2, 4)
+    names = [f"n{i}" for i in range(size)]
+    requires = {names[j]: [names[i] for i in range(j) if rng.random() < 0.5]
+                for j in range(size)}
+    secret = f"s3cr3t-{seed}-{rng.getrandbits(48):x}"
+    root = tmp_path / "project"
+    root.mkdir()
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    project = Project(root)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "config", "user.email", "t@example.com")
+    git(root, "config", "user.name", "T")
+    (root / ".gitignore").write_text(".unfurl-lite.lock\n")
+    project.write(ensemble_text(names, requires, marks))
+    git(root, "add", ".gitignore")
+    git(root, "commit", "-q", "-m", "ignore")
+    return project, names, marks, secret
 
 
 def ok_lines(root: Path) -> dict[str, int]:
@@ -87,25 +101,9 @@ def ok_lines(root: Path) -> dict[str, int]:
 def test_kill_anywhere_then_resume_leaks_nothing_and_commits_once(tmp_path: Path,
                                                                   seed: int) -> None:
     rng = random.Random(seed)
-    size = rng.randint(2, 4)
-    names = [f"n{i}" for i in range(size)]
-    requires = {names[j]: [names[i] for i in range(j) if rng.random() < 0.5]
-                for j in range(size)}
     where = rng.choice(["time", "time", "git-add", "git-commit", "git-commit-alone"])
-    secret = f"s3cr3t-{seed}-{rng.getrandbits(48):x}"
-
-    root = tmp_path / "project"
-    root.mkdir()
-    marks = tmp_path / "marks"
-    marks.mkdir()
-    project = Project(root)
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.email", "t@example.com")
-    git(root, "config", "user.name", "T")
-    (root / ".gitignore").write_text(".unfurl-lite.lock\n")
-    project.write(ensemble_text(names, requires, marks))
-    git(root, "add", ".gitignore")
-    git(root, "commit", "-q", "-m", "ignore")
+    project, names, marks, secret = random_project(tmp_path, rng, seed)
+    root = project.root
     git_wrapper(tmp_path / "bin", marks)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TEST_KILL_SECRET": secret}
     job_env = {**env, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"}
@@ -166,23 +164,8 @@ def test_after_any_kills_plain_resume_twice_at_most_finishes(tmp_path: Path, see
     resume`` at most twice reaches what an uninterrupted deploy leaves, every succeeded
     task once in jobs.tsv, no temp file and no secret anywhere."""
     rng = random.Random(1000 + seed)
-    size = rng.randint(2, 4)
-    names = [f"n{i}" for i in range(size)]
-    requires = {names[j]: [names[i] for i in range(j) if rng.random() < 0.5]
-                for j in range(size)}
-    secret = f"s3cr3t-{seed}-{rng.getrandbits(48):x}"
-    root = tmp_path / "project"
-    root.mkdir()
-    marks = tmp_path / "marks"
-    marks.mkdir()
-    project = Project(root)
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.email", "t@example.com")
-    git(root, "config", "user.name", "T")
-    (root / ".gitignore").write_text(".unfurl-lite.lock\n")
-    project.write(ensemble_text(names, requires, marks))
-    git(root, "add", ".gitignore")
-    git(root, "commit", "-q", "-m", "ignore")
+    project, names, marks, secret = random_project(tmp_path, rng, seed)
+    root = project.root
     recording_wrapper(tmp_path / "bin", marks)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TEST_KILL_SECRET": secret,
            "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"}

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from tests.conftest import ROOT, Project, ensemble_yaml, git, run_unfurl
-from tests.execution_helpers import kill9, wait_for
+from tests.execution_helpers import every_byte, kill9, wait_for
 
 SECRET = "s3cr3t-value-xyz-42"
 DERIVED = SECRET[4:]  # a slice: none of the secret's forms, a secret of the job once derived
@@ -30,15 +30,6 @@ b:
         cat marks/derived; touch marks/b.started;
         while [ ! -f marks/release ]; do sleep 0.05; done
 """
-
-
-def every_byte(root) -> bytes:
-    chunks = [p.read_bytes() for p in root.rglob("*")
-              if p.is_file() and "marks" not in p.relative_to(root).parts
-              and "objects" not in p.relative_to(root).parts]
-    objects = subprocess.run(["git", "cat-file", "--batch-all-objects", "--batch"], cwd=root,
-                             capture_output=True, check=True).stdout
-    return b"\n".join([*chunks, objects])
 
 
 def write_project(project: Project) -> None:
