@@ -131,3 +131,13 @@ def test_lone_surrogates_are_recorded_escaped_also_on_resume(project: Project,
     for path in [project.ensemble, project.root / "jobs.tsv",
                  *Path(project.root, "jobs").iterdir()]:
         path.read_bytes().decode("utf-8")  # every record is valid UTF-8
+
+
+def test_binary_output_is_recorded_escaped(project: Project, invoke: Invoke) -> None:
+    project.write(ensemble_yaml("""\
+        n: {type: tosca:Root, interfaces: {Standard: {create: "printf 'ok \\\\377\\\\376 end'"}}}
+    """))
+    result = invoke("deploy", "--approve")
+    assert result.exit_code == 0, result.output
+    job = next((project.root / "jobs").glob("job*.yaml")).read_text()
+    assert "ok \\xff\\xfe end" in job  # each byte that is not UTF-8 as \xNN
