@@ -10,6 +10,7 @@ jobs.tsv's shape (with a job line made for each job), so every reader works on e
 from __future__ import annotations
 
 import logging
+import os
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -134,8 +135,11 @@ def _lines(handle: BinaryIO) -> Iterator[bytes]:
         if len(raw) <= MAX_LINE or raw.endswith(b"\n"):
             yield raw
             continue
-        while (rest := handle.readline(MAX_LINE)) and not rest.endswith(b"\n"):
-            pass
+        while chunk := handle.read(MAX_LINE):  # to the next line, a chunk at a time
+            end = chunk.find(b"\n")
+            if end >= 0:
+                handle.seek(end + 1 - len(chunk), os.SEEK_CUR)
+                break
         yield _TOO_LONG
 
 

@@ -44,6 +44,7 @@ from unfurl_lite.security.taint import REDACTED, Sensitive
 
 log = logging.getLogger(__name__)
 PREFIX = "journal"
+OLD_JOURNAL_BYTES = 4 * 1024 * 1024  # a journal of the old, block-YAML kind is no larger
 SYNC_INTERVAL = 0.1  # seconds between forced writes of the events to disk
 VERSION = 1
 
@@ -335,7 +336,9 @@ class JournalFile:
 
 def read_journal(path: Path) -> JournalFile:
     data = journal_format.read_journal(path)
-    if data is None:  # written whole as YAML by an older version
+    if data is None:  # written whole as YAML by an older version (a small file)
+        if path.stat().st_size > OLD_JOURNAL_BYTES:
+            raise ValueError("not a journal")
         data = yamlio.to_plain(yamlio.load_file(path)) or {}
     return JournalFile(path, data)
 

@@ -144,11 +144,19 @@ def fold(data: dict[str, Any], event: dict[str, Any]) -> None:
 MAX_JOURNAL_BYTES = 64 * 1024 * 1024
 
 
+#: and one holding more JSON containers or items than this (a 10 000-task job's holds a
+#: few hundred thousand): ``[{},{},…]`` would cost 20 times its size once parsed
+MAX_JOURNAL_NODES = 1_000_000
+
+
 def _read_bounded(path: Path) -> str:
     with open(path, "rb") as handle:
         data = handle.read(MAX_JOURNAL_BYTES + 1)
     if len(data) > MAX_JOURNAL_BYTES:
         raise ValueError(f"larger than {MAX_JOURNAL_BYTES} bytes")
+    nodes = data.count(b"{") + data.count(b"[") + data.count(b",") // 4
+    if nodes > MAX_JOURNAL_NODES:
+        raise ValueError(f"more than {MAX_JOURNAL_NODES} values")
     return data.decode("utf-8")
 
 
