@@ -139,14 +139,12 @@ def fold(data: dict[str, Any], event: dict[str, Any]) -> None:
             data[key] = value
 
 
-#: a journal (or its events) larger than this is refused as damaged, read in bounded
-#: memory: a 10 000-task job's is a few MiB; its outputs' tails make the rest
-MAX_JOURNAL_BYTES = 64 * 1024 * 1024
-
-
-#: and one holding more JSON containers or items than this (a 10 000-task job's holds a
-#: few hundred thousand): ``[{},{},…]`` would cost 20 times its size once parsed
-MAX_JOURNAL_NODES = 1_000_000
+#: a journal (or its events) larger than this, or holding more JSON values (containers and
+#: items), is refused as damaged, so a hostile one is never parsed into gigabytes
+#: (``[{},{},…]`` costs 20 times its size once parsed). A 10 000-task job's journal holds a
+#: few tens of MiB and about a million values; the bounds leave room for a few times that.
+MAX_JOURNAL_BYTES = 128 * 1024 * 1024
+MAX_JOURNAL_VALUES = 4_000_000
 
 
 def _read_bounded(path: Path) -> str:
@@ -154,9 +152,9 @@ def _read_bounded(path: Path) -> str:
         data = handle.read(MAX_JOURNAL_BYTES + 1)
     if len(data) > MAX_JOURNAL_BYTES:
         raise ValueError(f"larger than {MAX_JOURNAL_BYTES} bytes")
-    nodes = data.count(b"{") + data.count(b"[") + data.count(b",") // 4
-    if nodes > MAX_JOURNAL_NODES:
-        raise ValueError(f"more than {MAX_JOURNAL_NODES} values")
+    values = data.count(b"{") + data.count(b"[") + data.count(b",")
+    if values > MAX_JOURNAL_VALUES:
+        raise ValueError(f"more than {MAX_JOURNAL_VALUES} values")
     return data.decode("utf-8")
 
 
