@@ -163,11 +163,14 @@ class Project:
         return path.read_text().splitlines() if path.exists() else []
 
     def status(self) -> dict:
-        from ruamel.yaml import YAML
-
+        from unfurl_lite.load import yamlio
         from unfurl_lite.model.status_layout import flatten
 
-        doc = YAML(typ="safe").load(self.ensemble.read_text())
+        text = self.ensemble.read_text()
+        try:
+            doc = yamlio.parse_plain(text)
+        except Exception:  # YAML 1.2 that libyaml refuses: read it as the loader does
+            doc = yamlio.to_plain(yamlio.round_trip().load(text))
         nested = (doc.get("status") or {}).get("instances") or {}
         return {  # an instance nested under its host is hostedOn it
             name: {**record, "hostedOn": host} if host else record

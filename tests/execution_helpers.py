@@ -85,3 +85,14 @@ def wait_for(predicate, process: subprocess.Popen[str] | None = None, limit: flo
 def kill9(process: subprocess.Popen[str]) -> None:
     process.send_signal(signal.SIGKILL)
     process.communicate()
+
+
+def every_byte(root: Path) -> bytes:
+    """Every file under the project (``marks`` aside) and every git object, decompressed:
+    where a leaked secret would be found."""
+    chunks = [p.read_bytes() for p in root.rglob("*")
+              if p.is_file() and "marks" not in p.relative_to(root).parts
+              and "objects" not in p.relative_to(root).parts]
+    objects = subprocess.run(["git", "cat-file", "--batch-all-objects", "--batch"], cwd=root,
+                             capture_output=True, check=True).stdout
+    return b"\n".join([*chunks, objects])

@@ -68,6 +68,11 @@ class InputError(UnfurlLiteError):
         return "\n".join(lines)
 
 
+class LimitExceeded(InputError):
+    """A document over one of the loader's limits (keys, anchors, nodes, size): refused as
+    found, never handed to a slower parser to be located better."""
+
+
 class RenderRefused(InputError):
     """A job's templates read names that cannot exist: the job is refused before anything
     runs (as Unfurl 1.2.0 aborts a job whose templates fail to render) and exits as a
@@ -120,6 +125,10 @@ class ExpressionError(UnfurlLiteError):
 
 class RenderTimeout(ExpressionError):
     """Rendering a template ran past the task's deadline."""
+
+
+class RenderCancelled(ExpressionError):
+    """The job was cancelled while a template rendered: the task did not start."""
 
 
 class PathError(UnfurlLiteError):

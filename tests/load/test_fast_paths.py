@@ -27,7 +27,7 @@ SETTINGS = settings(max_examples=100, deadline=None,
 
 def ruamel_dump(data: Any) -> str:
     stream = io.StringIO()
-    yamlio._round_trip().dump(data, stream)
+    yamlio.round_trip().dump(data, stream)
     return stream.getvalue()
 
 
@@ -187,11 +187,19 @@ def test_comments_in_the_status_section_survive_through_the_round_trip(
         ("a: 1\nstatus:\n  x: 1\n# a comment\n", ["a", "status"]),  # comment in the section
         ("a: &s 1\nstatus: &t\n  x: 1\nb: *t\n", ["a", "status", "b"]),  # anchored
         ('"a": 1\nstatus: {}\n', ["a", "status"]),  # a quoted key the scan cannot see
-        ("a: 1\r\nstatus: {}\r\n", ["a", "status"]),  # CRLF line ends
+        ("a: 1\r\nstatus: {}\n", ["a", "status"]),  # mixed line ends
+        ("a: 1\rstatus: {}\n", ["a", "status"]),  # a lone carriage return
+        ("a: 1\n...\n", ["a"]),  # a document end: a section after it would be lost
     ],
 )
 def test_section_rewrite_declines_what_it_cannot_do_exactly(text: str, keys: list[str]) -> None:
     assert sections.replace(text, keys, {"status": "status: {}\n"}) is None
+
+
+def test_section_rewrite_keeps_crlf_line_ends() -> None:
+    text = "a: 1\r\nstatus:\r\n  old: 1\r\nb: 2\r\n"
+    new = sections.replace(text, ["a", "status", "b"], {"status": "status:\n  new: 2\n"})
+    assert new == "a: 1\r\nstatus:\r\n  new: 2\r\nb: 2\r\n"
 
 
 def test_section_rewrite_replaces_in_place_and_appends_new_sections() -> None:

@@ -61,3 +61,77 @@ def test_the_advice_is_a_plain_resume_when_nothing_was_in_flight():
     busy = Interrupted("A6BN1oKL0000", "deploy", 123, ("app Standard.create",))
     assert busy.command == "unfurl resume --force"
     assert "records it failed" in busy.advice()
+
+
+def _git_lingering_after_recording(bin_dir, marks):
+    """git that, after committing a killed job's record, marks it and lingers."""
+    import shutil
+
+    real = shutil.which("git")
+    bin_dir.mkdir()
+    script = bin_dir / "git"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'{real} "$@"; code=$?\n'
+        'case "$*" in *"Recording interrupted job"*) '
+        f'echo $$ > {marks}/recording; mv {marks}/recording {marks}/recorded; '
+        'exec sleep 30;; esac\n'
+        "exit $code\n")
+    script.chmod(0o755)
+
+
+@pytest.mark.slow
+def test_a_resume_killed_after_recording_keeps_the_advice_and_plain_resume_converges(
+    project, tmp_path
+):
+    """kill -9 a deploy while app's configure runs, then kill ``resume --force`` right after
+    its "Recording interrupted job" commit: status (and the stale lock) still say to use
+    --force; a plain resume leaves app failed (it was in flight), the next plain resume runs
+    it, and a third has nothing left (issue 30 item 5: failed tasks go back to pending)."""
+    import os
+
+    (project.root / ".gitignore").write_text("jobs/*.log\nmarks/\n.unfurl-lite.lock\n")
+    git(project.root, "add", ".gitignore")
+    marks = project.root / "marks"
+    marks.mkdir()
+    app = shell_node("app", f"'{WAITING}'", operation="configure")
+    app = app.replace("  interfaces:", "  requirements:\n    - dependency: db\n  interfaces:", 1)
+    web = shell_node("web", "echo web", operation="configure")
+    web = web.replace("  interfaces:", "  requirements:\n    - dependency: app\n  interfaces:", 1)
+    project.write(ensemble_yaml(shell_node("db", "echo db") + app + web))
+    job = start_unfurl(project.root, "deploy", "--approve")
+    wait_for(lambda: (marks / "app.started").exists(), job)
+    kill9(job)
+    (marks / "release").touch()
+
+    _git_lingering_after_recording(tmp_path / "bin", marks)
+    env = {**os.environ, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"}
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+    resume = subprocess.Popen([sys.executable, "-m", "unfurl_lite", "resume", "--force"],
+                              cwd=project.root, env={**env, "PYTHONPATH": str(ROOT)},
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: (marks / "recorded").exists(), resume)
+    kill9(resume)
+    os.kill(int((marks / "recorded").read_text()), 9)  # the lingering git wrapper
+    assert "Recording interrupted job" in git(project.root, "log", "-1", "--format=%s")
+
+    status = run_unfurl(project.root, "status")
+    assert "finish it with: unfurl resume --force" in status.stdout, status.stdout
+    assert "app Standard.configure" in status.stdout
+    refused = run_unfurl(project.root, "deploy", "--approve")
+    assert refused.returncode == 1 and "unfurl resume --force" in refused.stderr
+
+    first = run_unfurl(project.root, "resume")  # plain: app was in flight, it stays failed
+    assert first.returncode == 64, first.stdout + first.stderr
+    assert project.local("web") != "ok"
+    second = run_unfurl(project.root, "resume")  # app is a failed task now: it runs
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert {name: project.local(name) for name in ("db", "app", "web")} == dict.fromkeys(
+        ("db", "app", "web"), "ok")
+    third = run_unfurl(project.root, "resume")
+    assert third.returncode == 1 and "no failed, cancelled or killed job" in third.stderr
+    assert "interrupted" not in run_unfurl(project.root, "status").stdout

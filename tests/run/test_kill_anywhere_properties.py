@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, Project, git, run_unfurl
-from tests.execution_helpers import kill9, wait_for
+from tests.execution_helpers import every_byte, kill9, wait_for
 
 SEEDS = range(8)
 REAL_GIT = shutil.which("git") or "git"
@@ -59,14 +59,28 @@ def git_wrapper(bin_dir: Path, marks: Path) -> None:
     script.chmod(0o755)
 
 
-def every_byte(root: Path) -> bytes:
-    """Every file under the project (marks aside) and every git object, decompressed."""
-    chunks = [p.read_bytes() for p in root.rglob("*")
-              if p.is_file() and "marks" not in p.relative_to(root).parts
-              and "objects" not in p.relative_to(root).parts]
-    objects = subprocess.run(["git", "cat-file", "--batch-all-objects", "--batch"], cwd=root,
-                             capture_output=True, check=True).stdout
-    return b"\n".join([*chunks, objects])
+def random_project(tmp_path: Path, rng: random.Random, seed: int
+                   ) -> tuple[Project, list[str], Path, str]:
+    """A git project of 2 to 4 nodes with random dependencies, each printing a secret:
+    (project, node names, marks folder, the secret)."""
+    size = rng.randint(2, 4)
+    names = [f"n{i}" for i in range(size)]
+    requires = {names[j]: [names[i] for i in range(j) if rng.random() < 0.5]
+                for j in range(size)}
+    secret = f"s3cr3t-{seed}-{rng.getrandbits(48):x}"
+    root = tmp_path / "project"
+    root.mkdir()
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    project = Project(root)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "config", "user.email", "t@example.com")
+    git(root, "config", "user.name", "T")
+    (root / ".gitignore").write_text(".unfurl-lite.lock\n")
+    project.write(ensemble_text(names, requires, marks))
+    git(root, "add", ".gitignore")
+    git(root, "commit", "-q", "-m", "ignore")
+    return project, names, marks, secret
 
 
 def ok_lines(root: Path) -> dict[str, int]:
@@ -87,25 +101,9 @@ def ok_lines(root: Path) -> dict[str, int]:
 def test_kill_anywhere_then_resume_leaks_nothing_and_commits_once(tmp_path: Path,
                                                                   seed: int) -> None:
     rng = random.Random(seed)
-    size = rng.randint(2, 4)
-    names = [f"n{i}" for i in range(size)]
-    requires = {names[j]: [names[i] for i in range(j) if rng.random() < 0.5]
-                for j in range(size)}
     where = rng.choice(["time", "time", "git-add", "git-commit", "git-commit-alone"])
-    secret = f"s3cr3t-{seed}-{rng.getrandbits(48):x}"
-
-    root = tmp_path / "project"
-    root.mkdir()
-    marks = tmp_path / "marks"
-    marks.mkdir()
-    project = Project(root)
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.email", "t@example.com")
-    git(root, "config", "user.name", "T")
-    (root / ".gitignore").write_text(".unfurl-lite.lock\n")
-    project.write(ensemble_text(names, requires, marks))
-    git(root, "add", ".gitignore")
-    git(root, "commit", "-q", "-m", "ignore")
+    project, names, marks, secret = random_project(tmp_path, rng, seed)
+    root = project.root
     git_wrapper(tmp_path / "bin", marks)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TEST_KILL_SECRET": secret}
     job_env = {**env, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"}
@@ -137,3 +135,77 @@ def test_kill_anywhere_then_resume_leaks_nothing_and_commits_once(tmp_path: Path
     assert git(root, "status", "--porcelain", "--untracked-files=all").strip() == "", where
     assert ok_lines(root) == {n: 1 for n in names}, where
     assert secret.encode() not in every_byte(root), where
+
+
+def recording_wrapper(bin_dir: Path, marks: Path) -> None:
+    """git announces (and lingers after) the commit of a killed job's record, so a kill
+    can land right after ``Recording interrupted job``."""
+    bin_dir.mkdir()
+    script = bin_dir / "git"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'{REAL_GIT} "$@"; code=$?\n'
+        'case "$*" in *"Recording interrupted job"*) '
+        f'touch {marks}/recorded; sleep 0.3;; esac\n'
+        "exit $code\n")
+    script.chmod(0o755)
+
+
+def temp_files(root: Path) -> list[str]:
+    return [str(p.relative_to(root)) for p in root.rglob("*.tmp")
+            if ".git" not in p.relative_to(root).parts]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", SEEDS)
+def test_after_any_kills_plain_resume_twice_at_most_finishes(tmp_path: Path, seed: int) -> None:
+    """kill -9 the deploy, then kill the resume too (at a random instant, or right after
+    it committed the killed job's record), maybe a third time; then plain ``unfurl
+    resume`` at most twice reaches what an uninterrupted deploy leaves, every succeeded
+    task once in jobs.tsv, no temp file and no secret anywhere."""
+    rng = random.Random(1000 + seed)
+    project, names, marks, secret = random_project(tmp_path, rng, seed)
+    root = project.root
+    recording_wrapper(tmp_path / "bin", marks)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TEST_KILL_SECRET": secret,
+           "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"}
+
+    def start(*args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen([sys.executable, "-m", "unfurl_lite", *args], cwd=root, env=env,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+
+    job = start("deploy", "--approve")
+    wait_for(lambda: (marks / f"{names[0]}.start").exists() or job.poll() is not None)
+    time.sleep(rng.uniform(0.0, 0.6))
+    kill9(job)
+    for _ in range(rng.randint(1, 2)):  # kill the resume too, once or twice
+        (marks / "recorded").unlink(missing_ok=True)
+        resume = start("resume", *rng.choice([(), ("--force",)]))
+        if rng.random() < 0.5:
+            wait_for(lambda r=resume: (marks / "recorded").exists() or r.poll() is not None)
+        else:
+            time.sleep(rng.uniform(0.0, 1.0))
+        kill9(resume)
+
+    status = run_unfurl(root, "status", env=env)
+    assert "Traceback" not in status.stderr, status.stderr
+    for _ in range(2):  # plain resume, twice at most
+        resumed = run_unfurl(root, "resume", env=env)
+        assert "Traceback" not in resumed.stderr, resumed.stderr
+        if resumed.returncode == 1 and "no failed, cancelled or killed job" in resumed.stderr:
+            assert run_unfurl(root, "deploy", "--approve", env=env).returncode == 0
+            break
+        assert resumed.returncode in (0, 64), resumed.stdout + resumed.stderr
+        if resumed.returncode == 0:
+            break
+    else:
+        raise AssertionError(f"two plain resumes did not finish the job: {resumed.stderr}")
+
+    assert {n: r["readyState"]["local"] for n, r in project.status().items()} == {
+        n: "ok" for n in names}
+    assert "Nothing to do" in run_unfurl(root, "deploy", "--approve", env=env).stdout
+    assert temp_files(root) == []
+    assert git(root, "status", "--porcelain", "--untracked-files=all").strip() == ""
+    assert ok_lines(root) == {n: 1 for n in names}
+    assert secret.encode() not in every_byte(root)

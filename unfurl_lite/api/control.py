@@ -91,7 +91,7 @@ def resume(
     """
     from unfurl_lite.api.jobs import JobRequest, load, record_job, run_job
     from unfurl_lite.load.gitrepo import find_repo
-    from unfurl_lite.record import interrupted, lock
+    from unfurl_lite.record import interrupted, lock, tempfiles
     from unfurl_lite.record import resume as resuming
     from unfurl_lite.record.journal import restore_instances
 
@@ -99,6 +99,7 @@ def resume(
     stale = lock.stale_text(ens.path)
     with lock.held(ens.path, "resume", take_stale=True) as lock_file, \
             lock.kept_until_recorded(lock_file, stale) as killed_lock:
+        tempfiles.sweep(tempfiles.project_directories(ens.project_root, ens.jobs_tsv))
         repo = find_repo(ens.project_root)
         swept: list[str] = []
         if repo is not None and commit:
@@ -139,8 +140,9 @@ def resume(
         if interrupted.killed(journal):
             recorded = resuming.interrupted_result(ens, journal, plan)
             recorded.start_commit = repo.head() if repo else None
-            files = record_job(ens, recorded, options,
-                               append_log=not resuming.logged(ens, journal.change_id))
+            files = record_job(ens, recorded, options, repair=True,
+                               append_log=not (ens.inline_log
+                                               and resuming.logged(ens, journal.change_id)))
             state = str(recorded.state)
             resuming.write_journal(journal, recorded, state=state, recorded=True,
                                    killed=journal.state in interrupted.UNFINISHED)

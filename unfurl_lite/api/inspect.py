@@ -19,24 +19,21 @@ from unfurl_lite.security.redaction import redact_text
 
 
 def ensemble_paths(ensemble: str | Path | None) -> tuple[Path, Path]:
-    """The ensemble file and its jobs log, without loading (or validating) the spec: only
-    the top-level ``jobsLog:`` line is parsed (a column-0 key is always top-level), so
-    history and the dashboard stay fast and readable even when the spec is broken."""
-    import re
-
+    """The ensemble file and its jobs log, without loading (or validating) the spec, so
+    history and the dashboard stay fast and readable even when the spec is broken; the
+    log is resolved, and refused, as every job resolves it (``jobs_log_path``)."""
+    from unfurl_lite.load.jobslog import jobs_log_setting
     from unfurl_lite.load.loader import resolve_path
-    from unfurl_lite.load.yamlio import parse_plain
+    from unfurl_lite.security.paths import jobs_log_path
 
     path = resolve_path(ensemble)
-    jobs_log = "jobs.tsv"
     try:
-        line = re.search(r"^jobsLog[ \t]*:.*$", path.read_text(encoding="utf-8"), re.MULTILINE)
-        doc = parse_plain(line.group(0)) if line else None
-        if isinstance(doc, dict) and isinstance(doc.get("jobsLog"), str):
-            jobs_log = doc["jobsLog"]
-    except Exception:  # the history must stay readable even when the spec is broken
-        pass
-    return path, path.parent / jobs_log
+        setting = jobs_log_setting(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # unreadable: the default log, as the loader would
+        setting = None
+    if not isinstance(setting, str) or not setting:  # not a path: the loader refuses it
+        setting = None
+    return path, jobs_log_path(path.parent, setting, allow_outside=True, writing=False)
 
 
 def history(ensemble: str | Path | None = None,

@@ -19,6 +19,7 @@ from typing import Any
 from unfurl_lite.api.project import make_plan
 from unfurl_lite.errors import STORAGE_ERRNOS, StorageError, storage_error
 from unfurl_lite.expressions.digest import spec_digest
+from unfurl_lite.expressions.limits import budgeted
 from unfurl_lite.expressions.outputs import evaluate_query, topology_inputs, topology_outputs
 from unfurl_lite.load import name_checks
 from unfurl_lite.load.digestkey import key_provider
@@ -27,7 +28,7 @@ from unfurl_lite.load.loader import load_ensemble
 from unfurl_lite.model import status_layout as layout
 from unfurl_lite.model.ensemble import Ensemble, with_inputs
 from unfurl_lite.plan.tasks import Plan
-from unfurl_lite.record import lock, records
+from unfurl_lite.record import lock, preflight, records, statusfile, tempfiles
 from unfurl_lite.run import relationships
 from unfurl_lite.run.executors import Executor, make_executor
 from unfurl_lite.run.job import run_plan
@@ -126,6 +127,7 @@ def _prepare_git(repo: Repo, ensemble: Ensemble) -> None:
             "warning: records an earlier job left uncommitted stay so: %s", exc.message)
 
 
+@budgeted  # its templates render within one budget
 def run_job(
     request: JobRequest,
     confirm: Callable[[Ensemble, Plan], bool] = lambda e, p: True,
@@ -167,6 +169,8 @@ def run_job(
         lock_file = None
         if not (request.options.dryrun or request.locked):
             lock_file = held.enter_context(lock.held(ensemble.path, request.workflow))
+            tempfiles.sweep(tempfiles.project_directories(ensemble.project_root,
+                                                          ensemble.jobs_tsv))
         try:
             return _run_locked(request, watcher, cancel, ensemble, plan, resumed,
                                start_instances)
@@ -191,6 +195,7 @@ def _run_locked(
     confine_records(ensemble.project_root, ensemble.jobs_log, request.options.allow_outside_paths)
     spec_changes: list[Path] = []  # edited spec files the job's commit takes along
     if not request.options.dryrun:
+        preflight.check(ensemble)  # whatever could stop the record stops the job now
         if repo is not None and request.options.commit:
             _prepare_git(repo, ensemble)
         spec_changes = check_dirty(repo, ensemble, request.dirty)
@@ -216,6 +221,7 @@ def _run_locked(
             resumes=resumed.job_id if resumed else None,
             on_job_id=lambda job_id: lock.update(lock_file, request.workflow, job_id),
             executor=executor.record,
+            secret_digests=resumed.secret_digests if resumed else None,
         )
         # what the plan left alone and why, for the job's page (the records keep only tasks)
         journal.data["planNotes"] = [{"target": n.target, "message": n.message}
@@ -296,8 +302,12 @@ def _run_and_record(
 
 
 def record_job(
-    ensemble: Ensemble, result: JobResult, options: JobOptions, append_log: bool = True
+    ensemble: Ensemble, result: JobResult, options: JobOptions, append_log: bool = True,
+    repair: bool = False,
 ) -> records.JobFiles:
+    """Write the job's records. ``repair`` (recording a killed job): jobs.tsv gets only
+    the job's lines it does not hold complete (an append torn by a crash or a power loss
+    is completed from the journal, no line is written twice)."""
     root = ensemble.project_root
     confine_records(root, ensemble.jobs_log, options.allow_outside_paths)
     job_prefix = result.job_id[:8]
@@ -336,9 +346,12 @@ def record_job(
         records.task_tsv_line(entry, run) for run, entry in zip(ran, summary_entries, strict=True)
     ]
     if append_log and files.jobs_tsv is not None:  # False: a crashed job's lines are there
-        records.append_tsv(files.jobs_tsv, lines, result.secrets)
+        if repair:
+            lines = records.missing_lines(files.jobs_tsv, lines)
+        if lines:
+            records.append_tsv(files.jobs_tsv, lines, result.secrets)
     forgotten = [n for n in result.plan.forget if n not in result.instances]
-    records.save_status(
+    statusfile.save_status(
         ensemble,
         lambda document: records.update_status(
             document, result.instances, result.effective, job,

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from unfurl_lite.expressions.digest import spec_digest
+from unfurl_lite.expressions.limits import budgeted
 from unfurl_lite.model import changeid
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Instance, Status
@@ -76,6 +77,7 @@ def status(ensemble: str | Path | Ensemble | None = None) -> dict[str, Any]:
     return status_report(ensemble if isinstance(ensemble, Ensemble) else load_ensemble(ensemble))
 
 
+@budgeted  # its templates render within one budget
 def status_report(ensemble: Ensemble) -> dict[str, Any]:
     """The overview of a loaded ensemble (see :func:`status`)."""
     drift = ensemble_drift(ensemble)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from unfurl_lite.errors import UnfurlLiteError
+from unfurl_lite.expressions.limits import budgeted
 from unfurl_lite.load.loader import load_ensemble
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.plan.tasks import Plan
@@ -213,6 +214,7 @@ def make_plan(ensemble: Ensemble, workflow: str, options: PlanOptions | None = N
     return build(ensemble, workflow, (options or PlanOptions()).for_workflow(workflow))
 
 
+@budgeted  # its templates render within one budget
 def plan(ensemble: str | Path | Ensemble | None, workflow: str = "deploy",
          options: PlanOptions | None = None, custom: bool = False) -> Plan:
     """What ``workflow`` would run on the ensemble (loaded if given as a path), in order,
@@ -234,6 +236,48 @@ def export(ensemble: str | Path | None = None) -> dict[str, Any]:
 
     loaded = load_ensemble(ensemble)
     if not loaded.merged:
-        return loaded.plain or {}
+        return _without_secrets(loaded.plain or {}, loaded)
     expanded = merge.expand(loaded.document, loaded.path, loaded.project_root)
-    return dict(yamlio.to_plain(expanded))
+    return _without_secrets(dict(yamlio.to_plain(expanded)), loaded)
+
+
+def _without_secrets(document: dict[str, Any], loaded: Ensemble) -> dict[str, Any]:
+    """What ``export`` prints is read by people and pasted into tickets: a sensitive
+    input's or property's value (from an included, git-ignored file too) is redacted, and
+    so is every other place the spec's secrets appear."""
+    from unfurl_lite.expressions.context import spec_secrets, wrapped_inputs
+    from unfurl_lite.security.redaction import redact
+    from unfurl_lite.security.taint import REDACTED, secrets_in
+
+    topology = loaded.topology
+    secrets = spec_secrets(topology) | set(secrets_in(wrapped_inputs(topology)))
+    spec = _section(document, "spec")
+    tosca = _section(_section(spec, "service_template"), "topology_template")
+    given, declared = _section(spec, "inputs"), _section(tosca, "inputs")
+    for name in topology.sensitive_inputs:
+        if _plain_value(given.get(name)):
+            given[name] = REDACTED
+        definition = _section(declared, name)
+        if _plain_value(definition.get("default")):
+            definition["default"] = REDACTED
+    for name, template in topology.templates.items():
+        properties = _section(_section(_section(tosca, "node_templates"), name), "properties")
+        for key in template.sensitive_properties:
+            if _plain_value(properties.get(key)):
+                properties[key] = REDACTED
+    cleaned: dict[str, Any] = redact(document, secrets)
+    return cleaned
+
+
+def _section(mapping: Any, key: str) -> dict[str, Any]:
+    found = mapping.get(key) if isinstance(mapping, dict) else None
+    return found if isinstance(found, dict) else {}
+
+
+def _plain_value(value: Any) -> bool:
+    """A value that is the secret itself (not an expression or template that fetches it)."""
+    from unfurl_lite.expressions.analysis import could_be_template
+
+    if isinstance(value, str) and could_be_template(value):
+        return False
+    return value is not None and not isinstance(value, dict | list)

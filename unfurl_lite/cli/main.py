@@ -155,12 +155,23 @@ def cli(ctx: click.Context, verbose: int, quiet: bool, no_color: bool) -> None:
     from unfurl_lite.load import parsecache
 
     parsecache.enable()  # the command may use the user's cache; the library does not unasked
+    _escape_unencodable()
     ctx.ensure_object(dict)
     ctx.obj["verbose"] = -1 if quiet else verbose
     if no_color:
         from unfurl_lite.cli.terminal import disable_colour
 
         disable_colour()
+
+
+def _escape_unencodable() -> None:
+    """A value that is not valid text (a lone surrogate an operation returned) is printed
+    escaped (``\\ud800``), as the records hold it, instead of failing the command."""
+    import io
+
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
 
 
 def main(argv: list[str] | None = None) -> Any:

@@ -52,7 +52,7 @@ def _digest_parts(value: Any, key: Key | None = None) -> Iterator[str]:
         if secret is None:
             yield REDACTED
         else:
-            yield "hmac:" + hmac.new(secret, str(value).encode("utf-8"), "sha256").hexdigest()
+            yield "hmac:" + hmac.new(secret, _utf8(str(value)), "sha256").hexdigest()
     elif isinstance(value, Mapping):
         for name in sorted(value, key=str):
             yield str(name)
@@ -73,8 +73,17 @@ def digest(values: Iterable[Any], key: KeyProvider | None = None) -> str:
     keyed = Key(key)
     for value in values:
         for part in _digest_parts(value, keyed):
-            sha.update(part.encode("utf-8"))
+            sha.update(_utf8(part))
     return sha.hexdigest()
+
+
+def _utf8(text: str) -> bytes:
+    """UTF-8, with a lone surrogate (a value that is not valid text, such as a Python
+    operation's ``"\\ud800"``) kept as its own bytes rather than failing the job."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
 
 
 #: the inputs each built-in configurator resolves while it runs, as Unfurl's do (its

@@ -47,6 +47,7 @@ class EvalContext:
     env_passthrough: bool = False  # --env-passthrough: templates may read any variable
     deadline: float | None = None  # time.monotonic() by which rendering must end
     time_limit: float = 10.0  # the seconds that deadline allows, for the message
+    cancel: Any = None  # the job's cancel event: a render stops when it is set
     template_reads: int = 0  # > 0 while a template reads TOPOLOGY.inputs
     topology: Topology | None = None  # for queries: the templates and their definitions
     instances: Mapping[str, Instance] | None = None  # for queries: every instance

@@ -7,21 +7,25 @@ runs, the whole render has a budget, and a trace function stops a render at its 
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import re
 import string
 import time
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from unfurl_lite.errors import ExpressionError, RenderTimeout
+from unfurl_lite.errors import ExpressionError, RenderCancelled, RenderTimeout
 from unfurl_lite.security import taint
 
 MAX_TEMPLATE_RESULT = 1_000_000  # characters or items a template operation may build
 MAX_RENDER_BUILT = 20_000_000  # characters and items all the steps of one render may build
 MAX_INT_BITS = 100_000  # bits of an integer a template may compute (about 30 000 digits)
-RENDER_SECONDS = 10.0  # a task's templates, when its operation has no shorter timeout
+RENDER_SECONDS = 2.0  # a task's templates, when its operation has no shorter timeout
+JOB_RENDER_SECONDS = 2.0  # every template a job (or a command) renders, in all...
+RENDER_ALLOWANCE = 0.005  # ...plus this for each render, so a large job's budget scales
 
 
 #: characters and items the render under way has built so far
@@ -53,13 +57,29 @@ def _refuse(what: str) -> Any:
                          f"and integers of {MAX_INT_BITS} bits)")
 
 
-_PRINTF = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?[a-zA-Z%]")
+_PRINTF = re.compile(r"%(\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?([a-zA-Z%])")
 _NUMBER = re.compile(r"\d+")
 
 
-def _printf_size(text: str) -> int:
-    """Characters ``text % args`` may produce beyond its own length (widths, precisions)."""
-    return sum(int(n) for m in _PRINTF.finditer(text) for n in m.groups() if n and n != "*")
+def _printf_size(text: str, args: Any = ()) -> int:
+    """Characters ``text % args`` may produce beyond its own length: its widths and
+    precisions, a ``*`` one taken from ``args`` as ``%`` takes it (``'%*d' % (10**9, 1)``)."""
+    values = list(args) if isinstance(args, tuple | list) else [args]
+    total, index = 0, 0
+    for match in _PRINTF.finditer(text):
+        key, width, precision, kind = match.groups()
+        if kind == "%" and not (width or precision):
+            continue
+        for number in (width, precision):
+            if number == "*":
+                given = values[index] if index < len(values) else 0
+                index += 1
+                total += abs(given) if isinstance(given, int) else 0
+            elif number:
+                total += int(number)
+        if key is None:
+            index += 1
+    return total
 
 
 def _format_size(text: str) -> int:
@@ -70,6 +90,37 @@ def _format_size(text: str) -> int:
         return 0
     return sum(max((int(n) for n in _NUMBER.findall(spec or "")), default=0)
                for _, _, spec, _ in fields)
+
+
+#: a format spec's width and precision (``>999999999``, ``.5f``): Python's mini-language
+_SPEC = re.compile(r"(?:.?[<>=^])?[-+ ]?z?#?0?(\d*)[,_]?(?:\.(\d+))?[a-zA-Z%]?")
+
+
+def bounded_formatter(environment: Any) -> Any:
+    """The formatter ``str.format`` and ``str.format_map`` get in the sandbox: each
+    field's width and precision (nested ones, ``'{:>{}}'.format(1, 10**9)``, resolved)
+    is checked before the field is built, and so is the running total."""
+    from jinja2.sandbox import SandboxedFormatter
+
+    class BoundedFormatter(SandboxedFormatter):
+        built = 0
+
+        def vformat(self, *args: Any, **kwargs: Any) -> Any:
+            self.built = 0  # counted per call
+            return super().vformat(*args, **kwargs)
+
+        def format_field(self, value: Any, format_spec: str) -> Any:
+            spec = _SPEC.fullmatch(format_spec)
+            numbers = [int(n) for n in (spec.groups() if spec else ()) if n]
+            if any(n > MAX_TEMPLATE_RESULT for n in numbers):
+                raise _refuse(f"a format width or precision of {max(numbers)} is too large")
+            text = super().format_field(value, format_spec)
+            self.built += len(text)
+            if self.built > MAX_TEMPLATE_RESULT:
+                raise _refuse("template builds a value that is too large")
+            return text
+
+    return BoundedFormatter(environment)
 
 
 def _int_bits(value: Any) -> int:
@@ -91,7 +142,7 @@ def check_binop(operator: str, left: Any, right: Any) -> None:
                 and _int_bits(left) + _int_bits(right) > MAX_INT_BITS):
             raise _refuse("template builds a number that is too large")
     elif operator == "%" and isinstance(left, str):
-        if len(left) + _printf_size(left) > MAX_TEMPLATE_RESULT:
+        if len(left) + _printf_size(left, right) > MAX_TEMPLATE_RESULT:
             raise _refuse("template builds a value that is too large")
     elif (isinstance(left, str | list | tuple) and isinstance(right, str | list | tuple)
             and len(left) + len(right) > MAX_TEMPLATE_RESULT):
@@ -147,7 +198,7 @@ def _filter_size(name: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) ->
         wrap = str(arg(2, "wrapstring", None) or "\n")
         return len(text) + (len(text) // width + 1) * len(wrap)
     if name == "format":
-        return len(text) + _printf_size(text)
+        return len(text) + _printf_size(text, kwargs or tuple(rest))
     if name == "join" and hasattr(value, "__len__"):
         return len(str(arg(0, "d", ""))) * len(value)
     return 0
@@ -234,18 +285,98 @@ def bounded_concat(pieces: Any) -> str:
     return "".join(out)
 
 
-def tracer(deadline: float, limit: float) -> Callable[..., Any]:
+@dataclass
+class RenderBudget:
+    """The seconds a job (or a command such as ``plan``) may spend rendering templates in
+    all: one hostile template after another cannot add up to minutes."""
+
+    left: float = JOB_RENDER_SECONDS
+    depth: int = 0  # renders under way, nested ones included (only the outer one is charged)
+
+
+#: the budget of the job or command under way (None: each render is limited on its own)
+budget: contextvars.ContextVar[RenderBudget | None] = contextvars.ContextVar(
+    "unfurl_lite_render_budget", default=None
+)
+
+
+@contextlib.contextmanager
+def render_budget(seconds: float = JOB_RENDER_SECONDS) -> Iterator[RenderBudget]:
+    """A budget for the renders of a job or a command; nested scopes share the outer one."""
+    outer = budget.get()
+    if outer is not None:
+        yield outer
+        return
+    token = budget.set(RenderBudget(seconds))
+    try:
+        yield budget.get() or RenderBudget(seconds)
+    finally:
+        budget.reset(token)
+
+
+def budgeted(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` (a use case: a job, a plan, a status report) renders within one
+    :class:`RenderBudget`."""
+
+    @functools.wraps(function)
+    def within(*args: Any, **kwargs: Any) -> Any:
+        with render_budget():
+            return function(*args, **kwargs)
+
+    return within
+
+
+@contextlib.contextmanager
+def render_limits(deadline: float | None, limit: float,
+                  cancel: Any = None) -> Iterator[None]:
+    """While a template renders: stop it at its deadline (``limit`` seconds from now when
+    None), when the job's render budget is spent, or as soon as the job is cancelled
+    (``cancel``: an Event), whichever comes first."""
+    import sys
+
+    now = time.monotonic()
+    spend = budget.get()
+    outer = spend is not None and spend.depth == 0
+    end = deadline if deadline is not None else now + limit
+    why = f"rendering took longer than {limit:g} s (the operation's timeout, or " \
+          f"{RENDER_SECONDS:g} s without one)"
+    if spend is not None:
+        if outer:
+            spend.left += RENDER_ALLOWANCE
+        if spend.left <= 0:
+            raise RenderTimeout(_SPENT, hint=_HINT)
+        if now + spend.left < end:
+            end, why = now + spend.left, _SPENT
+        spend.depth += 1
+    previous = sys.gettrace()
+    sys.settrace(tracer(end, why, cancel))
+    try:
+        yield
+    finally:
+        sys.settrace(previous)
+        if spend is not None:
+            spend.depth -= 1
+            if outer:
+                spend.left -= time.monotonic() - now
+
+
+_SPENT = (f"the job's templates took longer than its render budget ({JOB_RENDER_SECONDS:g} s "
+          f"in all, and {RENDER_ALLOWANCE * 1000:g} ms more for each template)")
+_HINT = "simplify the template, or raise the operation's timeout"
+
+
+def tracer(deadline: float, why: str, cancel: Any = None) -> Callable[..., Any]:
     """A trace function watching only the template's own code: each line it runs checks
-    the deadline, so a loop that would run for hours stops (C-level work cannot be
-    interrupted this way; the size limits keep each such step short)."""
+    the deadline and the job's cancel event, so a loop that would run for hours stops
+    (C-level work cannot be interrupted this way; the size limits keep each such step
+    short)."""
 
     def local(frame: Any, event: str, arg: Any) -> Any:
-        if event == "line" and time.monotonic() > deadline:
-            raise RenderTimeout(
-                f"rendering took longer than {limit:g} s (the operation's timeout, or "
-                f"{RENDER_SECONDS:g} s without one)",
-                hint="simplify the template, or raise the operation's timeout",
-            )
+        if event == "line":
+            if time.monotonic() > deadline:
+                raise RenderTimeout(why, hint=_HINT)
+            if cancel is not None and cancel.is_set():
+                raise RenderCancelled("the job was cancelled while a template rendered")
         return local
 
     def trace(frame: Any, event: str, arg: Any) -> Any:

@@ -12,37 +12,32 @@ import functools
 import itertools
 import os
 import re
-import sys
-import time
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from unfurl_lite.errors import ExpressionError, PathError
+from unfurl_lite.errors import ExpressionError, PathError, RenderCancelled, RenderTimeout
 from unfurl_lite.expressions import limits
 from unfurl_lite.expressions.lazy import LazyInputs, LazyValues
 from unfurl_lite.expressions.limits import (
     MAX_TEMPLATE_RESULT,
     RENDER_SECONDS,
     bounded_concat,
+    bounded_formatter,
     check_binop,
     check_method,
     guarded_filter,
     runtime_only,
     too_big,
-    tracer,
 )
 from unfurl_lite.expressions.scope import current_ctx
 from unfurl_lite.security import redaction, taint
 from unfurl_lite.security.environment import PROJECT_VARIABLES, allowed
+from unfurl_lite.security.paths import PROTECTED
 
 if TYPE_CHECKING:
     from unfurl_lite.expressions.expr import EvalContext
 
-CREDENTIAL_STORES = frozenset({  # path components file() never reads
-    ".git", ".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".password-store",
-    "gcloud", ".git-credentials", ".netrc", "_netrc", ".npmrc", ".pypirc", ".pgpass",
-    ".vault-token", ".boto", ".s3cfg", ".terraformrc", "credentials.tfrc.json",
-})
+CREDENTIAL_STORES = PROTECTED  # path components file() never reads
 
 
 def _secrets_read(value: Any, budget: int = 1000) -> bool | tuple[str, ...]:
@@ -108,6 +103,25 @@ def _environment() -> Any:
 
         def getattr(self, obj: Any, attribute: str) -> Any:
             return _note(super().getattr(obj, attribute))
+
+        def wrap_str_format(self, value: Any) -> Any:
+            """``'...'.format`` and ``.format_map``, through a formatter that sizes each
+            field before building it (jinja's own would build any width it is given)."""
+            if getattr(value, "__name__", None) not in ("format", "format_map") or \
+                    not isinstance(getattr(value, "__self__", None), str):
+                return None
+            text: str = value.__self__
+            formatter = bounded_formatter(self)
+            mapping = value.__name__ == "format_map"
+
+            def bounded(*args: Any, **kwargs: Any) -> str:
+                if mapping:
+                    if kwargs or len(args) != 1:
+                        raise TypeError("format_map() takes exactly one argument")
+                    return type(text)(formatter.vformat(str(text), (), args[0]))
+                return type(text)(formatter.vformat(str(text), args, kwargs))
+
+            return bounded
 
         def getitem(self, obj: Any, argument: Any) -> Any:
             result = super().getitem(obj, argument)
@@ -207,7 +221,7 @@ def env_lookup(*names: Any, default: Any = "", **options: Any) -> list[Any]:
 
 def file_global(name: str) -> str:
     """``{{ file('config/app.ini') }}``: a file's text, only from inside the project."""
-    from unfurl_lite.security.paths import confine
+    from unfurl_lite.security.paths import confine, read_regular_file
 
     ctx = current_ctx.get()
     if ctx is None or ctx.project_root is None:
@@ -221,11 +235,9 @@ def file_global(name: str) -> str:
             "a template; pass a secret with {eval: {get_env: NAME}} instead",
         )
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ExpressionError(f"file(): cannot read {name!r}: {exc.strerror}") from None
-    if len(data) > MAX_TEMPLATE_RESULT:
-        raise ExpressionError(f"file(): {name!r} is larger than {MAX_TEMPLATE_RESULT} bytes")
+        data = read_regular_file(path, MAX_TEMPLATE_RESULT, f"file({str(name)!r})")
+    except PathError as exc:
+        raise ExpressionError(exc.message, hint=exc.hint) from None
     return data.decode("utf-8", errors="replace")
 
 
@@ -287,20 +299,20 @@ def render_template(text: str, ctx: EvalContext, native: bool = False) -> Any:
     with taint.render_scope(ctx.secrets) as flag:
         ctx_token = current_ctx.set(ctx)
         built_token = limits.built.set([0])
-        deadline = ctx.deadline if ctx.deadline is not None else time.monotonic() + RENDER_SECONDS
         limit = RENDER_SECONDS if ctx.deadline is None else ctx.time_limit
-        previous_trace = sys.gettrace()
         try:
             template = _compiled(text)
-            sys.settrace(tracer(deadline, limit))
-            pieces = template.root_render_func(template.new_context(ctx.variables()))
-            result = native_output(pieces) if native else bounded_concat(pieces)
+            with limits.render_limits(ctx.deadline, limit, ctx.cancel):
+                pieces = template.root_render_func(template.new_context(ctx.variables()))
+                result = native_output(pieces) if native else bounded_concat(pieces)
         except SecurityError as exc:
             raise ExpressionError(
                 f"template not allowed by the sandbox: {_safe(exc, ctx)}"
             ) from None
         except PathError as exc:
             raise ExpressionError(exc.message, hint=exc.hint) from None
+        except (RenderTimeout, RenderCancelled):
+            raise  # their messages quote nothing; the scheduler tells them apart
         except ExpressionError as exc:
             raise ExpressionError(_safe(exc.message, ctx), hint=exc.hint) from None
         except UndefinedError as exc:  # it names names, never values: always said
@@ -321,7 +333,6 @@ def render_template(text: str, ctx: EvalContext, native: bool = False) -> Any:
                 f"template error in {where!r}: {type(exc).__name__}: {_safe(exc, ctx)}"
             ) from None
         finally:
-            sys.settrace(previous_trace)
             limits.built.reset(built_token)
             current_ctx.reset(ctx_token)
     if not isinstance(result, str):

@@ -16,22 +16,29 @@ from typing import Any
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-from unfurl_lite.errors import InputError, Problem
+from unfurl_lite.errors import InputError, LimitExceeded, Problem
 from unfurl_lite.load.positions import location
 from unfurl_lite.security.names import control_character
 
 MAX_EXPANDED_NODES = 1_000_000  # nodes with every alias expanded (an alias bomb)
 MAX_EXPANDED_CHARS = 50_000_000  # characters of keys and strings with every alias expanded
 MAX_DEPTH = 100  # levels of nested mappings and lists
+MAX_KEYS = 500_000  # mapping keys, counted in the text before parsing
+MAX_ANCHORS = 10_000  # anchors (&name), counted in the text before parsing
+#: what follows a mapping key: ``key: v``, ``key:`` at a line's end, ``"key":v`` (JSON)
+_KEY_ENDS = (": ", ":\n", ":\t", ":\r", '":', "':")
 _BRACKETS = re.compile(r"[\[\]{}]")
 PLAIN_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:omap")
 SCALARS = (str, int, float, bool, type(None), datetime.date)
 
 
 def check_text(text: str, filename: str) -> None:
-    """Refuse deeply nested flow collections (``[[[[...``) before the parser recurses
-    into them; brackets inside quoted strings may count too, which only errs on the
-    side of refusing a pathological file."""
+    """Refuse, before any parser runs (in time linear in the text and constant memory),
+    what no ensemble needs and every parser chokes on: too many mapping keys or anchors,
+    and deeply nested flow collections (``[[[[...``) the parser would recurse into.
+    Counting is by text, so a quoted ``: `` or bracket may count too: that only errs on
+    the side of refusing a pathological file."""
+    _check_counts(text, filename)
     depth = 0
     for match in _BRACKETS.finditer(text):
         if match.group() in "[{":
@@ -46,6 +53,31 @@ def check_text(text: str, filename: str) -> None:
                 ))
         elif depth:
             depth -= 1
+
+
+def _check_counts(text: str, filename: str) -> None:
+    keys = sum(text.count(sep) for sep in _KEY_ENDS)
+    if keys > MAX_KEYS:
+        raise LimitExceeded(Problem(
+            f"the document has about {keys} mapping keys (more than {MAX_KEYS}): refused "
+            "before parsing", file=filename,
+            hint="split the ensemble, or generate fewer keys",
+        ))
+    items = text.count(",") + text.count("- ") + text.count("-\n")  # flow and block lists
+    if keys + items > MAX_EXPANDED_NODES:
+        raise LimitExceeded(Problem(
+            f"the document has about {keys} mapping keys and {items} list items (more than "
+            f"{MAX_EXPANDED_NODES} values in all): refused before parsing", file=filename,
+            hint="split the ensemble, or generate fewer values",
+        ))
+    for anchors, match in enumerate(_ANCHOR.finditer(text), start=1):
+        if anchors > MAX_ANCHORS:
+            position = match.end() - 1
+            raise LimitExceeded(Problem(
+                f"the document defines more than {MAX_ANCHORS} anchors (&name): refused "
+                "before parsing", file=filename, line=text.count("\n", 0, position) + 1,
+                hint="use fewer anchors: merge directives or includes share content too",
+            ))
 
 
 # an anchor or alias starts a node: at a line's start, after "key:", "-", "[", "{" or ","
@@ -106,6 +138,7 @@ def check(document: Any, filename: str) -> None:
     in_progress: set[int] = set()
     free: set[int] = set()  # data whose keys are not names (an operation's attributes)
     stack: list[tuple[Any, bool]] = [(document, False)]
+    aliased = False  # some node is met twice: the document uses aliases
     while stack:
         node, expanded = stack.pop()
         if not isinstance(node, Mapping | list):
@@ -114,9 +147,10 @@ def check(document: Any, filename: str) -> None:
         key = id(node)
         if expanded:
             in_progress.discard(key)
-            sizes[key] = _measure(node, sizes, filename)
+            sizes[key] = _measure(node, sizes, filename, aliased)
             continue
         if key in sizes:
+            aliased = True  # met again: an alias to it
             continue
         if key in in_progress:
             raise _problem(filename, node, "a node contains itself through an alias",
@@ -158,7 +192,7 @@ def check(document: Any, filename: str) -> None:
 
 
 def _measure(
-    node: Any, sizes: dict[int, tuple[int, int, int]], filename: str
+    node: Any, sizes: dict[int, tuple[int, int, int]], filename: str, aliased: bool = False
 ) -> tuple[int, int, int]:
     """Nodes, height and characters of ``node`` with every alias in it expanded: a big
     string repeated by thousands of aliases is small as parsed and huge once copied."""
@@ -178,18 +212,20 @@ def _measure(
         chars += child_chars
         height = max(height, child_height + 1)
     if total > MAX_EXPANDED_NODES:
-        raise _problem(
+        raise _limit(
             filename, node,
-            f"the document expands to more than {MAX_EXPANDED_NODES} nodes "
-            "(aliases repeat their anchor's content: an alias bomb?)",
-            "use fewer or smaller aliases",
+            f"the document has more than {MAX_EXPANDED_NODES} nodes (mappings, lists and "
+            "values" + (", counting an alias's content each time it is used: an alias "
+                        "bomb?)" if aliased else ")"),
+            "use fewer or smaller aliases" if aliased else "split the ensemble",
         )
     if chars > MAX_EXPANDED_CHARS:
-        raise _problem(
+        raise _limit(
             filename, node,
-            f"the document expands to more than {MAX_EXPANDED_CHARS} characters "
-            "(aliases repeat their anchor's content: an alias bomb?)",
-            "use fewer or smaller aliases",
+            f"the document has more than {MAX_EXPANDED_CHARS} characters of keys and "
+            "strings" + (" (counting an alias's content each time it is used: an alias "
+                         "bomb?)" if aliased else ""),
+            "use fewer or smaller aliases" if aliased else "split the ensemble",
         )
     if height > MAX_DEPTH:
         raise _problem(filename, node, f"nested more than {MAX_DEPTH} levels deep",
@@ -210,6 +246,10 @@ def _check_scalar(value: Any, filename: str) -> None:
 def _show(key: Any) -> str:
     text = repr(key)
     return text if len(text) < 60 else text[:57] + "..."
+
+
+def _limit(filename: str, node: Any, message: str, hint: str) -> LimitExceeded:
+    return LimitExceeded(_problem(filename, node, message, hint).problems)
 
 
 def _problem(filename: str, node: Any, message: str, hint: str, key: Any = None) -> InputError:

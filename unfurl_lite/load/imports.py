@@ -25,7 +25,7 @@ from ruamel.yaml.comments import CommentedMap
 from unfurl_lite.errors import InputError, PathError, Problem
 from unfurl_lite.load import merge, origins
 from unfurl_lite.load.problems import SERVICE, get_section, mapping, problem_at
-from unfurl_lite.security.paths import confine
+from unfurl_lite.security.paths import PROTECTED_HINT, PROTECTED_WHY, confine, protected_part
 
 #: the sections of a TOSCA file an import brings in (``types``: Unfurl's combined section)
 TYPE_SECTIONS = ("node_types", "relationship_types", "capability_types", "interface_types",
@@ -179,6 +179,9 @@ def _load(doc: Any, where: tuple[Any, ...], file: str, base: Path, name: str,
         return fail(f"import {name!r} escapes the project directory {ctx.project_root}",
                     "imports must name files inside the project (no '..', absolute paths "
                     "or symlinks that lead outside it)")
+    store = protected_part(relative) or protected_part(target, ctx.project_root)
+    if store is not None:
+        return fail(f"import {name!r} is inside {store}: {PROTECTED_WHY}", PROTECTED_HINT)
     if target in ctx.chain:
         cycle = " -> ".join(p.name for p in (*ctx.chain, target))
         return fail(f"import cycle: {cycle}", "remove one of the imports in the cycle")

@@ -10,11 +10,12 @@ jobs.tsv's shape (with a job line made for each job), so every reader works on e
 from __future__ import annotations
 
 import logging
+import os
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from unfurl_lite.security.names import is_control
 
@@ -27,14 +28,15 @@ log = logging.getLogger(__name__)
 
 def escape_field(text: str) -> str:
     """A field as jobs.tsv holds it: backslash, tab, line breaks and every other control
-    character escaped (``\\t``, ``\\n``, ``\\x1b``), so no value can start a record."""
+    character escaped (``\\t``, ``\\n``, ``\\x1b``), so no value can start a record; a
+    lone surrogate (not text, so not UTF-8) too (``\\ud800``)."""
     if text.isprintable() and "\\" not in text:
         return text
     out = []
     for char in text:
         if char in _ESCAPES:
             out.append(_ESCAPES[char])
-        elif is_control(char):
+        elif is_control(char) or "\ud800" <= char <= "\udfff":  # or not text at all
             code = ord(char)
             out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
         else:
@@ -66,6 +68,8 @@ class DamagedLine:
     why: str
 
     def format(self) -> str:
+        if not self.number:  # the whole file
+            return f"{self.path}: {self.why}"
         return f"{self.path}:{self.number}: damaged line skipped: {self.why}"
 
 
@@ -76,6 +80,8 @@ _RECORD = re.compile(r"A[0-9A-Za-z]{7}[0-9a-f]{4}(?:\t[^\t=]*=[^\t]*)*")
 
 def _damage(raw: bytes) -> tuple[str | None, str]:
     """(why the line is damaged or None, its text)."""
+    if raw == _TOO_LONG:
+        return f"longer than {MAX_LINE} bytes", ""
     if not raw.endswith(b"\n"):
         return "incomplete (its write was interrupted)", ""
     try:
@@ -92,25 +98,80 @@ def _damage(raw: bytes) -> tuple[str | None, str]:
 
 def read_jobs_tsv(path: Path, damaged: list[DamagedLine] | None = None) -> Iterator[dict[str, str]]:
     """Stream jobs.tsv records. Lines are split on ``\\n`` only (a raw carriage return
-    starts no record); a damaged line (torn by a crash, not UTF-8, not a record) is
-    skipped and reported, once per process, as a warning and in ``damaged``."""
-    if not path.exists():
+    starts no record; one right before the line end is git's ``core.autocrlf`` and is
+    dropped); a damaged line (torn by a crash, not UTF-8, not a record) is skipped and
+    reported, once per process, as a warning and in ``damaged``. A log that cannot be
+    read at all (a directory, no permission) is reported the same way and reads as empty."""
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - closed below, after the last line
+    except FileNotFoundError:
         return
-    with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, 1):
+    except OSError as exc:
+        reason = "is a directory, not a file" if path.is_dir() else (exc.strerror or str(exc))
+        _warn(DamagedLine(path, 0, f"{reason}: no job records read from it"), damaged)
+        return
+    with handle:
+        for number, raw in enumerate(_lines(handle), 1):
             if not raw.strip():
                 continue
+            if raw.endswith(b"\r\n"):
+                raw = raw[:-2] + b"\n"
             why, line = _damage(raw)
             if why is None:
                 yield parse_tsv_line(line)
                 continue
-            found = DamagedLine(path, number, why)
-            if damaged is not None:
-                damaged.append(found)
-            key = (str(path), number, why)
-            if key not in _reported:
-                _reported.add(key)
-                log.warning("warning: %s", found.format())
+            _warn(DamagedLine(path, number, why), damaged)
+
+
+#: a longer line is no record (they are a few hundred bytes): read in bounded memory
+MAX_LINE = 1024 * 1024
+_TOO_LONG = b"\0too long\n"
+
+
+def _lines(handle: BinaryIO) -> Iterator[bytes]:
+    """The file's lines, a line longer than :data:`MAX_LINE` read past in chunks and given
+    as ``_TOO_LONG`` (so reading a hostile log never holds more than a chunk)."""
+    while raw := handle.readline(MAX_LINE + 1):
+        if len(raw) <= MAX_LINE or raw.endswith(b"\n"):
+            yield raw
+            continue
+        while chunk := handle.read(MAX_LINE):  # to the next line, a chunk at a time
+            end = chunk.find(b"\n")
+            if end >= 0:
+                handle.seek(end + 1 - len(chunk), os.SEEK_CUR)
+                break
+        yield _TOO_LONG
+
+
+def _warn(found: DamagedLine, damaged: list[DamagedLine] | None) -> None:
+    if damaged is not None:
+        damaged.append(found)
+    key = (str(found.path), found.number, found.why)
+    if key not in _reported:
+        _reported.add(key)
+        log.warning("warning: %s", found.format())
+
+
+def jobs_log_setting(text: str) -> Any:
+    """An ensemble's top-level ``jobsLog:`` value, read without the rest of the spec: from
+    its column-0 line when it has one (a column-0 key is top-level), else from the whole
+    document (a flow-style top level), as the loader would read it; None when absent."""
+    from unfurl_lite.load import yamlio
+
+    if "jobsLog" not in text:
+        return None
+    match = re.search(r"^jobsLog[ \t]*:.*$", text, re.MULTILINE)
+    for source in ([match.group(0)] if match else []) + [text]:
+        try:
+            doc = yamlio.parse_plain(source)
+        except Exception:  # libyaml refuses some YAML 1.2: the round trip, as the loader
+            try:
+                doc = yamlio.round_trip().load(source)
+            except Exception:  # unreadable here: the loader will say why
+                continue
+        if isinstance(doc, dict):
+            return doc.get("jobsLog")
+    return None
 
 
 def last_job_id(path: Path, inline: list[dict[str, Any]] | None = None) -> str | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from unfurl_lite.errors import InputError, Problem
+from unfurl_lite.errors import InputError, LimitExceeded, Problem
 from unfurl_lite.load import parsecache, yamlio
 from unfurl_lite.load.builder import build
 from unfurl_lite.model.ensemble import Ensemble
@@ -60,10 +60,12 @@ def _fast_load(text: str, file: str) -> dict[str, Any] | None:
 
     from unfurl_lite.load import guard, imports, merge, validate
 
+    guard.check_text(text, file)  # its refusals are final: no slower parse follows
     try:
-        guard.check_text(text, file)
         data = yamlio.parse_plain(text)
         guard.check(data, file)
+    except LimitExceeded:
+        raise
     except (YAMLError, InputError, RecursionError, ValueError, IndexError, OverflowError):
         return None
     if (not isinstance(data, dict) or merge.has_directives(data) or imports.has_imports(data)

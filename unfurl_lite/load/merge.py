@@ -31,6 +31,7 @@ from unfurl_lite.load.origins import (  # noqa: F401 (the merged document's orig
     put,
     source_file,
 )
+from unfurl_lite.security.paths import PROTECTED_HINT, PROTECTED_WHY, protected_part
 
 ANCHOR_KEY = "+&"
 _DIRECTIVE = re.compile(r"^\+(?P<maybe>\?)?(?:(?P<include>include[\w-]*)|(?P<ref>.*))$")
@@ -298,6 +299,10 @@ def _include(
         fail(f"include {name!r} escapes the project directory {ctx.project_root}",
              "includes must name files inside the project (no '..', absolute paths "
              "or symlinks that lead outside it)")
+        return None
+    store = protected_part(name) or protected_part(target, ctx.project_root)
+    if store is not None:
+        fail(f"include {name!r} is inside {store}: {PROTECTED_WHY}", PROTECTED_HINT)
         return None
     if target in ctx.includes:
         chain = " -> ".join(p.name for p in (*ctx.includes, target))

@@ -67,6 +67,9 @@ class _Declared:
         self.topology = ensemble.topology
         self._attributes: dict[str, frozenset[str] | None] = {}
         self._others_open = _sets_others(self.topology.templates.values())
+        self._recorded: dict[str, set[str]] = {}  # template -> attributes in the status
+        for instance in ensemble.instances.values():
+            self._recorded.setdefault(instance.template, set()).update(instance.attributes)
 
     def properties(self, template: NodeTemplate) -> frozenset[str]:
         return frozenset(template.properties)
@@ -88,9 +91,7 @@ class _Declared:
                 names.update(NORMATIVE_ATTRIBUTES.get(normative_name(type_name), ()))
             else:
                 return None  # a type we do not know: it may declare anything
-        for instance in self.ensemble.instances.values():
-            if instance.template == template.name:
-                names.update(instance.attributes)
+        names.update(self._recorded.get(template.name, ()))
         for operations in template.interfaces.values():
             for operation in operations.values():
                 found = _attributes_set(operation)

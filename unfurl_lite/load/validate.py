@@ -59,9 +59,28 @@ def semantic_problems(doc: Any, file: str) -> list[Problem]:
                       _requirement_cycles, _undeclared_interfaces, _untyped_type_interfaces,
                       _unknown_operations, _unsupported_implementations,
                       _duplicate_templates, _workflows, _cloudify_unsupported,
-                      _unknown_filters, _topology_root):
+                      _unknown_filters, _topology_root, _jobs_log):
         problems += check_one(view, file)
     return problems
+
+
+def _jobs_log(doc: Any, file: str) -> Iterator[Problem]:
+    """``jobsLog:`` that names git's directory or a credential store, refused with the
+    words of :func:`~unfurl_lite.security.paths.jobs_log_path`, which resolves it for jobs
+    and readers (where symlinks lead, and whether it is a directory, is the file system's
+    to say: checked when a job starts, not cached with the text's verdict)."""
+    from pathlib import Path
+
+    from unfurl_lite.errors import PathError
+    from unfurl_lite.security.paths import jobs_log_path, protected_part
+
+    value = mapping(doc).get("jobsLog")
+    if not isinstance(value, str) or protected_part(value) is None:
+        return
+    try:
+        jobs_log_path(Path(file).parent, value, allow_outside=True)
+    except PathError as exc:
+        yield problem_at(doc, ("jobsLog",), file, exc.message, exc.hint)
 
 
 def _unknown_filters(doc: Any, file: str) -> Iterator[Problem]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import itertools
 import os
+import re
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 MAX_FILE_BYTES = 20 * 1024 * 1024
 
 
-def _round_trip() -> YAML:
+def round_trip() -> YAML:
     from ruamel.yaml import YAML
 
     yaml = YAML(typ="rt")
@@ -37,7 +38,7 @@ def parse(text: str, filename: str) -> Any:
     guard.check_text(text, filename)
     guard.check_aliases(text, filename)
     try:
-        document = _round_trip().load(text)
+        document = round_trip().load(text)
     except RecursionError:
         raise InputError(
             Problem(
@@ -78,6 +79,9 @@ def load_file(path: Path) -> Any:
 
 def read_text(path: Path) -> str:
     """The file's text, refusing what cannot be an ensemble before any parser sees it."""
+    from unfurl_lite.errors import PathError
+    from unfurl_lite.security.paths import read_regular_file
+
     try:
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
@@ -87,11 +91,19 @@ def read_text(path: Path) -> str:
                     file=str(path),
                 )
             )
-        data = path.read_bytes()
+        data = read_regular_file(path, MAX_FILE_BYTES, "the file")  # never a FIFO or device
     except FileNotFoundError:
         raise InputError(Problem("file not found", file=str(path))) from None
     except IsADirectoryError:
         raise InputError(Problem("is a directory, expected a YAML file", file=str(path))) from None
+    except PathError as exc:
+        if not path.exists():
+            raise InputError(Problem("file not found", file=str(path))) from None
+        if path.is_dir():
+            raise InputError(Problem("is a directory, expected a YAML file",
+                                     file=str(path))) from None
+        raise InputError(Problem(exc.message.replace(f"the file: {str(path)!r} ", ""),
+                                 file=str(path), hint=exc.hint)) from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -124,7 +136,7 @@ def dump(data: Any) -> str:
     if fast is not None:
         return fast
     stream = io.StringIO()
-    _round_trip().dump(data, stream)
+    round_trip().dump(data, stream)
     return stream.getvalue()
 
 
@@ -144,6 +156,16 @@ def temp_file(directory: Path, prefix: str, mode: int = 0o600) -> tuple[int, str
             continue
 
 
+_TEMP_NAME = re.compile(r"\..+\.(\d+)-\d+-\d+\.tmp")
+
+
+def temp_file_owner(name: str) -> int | None:
+    """The pid of the process that made a :func:`temp_file` of this name, or None when
+    the name is not one of ours."""
+    match = _TEMP_NAME.fullmatch(name)
+    return int(match.group(1)) if match else None
+
+
 def _named(exc: OSError, path: Path) -> OSError:
     """A write error names the file it was for (``write()`` errors name none)."""
     if exc.filename is None or str(exc.filename).endswith(".tmp"):
@@ -151,10 +173,13 @@ def _named(exc: OSError, path: Path) -> OSError:
     return exc
 
 
-def atomic_write(path: Path, text: str, *, private: bool = False) -> None:
+def atomic_write(path: Path, text: str, *, private: bool = False,
+                 errors: str = "strict") -> None:
     """Write so that a crash, a full disk or a read-only directory at any instant leaves
     either the old or the new file (and no temp file). The file keeps the mode it had, or
-    gets the one a plain write gives (0666 less the umask); ``private`` makes it 0600."""
+    gets the one a plain write gives (0666 less the umask); ``private`` makes it 0600.
+    ``errors`` is the encoder's: JSON writers pass ``backslashreplace``, which turns a
+    lone surrogate into its JSON escape."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         kept = None if private else _mode_of(path)
@@ -164,7 +189,7 @@ def atomic_write(path: Path, text: str, *, private: bool = False) -> None:
     try:
         if kept is not None:
             os.fchmod(fd, kept)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        with os.fdopen(fd, "w", encoding="utf-8", errors=errors) as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())

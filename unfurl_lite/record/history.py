@@ -8,6 +8,7 @@ finds the commit that recorded each job.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from unfurl_lite.errors import ChangeIdError, HistoryError
 from unfurl_lite.load import gitrepo
 from unfurl_lite.load.gitrepo import Commit
 from unfurl_lite.load.jobslog import log_records
+from unfurl_lite.load.yamlio import MAX_FILE_BYTES
 from unfurl_lite.model import changeid
 from unfurl_lite.model import status_layout as layout
 from unfurl_lite.record import records
@@ -208,8 +210,31 @@ def job_file_of(root: Path, job: JobRecord) -> Path | None:
     return None
 
 
+_warned: set[Path] = set()
+
+
+def _damaged(path: Path, why: str) -> None:
+    """A job record that cannot be read is said once per process; readers go on."""
+    if path not in _warned:
+        _warned.add(path)
+        logging.getLogger(__name__).warning("warning: %s: damaged job record: %s", path, why)
+
+
 def _head_of(path: Path) -> tuple[str, str]:
     """(workflow, state) of the job record's first change; only its head is read."""
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            _damaged(path, f"larger than {MAX_FILE_BYTES} bytes")
+            return "", ""
+        return _read_head(path)
+    except UnicodeDecodeError as exc:
+        _damaged(path, f"not UTF-8 text (byte {exc.start + 1})")
+    except OSError as exc:
+        _damaged(path, exc.strerror or str(exc))
+    return "", ""
+
+
+def _read_head(path: Path) -> tuple[str, str]:
     entries = 0
     workflow = state = ""
     with open(path, encoding="utf-8") as handle:
@@ -290,7 +315,7 @@ def _found_by(root: Path, job: JobRecord, instance: str) -> bool:
     """Did one of the job's tasks report ``instance`` (a discover creating it)? Only
     jobs that ran a check or discover can have; a quick text search rules most out."""
     path = job_file_of(root, job)
-    if path is None or f"::{instance}" not in path.read_text(encoding="utf-8"):
+    if path is None or f"::{instance}" not in path.read_text(encoding="utf-8", errors="replace"):
         return False
     try:
         entries = load_job_file(path)
@@ -303,6 +328,8 @@ def load_job_file(path: Path) -> list[dict[str, Any]]:
     from unfurl_lite.load.yamlio import parse_plain
 
     try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise ValueError(f"larger than {MAX_FILE_BYTES} bytes")
         data = parse_plain(path.read_text(encoding="utf-8"))
     except Exception as exc:  # a damaged job file is reported, not fatal
         raise HistoryError(f"cannot read {path}: {exc}") from None

@@ -8,7 +8,8 @@ records (some task has a changeId). ``resume`` records it as it stood, then fini
 
 A plain ``unfurl resume`` records the tasks that were running when the job died as failed
 (whether they did their work is unknown); ``unfurl resume --force`` runs them again. So
-the advice depends on whether tasks were in flight.
+the advice depends on whether tasks were in flight, and it is kept once resume has
+recorded the job, until another job resumes it.
 """
 
 from __future__ import annotations
@@ -57,24 +58,44 @@ def not_resumed(journals: list[JournalFile]) -> list[JournalFile]:
 
 
 def newest_killed(journals: list[JournalFile]) -> JournalFile | None:
-    return next((j for j in reversed(not_resumed(journals)) if killed(j)), None)
+    """The newest job nobody resumed that was killed, whether or not ``resume`` has
+    recorded it since: a resume killed right after recording it leaves a recorded job
+    whose tasks still wait for ``--force``, and its advice must not be lost."""
+    return next((j for j in reversed(not_resumed(journals))
+                 if killed(j) or waiting_for_force(j)), None)
+
+
+def in_flight(journal: JournalFile) -> list[dict[str, object]]:
+    """The tasks that were running when this journal's job was killed: still ``sent`` or
+    ``started`` when it is not recorded yet, recorded failed with ``interrupted`` (and not
+    carried from an earlier job) once resume recorded it."""
+    return [t for t in journal.tasks if t.get("state") in IN_FLIGHT_STATES
+            or (t.get("interrupted") and not t.get("carried") and t.get("state") == "failed")]
+
+
+def waiting_for_force(journal: JournalFile) -> bool:
+    """Recorded by a resume as killed, and not resumed since, with tasks that only
+    ``unfurl resume --force`` runs again."""
+    return bool(journal.recorded and journal.data.get("killed") and in_flight(journal))
 
 
 def lock_job_state(root: Path, change_id: str | None) -> str:
     """What a stale lock's job left: ``none`` (no journal: nothing ran), ``recorded`` (it
     was killed while committing), ``unrecorded``, or ``unreadable`` (a damaged journal:
     only a successful resume may then clear its lock)."""
-    from unfurl_lite.record.journal import list_journals
+    from unfurl_lite.record.journal import journal_path, list_journals
 
     if not change_id:
         return "none"
-    try:
-        journals = list_journals(root)
-    except Exception:
-        return "unreadable"
+    damaged: list[Path] = []
+    journals = list_journals(root, damaged)
     journal = next((j for j in journals if j.change_id == change_id), None)
     if journal is None:
-        return "none"
+        try:
+            expected = journal_path(root, change_id)
+        except ValueError:  # the lock names no changeId: nothing of it to guard
+            return "none"
+        return "unreadable" if expected in damaged else "none"
     return "recorded" if journal.recorded else "unrecorded"
 
 
@@ -115,7 +136,6 @@ def find(project_root: Path) -> Interrupted | None:
     journal = newest_killed(journals)
     if journal is None:
         return None
-    in_flight = tuple(f"{t.get('target')} {t.get('operation')}" for t in journal.tasks
-                      if t.get("state") in IN_FLIGHT_STATES)
+    running = tuple(f"{t.get('target')} {t.get('operation')}" for t in in_flight(journal))
     return Interrupted(journal.change_id, str(journal.data.get("workflow") or "?"),
-                       journal.pid, in_flight)
+                       journal.pid, running)

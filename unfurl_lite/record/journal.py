@@ -18,6 +18,7 @@ Rewriting the whole journal at every transition cost O(N) per task, O(N^2) per j
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from unfurl_lite.errors import UnfurlLiteError
 from unfurl_lite.expressions.digest import KeyProvider, spec_digest
 from unfurl_lite.load import yamlio
 from unfurl_lite.load.builder import build_instance
@@ -37,10 +39,13 @@ from unfurl_lite.run.observer import JobState, Observer, TaskState
 from unfurl_lite.run.operations.base import OperationResult
 from unfurl_lite.run.options import JobOptions
 from unfurl_lite.run.outcome import JobResult, TaskRun
-from unfurl_lite.security.redaction import redact
+from unfurl_lite.security import digested
+from unfurl_lite.security.redaction import MIN_SECRET_LENGTH, redact, variants
 from unfurl_lite.security.taint import REDACTED, Sensitive
 
+log = logging.getLogger(__name__)
 PREFIX = "journal"
+OLD_JOURNAL_BYTES = 4 * 1024 * 1024  # a journal of the old, block-YAML kind is no larger
 SYNC_INTERVAL = 0.1  # seconds between forced writes of the events to disk
 VERSION = 1
 
@@ -78,6 +83,7 @@ class Journal(Observer):
         resumes: str | None = None,
         on_job_id: Any = None,
         executor: dict[str, str] | None = None,
+        secret_digests: list[str] | None = None,
     ) -> None:
         from unfurl_lite.expressions.context import spec_secrets
 
@@ -121,6 +127,10 @@ class Journal(Observer):
         self.seq = 0  # events appended so far
         self.events: journal_format.EventLog | None = None
         self.written: tuple[dict[str, Any], list[dict[str, Any]]] | None = None
+        # what a resume needs to redact what this job derived (the job it resumes too)
+        self.data[journal_format.SECRET_DIGESTS] = list(secret_digests or [])
+        self.digested: set[str] = set()
+        self.secrets_seen = 0  # how many secrets the last look found
 
     # -- Observer hooks
 
@@ -171,8 +181,26 @@ class Journal(Observer):
         with self.lock:
             self._append_locked(event)
 
+    def _new_digests(self) -> list[str]:
+        """Digests of the secrets learnt since the last look (secrets only accumulate)."""
+        if len(self.secrets) == self.secrets_seen:
+            return []
+        known = list(self.secrets)
+        self.secrets_seen = len(known)
+        fresh = [s for s in known if s not in self.digested and len(s) >= MIN_SECRET_LENGTH]
+        self.digested.update(fresh)
+        key = self.key() if fresh else None
+        if key is None:  # outside git there is no key: nothing of them is kept
+            return []
+        found = digested.entries(key, {f for s in fresh for f in variants(s)})
+        self.data[journal_format.SECRET_DIGESTS].extend(found)
+        return found
+
     def _append_locked(self, event: dict[str, Any]) -> None:
         assert self.path is not None
+        found = self._new_digests()
+        if found:
+            event = {**event, journal_format.SECRET_DIGESTS: found}
         self.seq += 1
         if self.events is None:
             self.events = journal_format.EventLog(self.path, SYNC_INTERVAL)
@@ -202,6 +230,8 @@ class Journal(Observer):
             else:
                 data["instances"] = snapshot_instances(self.instances, self.secrets)
                 data["tasks"] = [task_record(r, self.secrets, self.key) for r in list(self.runs)]
+            self._new_digests()
+            data[journal_format.SECRET_DIGESTS] = list(self.data[journal_format.SECRET_DIGESTS])
             self.written = (data["instances"], data["tasks"])
             self.known = set(data["instances"])
             if self.events is not None:
@@ -300,19 +330,45 @@ class JournalFile:
     def tasks(self) -> list[dict[str, Any]]:
         return list(self.data.get("tasks") or [])
 
+    @property
+    def secret_digests(self) -> list[str]:
+        found = self.data.get(journal_format.SECRET_DIGESTS)
+        return [str(d) for d in found] if isinstance(found, list) else []
+
 
 def read_journal(path: Path) -> JournalFile:
     data = journal_format.read_journal(path)
-    if data is None:  # written whole as YAML by an older version
+    if data is None:  # written whole as YAML by an older version (a small file)
+        if path.stat().st_size > OLD_JOURNAL_BYTES:
+            raise ValueError("not a journal")
         data = yamlio.to_plain(yamlio.load_file(path)) or {}
     return JournalFile(path, data)
 
 
-def list_journals(root: Path) -> list[JournalFile]:
-    """Every journal under jobs/, oldest first (changeIds sort by time)."""
+_warned: set[Path] = set()
+
+
+def list_journals(root: Path, damaged: list[Path] | None = None) -> list[JournalFile]:
+    """Every journal under jobs/, oldest first (changeIds sort by time). A journal that
+    cannot be read (random bytes, not a journal) is skipped with a warning, once per
+    process, and listed in ``damaged``: readers go on, and whoever guards a killed job's
+    lock can tell its journal was there."""
     found = []
     for path in sorted((root / records.JOBS_DIR).glob(f"{PREFIX}*.yaml")):
-        journal = read_journal(path)
+        try:
+            journal = read_journal(path)
+            if not isinstance(journal.data, dict) or not isinstance(journal.tasks, list):
+                raise ValueError("not a journal")
+        except Exception as exc:  # damaged in any way: reported, never a traceback
+            if damaged is not None:
+                damaged.append(path)
+            if path not in _warned:
+                _warned.add(path)
+                why = exc.message if isinstance(exc, UnfurlLiteError) else \
+                    "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else \
+                    str(exc) if type(exc) is ValueError else f"{type(exc).__name__}: {exc}"
+                log.warning("warning: %s: damaged journal skipped: %s", path, why)
+            continue
         if journal.change_id:
             found.append(journal)
     return sorted(found, key=lambda j: j.change_id)

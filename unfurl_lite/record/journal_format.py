@@ -23,6 +23,11 @@ from typing import Any, TextIO
 from unfurl_lite.load import yamlio
 
 EVENTS = "events"
+#: keyed digests of the secrets the job knows (see security/digested.py)
+SECRET_DIGESTS = "secretDigests"
+#: a value that is not valid text (a lone surrogate a Python operation returned) is
+#: written as its JSON escape (``\\ud800``), which reads back as the same value
+JSON_ERRORS = "backslashreplace"
 
 
 def _json(value: Any) -> str:
@@ -39,7 +44,7 @@ def write_journal(path: Path, data: dict[str, Any], seq: int = 0) -> None:
     lines = [f"{key}: {_json(value)}" for key, value in data.items() if key != EVENTS]
     lines.append(f"{EVENTS}:")
     private_directory(path.parent)
-    yamlio.atomic_write(path, "\n".join(lines) + "\n", private=True)
+    yamlio.atomic_write(path, "\n".join(lines) + "\n", private=True, errors=JSON_ERRORS)
     events_path(path).unlink(missing_ok=True)
 
 
@@ -74,7 +79,8 @@ class EventLog:
                 if self.handle is None:
                     fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
                     os.fchmod(fd, 0o600)
-                    self.handle = open(fd, "a", encoding="utf-8")  # noqa: SIM115
+                    self.handle = open(fd, "a", encoding="utf-8",  # noqa: SIM115
+                                       errors=JSON_ERRORS)
                 self.handle.write(_json({"seq": seq, **event}) + "\n")  # one line per write
                 self.handle.flush()
             except OSError as exc:
@@ -125,15 +131,37 @@ def fold(data: dict[str, Any], event: dict[str, Any]) -> None:
     instances = event.get("instances")
     if isinstance(instances, dict):
         data.setdefault("instances", {}).update(instances)
+    digests = event.get(SECRET_DIGESTS)
+    if isinstance(digests, list):  # they only ever grow: each event brings the new ones
+        data.setdefault(SECRET_DIGESTS, []).extend(digests)
     for key, value in event.items():
-        if key not in ("task", "instances"):
+        if key not in ("task", "instances", SECRET_DIGESTS):
             data[key] = value
+
+
+#: a journal (or its events) larger than this, or holding more JSON values (containers and
+#: items), is refused as damaged, so a hostile one is never parsed into gigabytes
+#: (``[{},{},…]`` costs 20 times its size once parsed). A 10 000-task job's journal holds a
+#: few tens of MiB and about a million values; the bounds leave room for a few times that.
+MAX_JOURNAL_BYTES = 128 * 1024 * 1024
+MAX_JOURNAL_VALUES = 4_000_000
+
+
+def _read_bounded(path: Path) -> str:
+    with open(path, "rb") as handle:
+        data = handle.read(MAX_JOURNAL_BYTES + 1)
+    if len(data) > MAX_JOURNAL_BYTES:
+        raise ValueError(f"larger than {MAX_JOURNAL_BYTES} bytes")
+    values = data.count(b"{") + data.count(b"[") + data.count(b",")
+    if values > MAX_JOURNAL_VALUES:
+        raise ValueError(f"more than {MAX_JOURNAL_VALUES} values")
+    return data.decode("utf-8")
 
 
 def read_journal(path: Path) -> dict[str, Any] | None:
     """The journal's data with every complete event folded in; None if the file is not
     in this format (an older journal, written whole as block YAML)."""
-    text = path.read_text(encoding="utf-8")
+    text = _read_bounded(path)
     data: dict[str, Any] = {}
     lines = text.split("\n")
     complete = lines[:-1]  # the part after the last newline is torn or empty
@@ -162,7 +190,7 @@ def read_journal(path: Path) -> dict[str, Any] | None:
         return None
     held = int(data.pop("eventSeq", 0) or 0)
     try:
-        log = events_path(path).read_text(encoding="utf-8").split("\n")[:-1]
+        log = _read_bounded(events_path(path)).split("\n")[:-1]
     except FileNotFoundError:
         log = []
     for line in log:

@@ -41,7 +41,8 @@ def is_record(path: Path, root: Path) -> bool:
 def uncommitted_records(repo: Repo, ensemble: Ensemble, with_ensemble: bool) -> list[Path]:
     root = ensemble.project_root
     candidates = [ensemble.jobs_tsv, root / records.JOBS_DIR, root / records.CHANGES_DIR]
-    found = [p for p in repo.uncommitted([p for p in candidates if p.exists()])
+    found = [p for p in repo.uncommitted([p for p in candidates if p.exists()
+                                          and (p != ensemble.jobs_tsv or p.is_file())])
              if p == ensemble.jobs_tsv or is_record(p, root)]
     if with_ensemble and found and repo.uncommitted([ensemble.path]):
         found.append(ensemble.path)

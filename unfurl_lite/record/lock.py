@@ -23,6 +23,7 @@ from unfurl_lite.record import interrupted
 from unfurl_lite.record.liveness import pid_alive
 
 LOCK_NAME = ".unfurl-lite.lock"
+MAX_LOCK_BYTES = 64 * 1024  # a lock is a line of JSON: anything larger is not one of ours
 
 
 @dataclass(frozen=True)
@@ -43,19 +44,27 @@ def lock_path(ensemble_path: Path) -> Path:
 
 
 def read_lock(path: Path) -> LockInfo | None:
+    """The lock's holder; a lock that is not ours to read (damaged, huge, not JSON) is
+    held by an unknown process (pid -1), which only ``resume`` takes over."""
     try:
-        data = json.loads(path.read_text())
+        with open(path, "rb") as handle:
+            text = handle.read(MAX_LOCK_BYTES + 1)
+        if len(text) > MAX_LOCK_BYTES:
+            raise ValueError("too large for a lock")
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError("not a lock")
+        return LockInfo(
+            pid=int(data.get("pid", -1)),
+            change_id=data.get("changeId") if isinstance(data.get("changeId"), str) else None,
+            command=str(data.get("command", "")),
+            host=str(data.get("host", "")),
+            since=float(data.get("since", 0.0)),
+        )
     except FileNotFoundError:
         return None
-    except (OSError, ValueError):
+    except (OSError, ValueError, TypeError, OverflowError):
         return LockInfo(pid=-1, change_id=None, command="?", host="?", since=0.0)
-    return LockInfo(
-        pid=int(data.get("pid", -1)),
-        change_id=data.get("changeId"),
-        command=str(data.get("command", "")),
-        host=str(data.get("host", "")),
-        since=float(data.get("since", 0.0)),
-    )
 
 
 def _content(command: str, change_id: str | None) -> str:

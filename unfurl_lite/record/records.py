@@ -5,7 +5,7 @@ that changed something. Every write is atomic; nothing here decides anything.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -156,32 +156,6 @@ def update_status(
         document["changes"] = logged
 
 
-#: what a job rewrites in ensemble.yaml; everything else is the user's
-STATUS_SECTIONS = ("status", "lastJob", "jobsLog")
-#: and the inline job log, in an ensemble that keeps one
-LOG_SECTION = "changes"
-
-
-def status_sections_text(
-    text: str, keys: list[str], plain: dict[str, Any], names: Iterable[str] = STATUS_SECTIONS
-) -> str | None:
-    """``text`` (whose top-level keys were ``keys``) with its status sections (``names``)
-    rewritten from ``plain``, or None when only a round trip of the whole document writes
-    it exactly."""
-    from unfurl_lite.load import emit
-    from unfurl_lite.record import sections
-
-    dumped: dict[str, str] = {}
-    for key in names:
-        if key not in plain:
-            continue
-        section = emit.dump({key: plain[key]})
-        if section is None:
-            return None
-        dumped[key] = section
-    return sections.replace(text, keys, dumped)
-
-
 # --------------------------------------------------------------------------- job files
 
 
@@ -215,64 +189,18 @@ def write_job_yaml(
     yamlio.atomic_write(path, yamlio.dump(body))
 
 
+def missing_lines(path: Path, lines: list[str]) -> list[str]:
+    """Those of ``lines`` whose changeId has no complete line in the log at ``path``."""
+    from unfurl_lite.load.jobslog import read_jobs_tsv
+
+    logged = {record["changeId"] for record in read_jobs_tsv(path)}
+    return [line for line in lines if line.split("\t", 1)[0] not in logged]
+
+
 def append_tsv(path: Path, lines: list[str], secrets: set[str]) -> None:
     from unfurl_lite.security.redaction import redact_text
 
     yamlio.append_lines(path, "".join(redact_text(line, secrets) for line in lines))
-
-
-def save_status(ensemble: Ensemble, update: Callable[[Any], None]) -> None:
-    """Apply ``update`` (see :func:`update_status`) and write ensemble.yaml once.
-
-    Where the file is plainly laid out only its status sections are rewritten and the
-    parse cache learns the new text; otherwise the round-trip document is updated and
-    dumped whole. Status and lastJob were redacted as they went in; the spec is the user's
-    own text either way.
-    """
-    from unfurl_lite.load import parsecache
-
-    names = (*STATUS_SECTIONS, LOG_SECTION) if ensemble.inline_log else STATUS_SECTIONS
-    if ensemble.plain is not None:
-        keys = list(ensemble.plain)
-        update(ensemble.plain)
-        text = status_sections_text(ensemble.text, keys, ensemble.plain, names)
-        if text is not None:
-            yamlio.atomic_write(ensemble.path, text)
-            if not ensemble.merged:  # else the next load merges again, and caches that
-                parsecache.put(ensemble.path, text, ensemble.plain)
-            return
-    update(ensemble.document)
-    text = yamlio.dump(ensemble.document)
-    _refuse_spec_change(ensemble, text, names)
-    yamlio.atomic_write(ensemble.path, text)
-
-
-def _refuse_spec_change(ensemble: Ensemble, text: str, names: Iterable[str]) -> None:
-    """A job writes status, never the user's spec: a round trip that would change anything
-    outside the status sections (a YAML construct ruamel cannot write back) is refused
-    before the file is touched."""
-    from unfurl_lite.errors import JobError
-
-    def users(source: str) -> Any:
-        try:
-            data = yamlio.parse_plain(source)
-        except Exception:  # unreadable either way: compare as text
-            return source
-        if not isinstance(data, dict):
-            return data
-        return {k: v for k, v in data.items() if k not in names}
-
-    try:
-        same = users(ensemble.text) == users(text)
-    except RecursionError:
-        same = False
-    if not same:
-        raise JobError(
-            f"writing the job's status would change the user's part of {ensemble.path}, "
-            "so it was not written",
-            hint="simplify the YAML outside status (anchors, aliases, tags) and run "
-            "unfurl resume to record the job",
-        )
 
 
 # ------------------------------------------------------------------ entries of one job

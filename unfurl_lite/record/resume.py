@@ -4,8 +4,10 @@ The plan is made again from the journal's workflow, options and the instance sta
 job started from, so every task keeps its number; the journal then says which tasks are
 done. As in Cloudify: succeeded tasks are not run again; failed, rescheduled, blocked and
 pending ones run (retry count reset); tasks that were sent or started when the process
-died have an unknown outcome and run again only with ``force``. A killed job is first
-recorded as it stood (status, jobs.tsv, job files), so nothing it did is lost.
+died have an unknown outcome and run again only with ``force`` (the next resume of the
+job that recorded them failed runs them: they are failed tasks of an earlier job then).
+A killed job is first recorded as it stood (status, jobs.tsv, job files), so nothing it
+did is lost.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 from unfurl_lite.errors import JobError
 from unfurl_lite.expressions.context import spec_secrets
 from unfurl_lite.expressions.digest import spec_digest
+from unfurl_lite.load.digestkey import digest_key
 from unfurl_lite.load.jobslog import read_jobs_tsv
 from unfurl_lite.model import changeid
 from unfurl_lite.model.ensemble import Ensemble
@@ -45,6 +48,7 @@ from unfurl_lite.run.outcome import (
     summary_text,
 )
 from unfurl_lite.run.status import fold_effective, on_failure
+from unfurl_lite.security.digested import HashedForms, SecretSet
 
 RESUMABLE = ("failed", "cancelled")
 IN_FLIGHT = (TaskState.sent, TaskState.started)
@@ -177,7 +181,8 @@ def interrupted_result(ensemble: Ensemble, journal: JournalFile, plan: Plan) -> 
         + (" (interrupted)" if interrupted_state else ""),
         instances=instances,
         effective=effective,
-        secrets=spec_secrets(ensemble.topology),  # what the killed job knew at its start
+        # what the killed job knew at its start, and what it learnt, by digests
+        secrets=known_secrets(ensemble, journal),
         previous_id=journal.data.get("previousId"),
     )
 
@@ -203,6 +208,14 @@ def logged(ensemble: Ensemble, job_id: str) -> bool:
     return any(r["changeId"] == job_id for r in read_jobs_tsv(ensemble.jobs_tsv))
 
 
+def in_flight_when_killed(record: dict[str, object]) -> bool:
+    """Was the task running when this journal's own job was killed? Only those wait for
+    ``--force``. One an earlier job left interrupted, carried here as failed, is a failed
+    task like any other: Cloudify's rule, failed tasks go back to pending, so plain
+    ``resume`` converges (at most twice after any sequence of kills)."""
+    return bool(record.get("interrupted")) and not record.get("carried")
+
+
 def resumed_from(journal: JournalFile, plan: Plan, force: bool,
                  current: dict[str, Instance] | None = None) -> Resumed:
     """Which runs are carried over as done, and the instances to start from: as the job
@@ -222,12 +235,12 @@ def resumed_from(journal: JournalFile, plan: Plan, force: bool,
         record = by_number[task.number]
         state = record["state"]
         done = state in (TaskState.succeeded, TaskState.skipped)
-        stays_failed = state == TaskState.failed and record.get("interrupted") and not force
+        stays_failed = state == TaskState.failed and not force and in_flight_when_killed(record)
         if done or stays_failed:
             run = restore_run(TaskRun(task), record)
             run.carried = True
             runs[task.number] = run
-    return Resumed(journal.change_id, instances, runs)
+    return Resumed(journal.change_id, instances, runs, journal.secret_digests)
 
 
 def rolled_back(plan: Plan, records: dict[int, dict[str, Any]]) -> set[str]:
@@ -238,3 +251,14 @@ def rolled_back(plan: Plan, records: dict[int, dict[str, Any]]) -> set[str]:
         if t.reason == ROLLBACK and t.target in plan.new_instances
         and records[t.number]["state"] in (TaskState.succeeded, TaskState.failed)
     }
+
+
+def known_secrets(ensemble: Ensemble, journal: JournalFile) -> SecretSet:
+    """The spec's secrets, and those the journal's job derived, known by their digests."""
+    return SecretSet(spec_secrets(ensemble.topology),
+                     hashed_forms(ensemble.project_root, journal.secret_digests))
+
+
+def hashed_forms(root: Path, entries: list[str]) -> HashedForms | None:
+    key = digest_key(root) if entries else None
+    return HashedForms(key, entries) if key is not None else None

@@ -124,6 +124,8 @@ class Resumed:
     job_id: str
     instances: dict[str, Instance]
     runs: dict[int, TaskRun]
+    #: keyed digests of the secrets the earlier job knew (security/digested.py)
+    secret_digests: list[str] = field(default_factory=list)
 
 
 

@@ -146,3 +146,22 @@ def _truthy(value: Any) -> bool:
     if isinstance(value, str):
         return value.strip().lower() in ("true", "yes", "1", "on")
     return bool(value)
+
+
+def secret_names(resources: list[dict[str, Any]], secrets: set[str]) -> str | None:
+    """Why the instances an operation reports cannot be recorded, or None: a name (or
+    template) derived from a secret would become a key of ensemble.yaml's status, and
+    appear in git, ``status``, ``plan`` and ``graph`` in clear, where redaction never
+    looks (names are not values). The task fails instead, naming the rule."""
+    from unfurl_lite.security.redaction import redact_text
+
+    for resource in resources:
+        for field in ("name", "template"):
+            value = resource.get(field)
+            if value is None:
+                continue
+            if isinstance(value, Sensitive) or redact_text(str(value), secrets) != str(value):
+                return (f"an instance's {field} may not be derived from a secret (it would "
+                        "be written in clear as a key of ensemble.yaml's status, in git and "
+                        "in status, plan and graph output): the instance was not recorded")
+    return None

@@ -15,9 +15,10 @@ from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
-from unfurl_lite.errors import ExpressionError, UnfurlLiteError
+from unfurl_lite.errors import ExpressionError, RenderCancelled, UnfurlLiteError
 from unfurl_lite.expressions.context import make_context, render_inputs, spec_secrets
 from unfurl_lite.expressions.expr import EvalContext, evaluate
 from unfurl_lite.expressions.limits import RENDER_SECONDS
@@ -34,7 +35,7 @@ from unfurl_lite.run.operations.base import DRYRUN_NOT_SUPPORTED, OperationReque
 from unfurl_lite.run.options import JobOptions
 from unfurl_lite.run.outcome import OBSERVING, UNFURL_WORKFLOWS, Resumed, TaskRun
 from unfurl_lite.run.relationships import on_relationship, relationship_instance
-from unfurl_lite.run.results import apply_post_inputs
+from unfurl_lite.run.results import apply_post_inputs, secret_names
 from unfurl_lite.run.signals import JobControl
 from unfurl_lite.run.status import in_sequence, on_failure, on_start, on_success
 from unfurl_lite.security import environment as openv
@@ -80,6 +81,9 @@ class Scheduler:
             self.instances = dict(self.resumed.instances)
             self.runs.update(self.resumed.runs)
         self.env = base_environment(self.options.env_passthrough)
+        if self.resumed is not None and self.resumed.secret_digests:
+            self.secrets = resumed_secrets(self.secrets, self.ensemble.project_root,
+                                           self.resumed.secret_digests)
         self.secrets.update(spec_secrets(self.ensemble.topology))
         self.observer.secrets_known(self.secrets)
         for task in self.plan.tasks:
@@ -246,6 +250,10 @@ class Scheduler:
         run.started_at = run.started_at or datetime.now(UTC)
         try:
             request = self.request_for(run, instance)
+        except RenderCancelled:  # cancelled before it started: it stays not run
+            run.started_at, run.change_id = None, None
+            self.ready.appendleft(number)
+            return
         except (ExpressionError, UnfurlLiteError) as exc:
             run.result = OperationResult(success=False, modified=False, error=exc.message)
             return self.conclude(run)
@@ -314,6 +322,7 @@ class Scheduler:
         ctx.allow_outside_paths = self.options.allow_outside_paths
         ctx.env_passthrough = self.options.env_passthrough
         ctx.metadata = self.metadata()
+        ctx.cancel = self.cancel  # a render stops when the job is cancelled
         return ctx
 
     def metadata(self) -> dict[str, Any]:
@@ -392,17 +401,7 @@ class Scheduler:
             return
         if not self.options.dryrun and not result.skipped:
             try:
-                ctx = make_context(
-                    self.ensemble.topology,
-                    self.instances,
-                    run.task.target,
-                    run.task.source,
-                    run.task.peer,
-                )
-                ctx.project_root = self.ensemble.project_root
-                ctx.allow_outside_paths = self.options.allow_outside_paths
-                ctx.env_passthrough = self.options.env_passthrough
-                ctx.metadata = self.metadata()
+                ctx = self.context_for(run)
                 ctx.extra = {"task": self.task_settings(run)}
                 try:
                     apply_post_inputs(run.inputs, result, ctx)
@@ -420,6 +419,10 @@ class Scheduler:
                 result.error = redact_text(
                     f"resultTemplate/done: {type(exc).__name__}: {exc}", self.secrets
                 )
+        refused = secret_names(result.resources, self.secrets)
+        if refused:
+            result.resources = []
+            result.success, result.error = False, refused
         self.conclude(run)
 
     def _retry(self, run: TaskRun, result: OperationResult) -> bool:
@@ -569,3 +572,13 @@ def _result_of(future: Future[OperationResult]) -> OperationResult:
     if exc is None:
         return future.result()
     return OperationResult(success=False, modified=None, error=f"{type(exc).__name__}: {exc}")
+
+
+def resumed_secrets(secrets: set[str], root: Path, entries: list[str]) -> set[str]:
+    """A resumed job redacts what the job it resumes derived, known by keyed digests (its
+    journal never held them in clear; see security/digested.py)."""
+    from unfurl_lite.load.digestkey import digest_key
+    from unfurl_lite.security.digested import HashedForms, SecretSet
+
+    key = digest_key(root)
+    return SecretSet(secrets, HashedForms(key, entries)) if key is not None else secrets

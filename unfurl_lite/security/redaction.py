@@ -26,7 +26,28 @@ LEAK_WINDOW = 4  # a tainted value keeping this many characters of a secret is d
 def _b64(data: str, urlsafe: bool) -> list[str]:
     raw = data.encode("utf-8")
     encoded = (base64.urlsafe_b64encode if urlsafe else base64.b64encode)(raw).decode()
-    return [encoded, encoded.rstrip("=")]
+    return [encoded, encoded.rstrip("="), *_b64_aligned(raw, urlsafe)]
+
+
+#: a piece of base64 shorter than this is not looked for (it would match ordinary words)
+B64_PIECE = 6
+
+
+def _b64_aligned(raw: bytes, urlsafe: bool) -> list[str]:
+    """What base64 of a longer text holding the secret always contains, wherever the
+    secret starts in it (``base64("user:" + password)``, a prefix whose length is not a
+    multiple of 3): for each of the 3 alignments, the characters that depend on the
+    secret's bytes only (every group but those it shares with what comes before and
+    after)."""
+    encode = base64.urlsafe_b64encode if urlsafe else base64.b64encode
+    pieces = []
+    for offset in range(3):
+        encoded = encode(b"\0" * offset + raw).decode()
+        whole_groups = (offset + len(raw)) // 3 * 4  # groups without a byte that follows
+        piece = encoded[4 if offset else 0: whole_groups]
+        if len(piece) >= B64_PIECE:
+            pieces.append(piece)
+    return pieces
 
 
 @lru_cache(maxsize=1024)
@@ -66,11 +87,26 @@ def _all_forms(secrets: Iterable[str]) -> list[str]:
 
 
 def redact_text(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every known secret, and every transform of one, replaced."""
+    """``text`` with every known secret, and every transform of one, replaced (also those
+    a resumed job knows only by their digests, see security/digested.py)."""
     for form in _all_forms(secrets):
         if form in text:
             text = text.replace(form, REDACTED)
-    return text
+    hashed = getattr(secrets, "hashed", None)
+    return _digested(text, hashed) if hashed else text
+
+
+def _digested(text: str, hashed: Any) -> str:
+    """``text`` with the forms known only by digests (security/digested.py) replaced."""
+    spans = hashed.spans(text)
+    if not spans:
+        return text
+    out: list[str] = []
+    position = 0
+    for start, length in spans:
+        out += [text[position:start], REDACTED]
+        position = start + length
+    return "".join(out) + text[position:]
 
 
 def _leaks(text: str, secret: str) -> bool:
@@ -94,12 +130,13 @@ def redact(value: Any, secrets: Iterable[str] = ()) -> Any:
     """A copy of ``value`` safe to write anywhere."""
     known = secrets if isinstance(secrets, set | frozenset | list | tuple) else list(secrets)
     forms = _all_forms(known)  # once per value, not once per string in it
+    hashed = getattr(known, "hashed", None) or None
 
     def text(item: str) -> str:
         for form in forms:
             if form in item:
                 item = item.replace(form, REDACTED)
-        return item
+        return _digested(item, hashed) if hashed else item
 
     def walk(item: Any) -> Any:
         if isinstance(item, Tainted):
@@ -108,7 +145,7 @@ def redact(value: Any, secrets: Iterable[str] = ()) -> Any:
             return REDACTED
         if isinstance(item, str):
             item = str(item)  # (a subclass, such as a temporary file's path, as plain text)
-            return text(item) if forms else item
+            return text(item) if forms or hashed else item
         if isinstance(item, Mapping):
             return {(text(k) if isinstance(k, str) else k): walk(v) for k, v in item.items()}
         if isinstance(item, list | tuple):

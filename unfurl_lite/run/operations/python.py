@@ -70,7 +70,7 @@ def run(request: OperationRequest, processes: ProcessTable | None = None) -> Ope
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            errors="replace",
+            errors="backslashreplace",  # binary output is recorded escaped: \xff
             pass_fds=(write_end,),
             start_new_session=True,
         )

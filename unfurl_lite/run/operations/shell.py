@@ -78,7 +78,7 @@ def run(request: OperationRequest, processes: ProcessTable | None = None) -> Ope
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            errors="replace",
+            errors="backslashreplace",  # binary output is recorded escaped: \xff
             start_new_session=True,
         )
     except (OSError, ValueError) as exc:
