@@ -29,7 +29,7 @@ delete: rm -f state/m}}}
 
 
 def job(root: Path, workflow: str):  # type: ignore[no-untyped-def]
-    result = run_job(JobRequest(root, workflow, options=JobOptions(workflow, commit=False),
+    result = run_job(JobRequest(root, workflow, options=JobOptions(commit=False),
                                 dirty="ok"))
     assert result is not None
     return result

@@ -121,7 +121,7 @@ class PlanOptions:
         return dict(self._given)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class JobOptions:
     """How a job runs and is recorded (Unfurl's job options); the defaults are the CLI's."""
 
