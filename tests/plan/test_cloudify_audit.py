@@ -30,3 +30,15 @@ def test_execute_operation_of_a_lifecycle_operation_no_node_maps_does_nothing(pr
         assert ran(project) == [], name
     refused = invoke("execute-operation", "Maintenance.backup", "--approve")
     assert refused.exit_code == 1 and "has no operation" in refused.output
+
+
+def test_parameter_errors_name_the_workflow_typed_and_point_dry_run_at_its_flag(project, invoke):
+    deployed(project, invoke, {"db": node(standard=("create", "delete"))})
+    result = invoke("uninstall", "-p", "ignore_falure=true", "--approve")
+    assert result.exit_code == 2
+    assert "unknown parameter 'ignore_falure' for uninstall: did you mean 'ignore_failure'?" \
+        in result.output
+    for command in (("uninstall",), ("execute-operation", "Standard.create"), ("heal",)):
+        result = invoke(*command, "-p", "dry_run=true", "--approve")
+        assert result.exit_code == 2 and "give --dry-run" in result.output, result.output
+    assert ran(project) == []

@@ -133,6 +133,10 @@ def workflow_parameters(
     for name in given:
         if name in known:
             continue
+        if name == "dry_run":  # Cloudify's is an execution flag, not a workflow parameter
+            raise click.BadParameter(
+                f"dry_run is not a parameter of {_typed(workflow)}: it is an option of "
+                "every execution, give --dry-run", param_hint="-p/--parameters")
         close = difflib.get_close_matches(name, known, n=1) or difflib.get_close_matches(
             name.replace("-", "_"), known, n=1
         )
@@ -142,9 +146,16 @@ def workflow_parameters(
             else ("it takes: " + ", ".join(known) if known else "it takes no parameters")
         )
         raise click.BadParameter(
-            f"unknown parameter {name!r} for {workflow}: {hint}", param_hint="-p/--parameters"
+            f"unknown parameter {name!r} for {_typed(workflow)}: {hint}",
+            param_hint="-p/--parameters",
         )
     return {name: _coerce(name, value) for name, value in given.items()}
+
+
+def _typed(workflow: str) -> str:
+    """The workflow by the name the user typed (``uninstall`` runs ``undeploy``)."""
+    ctx = click.get_current_context(silent=True)
+    return ctx.info_name.replace("-", "_") if ctx and ctx.info_name else workflow
 
 
 def merge(
