@@ -5,7 +5,31 @@ operation every node's interface type declares does nothing where it is not mapp
 
 from __future__ import annotations
 
-from tests.plan.test_workflows import deployed, node, ok, ran, reset
+from tests.plan.test_workflows import deployed, ensemble, node, ok, ran, reset
+
+SCALABLE = {"scalable": {"properties": {"default_instances": 2, "max_instances": 5}}}
+
+
+def _hosted(standard=("create", "delete")) -> dict:
+    body = node(standard=standard, requirements=[{"host": "vm"}])
+    body["interfaces"]["Standard"]["operations"]["create"] = (
+        'echo "{{ SELF.name }} on {{ HOST.name }}" >> ops.log')
+    return body
+
+
+def test_a_hosted_instance_sees_its_own_host_instance(project, invoke):
+    vm = {**node(standard=("create", "delete")), "capabilities": SCALABLE}
+    project.write("jobs/*.log\nops.log\n", name=".gitignore")
+    project.write(ensemble({"vm": vm, "app": _hosted()}))
+    ok(invoke("deploy", "--approve"))
+    assert sorted(line for line in ran(project) if " on " in line) == [
+        "app on vm", "app_1 on vm_1"]
+    reset(project)
+    ok(invoke("scale", "vm", "--approve"))
+    assert "app_2 on vm_2" in ran(project)
+    reset(project)
+    ok(invoke("heal", "app_1", "--force-reinstall", "--approve"))
+    assert "app_1 on vm_1" in ran(project)
 
 
 def test_execute_operation_of_a_lifecycle_operation_no_node_maps_does_nothing(project, invoke):
