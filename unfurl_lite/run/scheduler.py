@@ -33,7 +33,12 @@ from unfurl_lite.run.executors import Executor
 from unfurl_lite.run.observer import JobState, Observer, TaskState
 from unfurl_lite.run.operations.base import DRYRUN_NOT_SUPPORTED, OperationRequest, OperationResult
 from unfurl_lite.run.outcome import OBSERVING, UNFURL_WORKFLOWS, JobOptions, Resumed, TaskRun
-from unfurl_lite.run.relationships import on_relationship, relationship_instance
+from unfurl_lite.run.relationships import (
+    drop_if_unrequired,
+    on_relationship,
+    relationship_instance,
+    still_linked,
+)
 from unfurl_lite.run.results import apply_post_inputs, secret_names
 from unfurl_lite.run.signals import JobControl
 from unfurl_lite.run.status import in_sequence, on_failure, on_start, on_success
@@ -72,6 +77,7 @@ class Scheduler:
     wakeup: Future[None] = field(default_factory=Future)
     newly_started: list[str] = field(default_factory=list)
     started_lock: threading.Lock = field(default_factory=threading.Lock)
+    taken_down: set[str] | None = None
 
     def setup(self) -> None:
         self.instances = {n: i for n, i in self.ensemble.instances.items()}
@@ -488,7 +494,8 @@ class Scheduler:
             return self.complete(run, state, result.error)
         relationship = relationship_instance(self.instances, run.task, self.ensemble.spec)
         if relationship is not None:
-            instance, task = relationship, on_relationship(run.task, instance)
+            linked = result.success and still_linked(self.instances, run.task, self.leaving())
+            instance, task = relationship, on_relationship(run.task, instance, linked)
         else:
             task = run.task
         if result.protected is not None:
@@ -505,6 +512,8 @@ class Scheduler:
                 run.previous_id = _previous(last_change, instance.last_config_change)
             if add_discovered(self.instances, result, change_id, run.task.target):
                 run.changed = True
+            if relationship is not None:
+                drop_if_unrequired(self.ensemble.topology.templates, self.instances, run.task)
             return self.complete(run, TaskState.succeeded)
         changed = on_failure(instance, task, result, change_id, run.prior_state)
         run.changed = bool(result.modified) or changed
@@ -515,6 +524,12 @@ class Scheduler:
         if result.outputs.get("timeout") or (result.error or "").startswith("resultTemplate/"):
             run.changed = True  # Unfurl: a timed-out operation or a failed resultTemplate
         self.complete(run, TaskState.failed, result.error)
+
+    def leaving(self) -> set[str]:
+        """The instances this job takes down (asked only when an unlink ends)."""
+        if self.taken_down is None:
+            self.taken_down = {t.target for t in self.plan.tasks if t.done_status == Status.absent}
+        return self.taken_down
 
     def not_run(self, run: TaskRun, result: OperationResult) -> None:
         """An operation that never started changed nothing: its instance goes back to the
