@@ -17,8 +17,6 @@ raises :class:`RetryOperation` to ask for a retry.
 
 from __future__ import annotations
 
-import importlib
-
 TYPE_CHECKING = False  # typing itself is not imported: `import unfurl_lite` stays cheap
 
 DISTRIBUTION = "unfurl_lite"  # the package's metadata directory: unfurl_lite-VERSION.dist-info
@@ -137,6 +135,8 @@ __all__ = [
 
 def __getattr__(name: str) -> object:
     """PEP 562: import a name's module when the name is first used."""
+    import importlib
+
     if name in API:
         value = getattr(importlib.import_module("unfurl_lite.api"), RENAMED.get(name, name))
     elif name in ERRORS:

@@ -367,6 +367,7 @@ def job_commits(root: Path) -> dict[str, Commit]:
 
 @dataclass(frozen=True)
 class Filters:
+    """What `unfurl history` narrows the jobs to."""
     instance: str | None = None
     since: str | None = None  # a changeId or an ISO date/time
     workflow: str | None = None
