@@ -96,7 +96,7 @@ def test_version_imports_only_its_own_three_modules(tmp_path: Path) -> None:
 def small_project(tmp_path: Path) -> Path:
     root = tmp_path / "project"
     root.mkdir()
-    nodes = "".join(shell_node(f"n{i}", "true") for i in range(3))
+    nodes = "".join(shell_node(f"n{i}", "exit 0") for i in range(3))
     (root / "ensemble.yaml").write_text(ensemble_yaml(nodes))
     git(root, "init", "-q")
     return root

@@ -19,7 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from unfurl_lite.errors import ExpressionError, RenderCancelled, UnfurlLiteError
-from unfurl_lite.expressions.context import make_context, render_inputs, spec_secrets
+from unfurl_lite.expressions.context import (
+    POST_INPUTS,
+    make_context,
+    render_inputs,
+    spec_secrets,
+)
 from unfurl_lite.expressions.expr import EvalContext, evaluate
 from unfurl_lite.expressions.limits import RENDER_SECONDS
 from unfurl_lite.expressions.reads import operation_reads, plain_reads
@@ -406,12 +411,14 @@ class Scheduler:
             return
         if not self.options.dryrun and not result.skipped:
             try:
-                ctx = self.context_for(run)
-                ctx.extra = {"task": self.task_settings(run)}
-                try:
-                    apply_post_inputs(run.inputs, result, ctx)
-                finally:
-                    self.secrets.update(ctx.secrets)
+                if any(run.inputs.get(k) is not None for k in POST_INPUTS):
+                    # a context only for an operation that has something to evaluate
+                    ctx = self.context_for(run)
+                    ctx.extra = {"task": self.task_settings(run)}
+                    try:
+                        apply_post_inputs(run.inputs, result, ctx)
+                    finally:
+                        self.secrets.update(ctx.secrets)
                 if run.task.reason in OBSERVING and result.status:
                     # a check that reports a status has done its job, whatever its exit code
                     result.success, result.error = True, None
