@@ -58,17 +58,16 @@ def _fast_load(text: str, file: str) -> dict[str, Any] | None:
     merge directives or say where a problem is."""
     from ruamel.yaml.error import YAMLError
 
-    from unfurl_lite.load import guard, imports, merge, validate
+    from unfurl_lite.load import guard, imports, validate
 
     guard.check_text(text, file)  # its refusals are final: no slower parse follows
     try:
-        data = yamlio.parse_plain(text)
-        guard.check(data, file)
+        data, directives = yamlio.parse_guarded(text, file)
     except LimitExceeded:
         raise
     except (YAMLError, InputError, RecursionError, ValueError, IndexError, OverflowError):
         return None
-    if (not isinstance(data, dict) or merge.has_directives(data) or imports.has_imports(data)
+    if (not isinstance(data, dict) or directives or imports.has_imports(data)
             or validate.check(data, file)):
         return None
     return data
