@@ -30,7 +30,9 @@ PLAN_OURS = {
     "unfurl_lite", "unfurl_lite.errors",
     "unfurl_lite.api", "unfurl_lite.api.options", "unfurl_lite.api.project",
     "unfurl_lite.cli", "unfurl_lite.cli.commands", "unfurl_lite.cli.commands.common",
-    "unfurl_lite.cli.commands.project", "unfurl_lite.cli.main", "unfurl_lite.cli.render",
+    "unfurl_lite.cli.commands.project", "unfurl_lite.cli.main",
+    "unfurl_lite.cli.render",
+    "unfurl_lite.cli.commands.unfurl_options",  # plan takes deploy's options
     "unfurl_lite.cli.terminal", "unfurl_lite.cli.version",
     "unfurl_lite.expressions", "unfurl_lite.expressions.analysis",
     "unfurl_lite.expressions.catalog", "unfurl_lite.expressions.names",

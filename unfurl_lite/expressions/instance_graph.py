@@ -126,6 +126,8 @@ CONFIGURES = "unfurl.relationships.Configures"
 
 @dataclass(frozen=True)
 class CapabilityShape:
+    """A node instance's capability as a query sees it."""
+
     owner: str  # the node instance's name
     name: str
     type: str
@@ -135,6 +137,8 @@ class CapabilityShape:
 
 @dataclass(frozen=True)
 class RelationshipShape:
+    """A requirement of a node instance as a query sees it: source, target and type."""
+
     source: str  # the node instance's name
     name: str  # the requirement's name
     target: str | None
@@ -149,6 +153,8 @@ class RelationshipShape:
 
 @dataclass
 class InstanceGraph:
+    """The instances a query walks: hosting, capabilities and relationships, both ways."""
+
     order: tuple[str, ...]  # every node instance, depth first by hosting (Unfurl's `::*`)
     templates: dict[str, str]  # instance -> template
     parent: dict[str, str | None]  # instance -> its host instance (None: the root)

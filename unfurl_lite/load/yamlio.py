@@ -113,25 +113,6 @@ def read_text(path: Path) -> str:
     return text
 
 
-def parse_guarded(text: str, filename: str) -> tuple[Any, bool]:
-    """:func:`parse_plain` for the loader's fast road: the data, checked by the guard
-    (an InputError if it refuses it), and whether any key is a merge directive. The C
-    parser's road answers both while it builds the data; ruamel's safe loader, for what
-    that road cannot read, is followed by the guard's own walk."""
-    from unfurl_lite.load import guard, merge, plainyaml
-
-    try:
-        found = plainyaml.load_guarded(text)
-        return found.data, found.directives
-    except (plainyaml.NeedsFullLoader, ImportError):
-        pass
-    from ruamel.yaml import YAML
-
-    data = YAML(typ="safe", pure=False).load(text)
-    guard.check(data, filename)
-    return data, merge.has_directives(data)
-
-
 def parse_plain(text: str) -> Any:
     """Plain dicts and lists through ruamel's C parser: several times faster than the round
     trip, with the same YAML 1.2 rules and duplicate-key check, but no comments or line

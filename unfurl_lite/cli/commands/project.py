@@ -119,7 +119,6 @@ def plan(
     Deploy's options (--template, --check, --repair...) plan as that deploy would."""
     from unfurl_lite import api
     from unfurl_lite.cli import render
-    from unfurl_lite.expressions.outputs import evaluate_query
     from unfurl_lite.load.loader import load_ensemble
     from unfurl_lite.model.ensemble import with_inputs
 
@@ -133,8 +132,12 @@ def plan(
     loaded = with_inputs(load_ensemble(ensemble), job_inputs(tuple(opts.get("variables") or ())))
     result = api.plan(loaded, workflow, options, custom=custom)
     query = opts.get("query")
-    found = evaluate_query(loaded.topology, loaded.instances, query, set(),
-                           loaded.project_root) if query else None
+    found = None
+    if query:  # the expression machinery only when asked: a plain plan does not import it
+        from unfurl_lite.expressions.outputs import evaluate_query
+
+        found = evaluate_query(loaded.topology, loaded.instances, query, set(),
+                               loaded.project_root)
     if as_json or opts.get("output") == "json":
         document = render.plan_json(result)
         if query:
