@@ -36,6 +36,8 @@ PLAN_OURS = {
     "unfurl_lite.cli.terminal", "unfurl_lite.cli.version",
     "unfurl_lite.expressions", "unfurl_lite.expressions.analysis",
     "unfurl_lite.expressions.catalog", "unfurl_lite.expressions.names",
+    "unfurl_lite.expressions.limits",  # a plan's templates render within one budget
+    "unfurl_lite.security.taint",  # (limits knows tainted values)
     "unfurl_lite.load", "unfurl_lite.load.builder", "unfurl_lite.load.expression_checks",
     "unfurl_lite.load.guard", "unfurl_lite.load.imports", "unfurl_lite.load.interface_checks",
     "unfurl_lite.load.loader", "unfurl_lite.load.merge", "unfurl_lite.load.merge_maps",

@@ -19,12 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from unfurl_lite.errors import ExpressionError, RenderCancelled, UnfurlLiteError
-from unfurl_lite.expressions.context import (
-    POST_INPUTS,
-    make_context,
-    render_inputs,
-    spec_secrets,
-)
+from unfurl_lite.expressions.context import POST_INPUTS, make_context, render_inputs, spec_secrets
 from unfurl_lite.expressions.expr import EvalContext, evaluate
 from unfurl_lite.expressions.limits import RENDER_SECONDS
 from unfurl_lite.expressions.reads import operation_reads, plain_reads
