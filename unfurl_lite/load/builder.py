@@ -196,6 +196,8 @@ def _node_template(
     implied: list[tuple[str, dict[str, Any], str | None]] | None = None,
 ) -> NodeTemplate:
     type_name = data.get("type") or "tosca.nodes.Root"
+    if isinstance(type_name, str) and type_name.startswith("tosca:"):
+        type_name = normative_name(type_name)  # Unfurl records ``tosca:Root`` by its full name
     chain = lineage(type_name, types)
     ancestors = [types[t] for t in reversed(chain) if t in types]  # root first
     interfaces: Interfaces = {}
