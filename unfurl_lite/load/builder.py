@@ -334,6 +334,7 @@ def _merge_interfaces(base: Interfaces, override: Interfaces) -> Interfaces:
                     retry=op.retry or inherited.retry,
                     timeout=op.timeout or inherited.timeout,
                     environment=op.environment or inherited.environment,
+                    outputs={**(inherited.outputs or {}), **(op.outputs or {})} or None,
                 )
             target[op_name] = op
     return merged
@@ -433,6 +434,7 @@ def _operation(
     impl_map = implementation if isinstance(implementation, dict) else {}
     timeout = impl_map.get("timeout", definition.get("timeout", inputs.get("timeout")))
     environment = impl_map.get("environment")
+    outputs = definition.get("outputs")
     return Operation(
         interface,
         name,
@@ -441,6 +443,9 @@ def _operation(
         retry=retry,
         timeout=float(timeout) if isinstance(timeout, int | float) else None,
         environment=dict(environment) if isinstance(environment, dict) and environment else None,
+        outputs={str(output): None if attribute is None else str(attribute)
+                 for output, attribute in outputs.items()}
+        if isinstance(outputs, dict) and outputs else None,
     )
 
 

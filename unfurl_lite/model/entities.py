@@ -164,6 +164,8 @@ class Operation:
     # the implementation's ``environment``: Unfurl's rules (NAME, +NAME, -NAME, ^NAME),
     # values rendered when the task runs
     environment: dict[str, Any] | None = None
+    #: TOSCA's attribute mapping: output name -> the attribute it sets (None: not mapped)
+    outputs: dict[str, str | None] | None = None
 
     @property
     def qualified_name(self) -> str:

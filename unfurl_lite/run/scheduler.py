@@ -39,9 +39,9 @@ from unfurl_lite.run.relationships import (
     relationship_instance,
     still_linked,
 )
-from unfurl_lite.run.results import apply_post_inputs, secret_names
+from unfurl_lite.run.results import apply_post_inputs, map_outputs, secret_names
 from unfurl_lite.run.signals import JobControl
-from unfurl_lite.run.status import in_sequence, on_failure, on_start, on_success
+from unfurl_lite.run.status import in_sequence, on_failure, on_start, on_success, previous_id
 from unfurl_lite.security import environment as openv
 from unfurl_lite.security.environment import base_environment
 from unfurl_lite.security.redaction import redact_text
@@ -414,6 +414,7 @@ class Scheduler:
                         apply_post_inputs(run.inputs, result, ctx)
                     finally:
                         self.secrets.update(ctx.secrets)
+                map_outputs(run.task.operation, result)
                 if run.task.reason in OBSERVING and result.status:
                     # a check that reports a status has done its job, whatever its exit code
                     result.success, result.error = True, None
@@ -511,7 +512,7 @@ class Scheduler:
             run.changed = changed if observing or sequenced else bool(result.modified) or changed
             run.target_status = instance.status if sequenced else None
             if not observing:
-                run.previous_id = _previous(last_change, instance.last_config_change)
+                run.previous_id = previous_id(last_change, instance.last_config_change)
             if add_discovered(self.instances, result, change_id, run.task.target):
                 run.changed = True
             if relationship is not None:
@@ -521,7 +522,7 @@ class Scheduler:
         run.changed = bool(result.modified) or changed
         run.target_status = instance.status if in_sequence(run.task) else None
         if run.task.reason not in OBSERVING:
-            run.previous_id = _previous(last_change, instance.last_config_change)
+            run.previous_id = previous_id(last_change, instance.last_config_change)
         run.status = Status.error  # Unfurl: a task that failed is `error`, whatever its target
         if result.outputs.get("timeout") or (result.error or "").startswith("resultTemplate/"):
             run.changed = True  # Unfurl: a timed-out operation or a failed resultTemplate
@@ -572,12 +573,6 @@ def task_numbers(plan: Plan, runs: dict[int, TaskRun]) -> dict[int, int]:
             continue
         numbers[task.number] = len(numbers) + 1
     return numbers
-
-
-def _previous(before: str | None, after: str | None) -> str | None:
-    """Unfurl's previousId: the instance's last change, when this task replaced it (a
-    linked list of the tasks that changed the instance); none when it changed nothing."""
-    return before if after != before else None
 
 
 def _result_of(future: Future[OperationResult]) -> OperationResult:
