@@ -49,7 +49,8 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=200)
     parser.add_argument("--series", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=360)
-    parser.add_argument("--unfurl-venv", type=Path, default=Path("/work/venvs/unfurl120"))
+    parser.add_argument("--unfurl-venv", type=Path,
+                        default=Path(os.environ.get("UNFURL120_VENV", "/work/venvs/unfurl120")))
     parser.add_argument("--table", type=Path, default=ROOT / "docs" / "benchmarks.md")
     args = parser.parse_args()
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)

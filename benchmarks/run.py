@@ -102,13 +102,22 @@ def timed(argv: list[str], cwd: Path, timeout: float,
     return elapsed, usage.ru_maxrss / 1024, ""
 
 
+#: who the timed commands commit as: on a machine without a git identity every
+#: unfurl-lite job refuses to commit (exit 1) while Unfurl 1.2.0 commits anyway
+IDENTITY = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
+            "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.com"}
+
+
 def make_repo(text: str) -> Path:
+    """A fresh git repository holding ``text`` as ensemble.yaml, with a git identity in its
+    own config, so both tools commit whatever the machine's global config says."""
     root = Path(tempfile.mkdtemp(prefix="ulbench-"))
     (root / ".gitignore").write_text("jobs/*.log\ntosca_repositories\n")
     (root / "ensemble.yaml").write_text(text)
-    env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
-           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.com"}
-    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "ensemble"]):
+    env = {**os.environ, **IDENTITY}
+    for args in (["init", "-q"], ["config", "user.name", "bench"],
+                 ["config", "user.email", "bench@example.com"], ["add", "-A"],
+                 ["commit", "-qm", "ensemble"]):
         subprocess.run(["git", *args], cwd=root, check=True, env=env)
     return root
 
@@ -127,7 +136,7 @@ def fresh_env() -> tuple[dict[str, str], Path]:
     """A new, empty parse cache for one series of commands, as on a machine that never saw
     this ensemble: ``plan`` is timed cold; later commands find what earlier ones stored."""
     cache = Path(tempfile.mkdtemp(prefix="ulbench-cache-"))
-    return {**os.environ, "UNFURL_LITE_CACHE": str(cache)}, cache
+    return {**os.environ, **IDENTITY, "UNFURL_LITE_CACHE": str(cache)}, cache
 
 
 def run_layered(tool: Tool, nodes: int, width: int, timeout: float) -> list[Measure]:
@@ -325,7 +334,8 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=360, help="per Unfurl command")
     parser.add_argument("--repeat", type=int, default=3,
                         help="series per N for unfurl-lite; the table shows the median")
-    parser.add_argument("--unfurl-venv", type=Path, default=Path("/work/venvs/unfurl120"))
+    parser.add_argument("--unfurl-venv", type=Path,
+                        default=Path(os.environ.get("UNFURL120_VENV", "/work/venvs/unfurl120")))
     parser.add_argument("--no-unfurl", action="store_true", help="time unfurl-lite only")
     parser.add_argument("--no-lite", action="store_true", help="time Unfurl 1.2.0 only")
     parser.add_argument("--unfurl-results", type=Path,

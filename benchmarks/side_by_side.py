@@ -107,7 +107,10 @@ def parse_yaml(text: str) -> Any:
     """The ensemble's data; an unreadable ensemble as a mapping that says so (compared as
     any other value)."""
     try:
-        return YAML(typ="safe").load(text) or {}
+        try:
+            return YAML(typ="safe").load(text) or {}
+        except Exception:  # the safe loaders refuse plain scalars with ':' in flow mappings
+            return json.loads(json.dumps(YAML(typ="rt").load(text) or {}, default=str))
     except Exception as error:
         # Unfurl 1.2.0 may save a spec that strict YAML rejects (a flow mapping holding
         # `get_attribute: [...]`): the status section alone is what is compared

@@ -17,8 +17,6 @@ raises :class:`RetryOperation` to ask for a retry.
 
 from __future__ import annotations
 
-import importlib
-
 TYPE_CHECKING = False  # typing itself is not imported: `import unfurl_lite` stays cheap
 
 DISTRIBUTION = "unfurl_lite"  # the package's metadata directory: unfurl_lite-VERSION.dist-info
@@ -99,6 +97,8 @@ __all__ = sorted([*EXPORTS, "__version__"])
 
 def __getattr__(name: str) -> object:
     """PEP 562: import a name's module when the name is first used."""
+    import importlib  # here, not above: `import unfurl_lite` imports nothing
+
     if name == "api":  # the facade module itself, for unfurl_lite.api.plan and friends
         value: object = importlib.import_module("unfurl_lite.api")
     elif name in EXPORTS:

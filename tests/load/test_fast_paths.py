@@ -340,6 +340,81 @@ def _comparable(value: Any) -> Any:
     return value
 
 
+guarded_key = st.sampled_from(["a", "attributes", "+include", "b\\u0007", "c", "+d"])
+
+
+def _guarded_text(draw: Any, depth: int, anchors: list[str]) -> str:
+    """Flow YAML with keys that are names or data, control characters, merge directives,
+    anchors and aliases (some recursive): what the guard and the directive check judge."""
+    choice = draw(st.integers(0, 4 if depth < 4 else 1))
+    if choice == 0:
+        return draw(st.sampled_from(["1", "x", '"q"', "null", "[]", "{}"]))
+    if choice == 1 and anchors:
+        return "*" + draw(st.sampled_from(anchors))
+    anchor = ""
+    if draw(st.booleans()):
+        name = f"a{len(anchors)}"
+        anchors.append(name)
+        anchor = f"&{name} "
+    if choice == 2:
+        items = [_guarded_text(draw, depth + 1, anchors) for _ in range(draw(st.integers(0, 3)))]
+        return anchor + "[" + ", ".join(items) + "]"
+    keys = draw(st.lists(guarded_key, max_size=3, unique=True))
+    pairs = [f'"{k}": {_guarded_text(draw, depth + 1, anchors)}' for k in keys]
+    return anchor + "{" + ", ".join(pairs) + "}"
+
+
+@SETTINGS
+@given(st.data())
+def test_one_walk_guard_agrees_with_the_guard_and_the_directive_check(data: st.DataObject) -> None:
+    """The fast road's single walk either declines (the full road then judges) or gives
+    the data, the guard's verdict and the directive check exactly as the separate walks."""
+    from unfurl_lite.errors import InputError
+    from unfurl_lite.load import guard, merge, plainyaml
+
+    text = _guarded_text(data.draw, 0, [])
+    try:
+        found = plainyaml.load_guarded(text)
+    except plainyaml.NeedsFullLoader:
+        return
+    except Exception:  # broken YAML: ruamel must refuse it too
+        with pytest.raises(Exception):  # noqa: B017
+            ruamel_safe_load(text)
+        return
+    expected = ruamel_safe_load(text)
+    assert found.data == expected
+    guard.check(expected, "x.yaml")  # passes: load_guarded declines what the guard refuses
+    assert found.directives == merge.has_directives(expected)
+    with contextlib.suppress(InputError):
+        guard.check(plainyaml.load(text), "x.yaml")
+
+
+def test_one_walk_guard_declines_what_the_guard_refuses() -> None:
+    from unfurl_lite.load import plainyaml
+
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
+        f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
+        f"*{chr(97 + i)}, *{chr(97 + i)}]\n" for i in range(6))
+    for text in [bomb, '"na\\u0007me": 1\n', "x: " + "[" * 120 + "]" * 120 + "\n"]:
+        with pytest.raises(plainyaml.NeedsFullLoader):
+            plainyaml.load_guarded(text)
+    kept = plainyaml.load_guarded('attributes: {"na\\u0007me": 1}\nn: {+include: x}\n')
+    assert kept.data == {"attributes": {"na\x07me": 1}, "n": {"+include": "x"}}
+    assert kept.directives
+
+
+def test_the_fast_road_refuses_what_the_guard_refuses_with_its_line(tmp_path: Path) -> None:
+    from unfurl_lite.errors import InputError
+
+    path = tmp_path / "ensemble.yaml"
+    path.write_text(ensemble_yaml('"bad\\u0007name":\n  type: tosca.nodes.Root\n'))
+    with pytest.raises(InputError) as refused:
+        load_ensemble(path)
+    [problem] = refused.value.problems
+    assert "control character" in problem.message and problem.line == 7
+
+
 # ------------------------------------------------- merge directives: cached with their files
 
 

@@ -156,5 +156,5 @@ def test_an_operation_declared_but_not_mapped_does_nothing(project, invoke):
     result = ok(invoke("execute-operation", "Standard.configure", "--approve"))
     assert "nothing to run: Standard.configure has no implementation" in result.output
     assert ran(project) == []
-    refused = invoke("execute-operation", "Lifecycle.poststart", "--approve")
+    refused = invoke("execute-operation", "Maintenance.backup", "--approve")
     assert refused.exit_code == 1 and "has no operation" in refused.output

@@ -154,3 +154,35 @@ def test_each_task_goes_through_cloudifys_task_states(project):
     assert seen["a"] == ["pending", "sending", "sent", "started", "succeeded"]
     assert seen["b"] == ["pending", "sending", "sent", "started", "rescheduled",
                          "sending", "sent", "started", "succeeded"]
+
+
+@pytest.mark.slow  # a real process, killed
+def test_a_killed_job_stays_in_history_as_started_until_resumed(project):
+    """Cloudify: an execution whose dispatcher died stays ``started`` (resumable); it does
+    not vanish from the list of executions."""
+    setup(project, ["a", "b"], {"b": ["a"]}, sleep=0)
+    body = ("a:\n  type: tosca.nodes.Root\n  interfaces:\n    Standard:\n      operations:\n"
+            "        configure: 'echo $$ >> marks/a.start; "
+            "while [ ! -e marks/go ]; do sleep 0.05; done'\n")
+    project.write(ensemble_yaml(body))
+    marks = project.root / "marks"
+    job = start_unfurl(project.root, "deploy", "--approve")
+    wait_for(lambda: count(marks, "start") >= 1, job)
+    from tests.execution_helpers import kill9
+
+    kill9(job)
+    [killed] = _history(project)
+    assert (killed["execution"], killed["changeId"]) == ("started", list_journals(
+        project.root)[0].change_id)
+    assert "interrupted" in killed["summary"] and "unfurl resume" in killed["summary"]
+    table = run_unfurl(project.root, "history").stdout
+    assert killed["changeId"] in table and "interrupted" in table
+    shown = run_unfurl(project.root, "show", killed["changeId"], "--json")
+    assert json.loads(shown.stdout)["job"]["execution"] == "started", shown.stderr
+    (marks / "go").write_text("")
+    resumed = run_unfurl(project.root, "resume", "--force")
+    assert resumed.returncode == 0, resumed.stderr
+    executions = [(j["changeId"], j["execution"]) for j in _history(project)]
+    assert (killed["changeId"], "failed") in executions  # recorded as it stood
+    assert executions[0][1] == "terminated"
+

@@ -104,3 +104,24 @@ def test_install_agent_timeout_and_filters_are_checked_before_anything_runs(proj
     plan = run_in_process(project.root, "install-new-agents", "--dryrun", "--approve",
                           "--install-agent-timeout", "5m", "--node-ids", "web,api")
     assert "Agent.install" in plan.stdout
+
+
+@pytest.mark.redis
+@pytest.mark.slow
+def test_a_dry_run_starts_no_worker_and_says_what_it_would_do(project, broker):
+    """Cloudify's dry_run simulates every task: install_new_agents --dry-run installs no
+    agent, it says which queue would get a worker."""
+    _deployed(project)
+    result = run_unfurl(project.root, "install-new-agents", "--dry-run", "--approve",
+                        "--broker", broker, "--json")
+    data = json.loads(result.stdout or "{}")
+    try:
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert {t["target"] for t in data["tasks"]} == {"web", "web2", "api"}
+        assert _started(data) == []
+        assert not heartbeat(broker, "web-1") and not heartbeat(broker, "api-1")
+        assert not list((project.root / "jobs").glob("worker-*.log"))
+    finally:
+        for pid in _started(data):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from unfurl_lite.api.distributed import ensure_agent
+from unfurl_lite.api.distributed import agent_status, ensure_agent
 
 
 def install_agent(context: dict[str, Any]) -> dict[str, Any]:
@@ -24,6 +24,13 @@ def install_agent(context: dict[str, Any]) -> dict[str, Any]:
     inputs = context["inputs"]
     queue = str(inputs["queue"])
     timeout = float(inputs.get("install_agent_timeout") or 300)
+    if context.get("dryrun"):  # a dry run starts nothing: it says what it would do
+        status = agent_status(queue)
+        would = "already served" if status.ready else f"would start worker {queue}"
+        print(f"{context['target']}: agent queue {queue}: {would}" + "".join(
+            f"; {w['name']} (unfurl-lite {w['version'] or '?'})" for w in status.workers))
+        return {"modified": False, "outputs": {"queue": queue, "started": None,
+                                               "workers": [w["name"] for w in status.workers]}}
     status = ensure_agent(queue, Path.cwd(), timeout=timeout)
     used = [w for w in status.workers if w["compatible"]]
     other = [w for w in status.workers if not w["compatible"]]

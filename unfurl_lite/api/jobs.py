@@ -376,7 +376,7 @@ def _declared_inputs(ensemble: Ensemble) -> list[str]:
 def _subject(ensemble: Ensemble, result: JobResult, run: Any) -> tuple[Any, str]:
     """The instance a task ran on and its type: a relationship operation's is its
     relationship instance, as Unfurl records it."""
-    relationship = relationships.relationship_instance(result.instances, run.task)
+    relationship = relationships.relationship_instance(result.instances, run.task, attach=False)
     if relationship is not None:
         return relationship, relationships.relationship_type(run.task)
     return result.instances.get(run.task.target), _type_of(ensemble, result, run.task.template)

@@ -18,6 +18,7 @@ MARKER = "# unfurl shell completion"
 
 @dataclass(frozen=True)
 class Installed:
+    """Where a completion script was installed, and whether this run changed anything."""
     shell: str
     path: Path
     changed: bool  # False: it was already installed

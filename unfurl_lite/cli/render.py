@@ -8,7 +8,6 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
-from unfurl_lite.api import report
 from unfurl_lite.run.observer import Observer, TaskState
 
 if TYPE_CHECKING:
@@ -120,6 +119,7 @@ def plan_tree(plan: Plan, title: str | None = None) -> Any:
 
 
 def result_json(result: JobResult) -> dict[str, Any]:
+    from unfurl_lite.api import report
     from unfurl_lite.security.redaction import redact
 
     return {
@@ -208,6 +208,7 @@ def summary_text(result: JobResult) -> str:
     """Unfurl's summary line, the partition that adds up, the commit, then what did not
     simply succeed (each task once, messages whole and redacted) and, for check and
     discover, what they found in each instance."""
+    from unfurl_lite.api import report
     duration = (result.ended_at - result.started_at).total_seconds()
     head = (
         f"Job {result.job_id} {result.workflow} {result.state} "
@@ -231,6 +232,7 @@ def summary_text(result: JobResult) -> str:
 def changes_table(result: JobResult, total: int | None) -> str:
     """What check or discover found in each instance, and what it was before: the point
     of those jobs, in every output mode (Unfurl prints a table of them too)."""
+    from unfurl_lite.api import report
     from unfurl_lite.cli.tables import Column, plain
 
     changes = report.instance_changes(result)
@@ -319,6 +321,7 @@ class LineObserver(Observer):
         self._emit(f"[{run.change_id}] {run.task.target}: {task_label(run.task)} started")
 
     def task_finished(self, run: TaskRun) -> None:
+        from unfurl_lite.api import report
         if not run.counted:
             return
         why = report.why(run, str(run.state)) if run.state != TaskState.succeeded else ""

@@ -21,6 +21,7 @@ READABLE = 8  # a column that must give up more than to this is left out instead
 
 @dataclass(frozen=True)
 class Column:
+    """A table column: its header, and whether its cells must be kept whole."""
     header: str
     keep: bool = False  # an id or a time: never wrapped, never cut
     #: gives up its width before the others (higher first), and is left out rather than

@@ -32,6 +32,7 @@ class Read:
 
 @dataclass(frozen=True)
 class TemplateNames:
+    """What one template uses, read from its syntax tree for validate's scan."""
     filters: tuple[str, ...] = ()
     tests: tuple[str, ...] = ()
     lookups: tuple[str, ...] = ()  # the plugin named by lookup()/query()/q(); "?" if computed

@@ -15,6 +15,7 @@ from unfurl_lite.errors import ExpressionError
 from unfurl_lite.expressions.expr import EvalContext, evaluate
 from unfurl_lite.expressions.lazy import InstanceView, Labelled, LazyValues
 from unfurl_lite.model.entities import Instance, NodeTemplate, Topology
+from unfurl_lite.model.status_layout import HOSTED_ON
 from unfurl_lite.security.taint import Sensitive
 
 INPUTS_LABEL = "the operation has no input {name}"
@@ -192,8 +193,14 @@ def make_context(
         return view(first)
 
     def host_of(name: str) -> Mapping[str, Any] | None:
+        """HOST: the instance this one is hosted on (a scaled host has several)."""
         template = topology.templates.get(instances[name].template)
-        return lookup(template.host) if template and template.host else None
+        if template is None or not template.host:
+            return None
+        pinned = instances[name].extra.get(HOSTED_ON)
+        if isinstance(pinned, str) and pinned in instances:
+            return view(pinned)
+        return lookup(template.host)
 
     def own_context(name: str) -> EvalContext:
         """Where an instance's own property expressions evaluate: SELF is that instance,

@@ -376,6 +376,8 @@ def _nodes(world: World, names: Any) -> list[Entity]:
 
 @dataclass(frozen=True)
 class _Key:
+    """How a query key is read, and on which kinds of entity it means something."""
+
     read: Callable[[Any], Any]
     kinds: tuple[type, ...] = (Entity,)
 

@@ -66,6 +66,7 @@ class EvalContext:
             "TOPOLOGY": topology,
             "ROOT": topology,
             "NODES": _Nodes(self),
+            "__unfurl": _Functions(self),
         }
         names.update(self.extra)
         return names
@@ -115,6 +116,28 @@ class _Nodes(Mapping[str, Any]):
 
     def __len__(self) -> int:
         return len(self.ctx.instances or ())
+
+
+class _Functions:
+    """``__unfurl`` in a template: Unfurl's expression context, whose attributes are its
+    expression functions (``{{ __unfurl.to_label('a', 'b', sep='.') }}``)."""
+
+    def __init__(self, ctx: EvalContext) -> None:
+        self._ctx = ctx
+
+    def __getattr__(self, name: str) -> Any:
+        from unfurl_lite.expressions import catalog
+
+        if name.startswith("_") or catalog.entry("function", name) is None:
+            raise AttributeError(name)
+
+        def call(*args: Any, **options: Any) -> Any:
+            from unfurl_lite.expressions.resolve import Scope, resolve
+
+            arg = args[0] if len(args) == 1 else list(args)
+            return resolve({"eval": {name: arg, **options}}, Scope(self._ctx, None, {}))
+
+        return call
 
 
 def evaluate(value: Any, ctx: EvalContext, depth: int = 0) -> Any:

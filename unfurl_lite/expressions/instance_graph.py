@@ -65,6 +65,19 @@ NORMATIVE_NODE_PARENTS = {
     "tosca.nodes.network.Network": "tosca.nodes.Root",
     "tosca.nodes.network.Port": "tosca.nodes.Root",
 }
+#: normative node types' requirements: name -> (relationship type, capability type)
+NORMATIVE_REQUIREMENTS: dict[str, dict[str, tuple[str, str]]] = {
+    "tosca.nodes.SoftwareComponent": {
+        "host": ("tosca.relationships.HostedOn", "tosca.capabilities.Compute")},
+    "tosca.nodes.Database": {"host": ("tosca.relationships.HostedOn",
+                                      "tosca.capabilities.Container")},
+    "tosca.nodes.WebApplication": {"host": ("tosca.relationships.HostedOn",
+                                            "tosca.capabilities.Container")},
+    "tosca.nodes.Container.Application": {"host": ("tosca.relationships.HostedOn",
+                                                   "tosca.capabilities.Container")},
+    "tosca.nodes.Compute": {"local_storage": ("tosca.relationships.AttachesTo",
+                                              "tosca.capabilities.Attachment")},
+}
 #: normative capability types: parent, property defaults
 NORMATIVE_CAPABILITIES: dict[str, tuple[str | None, dict[str, Any]]] = {
     "tosca.capabilities.Root": (None, {}),
@@ -113,6 +126,8 @@ CONFIGURES = "unfurl.relationships.Configures"
 
 @dataclass(frozen=True)
 class CapabilityShape:
+    """A node instance's capability as a query sees it."""
+
     owner: str  # the node instance's name
     name: str
     type: str
@@ -122,6 +137,8 @@ class CapabilityShape:
 
 @dataclass(frozen=True)
 class RelationshipShape:
+    """A requirement of a node instance as a query sees it: source, target and type."""
+
     source: str  # the node instance's name
     name: str  # the requirement's name
     target: str | None
@@ -136,6 +153,8 @@ class RelationshipShape:
 
 @dataclass
 class InstanceGraph:
+    """The instances a query walks: hosting, capabilities and relationships, both ways."""
+
     order: tuple[str, ...]  # every node instance, depth first by hosting (Unfurl's `::*`)
     templates: dict[str, str]  # instance -> template
     parent: dict[str, str | None]  # instance -> its host instance (None: the root)
@@ -340,6 +359,9 @@ class _Types:
                 if definition is not None:
                     return as_mapping(definition) if isinstance(definition, Mapping) else {
                         "node": definition}
+            normative = NORMATIVE_REQUIREMENTS.get(node_type, {}).get(name)
+            if normative is not None and node_type not in self.node_types:
+                return {"relationship": normative[0], "capability": normative[1]}
         return {}
 
     def relationship(self, source: str, requirement: Requirement, template: NodeTemplate,
@@ -351,7 +373,9 @@ class _Types:
         rel = assignment.get("relationship", definition.get("relationship"))
         properties: dict[str, Any] = {}
         type_name = requirement.relationship
+        name = requirement.name
         if isinstance(rel, str) and rel in self.relationship_templates:
+            name = rel  # Unfurl names the relationship after its template
             body = as_mapping(self.relationship_templates[rel])
             type_name = str(body.get("type") or type_name or "tosca.relationships.Root")
             inline = as_mapping(body.get("properties"))
@@ -375,8 +399,8 @@ class _Types:
         wanted = assignment.get("capability", definition.get("capability"))
         capability = self._target_capability(
             capabilities.get(target, ()) if target else (), wanted, lineage)
-        return RelationshipShape(source, requirement.name, target, type_name, lineage,
-                                 capability, properties)
+        return RelationshipShape(source, name, target, type_name, lineage, capability,
+                                 properties)
 
     def _target_capability(self, shapes: tuple[CapabilityShape, ...], wanted: Any,
                            lineage: tuple[str, ...]) -> str | None:

@@ -94,6 +94,8 @@ def _evaluated(expression: Any, ctx: Any, secrets: set[str]) -> Any:
         return None
     try:
         value = evaluate(expression, ctx)
+        if isinstance(value, dict) and ("eval" in value or "ref" in value):
+            value = evaluate(value, ctx)  # (Unfurl's outputs evaluate what `q` kept, once read)
     except (UnfurlLiteError, RecursionError, ValueError, TypeError, KeyError):
         return None
     return _plain(value, secrets | ctx.secrets)

@@ -26,6 +26,8 @@ Key = str | int
 
 @dataclass(frozen=True)
 class Segment:
+    """One step of a query path: the key, its test, modifier and predicates."""
+
     key: Key
     test: tuple[str, str] | None = None  # ("=" or "!=", the text compared with)
     modifier: str = ""  # "!" (a negated predicate) or "?" (the first match only)

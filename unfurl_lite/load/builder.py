@@ -196,6 +196,8 @@ def _node_template(
     implied: list[tuple[str, dict[str, Any], str | None]] | None = None,
 ) -> NodeTemplate:
     type_name = data.get("type") or "tosca.nodes.Root"
+    if isinstance(type_name, str) and type_name.startswith("tosca:"):
+        type_name = normative_name(type_name)  # Unfurl records ``tosca:Root`` by its full name
     chain = lineage(type_name, types)
     ancestors = [types[t] for t in reversed(chain) if t in types]  # root first
     interfaces: Interfaces = {}
@@ -332,6 +334,7 @@ def _merge_interfaces(base: Interfaces, override: Interfaces) -> Interfaces:
                     retry=op.retry or inherited.retry,
                     timeout=op.timeout or inherited.timeout,
                     environment=op.environment or inherited.environment,
+                    outputs={**(inherited.outputs or {}), **(op.outputs or {})} or None,
                 )
             target[op_name] = op
     return merged
@@ -431,6 +434,7 @@ def _operation(
     impl_map = implementation if isinstance(implementation, dict) else {}
     timeout = impl_map.get("timeout", definition.get("timeout", inputs.get("timeout")))
     environment = impl_map.get("environment")
+    outputs = definition.get("outputs")
     return Operation(
         interface,
         name,
@@ -439,6 +443,9 @@ def _operation(
         retry=retry,
         timeout=float(timeout) if isinstance(timeout, int | float) else None,
         environment=dict(environment) if isinstance(environment, dict) and environment else None,
+        outputs={str(output): None if attribute is None else str(attribute)
+                 for output, attribute in outputs.items()}
+        if isinstance(outputs, dict) and outputs else None,
     )
 
 

@@ -161,7 +161,9 @@ def _function(path: tuple[Any, ...], body: dict[Any, Any]) -> Iterator[Found]:
                        f"{key!r} takes " + (", ".join(sorted(known.options)) or "no options"))
         return
     first = str(next(iter(body)))
-    yield ((*path, first), *catalog.refusal("function", first))
+    message, hint = catalog.refusal("function", first)
+    yield ((*path, first), f"{message}: not supported (Unfurl 1.2.0 fails on an eval mapping "
+           "that names no function: 'Function missing')", hint)
 
 
 def _template(path: tuple[Any, ...], text: str) -> Iterator[Found]:

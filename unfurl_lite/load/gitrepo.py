@@ -35,6 +35,7 @@ NETWORK_TIMEOUT = 300.0  # seconds a clone or fetch may take
 
 @dataclass(frozen=True)
 class Outcome:
+    """A finished git command's exit code and output."""
     code: int
     stdout: str
     stderr: str
@@ -107,6 +108,7 @@ def output(cwd: Path | str, *args: str, timeout: float | None = None) -> str:
 
 @dataclass(frozen=True)
 class Repo:
+    """A git work tree: the one place that turns paths and commits into git's terms."""
     root: Path
 
     def relative(self, path: Path) -> str:
@@ -330,6 +332,7 @@ def is_ignored(repo: Repo, path: Path) -> bool:
 
 @dataclass(frozen=True)
 class Commit:
+    """One commit as history shows it."""
     hexsha: str
     author: str
     email: str

@@ -45,6 +45,7 @@ def has_imports(data: Any) -> bool:
 
 @dataclass
 class _Context:
+    """What resolving TOSCA imports carries along: files read, the chain, problems."""
     project_root: Path
     reads: dict[str, str | None]
     problems: list[Problem] = field(default_factory=list)

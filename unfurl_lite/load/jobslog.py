@@ -63,6 +63,7 @@ def parse_tsv_line(line: str) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class DamagedLine:
+    """A line of a record that could not be read, kept to say where and why."""
     path: Path
     number: int  # 1-based
     why: str

@@ -58,20 +58,35 @@ def _fast_load(text: str, file: str) -> dict[str, Any] | None:
     merge directives or say where a problem is."""
     from ruamel.yaml.error import YAMLError
 
-    from unfurl_lite.load import guard, imports, merge, validate
+    from unfurl_lite.load import guard, imports, validate
 
     guard.check_text(text, file)  # its refusals are final: no slower parse follows
     try:
-        data = yamlio.parse_plain(text)
-        guard.check(data, file)
+        data, directives = _parse_guarded(text, file)
     except LimitExceeded:
         raise
     except (YAMLError, InputError, RecursionError, ValueError, IndexError, OverflowError):
         return None
-    if (not isinstance(data, dict) or merge.has_directives(data) or imports.has_imports(data)
+    if (not isinstance(data, dict) or directives or imports.has_imports(data)
             or validate.check(data, file)):
         return None
     return data
+
+
+def _parse_guarded(text: str, file: str) -> tuple[Any, bool]:
+    """The plain data, checked by the guard (an InputError if it refuses it), and whether
+    any key is a merge directive. The C parser's road answers both while it builds the
+    data; what it cannot read goes through ruamel's safe loader and the separate walks."""
+    from unfurl_lite.load import guard, merge, plainyaml
+
+    try:
+        found = plainyaml.load_guarded(text)
+        return found.data, found.directives
+    except (plainyaml.NeedsFullLoader, ImportError):
+        pass
+    data = yamlio.parse_plain(text)
+    guard.check(data, file)
+    return data, merge.has_directives(data)
 
 
 def _round_trip_load(file: Path, text: str) -> Ensemble:

@@ -116,6 +116,7 @@ def has_directives(doc: Any) -> bool:
 
 @dataclass
 class _Context:
+    """What a merge pass carries along: anchors, the include chain, the root."""
     root: Any
     main_file: str
     project_root: Path
@@ -143,6 +144,7 @@ class _Missing:
 
 @dataclass(frozen=True)
 class _Directive:
+    """One merge directive key, parsed once: what it names and how."""
     key: str
     maybe: bool
     include: bool

@@ -192,6 +192,7 @@ def find(ensemble: Ensemble, tasks: Iterable[Planned] | None = None,
 
 @dataclass
 class _Scope:
+    """What a template may read while one of its operations renders."""
     declared: _Declared
     template: NodeTemplate
     operation: Operation | None

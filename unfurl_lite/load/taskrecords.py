@@ -25,6 +25,7 @@ FIELDS = frozenset({"changeId", "workflow", "target", "implementation", "reason"
 
 @dataclass(frozen=True)
 class TaskRecord:
+    """One task as an earlier job recorded it, for planning and resume."""
     change_id: str
     target: str  # as recorded: ``::name``, or ``::source::.requirements::[.name=r]``
     operation: str  # the operation's name, as Unfurl records it (``configure``)

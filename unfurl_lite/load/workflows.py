@@ -32,6 +32,7 @@ LOGICAL = ("and", "or", "not", "assert")
 
 @dataclass(frozen=True)
 class Activity:
+    """One activity of a TOSCA workflow step."""
     kind: str  # one of ACTIVITIES
     value: str  # operation, state or workflow name
     inputs: dict[str, Any] = field(default_factory=dict)
@@ -39,6 +40,7 @@ class Activity:
 
 @dataclass(frozen=True)
 class Step:
+    """A TOSCA workflow step: its target, activities and what follows it."""
     name: str
     target: str
     activities: tuple[Activity, ...]
@@ -49,6 +51,7 @@ class Step:
 
 @dataclass(frozen=True)
 class Workflow:
+    """A TOSCA workflow read from the ensemble, its steps by name."""
     name: str
     steps: dict[str, Step]
     preconditions: tuple[dict[str, Any], ...] = ()

@@ -117,16 +117,21 @@ def parse_plain(text: str) -> Any:
     """Plain dicts and lists through ruamel's C parser: several times faster than the round
     trip, with the same YAML 1.2 rules and duplicate-key check, but no comments or line
     numbers. Raises ruamel's YAMLError; callers that need a located error re-parse with
-    :func:`parse`."""
+    :func:`parse`. The C parser refuses a plain scalar holding ':' in a flow mapping
+    (``{eval: ::a::b}``), which ruamel's round trip (and Unfurl) read: that is read so."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
     from unfurl_lite.load import plainyaml
 
     try:
-        return plainyaml.load(text)
-    except (plainyaml.NeedsFullLoader, ImportError):
-        pass
-    from ruamel.yaml import YAML
-
-    return YAML(typ="safe", pure=False).load(text)
+        try:
+            return plainyaml.load(text)
+        except (plainyaml.NeedsFullLoader, ImportError):
+            pass
+        return YAML(typ="safe", pure=False).load(text)
+    except YAMLError:
+        return to_plain(YAML(typ="rt").load(text))
 
 
 def dump(data: Any) -> str:

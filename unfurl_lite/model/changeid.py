@@ -24,6 +24,7 @@ MAX_TASKS = 0xFFFF
 
 @dataclass(frozen=True, order=True)
 class ChangeId:
+    """A changeId: the job's start in 1/62 s ticks and the task's number."""
     ticks: int  # 1/62 s since 2020-01-01 UTC
     task: int = 0
 

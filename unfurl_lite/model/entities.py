@@ -146,6 +146,7 @@ class Implementation:
 
 @dataclass(frozen=True)
 class Retry:
+    """An operation's retry policy: how often, how long between tries."""
     max_retries: int = 0
     interval: float = 0.0
     backoff: float = 1.0
@@ -153,6 +154,7 @@ class Retry:
 
 @dataclass(frozen=True)
 class Operation:
+    """One operation of an interface, as declared on a template or type."""
     interface: str  # canonical short name: Standard, Install, Configure, Lifecycle...
     name: str
     implementation: Implementation | None  # None: declared but not mapped (does nothing)
@@ -162,6 +164,8 @@ class Operation:
     # the implementation's ``environment``: Unfurl's rules (NAME, +NAME, -NAME, ^NAME),
     # values rendered when the task runs
     environment: dict[str, Any] | None = None
+    #: TOSCA's attribute mapping: output name -> the attribute it sets (None: not mapped)
+    outputs: dict[str, str | None] | None = None
 
     @property
     def qualified_name(self) -> str:
@@ -173,6 +177,7 @@ Interfaces = dict[str, dict[str, Operation]]
 
 @dataclass(frozen=True)
 class Requirement:
+    """One requirement of a template: which template it needs, and how."""
     name: str  # host, dependency, connection...
     node: str  # target template name
     relationship: str | None = None  # relationship type or template name
@@ -198,6 +203,7 @@ class Requirement:
 
 @dataclass(frozen=True)
 class NodeType:
+    """A node type as declared, before inheritance is applied."""
     name: str
     derived_from: str | tuple[str, ...] | None = None  # a tuple: Unfurl's list of parents
     properties: dict[str, Any] = field(default_factory=dict)  # property definitions
@@ -209,6 +215,7 @@ class NodeType:
 
 @dataclass(frozen=True)
 class NodeTemplate:
+    """A node template with its type's interfaces and properties merged in."""
     name: str
     type: str
     properties: dict[str, Any] = field(default_factory=dict)
@@ -250,6 +257,7 @@ class NodeTemplate:
 
 @dataclass(frozen=True)
 class Topology:
+    """The templates, types and inputs of a service template, immutable once loaded."""
     templates: dict[str, NodeTemplate]
     types: dict[str, NodeType] = field(default_factory=dict)
     inputs: dict[str, Any] = field(default_factory=dict)  # resolved input values

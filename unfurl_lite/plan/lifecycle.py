@@ -32,6 +32,7 @@ from unfurl_lite.plan.tasks import (
 
 @dataclass(frozen=True)
 class NodeStep:
+    """A lifecycle step on a node: the operations that may serve it, and its states."""
     candidates: tuple[tuple[str, str], ...]  # (interface, operation); the first defined wins
     running: NodeState | None = None
     done: NodeState | None = None
@@ -39,6 +40,7 @@ class NodeStep:
 
 @dataclass(frozen=True)
 class RelationshipStep:
+    """A lifecycle step on relationships: operations and the side they run on."""
     # (interface, operation, side): side "source" runs on the requirer, "target" on the required
     operations: tuple[tuple[str, str, str], ...]
 

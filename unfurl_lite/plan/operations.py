@@ -22,6 +22,7 @@ from unfurl_lite.model.entities import (
     NodeTemplate,
     Operation,
     Status,
+    canonical_interface,
 )
 from unfurl_lite.plan.lifecycle import implemented
 from unfurl_lite.plan.tasks import RUN, Builder, Plan
@@ -54,6 +55,21 @@ def _resolve(template: NodeTemplate, name: str) -> Operation | None:
     ):
         return _lifecycle_op(template, op) or template.operation(name)
     return template.operation(name)
+
+
+#: node interfaces every node's root type declares: TOSCA's Standard and Unfurl's Install
+#: (tosca.nodes.Root, with Unfurl's tosca-ext), Cloudify's lifecycle, validation and
+#: monitoring (cloudify.nodes.Root)
+_ROOT_INTERFACES = ("Standard", "Install", "Lifecycle", "Validation", "Monitoring")
+
+
+def declared_everywhere(operation: str) -> bool:
+    """An operation every node declares through its root type, mapped or not: Cloudify's
+    execute_operation does nothing where it is not mapped (the seed's warning is for a
+    node without the interface operation at all)."""
+    interface, _, name = operation.rpartition(".")
+    interface = canonical_interface(interface)
+    return interface in _ROOT_INTERFACES and name in INTERFACE_OPERATIONS[interface]
 
 
 def select_filtered(
@@ -145,6 +161,9 @@ def add_operation_tasks(
         if op is None:
             if missing == "skip":
                 builder.note(name, f"left as it is: no {operation} operation")
+                continue
+            if declared_everywhere(operation):
+                builder.note(name, f"nothing to run: {operation} has no implementation")
                 continue
             raise PlanError(
                 f"instance {name!r} has no operation {operation!r}",

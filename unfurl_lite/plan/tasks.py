@@ -53,6 +53,7 @@ class Guard:
 
 @dataclass(frozen=True)
 class Task:
+    """One operation on one instance, planned with its reason and dependencies."""
     number: int  # the task's index within the job; its changeId ends with it
     target: str  # the instance the operation runs on
     template: str
@@ -84,12 +85,14 @@ class Task:
 
 @dataclass(frozen=True)
 class Note:
+    """Something the planner says about an instance it left alone."""
     target: str
     message: str
 
 
 @dataclass
 class Plan:
+    """What a workflow will do: its tasks in order, and the instances it creates."""
     workflow: str
     tasks: list[Task]
     new_instances: dict[str, Instance] = field(default_factory=dict)

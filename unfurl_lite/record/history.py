@@ -277,21 +277,28 @@ def running_jobs(root: Path) -> list[JobRecord]:
     """Jobs that have not ended, newest first: they reach jobs.tsv only when they end.
     Those waiting for the lock (``queued``), the one holding it that has not started its
     first task (``pending``), and those running (their journal's state: ``started`` or
-    being cancelled) whose process is alive."""
+    being cancelled) whose process is alive. A job whose process was killed before it
+    recorded itself stays in its journal's state, as a Cloudify execution whose
+    dispatcher died stays ``started``, until ``unfurl resume`` records it."""
     from unfurl_lite.record import lock, queue
+    from unfurl_lite.record.interrupted import killed
     from unfurl_lite.record.journal import list_journals
     from unfurl_lite.record.liveness import pid_alive
 
     journals = list_journals(root)
     found = []
     for journal in journals:
-        if journal.state not in RUNNING or not pid_alive(journal.pid):
+        if journal.state not in RUNNING or not changeid.is_changeid(journal.change_id):
             continue
-        if not changeid.is_changeid(journal.change_id):
+        if pid_alive(journal.pid):
+            summary = f"running (pid {journal.pid})"
+        elif killed(journal):
+            summary = (f"interrupted: its process (pid {journal.pid}) died; "
+                       "finish it with `unfurl resume`")
+        else:
             continue
         found.append(JobRecord(
-            change_id=journal.change_id, status="", start_time="",
-            summary=f"running (pid {journal.pid})",
+            change_id=journal.change_id, status="", start_time="", summary=summary,
             workflow=str(journal.data.get("workflow") or ""), state=journal.state,
         ))  # fmt: skip
     holder = lock.read_lock(root / lock.LOCK_NAME)
@@ -360,6 +367,7 @@ def job_commits(root: Path) -> dict[str, Commit]:
 
 @dataclass(frozen=True)
 class Filters:
+    """What `unfurl history` narrows the jobs to."""
     instance: str | None = None
     since: str | None = None  # a changeId or an ISO date/time
     workflow: str | None = None

@@ -101,6 +101,7 @@ def lock_job_state(root: Path, change_id: str | None) -> str:
 
 @dataclass(frozen=True)
 class Interrupted:
+    """A job that died without finishing: who it was and what was running."""
     change_id: str
     workflow: str
     pid: int

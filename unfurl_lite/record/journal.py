@@ -307,6 +307,7 @@ def task_record(run: TaskRun, secrets: set[str],
 
 @dataclass
 class JournalFile:
+    """A journal read back from disk: its path and its events merged."""
     path: Path
     data: dict[str, Any]
 

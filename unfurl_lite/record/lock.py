@@ -28,6 +28,7 @@ MAX_LOCK_BYTES = 64 * 1024  # a lock is a line of JSON: anything larger is not o
 
 @dataclass(frozen=True)
 class LockInfo:
+    """Who holds an ensemble's lock, read from the lock file."""
     pid: int
     change_id: str | None
     command: str

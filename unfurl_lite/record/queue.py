@@ -25,6 +25,7 @@ QUEUE_PREFIX = ".unfurl-lite.queue-"
 
 @dataclass(frozen=True)
 class Waiting:
+    """A job queued for an ensemble's lock (Cloudify's queued execution)."""
     pid: int
     host: str
     command: str

@@ -91,7 +91,16 @@ def instance_record(
         record["requirements"] = _relationship_records(
             instance, record.get("requirements"), secrets
         )
+    elif _all_relationships(record.get("requirements")):
+        record.pop("requirements")  # the job dropped them (an update removed the requirement)
     return record
+
+
+def _all_relationships(existing: Any) -> bool:
+    """Entries the loader reads as relationship instances, every one of them."""
+    return isinstance(existing, list) and bool(existing) and all(
+        isinstance(entry, dict) and len(entry) == 1
+        and isinstance(next(iter(entry.values())), dict) for entry in existing)
 
 
 def _relationship_records(instance: Instance, existing: Any, secrets: set[str]) -> list[Any]:

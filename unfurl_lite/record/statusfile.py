@@ -43,6 +43,8 @@ LOG_SECTION = "changes"
 
 @dataclass(frozen=True)
 class Written:
+    """The new text of ensemble.yaml and how it was made."""
+
     text: str
     writer: str  # "sections", "round trip" or "plain"
     note: str | None = None  # said once: the layout of the user's part changed

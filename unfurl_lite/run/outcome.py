@@ -20,6 +20,7 @@ OBSERVING = ("check", "discover")  # reasons whose operations change nothing liv
 
 @dataclass
 class TaskRun:
+    """A task's run within a job: its state, changeId, inputs and result."""
     task: Task
     state: TaskState = TaskState.pending
     change_id: str | None = None
@@ -70,6 +71,7 @@ class TaskRun:
 
 @dataclass
 class JobResult:
+    """The outcome of a job, task by task, as recorded and shown."""
     job_id: str
     workflow: str
     state: JobState

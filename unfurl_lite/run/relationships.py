@@ -27,10 +27,12 @@ if TYPE_CHECKING:
 
 
 def relationship_instance(
-    instances: Mapping[str, Instance], task: Task, spec: Mapping[str, Any] | None = None
+    instances: Mapping[str, Instance], task: Task, spec: Mapping[str, Any] | None = None,
+    attach: bool = True,
 ) -> Instance | None:
     """The relationship instance a relationship operation runs on, as Unfurl records it:
-    under its source's ``requirements:``, named after its target, created when first used."""
+    under its source's ``requirements:``, named after its target, created when first used
+    (``attach``: kept under its source; a reader of the records leaves them as they are)."""
     requirement, source = task.requirement, instances.get(task.source or "")
     if requirement is None or source is None:
         return None
@@ -47,7 +49,8 @@ def relationship_instance(
                 spec, source.template, requirement.name, instances[task.peer].template
                 if task.peer in instances else task.peer
             )
-        source.relationships[requirement.name] = found
+        if attach:
+            source.relationships[requirement.name] = found
     return found
 
 
@@ -73,18 +76,50 @@ def capability_ref(spec: Mapping[str, Any], source: str, requirement: str, targe
 _UNLINKING = frozenset({"remove_target", "remove_source", "unlink"})
 
 
-def on_relationship(task: Task, node: Instance) -> Task:
+def on_relationship(task: Task, node: Instance, still_linked: bool = False) -> Task:
     """A relationship operation's task as it applies to its relationship instance (as
     Unfurl records it: ok and configured once linked, absent once unlinked); the status it
-    would have given the node it runs on is applied to the node here."""
+    would have given the node it runs on is applied to the node here. ``still_linked``: the
+    unlink took away one of several target instances (a scale in, a rolled-back scale
+    out), so the requirement stays as it was."""
     if task.done_state is not None:
         node.state = task.done_state
     if task.done_status is not None:
         node.status = task.done_status
     unlinking = task.name in _UNLINKING
+    if unlinking and still_linked:
+        return replace(task, running_state=None, done_state=None, done_status=None)
     return replace(
         task,
         running_state=None,
         done_state=None if unlinking else NodeState.configured,
         done_status=Status.absent if unlinking else Status.ok,
     )
+
+
+def still_linked(instances: Mapping[str, Instance], task: Task, leaving: set[str]) -> bool:
+    """Does the requirement an unlink runs on keep another target instance, one this job
+    does not take down? Cloudify unlinks each removed instance of a scaled target; the
+    connection to the others stays."""
+    requirement = task.requirement
+    if requirement is None or task.name not in _UNLINKING:
+        return False
+    return any(
+        instance.template == requirement.node and name != task.peer and name not in leaving
+        and instance.status in (Status.ok, Status.degraded, Status.error)
+        for name, instance in instances.items()
+    )
+
+
+def drop_if_unrequired(
+    templates: Mapping[str, Any], instances: Mapping[str, Instance], task: Task
+) -> None:
+    """After an unlink: if the source's template in the spec no longer has the requirement
+    (an update dropped it), its relationship instance goes from the record."""
+    source = instances.get(task.source or "")
+    requirement = task.requirement
+    if source is None or requirement is None or task.name not in _UNLINKING:
+        return
+    template = templates.get(source.template)
+    if template is not None and all(r.name != requirement.name for r in template.requirements):
+        source.relationships.pop(requirement.name, None)

@@ -14,6 +14,7 @@ from unfurl_lite.expressions.context import INPUTS_LABEL, POST_INPUTS
 from unfurl_lite.expressions.expr import EvalContext, evaluate
 from unfurl_lite.expressions.lazy import Labelled
 from unfurl_lite.load import yamlio
+from unfurl_lite.model.entities import Operation
 from unfurl_lite.run.operations.base import OperationResult
 from unfurl_lite.security.taint import Sensitive, tainted_copy
 
@@ -82,6 +83,15 @@ def apply_post_inputs(inputs: Mapping[str, Any], result: OperationResult, ctx: E
             result.status = from_template
 
 
+def map_outputs(operation: Operation | None, result: OperationResult) -> None:
+    """TOSCA's attribute mapping: each output the operation's ``outputs:`` maps (from
+    ``done: {outputs}`` or a resultTemplate's ``outputs:``) sets that attribute of the
+    instance; one mapped to null sets nothing (it stays in the task's result)."""
+    for output, attribute in ((operation.outputs if operation else None) or {}).items():
+        if attribute and output in result.outputs:
+            result.attributes[attribute] = result.outputs[output]
+
+
 def _apply_done(values: Mapping[str, Any], result: OperationResult) -> None:
     if "success" in values:
         result.success = _truthy(values["success"])
@@ -122,7 +132,7 @@ def _apply_updates(updates: Any, result: OperationResult) -> None:
         return
     if not isinstance(updates, Mapping):
         raise ExpressionError("resultTemplate must produce a mapping of attributes")
-    special = {"attributes", "readyState", "status", "modified", "protected"}
+    special = {"attributes", "readyState", "status", "modified", "protected", "outputs"}
     if set(updates) & special and set(updates) <= INSTANCE_SPEC_KEYS:
         _apply_self(updates, result)
     else:
@@ -131,6 +141,8 @@ def _apply_updates(updates: Any, result: OperationResult) -> None:
 
 def _apply_self(spec: Mapping[str, Any], result: OperationResult) -> None:
     result.attributes.update(spec.get("attributes") or {})
+    if isinstance(spec.get("outputs"), Mapping):
+        result.outputs.update(spec["outputs"])
     ready = spec.get("readyState", spec.get("status"))
     if isinstance(ready, Mapping):
         ready = ready.get("local")

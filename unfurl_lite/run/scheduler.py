@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from unfurl_lite.errors import ExpressionError, RenderCancelled, UnfurlLiteError
-from unfurl_lite.expressions.context import make_context, render_inputs, spec_secrets
+from unfurl_lite.expressions.context import POST_INPUTS, make_context, render_inputs, spec_secrets
 from unfurl_lite.expressions.expr import EvalContext, evaluate
 from unfurl_lite.expressions.limits import RENDER_SECONDS
 from unfurl_lite.expressions.reads import operation_reads, plain_reads
@@ -34,10 +34,15 @@ from unfurl_lite.run.observer import JobState, Observer, TaskState
 from unfurl_lite.run.operations.base import DRYRUN_NOT_SUPPORTED, OperationRequest, OperationResult
 from unfurl_lite.run.options import JobOptions
 from unfurl_lite.run.outcome import OBSERVING, UNFURL_WORKFLOWS, Resumed, TaskRun
-from unfurl_lite.run.relationships import on_relationship, relationship_instance
-from unfurl_lite.run.results import apply_post_inputs, secret_names
+from unfurl_lite.run.relationships import (
+    drop_if_unrequired,
+    on_relationship,
+    relationship_instance,
+    still_linked,
+)
+from unfurl_lite.run.results import apply_post_inputs, map_outputs, secret_names
 from unfurl_lite.run.signals import JobControl
-from unfurl_lite.run.status import in_sequence, on_failure, on_start, on_success
+from unfurl_lite.run.status import in_sequence, on_failure, on_start, on_success, previous_id
 from unfurl_lite.security import environment as openv
 from unfurl_lite.security.environment import base_environment
 from unfurl_lite.security.redaction import redact_text
@@ -73,6 +78,7 @@ class Scheduler:
     wakeup: Future[None] = field(default_factory=Future)
     newly_started: list[str] = field(default_factory=list)
     started_lock: threading.Lock = field(default_factory=threading.Lock)
+    taken_down: set[str] | None = None
 
     def setup(self) -> None:
         self.instances = {n: i for n, i in self.ensemble.instances.items()}
@@ -401,12 +407,15 @@ class Scheduler:
             return
         if not self.options.dryrun and not result.skipped:
             try:
-                ctx = self.context_for(run)
-                ctx.extra = {"task": self.task_settings(run)}
-                try:
-                    apply_post_inputs(run.inputs, result, ctx)
-                finally:
-                    self.secrets.update(ctx.secrets)
+                if any(run.inputs.get(k) is not None for k in POST_INPUTS):
+                    # a context only for an operation that has something to evaluate
+                    ctx = self.context_for(run)
+                    ctx.extra = {"task": self.task_settings(run)}
+                    try:
+                        apply_post_inputs(run.inputs, result, ctx)
+                    finally:
+                        self.secrets.update(ctx.secrets)
+                map_outputs(run.task.operation, result)
                 if run.task.reason in OBSERVING and result.status:
                     # a check that reports a status has done its job, whatever its exit code
                     result.success, result.error = True, None
@@ -489,7 +498,8 @@ class Scheduler:
             return self.complete(run, state, result.error)
         relationship = relationship_instance(self.instances, run.task, self.ensemble.spec)
         if relationship is not None:
-            instance, task = relationship, on_relationship(run.task, instance)
+            linked = result.success and still_linked(self.instances, run.task, self.leaving())
+            instance, task = relationship, on_relationship(run.task, instance, linked)
         else:
             task = run.task
         if result.protected is not None:
@@ -503,19 +513,27 @@ class Scheduler:
             run.changed = changed if observing or sequenced else bool(result.modified) or changed
             run.target_status = instance.status if sequenced else None
             if not observing:
-                run.previous_id = _previous(last_change, instance.last_config_change)
+                run.previous_id = previous_id(last_change, instance.last_config_change)
             if add_discovered(self.instances, result, change_id, run.task.target):
                 run.changed = True
+            if relationship is not None:
+                drop_if_unrequired(self.ensemble.topology.templates, self.instances, run.task)
             return self.complete(run, TaskState.succeeded)
         changed = on_failure(instance, task, result, change_id, run.prior_state)
         run.changed = bool(result.modified) or changed
         run.target_status = instance.status if in_sequence(run.task) else None
         if run.task.reason not in OBSERVING:
-            run.previous_id = _previous(last_change, instance.last_config_change)
+            run.previous_id = previous_id(last_change, instance.last_config_change)
         run.status = Status.error  # Unfurl: a task that failed is `error`, whatever its target
         if result.outputs.get("timeout") or (result.error or "").startswith("resultTemplate/"):
             run.changed = True  # Unfurl: a timed-out operation or a failed resultTemplate
         self.complete(run, TaskState.failed, result.error)
+
+    def leaving(self) -> set[str]:
+        """The instances this job takes down (asked only when an unlink ends)."""
+        if self.taken_down is None:
+            self.taken_down = {t.target for t in self.plan.tasks if t.done_status == Status.absent}
+        return self.taken_down
 
     def not_run(self, run: TaskRun, result: OperationResult) -> None:
         """An operation that never started changed nothing: its instance goes back to the
@@ -556,12 +574,6 @@ def task_numbers(plan: Plan, runs: dict[int, TaskRun]) -> dict[int, int]:
             continue
         numbers[task.number] = len(numbers) + 1
     return numbers
-
-
-def _previous(before: str | None, after: str | None) -> str | None:
-    """Unfurl's previousId: the instance's last change, when this task replaced it (a
-    linked list of the tasks that changed the instance); none when it changed nothing."""
-    return before if after != before else None
 
 
 def _result_of(future: Future[OperationResult]) -> OperationResult:

@@ -83,6 +83,12 @@ def on_success(instance: Instance, task: Task, result: OperationResult, change_i
     return (instance.status, instance.state) != before
 
 
+def previous_id(before: str | None, after: str | None) -> str | None:
+    """Unfurl's previousId: the instance's last change, when this task replaced it (a
+    linked list of the tasks that changed the instance); none when it changed nothing."""
+    return before if after != before else None
+
+
 def _changes_attributes(instance: Instance, result: OperationResult) -> bool:
     return any(instance.attributes.get(k) != v for k, v in result.attributes.items())
 

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class GraphNode:
+    """A template or instance drawn in the topology graph."""
     id: str
     label: str
     kind: str  # "template" | "instance"
@@ -33,6 +34,7 @@ class GraphNode:
 
 @dataclass(frozen=True)
 class GraphEdge:
+    """A requirement drawn as an edge between two graph nodes."""
     source: str  # the node with the requirement
     target: str  # the node it requires
     label: str
@@ -43,6 +45,7 @@ class GraphEdge:
 
 @dataclass(frozen=True)
 class Graph:
+    """The topology as nodes and edges, ready to be drawn any way."""
     nodes: tuple[GraphNode, ...]
     edges: tuple[GraphEdge, ...]
 

@@ -27,6 +27,7 @@ DASHES = {"host": "", "dependency": "6 4", "connect": "", "relationship": "2 3"}
 
 @dataclass(frozen=True)
 class Box:
+    """Where a node's box sits in the built-in SVG layout."""
     x: float
     y: float
     width: float
@@ -80,6 +81,7 @@ def node_width(node: GraphNode) -> float:
 
 @dataclass
 class Layout:
+    """The built-in SVG layout: boxes by node, and the rows they sit in."""
     boxes: dict[str, Box]
     rows: list[list[str]]
     width: float
@@ -121,6 +123,7 @@ LABEL_CHAR = 5.6  # average width of a character of an edge label
 
 @dataclass(frozen=True)
 class EdgePath:
+    """An edge's SVG path and where its label goes."""
     path: str
     label_x: float
     label_y: float

@@ -10,13 +10,11 @@ The CLI and the library therefore plan and record the same job the same way.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import click
-from click.core import ParameterSource
 
 from unfurl_lite.cli.commands.common import (
     JobChoice,
@@ -32,7 +30,12 @@ from unfurl_lite.cli.commands.common import (
     show,
     verbosity,
 )
-from unfurl_lite.cli.commands.parameters import parameter_options, workflow_parameters
+from unfurl_lite.cli.commands.parameters import (
+    GIVEN,
+    click_parameter,
+    parameter_options,
+    workflow_parameters,
+)
 from unfurl_lite.cli.commands.unfurl_options import job_inputs, refused_options
 from unfurl_lite.model.builtin_workflows import (
     BY_NAME,
@@ -40,53 +43,6 @@ from unfurl_lite.model.builtin_workflows import (
     Parameter,
     workflow_of_command,
 )
-
-#: a value counts as given when it was typed (or set in the environment), not defaulted
-GIVEN = (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
-
-
-def _json_mapping(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
-    if not value:
-        return None
-    try:
-        parsed = json.loads(value)
-    except json.JSONDecodeError as exc:
-        raise click.BadParameter(f"not JSON: {exc.msg}") from None
-    if not isinstance(parsed, dict):
-        raise click.BadParameter("give a JSON object, e.g. '{\"port\": 8080}'")
-    return parsed
-
-
-def _names(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[str]:
-    """Repeatable, and each value may be a comma-separated list."""
-    return [n.strip() for item in value for n in item.split(",") if n.strip()]
-
-
-def click_parameter(parameter: Parameter) -> click.Parameter | None:
-    """The command line's spelling of one declared parameter (None: ``-p`` or the api
-    only), with its help, its type, and the planner's default for --help to show (a
-    default is never passed on: :func:`given_parameters` takes what was typed)."""
-    if parameter.argument:
-        return click.Argument([parameter.name], metavar=parameter.argument, required=False,
-                              nargs=-1 if parameter.kind == "argv" else 1)
-    flag = parameter.flag
-    if flag is None:
-        return None
-    shown = {"help": parameter.help, "default": parameter.default,
-             "show_default": parameter.default not in (None, False)}
-    spelled = [flag, *parameter.aliases, parameter.name]
-    if parameter.kind == "flag":
-        if parameter.default is False:
-            return click.Option(spelled, is_flag=True, **shown)
-        return click.Option([f"{flag}/--no-{flag[2:]}", parameter.name], **shown)
-    if parameter.kind == "names":
-        return click.Option(spelled, multiple=True, callback=_names, **shown)
-    if parameter.kind == "mapping":
-        return click.Option(spelled, callback=_json_mapping, **shown)
-    kind: Any = int if parameter.kind == "integer" else str
-    if parameter.choices:
-        kind = click.Choice(parameter.choices)
-    return click.Option(spelled, metavar=parameter.metavar, type=kind, **shown)
 
 
 def given_parameters(ctx: click.Context, workflow: BuiltinWorkflow, spelling: str,

@@ -1,23 +1,74 @@
-"""Cloudify's way of passing workflow parameters: ``-p NAME=VALUE`` (repeatable, VALUE read
-as YAML) and ``--parameters FILE`` (YAML or JSON), with Cloudify's snake_case names.
+"""A workflow's parameters on the command line: each declared parameter as its own option
+(:func:`click_parameter`, from its declaration), and Cloudify's way of passing them,
+``-p NAME=VALUE`` (repeatable, VALUE read as YAML) and ``--parameters FILE`` (YAML or
+JSON), with Cloudify's snake_case names.
 
-They fill the same plan options the dashed options do; a name given both ways takes the
-``-p``/``--parameters`` value (``-p`` wins over the file), as Cloudify's ``-p`` overrides
-the workflow's defaults.
+``-p`` and ``--parameters`` fill the same plan options the dashed options do; a name given
+both ways takes the ``-p``/``--parameters`` value (``-p`` wins over the file), as
+Cloudify's ``-p`` overrides the workflow's defaults.
 """
 
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from unfurl_lite.errors import PlanError
-from unfurl_lite.model.builtin_workflows import PARAMETERS, BuiltinWorkflow
+from unfurl_lite.model.builtin_workflows import PARAMETERS, BuiltinWorkflow, Parameter
 from unfurl_lite.run.options import coerce
+
+#: a value counts as given when it was typed (or set in the environment), not defaulted
+GIVEN = (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+
+
+def _json_mapping(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    if not value:
+        return None
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"not JSON: {exc.msg}") from None
+    if not isinstance(parsed, dict):
+        raise click.BadParameter("give a JSON object, e.g. '{\"port\": 8080}'")
+    return parsed
+
+
+def _names(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[str]:
+    """Repeatable, and each value may be a comma-separated list."""
+    return [n.strip() for item in value for n in item.split(",") if n.strip()]
+
+
+def click_parameter(parameter: Parameter) -> click.Parameter | None:
+    """The command line's spelling of one declared parameter (None: ``-p`` or the api
+    only), with its help, its type, and the planner's default for --help to show (a
+    default is never passed on: :func:`given_parameters` takes what was typed)."""
+    if parameter.argument:
+        return click.Argument([parameter.name], metavar=parameter.argument, required=False,
+                              nargs=-1 if parameter.kind == "argv" else 1)
+    flag = parameter.flag
+    if flag is None:
+        return None
+    shown = {"help": parameter.help, "default": parameter.default,
+             "show_default": parameter.default not in (None, False)}
+    spelled = [flag, *parameter.aliases, parameter.name]
+    if parameter.kind == "flag":
+        if parameter.default is False:
+            return click.Option(spelled, is_flag=True, **shown)
+        return click.Option([f"{flag}/--no-{flag[2:]}", parameter.name], **shown)
+    if parameter.kind == "names":
+        return click.Option(spelled, multiple=True, callback=_names, **shown)
+    if parameter.kind == "mapping":
+        return click.Option(spelled, callback=_json_mapping, **shown)
+    kind: Any = int if parameter.kind == "integer" else str
+    if parameter.choices:
+        kind = click.Choice(parameter.choices)
+    return click.Option(spelled, metavar=parameter.metavar, type=kind, **shown)
 
 
 def parameter_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -74,6 +125,10 @@ def workflow_parameters(
     for name in given:
         if name in known:
             continue
+        if name == "dry_run":  # Cloudify's is an execution flag, not a workflow parameter
+            raise click.BadParameter(
+                f"dry_run is not a parameter of {_typed(workflow)}: it is an option of "
+                "every execution, give --dry-run", param_hint="-p/--parameters")
         close = difflib.get_close_matches(name, known, n=1) or difflib.get_close_matches(
             name.replace("-", "_"), known, n=1
         )
@@ -83,11 +138,17 @@ def workflow_parameters(
             else ("it takes: " + ", ".join(known) if known else "it takes no parameters")
         )
         raise click.BadParameter(
-            f"unknown parameter {name!r} for {workflow.name}: {hint}",
+            f"unknown parameter {name!r} for {_typed(workflow)}: {hint}",
             param_hint="-p/--parameters")
     try:
         return {name: coerce(name, value, PARAMETERS[name].kind)
                 for name, value in given.items()}
     except PlanError as exc:
         raise click.BadParameter(exc.message, param_hint="-p") from None
+
+
+def _typed(workflow: BuiltinWorkflow) -> str:
+    """The workflow by the name the user typed (``uninstall`` runs ``undeploy``)."""
+    ctx = click.get_current_context(silent=True)
+    return ctx.info_name.replace("-", "_") if ctx and ctx.info_name else workflow.name
 

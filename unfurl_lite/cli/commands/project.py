@@ -14,7 +14,7 @@ from unfurl_lite.cli.commands.common import (
     is_terminal,
     show,
 )
-from unfurl_lite.cli.commands.jobs import GIVEN, click_parameter
+from unfurl_lite.cli.commands.parameters import GIVEN, click_parameter
 from unfurl_lite.cli.commands.unfurl_options import (
     job_inputs,
     output_options,
@@ -132,7 +132,6 @@ def plan(ctx: click.Context, ensemble: str | None, workflow: str, instances: tup
     would; one the workflow does not take is refused, naming those it does."""
     from unfurl_lite import api
     from unfurl_lite.cli import render
-    from unfurl_lite.expressions.outputs import evaluate_query
     from unfurl_lite.load.loader import load_ensemble
     from unfurl_lite.model.ensemble import with_inputs
 
@@ -142,8 +141,12 @@ def plan(ctx: click.Context, ensemble: str | None, workflow: str, instances: tup
     loaded = with_inputs(load_ensemble(ensemble), job_inputs(tuple(opts.get("variables") or ())))
     result = api.plan(loaded, workflow, options, custom=custom)
     query = opts.get("query")
-    found = evaluate_query(loaded.topology, loaded.instances, query, set(),
-                           loaded.project_root) if query else None
+    found = None
+    if query:  # the expression machinery only when asked: a plain plan does not import it
+        from unfurl_lite.expressions.outputs import evaluate_query
+
+        found = evaluate_query(loaded.topology, loaded.instances, query, set(),
+                               loaded.project_root)
     if as_json or opts.get("output") == "json":
         document = render.plan_json(result)
         if query:

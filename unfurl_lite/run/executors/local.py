@@ -13,6 +13,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from unfurl_lite.run.operations import ProcessTable, run_operation
 from unfurl_lite.run.operations.base import OperationRequest, OperationResult
+from unfurl_lite.run.operations.shell import Places
 
 
 class LocalExecutor:
@@ -26,6 +27,7 @@ class LocalExecutor:
         self.record = {"executor": "local"}
         self.secrets: set[str] = set()  # results stay in this process: nothing to redact
         self.processes = ProcessTable()
+        self.places = Places()  # the working directories confined for this job
 
     def submit(self, request: OperationRequest) -> Future[OperationResult]:
         request.env.setdefault("UNFURL_WORKER", "local")
@@ -34,7 +36,7 @@ class LocalExecutor:
     def _run(self, request: OperationRequest) -> OperationResult:
         if self.on_started is not None:
             self.on_started(request.task_id)
-        return run_operation(request, self.processes)
+        return run_operation(request, self.processes, self.places)
 
     def withdraw_pending(self) -> None:
         """Nothing waits: the job sends at most ``capacity`` operations at once."""

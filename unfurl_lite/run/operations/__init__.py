@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from unfurl_lite.run.operations.base import OperationRequest, OperationResult, RetryOperation
 from unfurl_lite.run.operations.processes import ProcessTable
 
+if TYPE_CHECKING:
+    from unfurl_lite.run.operations.shell import Places
+
 
 def run_operation(
-    request: OperationRequest, processes: ProcessTable | None = None
+    request: OperationRequest, processes: ProcessTable | None = None,
+    places: Places | None = None,
 ) -> OperationResult:
     """Run one operation where this process is (a local thread or a worker); a command it
-    starts is in ``processes``, the table of the executor that kill-cancels it."""
+    starts is in ``processes``, the table of the executor that kill-cancels it. ``places``
+    keeps the working directories already confined for this executor's job."""
     if request.kind == "Shell":
         from unfurl_lite.run.operations import shell
 
-        return shell.run(request, processes)
+        return shell.run(request, processes, places)
     if request.kind == "Python":
         from unfurl_lite.run.operations import python
 

@@ -16,6 +16,7 @@ DRYRUN_NOT_SUPPORTED = "could not run: dry run not supported"
 
 @dataclass
 class OperationRequest:
+    """Everything an executor needs to run one operation, rendered."""
     task_id: str  # the task's changeId
     kind: str  # Shell, Template, Python
     class_name: str
@@ -37,6 +38,7 @@ class OperationRequest:
 
 @dataclass
 class OperationResult:
+    """What an operation reported: success, changes, status and outputs."""
     success: bool
     modified: bool | None = None  # None: the operation did not say
     status: str | None = None  # an explicit operational status, e.g. from a check

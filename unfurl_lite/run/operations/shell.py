@@ -8,6 +8,7 @@ not silently depend on (or leak) whatever happened to be in the caller's environ
 from __future__ import annotations
 
 import subprocess
+import threading
 import time
 from typing import Any
 
@@ -41,7 +42,27 @@ def command_line(command: Any, dryrun_arg: str | None, dryrun: bool) -> Any:
     return text.replace("%dryrun%", "")
 
 
-def run(request: OperationRequest, processes: ProcessTable | None = None) -> OperationResult:
+class Places:
+    """The working directories one executor's job has confined so far. Confining walks
+    every component of the path with an ``lstat``; a job of N tasks in one directory
+    resolves it once, not N times (a refusal is not kept: it is raised again each time)."""
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[str, str, bool], str] = {}
+        self._lock = threading.Lock()
+
+    def confined(self, request: OperationRequest) -> str:
+        key = (str(request.inputs.get("cwd") or "."), request.cwd, request.allow_outside_paths)
+        with self._lock:
+            found = self._known.get(key)
+            if found is None:
+                found = str(confine(key[0], request.cwd, request.allow_outside_paths, "cwd"))
+                self._known[key] = found
+        return found
+
+
+def run(request: OperationRequest, processes: ProcessTable | None = None,
+        places: Places | None = None) -> OperationResult:
     """Run the command; while it runs it is in ``processes``, the executor's table that a
     kill-cancel of this job stops."""
     inputs = request.inputs
@@ -61,9 +82,7 @@ def run(request: OperationRequest, processes: ProcessTable | None = None) -> Ope
     env = {**request.env, **{str(k): str(v) for k, v in (inputs.get("env") or {}).items()}}
     timeout = inputs.get("timeout", request.timeout)
     try:
-        cwd = str(
-            confine(inputs.get("cwd") or ".", request.cwd, request.allow_outside_paths, "cwd")
-        )
+        cwd = (places or Places()).confined(request)
     except PathError as exc:
         return OperationResult(success=False, modified=False, error=exc.format())
     started = time.monotonic()

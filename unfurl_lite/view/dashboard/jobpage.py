@@ -61,6 +61,7 @@ class TaskView:
 
 @dataclass
 class JobPage:
+    """A job's page on the dashboard: its tasks joined with its journal."""
     change_id: str
     workflow: str
     status: str  # the job's shown status (ok, error, cancelled, interrupted, started...)

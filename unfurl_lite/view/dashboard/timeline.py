@@ -25,6 +25,7 @@ TOLERANCE = 0.001  # seconds of rounding: a task "follows" one that ended up to 
 
 @dataclass(frozen=True)
 class Bar:
+    """One task on the dashboard's timeline."""
     key: str  # the task's changeId
     label: str
     status: str

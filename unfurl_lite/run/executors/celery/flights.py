@@ -32,6 +32,7 @@ def agent_queue(name: str) -> str:
 
 @dataclass
 class Flight:
+    """A task sent to a Celery worker and not yet settled."""
     request: OperationRequest
     future: Future[OperationResult]
     payload: dict[str, Any]

@@ -1,0 +1,132 @@
+"""What `unfurl --version` and `unfurl plan` import stays within a listed budget.
+
+Every module a command imports is paid for at each start of the command (a cold plan of
+200 nodes spends about half its time importing). The budgets below are the lists of what
+each command needs today: a test fails when a change makes the command import more, and
+names what came in. Add to a list only what the command really needs, and say why in the
+commit. Counted, never timed: the same on a busy machine as on an idle one.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, ensemble_yaml, git, shell_node
+
+#: imported by nobody at start-up: the heavy libraries the issue names, and the others
+HEAVY = ("git", "jinja2", "jsonschema", "rich", "markupsafe", "celery", "kombu", "redis")
+
+VERSION_BUDGET = {"unfurl_lite", "unfurl_lite.cli", "unfurl_lite.cli.version"}
+
+PLAN_PACKAGES = {"click", "ruamel", "_ruamel_yaml", "_cython_3_0_11", "cython_runtime"}
+PLAN_OURS = {
+    "unfurl_lite", "unfurl_lite.errors",
+    "unfurl_lite.api", "unfurl_lite.api.project",
+    "unfurl_lite.cli", "unfurl_lite.cli.commands", "unfurl_lite.cli.commands.common",
+    "unfurl_lite.cli.commands.project", "unfurl_lite.cli.main",
+    "unfurl_lite.cli.render",
+    "unfurl_lite.cli.commands.unfurl_options",  # plan takes --var, --query, --output
+    # plan takes the job commands' options, made from the workflows' declarations
+    "unfurl_lite.cli.commands.parameters", "unfurl_lite.model.builtin_workflows",
+    "unfurl_lite.run.options",  # PlanOptions, checked against the declarations
+    "unfurl_lite.cli.terminal", "unfurl_lite.cli.version",
+    "unfurl_lite.expressions", "unfurl_lite.expressions.analysis",
+    "unfurl_lite.expressions.catalog", "unfurl_lite.expressions.names",
+    "unfurl_lite.expressions.limits",  # a plan's templates render within one budget
+    "unfurl_lite.security.taint",  # (limits knows tainted values)
+    "unfurl_lite.load", "unfurl_lite.load.builder", "unfurl_lite.load.expression_checks",
+    "unfurl_lite.load.guard", "unfurl_lite.load.imports", "unfurl_lite.load.interface_checks",
+    "unfurl_lite.load.loader", "unfurl_lite.load.merge", "unfurl_lite.load.merge_maps",
+    "unfurl_lite.load.origins", "unfurl_lite.load.parsecache", "unfurl_lite.load.plainyaml",
+    "unfurl_lite.load.positions", "unfurl_lite.load.problems",
+    "unfurl_lite.load.schema_problems", "unfurl_lite.load.schemacheck",
+    "unfurl_lite.load.structure", "unfurl_lite.load.type_checks",
+    "unfurl_lite.load.unsupported", "unfurl_lite.load.validate", "unfurl_lite.load.workflows",
+    "unfurl_lite.load.yamlio",
+    "unfurl_lite.model", "unfurl_lite.model.changeid", "unfurl_lite.model.dependencies",
+    "unfurl_lite.model.ensemble", "unfurl_lite.model.entities", "unfurl_lite.model.lineage",
+    "unfurl_lite.model.status_layout",
+    "unfurl_lite.plan", "unfurl_lite.plan.deploy", "unfurl_lite.plan.groups",
+    "unfurl_lite.plan.lifecycle", "unfurl_lite.plan.registry", "unfurl_lite.plan.tasks",
+    "unfurl_lite.plan.topology", "unfurl_lite.plan.tosca",
+    "unfurl_lite.run", "unfurl_lite.run.observer",
+    "unfurl_lite.security", "unfurl_lite.security.names", "unfurl_lite.security.paths",
+}  # fmt: skip
+#: standard library modules beyond the interpreter's own start (click alone brings ~25)
+PLAN_STDLIB_MAX = 45
+
+_PROBE = """
+import json, sys
+from unfurl_lite.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+with open({out!r}, "w") as handle:
+    json.dump(sorted(sys.modules), handle)
+"""
+
+
+def _imported(args: list[str], cwd: Path, tmp_path: Path) -> set[str]:
+    """The modules a command imports beyond the bare interpreter's, in a fresh process
+    with an empty parse cache (a cold start, as the user's first command)."""
+    env = {**os.environ, "UNFURL_LITE_CACHE": str(tmp_path / "cache"),
+           "PYTHONPATH": str(ROOT)}
+    bare = subprocess.run([sys.executable, "-c", "import sys, json; "
+                           "print(json.dumps(sorted(sys.modules)))"],
+                          capture_output=True, text=True, check=True, cwd=cwd, env=env)
+    out = tmp_path / "modules.json"
+    subprocess.run([sys.executable, "-c", _PROBE.format(out=str(out)), *args],
+                   capture_output=True, text=True, check=True, cwd=cwd, env=env)
+    after = set(json.loads(out.read_text())) - set(json.loads(bare.stdout))
+    return {m for m in after if m.split(".")[0] not in ("json", "_json")}  # the probe's own
+
+
+def _tops(modules: set[str]) -> set[str]:
+    return {m.split(".")[0] for m in modules}
+
+
+def test_version_imports_only_its_own_three_modules(tmp_path: Path) -> None:
+    imported = _imported(["--version"], tmp_path, tmp_path)
+    assert not _tops(imported) & {*HEAVY, "click", "ruamel"}
+    assert imported <= VERSION_BUDGET, f"--version now imports {sorted(imported - VERSION_BUDGET)}"
+
+
+@pytest.fixture
+def small_project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    nodes = "".join(shell_node(f"n{i}", "exit 0") for i in range(3))
+    (root / "ensemble.yaml").write_text(ensemble_yaml(nodes))
+    git(root, "init", "-q")
+    return root
+
+
+def test_a_cold_plan_imports_only_its_budget(small_project: Path, tmp_path: Path) -> None:
+    imported = _imported(["plan", "ensemble.yaml"], small_project, tmp_path)
+    heavy = _tops(imported) & set(HEAVY)
+    assert not heavy, f"plan imports {sorted(heavy)}"
+    ours = {m for m in imported if m.startswith("unfurl_lite")}
+    assert ours <= PLAN_OURS, f"plan now imports {sorted(ours - PLAN_OURS)}"
+    others = {m for m in imported - ours if m.split(".")[0] not in PLAN_PACKAGES}
+    assert len(others) <= PLAN_STDLIB_MAX, sorted(others)
+
+
+def test_every_dataclass_has_a_docstring() -> None:
+    """``@dataclass`` gives an undocumented class a docstring made from
+    ``inspect.signature``: about a millisecond per class at import, paid by every command
+    (14 ms of the model's import before they had one)."""
+    missing = []
+    for path in sorted((ROOT / "unfurl_lite").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.ClassDef) and ast.get_docstring(node) is None
+                    and any("dataclass" in ast.unparse(d) for d in node.decorator_list)):
+                missing.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}")
+    assert missing == []
