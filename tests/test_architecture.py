@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import sources
+
 PACKAGE = Path(__file__).resolve().parent.parent / "unfurl_lite"
 LAYERS = ["errors", "security", "model", "expressions", "load", "plan", "run", "record",
           "api", "view", "cli"]
@@ -23,13 +25,13 @@ GIT_LAYER = "unfurl_lite.load.gitrepo"
 
 def _modules(package: Path = PACKAGE) -> list[tuple[str, Path]]:
     return sorted((".".join(p.relative_to(package.parent).with_suffix("").parts), p)
-                  for p in package.rglob("*.py"))
+                  for p in sources.python_files(package))
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:
     """Every module an import statement names, at any depth (lazy imports count too)."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(sources.tree(path)):
         if isinstance(node, ast.ImportFrom) and node.module and not node.level:
             found.append((node.lineno, node.module))
             if node.module == "unfurl_lite":
@@ -76,7 +78,7 @@ def test_imports_point_down_the_layers_only():
 @pytest.mark.parametrize("limit", [600])
 def test_no_module_is_longer_than_the_limit(limit):
     long = {str(p.relative_to(PACKAGE.parent)): n for _, p in _modules()
-            if (n := len(p.read_text().splitlines())) > limit}
+            if (n := len(sources.text(p).splitlines())) > limit}
     assert long == {}
 
 
@@ -114,7 +116,7 @@ def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for module, path in _modules(package):
         name = module.removesuffix(".__init__")
-        tree = ast.parse(path.read_text())
+        tree = sources.tree(path)
         skip = _type_checking_only(tree)
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         found: set[str] = set()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import sources
 from tests.conftest import Invoke, Project, ensemble_yaml
 from unfurl_lite import errors
 
@@ -16,8 +17,8 @@ REDACTORS = {"redact", "redact_text", "redact_tainted"}
 
 
 def _trees() -> dict[str, ast.Module]:
-    return {str(p.relative_to(PACKAGE.parent)): ast.parse(p.read_text())
-            for p in sorted(PACKAGE.rglob("*.py"))}
+    return {str(p.relative_to(PACKAGE.parent)): sources.tree(p)
+            for p in sources.python_files(PACKAGE)}
 
 
 def _base_names(node: ast.ClassDef) -> set[str]:
@@ -39,9 +40,8 @@ def test_errors_are_imported_from_errors_py_only() -> None:
     """An error has one home: no module re-exports one, and nobody imports it from elsewhere."""
     ours = {n.name for n in ast.walk(_trees()["unfurl_lite/errors.py"])
             if isinstance(n, ast.ClassDef)}
-    tests = Path(__file__).resolve().parent
-    trees = _trees() | {str(p.relative_to(PACKAGE.parent)): ast.parse(p.read_text())
-                        for p in sorted(tests.rglob("*.py")) if "data" not in p.parts}
+    trees = _trees() | {str(p.relative_to(PACKAGE.parent)): sources.tree(p)
+                        for p in sources.test_files()}
     elsewhere = [f"{path}:{node.lineno}: {node.module}.{alias.name}"
                  for path, tree in trees.items() for node in ast.walk(tree)
                  if isinstance(node, ast.ImportFrom) and node.module != "unfurl_lite.errors"
@@ -145,8 +145,8 @@ def test_tests_start_python_through_sys_executable() -> None:
     """A bare ``python`` may be another interpreter, or none: tests use sys.executable."""
     tests = Path(__file__).resolve().parent
     bare = [f"{p.relative_to(tests)}:{node.lineno}"
-            for p in sorted(tests.rglob("*.py")) if "data" not in p.relative_to(tests).parts
-            for node in ast.walk(ast.parse(p.read_text()))
+            for p in sources.test_files()
+            for node in ast.walk(sources.tree(p))
             if isinstance(node, ast.List) and node.elts
             and isinstance(node.elts[0], ast.Constant)
             and node.elts[0].value in ("python", "python3")]
@@ -171,3 +171,26 @@ def test_each_package_offers_one_table_of_names(front_door: str) -> None:
     assert set(module.__all__) - {"__version__"} == set(module.EXPORTS)
     for name in module.EXPORTS:
         assert getattr(module, name) is not None
+
+
+def _broad(handler: ast.ExceptHandler) -> bool:
+    caught = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return handler.type is None or any(
+        isinstance(c, ast.Name) and c.id in ("Exception", "BaseException") for c in caught)
+
+
+def test_every_broad_except_says_why_or_raises_again() -> None:
+    """``except Exception`` hides bugs unless the reason is on its line (what can be raised
+    there that no narrower class names: a user's code, a broker client, any damage in an
+    old file) or the handler raises again; a bare ``except:`` is never right."""
+    silent = []
+    for path in sources.python_files(PACKAGE):
+        lines = sources.text(path).splitlines()
+        for node in ast.walk(sources.tree(path)):
+            if not isinstance(node, ast.ExceptHandler) or not _broad(node):
+                continue
+            raises = any(isinstance(n, ast.Raise) and n.exc is None
+                         for statement in node.body for n in ast.walk(statement))
+            if node.type is None or ("#" not in lines[node.lineno - 1] and not raises):
+                silent.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
+    assert silent == []

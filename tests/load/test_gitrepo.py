@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import sources
 from tests.conftest import ROOT, Project, ensemble_yaml, git, run_unfurl, shell_node
 from unfurl_lite.errors import GitError
 from unfurl_lite.load import gitrepo
@@ -166,7 +167,7 @@ def _git_commands(path: Path) -> list[int]:
     """Lines of list or tuple literals that start with the string "git": a git command
     line built to be run by subprocess."""
     lines = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(sources.tree(path)):
         if isinstance(node, ast.List | ast.Tuple) and node.elts:
             first = node.elts[0]
             if isinstance(first, ast.Constant) and first.value == "git":
@@ -176,7 +177,7 @@ def _git_commands(path: Path) -> list[int]:
 
 def test_no_module_but_the_git_layer_runs_git() -> None:
     package = ROOT / "unfurl_lite"
-    found = {str(p.relative_to(ROOT)): lines for p in sorted(package.rglob("*.py"))
+    found = {str(p.relative_to(ROOT)): lines for p in sources.python_files(package)
              if p.name != "gitrepo.py" and (lines := _git_commands(p))}
     assert found == {}
     assert "subprocess" not in (package / "load" / "gitrepo.py").read_text()

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests import sources
 from tests.conftest import Invoke, Project, ensemble_yaml, shell_node
 from unfurl_lite.errors import PlanError
 from unfurl_lite.model.builtin_workflows import (
@@ -67,8 +68,8 @@ def test_a_parameter_is_spelled_in_its_declaration_and_its_planners_only(name):
     planners = {f"plan/{w.planner.partition(':')[0]}.py" for w in WORKFLOWS
                 if name in w.takes}
     allowed = {"model/builtin_workflows.py", *planners}
-    spelled = {str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
-               if re.search(rf"\b{name}\b", p.read_text())}
+    spelled = {str(p.relative_to(PACKAGE)) for p in sources.python_files(PACKAGE)
+               if re.search(rf"\b{name}\b", sources.text(p))}
     assert spelled <= allowed
     assert "model/builtin_workflows.py" in spelled
 

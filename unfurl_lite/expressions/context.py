@@ -157,7 +157,7 @@ def spec_secrets(topology: Topology) -> set[str]:
         if isinstance(value, dict | list):
             try:
                 evaluate(value, ctx)
-            except Exception:
+            except Exception:  # fails where it is read, and says so there
                 continue
     found.update(ctx.secrets)
     for name in declared_env(topology):

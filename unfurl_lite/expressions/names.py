@@ -54,7 +54,7 @@ def missing_message(obj: Any, name: Any, missing_variable: bool = False) -> str:
     if isinstance(obj, Mapping):
         try:
             keys = [k for k in obj if isinstance(k, str)][:10_000]
-        except Exception:
+        except Exception:  # a lazy mapping that cannot list its keys: no suggestion
             keys = []
         close = did_you_mean(str(name), keys)
         if close:

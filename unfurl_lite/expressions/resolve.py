@@ -513,7 +513,7 @@ def _test(value: Any, test: tuple[str, str], scope: Scope) -> bool:
     op, text = test
     try:
         compare = scope.var(text[1:]) if text.startswith("$") else _coerce(value, text)
-    except Exception:
+    except Exception:  # a value that cannot be compared (any type): it is not equal
         return op == "!="
     equal = value == compare
     return equal if op == "=" else not equal

@@ -322,7 +322,7 @@ def render_template(text: str, ctx: EvalContext, native: bool = False) -> Any:
                 "{% if NAME is defined %} or {{ NAME | default('') }}") from None
         except TemplateAssertionError as exc:
             raise _unknown_name(exc, text, ctx) from None
-        except (TemplateError, Exception) as exc:
+        except (TemplateError, Exception) as exc:  # any filter on any value: the render fails
             where = _safe(text, ctx)
             if flag:
                 raise ExpressionError(

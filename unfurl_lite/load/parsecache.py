@@ -139,7 +139,7 @@ def get(file: Path, text: str) -> Any:
         return None
     try:
         entry = marshal.loads(payload)
-    except Exception:
+    except (ValueError, EOFError, TypeError):  # what marshal raises on a damaged entry
         return None
     if (not isinstance(entry, dict) or "data" not in entry
             or entry.get("key") != _identity(file, text)):

@@ -199,7 +199,7 @@ def atomic_write(path: Path, text: str, *, private: bool = False,
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException as exc:
+    except BaseException as exc:  # re-raised: the temporary file goes, even on Ctrl-C
         Path(tmp).unlink(missing_ok=True)
         if isinstance(exc, OSError):
             raise _named(exc, path) from None

@@ -154,7 +154,7 @@ def inline_log(ensemble: Path | None) -> tuple[list[Any] | None, dict[str, Any] 
 
     try:
         doc = YAML(typ="safe").load(text)
-    except Exception:
+    except Exception:  # any damage in an old file: its changes are not listed
         return None, None
     if not isinstance(doc, dict) or not isinstance(doc.get("changes"), list):
         return None, None
@@ -495,7 +495,7 @@ def status_at(text: str | None) -> dict[str, dict[str, Any]]:
 
     try:
         doc = YAML(typ="safe").load(text)
-    except Exception:
+    except Exception:  # a version that does not parse has no status to show
         return {}
     instances = ((doc or {}).get("status") or {}).get("instances") or {}
     found: dict[str, dict[str, Any]] = {}
@@ -527,7 +527,7 @@ def written_secrets(text: str | None) -> set[str]:
 
     try:
         doc = YAML(typ="safe").load(text)
-    except Exception:
+    except Exception:  # unparsable: nothing to learn (the current secrets still apply)
         return set()
     found: set[str] = set()
     sensitive_names: set[str] = set()

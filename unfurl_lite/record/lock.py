@@ -201,7 +201,7 @@ def kept_until_recorded(path: Path, text: str | None) -> Iterator[StaleLock]:
     stale = StaleLock(path, text, killed, settled=not killed)
     try:
         yield stale
-    except BaseException as exc:
+    except BaseException as exc:  # re-raised once the lock's fate is decided
         if isinstance(exc, StorageError) and exc.keep_lock:
             keep(path)  # the resumed job ran but is not recorded: resume again
         if stale.settled or text is None:

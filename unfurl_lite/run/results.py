@@ -66,7 +66,7 @@ def apply_post_inputs(inputs: Mapping[str, Any], result: OperationResult, ctx: E
                 )
             except ExpressionError:
                 raise
-            except Exception as exc:
+            except Exception as exc:  # re-raised, its text withheld when it read a secret
                 if not tainted:
                     raise
                 raise ExpressionError(

@@ -144,14 +144,14 @@ def child_main(fd: int) -> None:
     answer: dict[str, Any]
     try:
         function = resolve(payload["class_name"], payload["cwd"])
-    except BaseException as exc:
+    except BaseException as exc:  # the user's module: anything, even SystemExit
         answer = {"load_error": f"{type(exc).__name__}: {exc}"}
     else:
         try:
             answer = {"returned": function(payload["context"])}
         except RetryOperation as exc:
             answer = {"retry": str(exc)}
-        except BaseException as exc:
+        except BaseException as exc:  # the user's function: anything, even SystemExit
             answer = {"error": f"{type(exc).__name__}: {exc}"}
     try:
         text = json.dumps(answer, default=str)

@@ -375,7 +375,7 @@ class CeleryExecutor:
         while not self._stop.is_set():
             try:
                 item = self._listener_client.blpop([self.reply_key], timeout=1)
-            except Exception:
+            except Exception:  # the broker is away (any client error): listen again
                 self._stop.wait(0.2)
                 continue
             if not item:
@@ -453,7 +453,7 @@ class CeleryExecutor:
                 if flights:
                     self._check(flights)
                 self._down_since = None
-            except Exception as exc:
+            except Exception as exc:  # the broker is away: flights fail after broker_down
                 self._down_since = self._down_since or time.monotonic()
                 if time.monotonic() - self._down_since > self.broker_down:
                     for flight in flights:

@@ -244,7 +244,7 @@ def _push(client: Any, key: str, message: dict[str, Any], once: bool = False) ->
             with client.pipeline() as pipe:
                 pipe.rpush(key, text).expire(key, REPLY_TTL_SECONDS).execute()
             return
-        except Exception as exc:
+        except Exception as exc:  # the broker is away: retried until the deadline
             if time.monotonic() > deadline:
                 log.warning("could not deliver %s for %s: %s", message.get("event"),
                             message.get("id"), exc)
@@ -315,7 +315,7 @@ class _Lease:
                                     args=[self.holder, done, done, keep, REPLY_TTL_SECONDS,
                                           reply])
                 return
-            except Exception as exc:
+            except Exception as exc:  # the broker is away: retried until the deadline
                 if time.monotonic() > deadline:
                     log.warning("could not deliver the result of %s: %s", self.celery_id, exc)
                     return
