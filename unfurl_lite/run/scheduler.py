@@ -28,6 +28,7 @@ from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Instance, NodeState, Status
 from unfurl_lite.model.routing import agent_of
 from unfurl_lite.plan.tasks import Plan, Task
+from unfurl_lite.run import status as rules
 from unfurl_lite.run.discovery import add_discovered
 from unfurl_lite.run.executors import Executor
 from unfurl_lite.run.observer import JobState, Observer, TaskState
@@ -42,7 +43,7 @@ from unfurl_lite.run.relationships import (
 )
 from unfurl_lite.run.results import apply_post_inputs, map_outputs, secret_names
 from unfurl_lite.run.signals import JobControl
-from unfurl_lite.run.status import in_sequence, on_failure, on_start, on_success, previous_id
+from unfurl_lite.run.status import in_sequence, on_failure, on_start, on_success
 from unfurl_lite.security import environment as openv
 from unfurl_lite.security.environment import base_environment
 from unfurl_lite.security.redaction import redact_text
@@ -504,16 +505,18 @@ class Scheduler:
             task = run.task
         if result.protected is not None:
             instance.protected = result.protected
-        last_change = instance.last_config_change
+        last_change = rules.change_before(instance, result)
+        observing = run.task.reason in OBSERVING
+        run.previous_id = None  # set below when the task replaced the instance's last change
         if result.success:
             changed = on_success(instance, task, result, change_id)
-            observing = run.task.reason in OBSERVING
             run.status = instance.status if observing else Status.ok
             sequenced = in_sequence(task)
             run.changed = changed if observing or sequenced else bool(result.modified) or changed
-            run.target_status = instance.status if sequenced else None
+            # what the instance's status was when the task ended (a check's own finding)
+            run.target_status = instance.status if sequenced or observing else None
             if not observing:
-                run.previous_id = previous_id(last_change, instance.last_config_change)
+                run.previous_id = rules.previous_id(last_change, rules.last_change(instance))
             if add_discovered(self.instances, result, change_id, run.task.target):
                 run.changed = True
             if relationship is not None:
@@ -522,8 +525,8 @@ class Scheduler:
         changed = on_failure(instance, task, result, change_id, run.prior_state)
         run.changed = bool(result.modified) or changed
         run.target_status = instance.status if in_sequence(run.task) else None
-        if run.task.reason not in OBSERVING:
-            run.previous_id = previous_id(last_change, instance.last_config_change)
+        if not observing:
+            run.previous_id = rules.previous_id(last_change, rules.last_change(instance))
         run.status = Status.error  # Unfurl: a task that failed is `error`, whatever its target
         if result.outputs.get("timeout") or (result.error or "").startswith("resultTemplate/"):
             run.changed = True  # Unfurl: a timed-out operation or a failed resultTemplate
