@@ -12,6 +12,7 @@ import heapq
 import threading
 import time
 from collections import deque
+from collections.abc import Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -31,6 +32,7 @@ from unfurl_lite.plan.tasks import Plan, Task
 from unfurl_lite.run import status as rules
 from unfurl_lite.run.discovery import add_discovered
 from unfurl_lite.run.executors import Executor
+from unfurl_lite.run.metadata import EnsembleMetadata
 from unfurl_lite.run.observer import JobState, Observer, TaskState
 from unfurl_lite.run.operations.base import DRYRUN_NOT_SUPPORTED, OperationRequest, OperationResult
 from unfurl_lite.run.options import JobOptions
@@ -80,6 +82,7 @@ class Scheduler:
     newly_started: list[str] = field(default_factory=list)
     started_lock: threading.Lock = field(default_factory=threading.Lock)
     taken_down: set[str] | None = None
+    ensemble_metadata: Mapping[str, Any] = field(default_factory=dict)
 
     def setup(self) -> None:
         self.instances = {n: i for n, i in self.ensemble.instances.items()}
@@ -91,6 +94,7 @@ class Scheduler:
         if self.resumed is not None and self.resumed.secret_digests:
             self.secrets = resumed_secrets(self.secrets, self.ensemble.project_root,
                                            self.resumed.secret_digests)
+        self.ensemble_metadata = EnsembleMetadata(self.ensemble.path, str(self.job_id))
         self.secrets.update(spec_secrets(self.ensemble.topology))
         self.observer.secrets_known(self.secrets)
         for task in self.plan.tasks:
@@ -328,14 +332,9 @@ class Scheduler:
         ctx.project_root = self.ensemble.project_root
         ctx.allow_outside_paths = self.options.allow_outside_paths
         ctx.env_passthrough = self.options.env_passthrough
-        ctx.metadata = self.metadata()
+        ctx.metadata = self.ensemble_metadata
         ctx.cancel = self.cancel  # a render stops when the job is cancelled
         return ctx
-
-    def metadata(self) -> dict[str, Any]:
-        """What ``get_ensemble_metadata`` gives in a task (Unfurl's keys; there is no
-        environment here)."""
-        return {"deployment": self.ensemble.project_root.name, "job": str(self.job_id)}
 
     def request_for(self, run: TaskRun, instance: Instance) -> OperationRequest:
         task = run.task
