@@ -154,7 +154,7 @@ def watch_reads(ctx: EvalContext) -> _Watch:
     return watch
 
 
-def with_later_reads(reads: Reads | None, later: _Watch, ctx: EvalContext) -> Reads:
+def merged_reads(reads: Reads | None, later: _Watch, ctx: EvalContext) -> Reads:
     """``reads`` and what the operation's ``resultTemplate`` and ``done`` read once it ran
     (watched by :func:`watch_reads`): Unfurl digests those too (``SELF.path`` in a
     resultTemplate is ``::f::path``), grouped by instance as one task's reads are: HOST's

@@ -23,7 +23,7 @@ from unfurl_lite.errors import ExpressionError, RenderCancelled, UnfurlLiteError
 from unfurl_lite.expressions.context import POST_INPUTS, make_context, render_inputs, spec_secrets
 from unfurl_lite.expressions.expr import EvalContext, evaluate
 from unfurl_lite.expressions.limits import RENDER_SECONDS
-from unfurl_lite.expressions.reads import operation_reads, plain_reads, watch_reads, with_later_reads
+from unfurl_lite.expressions.reads import merged_reads, operation_reads, plain_reads, watch_reads
 from unfurl_lite.model import changeid
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Instance, NodeState, Status
@@ -416,7 +416,7 @@ class Scheduler:
                         apply_post_inputs(run.inputs, result, ctx)
                     finally:
                         self.secrets.update(ctx.secrets)
-                        run.reads, run.digest = with_later_reads(run.reads, later, ctx), None
+                        run.reads, run.digest = merged_reads(run.reads, later, ctx), None
                 map_outputs(run.task.operation, result)
                 if run.task.reason in OBSERVING and result.status:
                     # a check that reports a status has done its job, whatever its exit code
