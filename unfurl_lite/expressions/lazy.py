@@ -83,6 +83,7 @@ class LazyValues(Mapping[str, Any]):
         self._evaluator = evaluator
         self._cache: dict[str, Any] = {}
         self._busy: set[str] = set()
+        self._partial: dict[str, LazyValues] = {}  # a mapping read while being evaluated
 
     def __getitem__(self, key: str) -> Any:
         if key in self._cache:
@@ -90,7 +91,10 @@ class LazyValues(Mapping[str, Any]):
         raw = self._raw[key]
         if key in self._busy:
             if _container(raw):  # `f: {a: 1, b: {eval: .::f::a}}`: its other keys, as Unfurl
-                return LazyValues(raw, lambda _, item: self._evaluator(key, item), self._label)
+                if key not in self._partial:
+                    self._partial[key] = LazyValues(
+                        raw, lambda _, item: self._evaluator(key, item), self._label)
+                return self._partial[key]
             raise ExpressionError(f"{key!r} refers to itself (a circular reference)")
         self._busy.add(key)
         try:
