@@ -104,6 +104,10 @@ def test_a_required_input_without_value_stops_everything(project, invoke) -> Non
     ("{eval: '::app::.nope'}", "no instance has the key `.nope`"),
     ("{eval: {no_such_fn: 1}}", "unknown eval function 'no_such_fn'"),
     ("{eval: {get_env: HOME, bogus: 1}}", "'bogus' is not an option of the eval function"),
+    ("{eval: {then: 1, else: 2}}", "'then' is an option of the eval function 'if', which is "
+                                   "missing"),
+    ("{eval: {then: 1, iff: $x}}", "unknown eval function 'iff'"),
+    ("{eval: {sep: ',', concatt: [a, b]}}", "unknown eval function 'concatt'"),
     ("{eval: {python: 'm.py#f'}}", "would run code named by the ensemble"),
     ("{eval: '::app::x', foreach: {a: b}, bogus: 1}", "unknown expression key 'bogus'"),
     ("\"{{ '~' | expanduser }}\"", "filter 'expanduser' is not supported"),
@@ -128,6 +132,25 @@ def test_every_function_and_filter_is_evaluated_or_refused_by_name(project, invo
     lines = {line.split(":")[1] for line in result.output.splitlines() if "ensemble.yaml:" in line}
     assert len(lines) >= 2  # the property and the output, each at its own line
     assert invoke("deploy", "--approve").exit_code == 1 and not project.jobs_tsv()
+
+
+@pytest.mark.parametrize("body", [
+    "{if: '{{ true }}', then: {q: yes}, else: {q: no}}",
+    "{then: {q: yes}, if: '{{ true }}', else: {q: no}}",
+    "{else: {q: no}, then: {q: yes}, if: '{{ true }}'}", "{concat: [a, b], sep: '-'}",
+    "{sep: '-', concat: [a, b]}", "{map_value: x, not: '{{ false }}'}"])
+def test_a_functions_options_are_never_taken_for_functions(project, invoke, body) -> None:
+    """``then``, ``else``, ``sep``... beside their function, in any order, are its options
+    (161-docs-get-started-gcloud was refused as "unknown eval function 'then'")."""
+    project.write(ensemble_yaml(
+        "app:\n  type: tosca.nodes.Root\n  interfaces:\n    Standard:\n      operations:\n"
+        "        create:\n          implementation: Shell\n          inputs:\n"
+        f"            v: {{eval: {body}}}\n"
+        "            command: echo {{ inputs.v }} > ran.txt\n"))
+    validated = invoke("validate")
+    assert validated.exit_code == 0, validated.output
+    assert invoke("deploy", "--approve").exit_code == 0
+    assert (project.root / "ran.txt").read_text().strip() in ("yes", "a-b", "x", "True")
 
 
 def test_a_name_that_is_a_function_is_a_name_where_names_are(project, invoke) -> None:
