@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import os
 import resource
-import subprocess
-import sys
 import textwrap
 import threading
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, ensemble_yaml, run_unfurl
-from tests.execution_helpers import start_unfurl, wait_for
+from tests.conftest import ensemble_yaml, run_unfurl
+from tests.execution_helpers import run_measured, start_unfurl, wait_for
 from unfurl_lite.errors import ExpressionError, RenderCancelled
 from unfurl_lite.expressions import limits
 from unfurl_lite.expressions.expr import EvalContext
@@ -177,15 +175,8 @@ _HEAD = textwrap.dedent("""\
 @pytest.mark.parametrize("bomb", list(LOADER_BOMBS))
 def test_the_loader_refuses_huge_documents_early_in_bounded_memory(project, bomb) -> None:
     project.write(_HEAD + LOADER_BOMBS[bomb](), commit=False)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "unfurl_lite", "validate"], cwd=project.root,
-        env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE, text=True)
-    assert process.stderr is not None
-    stderr = process.stderr.read()
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    assert process.returncode == 1
-    assert "refused before parsing" in stderr, stderr[-500:]
-    assert ("anchors" in stderr) == (bomb == "anchors")
-    assert usage.ru_maxrss < 300 * 1024  # KB: it never parsed the document
+    code, output, peak = run_measured(project.root, "validate")
+    assert code == 1
+    assert "refused before parsing" in output, output[-500:]
+    assert ("anchors" in output) == (bomb == "anchors")
+    assert peak < 300 * 1024  # KB: it never parsed the document

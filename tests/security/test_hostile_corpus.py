@@ -5,15 +5,13 @@ anything runs or is written, and (in the slow run) within 300 MB."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import ROOT, ensemble_yaml
+from tests.execution_helpers import run_measured
 
 HOSTILE = ROOT / "tests" / "data" / "hostile"
 CASES = sorted(p.name for p in HOSTILE.iterdir() if p.is_dir())
@@ -103,18 +101,6 @@ def test_a_huge_include_is_refused_before_it_is_parsed(project, invoke, case) ->
     assert expected in result.output, result.output
 
 
-def _peak_kb(cwd: Path, *args: str) -> tuple[int, str, int]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "unfurl_lite", *args], cwd=cwd,
-        env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True)
-    assert process.stdout is not None
-    output = process.stdout.read()
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    return process.returncode, output, usage.ru_maxrss
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("case", CASES + list(GENERATED))
 def test_a_hostile_ensemble_is_refused_in_bounded_memory(project, case) -> None:
@@ -124,7 +110,7 @@ def test_a_hostile_ensemble_is_refused_in_bounded_memory(project, case) -> None:
             "spec:\n", "spec:\n  +include: data.yaml\n"), commit=False)
     else:
         expected = _copy(case, project)
-    code, output, peak = _peak_kb(project.root, "deploy", "--approve")
+    code, output, peak = run_measured(project.root, "deploy", "--approve")
     assert code == 1 and expected in output, output[-800:]
     assert peak < MEMORY_KB, (case, peak)
 
@@ -135,6 +121,6 @@ def test_a_plain_document_of_half_a_million_values_is_refused_in_bounded_memory(
     project.write(ensemble_yaml("app:\n  type: tosca.nodes.Root\n").replace(
         "spec:\n", "metadata: {values: [" + ",".join("1" for _ in range(600_000))
         + "]}\nspec:\n"), commit=False)
-    code, output, peak = _peak_kb(project.root, "validate")
+    code, output, peak = run_measured(project.root, "validate")
     assert code == 1 and "refused before parsing" in output, output[-800:]
     assert peak < MEMORY_KB
