@@ -5,6 +5,7 @@ many keys, list items or anchors before parsing them."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import textwrap
@@ -55,6 +56,39 @@ def test_a_job_reading_a_fifo_ends_with_a_clean_error(project) -> None:
     done = run_unfurl(project.root, "deploy", "--approve", timeout=120)
     assert done.returncode == 64
     assert "is a FIFO (named pipe), not a regular file" in done.stdout + done.stderr
+
+
+def _unblock(pipe: Path) -> None:
+    """End a read that waits on ``pipe`` (it then reads nothing, and the test fails on its
+    message instead of hanging); nothing happens when nobody reads it."""
+    with contextlib.suppress(OSError):
+        os.close(os.open(pipe, os.O_WRONLY | os.O_NONBLOCK))
+
+
+@pytest.mark.parametrize("read", [
+    "{eval: {file: pipe}, select: contents}", "\"{{ lookup('file', 'pipe') }}\"",
+    "{eval: {lookup: {file: pipe}}}", "\"{{ 'pipe' | file }}\"",
+    "{eval: {template: {path: pipe}}}"])
+def test_every_way_of_reading_a_file_refuses_a_fifo(project, invoke, read) -> None:
+    """file() and each of its other spellings (the eval function, lookup, the filter, a
+    template read from a path) end with an error naming the FIFO, instead of waiting for
+    a writer that never comes."""
+    os.mkfifo(project.root / "pipe")
+    project.write(ensemble_yaml(
+        "app:\n  type: tosca.nodes.Root\n  interfaces:\n    Standard:\n      operations:\n"
+        "        create:\n          implementation: Shell\n"
+        f"          inputs:\n            text: {read}\n"
+        "            command: echo {{ inputs.text }} > ran.txt\n"))
+    watchdog = threading.Timer(60, _unblock, [project.root / "pipe"])  # were it to hang
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        done = invoke("deploy", "--approve")
+    finally:
+        watchdog.cancel()
+    assert done.exit_code in (1, 64), done.output
+    assert "FIFO" in done.output, done.output
+    assert not (project.root / "ran.txt").exists()
 
 
 def test_an_include_of_a_fifo_never_hangs(project) -> None:
