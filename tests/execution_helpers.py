@@ -96,3 +96,17 @@ def every_byte(root: Path) -> bytes:
     objects = subprocess.run(["git", "cat-file", "--batch-all-objects", "--batch"], cwd=root,
                              capture_output=True, check=True).stdout
     return b"\n".join([*chunks, objects])
+
+
+def run_measured(cwd: Path, *args: str) -> tuple[int, str, int]:
+    """Run ``unfurl ARGS`` in a fresh process: its exit code, output (stdout and stderr)
+    and peak memory in KB (the child's own, from wait4)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "unfurl_lite", *args], cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+    assert process.stdout is not None
+    output = process.stdout.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return process.returncode, output, usage.ru_maxrss

@@ -63,7 +63,12 @@ _deliberate("map_value in a template gives each expression's results, as in a ta
             {"at": "app", "v": "{{ {'a': {'eval': '::app::port'}} | map_value }}"},
             {"at": "app", "v": "{{ {'a': {'get_input': 'region'}} | map_value }}"})
 _deliberate("every template has `inputs` here (the operation's, empty outside one)",
-            {"at": "app", "v": "{{ inputs }}"})
+            {"at": "app", "v": "{{ inputs }}"}, {"at": "test", "v": " {{[inputs]}} "})
+_deliberate("a node template's `attributes:` values are its instance's attributes here "
+            "(Unfurl 1.2.0 ignores them: only the type's defaults count)",
+            *({"at": "test", "q": q} for q in (
+                "simple", "listy", "overridden", "undeclared", ".attributes")),
+            {"at": "test", "v": "{{ SELF.simple }}"})
 _deliberate("every task has its operation and workflow folders here",
             {"at": "app", "v": {"eval": {"get_dir": "operation"}}},
             {"at": "app", "v": {"eval": {"get_dir": "workflow"}}})

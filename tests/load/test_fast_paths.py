@@ -278,6 +278,8 @@ def test_plain_loader_reads_every_yaml_file_we_have_as_ruamel_does() -> None:
     from unfurl_lite.load import plainyaml
 
     files = [*ROOT.glob("examples/**/*.yaml"), *ROOT.glob("tests/data/**/*.yaml")]
+    # (tests/data/hostile: bombs the loader's text checks refuse before any parser runs)
+    files = [path for path in files if "hostile" not in path.parts]
     compared = 0
     for path in files:
         text = path.read_text()

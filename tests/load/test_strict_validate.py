@@ -5,11 +5,18 @@ exist runs nothing, as Unfurl 1.2.0 (tests/data/unfurl120/18-strict-names)."""
 
 from __future__ import annotations
 
+import keyword
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import ensemble_yaml, safe_load
+from tests.expressions.test_strict_names import NAMES, typo
+from unfurl_lite.expressions.analysis import MAPPING_METHODS
+from unfurl_lite.expressions.names import VIEW_FIELDS, did_you_mean
 
 CAPTURE = Path(__file__).resolve().parent.parent / "data" / "unfurl120" / "18-strict-names"
 
@@ -104,6 +111,10 @@ def test_a_required_input_without_value_stops_everything(project, invoke) -> Non
     ("{eval: '::app::.nope'}", "no instance has the key `.nope`"),
     ("{eval: {no_such_fn: 1}}", "unknown eval function 'no_such_fn'"),
     ("{eval: {get_env: HOME, bogus: 1}}", "'bogus' is not an option of the eval function"),
+    ("{eval: {then: 1, else: 2}}", "'then' is an option of the eval function 'if', which is "
+                                   "missing"),
+    ("{eval: {then: 1, iff: $x}}", "unknown eval function 'iff'"),
+    ("{eval: {sep: ',', concatt: [a, b]}}", "unknown eval function 'concatt'"),
     ("{eval: {python: 'm.py#f'}}", "would run code named by the ensemble"),
     ("{eval: '::app::x', foreach: {a: b}, bogus: 1}", "unknown expression key 'bogus'"),
     ("\"{{ '~' | expanduser }}\"", "filter 'expanduser' is not supported"),
@@ -128,6 +139,25 @@ def test_every_function_and_filter_is_evaluated_or_refused_by_name(project, invo
     lines = {line.split(":")[1] for line in result.output.splitlines() if "ensemble.yaml:" in line}
     assert len(lines) >= 2  # the property and the output, each at its own line
     assert invoke("deploy", "--approve").exit_code == 1 and not project.jobs_tsv()
+
+
+@pytest.mark.parametrize("body", [
+    "{if: '{{ true }}', then: {q: yes}, else: {q: no}}",
+    "{then: {q: yes}, if: '{{ true }}', else: {q: no}}",
+    "{else: {q: no}, then: {q: yes}, if: '{{ true }}'}", "{concat: [a, b], sep: '-'}",
+    "{sep: '-', concat: [a, b]}", "{map_value: x, not: '{{ false }}'}"])
+def test_a_functions_options_are_never_taken_for_functions(project, invoke, body) -> None:
+    """``then``, ``else``, ``sep``... beside their function, in any order, are its options
+    (161-docs-get-started-gcloud was refused as "unknown eval function 'then'")."""
+    project.write(ensemble_yaml(
+        "app:\n  type: tosca.nodes.Root\n  interfaces:\n    Standard:\n      operations:\n"
+        "        create:\n          implementation: Shell\n          inputs:\n"
+        f"            v: {{eval: {body}}}\n"
+        "            command: echo {{ inputs.v }} > ran.txt\n"))
+    validated = invoke("validate")
+    assert validated.exit_code == 0, validated.output
+    assert invoke("deploy", "--approve").exit_code == 0
+    assert (project.root / "ran.txt").read_text().strip() in ("yes", "a-b", "x", "True")
 
 
 def test_a_name_that_is_a_function_is_a_name_where_names_are(project, invoke) -> None:
@@ -205,3 +235,57 @@ def test_attributes_an_operation_sets_are_known_to_later_templates(project, invo
     assert invoke("validate").exit_code == 0, invoke("validate").output
     assert invoke("deploy", "--approve").exit_code == 0
     assert (project.root / "ran.txt").read_text().split() == ["10.0.0.9", "None", "None"]
+
+
+#: a declared name read three ways: a property of the template, an input of the
+#: operation, a topology input
+_READS = {"SELF": "SELF.{}", "inputs": "inputs.{}", "TOPOLOGY": "TOPOLOGY.inputs.{}"}
+
+
+@settings(max_examples=20, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(declared=st.lists(NAMES, min_size=1, max_size=4, unique=True), data=st.data(),
+       read=st.sampled_from(sorted(_READS)))
+def test_a_random_misspelling_is_reported_with_its_line_and_never_runs(
+        tmp_path_factory, template_repo, declared, data, read) -> None:
+    """Whatever the declared names and however one is misspelt, validate reports the
+    misspelling at its file and line with the closest declared name, and deploy runs
+    nothing and records nothing (Unfurl 1.2.0: exit 64, nothing run)."""
+    import shutil
+
+    from tests.conftest import _in_process
+
+    wanted = data.draw(st.sampled_from(declared))
+    wrong = typo(wanted, data)
+    assume(wrong not in declared and wrong.isidentifier() and not keyword.iskeyword(wrong)
+           and wrong not in VIEW_FIELDS and wrong not in MAPPING_METHODS
+           and not wrong.startswith("_"))
+    root = tmp_path_factory.mktemp("typo") / "project"
+    shutil.copytree(template_repo, root, symlinks=True)
+    values = "".join(f"\n    {n}: v-{n}" for n in declared)
+    inputs = "".join(f"\n            {n}: v-{n}" for n in declared)
+    command = "echo {{ " + _READS[read].format(wrong) + " }} > ran.txt"
+    text = ensemble_yaml(
+        f"app:\n  type: tosca.nodes.Root\n  properties:{values}\n  interfaces:\n"
+        "    Standard:\n      operations:\n        create:\n"
+        f"          implementation: Shell\n          inputs:{inputs}\n"
+        f"            command: {command!r}\n").replace(
+        "      node_templates:", "      inputs:" + "".join(
+            f"\n        {n}: {{default: v-{n}}}" for n in declared) + "\n      node_templates:")
+    (root / "ensemble.yaml").write_text(text)
+    line = next(i for i, row in enumerate(text.splitlines(), 1) if "ran.txt" in row)
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        validated = _in_process("validate")
+        deployed = _in_process("deploy", "--approve")
+    finally:
+        os.chdir(cwd)
+    assert validated.exit_code == 1, validated.output
+    assert f"'{wrong}'" in validated.output and f"ensemble.yaml:{line}:" in validated.output
+    close = did_you_mean(wrong, declared)
+    if close is not None:
+        assert close in validated.output, validated.output
+    assert deployed.exit_code == 64, deployed.output
+    assert f"'{wrong}'" in deployed.output and "nothing was run" in deployed.output
+    assert not (root / "ran.txt").exists() and not (root / "jobs.tsv").exists()

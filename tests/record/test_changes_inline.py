@@ -71,7 +71,11 @@ def test_the_inline_log_is_the_baseline_of_change_detection(inline, invoke):
     last = ours(inline)["changes"][-1]
     unfurl = theirs("4-deploy-input-changed")["changes"][-1]
     assert stable([last]) == stable([unfurl])
-    assert last["previousId"] == ours(inline)["changes"][1]["changeId"]
+    # as Unfurl: a reconfigure that reports no change links to nothing and leaves the
+    # instance's lastConfigChange at the configure it repeated
+    assert "previousId" not in last and "previousId" not in unfurl
+    app = ours(inline)["status"]["instances"]["app"]
+    assert app["lastConfigChange"] == ours(inline)["changes"][1]["changeId"]
     assert len(ours(inline)["changes"]) == len(theirs("4-deploy-input-changed")["changes"]) == 3
 
 
@@ -119,7 +123,9 @@ def test_an_ensemble_unfurl_deployed_with_an_inline_log_is_read(project, invoke)
     assert invoke("deploy", "--approve").exit_code == 0
     doc = ours(project)
     assert len(doc["changes"]) == 3 and doc["changes"][-1]["reason"] == "reconfigure"
-    assert doc["changes"][-1]["previousId"] == theirs("1-deploy")["changes"][1]["changeId"]
+    assert "previousId" not in doc["changes"][-1]  # as Unfurl: the reconfigure changed nothing
+    assert doc["status"]["instances"]["app"]["lastConfigChange"] == (
+        theirs("1-deploy")["changes"][1]["changeId"])
 
 
 def test_changes_with_a_jobs_log_keeps_logging_to_jobs_tsv(project, invoke):

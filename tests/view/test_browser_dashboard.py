@@ -129,7 +129,7 @@ def test_a_live_job_from_start_to_end_with_the_overview_open(project: Project, b
             link.wait_for(timeout=60_000)
             change_id = link.inner_text()
             job.goto(f"http://127.0.0.1:{site.port}/jobs/{change_id}")
-            job.wait_for_selector("#job[data-events]")
+            job.wait_for_selector("#job[data-events]", timeout=60_000)
             job.evaluate("""() => {
                 window.seen = [];
                 const note = () => {
@@ -144,7 +144,7 @@ def test_a_live_job_from_start_to_end_with_the_overview_open(project: Project, b
             db_row = overview.locator("#instances tr[data-instance=db] .badge")
             overview.locator("#instances tr[data-instance=db] .badge:text-is('ok')").wait_for(
                 timeout=60_000)
-            overview.locator(f"#last-job [data-running='{change_id}']").wait_for()
+            overview.locator(f"#last-job [data-running='{change_id}']").wait_for(timeout=60_000)
             assert PALETTE["ok"] in _node(overview, "db").first.inner_html()
             assert PALETTE["pending"] in _node(overview, "app").first.inner_html()
             assert deploy.poll() is None  # still running: this came from its journal
@@ -239,7 +239,7 @@ def test_the_overview_shows_a_new_job_once_it_is_recorded(project: Project, page
     with serving(project.ensemble) as site:
         page.goto(f"http://127.0.0.1:{site.port}/")
         assert "No job has run yet" in page.locator("#last-job").inner_text()
-        page.locator("body[data-page=overview]").wait_for()
+        page.locator("body[data-page=overview]").wait_for(timeout=60_000)
         assert run_in_process(project.root, "deploy", "--approve").returncode == 0
         job = project.jobs_tsv()[0].split("\t")[0]
         # the page reloads itself when jobs.tsv changes: no refresh by the test

@@ -32,6 +32,7 @@ from unfurl_lite.record import lock, preflight, records, statusfile, tempfiles
 from unfurl_lite.run import relationships
 from unfurl_lite.run.executors import Executor, make_executor
 from unfurl_lite.run.job import run_plan
+from unfurl_lite.run.metadata import EnsembleMetadata
 from unfurl_lite.run.observer import JobState, Observer, Observers
 from unfurl_lite.run.options import JobOptions, PlanOptions, recorded_options
 from unfurl_lite.run.outcome import JobResult, Resumed
@@ -359,7 +360,8 @@ def record_job(
             hosts=layout.host_instances(ensemble.topology.templates, result.instances),
             inline_changes=summary_entries if inline and append_log else None,
             outputs=topology_outputs(ensemble.topology, result.instances, result.secrets,
-                                     ensemble.project_root),
+                                     ensemble.project_root,
+                                     EnsembleMetadata(ensemble.path, result.job_id)),
             inputs=topology_inputs(ensemble.topology, _declared_inputs(ensemble), result.secrets),
         ),
     )

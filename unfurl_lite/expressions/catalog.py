@@ -282,6 +282,18 @@ def top_level_functions() -> frozenset[str]:
     return frozenset(name for name, known in FUNCTIONS.items() if known.top_level)
 
 
+@functools.cache
+def option_owners() -> dict[str, tuple[str, ...]]:
+    """Each option an implemented eval function takes (``then``) with the functions that
+    take it (``if``): a key that is one is a function's sibling, not a function."""
+    owners: dict[str, list[str]] = {}
+    for name, found in FUNCTIONS.items():
+        if found.impl:
+            for option in sorted(found.options):
+                owners.setdefault(option, []).append(name)
+    return {option: tuple(names) for option, names in owners.items()}
+
+
 def known(kind: Kind, name: str, builtins: frozenset[str] = frozenset()) -> bool:
     """Whether ``name`` is implemented (here or as one of Jinja's ``builtins``)."""
     return _canonical(kind, name) in builtins or implementation(kind, name) is not None

@@ -131,11 +131,10 @@ class _Functions:
         if name.startswith("_") or catalog.entry("function", name) is None:
             raise AttributeError(name)
 
-        def call(*args: Any, **options: Any) -> Any:
+        def call(*args: Any, **options: Any) -> Any:  # Unfurl passes the arguments' tuple
             from unfurl_lite.expressions.resolve import Scope, resolve
 
-            arg = args[0] if len(args) == 1 else list(args)
-            return resolve({"eval": {name: arg, **options}}, Scope(self._ctx, None, {}))
+            return resolve({"eval": {name: args, **options}}, Scope(self._ctx, None, {}))
 
         return call
 

@@ -149,12 +149,12 @@ def read_text(ctx: EvalContext, path: Path, name: str, encoding: str = "utf-8") 
             f"refusing to read {name!r}: it is in a credential store ({store})",
             hint="git's own files, SSH keys and credential files are never readable from "
             "an expression; pass a secret with {eval: {get_env: NAME}} instead")
-    try:
-        if path.stat().st_size > MAX_TEMPLATE_RESULT:
-            raise ExpressionError(f"{name!r} is larger than {MAX_TEMPLATE_RESULT} bytes")
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ExpressionError(f"cannot read {name!r}: {exc.strerror}") from None
+    from unfurl_lite.security.paths import read_regular_file
+
+    try:  # (a FIFO or device is refused from its stat: reading one would hang the job)
+        data = read_regular_file(path, MAX_TEMPLATE_RESULT, f"file({name!r})")
+    except PathError as exc:
+        raise ExpressionError(exc.message, hint=exc.hint) from None
     return codecs.decode(data, encoding, errors="replace")
 
 

@@ -59,6 +59,16 @@ def template_name(view: Any) -> str | None:
     return None if name is None else str(name)
 
 
+def _container(raw: Any) -> bool:
+    """A mapping of values (not itself an expression): read while its own evaluation is
+    under way, its keys are evaluated one by one, as Unfurl's nested results are."""
+    from unfurl_lite.expressions import catalog
+
+    if not isinstance(raw, Mapping) or not raw or "eval" in raw or "ref" in raw:
+        return False
+    return not (len(raw) == 1 and next(iter(raw)) in catalog.top_level_functions())
+
+
 class LazyValues(Mapping[str, Any]):
     """Values that may be expressions (a node's properties, an operation's inputs), each
     evaluated when first read, as Unfurl does: ``{{ SELF.port }}``, ``{{ inputs.url }}`` and
@@ -73,12 +83,18 @@ class LazyValues(Mapping[str, Any]):
         self._evaluator = evaluator
         self._cache: dict[str, Any] = {}
         self._busy: set[str] = set()
+        self._partial: dict[str, LazyValues] = {}  # a mapping read while being evaluated
 
     def __getitem__(self, key: str) -> Any:
         if key in self._cache:
             return self._cache[key]
         raw = self._raw[key]
         if key in self._busy:
+            if _container(raw):  # `f: {a: 1, b: {eval: .::f::a}}`: its other keys, as Unfurl
+                if key not in self._partial:
+                    self._partial[key] = LazyValues(
+                        raw, lambda _, item: self._evaluator(key, item), self._label)
+                return self._partial[key]
             raise ExpressionError(f"{key!r} refers to itself (a circular reference)")
         self._busy.add(key)
         try:
@@ -119,3 +135,8 @@ class InstanceView(LazyValues):
         super().__init__(raw, evaluator, f"instance {instance!r}")
         self.instance = instance
         self.template_name = template
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self._busy and key not in self._cache:  # the layer below says if it is
+            return self._evaluator(key, self._raw[key])  # a cycle (or a container)
+        return super().__getitem__(key)

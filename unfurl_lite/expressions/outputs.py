@@ -32,13 +32,15 @@ def _plain(value: Any, secrets: set[str]) -> Any:
 
 def topology_outputs(
     topology: Topology, instances: Mapping[str, Instance], secrets: set[str],
-    project_root: Any = None,
+    project_root: Any = None, metadata: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Each output's value now (in the order the topology declares them); ``abspath`` and
-    file paths resolve in ``project_root``."""
+    file paths resolve in ``project_root``; ``metadata`` is what ``get_ensemble_metadata``
+    gives (the job's, as in Unfurl)."""
     if not topology.outputs:
         return {}
     ctx = _root_context(topology, instances, project_root)
+    ctx.metadata = metadata or {}
     values: dict[str, Any] = {}
     for name, definition in topology.outputs.items():
         expression = definition.get("value") if isinstance(definition, Mapping) else definition

@@ -59,6 +59,7 @@ class _Watch:
     def __init__(self) -> None:
         self.inputs: list[str] = []
         self.values: dict[str, dict[str, Any]] = {}
+        self.topology_inputs: Mapping[str, Any] = {}
 
     def read_input(self, name: str) -> None:
         if name not in self.inputs:
@@ -127,14 +128,9 @@ def plain_reads(
     return Reads(tuple(n for n in raw_inputs if n in roots and n not in excluded))
 
 
-def operation_reads(
-    raw_inputs: Mapping[str, Any],
-    environment: Mapping[str, Any] | None,
-    kind: str,
-    ctx: EvalContext,
-) -> Reads:
-    """Evaluate the operation's environment and the inputs its kind resolves in a fresh
-    ``ctx`` (from ``make_context``; it is changed here), and return what they read."""
+def watch_reads(ctx: EvalContext) -> _Watch:
+    """Make a fresh ``ctx`` (from ``make_context``; it is changed here) note every instance
+    value and topology input that an evaluation in it reads."""
     watch = _Watch()
     topology_inputs = ctx.inputs
 
@@ -154,7 +150,37 @@ def operation_reads(
     ctx.target = _watched_view(ctx.target, watch)
     lookup = ctx.lookup_node
     ctx.lookup_node = lambda name: _watched_view(lookup(name), watch)
+    watch.topology_inputs = topology_inputs
+    return watch
 
+
+def merged_reads(reads: Reads | None, later: _Watch, ctx: EvalContext) -> Reads:
+    """``reads`` and what the operation's ``resultTemplate`` and ``done`` read once it ran
+    (watched by :func:`watch_reads`): Unfurl digests those too (``SELF.path`` in a
+    resultTemplate is ``::f::path``), grouped by instance as one task's reads are: HOST's
+    and SELF's first, then each instance in the order it was first read."""
+    def instance(expr: str) -> str:
+        return expr[2:].partition("::")[0]
+
+    groups: dict[str, dict[str, Any]] = {
+        "root" if name == _ROOT else name: {} for name in list(later.values)[:2]}
+    earlier = reads.dependencies if reads is not None else ()
+    for expr, value in (*earlier, *_dependencies(later, later.topology_inputs, ctx)):
+        groups.setdefault(instance(expr), {}).setdefault(expr, value)
+    return Reads(reads.inputs if reads is not None else (),
+                 tuple(item for group in groups.values() for item in group.items()))
+
+
+def operation_reads(
+    raw_inputs: Mapping[str, Any],
+    environment: Mapping[str, Any] | None,
+    kind: str,
+    ctx: EvalContext,
+) -> Reads:
+    """Evaluate the operation's environment and the inputs its kind resolves in a fresh
+    ``ctx`` (from ``make_context``; it is changed here), and return what they read."""
+    topology_inputs = ctx.inputs
+    watch = watch_reads(ctx)
     order = list(raw_inputs)
     def input_value(key: str, value: Any) -> Any:
         watch.read_input(key)

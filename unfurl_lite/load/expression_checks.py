@@ -160,10 +160,26 @@ def _function(path: tuple[Any, ...], body: dict[Any, Any]) -> Iterator[Found]:
                        f"{option!r} is not an option of the eval function {key!r}",
                        f"{key!r} takes " + (", ".join(sorted(known.options)) or "no options"))
         return
+    yield from _no_function(path, body)
+
+
+def _no_function(path: tuple[Any, ...], body: dict[Any, Any]) -> Iterator[Found]:
+    """A mapping under ``eval:`` that names no function. A key that is another function's
+    option (``then`` of ``if``) is a sibling whose function is missing, never itself an
+    unknown function; the first key that is nobody's option is the misspelt function."""
+    owners = catalog.option_owners()
+    for key in body:
+        if str(key) not in owners:
+            yield ((*path, key), *catalog.refusal("function", str(key)))
+            return
     first = str(next(iter(body)))
-    message, hint = catalog.refusal("function", first)
-    yield ((*path, first), f"{message}: not supported (Unfurl 1.2.0 fails on an eval mapping "
-           "that names no function: 'Function missing')", hint)
+    functions = owners[first]
+    yield ((*path, first),
+           f"no eval function here: {first!r} is an option of the eval function "
+           f"{functions[0]!r}, which is missing beside it: not supported (Unfurl 1.2.0 fails "
+           "on an eval mapping that names no function: 'Function missing')",
+           f"name the function: {{eval: {{{functions[0]}: ..., {first}: ...}}}}, or remove "
+           "`eval:` to keep the mapping as data")
 
 
 def _template(path: tuple[Any, ...], text: str) -> Iterator[Found]:

@@ -420,6 +420,21 @@ def config_value(cwd: Path | str, key: str) -> str | None:
     return outcome.stdout.strip() or None if outcome.ok else None
 
 
+def remote_url(cwd: Path | str) -> str | None:
+    """The URL of the repository's ``origin`` remote, else of its first remote (as Unfurl
+    picks one), read from .git's files; None without a remote."""
+    git = _gitpython()
+    try:
+        remotes = _opened(cwd, search=True).remotes
+        if not remotes:
+            return None
+        chosen = next((r for r in remotes if r.name == "origin"), remotes[0])
+        return str(next(iter(chosen.urls), "")) or None
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.GitError, ValueError,
+            OSError):
+        return None
+
+
 def has_commit(repository: Path, commit: str) -> bool:
     return run(repository, "cat-file", "-e", f"{commit}^{{commit}}").ok
 

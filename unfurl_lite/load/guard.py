@@ -9,9 +9,11 @@ in time linear in its real size, and refuses it before that happens.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import datetime
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
@@ -24,6 +26,9 @@ MAX_EXPANDED_NODES = 1_000_000  # nodes with every alias expanded (an alias bomb
 MAX_EXPANDED_CHARS = 50_000_000  # characters of keys and strings with every alias expanded
 MAX_DEPTH = 100  # levels of nested mappings and lists
 MAX_KEYS = 500_000  # mapping keys, counted in the text before parsing
+#: keys and list items, counted in the text before parsing: each is a node of the composed
+#: document first (about 400 bytes), so this bounds the parse's memory (about 200 MB)
+MAX_VALUES = 500_000
 MAX_ANCHORS = 10_000  # anchors (&name), counted in the text before parsing
 #: what follows a mapping key: ``key: v``, ``key:`` at a line's end, ``"key":v`` (JSON)
 _KEY_ENDS = (": ", ":\n", ":\t", ":\r", '":', "':")
@@ -39,6 +44,7 @@ def check_text(text: str, filename: str) -> None:
     Counting is by text, so a quoted ``: `` or bracket may count too: that only errs on
     the side of refusing a pathological file."""
     _check_counts(text, filename)
+    _check_compact_nesting(text, filename)
     depth = 0
     for match in _BRACKETS.finditer(text):
         if match.group() in "[{":
@@ -55,6 +61,70 @@ def check_text(text: str, filename: str) -> None:
             depth -= 1
 
 
+#: a line whose leading block indicators (``- - - x``, ``? ? x``) end past this column: each
+#: starts a block collection nested in the one before, and C's parser recurses into each
+#: (200,000 of them crash it); the document's own depth limit is far lower
+MAX_INDICATOR_COLUMN = 4 * MAX_DEPTH
+_DEEP_INDICATORS = re.compile(
+    rf"^(?=[ \t]*[-?:][ \t])[ \t?:-]{{{MAX_INDICATOR_COLUMN + 1},}}", re.M)
+
+
+def _check_compact_nesting(text: str, filename: str) -> None:
+    found = _DEEP_INDICATORS.search(text)
+    if found is not None:
+        indicators = len(re.findall(r"[-?:](?=[ \t])", found.group()))
+        raise InputError(Problem(
+            f"nested more than {MAX_DEPTH} levels deep (a line opens {indicators} block "
+            f"collections, the last at column {len(found.group())})", file=filename,
+            line=text.count("\n", 0, found.start()) + 1, hint="flatten the document"))
+
+
+#: values (keys and list items, counted in the text) of a document read by the round-trip
+#: parser (merge directives, includes, imports; locating a problem): pure Python, about
+#: 20 µs a value, where the C parser that reads plain documents takes a tenth of that
+MAX_ROUND_TRIP_VALUES = 200_000
+
+
+def estimated_values(text: str) -> int:
+    """Mapping keys and list items, counted in the text (an upper bound: a quoted ``: ``
+    or comma counts too)."""
+    keys = sum(text.count(sep) for sep in _KEY_ENDS)
+    return keys + text.count(",") + text.count("- ") + text.count("-\n")
+
+
+#: what the round-trip parser may still read in the load under way (its files together)
+_round_trip_left: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar(
+    "unfurl_lite_round_trip_left", default=None)
+
+
+@contextlib.contextmanager
+def round_trip_budget() -> Iterator[None]:
+    """One load: the ensemble, its includes and its imports share MAX_ROUND_TRIP_VALUES."""
+    token = _round_trip_left.set([MAX_ROUND_TRIP_VALUES])
+    try:
+        yield
+    finally:
+        _round_trip_left.reset(token)
+
+
+def check_round_trip(text: str, filename: str) -> None:
+    """Refuse, before the round-trip parser starts, a document (or the files of one load
+    together) it would take minutes on."""
+    values = estimated_values(text)
+    left = _round_trip_left.get()
+    if values > (left[0] if left is not None else MAX_ROUND_TRIP_VALUES):
+        together = left is not None and left[0] < MAX_ROUND_TRIP_VALUES
+        raise LimitExceeded(Problem(
+            f"the document has about {values} keys and list items"
+            + (" more than the files read before it leave room for" if together else "")
+            + ": a document with merge directives (+include...) or imports, and the files "
+            f"it includes or imports, may have at most {MAX_ROUND_TRIP_VALUES} in all "
+            f"(a plain one {MAX_VALUES}): refused before parsing", file=filename,
+            hint="move the large data to a plain ensemble without directives, or split it"))
+    if left is not None:
+        left[0] -= values
+
+
 def _check_counts(text: str, filename: str) -> None:
     keys = sum(text.count(sep) for sep in _KEY_ENDS)
     if keys > MAX_KEYS:
@@ -64,10 +134,10 @@ def _check_counts(text: str, filename: str) -> None:
             hint="split the ensemble, or generate fewer keys",
         ))
     items = text.count(",") + text.count("- ") + text.count("-\n")  # flow and block lists
-    if keys + items > MAX_EXPANDED_NODES:
+    if keys + items > MAX_VALUES:
         raise LimitExceeded(Problem(
             f"the document has about {keys} mapping keys and {items} list items (more than "
-            f"{MAX_EXPANDED_NODES} values in all): refused before parsing", file=filename,
+            f"{MAX_VALUES} values in all): refused before parsing", file=filename,
             hint="split the ensemble, or generate fewer values",
         ))
     for anchors, match in enumerate(_ANCHOR.finditer(text), start=1):
@@ -87,43 +157,93 @@ _ALIAS = re.compile(_NODE_START + r"\*[^\s\[\]{},]", re.M)
 
 
 def check_aliases(text: str, filename: str) -> None:
-    """Refuse an alias inside its own anchor (``&r {self: *r}``). ruamel's round-trip
-    loader silently turns it into null, so a job writing the document back would lose the
-    data; the composed node graph still shows the cycle. Only texts with both an anchor
-    and an alias are composed."""
+    """Refuse an alias inside its own anchor (``&r {self: *r}``), and a document that
+    aliases and merge keys (``<<: *a``) make huge, measured on the composed node graph
+    (linear in the text) before anything is constructed: ruamel's round-trip loader
+    turns a recursive alias silently into null, and copies merged keys into every mapping
+    (quadratic in a chain of merges, minutes for a few thousand lines). Only texts with
+    both an anchor and an alias are composed."""
     if not (_ANCHOR.search(text) and _ALIAS.search(text)):
         return
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
-    from ruamel.yaml.nodes import MappingNode, SequenceNode
 
     try:
-        root = YAML(typ="rt").compose(text)
+        root = YAML(typ="safe", pure=False).compose(text)  # C's composer: 10x faster
     except (YAMLError, RecursionError, ValueError):
         return  # the parse proper reports it, with its line
-    done: set[int] = set()
+    if root is not None:
+        _measure_composed(root, filename)
+
+
+def _measure_composed(root: Any, filename: str) -> None:
+    from ruamel.yaml.nodes import MappingNode, SequenceNode
+
+    sizes: dict[int, tuple[int, int]] = {}  # id -> (nodes, characters) with aliases expanded
     on_path: set[int] = set()
-    stack: list[tuple[Any, bool]] = [(root, False)] if root is not None else []
+    stack: list[tuple[Any, bool]] = [(root, False)]
     while stack:
         node, leaving = stack.pop()
         if leaving:
             on_path.discard(id(node))
-            done.add(id(node))
+            sizes[id(node)] = _composed_size(node, _children(node), sizes, filename)
             continue
-        if not isinstance(node, MappingNode | SequenceNode) or id(node) in done:
+        if not isinstance(node, MappingNode | SequenceNode) or id(node) in sizes:
             continue
         if id(node) in on_path:
             mark = node.start_mark
             raise InputError(Problem(
-                f"recursive alias: the anchor &{node.anchor} contains an alias to itself",
+                "recursive alias: the anchor" + (f" &{node.anchor}" if node.anchor else "")
+                + " contains an alias to itself",
                 file=filename, line=mark.line + 1, column=mark.column + 1,
                 hint="remove the alias, or copy the content it should repeat",
             ))
         on_path.add(id(node))
         stack.append((node, True))
-        children = node.value if isinstance(node, SequenceNode) else [
-            item for pair in node.value for item in pair]
-        stack.extend((child, False) for child in children)
+        stack.extend((child, False) for child in _children(node))
+
+
+def _children(node: Any) -> list[Any]:
+    from ruamel.yaml.nodes import SequenceNode
+
+    return node.value if isinstance(node, SequenceNode) else [
+        item for pair in node.value for item in pair]
+
+
+def _composed_size(node: Any, children: list[Any], sizes: dict[int, tuple[int, int]],
+                   filename: str) -> tuple[int, int]:
+    """Nodes and characters of ``node`` as constructed: each alias a copy of its anchor,
+    a merge key (``<<: *a``) the merged mappings' pairs (not a key and a mapping)."""
+    from ruamel.yaml.nodes import MappingNode, SequenceNode
+
+    def size(child: Any) -> tuple[int, int]:
+        found = sizes.get(id(child))
+        return found if found is not None else (1, len(str(child.value)))
+
+    total, chars = 1, 0
+    merged: list[Any] = []
+    if isinstance(node, MappingNode):
+        for key, value in node.value:
+            if key.tag == "tag:yaml.org,2002:merge":
+                merged.extend(value.value if isinstance(value, SequenceNode) else [value])
+                children = [c for c in children if c is not key and c is not value]
+    for mapping in merged:
+        nodes, length = size(mapping)
+        total, chars = total + nodes - 1, chars + length
+    for child in children:
+        nodes, length = size(child)
+        total, chars = total + nodes, chars + length
+    if total > MAX_EXPANDED_NODES or chars > MAX_EXPANDED_CHARS:
+        mark = node.start_mark
+        what = (f"more than {MAX_EXPANDED_NODES} nodes (mappings, lists and values)"
+                if total > MAX_EXPANDED_NODES
+                else f"more than {MAX_EXPANDED_CHARS} characters of keys and strings")
+        raise LimitExceeded(Problem(
+            f"the document has {what} once its aliases and merge keys (<<) are expanded, "
+            "counting an alias's content each time it is used (an alias bomb?): refused "
+            "before it was built", file=filename, line=mark.line + 1,
+            column=mark.column + 1, hint="use fewer or smaller aliases and merges"))
+    return total, chars
 
 
 #: keys whose values are data, not names: control characters in their keys are allowed

@@ -210,10 +210,11 @@ def _load(doc: Any, where: tuple[Any, ...], file: str, base: Path, name: str,
 
 
 def _parse(target: Path, ctx: _Context) -> Any:
-    from unfurl_lite.load import parsecache, yamlio
+    from unfurl_lite.load import guard, parsecache, yamlio
 
     text = yamlio.read_text(target)
     ctx.reads[str(target)] = parsecache.text_digest(text)
+    guard.check_round_trip(text, str(target))
     document = yamlio.parse(text, str(target))
     if not isinstance(document, dict):
         return document

@@ -9,6 +9,7 @@ write back is parsed only when it is first asked for.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -53,24 +54,43 @@ def load_ensemble(path: str | Path | None = None) -> Ensemble:
     return ensemble
 
 
+#: a line that may hold a merge directive (``+include:``) or ``imports:``
+_DIRECTIVES = re.compile(r"""^[ \t]*["']?(?:\+|imports["']?:)""", re.M)
+
+
 def _fast_load(text: str, file: str) -> dict[str, Any] | None:
     """Valid plain data through the C parser, or None when only the round trip can apply
-    merge directives or say where a problem is."""
-    from ruamel.yaml.error import YAMLError
+    merge directives or say where a problem is. A document too large for the round trip
+    has its problems said here, by path (and a syntax error at its line)."""
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
     from unfurl_lite.load import guard, imports, validate
 
     guard.check_text(text, file)  # its refusals are final: no slower parse follows
+    large = guard.estimated_values(text) > guard.MAX_ROUND_TRIP_VALUES
+    if large and _DIRECTIVES.search(text):
+        guard.check_round_trip(text, file)  # refused now, not after a plain parse
     try:
+        guard.check_aliases(text, file)  # before a loader copies merged keys
         data, directives = _parse_guarded(text, file)
     except LimitExceeded:
         raise
-    except (YAMLError, InputError, RecursionError, ValueError, IndexError, OverflowError):
+    except MarkedYAMLError as exc:
+        if large:
+            raise yamlio.syntax_error(exc, file) from None
         return None
-    if (not isinstance(data, dict) or directives or imports.has_imports(data)
-            or validate.check(data, file)):
+    except InputError:
+        if large:
+            raise
         return None
-    return data
+    except (YAMLError, RecursionError, ValueError, IndexError, OverflowError):
+        return None
+    if not isinstance(data, dict) or directives or imports.has_imports(data):
+        return None
+    problems = validate.check(data, file)
+    if problems and large:
+        raise InputError(problems, summary=f"{Path(file).name} is not a valid ensemble")
+    return None if problems else data
 
 
 def _parse_guarded(text: str, file: str) -> tuple[Any, bool]:
@@ -90,22 +110,24 @@ def _parse_guarded(text: str, file: str) -> tuple[Any, bool]:
 
 
 def _round_trip_load(file: Path, text: str) -> Ensemble:
-    from unfurl_lite.load import imports, merge, validate
+    from unfurl_lite.load import guard, imports, merge, validate
 
-    document = yamlio.parse(text, str(file))
-    if not isinstance(document, dict):
-        raise InputError(Problem("the ensemble must be a YAML mapping", file=str(file), line=1))
-    reads: dict[str, str | None] = {}
-    merged = merge.expand(document, file, file.parent, reads=reads)
-    merged = imports.apply(merged, file, file.parent, reads=reads)
-    problems = validate.check(merged, str(file))
-    if problems:
-        raise InputError(problems, summary=f"{file.name} is not a valid ensemble")
-    data = yamlio.to_plain(merged)
-    ensemble = build(file, text, data)
-    ensemble._document = document
-    if merge.has_directives(document) or imports.has_imports(document):
-        ensemble.merged = True
-        ensemble.plain = yamlio.to_plain(document)
-        parsecache.put(file, text, data, deps=reads, raw=ensemble.plain)
-    return ensemble
+    with guard.round_trip_budget():  # the ensemble, its includes and imports
+        guard.check_round_trip(text, str(file))
+        document = yamlio.parse(text, str(file))
+        if not isinstance(document, dict):
+            raise InputError(Problem("the ensemble must be a YAML mapping", file=str(file), line=1))
+        reads: dict[str, str | None] = {}
+        merged = merge.expand(document, file, file.parent, reads=reads)
+        merged = imports.apply(merged, file, file.parent, reads=reads)
+        problems = validate.check(merged, str(file))
+        if problems:
+            raise InputError(problems, summary=f"{file.name} is not a valid ensemble")
+        data = yamlio.to_plain(merged)
+        ensemble = build(file, text, data)
+        ensemble._document = document
+        if merge.has_directives(document) or imports.has_imports(document):
+            ensemble.merged = True
+            ensemble.plain = yamlio.to_plain(document)
+            parsecache.put(file, text, data, deps=reads, raw=ensemble.plain)
+        return ensemble

@@ -355,6 +355,7 @@ def _parse_include(target: Path, ctx: _Context) -> Any:
     try:
         text = yamlio.read_text(target)
         ctx.reads[str(target)] = parsecache.text_digest(text)
+        guard.check_round_trip(text, str(target))
         loaded = yamlio.parse(text, str(target))
     except InputError as exc:
         ctx.parsed[target] = None

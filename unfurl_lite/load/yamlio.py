@@ -30,7 +30,6 @@ def round_trip() -> YAML:
 
 def parse(text: str, filename: str) -> Any:
     """Parse YAML text; syntax errors become an InputError naming file, line and column."""
-    from ruamel.yaml.constructor import DuplicateKeyError
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
     from unfurl_lite.load import guard
@@ -48,20 +47,7 @@ def parse(text: str, filename: str) -> Any:
             )
         ) from None
     except MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        duplicate = isinstance(exc, DuplicateKeyError)
-        raise InputError(
-            Problem(
-                f"{'duplicate key' if duplicate else 'YAML syntax error'}: "
-                f"{exc.problem or exc.context}",
-                file=filename,
-                line=mark.line + 1 if mark else None,
-                column=mark.column + 1 if mark else None,
-                hint="each key may appear only once in a mapping: rename or remove one"
-                if duplicate
-                else "fix the YAML syntax at that line",
-            )
-        ) from None
+        raise syntax_error(exc, filename) from None
     except YAMLError as exc:
         raise InputError(Problem(f"YAML error: {exc}", file=filename)) from None
     except (ValueError, IndexError, OverflowError) as exc:  # ruamel failing on e.g. "-_"
@@ -71,6 +57,20 @@ def parse(text: str, filename: str) -> Any:
         )) from None
     guard.check(document, filename)
     return document
+
+
+def syntax_error(exc: Any, filename: str) -> InputError:
+    """A parser's MarkedYAMLError as an InputError at its line and column."""
+    from ruamel.yaml.constructor import DuplicateKeyError
+
+    mark = exc.problem_mark or exc.context_mark
+    duplicate = isinstance(exc, DuplicateKeyError)
+    return InputError(Problem(
+        f"{'duplicate key' if duplicate else 'YAML syntax error'}: {exc.problem or exc.context}",
+        file=filename, line=mark.line + 1 if mark else None,
+        column=mark.column + 1 if mark else None,
+        hint="each key may appear only once in a mapping: rename or remove one" if duplicate
+        else "fix the YAML syntax at that line"))
 
 
 def load_file(path: Path) -> Any:

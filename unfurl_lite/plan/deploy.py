@@ -258,9 +258,10 @@ def _reconfigure(
     builder.note(name, f"reconfigure: the inputs of {op.qualified_name} changed since "
                        f"it last ran ({since})" + (f": {', '.join(what)}" if what else "")
                  + also)
+    # as Unfurl: a reconfigure does not end the deploy workflow (its status stays, and it
+    # records a change only when it reports one: a status, or attributes it changed)
     builder.add(name, template.name, op, RECONFIGURE, after,
-                running_state=NodeState.configuring, done_state=NodeState.configured,
-                done_status=Status.ok)
+                running_state=NodeState.configuring, done_state=NodeState.configured)
 
 
 def _note_directives(

@@ -12,6 +12,7 @@ import heapq
 import threading
 import time
 from collections import deque
+from collections.abc import Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -22,14 +23,16 @@ from unfurl_lite.errors import ExpressionError, RenderCancelled, UnfurlLiteError
 from unfurl_lite.expressions.context import POST_INPUTS, make_context, render_inputs, spec_secrets
 from unfurl_lite.expressions.expr import EvalContext, evaluate
 from unfurl_lite.expressions.limits import RENDER_SECONDS
-from unfurl_lite.expressions.reads import operation_reads, plain_reads
+from unfurl_lite.expressions.reads import merged_reads, operation_reads, plain_reads, watch_reads
 from unfurl_lite.model import changeid
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Instance, NodeState, Status
 from unfurl_lite.model.routing import agent_of
 from unfurl_lite.plan.tasks import Plan, Task
+from unfurl_lite.run import status as rules
 from unfurl_lite.run.discovery import add_discovered
 from unfurl_lite.run.executors import Executor
+from unfurl_lite.run.metadata import EnsembleMetadata
 from unfurl_lite.run.observer import JobState, Observer, TaskState
 from unfurl_lite.run.operations.base import DRYRUN_NOT_SUPPORTED, OperationRequest, OperationResult
 from unfurl_lite.run.options import JobOptions
@@ -42,7 +45,7 @@ from unfurl_lite.run.relationships import (
 )
 from unfurl_lite.run.results import apply_post_inputs, map_outputs, secret_names
 from unfurl_lite.run.signals import JobControl
-from unfurl_lite.run.status import in_sequence, on_failure, on_start, on_success, previous_id
+from unfurl_lite.run.status import in_sequence, on_failure, on_start, on_success
 from unfurl_lite.security import environment as openv
 from unfurl_lite.security.environment import base_environment
 from unfurl_lite.security.redaction import redact_text
@@ -79,6 +82,7 @@ class Scheduler:
     newly_started: list[str] = field(default_factory=list)
     started_lock: threading.Lock = field(default_factory=threading.Lock)
     taken_down: set[str] | None = None
+    ensemble_metadata: Mapping[str, Any] = field(default_factory=dict)
 
     def setup(self) -> None:
         self.instances = {n: i for n, i in self.ensemble.instances.items()}
@@ -90,6 +94,7 @@ class Scheduler:
         if self.resumed is not None and self.resumed.secret_digests:
             self.secrets = resumed_secrets(self.secrets, self.ensemble.project_root,
                                            self.resumed.secret_digests)
+        self.ensemble_metadata = EnsembleMetadata(self.ensemble.path, str(self.job_id))
         self.secrets.update(spec_secrets(self.ensemble.topology))
         self.observer.secrets_known(self.secrets)
         for task in self.plan.tasks:
@@ -327,14 +332,9 @@ class Scheduler:
         ctx.project_root = self.ensemble.project_root
         ctx.allow_outside_paths = self.options.allow_outside_paths
         ctx.env_passthrough = self.options.env_passthrough
-        ctx.metadata = self.metadata()
+        ctx.metadata = self.ensemble_metadata
         ctx.cancel = self.cancel  # a render stops when the job is cancelled
         return ctx
-
-    def metadata(self) -> dict[str, Any]:
-        """What ``get_ensemble_metadata`` gives in a task (Unfurl's keys; there is no
-        environment here)."""
-        return {"deployment": self.ensemble.project_root.name, "job": str(self.job_id)}
 
     def request_for(self, run: TaskRun, instance: Instance) -> OperationRequest:
         task = run.task
@@ -410,11 +410,13 @@ class Scheduler:
                 if any(run.inputs.get(k) is not None for k in POST_INPUTS):
                     # a context only for an operation that has something to evaluate
                     ctx = self.context_for(run)
+                    later = watch_reads(ctx)  # what they read is digested too, as in Unfurl
                     ctx.extra = {"task": self.task_settings(run)}
                     try:
                         apply_post_inputs(run.inputs, result, ctx)
                     finally:
                         self.secrets.update(ctx.secrets)
+                        run.reads, run.digest = merged_reads(run.reads, later, ctx), None
                 map_outputs(run.task.operation, result)
                 if run.task.reason in OBSERVING and result.status:
                     # a check that reports a status has done its job, whatever its exit code
@@ -504,16 +506,18 @@ class Scheduler:
             task = run.task
         if result.protected is not None:
             instance.protected = result.protected
-        last_change = instance.last_config_change
+        last_change = rules.change_before(instance, result)
+        observing = run.task.reason in OBSERVING
+        run.previous_id = None  # set below when the task replaced the instance's last change
         if result.success:
             changed = on_success(instance, task, result, change_id)
-            observing = run.task.reason in OBSERVING
             run.status = instance.status if observing else Status.ok
             sequenced = in_sequence(task)
             run.changed = changed if observing or sequenced else bool(result.modified) or changed
-            run.target_status = instance.status if sequenced else None
+            # what the instance's status was when the task ended (a check's own finding)
+            run.target_status = instance.status if sequenced or observing else None
             if not observing:
-                run.previous_id = previous_id(last_change, instance.last_config_change)
+                run.previous_id = rules.previous_id(last_change, rules.last_change(instance))
             if add_discovered(self.instances, result, change_id, run.task.target):
                 run.changed = True
             if relationship is not None:
@@ -522,8 +526,8 @@ class Scheduler:
         changed = on_failure(instance, task, result, change_id, run.prior_state)
         run.changed = bool(result.modified) or changed
         run.target_status = instance.status if in_sequence(run.task) else None
-        if run.task.reason not in OBSERVING:
-            run.previous_id = previous_id(last_change, instance.last_config_change)
+        if not observing:
+            run.previous_id = rules.previous_id(last_change, rules.last_change(instance))
         run.status = Status.error  # Unfurl: a task that failed is `error`, whatever its target
         if result.outputs.get("timeout") or (result.error or "").startswith("resultTemplate/"):
             run.changed = True  # Unfurl: a timed-out operation or a failed resultTemplate

@@ -44,12 +44,15 @@ def on_success(instance: Instance, task: Task, result: OperationResult, change_i
         return _on_success_in_sequence(instance, task, result, change_id)
     before = (instance.status, instance.state)
     explicit = _explicit_status(result)
-    attributes_changed = _changes_attributes(instance, result)
+    attributes_changed = changes_attributes(instance, result)
     if task.done_state is not None:
         instance.state = task.done_state
     if explicit is not None:
         instance.status = explicit
-        if explicit == Status.absent and task.reason != "check":
+        if task.reason == "check":
+            if explicit != before[0] and instance.state == before[1]:
+                instance.state = state_found(explicit, before[1]) or instance.state
+        elif explicit == Status.absent:
             instance.state = NodeState.deleted
     elif task.reason == "check":
         # as Unfurl: a check that reports no status leaves the instance's as it was (the
@@ -89,7 +92,32 @@ def previous_id(before: str | None, after: str | None) -> str | None:
     return before if after != before else None
 
 
-def _changes_attributes(instance: Instance, result: OperationResult) -> bool:
+def last_change(instance: Instance) -> str | None:
+    """Unfurl's ``last_change``: the later of the instance's last configuration change and
+    its last observed state change."""
+    changes = [c for c in (instance.last_config_change, instance.last_state_change) if c]
+    return max(changes) if changes else None
+
+
+def change_before(instance: Instance, result: OperationResult) -> str | None:
+    """The change a task's previousId may link to, taken before the task's result is
+    applied: none when the result sets attributes (Unfurl records the attribute change under
+    the task's own changeId before it links the task, so such a task has no previousId)."""
+    return None if changes_attributes(instance, result) else last_change(instance)
+
+
+def state_found(status: Status, state: NodeState | None) -> NodeState | None:
+    """Unfurl's node state for what a check found, when the check changed the instance's
+    status and set no node state itself: ok is ``started``, error ``error``, pending
+    ``initial``; absent is ``deleted`` for an instance that was brought up once, ``initial``
+    for one never deployed (a resource nobody created); other statuses leave it be."""
+    if status == Status.absent:
+        return NodeState.initial if state in (None, NodeState.initial) else NodeState.deleted
+    return {Status.ok: NodeState.started, Status.error: NodeState.error,
+            Status.pending: NodeState.initial}.get(status)
+
+
+def changes_attributes(instance: Instance, result: OperationResult) -> bool:
     return any(instance.attributes.get(k) != v for k, v in result.attributes.items())
 
 
@@ -111,7 +139,7 @@ def _on_success_in_sequence(
     before delete) leaves them be unless it reported a status or changed attributes."""
     before = instance.status
     explicit = _explicit_status(result)
-    touched = explicit is not None or _changes_attributes(instance, result)
+    touched = explicit is not None or changes_attributes(instance, result)
     if task.done_state is not None:
         instance.state = task.done_state
     if explicit is not None:
@@ -148,7 +176,7 @@ def on_failure(
     first = instance.last_config_change is None and instance.last_state_change is None
     explicit = _explicit_status(result)
     observing = task.reason in ("check", "discover")
-    attributes_changed = _changes_attributes(instance, result)
+    attributes_changed = changes_attributes(instance, result)
     if explicit is not None:
         instance.status = explicit
         present = explicit in (Status.ok, Status.degraded, Status.error)

@@ -70,6 +70,26 @@ def patch_kombu() -> None:
 
     _connparams._unfurl_patched = True  # type: ignore[attr-defined]
     kombu_redis.Channel._connparams = _connparams  # type: ignore[method-assign]
+    kombu_redis.Channel._create_client = _one_client(  # type: ignore[method-assign]
+        kombu_redis.Channel._create_client)
+
+
+def _one_client(create: Any) -> Any:
+    """kombu builds a new Redis client (its ~170 response callbacks) for every publish,
+    every unacked-message record and every ack: several per task, on both sides. A
+    client over a connection pool is safe to share between threads, so each channel
+    keeps one per pool (a new pool after a reconnect gets a new client)."""
+
+    def _create_client(self: Any, asynchronous: bool = False) -> Any:
+        if asynchronous:
+            return create(self, True)
+        pool = self.pool  # made again (or refused, channel closed) after a disconnect
+        kept = self.__dict__.get("_unfurl_client")
+        if kept is None or kept[0] is not pool:
+            kept = self.__dict__["_unfurl_client"] = (pool, create(self, False))
+        return kept[1]
+
+    return _create_client
 
 
 def default_concurrency() -> int:

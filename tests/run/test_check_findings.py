@@ -1,0 +1,74 @@
+"""What a check finds sets the node state as Unfurl 1.2.0 sets it (issue 28 §3): when the
+check changed the instance's status and set no node state itself, ok is ``started``, error
+``error``, absent ``deleted`` for an instance that was brought up and ``initial`` for one
+never deployed. Each scenario was run with Unfurl 1.2.0 (tests/data/unfurl120/
+28-check-findings: the ensemble, and what its ``check`` job left)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import Project, ensemble_yaml, run_in_process, safe_load
+from unfurl_lite.model.entities import NodeState, Status
+from unfurl_lite.run.status import state_found
+
+DATA = Path(__file__).parent.parent / "data" / "unfurl120" / "28-check-findings"
+
+
+def ready_states(text: str) -> dict[str, dict]:
+    return {name: record["readyState"]
+            for name, record in safe_load(text)["status"]["instances"].items()}
+
+
+@pytest.mark.parametrize("scenario, steps", [
+    ("never-deployed", [("check",)]),
+    ("deployed", [("deploy",), ("check",)]),
+])
+def test_a_check_sets_the_node_state_as_unfurl(project: Project, scenario: str,
+                                              steps: list[tuple[str, ...]]) -> None:
+    project.write((DATA / scenario / "ensemble.yaml").read_text())
+    for step in steps:
+        run_in_process(project.root, *step, "--approve", "--dirty=ok", "--commit",
+                       "--jobexitcode", "never")
+    theirs = ready_states((DATA / scenario / "ensemble.after-check.yaml").read_text())
+    assert ready_states(project.ensemble.read_text()) == theirs
+
+
+def test_a_check_that_finds_what_was_recorded_changes_no_state(project: Project) -> None:
+    project.write(ensemble_yaml("""\
+        steady:
+          type: tosca.nodes.Root
+          interfaces:
+            Standard:
+              configure: echo hi
+            Install:
+              check:
+                implementation: Template
+                inputs:
+                  done:
+                    status: ok
+        """))
+    for step in ("deploy", "check"):
+        proc = run_in_process(project.root, step, "--approve", "--dirty=ok")
+        assert proc.returncode == 0, proc.stderr
+    assert project.status()["steady"]["readyState"] == {"local": "ok", "state": "configured"}
+
+
+DEPLOYED = [s for s in NodeState if s not in (NodeState.initial,)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(list(Status)), st.sampled_from([None, *NodeState]))
+def test_the_state_a_finding_gives(status: Status, state: NodeState | None) -> None:
+    found = state_found(status, state)
+    if status == Status.absent:
+        assert found == (NodeState.deleted if state in DEPLOYED else NodeState.initial)
+    elif status in (Status.ok, Status.error, Status.pending):
+        assert found == {Status.ok: NodeState.started, Status.error: NodeState.error,
+                         Status.pending: NodeState.initial}[status]
+    else:  # degraded, unknown: the check says nothing about the node's state
+        assert found is None
