@@ -28,6 +28,9 @@ def test_flow_style_with_colons_is_recorded_and_kept_byte_for_byte(project: Proj
     text = project.ensemble.read_text()
     assert text.startswith(FLOW)
     assert project.local("n") == "ok" and project.local("m") == "ok"
+    # the type as Unfurl records it: tosca:Root spelled out
+    assert "on instance n (type tosca.nodes.Root, status ok)" in \
+        (project.root / "jobs.tsv").read_text()
     again = invoke("deploy", "--approve")
     assert "Nothing to do" in again.output and again.exit_code == 0
 

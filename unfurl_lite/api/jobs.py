@@ -27,6 +27,7 @@ from unfurl_lite.load.gitrepo import Repo, find_repo, identity_problem
 from unfurl_lite.load.loader import load_ensemble
 from unfurl_lite.model import status_layout as layout
 from unfurl_lite.model.ensemble import Ensemble, with_inputs
+from unfurl_lite.model.lineage import full_name
 from unfurl_lite.plan.tasks import Plan
 from unfurl_lite.record import lock, preflight, records, statusfile, tempfiles
 from unfurl_lite.run import relationships
@@ -380,10 +381,11 @@ def _subject(ensemble: Ensemble, result: JobResult, run: Any) -> tuple[Any, str]
     relationship instance, as Unfurl records it."""
     relationship = relationships.relationship_instance(result.instances, run.task, attach=False)
     if relationship is not None:
-        return relationship, relationships.relationship_type(run.task)
+        return relationship, full_name(relationships.relationship_type(run.task),
+                                       "relationships")
     return result.instances.get(run.task.target), _type_of(ensemble, result, run.task.template)
 
 
 def _type_of(ensemble: Ensemble, result: JobResult, template: str) -> str:
     tpl = ensemble.topology.templates.get(template) or result.plan.removed_templates.get(template)
-    return tpl.type if tpl else ""
+    return full_name(tpl.type) if tpl else ""
