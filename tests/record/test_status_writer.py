@@ -49,6 +49,20 @@ def test_crlf_line_ends_are_kept_and_the_status_gets_them(project: Project,
     assert "Nothing to do" in invoke("deploy", "--approve").output
 
 
+def test_a_byte_order_mark_is_kept_and_only_the_status_rewritten(
+    project: Project, invoke: Invoke, caplog: pytest.LogCaptureFixture
+) -> None:
+    text = "\ufeff" + FLOW.replace("\n", "\r\n")  # as a Windows editor saves it
+    project.ensemble.write_bytes(text.encode())
+    git(project.root, "add", "ensemble.yaml")
+    git(project.root, "commit", "-q", "-m", "bom")
+    assert invoke("deploy", "--approve").exit_code == 0
+    assert project.ensemble.read_bytes().startswith(text.encode())
+    assert "rewritten" not in caplog.text
+    assert project.local("m") == "ok"
+    assert "Nothing to do" in invoke("deploy", "--approve").output
+
+
 def test_a_layout_only_the_round_trip_writes_is_said_once(
     project: Project, invoke: Invoke, caplog: pytest.LogCaptureFixture
 ) -> None:
