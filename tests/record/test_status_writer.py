@@ -158,3 +158,30 @@ def test_binary_output_is_recorded_escaped(project: Project, invoke: Invoke) -> 
     assert result.exit_code == 0, result.output
     job = next((project.root / "jobs").glob("job*.yaml")).read_text()
     assert "ok \\xff\\xfe end" in job  # each byte that is not UTF-8 as \xNN
+
+
+#: a locale that is not UTF-8 (as LANG=C gives Python without its UTF-8 mode)
+ASCII_LOCALE = {"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+
+
+def test_a_locale_that_is_not_utf8_changes_nothing(project: Project) -> None:
+    project.write(ensemble_yaml("""\
+        n:
+          type: tosca:Root
+          properties: {p: "日本", q: "\\ud800"}
+          interfaces:
+            Standard:
+              create:
+                implementation: Shell
+                inputs:
+                  command: "echo café {{ SELF.p }} $GREETING"
+                  env: {GREETING: "¡hola!"}
+                  resultTemplate: {attributes: {out: "{{ stdout | trim }}"}}
+    """))
+    result = run_unfurl(project.root, "deploy", "--approve", env=ASCII_LOCALE)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert project.status()["n"]["attributes"]["out"] == "café 日本 ¡hola!"
+    for command in (["status"], ["history"], ["deploy", "--approve"]):
+        again = run_unfurl(project.root, *command, env=ASCII_LOCALE)
+        assert again.returncode == 0 and "Traceback" not in again.stderr, again.stderr
+    assert "Nothing to do" in again.stdout + again.stderr
