@@ -388,4 +388,4 @@ def _subject(ensemble: Ensemble, result: JobResult, run: Any) -> tuple[Any, str]
 
 def _type_of(ensemble: Ensemble, result: JobResult, template: str) -> str:
     tpl = ensemble.topology.templates.get(template) or result.plan.removed_templates.get(template)
-    return full_name(tpl.type) if tpl else ""
+    return tpl.type if tpl else ""
