@@ -31,7 +31,7 @@ from unfurl_lite.model.lineage import full_name
 from unfurl_lite.plan.tasks import Plan
 from unfurl_lite.record import lock, preflight, records, statusfile, tempfiles
 from unfurl_lite.run import relationships
-from unfurl_lite.run.executors import Executor, make_executor
+from unfurl_lite.run.executors import Executor, make_executor, starts_on_submit
 from unfurl_lite.run.job import run_plan
 from unfurl_lite.run.metadata import EnsembleMetadata
 from unfurl_lite.run.observer import JobState, Observer, Observers
@@ -224,6 +224,7 @@ def _run_locked(
             on_job_id=lambda job_id: lock.update(lock_file, request.workflow, job_id),
             executor=executor.record,
             secret_digests=resumed.secret_digests if resumed else None,
+            starts_on_submit=starts_on_submit(executor),
         )
         # what the plan left alone and why, for the job's page (the records keep only tasks)
         journal.data["planNotes"] = [{"target": n.target, "message": n.message}
@@ -286,7 +287,7 @@ def _run_and_record(
     if request.options.dryrun or not (result.changed_anything or resumed):
         if journal is not None and journal.path is not None:
             if result.state == JobState.succeeded:
-                journal.path.unlink(missing_ok=True)  # nothing ran: nothing to resume
+                journal.discard()  # nothing ran: nothing to resume
             else:
                 journal.mark_recorded()  # nothing to record, but resumable
         return result

@@ -206,7 +206,9 @@ def read_journal(path: Path) -> dict[str, Any] | None:
     for event in events:
         task = event.get("task")
         if isinstance(task, dict) and task.get("number") in by_number:
-            tasks[by_number[task["number"]]] = task
+            index = by_number[task["number"]]
+            # a full record replaces; an event in flight carries only what changed
+            tasks[index] = task if "inputs" in task else {**tasks[index], **task}
             event = {k: v for k, v in event.items() if k != "task"}
         fold(data, event)
     return data
