@@ -115,3 +115,27 @@ def test_a_job_with_nothing_to_do_leaves_no_journal(
 
 def journal_events_left(root: Path) -> list[Path]:
     return list(root.rglob("journal*.events"))
+
+
+def test_an_events_file_its_recorded_journal_holds_is_swept_by_the_next_job(
+    project: Project, invoke: Invoke
+) -> None:
+    """A kill between rewriting the journal and removing its events file leaves a file
+    the journal already holds: the next job removes it (and keeps one with newer events)."""
+    _deploy(project, invoke)
+    [journal] = project.root.glob("jobs/journal*.yaml")
+    stale = journal.with_suffix(".events")
+    stale.write_text('{"seq":1,"state":"succeeded"}\n')
+    held = int(next(line for line in journal.read_text().splitlines()
+                    if line.startswith("eventSeq: ")).split(": ")[1])
+    assert held >= 1
+    more = "".join(shell_node(f"n{i}", "exit 0") for i in range(TASKS + 1))
+    project.write(ensemble_yaml(more))  # the next job has a task to run: it takes the lock
+    result = invoke("deploy", "--approve")
+    assert result.exit_code == 0, result.output
+    assert not stale.exists()
+    newer = journal.with_suffix(".events")
+    newer.write_text(f'{{"seq":{held + 1},"state":"succeeded"}}\n')
+    project.write(ensemble_yaml(more + shell_node("last", "exit 0")))
+    assert invoke("deploy", "--approve").exit_code == 0
+    assert newer.exists()  # not yet in the journal: resume needs it

@@ -322,14 +322,11 @@ def record_job(
     digest = spec_digest(ensemble.spec)
     job = records.job_entry(result, options.recorded, digest, changelog)
     key = key_provider(root)  # environment values' digests are keyed with the clone's key
-    entries = []
-    for run in result.runs:
-        if not run.counted:
-            continue
-        entries.append((run, records.task_entry(run, *_subject(ensemble, result, run), True,
-                                                key)))
-    summary_entries = [records.task_entry(r, *_subject(ensemble, result, r), False, key)
-                       for r in ran]
+    detailed = {id(run): records.task_entry(run, *_subject(ensemble, result, run), True, key)
+                for run in result.runs if run.counted}
+    summary_entries = [  # the same values: each entry is emitted once for both files
+        records.summary_entry(detailed[id(r)]) if id(r) in detailed
+        else records.task_entry(r, *_subject(ensemble, result, r), False, key) for r in ran]
 
     files = records.JobFiles(
         ensemble=ensemble.path,
@@ -337,14 +334,10 @@ def record_job(
         job_file=root / records.JOBS_DIR / name,
         changes_file=root / changelog if changelog else None,
     )
-    manifest_rel = "../" + ensemble.path.name
-    records.write_job_yaml(
-        files.job_file, manifest_rel, [job, *(e for _, e in entries)], result.secrets
+    records.write_job_files(
+        files.job_file, files.changes_file, "../" + ensemble.path.name,
+        [job, *detailed.values()], [job, *summary_entries], result.secrets,
     )
-    if files.changes_file is not None:
-        records.write_job_yaml(
-            files.changes_file, manifest_rel, [job, *summary_entries], result.secrets
-        )
     lines = [records.job_tsv_line(job)] + [
         records.task_tsv_line(entry, run) for run, entry in zip(ran, summary_entries, strict=True)
     ]
