@@ -110,7 +110,8 @@ class Scheduler:
             if not self.waiting[t.number] and not self.runs[t.number].carried
         )
         self.numbers = task_numbers(self.plan, self.runs)
-        self.executor.on_started = None if starts_on_submit(self.executor) else self.operation_started
+        hear = None if starts_on_submit(self.executor) else self.operation_started
+        self.executor.on_started = hear  # an executor that starts at once says nothing
         self.executor.on_notice = self.observer.job_notice
         self.executor.secrets = self.secrets  # redacted out of results where they are kept
         self.observer.job_started(
