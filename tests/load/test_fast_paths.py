@@ -141,6 +141,7 @@ def test_quick_check_agrees_with_jsonschema_on_mutated_ensembles(data: st.DataOb
     replacement = data.draw(st.one_of(
         scalar, st.just({}), st.just([]), st.just({"bogus": 1}), st.just([{"x": 1}]),
         st.just({"type": "tosca.nodes.Root"}), st.just("unfurl/v1alpha1")))
+    replacement = json.loads(json.dumps(replacement))  # st.just gives the same object again
     target = doc
     for part in path[:-1]:
         target = target[part]
