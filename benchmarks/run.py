@@ -43,6 +43,7 @@ class Measure:
     seconds: float | None  # None: timed out or failed
     rss_mb: float | None
     note: str = ""
+    cpu: float | None = None  # user + system seconds, of the process and what it waited for
 
 
 @dataclass
@@ -70,9 +71,13 @@ class Tool:
         return [*self.argv, verb, *extra, "ensemble.yaml"]
 
 
+LAST_CPU: list[float] = [0.0]  # the CPU seconds of the last timed() command
+
+
 def timed(argv: list[str], cwd: Path, timeout: float,
           env: dict[str, str] | None = None) -> tuple[float | None, float | None, str]:
-    """Wall-clock seconds and peak RSS (MB) of one process, or None on timeout/failure.
+    """Wall-clock seconds and peak RSS (MB) of one process, or None on timeout/failure;
+    its CPU seconds (user + system, with the processes it waited for) in ``LAST_CPU``.
 
     stderr goes to a file, not a pipe: a pipe nobody reads fills at 64 KB and blocks the
     process (Unfurl's undeploy logs that much, and sat idle until the timeout)."""
@@ -93,6 +98,7 @@ def timed(argv: list[str], cwd: Path, timeout: float,
                 return None, usage.ru_maxrss / 1024, f"stopped after {timeout:.0f} s"
             time.sleep(0.005)
         elapsed = time.perf_counter() - started
+        LAST_CPU[0] = usage.ru_utime + usage.ru_stime
         errors.seek(0)
         err = errors.read().decode(errors="replace")
     code = os.waitstatus_to_exitcode(status)
@@ -146,7 +152,8 @@ def run_layered(tool: Tool, nodes: int, width: int, timeout: float) -> list[Meas
     try:
         for phase in PHASES:
             seconds, rss, note = timed(tool.command(phase), root, timeout, env)
-            out.append(Measure(tool.name, "layered", nodes, phase, seconds, rss, note))
+            out.append(Measure(tool.name, "layered", nodes, phase, seconds, rss, note,
+                               LAST_CPU[0] if seconds is not None else None))
             print(f"  {tool.name:14} N={nodes:<6} {phase:12} "
                   f"{_fmt(seconds):>9} s {rss or 0:7.0f} MB {note}", flush=True)
             if seconds is None:
@@ -163,12 +170,14 @@ def median_of(series: list[list[Measure]]) -> list[Measure]:
     for phase_runs in zip(*series, strict=False):
         phase_runs = list(phase_runs)
         times = sorted(m.seconds for m in phase_runs if m.seconds is not None)
+        cpus = sorted(m.cpu for m in phase_runs if m.cpu is not None)
         first = phase_runs[0]
         out.append(Measure(
             first.tool, first.case, first.nodes, first.phase,
             times[len(times) // 2] if len(times) == len(phase_runs) else None,
             max((m.rss_mb or 0) for m in phase_runs),
             first.note or (f"median of {len(phase_runs)}" if len(phase_runs) > 1 else ""),
+            cpus[len(cpus) // 2] if cpus else None,
         ))
     return out
 
@@ -216,8 +225,8 @@ def table(measures: list[Measure]) -> str:
     tools = sorted({m.tool for m in measures})
     sizes = sorted({m.nodes for m in measures if m.case == "layered"})
     lookup = {(m.tool, m.nodes, m.phase): m for m in measures if m.case == "layered"}
-    head = "| N | tool | " + " | ".join(PHASES) + " | peak RSS (MB) |"
-    lines = [head, "|" + "---|" * (len(PHASES) + 3)]
+    head = "| N | tool | " + " | ".join(PHASES) + " | deploy CPU | peak RSS (MB) |"
+    lines = [head, "|" + "---|" * (len(PHASES) + 4)]
     for n in sizes:
         for tool in tools:
             cells = [lookup.get((tool, n, p)) for p in PHASES]
@@ -226,7 +235,9 @@ def table(measures: list[Measure]) -> str:
             text = [("not run" if c is None else (f"{c.seconds:.2f} s" if c.seconds is not None
                      else c.note)) for c in cells]
             rss = max((c.rss_mb or 0) for c in cells if c is not None)
-            lines.append(f"| {n} | {tool} | " + " | ".join(text) + f" | {rss:.0f} |")
+            deploy = lookup.get((tool, n, "deploy"))
+            cpu = f"{deploy.cpu:.2f} s" if deploy and deploy.cpu is not None else "-"
+            lines.append(f"| {n} | {tool} | " + " | ".join(text) + f" | {cpu} | {rss:.0f} |")
     lines.append("")
     lines.append("| case | " + " | ".join(tools) + " |")
     lines.append("|---|" + "---|" * len(tools))
@@ -284,7 +295,8 @@ def plot(measures: list[Measure], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(PHASES), figsize=(16, 4), sharey=True)
+    fig, all_axes = plt.subplots(1, len(PHASES) + 1, figsize=(19, 4))
+    axes = all_axes[:-1]
     for axis, phase in zip(axes, PHASES, strict=True):
         for tool, style in (("unfurl-lite", "o-"), ("unfurl-1.2.0", "s--")):
             points = sorted((m.nodes, m.seconds) for m in measures if m.tool == tool
@@ -298,7 +310,19 @@ def plot(measures: list[Measure], path: Path) -> None:
         axis.grid(True, which="both", alpha=0.3)
     axes[0].set_ylabel("seconds")
     axes[0].legend()
-    fig.suptitle("Layered DAG of `true` operations: wall-clock time")
+    memory = all_axes[-1]
+    for tool, style in (("unfurl-lite", "o-"), ("unfurl-1.2.0", "s--")):
+        points = sorted((m.nodes, m.rss_mb) for m in measures if m.tool == tool
+                        and m.case == "layered" and m.phase == "deploy" and m.rss_mb)
+        if points:
+            memory.plot(*zip(*points, strict=True), style, label=tool)
+    memory.set_xscale("log")
+    memory.set_yscale("log")
+    memory.set_title("deploy: peak RSS")
+    memory.set_xlabel("nodes (N)")
+    memory.set_ylabel("MB")
+    memory.grid(True, which="both", alpha=0.3)
+    fig.suptitle("Layered DAG of `true` operations: wall-clock time and peak memory")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=90)
@@ -386,7 +410,8 @@ def main() -> None:
     report = {
         "machine": f"{platform.node()} {platform.machine()} {os.cpu_count()} cores, "
                    f"Python {platform.python_version()}",
-        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "date": time.strftime("%Y-%m-%d %H:%M") + " (load average at the end "
+                f"{os.getloadavg()[0]:.1f})",
         "command": " ".join(["python", "benchmarks/run.py", *sys.argv[1:]]),
         "slopes_ms_per_node": {f"{t.name} {p}": slope_ms(measures, t.name, p)
                                for t in tools for p in PHASES},

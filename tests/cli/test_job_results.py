@@ -37,11 +37,12 @@ def test_check_in_a_pipe_names_the_instance_it_found_absent(invoke_in: InvokeIn,
     assert piped.returncode == 0, piped.stderr
     table = piped.stdout[piped.stdout.index("INSTANCE"):].splitlines()
     assert table[0].split() == ["INSTANCE", "STATUS", "STATE", "CHANGE"]
-    assert table[1].split() == ["server", "absent", "created", "ok", "->", "absent"]
+    # as Unfurl: a check that finds a deployed instance absent finds it deleted
+    assert table[1].split() == ["server", "absent", "deleted", "ok", "->", "absent"]
     document = json.loads(run_unfurl(root, "check", "--json").stdout)
     assert document["changes"] == [{"instance": "server", "status": "absent",
-                                    "state": "created", "was": "absent",
-                                    "wasState": "created", "change": "unchanged"}]
+                                    "state": "deleted", "was": "absent",
+                                    "wasState": "deleted", "change": "unchanged"}]
 
 
 def test_the_partition_adds_up_after_a_cancel_and_unrun_tasks_are_said_once(

@@ -70,3 +70,31 @@ def test_without_a_remote_the_project_is_the_repositorys_folder(project, invoke)
 ])
 def test_project_path_is_unfurls(url, name):
     assert project_path(url) == name
+
+
+def test_an_operation_reads_nodes_and_root_as_unfurls_context_vars(project, invoke):
+    """Unfurl's set_context_vars gives every operation NODES, ROOT and TOPOLOGY."""
+    project.write(ensemble_yaml("""\
+db:
+  type: tosca.nodes.Root
+  properties:
+    port: 5432
+app:
+  type: tosca.nodes.Root
+  requirements:
+    - dependency: db
+  interfaces:
+    Standard:
+      configure:
+        implementation: Template
+        inputs:
+          run: "{{ NODES.db.port }}"
+          resultTemplate:
+            attributes:
+              port: "{{ NODES.db.port + 1 }}"
+              root: "{{ ROOT.inputs | length }}"
+"""))
+    assert invoke("validate").exit_code == 0
+    result = invoke("deploy", "--approve")
+    assert result.exit_code == 0, result.output
+    assert project.status()["app"]["attributes"] == {"port": 5433, "root": 0}

@@ -1,6 +1,7 @@
 """Hypothesis strategies for ensembles written in the many YAML layouts users write:
 block and flow collections, every quoting style, comments, anchors, aliases and merge
-keys, plain scalars holding ``:`` and ``#``, unicode escapes, document markers, CRLF.
+keys, plain scalars holding ``:`` and ``#``, unicode escapes, document markers, CRLF, a
+byte order mark.
 
 A document is drawn as a small tree (:class:`Map`, :class:`Seq`, :class:`Scalar`,
 :class:`Alias`) together with the data it means, then laid out as text; the test checks
@@ -125,12 +126,13 @@ class Layout:
     comments: bool
     top: str  # "block"; "flow": the whole document is one flow mapping
     tail: str  # "", "..." (a document end marker) or "status" (a commented status: {})
+    bom: bool  # a byte order mark first, as Windows editors write
 
 
 layouts = st.builds(Layout, st.sampled_from([2, 4]), st.booleans(), st.booleans(),
                     st.booleans(), st.sampled_from(["", "---", "%YAML"]), st.booleans(),
                     st.sampled_from(["block", "block", "flow"]),
-                    st.sampled_from(["", "", "...", "status"]))
+                    st.sampled_from(["", "", "...", "status"]), st.booleans())
 
 
 @dataclass
@@ -220,7 +222,7 @@ def text(topology: Topology) -> str:
             lines.append("status: {} # jobs record the instances here")
     if layout.tail == "...":
         lines.append("...")
-    out = "\n".join(lines) + "\n"
+    out = ("\ufeff" if layout.bom else "") + "\n".join(lines) + "\n"
     return out.replace("\n", "\r\n") if layout.crlf else out
 
 

@@ -103,25 +103,29 @@ def test_jobs_log_inside_git_or_a_credential_store_is_refused_at_validate(
     assert not (project.root / ".git" / "hooks" / "post-commit").exists()
 
 
-def test_jobs_log_through_a_symlink_into_git_is_refused_before_anything_runs(
+def test_jobs_log_through_a_symlink_into_git_is_refused_at_validate_and_before_running(
     project: Project,
 ) -> None:
     os.symlink(".git", project.root / "logs")
     git(project.root, "add", "logs")
     project.write(TWO.replace("test -e fixed", "touch ran") + "jobsLog: logs/jobs.tsv\n")
-    result = run_unfurl(project.root, "deploy", "--approve")
-    clean(result)
-    assert result.returncode == 1 and "inside .git" in result.stderr
+    for command in (["validate"], ["deploy", "--approve"]):
+        result = run_unfurl(project.root, *command)
+        clean(result)
+        assert result.returncode == 1 and "inside .git" in result.stderr
     assert not (project.root / "ran").exists()
     assert not (project.root / ".git" / "jobs.tsv").exists()
 
 
-def test_jobs_log_as_a_directory_is_refused_before_anything_runs(project: Project) -> None:
+def test_a_directory_as_jobs_log_is_refused_at_validate_and_before_running(
+    project: Project,
+) -> None:
     (project.root / "logdir").mkdir()
     project.write(TWO.replace("test -e fixed", "touch ran") + "jobsLog: logdir\n")
-    result = run_unfurl(project.root, "deploy", "--approve")
-    clean(result)
-    assert result.returncode == 1 and "is a directory, not a file" in result.stderr
+    for command in (["validate"], ["deploy", "--approve"]):
+        result = run_unfurl(project.root, *command)
+        clean(result)
+        assert result.returncode == 1 and "is a directory, not a file" in result.stderr
     assert not (project.root / "ran").exists()
 
 

@@ -77,32 +77,30 @@ def test_the_issue_flow_example_is_recorded(tmp_path: Path) -> None:
     assert str(deployed.state) == "succeeded"
 
 
-@pytest.mark.slow
-@settings(max_examples=60, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(layouts.topologies())
-def test_every_layout_is_recorded(tmp_path_factory: pytest.TempPathFactory,
-                                  topology: layouts.Topology) -> None:
+#: the default run draws a few layouts, the same every run (CI stays fast and
+#: reproducible); the slow run draws many, afresh each time
+FEW = settings(max_examples=6, deadline=None, derandomize=True, database=None,
+               suppress_health_check=[HealthCheck.too_slow,
+                                      HealthCheck.function_scoped_fixture])
+MANY = settings(max_examples=60, deadline=None,
+                suppress_health_check=[HealthCheck.too_slow,
+                                       HealthCheck.function_scoped_fixture])
+
+
+def check_layout(root: Path, topology: layouts.Topology) -> None:
     text = layouts.text(topology)
     read = yamlio.to_plain(yamlio.round_trip().load(text))  # as the loader reads it
     read.pop("status", None)
     assert read == layouts.data(topology.document), text  # the generator's own check
-    check_cycle(tmp_path_factory.mktemp("layout") / "p", text, topology.names)
+    check_cycle(root, text, topology.names)
 
 
-@pytest.mark.slow
-@settings(max_examples=60, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(layouts.topologies())
-def test_every_layout_gets_a_writer_that_keeps_the_users_part(
-    tmp_path_factory: pytest.TempPathFactory, topology: layouts.Topology
-) -> None:
+def check_writer(root: Path, topology: layouts.Topology) -> None:
     """The writers alone (no job): whichever applies, the user's part reads back the same,
     the status written reads back as given, and a file in ruamel's layout stays in it."""
     from unfurl_lite.record import statusfile
 
     text = layouts.text(topology)
-    root = tmp_path_factory.mktemp("writer")
     (root / "ensemble.yaml").write_bytes(text.encode("utf-8", "surrogatepass"))
     status = {"instances": {"n0": {"readyState": {"local": "ok"}, "attributes": {
         "s": "x\ud800 #: y", "u": "日本"}}}}
@@ -114,3 +112,35 @@ def test_every_layout_gets_a_writer_that_keeps_the_users_part(
     assert yamlio.to_plain(yamlio.round_trip().load(written.text))["status"] == status
     if written.writer == "sections":
         assert all(line in written.text for line in text.splitlines() if "status" not in line)
+
+
+@FEW
+@given(layouts.topologies())
+def test_some_layouts_are_recorded(tmp_path_factory: pytest.TempPathFactory,
+                                   topology: layouts.Topology) -> None:
+    check_layout(tmp_path_factory.mktemp("layout") / "p", topology)
+
+
+@pytest.mark.slow
+@MANY
+@given(layouts.topologies())
+def test_every_layout_is_recorded(tmp_path_factory: pytest.TempPathFactory,
+                                  topology: layouts.Topology) -> None:
+    check_layout(tmp_path_factory.mktemp("layout") / "p", topology)
+
+
+@settings(FEW, max_examples=25)
+@given(layouts.topologies())
+def test_some_layouts_get_a_writer_that_keeps_the_users_part(
+    tmp_path_factory: pytest.TempPathFactory, topology: layouts.Topology
+) -> None:
+    check_writer(tmp_path_factory.mktemp("writer"), topology)
+
+
+@pytest.mark.slow
+@settings(MANY, max_examples=300)
+@given(layouts.topologies())
+def test_every_layout_gets_a_writer_that_keeps_the_users_part(
+    tmp_path_factory: pytest.TempPathFactory, topology: layouts.Topology
+) -> None:
+    check_writer(tmp_path_factory.mktemp("writer"), topology)

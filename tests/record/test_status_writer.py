@@ -28,6 +28,9 @@ def test_flow_style_with_colons_is_recorded_and_kept_byte_for_byte(project: Proj
     text = project.ensemble.read_text()
     assert text.startswith(FLOW)
     assert project.local("n") == "ok" and project.local("m") == "ok"
+    # the type as Unfurl records it: tosca:Root spelled out
+    assert "on instance n (type tosca.nodes.Root, status ok)" in \
+        (project.root / "jobs.tsv").read_text()
     again = invoke("deploy", "--approve")
     assert "Nothing to do" in again.output and again.exit_code == 0
 
@@ -43,6 +46,20 @@ def test_crlf_line_ends_are_kept_and_the_status_gets_them(project: Project,
     assert written.startswith(text.encode())
     assert b"\n" not in written.replace(b"\r\n", b"")  # every line ends CRLF
     assert project.local("n") == "ok"
+    assert "Nothing to do" in invoke("deploy", "--approve").output
+
+
+def test_a_byte_order_mark_is_kept_and_only_the_status_rewritten(
+    project: Project, invoke: Invoke, caplog: pytest.LogCaptureFixture
+) -> None:
+    text = "\ufeff" + FLOW.replace("\n", "\r\n")  # as a Windows editor saves it
+    project.ensemble.write_bytes(text.encode())
+    git(project.root, "add", "ensemble.yaml")
+    git(project.root, "commit", "-q", "-m", "bom")
+    assert invoke("deploy", "--approve").exit_code == 0
+    assert project.ensemble.read_bytes().startswith(text.encode())
+    assert "rewritten" not in caplog.text
+    assert project.local("m") == "ok"
     assert "Nothing to do" in invoke("deploy", "--approve").output
 
 
@@ -141,3 +158,30 @@ def test_binary_output_is_recorded_escaped(project: Project, invoke: Invoke) -> 
     assert result.exit_code == 0, result.output
     job = next((project.root / "jobs").glob("job*.yaml")).read_text()
     assert "ok \\xff\\xfe end" in job  # each byte that is not UTF-8 as \xNN
+
+
+#: a locale that is not UTF-8 (as LANG=C gives Python without its UTF-8 mode)
+ASCII_LOCALE = {"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+
+
+def test_a_locale_that_is_not_utf8_changes_nothing(project: Project) -> None:
+    project.write(ensemble_yaml("""\
+        n:
+          type: tosca:Root
+          properties: {p: "日本", q: "\\ud800"}
+          interfaces:
+            Standard:
+              create:
+                implementation: Shell
+                inputs:
+                  command: "echo café {{ SELF.p }} $GREETING"
+                  env: {GREETING: "¡hola!"}
+                  resultTemplate: {attributes: {out: "{{ stdout | trim }}"}}
+    """))
+    result = run_unfurl(project.root, "deploy", "--approve", env=ASCII_LOCALE)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert project.status()["n"]["attributes"]["out"] == "café 日本 ¡hola!"
+    for command in (["status"], ["history"], ["deploy", "--approve"]):
+        again = run_unfurl(project.root, *command, env=ASCII_LOCALE)
+        assert again.returncode == 0 and "Traceback" not in again.stderr, again.stderr
+    assert "Nothing to do" in again.stdout + again.stderr

@@ -17,6 +17,7 @@ from tests.execution_helpers import chain_ensemble, count, kill9, start_unfurl, 
 from unfurl_lite.load import jobslog
 from unfurl_lite.load.loader import load_ensemble
 from unfurl_lite.record.journal import list_journals
+from unfurl_lite.record.liveness import pid_alive
 
 
 def setup(project: Project, names, requires, sleep=0.2, failing=None) -> Path:
@@ -107,14 +108,20 @@ def test_kill9_mid_run_then_resume_matches_an_uninterrupted_run(project, tmp_pat
 def test_resume_stops_operations_the_killed_job_left_running(project):
     """The killed job's command would otherwise run on beside its re-run: it started first,
     so unstopped it would also finish first, and write a second end mark."""
-    marks = setup(project, ["a"], {}, sleep=2)
+    marks = setup(project, ["a"], {}, sleep=0)
+    # the first run waits (a minute: still running however slow the machine), the re-run not
+    first = 'if [ "$(wc -l < marks/a.start)" -eq 1 ]; then sleep 60; fi'
+    project.write(ensemble_yaml(
+        "a:\n  type: tosca.nodes.Root\n  interfaces:\n    Standard:\n      operations:\n"
+        f"        configure: 'echo $$ >> marks/a.start; {first}; echo done >> marks/a.end'\n"))
     job = start_unfurl(project.root, "deploy", "--approve")
     wait_for(lambda: count(marks, "start") >= 1, job)
     kill9(job)
     result = run_unfurl(project.root, "resume", "--force")
     assert result.returncode == 0, result.stderr
     assert "left running when it was killed" in result.stderr
-    assert len((marks / "a.start").read_text().split()) == 2  # the orphan, then the re-run
+    orphan, _rerun = (marks / "a.start").read_text().split()  # the orphan, then the re-run
+    assert not pid_alive(int(orphan))
     assert (marks / "a.end").read_text().split() == ["done"]  # only the re-run finished
     assert project.local("a") == "ok"
 

@@ -27,10 +27,11 @@ from unfurl_lite.load.gitrepo import Repo, find_repo, identity_problem
 from unfurl_lite.load.loader import load_ensemble
 from unfurl_lite.model import status_layout as layout
 from unfurl_lite.model.ensemble import Ensemble, with_inputs
+from unfurl_lite.model.lineage import full_name
 from unfurl_lite.plan.tasks import Plan
 from unfurl_lite.record import lock, preflight, records, statusfile, tempfiles
 from unfurl_lite.run import relationships
-from unfurl_lite.run.executors import Executor, make_executor
+from unfurl_lite.run.executors import Executor, make_executor, starts_on_submit
 from unfurl_lite.run.job import run_plan
 from unfurl_lite.run.metadata import EnsembleMetadata
 from unfurl_lite.run.observer import JobState, Observer, Observers
@@ -223,6 +224,7 @@ def _run_locked(
             on_job_id=lambda job_id: lock.update(lock_file, request.workflow, job_id),
             executor=executor.record,
             secret_digests=resumed.secret_digests if resumed else None,
+            starts_on_submit=starts_on_submit(executor),
         )
         # what the plan left alone and why, for the job's page (the records keep only tasks)
         journal.data["planNotes"] = [{"target": n.target, "message": n.message}
@@ -285,7 +287,7 @@ def _run_and_record(
     if request.options.dryrun or not (result.changed_anything or resumed):
         if journal is not None and journal.path is not None:
             if result.state == JobState.succeeded:
-                journal.path.unlink(missing_ok=True)  # nothing ran: nothing to resume
+                journal.discard()  # nothing ran: nothing to resume
             else:
                 journal.mark_recorded()  # nothing to record, but resumable
         return result
@@ -320,14 +322,11 @@ def record_job(
     digest = spec_digest(ensemble.spec)
     job = records.job_entry(result, options.recorded, digest, changelog)
     key = key_provider(root)  # environment values' digests are keyed with the clone's key
-    entries = []
-    for run in result.runs:
-        if not run.counted:
-            continue
-        entries.append((run, records.task_entry(run, *_subject(ensemble, result, run), True,
-                                                key)))
-    summary_entries = [records.task_entry(r, *_subject(ensemble, result, r), False, key)
-                       for r in ran]
+    detailed = {id(run): records.task_entry(run, *_subject(ensemble, result, run), True, key)
+                for run in result.runs if run.counted}
+    summary_entries = [  # the same values: each entry is emitted once for both files
+        records.summary_entry(detailed[id(r)]) if id(r) in detailed
+        else records.task_entry(r, *_subject(ensemble, result, r), False, key) for r in ran]
 
     files = records.JobFiles(
         ensemble=ensemble.path,
@@ -335,14 +334,10 @@ def record_job(
         job_file=root / records.JOBS_DIR / name,
         changes_file=root / changelog if changelog else None,
     )
-    manifest_rel = "../" + ensemble.path.name
-    records.write_job_yaml(
-        files.job_file, manifest_rel, [job, *(e for _, e in entries)], result.secrets
+    records.write_job_files(
+        files.job_file, files.changes_file, "../" + ensemble.path.name,
+        [job, *detailed.values()], [job, *summary_entries], result.secrets,
     )
-    if files.changes_file is not None:
-        records.write_job_yaml(
-            files.changes_file, manifest_rel, [job, *summary_entries], result.secrets
-        )
     lines = [records.job_tsv_line(job)] + [
         records.task_tsv_line(entry, run) for run, entry in zip(ran, summary_entries, strict=True)
     ]
@@ -380,7 +375,8 @@ def _subject(ensemble: Ensemble, result: JobResult, run: Any) -> tuple[Any, str]
     relationship instance, as Unfurl records it."""
     relationship = relationships.relationship_instance(result.instances, run.task, attach=False)
     if relationship is not None:
-        return relationship, relationships.relationship_type(run.task)
+        return relationship, full_name(relationships.relationship_type(run.task),
+                                       "relationships")
     return result.instances.get(run.task.target), _type_of(ensemble, result, run.task.template)
 
 

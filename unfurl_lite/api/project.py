@@ -191,8 +191,12 @@ def validate(ensemble: str | Path | None = None) -> Ensemble:
     templates read (every problem in one :class:`~unfurl_lite.errors.InputError`)."""
     from unfurl_lite.errors import InputError
     from unfurl_lite.load import name_checks
+    from unfurl_lite.security.paths import confine_records
 
     loaded = load_ensemble(ensemble)
+    # where the records would go, as a job will find it (a directory, a symlink into
+    # .git): the file system's to say, so not cached with the text's verdict
+    confine_records(loaded.project_root, loaded.jobs_log, allow_outside=True)
     found = name_checks.find(loaded)
     if found:
         raise InputError(name_checks.problems(loaded, found),

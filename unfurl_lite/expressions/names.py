@@ -14,7 +14,7 @@ from typing import Any
 
 #: the variables every operation's templates see
 OPERATION_VARIABLES = frozenset({"SELF", "HOST", "SOURCE", "TARGET", "inputs", "TOPOLOGY",
-                                 "task"})
+                                 "ROOT", "NODES", "__unfurl", "task"})
 #: and those of ``resultTemplate`` and ``done`` (besides the operation's own outputs)
 RESULT_VARIABLES = frozenset({"stdout", "stderr", "returncode", "result", "success", "error",
                               "outputs"})

@@ -17,6 +17,7 @@ from functools import lru_cache
 from typing import Any
 
 WIDTH = 80  # yamlio's ruamel width, which is Unfurl's
+ENTRY_INDENT = 2  # the keys of a mapping in a top-level list: a record's entries
 _INDICATORS = frozenset("#,[]{}&*!|>'\"%@`")
 _RUNS = re.compile("( +)")  # words and the runs of spaces between them
 _PRINTABLE = frozenset(chr(c) for c in range(0x20, 0x7F))
@@ -27,12 +28,13 @@ class _GiveUp(Exception):
 
 
 class _Writer:
-    __slots__ = ("column", "parts", "whitespace")
+    __slots__ = ("column", "memo", "parts", "whitespace")
 
-    def __init__(self) -> None:
+    def __init__(self, memo: dict[tuple[str, int, int], tuple[str, int]] | None = None) -> None:
         self.parts: list[str] = []
         self.column = 0
         self.whitespace = True
+        self.memo = memo
 
     def put(self, text: str) -> None:
         self.parts.append(text)
@@ -44,11 +46,17 @@ class _Writer:
         self.whitespace = True
 
 
-def dump(data: Any) -> str | None:
-    """The YAML text of a non-empty mapping, or None if only ruamel can write it exactly."""
+def dump(data: Any, memo: dict[tuple[str, int, int], tuple[str, int]] | None = None
+         ) -> str | None:
+    """The YAML text of a non-empty mapping, or None if only ruamel can write it exactly.
+
+    ``memo``, shared by the documents of one record written two ways (a job's file and its
+    changes file hold the same task entries, one with fewer keys): the text of each entry's
+    key and value, emitted once for both. It is keyed by the value's identity, so the
+    documents must share their values and stay unchanged until the last is dumped."""
     if type(data) is not dict or not data:
         return None
-    writer = _Writer()
+    writer = _Writer(memo)
     try:
         _mapping(writer, data, 0)
     except _GiveUp:
@@ -59,31 +67,46 @@ def dump(data: Any) -> str | None:
 
 def _mapping(w: _Writer, mapping: dict[Any, Any], indent: int) -> None:
     first = True
+    memo = w.memo if indent == ENTRY_INDENT else None
     for key, value in mapping.items():
         if not first:
             w.newline(indent)
         first = False
-        if not isinstance(key, str) or len(key) > WIDTH or _style(key) != "plain":
-            raise _GiveUp
-        w.put(key + ":")
-        w.whitespace = False
-        if value is None:
+        if memo is not None:  # a key starts at ``indent`` whatever came before it
+            found = memo.get((key, id(value), indent))
+            if found is not None:
+                w.parts.append(found[0])
+                w.column, w.whitespace = found[1], False
+                continue
+            start = len(w.parts)
+            _pair(w, key, value, indent)
+            memo[(key, id(value), indent)] = ("".join(w.parts[start:]), w.column)
             continue
-        kind = type(value)
-        if kind is dict:
-            if not value:
-                w.put(" {}")
-                continue
-            w.newline(indent + 2)
-            _mapping(w, value, indent + 2)
-        elif kind is list:
-            if not value:
-                w.put(" []")
-                continue
-            w.newline(indent)
-            _sequence(w, value, indent)
-        else:
-            _scalar(w, value, indent + 2)
+        _pair(w, key, value, indent)
+
+
+def _pair(w: _Writer, key: Any, value: Any, indent: int) -> None:
+    if not isinstance(key, str) or len(key) > WIDTH or _style(key) != "plain":
+        raise _GiveUp
+    w.put(key + ":")
+    w.whitespace = False
+    if value is None:
+        return
+    kind = type(value)
+    if kind is dict:
+        if not value:
+            w.put(" {}")
+            return
+        w.newline(indent + 2)
+        _mapping(w, value, indent + 2)
+    elif kind is list:
+        if not value:
+            w.put(" []")
+            return
+        w.newline(indent)
+        _sequence(w, value, indent)
+    else:
+        _scalar(w, value, indent + 2)
 
 
 def _sequence(w: _Writer, items: list[Any], indent: int) -> None:

@@ -134,10 +134,11 @@ def parse_plain(text: str) -> Any:
         return to_plain(YAML(typ="rt").load(text))
 
 
-def dump(data: Any) -> str:
+def dump(data: Any, memo: dict[Any, Any] | None = None) -> str:
+    """``memo``: see :func:`emit.dump` (documents that share their entries)."""
     from unfurl_lite.load import emit
 
-    fast = emit.dump(data)
+    fast = emit.dump(data, memo)
     if fast is not None:
         return fast
     stream = io.StringIO()

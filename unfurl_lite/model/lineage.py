@@ -34,6 +34,15 @@ NORMATIVE_ATTRIBUTES: dict[str, tuple[str, ...]] = {
 }
 
 
+def full_name(type_name: str, kind: str = "nodes") -> str:
+    """A type as Unfurl names it in its records: the ``tosca:`` prefix spelled out
+    (``tosca:Root`` is ``tosca.nodes.Root``, ``tosca:ConnectsTo`` with ``kind``
+    "relationships" ``tosca.relationships.ConnectsTo``); any other name as written."""
+    if type_name.startswith("tosca:"):
+        return f"tosca.{kind}.{type_name[len('tosca:'):]}"
+    return type_name
+
+
 def normative_name(type_name: str) -> str:
     """``tosca:Compute`` and ``Compute`` are ``tosca.nodes.Compute``."""
     if type_name.startswith("tosca:"):

@@ -7,8 +7,11 @@ the job started from, so tasks keep their numbers), every task's state, and the
 instances' status as of the last transition. The ensemble itself is only written when
 the job is recorded; until then the journal is the truth.
 
-The file is written once whole (atomically) when the job starts, then each transition
-appends one line to its ``.events`` log: the task's record and the instances it touched.
+The file is written whole (atomically) twice: when the job starts, and once the job is
+recorded (the copy git keeps, redacted with every secret the job came to know). In
+between each transition appends one line to its ``.events`` log: the task's record and
+the instances it touched; a task sent to an executor that starts it at once (the local
+one) and done is two lines, and the job's end one more.
 Each line is written before the transition takes effect (so killing the process loses
 nothing) and reaches the disk within 0.1 s (see :class:`journal_format.EventLog`).
 Rewriting the whole journal at every transition cost O(N) per task, O(N^2) per job
@@ -84,6 +87,7 @@ class Journal(Observer):
         on_job_id: Any = None,
         executor: dict[str, str] | None = None,
         secret_digests: list[str] | None = None,
+        starts_on_submit: bool = False,
     ) -> None:
         from unfurl_lite.expressions.context import spec_secrets
 
@@ -125,8 +129,12 @@ class Journal(Observer):
         self.on_job_id = on_job_id
         self.known: set[str] = set()  # instances whose record the file already holds
         self.seq = 0  # events appended so far
+        #: task states written as events: "sending" is followed by "sent" before anything
+        #: leaves the job, and "sent" by "started" when the executor starts it at once
+        self.skipped = (TaskState.sending, TaskState.sent) if starts_on_submit \
+            else (TaskState.sending,)
+        self.whole: set[int] = set()  # tasks whose full record this attempt is in the events
         self.events: journal_format.EventLog | None = None
-        self.written: tuple[dict[str, Any], list[dict[str, Any]]] | None = None
         # what a resume needs to redact what this job derived (the job it resumes too)
         self.data[journal_format.SECRET_DIGESTS] = list(secret_digests or [])
         self.digested: set[str] = set()
@@ -151,7 +159,7 @@ class Journal(Observer):
         self.write()
 
     def task_changed(self, run: TaskRun) -> None:
-        if self.path is None:
+        if self.path is None or run.state in self.skipped:
             return
         with self.lock:
             task = run.task
@@ -162,7 +170,12 @@ class Journal(Observer):
                 touched.update(n for n in list(self.instances) if n not in self.known)
             names = [n for n in touched if n and n in self.instances]
             self.known.update(names)
-            full = run.result is not None or run.state not in (TaskState.sent, TaskState.started)
+            full = (run.result is not None or task.number not in self.whole
+                    or run.state not in (TaskState.sent, TaskState.started))
+            if run.state == TaskState.rescheduled:
+                self.whole.discard(task.number)  # the next attempt starts with a full record
+            elif full:
+                self.whole.add(task.number)
             event = {
                 "task": task_record(run, self.secrets, self.key) if full else task_progress(run),
                 "instances": snapshot_instances(
@@ -209,30 +222,41 @@ class Journal(Observer):
     # -- the end of the job
 
     def finished(self, result: JobResult) -> None:
+        """An event, not a rewrite: the records are written next, and the journal is
+        rewritten whole once, when they are (:meth:`mark_recorded`)."""
         self.data["state"] = str(result.state)
         self.data["status"] = str(result.status)
-        self.secrets = result.secrets
-        self.write()
+        with self.lock:
+            self.secrets = result.secrets
+        self._append({"state": self.data["state"], "status": self.data["status"]})
 
     def mark_recorded(self) -> None:
+        """The job's one rewrite of the whole journal (what git keeps), redacted with
+        every secret the job came to know."""
         self.data["recorded"] = True
-        self.write(unchanged_since_last=True)
+        self.write()
 
-    def write(self, unchanged_since_last: bool = False) -> None:
-        """The whole journal, atomically: at the start and the end of the job. Once the
-        job has finished nothing but ``data`` changes, so the last snapshot serves again."""
+    def discard(self) -> None:
+        """Nothing ran: nothing to resume, no journal left behind."""
+        if self.path is None:
+            return
+        with self.lock:
+            if self.events is not None:
+                self.events.close()
+                self.events = None
+            self.path.unlink(missing_ok=True)
+            journal_format.events_path(self.path).unlink(missing_ok=True)
+
+    def write(self) -> None:
+        """The whole journal, atomically: when the job starts and once it is recorded."""
         if self.path is None:
             return
         with self.lock:
             data = dict(self.data)
-            if unchanged_since_last and self.written is not None:
-                data["instances"], data["tasks"] = self.written
-            else:
-                data["instances"] = snapshot_instances(self.instances, self.secrets)
-                data["tasks"] = [task_record(r, self.secrets, self.key) for r in list(self.runs)]
+            data["instances"] = snapshot_instances(self.instances, self.secrets)
+            data["tasks"] = [task_record(r, self.secrets, self.key) for r in list(self.runs)]
             self._new_digests()
             data[journal_format.SECRET_DIGESTS] = list(self.data[journal_format.SECRET_DIGESTS])
-            self.written = (data["instances"], data["tasks"])
             self.known = set(data["instances"])
             if self.events is not None:
                 self.events.close()

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from unfurl_lite.load import yamlio
+from unfurl_lite.record.liveness import pid_alive
 
 EVENTS = "events"
 #: keyed digests of the secrets the job knows (see security/digested.py)
@@ -206,7 +207,33 @@ def read_journal(path: Path) -> dict[str, Any] | None:
     for event in events:
         task = event.get("task")
         if isinstance(task, dict) and task.get("number") in by_number:
-            tasks[by_number[task["number"]]] = task
+            index = by_number[task["number"]]
+            # a full record replaces; an event in flight carries only what changed
+            tasks[index] = task if "inputs" in task else {**tasks[index], **task}
             event = {k: v for k, v in event.items() if k != "task"}
         fold(data, event)
     return data
+
+
+def stale_events(events: Path) -> bool:
+    """An events file its journal already holds in full (every event's seq at most the
+    journal's ``eventSeq``) whose job is recorded or gone: what a process killed between
+    rewriting the journal and removing the file leaves. Never a running job's."""
+    head: dict[str, Any] = {}
+    try:
+        for line in events.with_suffix(".yaml").read_text(encoding="utf-8").split("\n"):
+            key, sep, value = line.partition(": ")
+            if sep and key in ("eventSeq", "recorded", "pid"):
+                head[key] = json.loads(value)
+        log = events.read_text(encoding="utf-8").split("\n")[:-1]
+    except (OSError, ValueError):
+        return False
+    alive = pid_alive(int(head.get("pid") or 0))
+    if "eventSeq" not in head or (alive and not head.get("recorded")):
+        return False
+    held = int(head["eventSeq"] or 0)
+    try:
+        return all(int(json.loads(line).get("seq", 0)) <= held for line in log)
+    except (ValueError, AttributeError):
+        return False
+

@@ -83,7 +83,7 @@ def _content(command: str, change_id: str | None) -> str:
 def _link_new(path: Path, text: str) -> bool:
     fd, tmp = temp_file(path.parent, f"{path.name}.")
     try:
-        with os.fdopen(fd, "w") as handle:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
@@ -149,7 +149,7 @@ def finish_advice(project_root: Path) -> str:
 def update(path: Path, command: str, change_id: str) -> None:
     """Name the job's changeId in the lock once it is known (atomic replace)."""
     fd, tmp = temp_file(path.parent, f"{path.name}.")
-    with os.fdopen(fd, "w") as handle:
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(_content(command, change_id))
     os.replace(tmp, path)
 
@@ -161,7 +161,7 @@ def stale_text(ensemble_path: Path) -> str | None:
     if info is None or (info.alive and info.pid != -1):
         return None
     try:
-        return path.read_text()
+        return path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
 
@@ -171,7 +171,7 @@ def hand_back(path: Path, text: str) -> None:
     replace), so :func:`release` leaves it: a resume that failed before recording the
     killed job must not let the next job start and silently abandon it."""
     fd, tmp = temp_file(path.parent, f"{path.name}.")
-    with os.fdopen(fd, "w") as handle:
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(text)
     os.replace(tmp, path)
 

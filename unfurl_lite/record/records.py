@@ -191,11 +191,30 @@ def job_file_name(start_label: str, job_prefix: str) -> str:
     return f"job{start_label}-{job_prefix}.yaml"
 
 
-def write_job_yaml(
-    path: Path, manifest: str, changes: list[Mapping[str, Any]], secrets: set[str]
+def write_job_files(
+    job_file: Path, changes_file: Path | None, manifest: str,
+    entries: list[Mapping[str, Any]], changes: list[Mapping[str, Any]], secrets: set[str],
 ) -> None:
-    body = {"manifest": manifest, "changes": [redact(dict(c), secrets) for c in changes]}
-    yamlio.atomic_write(path, yamlio.dump(body))
+    """The job's file (``entries``: the job, then every task in detail) and its changes
+    file (``changes``: the job, then what ran, as :func:`summary_entry` gives it). The two
+    share their values, so each value is redacted once and each task entry's text is
+    emitted once for both files."""
+    redacted: dict[int, Any] = {}
+
+    def once(entry: Mapping[str, Any]) -> dict[str, Any]:
+        out = {}
+        for key, value in entry.items():
+            if id(value) not in redacted:
+                redacted[id(value)] = redact(value, secrets)
+            out[key] = redacted[id(value)]
+        return out
+
+    memo: dict[Any, Any] = {}
+    job_body = {"manifest": manifest, "changes": [once(e) for e in entries]}
+    yamlio.atomic_write(job_file, yamlio.dump(job_body, memo))
+    if changes_file is not None:
+        changes_body = {"manifest": manifest, "changes": [once(c) for c in changes]}
+        yamlio.atomic_write(changes_file, yamlio.dump(changes_body, memo))
 
 
 def missing_lines(path: Path, lines: list[str]) -> list[str]:
@@ -271,7 +290,7 @@ def task_entry(
         "reason": task.reason,
         "inputs": digestable(run.inputs),
         **(
-            {"result": run.result.outputs} if detailed and run.result and run.result.outputs else {}
+            {"result": run.result.outputs} if run.result and run.result.outputs else {}
         ),
         **({"dependencies": dependency_records(run.reads)}
            if run.reads and dependency_records(run.reads) else {}),
@@ -289,30 +308,42 @@ def task_entry(
     }
     if run.previous_id:  # right after the changeId, where Unfurl writes it
         entry = {"changeId": entry.pop("changeId"), "previousId": run.previous_id, **entry}
-    if detailed:
-        if op is not None:  # the operation's full name, for planning (not in Unfurl's format)
-            entry["interface"] = op.interface
-        entry["status"] = str(run.status) if run.status else None
-        entry["state"] = str(run.state)
-        entry["attempts"] = run.attempts
-        entry["worker"] = run.worker
-        if run.retries:
-            entry["retries"] = list(run.retries)
-        if run.interrupted:
-            entry["interrupted"] = run.interrupted
-        if task.source:
-            entry["source"] = f"::{task.source}"
-        if task.peer:
-            entry["relationshipTarget"] = f"::{task.peer}"
-        if run.result is not None and run.result.attributes:
-            entry["attributes"] = run.result.attributes
-        found = [str(r.get("name")) for r in (run.result.resources if run.result else [])
-                 if r.get("name")]
-        if found:  # instances the operation reported (a discover): history finds them
-            entry["resources"] = [f"::{name}" for name in found]
-        if run.message:
-            entry["message"] = run.message
-    return entry
+    if op is not None:  # the operation's full name, for planning (not in Unfurl's format)
+        entry["interface"] = op.interface
+    entry["status"] = str(run.status) if run.status else None
+    entry["state"] = str(run.state)
+    entry["attempts"] = run.attempts
+    entry["worker"] = run.worker
+    if run.retries:
+        entry["retries"] = list(run.retries)
+    if run.interrupted:
+        entry["interrupted"] = run.interrupted
+    if task.source:
+        entry["source"] = f"::{task.source}"
+    if task.peer:
+        entry["relationshipTarget"] = f"::{task.peer}"
+    if run.result is not None and run.result.attributes:
+        entry["attributes"] = run.result.attributes
+    found = [str(r.get("name")) for r in (run.result.resources if run.result else [])
+             if r.get("name")]
+    if found:  # instances the operation reported (a discover): history finds them
+        entry["resources"] = [f"::{name}" for name in found]
+    if run.message:
+        entry["message"] = run.message
+    return entry if detailed else summary_entry(entry)
+
+
+#: what only the job file's task entries hold (the changes file and the log have the rest)
+DETAILED_KEYS = frozenset({
+    "result", "interface", "status", "state", "attempts", "worker", "retries", "interrupted",
+    "source", "relationshipTarget", "attributes", "resources", "message",
+})
+
+
+def summary_entry(detailed: Mapping[str, Any]) -> dict[str, Any]:
+    """A task's entry in the changes file and the log: its detailed entry (the job file's)
+    without :data:`DETAILED_KEYS`, sharing the values."""
+    return {key: value for key, value in detailed.items() if key not in DETAILED_KEYS}
 
 
 def task_digest(run: TaskRun, key: KeyProvider | None = None) -> tuple[str, str]:

@@ -26,6 +26,9 @@ def replace(text: str, keys: Iterable[str], sections: Mapping[str, str]) -> str 
     is not laid out plainly enough to do it safely. ``keys`` are the top-level keys the
     parser found in ``text``, in order. Lines end at ``\\n`` only, as YAML's do; each
     check is one scan of the text (a 10 000-instance status is 100 000 lines)."""
+    if text.startswith("\ufeff"):  # a byte order mark (Windows editors): kept
+        replaced = replace(text[1:], keys, sections)
+        return None if replaced is None else "\ufeff" + replaced
     if "\r" in text:  # CRLF line ends (git's core.autocrlf): kept, the sections get them too
         unix = text.replace("\r\n", "\n")
         if "\r" in unix or unix.count("\n") != text.count("\r\n"):

@@ -1,4 +1,5 @@
-"""Temp files that killed processes left behind.
+"""Temp files that killed processes left behind (and a journal's events file its journal
+already holds: :func:`journal_format.stale_events`).
 
 Every write is atomic: a temp file beside the target, then a rename. A process killed
 with ``kill -9`` between the two leaves the temp file (``.ensemble.yaml.<pid>-….tmp``,
@@ -14,6 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from unfurl_lite.load.yamlio import temp_file_owner
+from unfurl_lite.record.journal_format import stale_events
 from unfurl_lite.record.liveness import pid_alive
 
 
@@ -26,6 +28,11 @@ def sweep(directories: Iterable[Path]) -> list[Path]:
         except OSError:  # missing, not a directory, unreadable: nothing of ours to sweep
             continue
         for name in names:
+            if name.endswith(".events") and stale_events(directory / name):
+                with contextlib.suppress(OSError):
+                    (directory / name).unlink()
+                    removed.append(directory / name)
+                continue
             owner = temp_file_owner(name)
             if owner is None or owner == os.getpid() or pid_alive(owner):
                 continue

@@ -234,3 +234,17 @@ def found_unhealthy(run: TaskRun) -> bool:
         and run.state == TaskState.succeeded
         and run.status in (Status.error, Status.degraded)
     )
+
+
+def task_numbers(plan: Plan, runs: dict[int, TaskRun]) -> dict[int, int]:
+    """Each task's changeId number, in plan order as Unfurl numbers them (node by node),
+    not in the order parallel tasks happen to start: the same ensemble gets the same
+    changeIds whatever the timing. Tasks that run no operation take none; a task that is
+    blocked or skipped when its turn comes leaves its number unused, as a blocked task
+    takes one in Unfurl."""
+    numbers: dict[int, int] = {}
+    for task in plan.tasks:
+        if task.is_passthrough or task.failure is not None or runs[task.number].carried:
+            continue
+        numbers[task.number] = len(numbers) + 1
+    return numbers

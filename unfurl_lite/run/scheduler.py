@@ -31,12 +31,12 @@ from unfurl_lite.model.routing import agent_of
 from unfurl_lite.plan.tasks import Plan, Task
 from unfurl_lite.run import status as rules
 from unfurl_lite.run.discovery import add_discovered
-from unfurl_lite.run.executors import Executor
+from unfurl_lite.run.executors import Executor, starts_on_submit
 from unfurl_lite.run.metadata import EnsembleMetadata
 from unfurl_lite.run.observer import JobState, Observer, TaskState
 from unfurl_lite.run.operations.base import DRYRUN_NOT_SUPPORTED, OperationRequest, OperationResult
 from unfurl_lite.run.options import JobOptions
-from unfurl_lite.run.outcome import OBSERVING, UNFURL_WORKFLOWS, Resumed, TaskRun
+from unfurl_lite.run.outcome import OBSERVING, UNFURL_WORKFLOWS, Resumed, TaskRun, task_numbers
 from unfurl_lite.run.relationships import (
     drop_if_unrequired,
     on_relationship,
@@ -110,7 +110,8 @@ class Scheduler:
             if not self.waiting[t.number] and not self.runs[t.number].carried
         )
         self.numbers = task_numbers(self.plan, self.runs)
-        self.executor.on_started = self.operation_started
+        hear = None if starts_on_submit(self.executor) else self.operation_started
+        self.executor.on_started = hear  # an executor that starts at once says nothing
         self.executor.on_notice = self.observer.job_notice
         self.executor.secrets = self.secrets  # redacted out of results where they are kept
         self.observer.job_started(
@@ -280,6 +281,10 @@ class Scheduler:
         self.observer.task_changed(run)
         run.state = TaskState.sent
         self.observer.task_changed(run)
+        if starts_on_submit(self.executor):  # Cloudify's task states all the same, before it runs
+            run.state = TaskState.started
+            self.observer.task_started(run)
+            self.observer.task_changed(run)
         self.running[self.executor.submit(request)] = number
 
     def task_settings(self, run: TaskRun) -> dict[str, Any]:
@@ -564,20 +569,6 @@ class Scheduler:
             self.waiting[dependent] -= 1
             if self.waiting[dependent] == 0:
                 self.ready.append(dependent)
-
-
-def task_numbers(plan: Plan, runs: dict[int, TaskRun]) -> dict[int, int]:
-    """Each task's changeId number, in plan order as Unfurl numbers them (node by node),
-    not in the order parallel tasks happen to start: the same ensemble gets the same
-    changeIds whatever the timing. Tasks that run no operation take none; a task that is
-    blocked or skipped when its turn comes leaves its number unused, as a blocked task
-    takes one in Unfurl."""
-    numbers: dict[int, int] = {}
-    for task in plan.tasks:
-        if task.is_passthrough or task.failure is not None or runs[task.number].carried:
-            continue
-        numbers[task.number] = len(numbers) + 1
-    return numbers
 
 
 def _result_of(future: Future[OperationResult]) -> OperationResult:

@@ -21,6 +21,9 @@ class Executor(Protocol):
     #: set by the job; the executor calls it (on any thread) with the task id when a sent
     #: operation really starts, so the job shows "started" then, not when it was sent
     on_started: Callable[[str], None] | None
+    #: True when an operation starts as it is submitted (nothing queues it): the job then
+    #: records it as started at once, one journal event instead of "sent" and "started"
+    starts_on_submit: bool
     #: set by the job: the job's secrets, redacted from results before they are stored
     #: anywhere outside the job process
     secrets: set[str]
@@ -44,6 +47,11 @@ class Executor(Protocol):
 
     def abandon(self) -> None:
         """Force-cancel: start nothing more and wait for nothing."""
+
+
+def starts_on_submit(executor: Executor) -> bool:
+    """An executor written before the flag (a library user's) queues, as Celery does."""
+    return bool(getattr(executor, "starts_on_submit", False))
 
 
 def make_executor(kind: str, jobs: int, **options: object) -> Executor:

@@ -18,6 +18,7 @@ from unfurl_lite.run.operations.shell import Places
 
 class LocalExecutor:
     name = "local"
+    starts_on_submit = True  # at most ``capacity`` are submitted: each has its thread
 
     def __init__(self, jobs: int) -> None:
         self.capacity: int | None = max(1, jobs)

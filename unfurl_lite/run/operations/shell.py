@@ -61,6 +61,15 @@ class Places:
         return found
 
 
+def utf8(value: Any) -> Any:
+    """A command, its arguments and environment as UTF-8 bytes, as the ensemble wrote
+    them: under a locale that is not UTF-8 (``LANG=en_US.ISO-8859-1``, ``LC_ALL=C`` with
+    ``PYTHONUTF8=0``), Python would encode ``café`` by the locale, or fail to."""
+    if isinstance(value, list):
+        return [utf8(item) for item in value]
+    return value.encode("utf-8", "surrogateescape") if isinstance(value, str) else value
+
+
 def run(request: OperationRequest, processes: ProcessTable | None = None,
         places: Places | None = None) -> OperationResult:
     """Run the command; while it runs it is in ``processes``, the executor's table that a
@@ -88,15 +97,16 @@ def run(request: OperationRequest, processes: ProcessTable | None = None,
     started = time.monotonic()
     try:
         process = subprocess.Popen(
-            argv,
+            utf8(argv),
             shell=isinstance(argv, str),
             executable="/bin/sh" if isinstance(argv, str) else None,
             cwd=cwd,
-            env=env,
+            env={utf8(k): utf8(v) for k, v in env.items()},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            encoding="utf-8",  # whatever the locale: the ensemble and records are UTF-8
             errors="backslashreplace",  # binary output is recorded escaped: \xff
             start_new_session=True,
         )

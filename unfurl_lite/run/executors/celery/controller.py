@@ -73,6 +73,7 @@ NOTICE_SECONDS = 5.0  # how often a job waiting for a worker says so
 class CeleryExecutor:
     name = "celery"
     capacity: int | None = None  # workers take what they can; the queue holds the rest
+    starts_on_submit = False  # a worker says when it starts
 
     def __init__(self, jobs: int = 0, **options: Any) -> None:
         """Options: broker, backend (default: the broker), queue_timeout (seconds a task

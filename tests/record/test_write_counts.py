@@ -1,0 +1,141 @@
+"""What a job writes, counted (never timed): at most two journal events per task, the
+journal rewritten whole once, and each record file written once per job.
+
+Every write is paid for N times in a job of N tasks (events) or by every job (rewrites of
+files that grow with the ensemble); a change that adds one fails here, on a busy machine
+as on an idle one.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Invoke, Project, ensemble_yaml, shell_node
+
+TASKS = 6
+
+
+class Writes:
+    """Journal events per task, and whole-file writes per path (with whether the file was
+    there before: a rewrite, or its creation)."""
+
+    def __init__(self) -> None:
+        self.events: Counter[int] = Counter()
+        self.other_events: list[dict[str, Any]] = []
+        self.files: Counter[str] = Counter()
+        self.rewrites: Counter[str] = Counter()
+        self.appends: Counter[str] = Counter()
+
+
+@pytest.fixture
+def writes(monkeypatch: pytest.MonkeyPatch) -> Writes:
+    from unfurl_lite.load import yamlio
+    from unfurl_lite.record import journal_format
+
+    seen = Writes()
+    append, atomic_write, append_lines = (journal_format.EventLog.append, yamlio.atomic_write,
+                                          yamlio.append_lines)
+
+    def counted_append(self: Any, event: dict[str, Any], seq: int) -> None:
+        task = event.get("task")
+        if isinstance(task, dict):
+            seen.events[task["number"]] += 1
+        else:
+            seen.other_events.append(event)
+        append(self, event, seq)
+
+    def counted_write(path: Path, *args: Any, **kwargs: Any) -> None:
+        name = f"{Path(path).parent.name}/{Path(path).name}"
+        seen.files[name] += 1
+        if Path(path).exists():
+            seen.rewrites[name] += 1
+        atomic_write(path, *args, **kwargs)
+
+    def counted_lines(path: Path, *args: Any, **kwargs: Any) -> None:
+        seen.appends[Path(path).name] += 1
+        append_lines(path, *args, **kwargs)
+
+    monkeypatch.setattr(journal_format.EventLog, "append", counted_append)
+    monkeypatch.setattr(yamlio, "atomic_write", counted_write)
+    monkeypatch.setattr(yamlio, "append_lines", counted_lines)
+    return seen
+
+
+def _deploy(project: Project, invoke: Invoke, *args: str) -> None:
+    nodes = "".join(shell_node(f"n{i}", "exit 0") for i in range(TASKS))
+    project.write(ensemble_yaml(nodes))
+    result = invoke("deploy", "--approve", *args)
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("jobs", ["1", "3"])
+def test_a_task_is_at_most_two_journal_events(
+    project: Project, invoke: Invoke, writes: Writes, jobs: str
+) -> None:
+    """Written before it is sent (its full record) and when it ends; "sending", "sent" and
+    "started" are one event when the executor starts the operation as it is sent."""
+    _deploy(project, invoke, "--jobs", jobs)
+    assert len(writes.events) == TASKS
+    assert max(writes.events.values()) <= 2
+    assert writes.other_events == [{"state": "succeeded", "status": "ok"}]  # the job's end
+
+
+def test_the_journal_is_rewritten_whole_once_and_each_record_written_once(
+    project: Project, invoke: Invoke, writes: Writes
+) -> None:
+    _deploy(project, invoke)
+    journals = [n for n in writes.files if n.startswith("jobs/journal")]
+    assert len(journals) == 1
+    [journal] = journals
+    assert writes.files[journal] == 2 and writes.rewrites[journal] == 1  # created, then once
+    records = {n: c for n, c in writes.files.items() if n != journal}
+    assert records.pop("project/ensemble.yaml") == 1
+    assert sorted(records) == sorted(f"{p.parent.name}/{p.name}"
+                                     for p in project.root.glob("*/job*.yaml"))
+    assert len(records) == 2
+    assert set(records.values()) == {1}  # jobs/job...yaml and changes/job...yaml
+    assert writes.appends == {"jobs.tsv": 1}
+    assert not journal_events_left(project.root)
+
+
+def test_a_job_with_nothing_to_do_leaves_no_journal(
+    project: Project, invoke: Invoke, writes: Writes
+) -> None:
+    _deploy(project, invoke)
+    recorded = sorted(project.root.rglob("journal*"))  # the first job's, which git keeps
+    again = invoke("deploy", "--approve")
+    assert again.exit_code == 0, again.output
+    assert "0 tasks" in again.output or "nothing to do" in again.output.lower(), again.output
+    assert sorted(project.root.rglob("journal*")) == recorded
+
+
+def journal_events_left(root: Path) -> list[Path]:
+    return list(root.rglob("journal*.events"))
+
+
+def test_an_events_file_its_recorded_journal_holds_is_swept_by_the_next_job(
+    project: Project, invoke: Invoke
+) -> None:
+    """A kill between rewriting the journal and removing its events file leaves a file
+    the journal already holds: the next job removes it (and keeps one with newer events)."""
+    _deploy(project, invoke)
+    [journal] = project.root.glob("jobs/journal*.yaml")
+    stale = journal.with_suffix(".events")
+    stale.write_text('{"seq":1,"state":"succeeded"}\n')
+    held = int(next(line for line in journal.read_text().splitlines()
+                    if line.startswith("eventSeq: ")).split(": ")[1])
+    assert held >= 1
+    more = "".join(shell_node(f"n{i}", "exit 0") for i in range(TASKS + 1))
+    project.write(ensemble_yaml(more))  # the next job has a task to run: it takes the lock
+    result = invoke("deploy", "--approve")
+    assert result.exit_code == 0, result.output
+    assert not stale.exists()
+    newer = journal.with_suffix(".events")
+    newer.write_text(f'{{"seq":{held + 1},"state":"succeeded"}}\n')
+    project.write(ensemble_yaml(more + shell_node("last", "exit 0")))
+    assert invoke("deploy", "--approve").exit_code == 0
+    assert newer.exists()  # not yet in the journal: resume needs it
