@@ -221,32 +221,24 @@ class _GuardedBuilder:
                         raise NeedsFullLoader("a name with a control character")
                     child = self.build(value_node)
                 value[key] = child
-                measured = sizes.get(id(child))
-                if measured is None:
-                    total += 1
-                    chars += len(child) if type(child) is str else 1
-                else:
-                    total += measured[0]
-                    chars += measured[2]
-                    if measured[1] >= height:
-                        height = measured[1] + 1
         elif tag == _SEQ:
             value = []
             self.built[id(node)] = value
             for item in node.value:
                 child = self.build(item)
                 value.append(child)
-                measured = sizes.get(id(child))
-                if measured is None:
-                    total += 1
-                    chars += len(child) if type(child) is str else 1
-                else:
-                    total += measured[0]
-                    chars += measured[2]
-                    if measured[1] >= height:
-                        height = measured[1] + 1
         else:
             raise NeedsFullLoader(f"the tag {tag}")
+        for child in value.values() if tag == _MAP else value:
+            measured = sizes.get(id(child))
+            if measured is None:
+                total += 1
+                chars += len(child) if type(child) is str else 1
+            else:
+                total += measured[0]
+                chars += measured[2]
+                if measured[1] >= height:
+                    height = measured[1] + 1
         if total > MAX_EXPANDED_NODES or chars > MAX_EXPANDED_CHARS or height > MAX_DEPTH:
             raise NeedsFullLoader("beyond the guard's limits")
         sizes[id(value)] = (total, height, chars)
