@@ -217,12 +217,12 @@ class Scheduler:
             None,
         )
         if failed_dep is not None:
-            dep = self.runs[failed_dep].task
-            if dep.target == task.target and not self.runs[failed_dep].not_run:
-                self.block_on_own_failure(run)
-            return self.complete(
-                run, TaskState.blocked, f"{dep.name} on {dep.target} did not succeed"
-            )
+            dep, before = self.runs[failed_dep].task, self.runs[failed_dep]
+            if not before.not_run and (before.state == TaskState.failed
+                                       or (dep.target == task.target and before.changed)):
+                self.block_on_own_failure(run, own=dep.target == task.target)
+            why = f"{dep.name} on {dep.target} did not succeed"
+            return self.complete(run, TaskState.blocked, why)
         in_error = next(  # e.g. a resultTemplate that set readyState: error
             (
                 self.runs[d].task.target
@@ -469,25 +469,25 @@ class Scheduler:
             self.numbers[task.number] = max(self.numbers.values(), default=0) + 1
         return self.numbers[task.number]
 
-    def block_on_own_failure(self, run: TaskRun) -> None:
+    def block_on_own_failure(self, run: TaskRun, own: bool = True) -> None:
         """Unfurl 1.2.0: in deploy or undeploy, a task after a failed one on the same
         instance (configure after a failed create) is blocked with an explicit ``error``:
         its instance ends ``error`` and, if it was not yet, ``created`` by this task, which
-        gets a changeId and a record (``status=error``)."""
+        gets a changeId and a record (``status=error``); ``own=False``: see rules.on_blocked."""
         task = run.task
         if not in_sequence(task) or not self.plan.affects_history or self.options.dryrun:
             return
         instance = self.instances[task.target]
-        if instance.status == Status.error:
+        if instance.status == Status.error or not (own or rules.on_blocked(instance, task)):
             return
         run.change_id = str(self.job_id.for_task(self.number_for(task)))
-        # its record lists the inputs it would have run with, as Unfurl's does; if they
-        # cannot be rendered, a record without them (the task is blocked anyway)
+        # its record lists the inputs it would have run with, as Unfurl's, when they render
         with contextlib.suppress(Exception):
             self.request_for(run, instance)
-        result = OperationResult(success=False, modified=False, status="error")
-        on_failure(instance, task, result, run.change_id, instance.state)
-        run.status, run.changed, run.target_status = Status.error, True, instance.status
+        if own:
+            on_failure(instance, task, OperationResult(False, False, status="error"),
+                       run.change_id, instance.state)
+        run.status, run.changed, run.target_status = Status.error, own, instance.status
 
     def conclude(self, run: TaskRun) -> None:
         result = run.result or OperationResult(success=False, modified=None)

@@ -106,6 +106,19 @@ def change_before(instance: Instance, result: OperationResult) -> str | None:
     return None if changes_attributes(instance, result) else last_change(instance)
 
 
+def on_blocked(instance: Instance, task: Task) -> bool:
+    """A new instance's task that another instance's failure (its host's, a dependency's)
+    blocked, in deploy or undeploy: Unfurl started it (the node state is the task's running
+    state, ``creating``), found its dependencies not ready and recorded it with
+    ``status=error``; the instance's status stays. False (nothing to record) for an
+    instance already brought further, or a later task of the same instance."""
+    if task.running_state is None or instance.state not in (
+            None, NodeState.initial, task.running_state):
+        return False
+    instance.state = task.running_state
+    return True
+
+
 def state_found(status: Status, state: NodeState | None) -> NodeState | None:
     """Unfurl's node state for what a check found, when the check changed the instance's
     status and set no node state itself: ok is ``started``, error ``error``, pending
