@@ -108,6 +108,8 @@ def project_for(source: dict[str, str], cwd: str,
         return
     if mode != "git" and same_machine and os.path.isdir(cwd):
         head = _head(cwd)
+        if head != commit:  # the cached head may predate a commit made since: look again
+            head = _head(cwd, fresh=True)
         if head != commit:
             raise JobError(
                 f"the project at {cwd} is at commit {(head or 'none')[:12]}, not the job's "
@@ -278,10 +280,10 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _head(cwd: str) -> str | None:
+def _head(cwd: str, fresh: bool = False) -> str | None:
     now = time.monotonic()
     cached = _heads.get(cwd)
-    if cached and now - cached[0] < _HEAD_CACHE_SECONDS:
+    if cached and not fresh and now - cached[0] < _HEAD_CACHE_SECONDS:
         return cached[1]
     try:
         head = gitrepo.head_of(cwd)
