@@ -98,15 +98,31 @@ def every_byte(root: Path) -> bytes:
     return b"\n".join([*chunks, objects])
 
 
+#: runs ``python -m unfurl_lite`` and, as it exits, writes its own peak memory (VmHWM, kB)
+#: to the file named by the environment: the kernel's ru_maxrss of a child also counts the
+#: memory of the parent it was forked from, so a test process grown large by earlier tests
+#: would seem to be the child's peak
+_MEASURED = """
+import atexit, os, runpy, sys
+def _peak():
+    with open('/proc/self/status') as status:
+        hwm = next(line for line in status if line.startswith('VmHWM:'))
+    with open(os.environ['UNFURL_TEST_PEAK_FILE'], 'w') as out:
+        out.write(hwm.split()[1])
+atexit.register(_peak)
+sys.argv[0] = 'unfurl'
+runpy.run_module('unfurl_lite', run_name='__main__', alter_sys=True)
+"""
+
+
 def run_measured(cwd: Path, *args: str) -> tuple[int, str, int]:
     """Run ``unfurl ARGS`` in a fresh process: its exit code, output (stdout and stderr)
-    and peak memory in KB (the child's own, from wait4)."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "unfurl_lite", *args], cwd=cwd,
-        env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True)
-    assert process.stdout is not None
-    output = process.stdout.read()
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    return process.returncode, output, usage.ru_maxrss
+    and its own peak memory in KB."""
+    peak_file = cwd.parent / f".peak-{os.getpid()}-{time.monotonic_ns()}"
+    process = subprocess.run(
+        [sys.executable, "-c", _MEASURED, *args], cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "UNFURL_TEST_PEAK_FILE": str(peak_file)},
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
+    peak = int(peak_file.read_text())
+    peak_file.unlink()
+    return process.returncode, process.stdout, peak
