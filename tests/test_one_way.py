@@ -4,6 +4,7 @@ the taint types in security, and the dead code gone."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -149,7 +150,8 @@ def test_tests_start_python_through_sys_executable() -> None:
             for node in ast.walk(sources.tree(p))
             if isinstance(node, ast.List) and node.elts
             and isinstance(node.elts[0], ast.Constant)
-            and node.elts[0].value in ("python", "python3")]
+            and isinstance(node.elts[0].value, str)
+            and re.fullmatch(r"python[0-9.]*", node.elts[0].value)]
     assert bare == []
 
 
