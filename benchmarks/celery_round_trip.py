@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from distributed import free_port, make_repo  # benchmarks/distributed.py, beside this one
+from distributed import free_port, make_repo, stop  # benchmarks/distributed.py, beside this one
 
 
 def cpu_seconds(pid: int, children: bool = False) -> float:
@@ -96,11 +96,7 @@ def main() -> None:
             print(f"| {label} | {statistics.median(times):.2f} ms | {min(times):.2f} ms | "
                   + " / ".join(f"{value:.2f}" for value in per_task) + " | |")
     finally:
-        if worker is not None:
-            os.killpg(worker.pid, 9)
-            worker.wait()
-        server.kill()
-        server.wait()
+        stop(server, [worker] if worker is not None else [])
 
 
 if __name__ == "__main__":

@@ -26,6 +26,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def stop(server: subprocess.Popen, workers: list[subprocess.Popen]) -> None:
+    """Each worker with its whole process group (its commands too), then the broker."""
+    for worker in workers:
+        os.killpg(worker.pid, 9)
+        worker.wait()
+    server.kill()
+    server.wait()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -119,11 +128,7 @@ def main() -> None:
         for row in rows:
             print("| " + " | ".join(row) + " |")
     finally:
-        for worker in workers:
-            os.killpg(worker.pid, 9)
-            worker.wait()
-        server.kill()
-        server.wait()
+        stop(server, workers)
 
 
 if __name__ == "__main__":
