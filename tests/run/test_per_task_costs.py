@@ -61,13 +61,13 @@ def test_a_cwd_that_escapes_fails_every_task_that_names_it(
 def test_no_evaluation_context_is_built_after_an_operation_without_result_inputs(
     project: Project, invoke: Invoke, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from unfurl_lite.run import scheduler
+    from unfurl_lite.run import requests
 
     plain = "".join(shell_node(f"p{i}", "exit 0") for i in range(4))
     with_done = shell_node("d", "echo hello",
                            "resultTemplate: {attributes: {said: '{{ stdout }}'}}")
     project.write(ensemble_yaml(plain + with_done))
-    contexts = _counting(monkeypatch, scheduler, "make_context")
+    contexts = _counting(monkeypatch, requests, "make_context")
     result = invoke("deploy", "--approve")
     assert result.exit_code == 0, result.output
     per_target = [call[2] for call in contexts]  # make_context(topology, instances, target)

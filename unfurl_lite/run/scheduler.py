@@ -20,14 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from unfurl_lite.errors import ExpressionError, RenderCancelled, UnfurlLiteError
-from unfurl_lite.expressions.context import POST_INPUTS, make_context, render_inputs, spec_secrets
-from unfurl_lite.expressions.expr import EvalContext, evaluate
-from unfurl_lite.expressions.limits import RENDER_SECONDS
-from unfurl_lite.expressions.reads import merged_reads, operation_reads, plain_reads, watch_reads
+from unfurl_lite.expressions.context import spec_secrets
 from unfurl_lite.model import changeid
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Instance, NodeState, Status
-from unfurl_lite.model.routing import agent_of
 from unfurl_lite.plan.tasks import Plan, Task
 from unfurl_lite.run import status as rules
 from unfurl_lite.run.discovery import add_discovered
@@ -43,13 +39,12 @@ from unfurl_lite.run.relationships import (
     relationship_instance,
     still_linked,
 )
-from unfurl_lite.run.results import apply_post_inputs, map_outputs, secret_names
+from unfurl_lite.run.requests import RequestBuilder
+from unfurl_lite.run.results import map_outputs, secret_names
 from unfurl_lite.run.signals import JobControl
 from unfurl_lite.run.status import in_sequence, on_failure, on_start, on_success
-from unfurl_lite.security import environment as openv
 from unfurl_lite.security.environment import base_environment
 from unfurl_lite.security.redaction import redact_text
-from unfurl_lite.security.taint import secrets_in
 
 CANCEL_POLL = 0.2  # seconds between looks at the cancel event while operations run
 EXPLICIT_RETRY_LIMIT = 3  # retries granted to an operation that asks for one (exit 75)
@@ -83,6 +78,7 @@ class Scheduler:
     started_lock: threading.Lock = field(default_factory=threading.Lock)
     taken_down: set[str] | None = None
     ensemble_metadata: Mapping[str, Any] = field(default_factory=dict)
+    requests: RequestBuilder = field(init=False)  # made by setup, once secrets are known
 
     def setup(self) -> None:
         self.instances = {n: i for n, i in self.ensemble.instances.items()}
@@ -97,6 +93,10 @@ class Scheduler:
         self.ensemble_metadata = EnsembleMetadata(self.ensemble.path, str(self.job_id))
         self.secrets.update(spec_secrets(self.ensemble.topology))
         self.observer.secrets_known(self.secrets)
+        self.requests = RequestBuilder(
+            self.ensemble, self.instances, self.options, self.job_id, self.cancel,
+            self.secrets, self.env, self.ensemble_metadata,
+        )
         for task in self.plan.tasks:
             self.runs.setdefault(task.number, TaskRun(task))
             self.waiting[task.number] = sum(
@@ -201,11 +201,51 @@ class Scheduler:
     # -- a task's life
 
     def start(self, number: int) -> None:
+        """Take one ready task to the executor, or settle it without running: skipped by
+        its guard, blocked by a failed dependency, skipped as already in the state it
+        would reach, failed as planned, a passthrough; then its changeId, its request
+        (a render that fails is the task's failure) and its submission."""
         run = self.runs[number]
         task = run.task
         guard_why = self.guard_fails(task)
         if guard_why is not None:
             return self.complete(run, TaskState.skipped, guard_why)
+        if self.blocked(run):
+            return
+        instance = self.instances[task.target]
+        if task.skip_when is not None and instance.status == task.skip_when:
+            if task.skip_when == Status.ok and task.workflow == "deploy" and instance.state in (
+                None, NodeState.initial
+            ):  # Unfurl: the check that found it ok ends the workflow, which ends started
+                instance.state = NodeState.started
+            return self.complete(run, TaskState.skipped, f"skipped: already {task.skip_when}")
+        if task.failure is not None:
+            return self.complete(run, TaskState.failed, task.failure)
+        if task.is_passthrough:
+            if self.plan.affects_history:
+                on_success(instance, task, OperationResult(success=True, modified=False), "")
+            return self.complete(run, TaskState.succeeded)
+        self.assign_change(run, instance)
+        try:
+            request = self.requests.request(run, instance)
+        except RenderCancelled:  # cancelled before it started: it stays not run
+            run.started_at, run.change_id = None, None
+            self.ready.appendleft(number)
+            return
+        except (ExpressionError, UnfurlLiteError) as exc:
+            run.result = OperationResult(success=False, modified=False, error=exc.message)
+            return self.conclude(run)
+        except Exception as exc:  # any failure preparing a task is that task's failure
+            run.result = OperationResult(
+                success=False, modified=False, error=f"{type(exc).__name__}: {exc}"
+            )
+            return self.conclude(run)
+        self.submit(run, instance, request)
+
+    def blocked(self, run: TaskRun) -> bool:
+        """Complete the task as blocked when a task it follows failed (or was blocked), or
+        left its instance in error (e.g. a resultTemplate that set readyState: error)."""
+        task = run.task
         failed_dep = next(
             (
                 d
@@ -221,9 +261,9 @@ class Scheduler:
             if not before.not_run and (before.state == TaskState.failed
                                        or (dep.target == task.target and before.changed)):
                 self.block_on_own_failure(run, own=dep.target == task.target)
-            why = f"{dep.name} on {dep.target} did not succeed"
-            return self.complete(run, TaskState.blocked, why)
-        in_error = next(  # e.g. a resultTemplate that set readyState: error
+            self.complete(run, TaskState.blocked, f"{dep.name} on {dep.target} did not succeed")
+            return True
+        in_error = next(
             (
                 self.runs[d].task.target
                 for d in task.after
@@ -235,20 +275,14 @@ class Scheduler:
             None,
         )
         if in_error is not None and not self.options.dryrun:
-            return self.complete(run, TaskState.blocked, f"{in_error} is in error")
-        instance = self.instances[task.target]
-        if task.skip_when is not None and instance.status == task.skip_when:
-            if task.skip_when == Status.ok and task.workflow == "deploy" and instance.state in (
-                None, NodeState.initial
-            ):  # Unfurl: the check that found it ok ends the workflow, which ends started
-                instance.state = NodeState.started
-            return self.complete(run, TaskState.skipped, f"skipped: already {task.skip_when}")
-        if task.failure is not None:
-            return self.complete(run, TaskState.failed, task.failure)
-        if task.is_passthrough:
-            if self.plan.affects_history:
-                on_success(instance, task, OperationResult(success=True, modified=False), "")
-            return self.complete(run, TaskState.succeeded)
+            self.complete(run, TaskState.blocked, f"{in_error} is in error")
+            return True
+        return False
+
+    def assign_change(self, run: TaskRun, instance: Instance) -> None:
+        """The task's changeId, the change it follows (previousId) and the state its
+        instance had before it (a task retried keeps the ones of its first attempt)."""
+        task = run.task
         if run.change_id is None:
             run.change_id = str(self.job_id.for_task(self.number_for(task)))
             spec = self.ensemble.spec
@@ -260,23 +294,12 @@ class Scheduler:
             )
             run.prior_state = instance.state
         run.started_at = run.started_at or datetime.now(UTC)
-        try:
-            request = self.request_for(run, instance)
-        except RenderCancelled:  # cancelled before it started: it stays not run
-            run.started_at, run.change_id = None, None
-            self.ready.appendleft(number)
-            return
-        except (ExpressionError, UnfurlLiteError) as exc:
-            run.result = OperationResult(success=False, modified=False, error=exc.message)
-            return self.conclude(run)
-        except Exception as exc:  # any failure preparing a task is that task's failure
-            run.result = OperationResult(
-                success=False, modified=False, error=f"{type(exc).__name__}: {exc}"
-            )
-            return self.conclude(run)
+
+    def submit(self, run: TaskRun, instance: Instance, request: OperationRequest) -> None:
+        """Hand the request to the executor, with Cloudify's task states on the way."""
         run.state = TaskState.sending
         if self.plan.affects_history:
-            on_start(instance, task)
+            on_start(instance, run.task)
         run.attempts += 1
         self.observer.task_changed(run)
         run.state = TaskState.sent
@@ -285,22 +308,7 @@ class Scheduler:
             run.state = TaskState.started
             self.observer.task_started(run)
             self.observer.task_changed(run)
-        self.running[self.executor.submit(request)] = number
-
-    def task_settings(self, run: TaskRun) -> dict[str, Any]:
-        """The ``task`` variable of templates, with the keys Unfurl's TaskView gives it."""
-        task, op = run.task, run.task.operation
-        return {
-            "name": op.qualified_name if op else task.name,
-            "operation": task.name,
-            "workflow": task.workflow,
-            "reason": task.reason,
-            "target": task.target,
-            "dryrun": self.options.dryrun,
-            "timeout": op.timeout if op else None,
-            "cwd": str(self.ensemble.project_root),
-            "verbose": 0,
-        }
+        self.running[self.executor.submit(request)] = run.task.number
 
     def guard_fails(self, task: Task) -> str | None:
         """Why a guarded task is skipped, or None when it should run."""
@@ -329,79 +337,6 @@ class Scheduler:
             and task.done_status == Status.ok and run.status not in (None, Status.ok)
         )
 
-    def context_for(self, run: TaskRun) -> EvalContext:
-        task = run.task
-        ctx = make_context(
-            self.ensemble.topology, self.instances, task.target, task.source, task.peer
-        )
-        ctx.project_root = self.ensemble.project_root
-        ctx.allow_outside_paths = self.options.allow_outside_paths
-        ctx.env_passthrough = self.options.env_passthrough
-        ctx.metadata = self.ensemble_metadata
-        ctx.cancel = self.cancel  # a render stops when the job is cancelled
-        return ctx
-
-    def request_for(self, run: TaskRun, instance: Instance) -> OperationRequest:
-        task = run.task
-        op = task.operation
-        assert op is not None and op.implementation is not None
-        ctx = self.context_for(run)
-        began = time.monotonic()
-        ctx.time_limit = op.timeout if op.timeout else RENDER_SECONDS
-        ctx.deadline = began + ctx.time_limit
-        ctx.extra = {**ctx.extra, "task": self.task_settings(run)}
-        inputs = dict(op.inputs)
-        if op.implementation.primary and "command" not in inputs:
-            inputs["command"] = op.implementation.primary
-        template = self.ensemble.topology.templates.get(instance.template)
-        properties = dict(template.properties) if template else {}
-        attributes = dict(instance.attributes)
-        try:
-            run.inputs = render_inputs(inputs, task.extra_inputs, ctx, task.allow_override)
-            if op.implementation.kind == "Python":  # its code may read any: send values
-                properties = dict(ctx.self_view.get("properties") or {})
-                attributes = dict(ctx.self_view.get("attributes") or {})
-            environment = (
-                {k: evaluate(v, ctx) for k, v in op.environment.items()}
-                if op.environment is not None
-                else None
-            )
-        finally:
-            self.secrets.update(ctx.secrets)
-        raw = inputs | dict(task.extra_inputs)
-        run.reads = plain_reads(raw, op.environment, op.implementation.kind)
-        if run.reads is None:  # something is evaluated: watch what it reads
-            watching = self.context_for(run)
-            watching.extra = ctx.extra
-            watching.time_limit = ctx.time_limit
-            watching.deadline = time.monotonic() + ctx.time_limit
-            run.reads = operation_reads(raw, op.environment, op.implementation.kind, watching)
-        run.digest = None  # taken again from the new inputs and reads
-        self.secrets.update(secrets_in(run.inputs))
-        self.secrets.update(secrets_in(properties))
-        self.secrets.update(secrets_in(attributes))
-        env = {**self.env, "UNFURL_JOB": str(self.job_id), "UNFURL_CHANGEID": run.change_id or ""}
-        if environment is not None:
-            self.secrets.update(secrets_in(environment))
-            env = openv.apply_rules(environment, env)
-        return OperationRequest(
-            task_id=run.change_id or "",
-            kind=op.implementation.kind,
-            class_name=op.implementation.class_name,
-            target=instance.name,
-            operation=op.qualified_name,
-            inputs=run.inputs,
-            cwd=str(self.ensemble.project_root),
-            env=env,
-            timeout=max(0.001, op.timeout - (time.monotonic() - began)) if op.timeout else None,
-            dryrun=self.options.dryrun,
-            attributes=attributes,
-            properties=properties,
-            queue=agent_of(self.ensemble.topology, instance.template),
-            allow_outside_paths=self.options.allow_outside_paths,
-            number=task.number,
-        )
-
     def finish(self, number: int, result: OperationResult) -> None:
         run = self.runs[number]
         run.result = result
@@ -412,16 +347,7 @@ class Scheduler:
             return
         if not self.options.dryrun and not result.skipped:
             try:
-                if any(run.inputs.get(k) is not None for k in POST_INPUTS):
-                    # a context only for an operation that has something to evaluate
-                    ctx = self.context_for(run)
-                    later = watch_reads(ctx)  # what they read is digested too, as in Unfurl
-                    ctx.extra = {"task": self.task_settings(run)}
-                    try:
-                        apply_post_inputs(run.inputs, result, ctx)
-                    finally:
-                        self.secrets.update(ctx.secrets)
-                        run.reads, run.digest = merged_reads(run.reads, later, ctx), None
+                self.requests.read_result(run, result)
                 map_outputs(run.task.operation, result)
                 if run.task.reason in OBSERVING and result.status:
                     # a check that reports a status has done its job, whatever its exit code
@@ -483,7 +409,7 @@ class Scheduler:
         run.change_id = str(self.job_id.for_task(self.number_for(task)))
         # its record lists the inputs it would have run with, as Unfurl's, when they render
         with contextlib.suppress(Exception):
-            self.request_for(run, instance)
+            self.requests.request(run, instance)
         if own:
             on_failure(instance, task, OperationResult(False, False, status="error"),
                        run.change_id, instance.state)

@@ -1,0 +1,150 @@
+"""What an operation is sent and what its results are read with: the evaluation
+context of a task, its rendered inputs and environment as an OperationRequest, and the
+``done``/``resultTemplate`` inputs evaluated against its result.
+
+Kept apart from the scheduler, which decides when a task runs and what its outcome does
+to the instance; this module only turns a task and the instances into values, so every
+executor gets the same request and every result is read the same way.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from unfurl_lite.expressions.context import POST_INPUTS, make_context, render_inputs
+from unfurl_lite.expressions.expr import EvalContext, evaluate
+from unfurl_lite.expressions.limits import RENDER_SECONDS
+from unfurl_lite.expressions.reads import merged_reads, operation_reads, plain_reads, watch_reads
+from unfurl_lite.model import changeid
+from unfurl_lite.model.ensemble import Ensemble
+from unfurl_lite.model.entities import Instance
+from unfurl_lite.model.routing import agent_of
+from unfurl_lite.run.operations.base import OperationRequest, OperationResult
+from unfurl_lite.run.options import JobOptions
+from unfurl_lite.run.outcome import TaskRun
+from unfurl_lite.run.results import apply_post_inputs
+from unfurl_lite.security import environment as openv
+from unfurl_lite.security.taint import secrets_in
+
+
+@dataclass
+class RequestBuilder:
+    """Builds each task's request from the job's shared state; ``secrets`` and
+    ``instances`` are the scheduler's own objects, updated as tasks render."""
+
+    ensemble: Ensemble
+    instances: dict[str, Instance]
+    options: JobOptions
+    job_id: changeid.ChangeId
+    cancel: threading.Event
+    secrets: set[str]
+    env: dict[str, str]
+    metadata: Mapping[str, Any]
+
+    def task_settings(self, run: TaskRun) -> dict[str, Any]:
+        """The ``task`` variable of templates, with the keys Unfurl's TaskView gives it."""
+        task, op = run.task, run.task.operation
+        return {
+            "name": op.qualified_name if op else task.name,
+            "operation": task.name,
+            "workflow": task.workflow,
+            "reason": task.reason,
+            "target": task.target,
+            "dryrun": self.options.dryrun,
+            "timeout": op.timeout if op else None,
+            "cwd": str(self.ensemble.project_root),
+            "verbose": 0,
+        }
+
+    def context(self, run: TaskRun) -> EvalContext:
+        task = run.task
+        ctx = make_context(
+            self.ensemble.topology, self.instances, task.target, task.source, task.peer
+        )
+        ctx.project_root = self.ensemble.project_root
+        ctx.allow_outside_paths = self.options.allow_outside_paths
+        ctx.env_passthrough = self.options.env_passthrough
+        ctx.metadata = self.metadata
+        ctx.cancel = self.cancel  # a render stops when the job is cancelled
+        return ctx
+
+    def request(self, run: TaskRun, instance: Instance) -> OperationRequest:
+        """Render the task's inputs and environment (recording what they read) into the
+        request an executor runs; raises what rendering raises."""
+        task = run.task
+        op = task.operation
+        assert op is not None and op.implementation is not None
+        ctx = self.context(run)
+        began = time.monotonic()
+        ctx.time_limit = op.timeout if op.timeout else RENDER_SECONDS
+        ctx.deadline = began + ctx.time_limit
+        ctx.extra = {**ctx.extra, "task": self.task_settings(run)}
+        inputs = dict(op.inputs)
+        if op.implementation.primary and "command" not in inputs:
+            inputs["command"] = op.implementation.primary
+        template = self.ensemble.topology.templates.get(instance.template)
+        properties = dict(template.properties) if template else {}
+        attributes = dict(instance.attributes)
+        try:
+            run.inputs = render_inputs(inputs, task.extra_inputs, ctx, task.allow_override)
+            if op.implementation.kind == "Python":  # its code may read any: send values
+                properties = dict(ctx.self_view.get("properties") or {})
+                attributes = dict(ctx.self_view.get("attributes") or {})
+            environment = (
+                {k: evaluate(v, ctx) for k, v in op.environment.items()}
+                if op.environment is not None
+                else None
+            )
+        finally:
+            self.secrets.update(ctx.secrets)
+        raw = inputs | dict(task.extra_inputs)
+        run.reads = plain_reads(raw, op.environment, op.implementation.kind)
+        if run.reads is None:  # something is evaluated: watch what it reads
+            watching = self.context(run)
+            watching.extra = ctx.extra
+            watching.time_limit = ctx.time_limit
+            watching.deadline = time.monotonic() + ctx.time_limit
+            run.reads = operation_reads(raw, op.environment, op.implementation.kind, watching)
+        run.digest = None  # taken again from the new inputs and reads
+        self.secrets.update(secrets_in(run.inputs))
+        self.secrets.update(secrets_in(properties))
+        self.secrets.update(secrets_in(attributes))
+        env = {**self.env, "UNFURL_JOB": str(self.job_id), "UNFURL_CHANGEID": run.change_id or ""}
+        if environment is not None:
+            self.secrets.update(secrets_in(environment))
+            env = openv.apply_rules(environment, env)
+        return OperationRequest(
+            task_id=run.change_id or "",
+            kind=op.implementation.kind,
+            class_name=op.implementation.class_name,
+            target=instance.name,
+            operation=op.qualified_name,
+            inputs=run.inputs,
+            cwd=str(self.ensemble.project_root),
+            env=env,
+            timeout=max(0.001, op.timeout - (time.monotonic() - began)) if op.timeout else None,
+            dryrun=self.options.dryrun,
+            attributes=attributes,
+            properties=properties,
+            queue=agent_of(self.ensemble.topology, instance.template),
+            allow_outside_paths=self.options.allow_outside_paths,
+            number=task.number,
+        )
+
+    def read_result(self, run: TaskRun, result: OperationResult) -> None:
+        """Evaluate the task's ``done``/``resultTemplate`` against its result (what they
+        read is digested too, as in Unfurl); a context is built only when there is one."""
+        if not any(run.inputs.get(k) is not None for k in POST_INPUTS):
+            return
+        ctx = self.context(run)
+        later = watch_reads(ctx)
+        ctx.extra = {"task": self.task_settings(run)}
+        try:
+            apply_post_inputs(run.inputs, result, ctx)
+        finally:
+            self.secrets.update(ctx.secrets)
+            run.reads, run.digest = merged_reads(run.reads, later, ctx), None
