@@ -38,11 +38,13 @@ from unfurl_lite.plan.tasks import (
     Plan,
 )
 from unfurl_lite.plan.topology import (
+    in_plan_order,
     instance_graph,
     known_template,
     not_instantiated,
     operationless,
     planned_instances,
+    removal_order,
     select,
     unrequired_defaults,
     with_templates,
@@ -119,7 +121,7 @@ def plan_deploy(
     (a step with no operation does nothing, the instance goes through it)."""
     _choice("repair", repair, REPAIR_CHOICES)
     _choice("change-detection", change_detection, CHANGE_DETECTION_CHOICES)
-    instances = planned_instances(ensemble)
+    instances = in_plan_order(ensemble, planned_instances(ensemble))
     if check:  # as Unfurl's create_resource: a new instance starts unknown, so it is checked
         instances = {n: i if n in ensemble.instances or i.status != Status.pending
                      else replace(i, status=Status.unknown) for n, i in instances.items()}
@@ -412,7 +414,7 @@ def _plan_removals(
         if why and _keeps_what_it_needs(instances, deps, name)
     }
     needed = dependencies.closure(deps, keepers) - keepers
-    for name in reversed(dependencies.topological_order(deps)):
+    for name in removal_order(ensemble, instances, deps):
         if name not in wanted:
             continue
         instance = instances[name]
@@ -490,7 +492,7 @@ def plan_install_operation(
 ) -> Plan:
     """check and discover: one Install operation per instance that has it, all in parallel
     (``template``: only that template's instances)."""
-    instances = planned_instances(ensemble)
+    instances = in_plan_order(ensemble, planned_instances(ensemble))
     wanted = set(select(instances, instance_names)) if instance_names else set(instances)
     if template is not None:
         known_template(ensemble, template)

@@ -265,3 +265,61 @@ def with_templates(ensemble: Ensemble, templates: Mapping[str, NodeTemplate]) ->
         return ensemble
     topology = replace(ensemble.topology, templates={**ensemble.topology.templates, **templates})
     return replace(ensemble, topology=topology)
+
+
+def template_order(topology: Topology) -> dict[str, int]:
+    """Each template's place in Unfurl's plan order (its ``order_templates``): the spec's
+    order, each template right after the templates its requirements name, depth first."""
+    templates = topology.templates
+    graph = {name: [r.node for r in t.requirements if r.node in templates]
+             for name, t in templates.items()}
+    return {name: i for i, name in enumerate(dependencies.topological_order(graph))}
+
+
+def in_plan_order(ensemble: Ensemble, instances: Mapping[str, Instance]) -> dict[str, Instance]:
+    """The instances in the order Unfurl plans them: by template (:func:`template_order`),
+    a template's instances in their recorded order. The changeIds a job gives its tasks
+    follow this order, so it decides what a job records."""
+    place = template_order(ensemble.topology)
+    last = len(place)
+    return dict(sorted(instances.items(), key=lambda item: place.get(item[1].template, last)))
+
+
+def removal_order(
+    ensemble: Ensemble, instances: Mapping[str, Instance], deps: Mapping[str, Sequence[str]]
+) -> list[str]:
+    """The order Unfurl's undeploy visits instances (``select_dependents``): from each
+    top-level instance, in recorded order, what depends on it first (the instances whose
+    requirements name it, then those it hosts), depth first, then itself."""
+    first: dict[str, str] = {}
+    for name, instance in instances.items():
+        first.setdefault(instance.template, name)
+    hosts = {
+        name: host
+        for name, instance in instances.items()
+        if (host := _recorded_host(ensemble, instances, instance, first)) is not None
+    }
+    dependents: dict[str, list[str]] = {name: [] for name in instances}
+    hosted: dict[str, list[str]] = {name: [] for name in instances}
+    for name in instances:
+        for dep in dict.fromkeys(deps.get(name, ())):
+            if dep in dependents:
+                (hosted if hosts.get(name) == dep else dependents)[dep].append(name)
+    graph = {name: dependents[name] + hosted[name] for name in instances}
+    roots = [n for n in instances if n not in hosts]
+    ordered_graph = {n: graph[n] for n in [*roots, *(n for n in instances if n in hosts)]}
+    return dependencies.topological_order(ordered_graph)
+
+
+def _recorded_host(
+    ensemble: Ensemble, instances: Mapping[str, Instance], instance: Instance,
+    first: Mapping[str, str],
+) -> str | None:
+    """As :func:`host_of`, with each template's first instance known beforehand."""
+    template = ensemble.topology.templates.get(instance.template)
+    if template is None or template.host is None or template.host == instance.template:
+        return None
+    pinned = instance.extra.get("hostedOn")
+    if pinned in instances and instances[str(pinned)].template == template.host:
+        return str(pinned)
+    return first.get(template.host)

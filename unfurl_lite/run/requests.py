@@ -140,11 +140,13 @@ class RequestBuilder:
         read is digested too, as in Unfurl); a context is built only when there is one."""
         if not any(run.inputs.get(k) is not None for k in POST_INPUTS):
             return
+        op = run.task.operation
+        assert op is not None and op.implementation is not None
         ctx = self.context(run)
         later = watch_reads(ctx)
         ctx.extra = {"task": self.task_settings(run)}
         try:
-            apply_post_inputs(run.inputs, result, ctx)
+            apply_post_inputs(run.inputs, result, ctx, op.implementation.kind)
         finally:
             self.secrets.update(ctx.secrets)
             run.reads, run.digest = merged_reads(run.reads, later, ctx), None

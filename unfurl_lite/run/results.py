@@ -19,8 +19,12 @@ from unfurl_lite.run.operations.base import OperationResult
 from unfurl_lite.security.taint import Sensitive, tainted_copy
 
 
-def apply_post_inputs(inputs: Mapping[str, Any], result: OperationResult, ctx: EvalContext) -> None:
-    """Evaluate ``resultTemplate`` and ``done`` with the operation's result and fold them in."""
+def apply_post_inputs(
+    inputs: Mapping[str, Any], result: OperationResult, ctx: EvalContext, kind: str = "Shell"
+) -> None:
+    """Evaluate ``done`` and ``resultTemplate`` with the operation's result and fold them
+    in. As Unfurl, a resultTemplate that fails to render fails the task, but what ``done``
+    says (its status, ``modified``...) still applies."""
     if not any(inputs.get(k) is not None for k in POST_INPUTS):
         return
     outputs = result.outputs
@@ -36,51 +40,105 @@ def apply_post_inputs(inputs: Mapping[str, Any], result: OperationResult, ctx: E
         "outputs": outputs,
     }
     done = inputs.get("done")
-    values = evaluate(done, ctx) if done is not None else None
-    if values is not None and not isinstance(values, Mapping):
-        raise ExpressionError("`done` must be a mapping (status, modified, success, outputs...)")
-    # as Unfurl, the resultTemplate's variables are the result: the command's (stdout,
-    # returncode...) or a Template's `done: {result: ...}` (else what its `run` gave)
-    given = values.get("result") if values else None
-    variables = dict(given) if isinstance(given, Mapping) else dict(outputs)
-    ctx.extra = {
-        **base,
-        **variables,
-        **{k: outputs.get(k) for k in ("stdout", "stderr", "returncode")},
-        "result": given if given is not None else outputs,
-        "success": result.success,
-        "error": result.error,
-        "outputs": outputs,
-    }
+    try:
+        values = evaluate(done, ctx) if done is not None else None
+        if values is not None and not isinstance(values, Mapping):
+            raise ExpressionError(
+                "`done` must be a mapping (status, modified, success, outputs...)")
+    except Exception:
+        result.modified = None  # nothing says what happened: the status is unknown
+        raise
+    ctx.extra = {**base, **result_variables(inputs, result, values, kind)}
     template = inputs.get("resultTemplate")
     status_before = result.status
+    failure: ExpressionError | None = None
     if template is not None:
-        rendered = evaluate(template, ctx)
-        if isinstance(rendered, str):
-            tainted = isinstance(rendered, Sensitive)
-            try:
-                rendered = (
-                    yamlio.to_plain(yamlio.parse(rendered, "resultTemplate"))
-                    if rendered.strip()
-                    else None
-                )
-            except ExpressionError:
-                raise
-            except Exception as exc:  # re-raised, its text withheld when it read a secret
-                if not tainted:
-                    raise
-                raise ExpressionError(
-                    f"resultTemplate did not render valid YAML: {type(exc).__name__} "
-                    "(details withheld: the template read a secret)"
-                ) from None
-            if tainted:  # what came from a render that read a secret is secret as a whole
-                rendered = tainted_copy(rendered)
-        _apply_updates(rendered, result)
+        try:
+            _apply_updates(_rendered_updates(template, ctx), result)
+        except ExpressionError as exc:
+            failure = exc
     if values is not None:
         from_template = result.status if result.status != status_before else None
         _apply_done(values, result)
         if from_template is not None:  # Unfurl: the status the resultTemplate set wins
             result.status = from_template
+    if failure is not None:
+        if values is None or not ({"status", "modified"} & set(values)):
+            result.modified = None  # nothing says what happened: the status is unknown
+        raise failure
+
+
+def result_variables(
+    inputs: Mapping[str, Any], result: OperationResult, done: Mapping[str, Any] | None,
+    kind: str,
+) -> dict[str, Any]:
+    """The variables a resultTemplate sees, as Unfurl gives them: a Template's
+    ``done: {result: ...}`` (else its ``run`` when that is a mapping, else ``run`` and
+    ``done``'s ``outputs``); a Shell command's result (``cmd``, ``args``, ``stdout``,
+    ``stderr``, ``returncode``, ``error``, ``timeout``) and ``success``."""
+    outputs = result.outputs
+    if kind == "Template":
+        if done is not None and "result" in done:
+            given = done["result"]
+            return dict(given) if isinstance(given, Mapping) else {}
+        run = inputs.get("run")
+        if isinstance(run, Mapping):
+            return dict(run)
+        return {"run": run, "outputs": done.get("outputs") if done else None}
+    if kind == "Shell":
+        command = _command_text(inputs.get("command"), bool(inputs.get("keeplines")))
+        return {
+            "cmd": command,
+            "args": command,
+            **{k: outputs.get(k) for k in ("stdout", "stderr", "returncode", "timeout")},
+            "error": None if result.ran and outputs.get("returncode") is not None
+            else result.error,
+            "success": result.success,
+        }
+    return {
+        **dict(outputs),
+        **{k: outputs.get(k) for k in ("stdout", "stderr", "returncode")},
+        "result": outputs,
+        "success": result.success,
+        "error": result.error,
+        "outputs": outputs,
+    }
+
+
+def _command_text(command: Any, keeplines: bool) -> str | None:
+    """The command as Unfurl's ``cmd`` shows it: a list joined with spaces, a string with
+    its line ends made spaces unless ``keeplines``."""
+    if command is None:
+        return None
+    if isinstance(command, list | tuple):
+        return " ".join(str(c) for c in command)
+    text = str(command)
+    text = text if keeplines else text.replace("\n", " ")
+    return tainted_copy(text) if isinstance(command, Sensitive) else text
+
+
+def _rendered_updates(template: Any, ctx: EvalContext) -> Any:
+    rendered = evaluate(template, ctx)
+    if not isinstance(rendered, str):
+        return rendered
+    tainted = isinstance(rendered, Sensitive)
+    try:
+        rendered = (
+            yamlio.to_plain(yamlio.parse(rendered, "resultTemplate"))
+            if rendered.strip()
+            else None
+        )
+    except ExpressionError:
+        raise
+    except Exception as exc:  # re-raised, its text withheld when it read a secret
+        if not tainted:
+            raise
+        raise ExpressionError(
+            f"resultTemplate did not render valid YAML: {type(exc).__name__} "
+            "(details withheld: the template read a secret)"
+        ) from None
+    # what came from a render that read a secret is secret as a whole
+    return tainted_copy(rendered) if tainted else rendered
 
 
 def map_outputs(operation: Operation | None, result: OperationResult) -> None:

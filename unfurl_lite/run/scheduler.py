@@ -79,6 +79,9 @@ class Scheduler:
     taken_down: set[str] | None = None
     ensemble_metadata: Mapping[str, Any] = field(default_factory=dict)
     requests: RequestBuilder = field(init=False)  # made by setup, once secrets are known
+    position: dict[int, int] = field(default_factory=dict)  # task -> its place in the plan
+    undecided: list[int] = field(default_factory=list)  # places of skip_when tasks not settled
+    deferred: list[int] = field(default_factory=list)  # tasks waiting on an undecided one
 
     def setup(self) -> None:
         self.instances = {n: i for n, i in self.ensemble.instances.items()}
@@ -110,6 +113,9 @@ class Scheduler:
             if not self.waiting[t.number] and not self.runs[t.number].carried
         )
         self.numbers = task_numbers(self.plan, self.runs)
+        self.position = {t.number: i for i, t in enumerate(self.plan.tasks)}
+        self.undecided = [self.position[t.number] for t in self.plan.tasks
+                          if t.skip_when is not None and not self.runs[t.number].carried]
         hear = None if starts_on_submit(self.executor) else self.operation_started
         self.executor.on_started = hear  # an executor that starts at once says nothing
         self.executor.on_notice = self.observer.job_notice
@@ -201,6 +207,37 @@ class Scheduler:
     # -- a task's life
 
     def start(self, number: int) -> None:
+        """Start a ready task, unless a task before it in plan order may still be skipped
+        as already done: that one's number is then not known to be taken (see
+        :meth:`decide_skip`), so this one waits."""
+        if self.undecided and self.undecided[0] < self.position[number]:
+            self.deferred.append(number)
+            return
+        self.take(number)
+        if self.task_skips(number):
+            self.decide_skip(number)
+
+    def task_skips(self, number: int) -> bool:
+        return self.runs[number].task.skip_when is not None
+
+    def decide_skip(self, number: int) -> None:
+        """A task that may be skipped as already done (``skip_when``) has run or been
+        settled: as in Unfurl, one skipped that way takes no changeId number, so the tasks
+        after it in plan order (none of which has started) move down one; those that
+        waited on it start."""
+        position = self.position[number]
+        if position in self.undecided:
+            self.undecided.remove(position)
+        run = self.runs[number]
+        if run.state == TaskState.skipped and run.change_id is None and number in self.numbers:
+            mine = self.numbers.pop(number)
+            for other, taken in self.numbers.items():
+                if taken > mine:
+                    self.numbers[other] = taken - 1
+        waiting, self.deferred = sorted(self.deferred, key=self.position.__getitem__), []
+        self.ready.extend(waiting)
+
+    def take(self, number: int) -> None:
         """Take one ready task to the executor, or settle it without running: skipped by
         its guard, blocked by a failed dependency, skipped as already in the state it
         would reach, failed as planned, a passthrough; then its changeId, its request
@@ -353,8 +390,9 @@ class Scheduler:
                     # a check that reports a status has done its job, whatever its exit code
                     result.success, result.error = True, None
             except (ExpressionError, UnfurlLiteError) as exc:
-                # as Unfurl: the task fails and the instance's status is unknown
-                result.success, result.modified = False, None
+                # as Unfurl: the task fails; its instance's status is unknown unless
+                # `done` says otherwise (see apply_post_inputs)
+                result.success = False
                 result.error = f"resultTemplate/done: {exc.message}"
             except Exception as exc:  # the task's failure, not the job's
                 result.success = False
