@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import resource
 import shutil
@@ -17,6 +18,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from unfurl_lite.cli.main import cli
+from unfurl_lite.cli.main import main as entry_point
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "tests" / "data" / "unfurl120-deploy"
@@ -267,6 +269,15 @@ def run_unfurl(
     )
 
 
+class _EntryPoint:
+    """What ``python -m unfurl_lite`` runs (``unfurl_lite.cli.main.main``), in the shape
+    CliRunner invokes: its own handling of usage errors, ``--json`` errors and exit codes,
+    not click's standalone mode."""
+
+    def main(self, args: list[str], prog_name: str, **_: Any) -> None:
+        sys.exit(entry_point(list(args)))
+
+
 def run_in_process(
     cwd: Path,
     *args: str,
@@ -278,11 +289,18 @@ def run_in_process(
     the exit code and the output; signals, stdin and terminals need the real process."""
     del timeout  # same signature as run_unfurl: the in-process CLI cannot be timed out
     saved_cwd, saved_env = os.getcwd(), dict(os.environ)
+    root = logging.getLogger()
+    saved_handlers = root.handlers[:]
     try:
         os.chdir(cwd)
         os.environ.update(env or {})
-        result = _in_process(*args)
+        # a process configures no logging: warnings reach stderr through logging's last
+        # resort, as they do here once pytest's capturing handlers are out of the way
+        root.handlers.clear()
+        result = CliRunner().invoke(_EntryPoint(), list(args), catch_exceptions=False,  # type: ignore[arg-type]
+                                    prog_name="unfurl")
     finally:
+        root.handlers[:] = saved_handlers
         os.chdir(saved_cwd)
         os.environ.clear()
         os.environ.update(saved_env)

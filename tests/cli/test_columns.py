@@ -1,6 +1,7 @@
 """80 columns: every command's output fits, nothing is split inside a word, an id or a
 time, messages keep their words, and `history` keeps WORKFLOW and SUMMARY readable before
-AUTHOR. Tested in a pipe with COLUMNS=80 (as on a terminal) and on a pseudo-terminal."""
+AUTHOR. Tested through the command's entry point in this process with COLUMNS=80 (a pipe
+with COLUMNS set, as on a terminal) and, in the slow run, on a pseudo-terminal."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import InvokeIn, init_example, run_unfurl
+from tests.conftest import InvokeIn, init_example, run_in_process
 from unfurl_lite.cli.tables import prose
 
 WIDTH = 80
@@ -46,7 +47,7 @@ def _at(root: Path, *args: str, width: int | None = WIDTH) -> subprocess.Complet
     env = {"COLUMNS": str(width)} if width else {}
     if not width:
         env["COLUMNS"] = ""
-    return run_unfurl(root, *args, env=env)
+    return run_in_process(root, *args, env=env)
 
 
 def _fits(text: str) -> None:

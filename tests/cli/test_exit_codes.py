@@ -1,5 +1,8 @@
 """The exit codes scripts rely on: 0 done, 1 invalid input or refused, 2 usage error,
-64 job failed (``--jobexitcode``). Run as real processes, as a script would."""
+64 job failed (``--jobexitcode``). The codes come from the console script's own entry point
+(``run_in_process`` runs what ``python -m unfurl_lite`` runs, in this process); a real
+process, as a script starts it, checks that the code reaches the shell (a usage error, and
+the approval prompt on a terminal)."""
 
 from __future__ import annotations
 
@@ -15,16 +18,16 @@ def test_a_misspelled_command_or_option_exits_2(project):
     command = run_unfurl(project.root, "deplyo")
     assert command.returncode == 2, command.stderr
     assert "Did you mean 'deploy'?" in command.stderr
-    option = run_unfurl(project.root, "deploy", "--aprove")
+    option = run_in_process(project.root, "deploy", "--aprove")
     assert option.returncode == 2, option.stderr
     assert "No such option" in option.stderr
-    choice = run_unfurl(project.root, "deploy", "--jobexitcode", "sometimes")
+    choice = run_in_process(project.root, "deploy", "--jobexitcode", "sometimes")
     assert choice.returncode == 2
 
 
 def test_an_invalid_document_still_exits_1(project):
     project.write("apiVersion: unfurl/v1alpha1\nkind: Ensemble\nspec: [\n")
-    result = run_unfurl(project.root, "validate")
+    result = run_in_process(project.root, "validate")
     assert result.returncode == 1
 
 
@@ -84,27 +87,27 @@ server:
 def test_a_check_that_finds_an_error_exits_per_jobexitcode(project):
     project.write(ensemble_yaml(CHECKED.format(found="error")))
     assert run_in_process(project.root, "deploy", "--approve").returncode == 0  # set-up
-    result = run_unfurl(project.root, "check")
+    result = run_in_process(project.root, "check")
     assert result.returncode == 64, result.stdout + result.stderr
     assert "check succeeded" not in result.stdout
     assert "(status error)" in result.stdout
     assert "server Install.check: found error" in result.stdout
-    assert run_unfurl(project.root, "check", "--jobexitcode", "never").returncode == 0
+    assert run_in_process(project.root, "check", "--jobexitcode", "never").returncode == 0
 
 
 def test_a_check_that_finds_degraded_exits_64_only_with_jobexitcode_degraded(project):
     project.write(ensemble_yaml(CHECKED.format(found="degraded")))
     assert run_in_process(project.root, "deploy", "--approve").returncode == 0  # set-up
-    result = run_unfurl(project.root, "check")
+    result = run_in_process(project.root, "check")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "(status degraded)" in result.stdout
-    assert run_unfurl(project.root, "check", "--jobexitcode", "degraded").returncode == 64
+    assert run_in_process(project.root, "check", "--jobexitcode", "degraded").returncode == 64
 
 
 def test_a_check_that_finds_ok_exits_0(project):
     project.write(ensemble_yaml(CHECKED.format(found="ok")))
     assert run_in_process(project.root, "deploy", "--approve").returncode == 0  # set-up
-    result = run_unfurl(project.root, "check", "--jobexitcode", "degraded")
+    result = run_in_process(project.root, "check", "--jobexitcode", "degraded")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "check succeeded (status ok)" in result.stdout
 
@@ -113,6 +116,6 @@ def test_a_usage_error_with_json_is_a_document_with_exit_code_2(project):
     import json
 
     project.write(ensemble_yaml(shell_node("db", "true")))
-    result = run_unfurl(project.root, "deploy", "--aprove", "--json")
+    result = run_in_process(project.root, "deploy", "--aprove", "--json")
     assert result.returncode == 2
     assert json.loads(result.stdout)["exitCode"] == 2

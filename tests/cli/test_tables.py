@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, Project, ensemble_yaml, git, run_unfurl, shell_node
+from tests.conftest import ROOT, Project, ensemble_yaml, git, run_in_process, shell_node
 from unfurl_lite.cli.tables import cut, fit_widths, wrap
 
 TIME = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
@@ -32,7 +32,7 @@ def deployed_once(tmp_path_factory, template_repo) -> Path:
     project.write(ensemble_yaml(nodes))
     cache = {"UNFURL_LITE_CACHE": str(tmp_path_factory.mktemp("parse-cache"))}
     for args in (("deploy", "--approve"), ("undeploy", "--approve"), ("deploy", "--approve")):
-        result = run_unfurl(project.root, *args, env=cache)
+        result = run_in_process(project.root, *args, env=cache)
         assert result.returncode == 0, result.stderr
     return root
 
@@ -75,14 +75,14 @@ def _on_terminal(cwd, columns: int, *args: str) -> str:
 
 
 def _outputs(project, columns: int, *args: str) -> list[str]:
-    piped = run_unfurl(project.root, *args, env={"COLUMNS": str(columns), "NO_COLOR": "1"})
+    piped = run_in_process(project.root, *args, env={"COLUMNS": str(columns), "NO_COLOR": "1"})
     assert piped.returncode == 0, piped.stderr
     return [piped.stdout, _on_terminal(project.root, columns, *args)]
 
 
 @pytest.mark.parametrize("columns", [80, 60])
 def test_history_never_splits_changeids_commits_or_times(deployed, columns):
-    jobs = json.loads(run_unfurl(deployed.root, "history", "--json").stdout)
+    jobs = json.loads(run_in_process(deployed.root, "history", "--json").stdout)
     for output in _outputs(deployed, columns, "history"):
         lines = output.splitlines()
         for job in jobs:
@@ -98,7 +98,7 @@ def test_history_never_splits_changeids_commits_or_times(deployed, columns):
 
 @pytest.mark.parametrize("columns", [80, 60])
 def test_status_never_splits_changeids_or_times(deployed, columns):
-    report = json.loads(run_unfurl(deployed.root, "status", "--json").stdout)
+    report = json.loads(run_in_process(deployed.root, "status", "--json").stdout)
     for output in _outputs(deployed, columns, "status"):
         for row in report["instances"]:
             (line,) = [li for li in output.splitlines() if li.startswith(row["name"] + " ")]
@@ -113,8 +113,8 @@ def test_status_never_splits_changeids_or_times(deployed, columns):
 
 def test_kept_columns_stay_whole_even_when_wider_than_the_width(deployed):
     """At 40 columns the ids and times alone do not fit: the rows stay whole, wider."""
-    result = run_unfurl(deployed.root, "status", env={"COLUMNS": "40", "NO_COLOR": "1"})
-    report = json.loads(run_unfurl(deployed.root, "status", "--json").stdout)
+    result = run_in_process(deployed.root, "status", env={"COLUMNS": "40", "NO_COLOR": "1"})
+    report = json.loads(run_in_process(deployed.root, "status", "--json").stdout)
     for row in report["instances"]:
         (line,) = [li for li in result.stdout.splitlines() if li.startswith(row["name"] + " ")]
         assert row["lastChange"] in line and TIME.search(line)
@@ -123,8 +123,8 @@ def test_kept_columns_stay_whole_even_when_wider_than_the_width(deployed):
 def test_without_a_width_a_pipe_gets_whole_cells(deployed):
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
     result = subprocess.run(
-        [sys.executable, "-m", "unfurl_lite", "history"], cwd=deployed.root, env=env,
-        capture_output=True, text=True, check=True,
+        [sys.executable, "-m", "unfurl_lite", "history"], cwd=deployed.root,
+        env={**env, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, check=True,
     )
     assert "Ada Lovelace of the Analytical Engine Works" in result.stdout
     assert "…" not in result.stdout

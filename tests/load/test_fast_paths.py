@@ -5,6 +5,7 @@ verdict on every document, same errors with line numbers."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import math
@@ -97,7 +98,10 @@ def test_direct_emitter_matches_unfurls_own_job_file() -> None:
 # ------------------------------------------------------------------ quick schema check
 
 
+@functools.cache
 def ensemble_documents() -> list[Any]:
+    """Every ensemble-shaped document in the repository, parsed once per worker when a test
+    first asks (not at import: collection in every worker would pay for it)."""
     files = [*ROOT.glob("examples/*/ensemble.yaml"), *ROOT.glob("tests/data/**/*.yaml")]
     docs = []
     for path in files:
@@ -108,17 +112,15 @@ def ensemble_documents() -> list[Any]:
     return [d for d in docs if isinstance(d, dict)]
 
 
-DOCUMENTS = ensemble_documents()
-
-
 def jsonschema_verdict(doc: Any) -> bool:
     return jsonschema.Draft202012Validator(schema_problems._schema()).is_valid(doc)
 
 
 def test_quick_check_agrees_with_jsonschema_on_every_ensemble_we_have() -> None:
     quick = schemacheck.compile_schema(schema_problems._schema())
-    assert len(DOCUMENTS) > 10
-    assert [quick(d) for d in DOCUMENTS] == [jsonschema_verdict(d) for d in DOCUMENTS]
+    documents = ensemble_documents()
+    assert len(documents) > 10
+    assert [quick(d) for d in documents] == [jsonschema_verdict(d) for d in documents]
 
 
 def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -136,7 +138,7 @@ def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 @given(st.data())
 def test_quick_check_agrees_with_jsonschema_on_mutated_ensembles(data: st.DataObject) -> None:
     """Replace any one value anywhere with something else: both must give one verdict."""
-    doc = json.loads(json.dumps(data.draw(st.sampled_from(DOCUMENTS)), default=str))
+    doc = json.loads(json.dumps(data.draw(st.sampled_from(ensemble_documents())), default=str))
     path = data.draw(st.sampled_from(_paths(doc)[1:]))
     replacement = data.draw(st.one_of(
         scalar, st.just({}), st.just([]), st.just({"bogus": 1}), st.just([{"x": 1}]),

@@ -1,5 +1,7 @@
 """Damaged records give warnings, never tracebacks or silent emptiness (issue 26 §5), and
-``jobsLog:`` is confined like every other path, resolved in one place (issue 26 §4)."""
+``jobsLog:`` is confined like every other path, resolved in one place (issue 26 §4).
+The commands run in this process (``run_in_process``): a traceback would fail the test
+as surely as one in a child's stderr."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import os
 
 import pytest
 
-from tests.conftest import Project, ensemble_yaml, git, run_unfurl
+from tests.conftest import Project, ensemble_yaml, git, run_in_process, run_unfurl
 
 TWO = ensemble_yaml("""\
     a: {type: tosca:Root, interfaces: {Standard: {create: echo a, delete: echo bye}}}
@@ -18,7 +20,7 @@ TWO = ensemble_yaml("""\
 
 def deployed(project: Project) -> str:
     project.write(TWO)
-    result = run_unfurl(project.root, "deploy", "--approve")
+    result = run_in_process(project.root, "deploy", "--approve")
     assert result.returncode == 64, result.stderr
     return next((project.root / "jobs").glob("job*.yaml")).name
 
@@ -34,7 +36,7 @@ def test_random_bytes_in_a_job_record_and_a_journal_are_warnings(project: Projec
     garbage = bytes(range(256)) * 2
     (project.root / "jobs" / job).write_bytes(garbage)
     journal.write_bytes(garbage[::-1])
-    history = run_unfurl(project.root, "history")
+    history = run_in_process(project.root, "history")
     clean(history)
     assert history.returncode == 0
     assert f"{journal.name}: damaged journal skipped: not UTF-8 text" in history.stderr
@@ -42,10 +44,10 @@ def test_random_bytes_in_a_job_record_and_a_journal_are_warnings(project: Projec
     assert "deploy" not in history.stdout.splitlines()[1]  # its workflow is unknown: '?'
     assert "error" in history.stdout  # the job is listed, from jobs.tsv
     for command in (["status"], ["show", job[-13:-5]], ["resume"], ["plan"]):
-        result = run_unfurl(project.root, *command)
+        result = run_in_process(project.root, *command)
         clean(result)
         assert result.returncode in (0, 1), (command, result.stderr)
-    resume = run_unfurl(project.root, "resume")
+    resume = run_unfurl(project.root, "resume")  # a process of its own: warned once per process
     assert "damaged journal skipped" in resume.stderr
     assert "no failed, cancelled or killed job to resume" in resume.stderr
 
@@ -54,14 +56,14 @@ def test_a_crlf_jobs_tsv_reads_as_written(project: Project) -> None:
     deployed(project)
     tsv = project.root / "jobs.tsv"
     tsv.write_bytes(tsv.read_bytes().replace(b"\n", b"\r\n"))  # what core.autocrlf checks out
-    history = run_unfurl(project.root, "history", "--json")
+    history = run_in_process(project.root, "history", "--json")
     clean(history)
     assert "damaged" not in history.stderr and '"changelog": "changes/' not in history.stderr
     assert '"status": "error"' in history.stdout
     (project.root / "fixed").write_text("")
-    again = run_unfurl(project.root, "deploy", "--approve")
+    again = run_in_process(project.root, "deploy", "--approve")
     assert again.returncode == 0, again.stderr
-    plan = run_unfurl(project.root, "deploy", "--approve")
+    plan = run_in_process(project.root, "deploy", "--approve")
     assert "Nothing to do" in plan.stdout  # a's create, read from the CRLF line, is known
 
 
@@ -73,13 +75,13 @@ def test_jobs_tsv_as_a_directory_is_a_warning_for_readers_and_an_error_for_jobs(
     tsv = project.root / "jobs.tsv"
     tsv.unlink()
     tsv.mkdir()
-    history = run_unfurl(project.root, "history")
+    history = run_in_process(project.root, "history")
     clean(history)
     assert "jobs.tsv: is a directory, not a file: no job records read from it" in history.stderr
     for command in ("status", "plan", "validate"):
-        clean(run_unfurl(project.root, command))
+        clean(run_in_process(project.root, command))
     (project.root / "fixed").write_text("")
-    deploy = run_unfurl(project.root, "deploy", "--approve")
+    deploy = run_in_process(project.root, "deploy", "--approve")
     clean(deploy)
     assert deploy.returncode == 1 and "'jobs.tsv' is a directory, not a file" in deploy.stderr
     assert len(list((project.root / "jobs").glob("journal*.yaml"))) == journals  # none ran
@@ -93,10 +95,10 @@ def test_jobs_log_inside_git_or_a_credential_store_is_refused_at_validate(
     project.write(TWO + f"jobsLog: {log}\n")
     config = (project.root / ".git" / "config").read_bytes()
     for command in (["validate"], ["deploy", "--approve"]):
-        result = run_unfurl(project.root, *command)
+        result = run_in_process(project.root, *command)
         clean(result)
         assert result.returncode == 1 and "git's" in result.stderr, result.stderr
-    history = run_unfurl(project.root, "history")
+    history = run_in_process(project.root, "history")
     clean(history)
     assert history.returncode == 1 and f"jobsLog '{log}' is inside" in history.stderr
     assert (project.root / ".git" / "config").read_bytes() == config
@@ -110,7 +112,7 @@ def test_jobs_log_through_a_symlink_into_git_is_refused_at_validate_and_before_r
     git(project.root, "add", "logs")
     project.write(TWO.replace("test -e fixed", "touch ran") + "jobsLog: logs/jobs.tsv\n")
     for command in (["validate"], ["deploy", "--approve"]):
-        result = run_unfurl(project.root, *command)
+        result = run_in_process(project.root, *command)
         clean(result)
         assert result.returncode == 1 and "inside .git" in result.stderr
     assert not (project.root / "ran").exists()
@@ -123,7 +125,7 @@ def test_a_directory_as_jobs_log_is_refused_at_validate_and_before_running(
     (project.root / "logdir").mkdir()
     project.write(TWO.replace("test -e fixed", "touch ran") + "jobsLog: logdir\n")
     for command in (["validate"], ["deploy", "--approve"]):
-        result = run_unfurl(project.root, *command)
+        result = run_in_process(project.root, *command)
         clean(result)
         assert result.returncode == 1 and "is a directory, not a file" in result.stderr
     assert not (project.root / "ran").exists()
@@ -133,12 +135,12 @@ def test_a_directory_as_jobs_log_is_refused_at_validate_and_before_running(
 def test_includes_and_imports_of_git_files_are_refused(project: Project, name: str) -> None:
     os.symlink(".git", project.root / "link")
     project.write(TWO + f"extra:\n  +include: {name}\n")
-    result = run_unfurl(project.root, "validate")
+    result = run_in_process(project.root, "validate")
     clean(result)
     assert result.returncode == 1 and "inside .git" in result.stderr, result.stderr
     project.write(TWO.replace("    topology_template:",
                               f"    imports: [{{file: '{name}'}}]\n    topology_template:"))
-    result = run_unfurl(project.root, "validate")
+    result = run_in_process(project.root, "validate")
     clean(result)
     assert result.returncode == 1 and "inside .git" in result.stderr, result.stderr
 
@@ -167,7 +169,7 @@ def test_oversized_records_are_refused_in_bounded_memory(project: Project) -> No
         handle.truncate(MAX_JOURNAL_BYTES + 10)
     with open(project.root / "jobs" / job, "r+b") as handle:
         handle.truncate(21 * 1024 * 1024)
-    history = run_unfurl(project.root, "history")
+    history = run_in_process(project.root, "history")
     clean(history)
     assert history.returncode == 0
     assert f"damaged line skipped: longer than {MAX_LINE} bytes" in history.stderr
