@@ -7,7 +7,8 @@ operations (and of 1, so the per-operation latency excludes the job's fixed cost
 independent ``true`` and 20 independent ``sleep 1`` spread over the two workers. Each
 case is timed twice: the whole command (wall clock) and the job itself (the duration
 its summary prints, which leaves out the interpreter's start, imports and the
-executor's start and stop). Prints a markdown table.
+executor's start and stop). Prints a markdown table. ``--root DIR`` times the checkout at
+DIR, so two checkouts can be compared in the same minutes.
 """
 
 from __future__ import annotations
@@ -77,11 +78,13 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chain", type=int, default=30)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--root", default=str(ROOT),
+                        help="the unfurl-lite checkout to time (default: this one)")
     args = parser.parse_args()
     redis_server = shutil.which("redis-server") or "/usr/bin/redis-server"
     port = free_port()
     url = f"redis://127.0.0.1:{port}/0"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "GIT_AUTHOR_NAME": "bench",
+    env = {**os.environ, "PYTHONPATH": args.root, "GIT_AUTHOR_NAME": "bench",
            "GIT_AUTHOR_EMAIL": "bench@example.com", "GIT_COMMITTER_NAME": "bench",
            "GIT_COMMITTER_EMAIL": "bench@example.com", "UNFURL_BROKER": url}
     server = subprocess.Popen([redis_server, "--port", str(port), "--bind", "127.0.0.1",

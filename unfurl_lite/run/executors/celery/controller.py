@@ -40,10 +40,8 @@ from unfurl_lite.run.executors.celery.application import (
     LEASE_SECONDS,
     PING_SECONDS,
     PROTOCOL,
-    REDACTED_ARGS,
     SWEEP_SECONDS,
     SWITCH_INTERVAL,
-    TASK_NAME,
     broker_url,
     check_broker,
     keep_seconds,
@@ -59,6 +57,7 @@ from unfurl_lite.run.executors.celery.flights import (
     settle,
     short,
 )
+from unfurl_lite.run.executors.celery.messages import publish
 from unfurl_lite.run.executors.checkout import without_password
 from unfurl_lite.run.executors.wire import decode_result, encode, encode_request
 from unfurl_lite.run.operations.base import OperationRequest, OperationResult
@@ -95,10 +94,7 @@ class CeleryExecutor:
                         credentials.PASSWORD_FILE_ENV)
         sys.setswitchinterval(SWITCH_INTERVAL)
         self.version = __version__
-        self.app = make_app(url, options.get("backend"))
-        # replies come on the lineage's list: no per-task subscription to Celery's result
-        # channel (a command per task, and messages nobody reads piling up in Redis)
-        self.app.backend.on_task_call = _no_subscription
+        self.app = make_app(url, options.get("backend"))  # for revoke (control commands)
         backend_url = str(self.app.conf.result_backend or url)
         self.client = redis.Redis.from_url(backend_url, socket_connect_timeout=2.0,
                                            socket_timeout=5.0)
@@ -310,16 +306,9 @@ class CeleryExecutor:
         flight.hostname, flight.started, flight.sent = None, False, False
         flight.lease_missing_since = flight.done_since = None
         flight.payload["meta"]["deadline"] = flight.deadline
-        try:
-            self.app.send_task(
-                TASK_NAME,
-                args=[flight.payload],
-                task_id=celery_id,
-                queue=self.workers.celery_queue(flight.queue),
-                argsrepr=REDACTED_ARGS,
-                kwargsrepr="{}",
-                retry_policy={"max_retries": 2, "interval_start": 0.2, "interval_step": 0.5},
-            )
+        try:  # Celery's message, without kombu's producer (messages.py)
+            publish(self.client, self.workers.celery_queue(flight.queue), celery_id,
+                    flight.payload)
             flight.sent, flight.unsent = True, False
         except Exception as exc:  # the broker is away: the sweep sends it when it is back
             flight.unsent = True
@@ -590,7 +579,3 @@ class CeleryExecutor:
 
 
 __all__ = ["CeleryExecutor", "redacted_url"]  # redacted_url: for callers of this module
-
-
-def _no_subscription(producer: Any, task_id: str) -> None:
-    return None

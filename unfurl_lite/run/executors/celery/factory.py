@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 def make_app(broker: str | None = None, backend: str | None = None) -> Celery:
     from celery import Celery  # celery loads only when an app is built
 
+    from unfurl_lite.run.executors.celery.consumer import install as take_tasks
     from unfurl_lite.run.executors.celery.worker import install  # imports celery's worker side
 
     patch_kombu()
@@ -62,4 +63,5 @@ def make_app(broker: str | None = None, backend: str | None = None) -> Celery:
         redis_backend_health_check_interval=5,
     )
     install(app, url)
+    take_tasks(app)
     return app

@@ -19,6 +19,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,11 +62,17 @@ class WorkerState:
     """What one worker process keeps while it serves: kept on its Celery app."""
 
     broker: str  # its URL never reaches an operation
+    backend: str = ""  # where results and leases are kept (the broker unless told)
     watchdog: Any = None
     tasks: dict[str, ProcessTable] = field(default_factory=dict)  # Celery id -> its commands
     clients: dict[str, Any] = field(default_factory=dict)
     _scripts: dict[int, lineage.Scripts] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    leases: dict[int, _Lease] = field(default_factory=dict)  # held, renewed by one thread
+    _renewing: threading.Thread | None = None
+    queues: list[str] = field(default_factory=list)  # the Celery queues its consumer takes
+    #: called with Celery's consumer when the worker is ready, before it says so (consumer.py)
+    on_ready: list[Callable[[Any], None]] = field(default_factory=list)
 
     def watch(self, pid: int, running: bool) -> None:
         if self.watchdog is not None:
@@ -94,6 +101,34 @@ class WorkerState:
             found = self._scripts[id(client)] = lineage.Scripts(client)
         return found
 
+    def hold(self, lease: _Lease) -> None:
+        """Renew ``lease`` until it is let go: one thread renews every lease the worker
+        holds (a thread per task cost more than the task's own Redis calls)."""
+        with self.lock:
+            self.leases[id(lease)] = lease
+            if self._renewing is None:
+                self._renewing = threading.Thread(target=self._renew, daemon=True,
+                                                  name="unfurl-leases")
+                self._renewing.start()
+
+    def let_go(self, lease: _Lease) -> None:
+        with self.lock:
+            self.leases.pop(id(lease), None)
+
+    def _renew(self) -> None:
+        """Every lease held, renewed in one round trip (pipelined), so a slow or absent
+        broker delays every lease by one attempt, not by one attempt per lease."""
+        while True:
+            time.sleep(LEASE_SECONDS / 4)
+            with self.lock:
+                held = list(self.leases.values())
+            if held:
+                with contextlib.suppress(Exception), \
+                        held[0].client.pipeline(transaction=False) as pipe:
+                    for lease in held:
+                        lease.refresh(pipe)
+                    pipe.execute()
+
     def client(self, url: str) -> Any:
         import redis
 
@@ -111,7 +146,7 @@ def state_of(app: Any) -> WorkerState:
 
 def install(app: Any, broker: str) -> None:
     """Make ``app`` able to serve as a worker: the task, its state, the signal handlers."""
-    app.unfurl_worker = WorkerState(broker)
+    app.unfurl_worker = WorkerState(broker, str(app.conf.result_backend or broker))
     app.task(name=TASK_NAME, bind=True, acks_late=True, reject_on_worker_lost=True,
              throws=(OperationFailed,))(run_on_worker)
     signals.task_revoked.connect(_on_revoked, weak=False, dispatch_uid="unfurl-revoked")
@@ -122,12 +157,18 @@ def install(app: Any, broker: str) -> None:
 
 
 def run_on_worker(task: Any, payload: dict[str, Any]) -> dict[str, Any]:
-    state = state_of(task.app)
+    """Celery's task body, for a message Celery's own consumer delivers (a worker's own
+    consumer, consumer.py, runs :func:`run_task` itself)."""
+    return run_task(state_of(task.app), payload, str(task.request.id),
+                    str(task.request.hostname or socket.gethostname()))
+
+
+def run_task(state: WorkerState, payload: dict[str, Any], celery_id: str,
+             node: str) -> dict[str, Any]:
+    """Run one copy of a task if it may run: Celery's SUCCESS summary, or OperationFailed."""
     meta = payload.get("meta") or {}
-    celery_id = str(task.request.id)
-    node = str(task.request.hostname or socket.gethostname())
-    worker = worker_name(task.request.hostname)
-    client = state.client(str(task.app.conf.result_backend or task.app.conf.broker_url))
+    worker = worker_name(node)
+    client = state.client(state.backend)
     reply = str(meta.get("reply") or "")
     number = meta.get("number")
     base = {"id": celery_id, "n": number, "node": node}
@@ -147,6 +188,7 @@ def run_on_worker(task: Any, payload: dict[str, Any]) -> dict[str, Any]:
         if verdict in ("ended", "unreachable"):  # the controller decides what comes next
             _push(client, reply, {**base, "event": "dropped", "reason": verdict}, once=True)
         return {"dropped": DROPPED.get(verdict, verdict), "worker": worker}
+    state.hold(lease)
     request = decode_request(payload.get("request") or {})
     secrets = {str(s) for s in decode(meta.get("secrets") or [])}
     result = OperationResult(success=False, modified=None, worker=worker,
@@ -158,6 +200,7 @@ def run_on_worker(task: Any, payload: dict[str, Any]) -> dict[str, Any]:
         result.worker = worker
         result = redact_result(result, secrets)
     finally:
+        state.let_go(lease)
         lease.finish(reply, json.dumps({**base, "event": "done",
                                         "result": encode_result(result)}), ran=result.ran)
     if not result.success:
@@ -254,7 +297,7 @@ def _push(client: Any, key: str, message: dict[str, Any], once: bool = False) ->
 
 class _Lease:
     """This run's claim on its task in its lineage (see lineage.py), renewed while it runs
-    (and taken again after a broker restart that lost it)."""
+    (and taken again after a broker restart that lost it) by the worker's renewing thread."""
 
     def __init__(self, client: Any, scripts: lineage.Scripts, meta: dict[str, Any],
                  celery_id: str, node: str) -> None:
@@ -267,7 +310,6 @@ class _Lease:
         self.result_key = lineage.RESULT_KEY + key
         self.celery_id = celery_id
         self.holder = f"{celery_id} {node}"
-        self._stop = threading.Event()
 
     def start(self, reply: str, started: str) -> str:
         """"run" (the lease is ours and the controller was told), or why not: another
@@ -287,22 +329,18 @@ class _Lease:
             if verdict != "busy":
                 break
             time.sleep(0.5)
-        if verdict == "run":
-            threading.Thread(target=self._refresh, daemon=True, name="unfurl-lease").start()
         return verdict
 
-    def _refresh(self) -> None:
-        while not self._stop.wait(LEASE_SECONDS / 4):
-            with contextlib.suppress(Exception):
-                self.scripts.refresh(keys=self.keys[3:4],
-                                     args=[self.holder, int(LEASE_SECONDS * 1000)])
+    def refresh(self, pipe: Any) -> None:
+        """Keep the lease: queued on ``pipe`` by the worker's renewing thread."""
+        self.scripts.refresh(keys=self.keys[3:4], args=[self.holder, int(LEASE_SECONDS * 1000)],
+                             client=pipe)
 
     def finish(self, reply: str, done: str, ran: bool = True) -> None:
         """Mark the lease done (kept as long as a copy could still be delivered again),
         keep the result for a controller that has not seen it, and reply: one step,
         retried through a broker restart. An operation that never started (``ran``
         False) gives the lease back instead: the task may be sent again."""
-        self._stop.set()
         keep = keep_seconds()
         deadline = time.monotonic() + REPLY_DELIVERY_SECONDS
         while True:
@@ -336,17 +374,20 @@ class ThreadPool(_CeleryThreadPool):
 def _on_after_setup(sender: Any = None, instance: Any = None, **kwargs: Any) -> None:
     """Serve each agent queue named (``-Q web-1``) through its Celery queue for this
     version (``web-1@v0.2.0-p3``): tasks of another version never reach this worker,
-    and this worker never takes tasks meant for another version's workers."""
+    and this worker never takes tasks meant for another version's workers. The worker's
+    own consumer (consumer.py) takes them; Celery's consumes only the worker's direct
+    queue (``NODE.dq2``), which no controller sends to."""
+    from celery.utils.nodenames import worker_direct
+
     from unfurl_lite.run.executors.celery.flights import VERSION_MARK, celery_queue
 
     queues = instance.app.amqp.queues
     names = list(queues.consume_from or {}) or [instance.app.conf.task_default_queue]
-    for name in names:
-        if VERSION_MARK in name:
-            continue
-        queues.select_add(celery_queue(name, worker_version(), protocol()))
-        if queues.consume_from:
-            queues.deselect([name])
+    state_of(instance.app).queues = [
+        name if VERSION_MARK in name else celery_queue(name, worker_version(), protocol())
+        for name in names]
+    own = queues.select_add(worker_direct(instance.hostname))
+    queues.select([own.name])
 
 
 def _on_revoked(sender: Any = None, request: Any = None, terminated: bool = False,
@@ -368,14 +409,17 @@ def _on_worker_init(sender: Any = None, **kwargs: Any) -> None:
 
 
 def _on_worker_ready(sender: Any = None, **kwargs: Any) -> None:
-    """Tell controllers and ``unfurl agents`` who we are, every few seconds."""
-    with contextlib.suppress(Exception):
-        node = str(sender.hostname)
-        from unfurl_lite.run.executors.celery.flights import agent_queue
+    """Start taking tasks (``on_ready``: the consumer); then tell controllers and ``unfurl
+    agents`` who we are, every few seconds."""
+    from unfurl_lite.run.executors.celery.flights import agent_queue
 
-        queues = sorted({agent_queue(q.name) for q in sender.task_consumer.queues})
-        client = state_of(sender.app).client(
-            str(sender.app.conf.result_backend or sender.app.conf.broker_url))
+    state = state_of(sender.app)
+    node = str(sender.hostname)
+    for start in state.on_ready:
+        start(sender)
+    with contextlib.suppress(Exception):
+        queues = sorted({agent_queue(name) for name in state.queues})
+        client = state.client(state.backend)
         import unfurl_lite.run.executors.checkout as checkout
 
         info = json.dumps({"node": node, "name": worker_name(node.partition("@")[0]),
