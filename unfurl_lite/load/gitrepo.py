@@ -11,7 +11,9 @@ touched, so each hint can say the records are safe.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -49,6 +51,7 @@ class Outcome:
 
 
 _loaded: Any = None
+_importing = threading.Lock()
 
 
 def _gitpython() -> Any:
@@ -57,15 +60,33 @@ def _gitpython() -> Any:
     missing git is our clear error rather than GitPython's ImportError."""
     global _loaded
     if _loaded is None:
-        before = os.environ.get("GIT_PYTHON_REFRESH")
-        os.environ["GIT_PYTHON_REFRESH"] = before or "quiet"
-        try:
-            import git
-        finally:
-            if before is None:
-                os.environ.pop("GIT_PYTHON_REFRESH", None)
-        _loaded = git
+        with _importing:  # one import, whether preload's thread or a caller gets here first
+            if _loaded is None:
+                before = os.environ.get("GIT_PYTHON_REFRESH")
+                os.environ["GIT_PYTHON_REFRESH"] = before or "quiet"
+                try:
+                    import git
+                finally:
+                    if before is None:
+                        os.environ.pop("GIT_PYTHON_REFRESH", None)
+                _loaded = git
     return _loaded
+
+
+def preload() -> None:
+    """Import GitPython in a thread of its own, for a command that will reach git soon.
+
+    Importing it costs about a tenth of a second, most of it two ``git version`` processes
+    GitPython starts to probe git: in a thread, those waits overlap the command's own work
+    (loading and planning) instead of adding to it. The first git operation waits for the
+    import to end; a failed import is left for that operation to meet."""
+    if _loaded is None and not _importing.locked():
+        threading.Thread(target=_quietly_import, name="unfurl-git-import").start()
+
+
+def _quietly_import() -> None:
+    with contextlib.suppress(Exception):
+        _gitpython()
 
 
 def run(cwd: Path | str, *args: str, timeout: float | None = None,

@@ -129,8 +129,32 @@ def redact_tainted(text: str, secrets: Iterable[str]) -> str:
 def redact(value: Any, secrets: Iterable[str] = ()) -> Any:
     """A copy of ``value`` safe to write anywhere."""
     known = secrets if isinstance(secrets, set | frozenset | list | tuple) else list(secrets)
-    forms = _all_forms(known)  # once per value, not once per string in it
+    forms = _all_forms(known) if known else []  # once per value, not once per string in it
     hashed = getattr(known, "hashed", None) or None
+    if not forms and not hashed:
+        return _unmarked(value, known)
+    return _redacted(value, known, forms, hashed)
+
+
+_SCALARS = frozenset({int, float, bool, type(None)})
+
+
+def _unmarked(value: Any, known: Iterable[str]) -> Any:
+    """``redact`` when the job knows no secret: plain text is safe as it is, so only marked
+    values (Sensitive, Tainted) and objects with a record form need a look. The common
+    plain types are told apart by their exact type, without the general walk's checks."""
+    kind = type(value)
+    if kind is str or kind in _SCALARS:
+        return value
+    if kind is dict:
+        return {k: _unmarked(v, known) for k, v in value.items()}
+    if kind is list:
+        return [_unmarked(v, known) for v in value]
+    return _redacted(value, known, [], None)
+
+
+def _redacted(value: Any, known: Iterable[str], forms: list[str], hashed: Any) -> Any:
+    """The general walk: every string looked at for each form of each secret."""
 
     def text(item: str) -> str:
         for form in forms:

@@ -184,6 +184,9 @@ def execute_workflow(
     result; the exit code is the job's (``--jobexitcode``)."""
     import contextlib
 
+    from unfurl_lite.load import gitrepo
+
+    gitrepo.preload()  # a job reaches git: its import overlaps the imports and the plan
     from unfurl_lite import api
     from unfurl_lite.cli import render
     from unfurl_lite.run.signals import JobControl, handle_signals
