@@ -16,8 +16,6 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
-
 from unfurl_lite.errors import InputError, LimitExceeded, Problem
 from unfurl_lite.load.positions import location
 from unfurl_lite.security.names import control_character
@@ -374,6 +372,6 @@ def _limit(filename: str, node: Any, message: str, hint: str) -> LimitExceeded:
 
 def _problem(filename: str, node: Any, message: str, hint: str, key: Any = None) -> InputError:
     line, column = location(node, key) if key is not None else location(node)
-    if line is None and isinstance(node, CommentedMap | CommentedSeq):
+    if line is None and key is not None:  # the key has no position: the node's own
         line, column = location(node)
     return InputError(Problem(message, file=filename, line=line, column=column, hint=hint))

@@ -6,11 +6,12 @@ mappings remembers each of them, so a problem inside included content names its 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
-
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.load import positions
+
+if TYPE_CHECKING:  # imported by the merge when it builds (a job on a cached ensemble never)
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 _ORIGIN = "_unfurl_lite_origin"  # container attribute: {key or index or None: file}
 _MERGED = "_unfurl_lite_merged"  # map attribute: {key: [Definition, ...]} for merged keys
@@ -64,6 +65,8 @@ def format_path(path: Path_ | list[Any]) -> str:
 
 
 def new_map(src: CommentedMap | None, file: str) -> CommentedMap:
+    from ruamel.yaml.comments import CommentedMap
+
     out = CommentedMap()
     if src is not None:
         out.lc.line, out.lc.col = src.lc.line, src.lc.col
@@ -72,6 +75,8 @@ def new_map(src: CommentedMap | None, file: str) -> CommentedMap:
 
 
 def new_seq(src: CommentedSeq | None, file: str) -> CommentedSeq:
+    from ruamel.yaml.comments import CommentedSeq
+
     out = CommentedSeq()
     if src is not None:
         out.lc.line, out.lc.col = src.lc.line, src.lc.col
@@ -81,7 +86,7 @@ def new_seq(src: CommentedSeq | None, file: str) -> CommentedSeq:
 
 def put(dst: Any, key: Any, value: Any, src: Any, src_key: Any, file: str | None) -> None:
     """Store value under key, carrying over the position and file it was read from."""
-    if isinstance(dst, CommentedSeq):
+    if isinstance(dst, list):  # a new_seq
         dst.append(value)
     else:
         dst[key] = value
