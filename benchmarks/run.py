@@ -142,7 +142,9 @@ def fresh_env() -> tuple[dict[str, str], Path]:
     """A new, empty parse cache for one series of commands, as on a machine that never saw
     this ensemble: ``plan`` is timed cold; later commands find what earlier ones stored."""
     cache = Path(tempfile.mkdtemp(prefix="ulbench-cache-"))
-    return {**os.environ, **IDENTITY, "UNFURL_LITE_CACHE": str(cache)}, cache
+    # PYTHONPATH: the `unfurl` command imports this checkout, whatever it was installed from
+    return {**os.environ, **IDENTITY, "UNFURL_LITE_CACHE": str(cache),
+            "PYTHONPATH": str(ROOT)}, cache
 
 
 def run_layered(tool: Tool, nodes: int, width: int, timeout: float) -> list[Measure]:
