@@ -36,7 +36,6 @@ import floor
 from generate import ensemble_text, independent_text
 from run import (
     LAST_CPU,
-    ROOT,
     fresh_env,
     make_repo,
     timed,
