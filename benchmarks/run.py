@@ -342,6 +342,7 @@ def report_only(args: argparse.Namespace) -> None:
                                for t in tools for p in PHASES},
         "measures": [asdict(m) for m in measures],
     }
+    args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(json.dumps(merged, indent=1) + "\n")
     write_between_markers(
         args.table, f"Run {merged['date']} on {merged['machine']}:\n\n{table(measures)}\n"
@@ -366,7 +367,8 @@ def main() -> None:
     parser.add_argument("--no-lite", action="store_true", help="time Unfurl 1.2.0 only")
     parser.add_argument("--unfurl-results", type=Path,
                         help="reuse Unfurl 1.2.0's figures from an earlier results JSON")
-    parser.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results.json")
+    parser.add_argument("--results", type=Path,  # generated data: out/ stays out of git
+                        default=ROOT / "benchmarks" / "out" / "results.json")
     parser.add_argument("--table", type=Path, default=ROOT / "docs" / "benchmarks.md",
                         help="markdown file; the table replaces what is between its markers")
     parser.add_argument("--plot", type=Path, default=ROOT / "docs" / "img" / "benchmarks.png")
@@ -419,6 +421,7 @@ def main() -> None:
                                for t in tools for p in PHASES},
         "measures": [asdict(m) for m in measures],
     }
+    args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(json.dumps(report, indent=1) + "\n")
     text = table(measures)
     write_between_markers(args.table, f"Run {report['date']} on {report['machine']}:\n\n{text}\n"

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from unfurl_lite.errors import Problem
-from unfurl_lite.load import merge
+from unfurl_lite.load import origins
 from unfurl_lite.load.interface_checks import (
     _undeclared_interfaces,
     _unknown_operations,
@@ -117,7 +117,7 @@ def _duplicate_templates(doc: Any, file: str) -> Iterator[Problem]:
     only changes some keys of an included template is what merging is for."""
     templates = get_section(doc, (*TOPOLOGY, "node_templates"))
     for name in templates:
-        full = [d for d in merge.merged_from(templates, name) if "type" in mapping(d.value)]
+        full = [d for d in origins.merged_from(templates, name) if "type" in mapping(d.value)]
         if len({d.file for d in full}) > 1:
             places = ", ".join(f"{d.file}:{d.line}" for d in full)
             yield problem_at(doc, (*TOPOLOGY, "node_templates", name), file,

@@ -31,8 +31,12 @@ SECRET_DIGESTS = "secretDigests"
 JSON_ERRORS = "backslashreplace"
 
 
+#: one encoder for every event (json.dumps with options builds a new one each call)
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+
+
 def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return _ENCODER.encode(value)
 
 
 def events_path(path: Path) -> Path:
