@@ -84,6 +84,23 @@ def test_a_deploy_reaches_git_through_gitpython(project: Project) -> None:
     assert project.commits()[0].startswith("Updating status for job")
 
 
+def test_a_job_imports_gitpython_in_a_thread_of_its_own_once() -> None:
+    code = ("import os, sys, threading\n"
+            "from unfurl_lite.load import gitrepo\n"
+            "gitrepo.preload(); gitrepo.preload()\n"
+            "names = [t.name for t in threading.enumerate()]\n"
+            "found = [None] * 8\n"
+            "def ask(i): found[i] = gitrepo._gitpython()\n"
+            "askers = [threading.Thread(target=ask, args=(i,)) for i in range(8)]\n"
+            "[t.start() for t in askers]; [t.join() for t in askers]\n"
+            "print(names.count('unfurl-git-import'), len({id(m) for m in found}),\n"
+            "      found[0] is sys.modules['git'], 'GIT_PYTHON_REFRESH' in os.environ)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={k: v for k, v in os.environ.items() if k != "GIT_PYTHON_REFRESH"}
+                          | {"PYTHONPATH": str(ROOT)}, timeout=120)
+    assert done.stdout.split() == ["1", "1", "True", "False"], done.stdout + done.stderr
+
+
 def test_without_git_init_says_git_is_not_installed(tmp_path: Path) -> None:
     empty = tmp_path / "no-git-here"
     empty.mkdir()
