@@ -13,10 +13,10 @@ import time
 from typing import Any
 
 from unfurl_lite.errors import PathError
-from unfurl_lite.run.operations import spawn
 from unfurl_lite.run.operations.base import OperationRequest, OperationResult
 from unfurl_lite.run.operations.output import OUTPUT_LIMIT, last_line, strip_ansi, tail
 from unfurl_lite.run.operations.processes import KILL_GRACE_SECONDS, ProcessTable, kill
+from unfurl_lite.run.operations.spawn import Popen
 from unfurl_lite.security.paths import confine
 
 RETRY_EXIT_CODE = 75  # EX_TEMPFAIL: the command asks to be tried again
@@ -97,7 +97,7 @@ def run(request: OperationRequest, processes: ProcessTable | None = None,
         return OperationResult(success=False, modified=False, error=exc.format())
     started = time.monotonic()
     try:
-        process = spawn.Popen(  # started outside the GIL: parallel tasks use the cores
+        process = Popen(  # started outside the GIL: parallel tasks use the cores
             utf8(argv),
             shell=isinstance(argv, str),
             executable="/bin/sh" if isinstance(argv, str) else None,
