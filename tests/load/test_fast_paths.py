@@ -507,20 +507,33 @@ def test_the_cache_keeps_only_the_newest_entries(parse_cache: Path, tmp_path: Pa
     assert last["data"] == {"a": parsecache.KEEP + 4}
 
 
-def test_journal_events_reach_the_disk_even_when_no_transition_follows(tmp_path: Path) -> None:
-    """Group commit: one event, then silence; the timer still syncs it within the interval,
-    and the line is readable at once (written before the transition takes effect)."""
+def test_journal_events_reach_the_disk_even_when_no_transition_follows(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Group commit: events, then silence; a timer's thread still syncs them within the
+    interval, and each line is readable at once (written before the transition takes
+    effect); the appending thread never waits for an fsync."""
+    import os
+    import threading
     import time
 
     from unfurl_lite.record.journal_format import EventLog
 
     log = EventLog(tmp_path / "journal.yaml", sync_interval=0.05)
-    log.append({"state": "started"}, 1)  # first append syncs at once
-    first_sync = log.synced
-    log.append({"state": "cancelling"}, 2)  # within the interval: left to the timer
+    synced_by: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced_by.append(threading.current_thread().name)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    log.append({"state": "started"}, 1)
+    appended = time.monotonic()
+    log.append({"state": "cancelling"}, 2)
     assert '"state":"cancelling"' in log.path.read_text()
     deadline = time.monotonic() + 5
-    while log.synced == first_sync and time.monotonic() < deadline:
+    while (log.timer is not None or log.synced < appended) and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert log.synced > first_sync and log.timer is None
+    assert log.synced >= appended and log.timer is None
+    assert synced_by and threading.current_thread().name not in synced_by
     log.close()

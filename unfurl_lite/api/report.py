@@ -125,11 +125,8 @@ def footer(result: JobResult) -> list[Line]:
 def instance_changes(result: JobResult) -> list[InstanceChange]:
     """Every instance a task of the job targeted, or the job brought (discovered), in the
     order the job first touched them, with its status before and after."""
-    names: list[str] = []
-    for run in result.runs:
-        if run.counted and run.task.target not in names:
-            names.append(run.task.target)
-    names += [n for n in result.instances if n not in result.before and n not in names]
+    names = dict.fromkeys(run.task.target for run in result.runs if run.counted)  # in order
+    names.update(dict.fromkeys(n for n in result.instances if n not in result.before))
     changes = []
     for name in names:
         instance = result.instances.get(name)
