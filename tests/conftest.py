@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from hypothesis import settings
 
 from unfurl_lite.cli.main import cli
 from unfurl_lite.cli.main import main as entry_point
@@ -32,6 +33,21 @@ sys.pycache_prefix = str(PYCACHE)
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 os.environ["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
+
+#: Property tests draw a quarter of their examples in the default run (the loop while
+#: working) and all of them with HYPOTHESIS_PROFILE=full, as CI's second pass runs every
+#: property test (``-m "slow or redis or hypothesis"``). A test that sets no count draws
+#: 25 or 100; one that does gives its full count to :func:`examples`.
+FULL_EXAMPLES = os.environ.get("HYPOTHESIS_PROFILE") == "full"
+settings.register_profile("full", max_examples=100)
+settings.register_profile("quick", max_examples=25)
+settings.load_profile("full" if FULL_EXAMPLES else "quick")
+
+
+def examples(full: int) -> int:
+    """``full`` examples in the full profile; a quarter of them (but at least ten, or all
+    of a smaller count) in the default run."""
+    return full if FULL_EXAMPLES else max(min(full, 10), full // 4)
 
 
 ENSEMBLE_HEAD = """\

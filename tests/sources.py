@@ -27,6 +27,13 @@ def tree(path: Path) -> ast.Module:
 
 
 @cache
+def nodes(path: Path) -> tuple[ast.AST, ...]:
+    """Every node of the module's tree, as ``ast.walk`` gives them: walked once, then each
+    test's scan is a loop over a tuple."""
+    return tuple(ast.walk(tree(path)))
+
+
+@cache
 def python_files(folder: Path) -> tuple[Path, ...]:
     return tuple(sorted(folder.rglob("*.py")))
 

@@ -31,7 +31,7 @@ def _modules(package: Path = PACKAGE) -> list[tuple[str, Path]]:
 def _imports(path: Path) -> list[tuple[int, str]]:
     """Every module an import statement names, at any depth (lazy imports count too)."""
     found = []
-    for node in ast.walk(sources.tree(path)):
+    for node in sources.nodes(path):
         if isinstance(node, ast.ImportFrom) and node.module and not node.level:
             found.append((node.lineno, node.module))
             if node.module == "unfurl_lite":

@@ -17,8 +17,9 @@ PACKAGE = Path(__file__).resolve().parent.parent / "unfurl_lite"
 REDACTORS = {"redact", "redact_text", "redact_tainted"}
 
 
-def _trees() -> dict[str, ast.Module]:
-    return {str(p.relative_to(PACKAGE.parent)): sources.tree(p)
+def _nodes() -> dict[str, tuple[ast.AST, ...]]:
+    """Each module of the package (by its path) and every node of its tree."""
+    return {str(p.relative_to(PACKAGE.parent)): sources.nodes(p)
             for p in sources.python_files(PACKAGE)}
 
 
@@ -28,28 +29,28 @@ def _base_names(node: ast.ClassDef) -> set[str]:
 
 
 def test_every_user_error_is_defined_in_errors_py() -> None:
-    ours = {n.name for n in ast.walk(_trees()["unfurl_lite/errors.py"])
+    ours = {n.name for n in sources.nodes(PACKAGE / "errors.py")
             if isinstance(n, ast.ClassDef)}
-    elsewhere = [f"{path}: {node.name}" for path, tree in _trees().items()
+    elsewhere = [f"{path}: {node.name}" for path, nodes in _nodes().items()
                  if path != "unfurl_lite/errors.py"
-                 for node in ast.walk(tree)
+                 for node in nodes
                  if isinstance(node, ast.ClassDef) and _base_names(node) & ours]
     assert elsewhere == []
 
 
 def test_errors_are_imported_from_errors_py_only() -> None:
     """An error has one home: no module re-exports one, and nobody imports it from elsewhere."""
-    ours = {n.name for n in ast.walk(_trees()["unfurl_lite/errors.py"])
+    ours = {n.name for n in sources.nodes(PACKAGE / "errors.py")
             if isinstance(n, ast.ClassDef)}
-    trees = _trees() | {str(p.relative_to(PACKAGE.parent)): sources.tree(p)
+    trees = _nodes() | {str(p.relative_to(PACKAGE.parent)): sources.nodes(p)
                         for p in sources.test_files()}
     elsewhere = [f"{path}:{node.lineno}: {node.module}.{alias.name}"
-                 for path, tree in trees.items() for node in ast.walk(tree)
+                 for path, nodes in trees.items() for node in nodes
                  if isinstance(node, ast.ImportFrom) and node.module != "unfurl_lite.errors"
                  and node.module != "unfurl_lite" for alias in node.names
                  if alias.name in ours]
     through = [f"{path}:{node.lineno}: {ast.unparse(node)}"
-               for path, tree in trees.items() for node in ast.walk(tree)
+               for path, nodes in trees.items() for node in nodes
                if isinstance(node, ast.Attribute) and node.attr in ours
                and isinstance(node.value, ast.Name)
                and node.value.id not in ("errors", "unfurl_lite", "git")]  # git: GitPython
@@ -75,18 +76,18 @@ def test_a_changeid_naming_nothing_is_a_clear_error(project: Project, invoke: In
 
 def test_redaction_has_one_entry_point() -> None:
     """Only security/redaction.py redacts; everything else imports it from there."""
-    defined = [f"{path}: {node.name}" for path, tree in _trees().items()
+    defined = [f"{path}: {node.name}" for path, nodes in _nodes().items()
                if path != "unfurl_lite/security/redaction.py"
-               for node in ast.walk(tree)
+               for node in nodes
                if isinstance(node, ast.FunctionDef) and node.name in REDACTORS]
-    imported = [f"{path}: {node.module}" for path, tree in _trees().items()
-                for node in ast.walk(tree)
+    imported = [f"{path}: {node.module}" for path, nodes in _nodes().items()
+                for node in nodes
                 if isinstance(node, ast.ImportFrom)
                 and {a.name for a in node.names} & REDACTORS
                 and node.module != "unfurl_lite.security.redaction"]
     # the marker is the taint types' (a Sensitive shows as it), below redaction
-    imported += [f"{path}: REDACTED from {node.module}" for path, tree in _trees().items()
-                 for node in ast.walk(tree)
+    imported += [f"{path}: REDACTED from {node.module}" for path, nodes in _nodes().items()
+                 for node in nodes
                  if isinstance(node, ast.ImportFrom)
                  and "REDACTED" in {a.name for a in node.names}
                  and node.module != "unfurl_lite.security.taint"]
@@ -147,7 +148,7 @@ def test_tests_start_python_through_sys_executable() -> None:
     tests = Path(__file__).resolve().parent
     bare = [f"{p.relative_to(tests)}:{node.lineno}"
             for p in sources.test_files()
-            for node in ast.walk(sources.tree(p))
+            for node in sources.nodes(p)
             if isinstance(node, ast.List) and node.elts
             and isinstance(node.elts[0], ast.Constant)
             and isinstance(node.elts[0].value, str)
@@ -188,7 +189,7 @@ def test_every_broad_except_says_why_or_raises_again() -> None:
     silent = []
     for path in sources.python_files(PACKAGE):
         lines = sources.text(path).splitlines()
-        for node in ast.walk(sources.tree(path)):
+        for node in sources.nodes(path):
             if not isinstance(node, ast.ExceptHandler) or not _broad(node):
                 continue
             raises = any(isinstance(n, ast.Raise) and n.exc is None

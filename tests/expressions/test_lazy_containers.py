@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import examples
 from unfurl_lite.errors import ExpressionError
 from unfurl_lite.expressions.lazy import LazyValues
 
@@ -40,7 +41,7 @@ def resolved(raw: dict[str, Any], key: str, seen: tuple[str, ...] = ()) -> Any:
     return value
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.dictionaries(st.sampled_from(KEYS), st.one_of(
     st.integers(0, 9), st.sampled_from(KEYS).map(lambda k: {"eval": k})), min_size=1))
 def test_keys_of_a_mapping_read_each_other_in_any_order(raw):

@@ -17,12 +17,12 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import REFERENCE, ROOT, Invoke, Project, ensemble_yaml
+from tests.conftest import REFERENCE, ROOT, Invoke, Project, ensemble_yaml, examples
 from unfurl_lite.load import emit, parsecache, schema_problems, schemacheck, yamlio
 from unfurl_lite.load.loader import load_ensemble
 from unfurl_lite.record import sections
 
-SETTINGS = settings(max_examples=100, deadline=None,
+SETTINGS = settings(max_examples=examples(100), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -98,16 +98,28 @@ def test_direct_emitter_matches_unfurls_own_job_file() -> None:
 # ------------------------------------------------------------------ quick schema check
 
 
+def yaml_texts(pattern: str = "**/*.yaml") -> dict[str, Path]:
+    """Each distinct text of the repository's YAML files (examples/, tests/data/) once, with
+    one file that holds it: the captured runs repeat many documents word for word, and the
+    same text gets the same verdict. tests/data/hostile is left out: bombs the loader's
+    text checks refuse before any parser or schema sees them."""
+    files = [*ROOT.glob(f"examples/{pattern}"), *ROOT.glob(f"tests/data/{pattern}")]
+    texts: dict[str, Path] = {}
+    for path in files:
+        if "hostile" not in path.parts:
+            texts.setdefault(path.read_text(), path)
+    return texts
+
+
 @functools.cache
 def ensemble_documents() -> list[Any]:
-    """Every ensemble-shaped document in the repository, parsed once per worker when a test
-    first asks (not at import: collection in every worker would pay for it)."""
-    files = [*ROOT.glob("examples/*/ensemble.yaml"), *ROOT.glob("tests/data/**/*.yaml")]
+    """Every mapping document in the repository, parsed once per worker when a test first
+    asks (not at import: collection in every worker would pay for it)."""
     docs = []
-    for path in files:
+    for text in yaml_texts():
         try:
-            docs.append(yamlio.parse_plain(path.read_text()))
-        except Exception:
+            docs.append(yamlio.parse_plain(text))
+        except Exception:  # deliberately broken test data: not a document to check
             continue
     return [d for d in docs if isinstance(d, dict)]
 
@@ -297,12 +309,8 @@ def ruamel_safe_load(text: str) -> Any:
 def test_plain_loader_reads_every_yaml_file_we_have_as_ruamel_does() -> None:
     from unfurl_lite.load import plainyaml
 
-    files = [*ROOT.glob("examples/**/*.yaml"), *ROOT.glob("tests/data/**/*.yaml")]
-    # (tests/data/hostile: bombs the loader's text checks refuse before any parser runs)
-    files = [path for path in files if "hostile" not in path.parts]
     compared = 0
-    for path in files:
-        text = path.read_text()
+    for text, path in yaml_texts().items():
         try:
             expected = ruamel_safe_load(text)
         except Exception:  # deliberately broken test data: both must refuse

@@ -184,7 +184,7 @@ def _git_commands(path: Path) -> list[int]:
     """Lines of list or tuple literals that start with the string "git": a git command
     line built to be run by subprocess."""
     lines = []
-    for node in ast.walk(sources.tree(path)):
+    for node in sources.nodes(path):
         if isinstance(node, ast.List | ast.Tuple) and node.elts:
             first = node.elts[0]
             if isinstance(first, ast.Constant) and first.value == "git":

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import examples
 from unfurl_lite.api import PlanOptions
 from unfurl_lite.api.project import make_plan
 from unfurl_lite.errors import PlanError
@@ -189,7 +190,7 @@ def topologies(draw: st.DrawFn) -> tuple[list[str], dict[str, list[str]], set[st
     return names, requires, protected
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(topologies(), st.booleans())
 def test_undeploy_never_deletes_what_a_kept_instance_needs(
     tmp_path_factory: pytest.TempPathFactory,

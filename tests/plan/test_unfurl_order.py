@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import Project, ensemble_yaml, run_in_process
+from tests.conftest import Project, ensemble_yaml, examples, run_in_process
 from unfurl_lite.load.loader import load_ensemble
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.plan.deploy import plan_check
@@ -72,7 +72,7 @@ def unfurl_template_order(spec: list[tuple[str, list[tuple[str, str]]]]) -> list
     return seen
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(topologies())
 def test_check_plans_templates_in_unfurls_order(spec) -> None:
     ensemble = load(ensemble_yaml("".join(node(n, needs) for n, needs in spec)))
@@ -95,7 +95,7 @@ def unfurl_removal_order(top: list[str], dependents: dict[str, list[str]]) -> li
     return order
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(topologies())
 def test_removal_visits_dependents_first_as_unfurl(spec) -> None:
     ensemble = load(ensemble_yaml("".join(node(n, needs) for n, needs in spec)))

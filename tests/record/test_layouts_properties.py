@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from tests.conftest import ensemble_yaml
+from tests.conftest import ensemble_yaml, examples
 from tests.record import layouts
 from unfurl_lite.api.jobs import JobRequest, run_job
 from unfurl_lite.load import yamlio
@@ -129,7 +129,7 @@ def test_every_layout_is_recorded(tmp_path_factory: pytest.TempPathFactory,
     check_layout(tmp_path_factory.mktemp("layout") / "p", topology)
 
 
-@settings(FEW, max_examples=25)
+@settings(FEW, max_examples=examples(25))
 @given(layouts.topologies())
 def test_some_layouts_get_a_writer_that_keeps_the_users_part(
     tmp_path_factory: pytest.TempPathFactory, topology: layouts.Topology

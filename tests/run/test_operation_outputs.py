@@ -8,7 +8,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import Project, ensemble_yaml, run_in_process
+from tests.conftest import Project, ensemble_yaml, examples, run_in_process
 
 JOB = ("deploy", "--approve", "--dirty=ok")
 
@@ -58,7 +58,7 @@ def test_an_output_not_produced_sets_nothing(project: Project) -> None:
 NAMES = st.from_regex(r"o_[a-z0-9_]{0,8}", fullmatch=True)  # never a function's name
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(st.dictionaries(NAMES, st.one_of(NAMES, st.none()), min_size=1, max_size=4))
 def test_each_mapped_output_lands_in_its_attribute(tmp_path_factory, mapping) -> None:
     import subprocess
