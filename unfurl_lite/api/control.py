@@ -89,7 +89,7 @@ def resume(
     the job stays resumable. ``observe(n)`` is called with the number of tasks left just
     before they run and returns the observer for the re-run.
     """
-    from unfurl_lite.api.jobs import JobRequest, load, record_job, run_job
+    from unfurl_lite.api.jobs import JobRequest, load, run_job
     from unfurl_lite.load.gitrepo import find_repo
     from unfurl_lite.record import interrupted, lock, tempfiles
     from unfurl_lite.record import resume as resuming
@@ -101,57 +101,30 @@ def resume(
             lock.kept_until_recorded(lock_file, stale) as killed_lock:
         tempfiles.sweep(tempfiles.project_directories(ens.project_root, ens.jobs_tsv))
         repo = find_repo(ens.project_root)
-        swept: list[str] = []
-        if repo is not None and commit:
-            from unfurl_lite.record.leftovers import commit_leftovers
-
-            swept = commit_leftovers(repo, ens, with_ensemble=True)
-            if swept:
-                notify(f"Committed the records job {', '.join(swept)} left uncommitted")
+        swept = _commit_leftovers(repo, ens, notify) if repo is not None and commit else []
         killed_state = interrupted.lock_job_state(ens.project_root, killed_lock.change_id)
         if killed_state in ("none", "recorded"):
             killed_lock.settle()
         try:
             journal = resuming.find_job(ens.project_root, change_id)
         except JobError:
-            if change_id or not (swept or (stale and killed_state == "recorded")):
+            cleared = bool(stale) and killed_state == "recorded"
+            if change_id or not (swept or cleared):
                 raise
-            message = "Nothing else to resume."
-            if stale and killed_state == "recorded":
-                message = (f"Job {killed_lock.change_id} had been recorded: cleared its "
-                           "stale lock; nothing else to resume.")
-            return Resumption(killed_lock.change_id, "nothing to resume", message,
-                              committed_leftovers=swept)
+            return _nothing_else(killed_lock.change_id, cleared, swept)
         in_flight = [int(t["number"]) for t in journal.tasks
                      if t.get("state") in ("sent", "started")]
         how = _executor_for(journal, executor, broker, in_flight, force)
         if interrupted.killed(journal) and not how.adopting:
-            from unfurl_lite.run import orphans
-
-            left = orphans.find(journal.change_id)
-            if left:
-                notify(f"Stopping {len(left)} operation(s) job {journal.change_id} left "
-                       "running when it was killed")
-                orphans.stop(left)
+            _stop_orphans(journal.change_id, notify)
         plan = resuming.replan(ens, journal)
         options = resuming.job_options(journal)
         options.commit = commit
         recorded = None
         if interrupted.killed(journal):
-            recorded = resuming.interrupted_result(ens, journal, plan)
-            recorded.start_commit = repo.head() if repo else None
-            files = record_job(ens, recorded, options, repair=True,
-                               append_log=not (ens.inline_log
-                                               and resuming.logged(ens, journal.change_id)))
-            state = str(recorded.state)
-            resuming.write_journal(journal, recorded, state=state, recorded=True,
-                                   killed=journal.state in interrupted.UNFINISHED)
-            killed_lock.settle()
-            files.extra.append(journal.path)
-            notify(f"Recorded interrupted job {journal.change_id}: {recorded.summary}")
-            if repo is not None and commit:
-                repo.commit(files.all(), f"Recording interrupted job {journal.change_id}")
-            if state == "succeeded":
+            recorded = _record_interrupted(ens, journal, plan, options, repo, killed_lock,
+                                           notify)
+            if str(recorded.state) == "succeeded":
                 return Resumption(journal.change_id, "nothing to resume",
                                   "Nothing to resume: the job had finished.", options,
                                   recorded=recorded, committed_leftovers=swept)
@@ -182,6 +155,60 @@ def resume(
         )
     assert result is not None  # no confirmation is asked
     return Resumption(journal.change_id, "resumed", "", options, result, recorded, swept)
+
+
+def _commit_leftovers(repo: Any, ens: Any, notify: Callable[[str], None]) -> list[str]:
+    """Commit the records an earlier job left uncommitted; the changeIds of those jobs."""
+    from unfurl_lite.record.leftovers import commit_leftovers  # start-up: resume only
+
+    swept = commit_leftovers(repo, ens, with_ensemble=True)
+    if swept:
+        notify(f"Committed the records job {', '.join(swept)} left uncommitted")
+    return swept
+
+
+def _nothing_else(change_id: str | None, cleared: bool, swept: list[str]) -> Resumption:
+    """No job to resume, after committing leftovers or clearing a recorded job's lock."""
+    message = "Nothing else to resume."
+    if cleared:
+        message = (f"Job {change_id} had been recorded: cleared its stale lock; nothing "
+                   "else to resume.")
+    return Resumption(change_id, "nothing to resume", message, committed_leftovers=swept)
+
+
+def _stop_orphans(change_id: str, notify: Callable[[str], None]) -> None:
+    """Stop the operations a killed job left running (not when their results are adopted)."""
+    from unfurl_lite.run import orphans  # start-up: only a killed job has orphans
+
+    left = orphans.find(change_id)
+    if left:
+        notify(f"Stopping {len(left)} operation(s) job {change_id} left running when it "
+               "was killed")
+        orphans.stop(left)
+
+
+def _record_interrupted(ens: Any, journal: Any, plan: Plan, options: JobOptions,
+                        repo: Any, killed_lock: Any,
+                        notify: Callable[[str], None]) -> JobResult:
+    """Record a killed job as it stood (its records, its journal marked recorded, its
+    commit) before anything of it runs again, and release its stale lock."""
+    from unfurl_lite.api.jobs import record_job
+    from unfurl_lite.record import interrupted
+    from unfurl_lite.record import resume as resuming
+
+    recorded = resuming.interrupted_result(ens, journal, plan)
+    recorded.start_commit = repo.head() if repo else None
+    files = record_job(ens, recorded, options, repair=True,
+                       append_log=not (ens.inline_log
+                                       and resuming.logged(ens, journal.change_id)))
+    resuming.write_journal(journal, recorded, state=str(recorded.state), recorded=True,
+                           killed=journal.state in interrupted.UNFINISHED)
+    killed_lock.settle()
+    files.extra.append(journal.path)
+    notify(f"Recorded interrupted job {journal.change_id}: {recorded.summary}")
+    if repo is not None and options.commit:
+        repo.commit(files.all(), f"Recording interrupted job {journal.change_id}")
+    return recorded
 
 
 def _executor_for(journal: Any, executor: str | None, broker: str | None,

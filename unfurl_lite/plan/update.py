@@ -9,6 +9,7 @@ handed to the job in the plan (``removed_templates``), not put back into the ens
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from unfurl_lite.load import previous
 from unfurl_lite.model import dependencies
@@ -30,6 +31,20 @@ from unfurl_lite.plan.topology import instance_graph, is_present, planned_instan
 UPDATE_OPS = ("update", "update_config", "update_apply")
 
 
+@dataclass(frozen=True)
+class UpdateOptions:
+    """How an update plans, as Cloudify's update parameters say it: one record handed to
+    each step, instead of seven flags threaded through them."""
+
+    preview: bool = False
+    skip_install: bool = False
+    skip_uninstall: bool = False
+    skip_reinstall: bool = False
+    skip_drift_check: bool = False
+    force_reinstall: bool = False
+    skip_heal: bool = False
+
+
 def plan_update(
     ensemble: Ensemble,
     preview: bool = False,
@@ -41,44 +56,60 @@ def plan_update(
     skip_heal: bool = False,
     workflow_id: str | None = None,
 ) -> Plan:
-    """The minimal change from what was deployed to what the spec now says."""
+    """The minimal change from what was deployed to what the spec now says. The keywords
+    are the workflow's declared parameters (the registry passes them by name); planning
+    reads them as one :class:`UpdateOptions`."""
+    options = UpdateOptions(preview, skip_install, skip_uninstall, skip_reinstall,
+                            skip_drift_check, force_reinstall, skip_heal)
+    plan = _plan(ensemble, options)
+    if workflow_id:
+        plan.options["workflow_id"] = workflow_id
+    return plan
+
+
+def _plan(ensemble: Ensemble, options: UpdateOptions) -> Plan:
+    """Uninstall what the spec removed, install what it added, then update (or reinstall)
+    what changed or drifted, in dependency order."""
     instances = planned_instances(ensemble)
     removed = [
         n for n, i in ensemble.instances.items()
         if i.template not in ensemble.topology.templates and is_present(i)
     ]
-    old, links = ({}, {}) if skip_uninstall or not removed else previous.removed_with_links(
-        ensemble, {instances[n].template for n in removed})
+    old, links = ({}, {}) if options.skip_uninstall or not removed else \
+        previous.removed_with_links(ensemble, {instances[n].template for n in removed})
     # removed templates' operations render and run like any other's: plan with a view
     # that has them, leave the caller's ensemble as it is, and hand them to the job
     ensemble = with_templates(ensemble, old)
     builder = Builder(UPDATE)
-    _uninstall_removed(builder, ensemble, instances, removed, old, links, skip_uninstall)
+    _uninstall_removed(builder, ensemble, instances, removed, old, links,
+                       options.skip_uninstall)
     new = {n: i for n, i in instances.items() if n not in ensemble.instances}
+    _install_new(builder, ensemble, instances, new, options.skip_install)
+    baselines, reinstall = _update_changed(builder, ensemble, instances, [*new, *removed],
+                                           options)
+    if reinstall:
+        add_reinstall(builder, ensemble, instances, reinstall, True)
+    plan = builder.plan(new, preview=options.preview)
+    plan.forget = tuple(removed) if not options.skip_uninstall else ()
+    plan.baselines = baselines
+    plan.removed_templates = old
+    return plan
+
+
+def _install_new(builder: Builder, ensemble: Ensemble, instances: dict[str, Instance],
+                 new: dict[str, Instance], skip: bool) -> None:
+    """Install the instances of templates the spec added, in dependency order."""
     deps = instance_graph(ensemble, instances)
     for name in dependencies.topological_order(deps):
         if name not in new:
             continue
-        if skip_install:
+        if skip:
             builder.note(name, "not installed (--skip-install)")
             continue
         add_install_tasks(
             builder, ensemble, new[name], instances, ADD, builder.last_of(deps.get(name, ())),
             resume_from_state=False,
         )  # fmt: skip
-    baselines, reinstall = _update_changed(
-        builder, ensemble, instances, [*new, *removed], skip_reinstall, skip_drift_check,
-        force_reinstall, skip_heal,
-    )  # fmt: skip
-    if reinstall:
-        add_reinstall(builder, ensemble, instances, reinstall, True)
-    plan = builder.plan(new, preview=preview)
-    plan.forget = tuple(removed) if not skip_uninstall else ()
-    plan.baselines = baselines
-    plan.removed_templates = old
-    if workflow_id:
-        plan.options["workflow_id"] = workflow_id
-    return plan
 
 
 def _uninstall_removed(
@@ -125,7 +156,7 @@ def _uninstall_removed(
 
 def _update_changed(
     builder: Builder, ensemble: Ensemble, instances: dict[str, Instance], skip: Sequence[str],
-    skip_reinstall: bool, skip_drift_check: bool, force_reinstall: bool, skip_heal: bool,
+    options: UpdateOptions,
 ) -> tuple[dict[str, dict[str, str]], dict[str, Trigger]]:
     """Drift checks, update operations and the reinstall triggers of the instances that
     changed or drifted: (their new baselines, instance -> when to reinstall it)."""
@@ -143,7 +174,8 @@ def _update_changed(
         drift = implemented(template, "Lifecycle", "check_drift")
         is_changed = name in changed
         drift_task: int | None = None
-        if not skip_drift_check and drift is not None and instance.state == NodeState.started:
+        started = instance.state == NodeState.started
+        if not options.skip_drift_check and drift is not None and started:
             drift_task = builder.add(
                 name, template.name, drift, CHECK, builder.last_of(deps.get(name, ())),
                 ignore_failure=True,
@@ -155,10 +187,10 @@ def _update_changed(
         # a failing check_drift means drift
         drifted: tuple[int, ...] = () if is_changed or drift_task is None else (drift_task,)
         baselines[name] = spec_baseline(ensemble, name)
-        if updates and not force_reinstall:
+        if updates and not options.force_reinstall:
             unhealthy: tuple[int, ...] = ()
             status_check = check_operation(template)
-            if not skip_heal and status_check is not None:
+            if not options.skip_heal and status_check is not None:
                 unhealthy = (builder.add(
                     name, template.name, status_check, CHECK,
                     builder.last_of(deps.get(name, ())), ignore_failure=True,
@@ -170,12 +202,12 @@ def _update_changed(
                     name, template.name, op, UPDATE, builder.last_of(deps.get(name, ())),
                     done_status=Status.ok if index == len(updates) - 1 else None,
                     guard=Guard(if_failed=drifted, unless_failed=(*unhealthy, *numbers)),
-                    ignore_failure=not skip_reinstall,
+                    ignore_failure=not options.skip_reinstall,
                 ).number)  # fmt: skip
-            if not skip_reinstall:
+            if not options.skip_reinstall:
                 # a failed update (or an unhealthy instance) is reinstalled instead
                 reinstall[name] = frozenset((*unhealthy, *numbers))
-        elif skip_reinstall:
+        elif options.skip_reinstall:
             builder.note(name, "not reinstalled (--skip-reinstall)")
             del baselines[name]
         else:

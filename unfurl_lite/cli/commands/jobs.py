@@ -192,36 +192,8 @@ def execute_workflow(
     from unfurl_lite.run.signals import JobControl, handle_signals
 
     level = verbosity(ctx, job.quiet, job.verbose)
-    if job.broker:  # operations that talk to the broker (agents) find it in the environment
-        os.environ["UNFURL_BROKER"] = job.broker
-    request = api.JobRequest(
-        ensemble=ensemble_path,
-        workflow=workflow,
-        plan_options=api.PlanOptions.from_mapping(plan_options),
-        options=job.options,
-        dirty=job.dirty,
-        executor=job.executor or os.environ.get("UNFURL_EXECUTOR", "local"),
-        executor_options={"broker": job.broker} if job.broker else None,
-        queue=job.queue,
-        custom=custom,
-        inputs=job_inputs(job.variables),
-        query=job.query,
-    )
+    request = job_request(workflow, ensemble_path, plan_options, job, custom)
     tty = is_terminal()
-    declared = BY_NAME.get(workflow)
-    read_only = declared is not None and declared.read_only
-
-    def confirm(ensemble: Any, plan: Any) -> bool:
-        """Show the plan, ask if it must; False (run nothing) when it has no tasks."""
-        needs_approval = not read_only and not job.options.dryrun and bool(plan.tasks)
-        shown = render.plan_tree(plan) if tty else render.plan_text(plan)
-        if level < 0 and (job.approve or not needs_approval):
-            shown = ""  # quiet: nobody has to read the plan before it runs
-        if not confirm_plan(shown, job.approve, needs_approval, job.shows_json):
-            click.echo("Cancelled: nothing was run.", err=True)
-            ctx.exit(1)
-        return bool(plan.tasks)
-
     control = JobControl()
     running = contextlib.ExitStack()
 
@@ -235,7 +207,8 @@ def execute_workflow(
 
     with running:
         result = api.run_job(
-            request, confirm=confirm, observe=observe, cancel=control,
+            request, confirm=plan_confirmation(ctx, workflow, job, tty, level),
+            observe=observe, cancel=control,
             notify=lambda message: say(message, err=True) if level >= 0 else None,
         )
     if result is None:  # confirmed, with nothing to run
@@ -243,6 +216,53 @@ def execute_workflow(
         return
     show_result(ctx, result, job.options.jobexitcode, job.shows_json, tty, level,
                 summary=job.output != "none")
+
+
+def job_request(workflow: str, ensemble_path: str | None, plan_options: Mapping[str, Any],
+                job: JobChoice, custom: bool) -> Any:
+    """The api's JobRequest for what the command line chose (the executor from
+    ``UNFURL_EXECUTOR`` unless given); a broker given is also put in the environment, where
+    operations that talk to it (agents) find it."""
+    from unfurl_lite import api
+
+    if job.broker:
+        os.environ["UNFURL_BROKER"] = job.broker
+    return api.JobRequest(
+        ensemble=ensemble_path,
+        workflow=workflow,
+        plan_options=api.PlanOptions.from_mapping(plan_options),
+        options=job.options,
+        dirty=job.dirty,
+        executor=job.executor or os.environ.get("UNFURL_EXECUTOR", "local"),
+        executor_options={"broker": job.broker} if job.broker else None,
+        queue=job.queue,
+        custom=custom,
+        inputs=job_inputs(job.variables),
+        query=job.query,
+    )
+
+
+def plan_confirmation(ctx: click.Context, workflow: str, job: JobChoice, tty: bool,
+                      level: int) -> Callable[[Any, Any], bool]:
+    """The job's ``confirm``: show the plan, ask when it must (a workflow that changes
+    something, not a dry run, with tasks), exit 1 when declined; False (run nothing)
+    when the plan has no tasks."""
+    from unfurl_lite.cli import render
+
+    declared = BY_NAME.get(workflow)
+    read_only = declared is not None and declared.read_only
+
+    def confirm(ensemble: Any, plan: Any) -> bool:
+        needs_approval = not read_only and not job.options.dryrun and bool(plan.tasks)
+        shown = render.plan_tree(plan) if tty else render.plan_text(plan)
+        if level < 0 and (job.approve or not needs_approval):
+            shown = ""  # quiet: nobody has to read the plan before it runs
+        if not confirm_plan(shown, job.approve, needs_approval, job.shows_json):
+            click.echo("Cancelled: nothing was run.", err=True)
+            ctx.exit(1)
+        return bool(plan.tasks)
+
+    return confirm
 
 
 def nothing_to_do(workflow: str, request: Any, job: JobChoice, level: int) -> None:
