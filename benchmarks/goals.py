@@ -57,6 +57,7 @@ def _env() -> dict[str, str]:
 def _time(samples: Samples, key: str, argv: list[str], cwd: Path, env: dict[str, str],
           timeout: float = 3600) -> None:
     seconds, rss, note = timed(argv, cwd, timeout, env)
+    shutil.rmtree(env["UNFURL_LITE_CACHE"], ignore_errors=True)  # fresh_env's, for this one
     if seconds is None:
         print(f"  {key}: {note}", flush=True)
         return
