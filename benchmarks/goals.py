@@ -57,13 +57,21 @@ def _env() -> dict[str, str]:
 def _time(samples: Samples, key: str, argv: list[str], cwd: Path, env: dict[str, str],
           timeout: float = 3600) -> None:
     seconds, rss, note = timed(argv, cwd, timeout, env)
-    shutil.rmtree(env["UNFURL_LITE_CACHE"], ignore_errors=True)  # fresh_env's, for this one
     if seconds is None:
         print(f"  {key}: {note}", flush=True)
         return
     samples.setdefault(key, []).append((seconds, LAST_CPU[0], rss or 0.0))
     print(f"  {key:28} {seconds:8.3f} s wall {LAST_CPU[0]:8.3f} s CPU {rss or 0:7.0f} MB",
           flush=True)
+
+
+def _alone(samples: Samples, key: str, argv: list[str]) -> None:
+    """One command timed on its own, with a parse cache of its own, removed after."""
+    env = _env()
+    try:
+        _time(samples, key, argv, Path.cwd(), env)
+    finally:
+        shutil.rmtree(env["UNFURL_LITE_CACHE"], ignore_errors=True)
 
 
 def _series(samples: Samples, text: str, steps: list[tuple[str, list[str]]],
@@ -84,7 +92,6 @@ def _series(samples: Samples, text: str, steps: list[tuple[str, list[str]]],
 
 def one_series(samples: Samples, unfurl: list[str] | None, big: int, big_too: bool) -> None:
     plan, deploy = [*LITE, "plan", "ensemble.yaml"], [*LITE, "deploy", *JOB, "ensemble.yaml"]
-    here = Path.cwd()
     _series(samples, ensemble_text(200, 10),
             [("lite plan 200", plan), ("lite deploy 200", deploy)], _env())
     if unfurl:
@@ -92,13 +99,13 @@ def one_series(samples: Samples, unfurl: list[str] | None, big: int, big_too: bo
                 [("unfurl plan 200", [*unfurl, "--home", "", "plan", "ensemble.yaml"]),
                  ("unfurl deploy 200",
                   [*unfurl, "--home", "", "deploy", *UNFURL_JOB, "ensemble.yaml"])], _env())
-    _time(samples, "floor 200", floor.command(200), here, _env())
+    _alone(samples, "floor 200", floor.command(200))
     _series(samples, ensemble_text(1000, 10), [("", plan), ("lite deploy 1000", deploy)],
             _env())
-    _time(samples, "floor 1000", floor.command(1000), here, _env())
-    _time(samples, "interpreter", [sys.executable, "-c", "pass"], here, _env())
-    _time(samples, "--version", [*LITE, "--version"], here, _env())
-    _time(samples, "--help", [*LITE, "--help"], here, _env())
+    _alone(samples, "floor 1000", floor.command(1000))
+    _alone(samples, "interpreter", [sys.executable, "-c", "pass"])
+    _alone(samples, "--version", [*LITE, "--version"])
+    _alone(samples, "--help", [*LITE, "--help"])
     for jobs in ("1", "2"):
         _series(samples, independent_text(1000, "true"),
                 [("", plan), (f"jobs {jobs}", [*deploy[:-1], "--jobs", jobs, "ensemble.yaml"])],
