@@ -78,6 +78,12 @@ ARGS: dict[str, dict[str, list[str]]] = {
 CHANGE_ID = re.compile(r"\bA[0-9A-Za-z]{7}[0-9A-Fa-f]{4}\b")
 TIMESTAMP = re.compile(r"\b\d{4}-\d{2}-\d{2}[-T ]\d{2}[-:]\d{2}[-:]\d{2}([-.]\d+)?\b")
 HEX40 = re.compile(r"\b[0-9a-f]{40}\b")
+#: what labels make of the volatile values (``to_dns_label`` of get_ensemble_metadata):
+#: a changeId in lower case, a commit's first 8 digits (x first when they start with a
+#: number), the scratch path (the harness's temporary directory, ``side-by-side-*``)
+CHANGE_ID_LABEL = re.compile(r"\ba[0-9a-z]{7}[0-9a-f]{4}\b")
+SHORT_COMMIT = re.compile(r"\bx?([0-9a-f]{8})\b")  # a label starts with a letter
+SCRATCH_LABEL = re.compile(r"\btmpside-by-side-[a-z0-9-]*")
 #: jobs.tsv columns whose values can never match between two runs.
 VOLATILE_COLUMNS = {"startTime", "endTime", "specDigest", "startCommit", "changelog",
                     "digestValue"}
@@ -190,16 +196,28 @@ class Normaliser:
         self.repo = str(repo)
         self.jobs: dict[str, str] = {}
         self.step = ""
+        self.commits: set[str] = set()  # the first 8 digits of the step's commits
 
     def text(self, value: str) -> str:
         value = value.replace(self.repo, "<repo>")
         value = CHANGE_ID.sub(lambda m: self._change_id(m.group(0)), value)
+        value = CHANGE_ID_LABEL.sub(lambda m: self._change_id_label(m.group(0)), value)
+        value = SCRATCH_LABEL.sub("<repo-label>", value)
         value = TIMESTAMP.sub("<time>", value)
-        return HEX40.sub("<commit>", value)
+        value = HEX40.sub("<commit>", value)
+        return SHORT_COMMIT.sub(
+            lambda m: "<commit>" if m.group(1) in self.commits else m.group(0), value)
 
     def _change_id(self, change_id: str) -> str:
         job = self.jobs.setdefault(change_id[:8], self.step)
         return f"{job}:{change_id[8:]}"
+
+    def _change_id_label(self, label: str) -> str:
+        """A changeId seen before, in lower case (its label): the same token, lowered."""
+        for prefix, job in self.jobs.items():
+            if prefix.lower() == label[:8]:
+                return f"{job}:{label[8:]}".lower()
+        return label
 
     def data(self, value: Any) -> Any:
         if isinstance(value, str):
@@ -245,13 +263,26 @@ def raw_step(repo: Path, code: int, console: str, head_before: str) -> dict[str,
     """What a step left: its exit status and console, the ensemble and jobs.tsv as text,
     whether it committed. Captured as is; normalised only when compared."""
     ensemble, jobs = repo / "ensemble.yaml", repo / "jobs.tsv"
+    label = repo_label(repo)
+
+    def scrubbed(text: str) -> str:
+        return label.sub("<repo-label>", text.replace(str(repo), "<repo>"))
+
     return {
         "exit": code,
-        "console": re.sub(r"\x1b\[[0-9;]*m", "", console).replace(str(repo), "<repo>"),
-        "ensemble": ensemble.read_text().replace(str(repo), "<repo>") if ensemble.exists() else "",
-        "jobs_tsv": jobs.read_text().replace(str(repo), "<repo>") if jobs.exists() else "",
+        "console": scrubbed(re.sub(r"\x1b\[[0-9;]*m", "", console)),
+        "ensemble": scrubbed(ensemble.read_text()) if ensemble.exists() else "",
+        "jobs_tsv": scrubbed(jobs.read_text()) if jobs.exists() else "",
         "committed": head(repo) != head_before,
     }
+
+
+def repo_label(repo: Path) -> re.Pattern[str]:
+    """The scratch repository's path as a label (``to_dns_label`` of get_ensemble_metadata's
+    ``unfurlproject``: lower case, slashes dropped, other signs made ``-``, long ones cut
+    and hashed): known by its first 16 characters, whatever the tool cut after them."""
+    start = re.sub(r"[^a-z0-9]", "-", str(repo).replace("/", "").lower())[:16]
+    return re.compile(rf"\b{re.escape(start)}[a-z0-9-]*")
 
 
 def snapshots(raw: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -262,6 +293,7 @@ def snapshots(raw: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     rows_before = 0
     for step, step_raw in raw.items():
         norm.step = step
+        norm.commits = {c[:8] for c in HEX40.findall(step_raw["ensemble"] + step_raw["jobs_tsv"])}
         doc = parse_yaml(step_raw["ensemble"])
         status = (doc.get("status") or {}) if isinstance(doc, dict) else {}
         instances = {

@@ -93,3 +93,21 @@ def test_case_runs_as_in_unfurl(case: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize("case", params(STEPS, pytest.mark.slow))
 def test_case_runs_as_in_unfurl_every_step(case: Path, tmp_path: Path) -> None:
     check_case(case, STEPS, tmp_path)
+
+
+def test_what_labels_make_of_volatile_values_is_normalised() -> None:
+    """``to_dns_label`` of get_ensemble_metadata turns a changeId, a commit and the scratch
+    path into labels (lower case, 8 digits with an x first when they start with a number):
+    the same tokens as the values, so two runs compare (unfurl-cases 80); a word or an
+    8-digit value that is no commit of the step is left alone."""
+    from benchmarks.side_by_side import Normaliser
+
+    norm = Normaliser(Path("/tmp/side-by-side-x/case/lite"))
+    norm.step = "deploy"
+    norm.commits = {"2315705a", "d18b337f"}
+    assert norm.text("A6BQ44Re0000") == "deploy:0000"
+    assert norm.text("a6bq44re0001") == "deploy:0001"
+    assert norm.text("x2315705a d18b337f") == "<commit> <commit>"
+    assert norm.text("tmpside-by-side-1lbt2j480-doc--80-docs-get") == "<repo-label>"
+    assert norm.text("abcdef12 attributes00 application1") == \
+        "abcdef12 attributes00 application1"

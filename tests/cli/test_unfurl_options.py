@@ -9,7 +9,12 @@ import json
 import pytest
 
 from tests.conftest import Project, ensemble_yaml, run_in_process
-from unfurl_lite.cli.commands.unfurl_options import REFUSED, REFUSED_BY_COMMAND
+from unfurl_lite.cli.commands.unfurl_options import (
+    NOTHING_TO_TURN_OFF,
+    REFUSED,
+    REFUSED_BY_COMMAND,
+    REFUSED_GLOBALLY,
+)
 
 APP = """\
 apiVersion: unfurl/v1alpha1
@@ -91,6 +96,29 @@ def test_unfurls_unsupported_options_are_refused_by_name(
     assert project.jobs_tsv() == []
 
 
+@pytest.mark.parametrize("option", REFUSED_GLOBALLY)
+def test_unfurls_own_options_are_refused_by_name(project: Project, option: str) -> None:
+    """``unfurl --home PATH deploy``: Unfurl's options before the command, the same way."""
+    project.write(ensemble_yaml("a:\n  type: tosca.nodes.Root\n"))
+    proc = run_in_process(project.root, option, "x", "deploy", *JOB)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"Unfurl's option {option} is not supported" in proc.stderr
+    assert "No such option" not in proc.stderr
+    assert project.jobs_tsv() == []
+
+
+def test_unfurls_no_home_and_the_flags_turning_off_what_is_not_here_run_the_job(
+    project: Project,
+) -> None:
+    """``unfurl --home '' deploy`` (Unfurl's docs run it so) and ``--no-runtime``,
+    ``--skip-upstream-check``, ``--no-version-check``: nothing to turn off here, the job
+    runs as without them."""
+    project.write(APP)
+    proc = run_in_process(project.root, "--home", "", *NOTHING_TO_TURN_OFF, "deploy", *JOB)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert operations(project) == [("db", "create"), ("app", "configure")]
+
+
 def test_a_misspelled_option_is_still_a_usage_error(project: Project) -> None:
     project.write(APP)
     proc = run_in_process(project.root, "deploy", "--pruen")
@@ -160,8 +188,9 @@ def test_template_prune_and_force_on_the_command_line(project: Project) -> None:
     code, out = deploy(project, "--template", "db", "--prune")
     assert code == 0, out
     assert operations(project)[-1] == ("app", "delete")
-    assert project.local("app") == "absent"
-    assert deploy(project)[0] == 0  # app back
+    # as Unfurl (unfurl-cases 110): a pruned delete ends no workflow, the status stays
+    assert (project.local("app"), project.state("app")) == ("ok", "deleted")
+    assert deploy(project)[0] == 0
     edit(project, "          requirements:", "          directives: [protected]\n"
                                                  "          requirements:")
     proc = run_in_process(project.root, "undeploy", *JOB)
@@ -170,6 +199,21 @@ def test_template_prune_and_force_on_the_command_line(project: Project) -> None:
     proc = run_in_process(project.root, "undeploy", *JOB, "--force")
     assert proc.returncode == 0, proc.stderr
     assert project.local("db") == "absent" and project.local("app") == "ok"
+
+
+def test_undeploy_deletes_a_pruned_instance_again(project: Project) -> None:
+    """Unfurl 1.2.0 (unfurl-cases 110): --prune's delete leaves the instance ``ok`` in
+    state ``deleted`` and its lastConfigChange as it was; undeploy deletes it again."""
+    project.write(APP)
+    assert deploy(project)[0] == 0
+    before = project.status()["app"]["lastConfigChange"]
+    assert deploy(project, "--template", "db", "--prune")[0] == 0
+    assert project.status()["app"]["lastConfigChange"] == before
+    proc = run_in_process(project.root, "undeploy", *JOB)
+    assert proc.returncode == 0, proc.stderr
+    assert operations(project)[-2:] == [("app", "delete"), ("db", "delete")]
+    assert [op for op in operations(project) if op == ("app", "delete")] == [("app", "delete")] * 2
+    assert project.local("app") == "absent"
 
 
 def test_deploy_check_records_what_the_check_found(project: Project) -> None:

@@ -315,3 +315,91 @@ def test_host_reads_and_get_attribute_are_digest_keys_as_in_unfurl(project, invo
     ours = _row(project, "configure")
     assert (ours["digestKeys"], ours["digestValue"]) == (
         theirs_row["digestKeys"], theirs_row["digestValue"])
+
+
+def test_a_command_line_implementation_is_the_first_input(project, invoke):
+    """Unfurl makes a command-line implementation the ``command`` input before the
+    interface's and the operation's own (case 129): digestKeys list it first; an input
+    named ``command`` replaces its value, not its place. Values: Unfurl 1.2.0's."""
+    project.write(ensemble_yaml("""\
+    scripted:
+      type: tosca.nodes.Root
+      interfaces:
+        Standard:
+          inputs:
+            greeting: hi
+          operations:
+            create: echo "create {{ inputs.greeting }}"
+            configure:
+              implementation: echo "configure {{ inputs.name }} {{ inputs.greeting }}"
+              inputs:
+                name: box
+                command: echo "replaced {{ inputs.name }}"
+    """))
+    assert invoke("deploy", "--approve").exit_code == 0
+    create, configure = _row(project, "create"), _row(project, "configure")
+    assert create["digestKeys"] == "command,greeting"
+    assert create["digestValue"] == "3fc1ae19afc22f42350cf626890658080bec94ea"
+    assert configure["digestKeys"] == "command,name"
+    assert configure["digestValue"] == "c3c10a0b2b3a19307e97828df263e5e8829a34ca"
+
+
+def test_inputs_dot_a_name_the_inputs_map_has_reads_that_attribute(project, invoke):
+    """In Unfurl ``inputs`` is a ResultsMap: Jinja2's ``inputs.validate`` finds its
+    ``validate`` attribute (False) before the input, so the input is not read and not
+    digested (case 141); ``inputs['validate']`` reads the input."""
+    project.write(ensemble_yaml("""\
+    node:
+      type: tosca.nodes.Root
+      interfaces:
+        Standard:
+          create:
+            implementation: echo "dot={{ inputs.validate }} {{ inputs.applyTemplates }}"
+            inputs:
+              validate: "yes"
+              applyTemplates: "no"
+              resultTemplate:
+                attributes:
+                  out: "{{ stdout | trim }}"
+          configure:
+            implementation: echo "item={{ inputs['validate'] }}"
+            inputs:
+              validate: "yes"
+              resultTemplate:
+                attributes:
+                  item: "{{ stdout | trim }}"
+    """))
+    assert invoke("deploy", "--approve").exit_code == 0
+    attributes = project.status()["node"]["attributes"]
+    assert attributes == {"out": "dot=False True", "item": "item=yes"}
+    assert _row(project, "create")["digestKeys"] == "command"
+    assert _row(project, "create")["digestValue"] == "d181abc0b4fbde304fb84580f50da495ab7b3f17"
+    assert _row(project, "configure")["digestKeys"] == "command,validate"
+
+
+TEMPLATE_RUN = Path(__file__).parent.parent / "data" / "unfurl120" / "template-run-reads"
+
+
+def _task_rows(text: str) -> dict[str, tuple[str, str]]:
+    rows = (dict(f.split("=", 1) for f in line.split("\t")[1:] if "=" in f)
+            for line in text.splitlines())
+    return {row["target"]: (row["digestKeys"], row["digestValue"])
+            for row in rows if "target" in row}
+
+
+def test_what_a_template_run_read_is_digested_as_unfurl_does(project, invoke):
+    """A Template's ``run`` is rendered lazily by Unfurl: a string or a list's first item
+    is read while its reads are recorded; a mapping's values only when a resultTemplate
+    takes them as variables, and then only a query's reads count (a template's
+    ``SELF.size`` goes through what the render bound). Keys and values: Unfurl 1.2.0's
+    for the same ensemble (tests/data/unfurl120/template-run-reads)."""
+    project.write((TEMPLATE_RUN / "ensemble.yaml").read_text())
+    assert invoke("deploy", "--approve").exit_code == 0
+    theirs = _task_rows((TEMPLATE_RUN / "deploy.jobs.tsv").read_text())
+    ours = _task_rows("\n".join(project.jobs_tsv()))
+    assert ours == theirs
+    assert theirs["::queried"] == ("run", "1b237e092d48f354e89d4e31159243729a7c2d5d")
+    assert theirs["::queried2"][0] == "run,::queried2::size,::queried2::label"
+    attributes = {name: record.get("attributes") for name, record in project.status().items()}
+    assert attributes["listed2"] == {"all": 3}  # {{ run }}: a list run's variable
+    assert attributes["queried2"] == {"s": 3}

@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from unfurl_lite.cli.commands.unfurl_options import global_options
 from unfurl_lite.cli.version import version_text
 from unfurl_lite.model.builtin_workflows import WORKFLOWS
 
@@ -149,6 +150,7 @@ def _completion(install: bool) -> Callable[[click.Context, click.Parameter, bool
 @click.option("-v", "--verbose", count=True, help="More output (repeat for more).")
 @click.option("-q", "--quiet", is_flag=True, help="Only errors and the final result.")
 @click.option("--no-color", is_flag=True, help="No colours or styles, even on a terminal.")
+@global_options
 @click.pass_context
 def cli(ctx: click.Context, verbose: int, quiet: bool, no_color: bool) -> None:
     """unfurl-lite: plan and run deployment jobs on a git-backed TOSCA ensemble."""

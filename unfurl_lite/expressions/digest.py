@@ -87,11 +87,12 @@ def _utf8(text: str) -> bytes:
 
 
 #: the inputs each built-in configurator resolves while it runs, as Unfurl's do (its
-#: ShellConfigurator and TemplateConfigurator); a Python callable may read any, so all count
+#: ShellConfigurator and TemplateConfigurator: a Template reads ``dryrun`` only in a dry
+#: run, which is never recorded); a Python callable may read any, so all count
 CONFIGURATOR_INPUTS: dict[str, tuple[str, ...]] = {
     "Shell": ("command", "cwd", "dryrun", "shell", "keeplines", "echo", "done",
               "resultTemplate"),
-    "Template": ("run", "dryrun", "done", "resultTemplate"),
+    "Template": ("run", "done", "resultTemplate"),
 }
 #: resolved but never digested (Unfurl's ``exclude_from_digest``)
 EXCLUDED: dict[str, frozenset[str]] = {

@@ -15,7 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import ExpressionError
-from unfurl_lite.expressions.lazy import Labelled, LazyInputs, LazyValues, instance_name
+from unfurl_lite.expressions.lazy import (
+    Labelled,
+    LazyInputs,
+    LazyValues,
+    OperationInputs,
+    instance_name,
+)
 from unfurl_lite.expressions.names import did_you_mean
 from unfurl_lite.security import taint
 from unfurl_lite.security.taint import Sensitive, Tainted
@@ -62,7 +68,7 @@ class EvalContext:
             "HOST": self.host,
             "SOURCE": self.source,
             "TARGET": self.target,
-            "inputs": self.operation_inputs,
+            "inputs": OperationInputs(self.operation_inputs),
             "TOPOLOGY": topology,
             "ROOT": topology,
             "NODES": _Nodes(self),

@@ -8,7 +8,23 @@ from typing import Any
 from unfurl_lite.errors import ExpressionError
 
 
-class LazyInputs(Mapping[str, Any]):
+class _Over(Mapping[str, Any]):
+    """A mapping whose keys are those of ``_inputs`` (what the subclass reads them as is
+    its own)."""
+
+    _inputs: Mapping[str, Any]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._inputs)
+
+    def __len__(self) -> int:
+        return len(self._inputs)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._inputs
+
+
+class LazyInputs(_Over):
     """``TOPOLOGY.inputs`` for templates: an input given as an expression (``{eval:
     {get_env: PW}}``) is evaluated when read, so its secret stays wrapped."""
 
@@ -26,14 +42,23 @@ class LazyInputs(Mapping[str, Any]):
             self._cache[key] = self._read(key)
         return self._cache[key]
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._inputs)
 
-    def __len__(self) -> int:
-        return len(self._inputs)
+class OperationInputs(_Over):
+    """``inputs`` as a template sees it. In Unfurl it is a ``ResultsMap``, and Jinja2's
+    ``inputs.name`` looks for an attribute before an item: an input named like one of the
+    map's own attributes reads that attribute (``inputs.validate`` is False, never the
+    input; ``inputs['validate']`` is the input), and the input is not read, so not
+    digested. Methods (``keys``, ``items``, ``get``) are a mapping's here too."""
 
-    def __contains__(self, key: object) -> bool:
-        return key in self._inputs
+    validate = False
+    applyTemplates = True
+
+    def __init__(self, inputs: Mapping[str, Any]) -> None:
+        self._inputs = inputs
+        self._label = getattr(inputs, "_label", "")
+
+    def __getitem__(self, key: str) -> Any:
+        return self._inputs[key]
 
 
 class Labelled(dict):

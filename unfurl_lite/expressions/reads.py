@@ -12,7 +12,7 @@ all at once, so this module evaluates them again, watching what is read.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -30,6 +30,7 @@ from unfurl_lite.expressions.digest import (
 from unfurl_lite.expressions.expr import EvalContext, Sensitive, evaluate
 from unfurl_lite.expressions.lazy import InstanceView, LazyValues, instance_name, template_name
 from unfurl_lite.expressions.names import VIEW_FIELDS
+from unfurl_lite.expressions.resolve import is_ref
 from unfurl_lite.expressions.sandbox import is_template
 
 #: evaluated after the run, with its result: only what they name is read
@@ -201,12 +202,54 @@ def operation_reads(
             for referenced in input_references(raw_inputs[name]):
                 if referenced in raw_inputs:
                     _quietly(partial(lazy.__getitem__, referenced))
+        elif kind == "Template" and name == "run":
+            watch.read_input(name)
+            for part in _rendered_parts(raw_inputs[name], _variables_read(raw_inputs)):
+                _quietly(partial(evaluate, part, ctx))
         else:
             _quietly(partial(lazy.__getitem__, name))
     excluded = EXCLUDED.get(kind, frozenset())
     later = [name for name in order if name in watch.inputs and name not in early]
     inputs = tuple(name for name in (*early, *later) if name not in excluded)
     return Reads(inputs, _dependencies(watch, topology_inputs, ctx))
+
+
+def _rendered_parts(run: Any, variables_read: bool) -> Iterator[Any]:
+    """The parts of a Template's ``run`` whose reads Unfurl records. It renders ``run``
+    lazily: a string or an expression is evaluated then; a list's first item too (Unfurl
+    checks it), not its others; a mapping's values are read when the result is used: by a
+    resultTemplate, which takes them as its variables (``variables_read``), else when the
+    job is recorded, too late to count. What is read after the render goes through the
+    objects the render bound: a template's ``SELF.size`` is not recorded, a query
+    (``{eval: .::size}``) looks the instance up again and is."""
+    if isinstance(run, Mapping) and not is_ref(run):
+        if variables_read:
+            for item in run.values():
+                yield from _queries(item)
+    elif isinstance(run, list):
+        if run:
+            yield from _rendered_parts(run[0], variables_read)
+    else:
+        yield run
+
+
+def _variables_read(raw_inputs: Mapping[str, Any]) -> bool:
+    """Whether a Template's resultTemplate takes ``run``'s result as its variables (not
+    when ``done`` gives its own ``result``)."""
+    done = raw_inputs.get("done")
+    return bool(raw_inputs.get("resultTemplate")) and not (
+        isinstance(done, Mapping) and "result" in done)
+
+
+def _queries(value: Any) -> Iterator[Any]:
+    if is_ref(value):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _queries(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _queries(item)
 
 
 def _dependencies(

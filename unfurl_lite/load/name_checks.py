@@ -177,10 +177,7 @@ def find(ensemble: Ensemble, tasks: Iterable[Planned] | None = None,
             continue
         seen.add(once)
         scope = _Scope(declared, template, operation, extra, relationship)
-        inputs = dict(operation.inputs)
-        if operation.implementation is not None and operation.implementation.primary \
-                and "command" not in inputs:
-            inputs["command"] = operation.implementation.primary
+        inputs = operation.run_inputs
         for key, value in {**inputs, **extra}.items():
             if key in _POST_INPUTS and not post:
                 continue

@@ -243,8 +243,10 @@ def _steps(at: Any, name: str, steps: dict, workflows: dict,
                 elif name in REPLACEABLE and steps[next_name].get("target") != target:
                     yield at((*path, key),
                              f"step {step_name!r} leads to {next_name!r}, which has another "
-                             f"target: steps of a workflow replacing {name} must stay on one "
-                             "target", "split the steps by target")
+                             f"target: not supported in a workflow replacing {name} (Unfurl "
+                             f"1.2.0 runs {next_name!r}'s activities on {target!r}'s "
+                             "instances, not on its own target)",
+                             "split the steps by target: each chain of steps on one target")
         activities = step.get("activities")
         if not isinstance(activities, list) or not activities:
             yield at((*path, "activities"), f"step {step_name!r} needs a list of activities")

@@ -171,6 +171,17 @@ class Operation:
     def qualified_name(self) -> str:
         return f"{self.interface}.{self.name}"
 
+    @property
+    def run_inputs(self) -> dict[str, Any]:
+        """The inputs the operation runs with: a command-line implementation becomes the
+        ``command`` input, first, as Unfurl's ``set_default_command`` builds them (an
+        input named ``command`` replaces its value, not its place): the order Unfurl
+        resolves, and so lists in ``digestKeys``, inputs."""
+        primary = self.implementation.primary if self.implementation is not None else None
+        if not primary:
+            return dict(self.inputs)
+        return {"command": primary, **self.inputs}
+
 
 Interfaces = dict[str, dict[str, Operation]]
 

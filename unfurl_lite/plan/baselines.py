@@ -101,9 +101,7 @@ def current_digest(ensemble: Ensemble, instance: str, op: Operation, keys: str =
         recorded_keys_digest,
     )
 
-    inputs = dict(op.inputs)
-    if op.implementation is not None and op.implementation.primary and "command" not in inputs:
-        inputs["command"] = op.implementation.primary
+    inputs = op.run_inputs
     ctx = make_context(ensemble.topology, ensemble.instances, instance)
     key = key_provider(ensemble.project_root)  # environment values: keyed digests
     ctx.project_root = ensemble.project_root
@@ -176,9 +174,7 @@ def changed_reads(ensemble: Ensemble, instance: str, op: Operation, change_id: s
     recorded = _recorded_reads(ensemble, change_id)
     if recorded is None or op.implementation is None:
         return []
-    inputs = dict(op.inputs)
-    if op.implementation.primary and "command" not in inputs:
-        inputs["command"] = op.implementation.primary
+    inputs = op.run_inputs
     try:
         ctx = make_context(ensemble.topology, ensemble.instances, instance)
         ctx.project_root = ensemble.project_root

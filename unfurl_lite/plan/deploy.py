@@ -78,7 +78,8 @@ def _deploy_reason(
 
 def _repair_reason(instance: Instance, repair: str) -> str | None:
     """Unfurl's check_for_repair: ``error`` re-runs failed instances (a required one whose
-    status is unknown or pending counts as failed), ``degraded`` degraded ones too."""
+    status is unknown or pending counts as failed), ``degraded`` degraded ones too, both
+    for the reason ``degraded``."""
     status = instance.status
     if repair == "none":
         return None
@@ -86,8 +87,10 @@ def _repair_reason(instance: Instance, repair: str) -> str | None:
         if instance.priority != Priority.required:
             return None
         status = Status.error
-    if status == Status.degraded:
-        return REPAIR_DEGRADED if repair == "degraded" else None
+    if status not in (Status.degraded, Status.error):
+        return None
+    if repair == "degraded":
+        return REPAIR_DEGRADED
     return REPAIR_ERROR if status == Status.error else None
 
 
@@ -168,6 +171,7 @@ def plan_deploy(
             continue
         if reason is None and not skip_new and _waits_on_pending(ensemble, deps[name], idle):
             reason = MISSING
+            instance = replace(instance, status=Status.pending)  # its status in effect
         if reason is None and "check" in directives and _check_op(template_of) is not None:
             # Unfurl's ``check`` directive: an instance already ok is checked on every
             # deploy, from ``unknown``, and nothing else runs on it
@@ -225,7 +229,7 @@ def _prune(
     old = previous.removed_templates(ensemble, gone) if gone else {}
     view = with_templates(ensemble, old)
     _plan_removals(view, builder, dict(ensemble.instances), pruned, PRUNE, force=force,
-                   destroy_discovered=destroy_discovered)
+                   destroy_discovered=destroy_discovered, ends_absent=False)
     plan = builder.plan(new, force=force)
     plan.removed_templates = old
     plan.forget = tuple(n for n in pruned if ensemble.instances[n].template in gone)
@@ -348,8 +352,10 @@ def _configure_changed(
 
 
 def is_removable(instance: Instance, destroy_discovered: bool = False) -> str | None:
-    """Why undeploy leaves an instance alone, or None when it should be removed."""
-    if instance.status == Status.absent or instance.state == NodeState.deleted:
+    """Why undeploy leaves an instance alone, or None when it should be removed (as
+    Unfurl's should_delete: by its status; one ``deploy --prune`` deleted stays ``ok`` in
+    state ``deleted``, and is deleted again)."""
+    if instance.status == Status.absent:
         return "skipped: already absent"
     if instance.status == Status.pending and instance.state in (None, NodeState.initial):
         return "skipped: never deployed"
@@ -398,6 +404,7 @@ def _plan_removals(
     destroy_discovered: bool = False,
     ignore_failure: bool = False,
     delete_without_operation: bool = False,
+    ends_absent: bool = True,
 ) -> None:
     """Delete the ``wanted`` instances, dependents first, as Unfurl's undeploy: an instance
     that stays (protected, not created here, not wanted...) while it is operational and
@@ -439,7 +446,7 @@ def _plan_removals(
         # first, even an instance whose status is unknown
         add_uninstall_tasks(
             builder, ensemble, instance, instances, reason, after, None, ignore_failure,
-            mark_deleted=delete_without_operation,
+            mark_deleted=delete_without_operation, ends_absent=ends_absent,
         )
 
 

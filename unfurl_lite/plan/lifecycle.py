@@ -178,6 +178,64 @@ def _progress_index(state: NodeState | None) -> int:
     return _PROGRESS.index(state) if state in _PROGRESS else 0
 
 
+#: which part of Unfurl's deploy each INSTALL step belongs to (execute_default_deploy
+#: runs create, configure (with the relationships' pre/post_configure) and start)
+_PHASES = ("create",) * 3 + ("configure",) * 3 + ("start",) * 4
+_NODE_STATES = list(NodeState)  # Unfurl compares node states in this order
+
+
+def unfurl_phases(instance: Instance, has_create: bool) -> frozenset[str]:
+    """What Unfurl's deploy runs on an instance it includes. Its plan
+    (``execute_default_deploy``) asks for create when the instance is missing (unknown,
+    absent or pending, not stopped) or failed before it was created; configure when it was
+    never configured, or is in error; start unless it is started; all of them when there is
+    no create operation. Its job then skips an operation whose state the instance already
+    passed (``_entry_test``: a configure on a started instance, a create on a configured
+    one), the state moving as the operations before it end. So a degraded instance that
+    ``--repair degraded`` includes, already configured, runs only its start (if it has
+    one); one in error is configured again, not created; one in error but started, nothing."""
+    status, state = instance.status, instance.state
+    missing = status in (Status.unknown, Status.absent, Status.pending) \
+        and state != NodeState.stopped
+    initial = state is None or state == NodeState.creating
+    asked = []
+    if missing or (status == Status.error and initial):
+        if has_create:
+            asked.append("create")
+        else:
+            initial = True
+    if initial or state is None or _later(NodeState.configured, state) \
+            or status == Status.error:
+        asked.append("configure")
+    if initial or state != NodeState.started:
+        asked.append("start")
+    phases = set()
+    for phase in asked:
+        if state is not None and not _entered(state, phase):
+            continue
+        phases.add(phase)
+        state = _REACHES[phase]
+    return frozenset(phases)
+
+
+#: the state each phase of Unfurl's deploy reaches (and so an operation's entry test)
+_REACHES = {"create": NodeState.created, "configure": NodeState.configured,
+            "start": NodeState.started}
+
+
+def _later(state: NodeState, than: NodeState) -> bool:
+    return _NODE_STATES.index(state) > _NODE_STATES.index(than)
+
+
+def _entered(state: NodeState, phase: str) -> bool:
+    """Unfurl's ``_entry_test`` in a deploy: an operation runs unless its instance is past
+    the state it reaches; past ``started`` (stopped, deleted...) only start is tested, and
+    runs only on a stopped (or stopping) instance."""
+    if _later(state, NodeState.started):
+        return phase != "start" or state in (NodeState.stopping, NodeState.stopped)
+    return not _later(state, _REACHES[phase])
+
+
 def add_install_tasks(
     builder: Builder,
     ensemble: Ensemble,
@@ -198,7 +256,15 @@ def add_install_tasks(
     if not ops and not pass_through:
         builder.note(instance.name, "nothing to run: no operations")
         return
-    if (
+    if resume_from_state and not pass_through and reason in (
+            ADD, REPAIR, MISSING, REPAIR_ERROR, REPAIR_DEGRADED):
+        has_create = any(o[1] is not None and o[1].done == NodeState.created for o in ops)
+        phases = unfurl_phases(instance, has_create)
+        ops = [o for o in ops if _phase(o) in phases]
+        if not ops:
+            builder.note(instance.name, "nothing to run: " + _why_nothing(instance))
+            return
+    elif (
         resume_from_state
         and reason in (ADD, REPAIR, MISSING, REPAIR_ERROR, REPAIR_DEGRADED)
         and instance.state not in (None, NodeState.error)
@@ -259,6 +325,22 @@ def add_install_tasks(
             builder.last[instance.name] = builder.last[runs_on]
 
 
+def _phase(op: tuple[Operation, NodeStep | None, Requirement | None, str, str | None]) -> str:
+    step = op[1]
+    if step is None:  # a relationship operation: its step's place in INSTALL
+        name = (op[0].interface, op[0].name)
+        index = next(i for i, s in enumerate(INSTALL) if isinstance(s, RelationshipStep)
+                     and any((i_, n) == name for i_, n, _ in s.operations))
+    else:
+        index = INSTALL.index(step)
+    return _PHASES[index]
+
+
+def _why_nothing(instance: Instance) -> str:
+    return (f"{instance.status.value}, {instance.state.value if instance.state else 'no state'}"
+            ": Unfurl's deploy runs none of its operations again")
+
+
 def add_uninstall_tasks(
     builder: Builder,
     ensemble: Ensemble,
@@ -269,9 +351,13 @@ def add_uninstall_tasks(
     skip_when: Status | None = None,
     ignore_failure: bool = False,
     mark_deleted: bool = False,
+    ends_absent: bool = True,
 ) -> None:
     """``mark_deleted``: Cloudify's uninstall, where an instance without a delete operation
-    still ends deleted (a step with no task does nothing, the instance goes all the same)."""
+    still ends deleted (a step with no task does nothing, the instance goes all the same).
+    ``ends_absent`` False: the delete does not end a workflow (``deploy --prune``'s, as in
+    Unfurl, whose deploy ends with start): the instance's state becomes ``deleted``, its
+    status and ``lastConfigChange`` stay, so a later undeploy deletes it again."""
     template = ensemble.topology.templates[instance.template]
     ops = _steps_for(UNINSTALL, ensemble, template, instance, instances)
     deps = list(after)
@@ -288,7 +374,7 @@ def add_uninstall_tasks(
             deps + ([builder.last[instance.name]] if instance.name in builder.last else []),
             running_state=step.running if step else None,
             done_state=step.done if step else None,
-            done_status=Status.absent if deleting else None,
+            done_status=Status.absent if deleting and ends_absent else None,
             requirement=req,
             source=instance.name if req else None,
             peer=peer,

@@ -136,18 +136,24 @@ UNFURL_WORKFLOWS = frozenset(w.name for w in WORKFLOWS if w.origin == "unfurl")
 
 
 def summary_counts(runs: list[TaskRun]) -> dict[str, int]:
+    """Unfurl's counts (its JobReporter.stats): a task whose instance was in error when it
+    ended is counted failed, even when it succeeded (a repaired create, its instance still
+    in error until its configure ends; a resultTemplate that set ``readyState: error``)."""
     counted = [r for r in runs if r.counted]
+    in_error = {id(r) for r in counted if r.target_status == Status.error
+                and r.state in (TaskState.succeeded, TaskState.failed)}
     return {
         "tasks": len(counted),
         "changed": sum(1 for r in counted if r.changed),
-        "ok": sum(1 for r in counted if r.state == TaskState.succeeded),
+        "ok": sum(1 for r in counted if r.state == TaskState.succeeded and id(r) not in in_error),
         "failed": sum(
-            1 for r in counted if r.state == TaskState.failed and r.status != Status.unknown
-            and not r.not_run
+            1 for r in counted if id(r) in in_error or (r.state == TaskState.failed
+            and r.status != Status.unknown and not r.not_run)
         ),
         "blocked": sum(1 for r in counted if r.state == TaskState.blocked),
         "unknown": sum(
             1 for r in counted if r.state == TaskState.failed and r.status == Status.unknown
+            and id(r) not in in_error
         ),
         "skipped": sum(1 for r in counted if r.state == TaskState.skipped),
         "not_run": sum(1 for r in counted if r.not_run),

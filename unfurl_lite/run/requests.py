@@ -83,9 +83,7 @@ class RequestBuilder:
         ctx.time_limit = op.timeout if op.timeout else RENDER_SECONDS
         ctx.deadline = began + ctx.time_limit
         ctx.extra = {**ctx.extra, "task": self.task_settings(run)}
-        inputs = dict(op.inputs)
-        if op.implementation.primary and "command" not in inputs:
-            inputs["command"] = op.implementation.primary
+        inputs = op.run_inputs
         template = self.ensemble.topology.templates.get(instance.template)
         properties = dict(template.properties) if template else {}
         attributes = dict(instance.attributes)

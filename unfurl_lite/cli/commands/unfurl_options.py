@@ -36,6 +36,31 @@ REFUSED: dict[str, tuple[bool, str, str]] = {
                "run it on this machine: unfurl run -- COMMAND"),
     "--module": (True, "running an Ansible module is not supported",
                  "run a shell command: unfurl run -- COMMAND"),
+    # `unfurl`'s own options, before the command
+    "--home": (True, "Unfurl's home project (.unfurl_home) is not supported",
+               "drop --home (or give --home '', Unfurl's spelling of no home)"),
+    "--runtime": (True, "Unfurl's runtimes (a virtualenv per project) are not supported",
+                  "run unfurl-lite from the Python environment you want"),
+    "--version-check": (True, "checking a runtime's Unfurl version is not supported",
+                        "drop --version-check"),
+    "--tmp": (True, "choosing the directory of temporary files this way is not supported",
+              "set TMPDIR"),
+    "--loglevel": (True, "Unfurl's log levels are not supported",
+                   "use -v (more output) or -q (less)"),
+    "--logfile": (True, "writing the log to a file is not supported",
+                  "redirect the output: unfurl ... 2>&1 | tee FILE"),
+}
+
+#: ``unfurl``'s own options that unfurl-lite refuses (before the command)
+REFUSED_GLOBALLY = ("--home", "--runtime", "--version-check", "--tmp", "--loglevel",
+                    "--logfile")
+#: ``unfurl``'s own flags that turn off what unfurl-lite never does: given, they change
+#: nothing, as they would change nothing in Unfurl without a runtime, upstream
+#: repositories or a version to check
+NOTHING_TO_TURN_OFF = {
+    "--no-runtime": "Ignore runtime settings (unfurl-lite has none).",
+    "--skip-upstream-check": "Skip pulling upstream repositories (unfurl-lite pulls none).",
+    "--no-version-check": "Skip the runtime's version check (unfurl-lite makes none).",
 }
 
 #: which refused options each command of Unfurl's takes
@@ -55,6 +80,8 @@ def _refuse(name: str) -> Callable[[click.Context, click.Parameter, Any], None]:
 
     def callback(ctx: click.Context, param: click.Parameter, value: Any) -> None:
         if value in (None, False, ()) or ctx.resilient_parsing:
+            return
+        if name == "--home" and value == "":  # no home: what unfurl-lite always has
             return
         raise OptionRefused(f"Unfurl's option {name} is not supported by unfurl-lite: {why}",
                             hint=hint)
@@ -111,3 +138,16 @@ def job_inputs(variables: tuple[tuple[str, str], ...]) -> dict[str, Any]:
             )
         inputs[name[len("input_"):]] = yamlio.to_plain(yamlio.parse(value, f"--var {name}"))
     return inputs
+
+
+def global_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``unfurl``'s own options, Unfurl's spellings: the flags that turn off what
+    unfurl-lite never does are accepted (they change nothing); the others are refused by
+    name. Hidden from ``--help``: they are Unfurl's, not unfurl-lite's."""
+    for name, help_text in NOTHING_TO_TURN_OFF.items():
+        func = click.option(name, is_flag=True, hidden=True, expose_value=False,
+                            help=help_text)(func)
+    for name in REFUSED_GLOBALLY:
+        func = click.option(name, hidden=True, expose_value=False, callback=_refuse(name),
+                            default=None)(func)
+    return func

@@ -27,9 +27,15 @@ def run_operation(
 
         return python.run(request, processes)
     # Template: nothing runs; `run`/`done` were evaluated by the controller
-    if request.dryrun:  # no dry-run form: the job decides what that means for its workflow
-        return OperationResult(success=True, modified=False, skipped=True)
     run = request.inputs.get("run")
+    if request.dryrun:
+        # as Unfurl's TemplateConfigurator: a true `dryrun` input makes it dry-runnable, and
+        # a mapping given there is the result instead of `run`'s
+        pretend = request.inputs.get("dryrun")
+        if not pretend:  # no dry-run form: the job decides what that means for its workflow
+            return OperationResult(success=True, modified=False, skipped=True)
+        if isinstance(pretend, dict):
+            run = pretend
     outputs = dict(run) if isinstance(run, dict) else ({"result": run} if run is not None else {})
     return OperationResult(success=True, modified=None, outputs=outputs)
 

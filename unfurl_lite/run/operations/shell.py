@@ -1,12 +1,14 @@
 """The Shell operation: run a command, report its exit code and output.
 
-A string command runs through ``/bin/sh -c`` as Unfurl does; a list runs without a shell.
+A string command runs through ``/bin/sh -c`` as Unfurl does; a list runs without a shell
+(the ``shell`` and ``keeplines`` inputs change that, as in Unfurl: see :func:`process_args`).
 The environment is an allow-list plus what the operation declares, so an operation does
 not silently depend on (or leak) whatever happened to be in the caller's environment.
 """
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import threading
 import time
@@ -41,6 +43,25 @@ def command_line(command: Any, dryrun_arg: str | None, dryrun: bool) -> Any:
             return text.replace("%dryrun%", dryrun_arg)
         return f"{text} {dryrun_arg}"
     return text.replace("%dryrun%", "")
+
+
+def process_args(argv: str | list[str], shell: Any, keeplines: Any) -> tuple[Any, str | None]:
+    """(what to start, the shell to start it with: None for none), by the rules of Unfurl's
+    Shell configurator: ``shell`` defaults to whether the command is a string, and a
+    string is the executable to use (``shell: /usr/bin/bash``); without ``keeplines`` a
+    string command's lines are joined with spaces (a folded command line, not a script);
+    with a shell, a list is joined into one command line; without one, a string is split
+    as the shell would (``shlex``)."""
+    if shell is None:
+        shell = isinstance(argv, str)
+    if isinstance(argv, str):
+        text = argv if keeplines else argv.replace("\n", " ")
+        if not shell:
+            return shlex.split(text), None
+        return text, shell if isinstance(shell, str) and shell else "/bin/sh"
+    if not shell:
+        return argv, None
+    return " ".join(argv), shell if isinstance(shell, str) and shell else "/bin/sh"
 
 
 class Places:
@@ -95,12 +116,18 @@ def run(request: OperationRequest, processes: ProcessTable | None = None,
         cwd = (places or Places()).confined(request)
     except PathError as exc:
         return OperationResult(success=False, modified=False, error=exc.format())
+    try:
+        args, executable = process_args(argv, inputs.get("shell"), inputs.get("keeplines"))
+    except ValueError as exc:  # shlex: an unclosed quote
+        return OperationResult(
+            success=False, modified=False, error=f"could not split the command: {exc}"
+        )
     started = time.monotonic()
     try:
         process = Popen(  # started outside the GIL: parallel tasks use the cores
-            utf8(argv),
-            shell=isinstance(argv, str),
-            executable="/bin/sh" if isinstance(argv, str) else None,
+            utf8(args),
+            shell=executable is not None,
+            executable=executable,
             cwd=cwd,
             env={utf8(k): utf8(v) for k, v in env.items()},
             stdin=subprocess.DEVNULL,
