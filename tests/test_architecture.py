@@ -75,6 +75,30 @@ def test_imports_point_down_the_layers_only():
     assert _violations() == []
 
 
+#: Functions over the limit still without a docstring, each named on purpose. run/scheduler.py
+#: is being split by concern (issue 28's status rules, its own engineer): its long functions
+#: get their docstrings, or become short, in that split; remove them from here as they do.
+LONG_WITHOUT_DOCSTRING = {
+    "unfurl_lite/run/scheduler.py": {"setup", "loop", "conclude"},
+}
+
+
+def test_every_long_function_says_why_in_a_docstring():
+    """A function over 30 lines mixes steps a reader has to keep apart: its docstring says
+    what it is for (or it is split into functions that each say it by name)."""
+    missing = {}
+    for _, path in _modules():
+        name = str(path.relative_to(PACKAGE.parent))
+        allowed = LONG_WITHOUT_DOCSTRING.get(name, set())
+        found = {node.name for node in sources.nodes(path)
+                 if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                 and (node.end_lineno or node.lineno) - node.lineno + 1 > 30
+                 and ast.get_docstring(node) is None and node.name not in allowed}
+        if found:
+            missing[name] = sorted(found)
+    assert missing == {}
+
+
 @pytest.mark.parametrize("limit", [600])
 def test_no_module_is_longer_than_the_limit(limit):
     long = {str(p.relative_to(PACKAGE.parent)): n for _, p in _modules()

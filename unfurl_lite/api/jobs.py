@@ -191,6 +191,9 @@ def _run_locked(
     resumed: Resumed | None,
     start_instances: dict[str, Any] | None,
 ) -> JobResult | None:
+    """With the ensemble's lock held: every check that could stop the job or its record
+    (confinement, pre-flight, git's state and identity, a dirty spec) before the first
+    operation runs, then the run and its record."""
     from unfurl_lite.record.journal import Journal
 
     repo = find_repo(ensemble.project_root)
@@ -258,6 +261,9 @@ def _run_and_record(
     start_commit: str | None,
     spec_changes: list[Path],
 ) -> JobResult:
+    """Run the plan, then record what it did (records, journal, commit). A dry run, or a
+    job that changed nothing, records nothing: its journal is discarded when it succeeded
+    and kept, resumable, when it did not."""
     start = resumed.instances if resumed else ensemble.instances
     before = {n: (str(i.status), str(i.state) if i.state else None) for n, i in start.items()}
     try:

@@ -119,6 +119,8 @@ def plan_tree(plan: Plan, title: str | None = None) -> Any:
 
 
 def result_json(result: JobResult) -> dict[str, Any]:
+    """A finished job as ``--json`` gives it: one document with the job's outcome and each
+    task's, redacted, in the keys scripts read."""
     from unfurl_lite.api import report
     from unfurl_lite.security.redaction import redact
 

@@ -174,6 +174,9 @@ def make_context(
     source: str | None = None,
     peer: str | None = None,
 ) -> EvalContext:
+    """What an expression evaluated on ``target`` sees (SELF, HOST, SOURCE/TARGET, the other
+    instances by name), each instance's view built only when first read, so a task pays only
+    for what its inputs use."""
     views: dict[str, Mapping[str, Any]] = {}
     own_contexts: dict[str, EvalContext] = {}
 

@@ -191,6 +191,9 @@ def _parent_of(instance: Instance, template: NodeTemplate | None,
 
 
 def build_graph(topology: Topology, instances: Mapping[str, Instance]) -> InstanceGraph:
+    """The graph queries walk: each instance's host (its parent), its children in the order
+    Unfurl visits them, its requirements and capabilities (``graph_for`` keeps it for a
+    job's tasks)."""
     by_template = _instances_by_template(instances)
     types = _Types(topology.definitions)
     parent: dict[str, str | None] = {}
@@ -367,6 +370,9 @@ class _Types:
     def relationship(self, source: str, requirement: Requirement, template: NodeTemplate,
                      by_template: dict[str, list[str]],
                      capabilities: Mapping[str, tuple[CapabilityShape, ...]]) -> RelationshipShape:
+        """A requirement's relationship as queries see it: named after its relationship
+        template when it has one (as Unfurl names it), with its type's lineage and
+        properties."""
         definition = self.requirement_definition(template, requirement.name)
         assignment = _assignment(self.node_templates.get(template.name), requirement.name,
                                  requirement.node)

@@ -78,6 +78,8 @@ def _char_class(chars: str) -> str:
 
 
 def _label(value: Any, options: dict[str, Any]) -> Any:
+    """Unfurl's ``to_label`` of one value: mappings and lists label each item, text is cut to
+    ``max`` with a digest so that distinct long names stay distinct."""
     opts = {**LABEL_DEFAULTS, **options}
     case, salt, replace = opts["case"], opts["digest"], opts["replace"]
     if isinstance(value, Mapping):

@@ -334,6 +334,9 @@ def for_each_function(arg: Any, scope: Scope) -> list[Any]:
 
 
 def _for_each(select: Any, items: list[tuple[Any, Any]], scope: Scope) -> list[Any]:
+    """Unfurl's ``foreach``: each item evaluated in a scope of its own (``key``, ``item``,
+    ``index``, ``break``/``continue``), mappings evaluated after the loop as Unfurl's lazy
+    results are."""
     if isinstance(select, Mapping) and ("key" in select or "value" in select):
         key_expr, value_expr = select.get("key"), select.get("value")
     else:

@@ -80,6 +80,9 @@ def _derive(result: Any, *values: Any) -> Any:
 
 
 def _environment() -> Any:
+    """The one Jinja2 environment templates render in, made on first use (jinja2 is not
+    imported at start-up): Jinja's immutable sandbox made loud about unsafe access, taint-
+    aware and bounded."""
     from jinja2.exceptions import SecurityError
     from jinja2.nativetypes import NativeCodeGenerator
     from jinja2.sandbox import ImmutableSandboxedEnvironment

@@ -42,6 +42,8 @@ SENSITIVE_TYPES = ("unfurl.datatypes.Sensitive", "sensitive", "tosca.datatypes.C
 
 
 def build(file: Path, text: str, data: dict[str, Any]) -> Ensemble:
+    """The model of an ensemble from its plain data: types, templates with their inherited
+    interfaces and properties, requirements matched, and the recorded instances."""
     spec = data.get("spec") or {}
     service = spec.get("service_template") or {}
     topology_tpl = service.get("topology_template") or {}
@@ -195,6 +197,8 @@ def _node_template(
     relationship_types: dict[str, Any],
     implied: list[tuple[str, dict[str, Any], str | None]] | None = None,
 ) -> NodeTemplate:
+    """One node template with what its type's ancestors give it (interfaces, property and
+    attribute definitions, root first, the template's own last), as TOSCA inherits them."""
     type_name = data.get("type") or "tosca.nodes.Root"
     if isinstance(type_name, str) and type_name.startswith("tosca:"):
         type_name = normative_name(type_name)  # Unfurl records ``tosca:Root`` by its full name
@@ -274,6 +278,9 @@ def _requirements(
 def _requirement(
     item: dict[str, Any], relationship_templates: dict[str, Any], relationship_types: dict[str, Any]
 ) -> Requirement:
+    """One requirement assignment in any of TOSCA's spellings (a node name, or a mapping with a
+    relationship template, type or inline relationship) and the interfaces its relationship
+    runs."""
     ((name, value),) = item.items()
     if isinstance(value, str):
         return Requirement(name=name, node=value)
@@ -399,6 +406,8 @@ def _with_implementation(definition: Any, shared: Any) -> Any:
 def _operation(
     interface: str, name: str, definition: Any, shared_inputs: dict[str, Any]
 ) -> Operation:
+    """One operation in any of Unfurl's spellings (a command string, an implementation name, a
+    mapping with className/primary, inputs), the interface's shared inputs under its own."""
     if definition is None:
         return Operation(interface, name, None, dict(shared_inputs))
     if isinstance(definition, str):
@@ -450,6 +459,8 @@ def _operation(
 
 
 def build_instance(name: str, record: dict[str, Any], host: str | None = None) -> Instance:
+    """One recorded instance from its status record; keys we do not model are kept as they
+    were, so writing the status back loses nothing."""
     ready = record.get("readyState") or {}
     if isinstance(ready, str):
         ready = {"local": ready}

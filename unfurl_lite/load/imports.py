@@ -169,6 +169,9 @@ def _entry(entry: Any) -> tuple[str | None, str | None, tuple[str, str] | None]:
 
 def _load(doc: Any, where: tuple[Any, ...], file: str, base: Path, name: str,
           ctx: _Context) -> Sections:
+    """One TOSCA import: confined to the project, never a file of git's or a credential store,
+    read once, with the sections it brings; a problem instead of an error so validate
+    reports them all."""
     def fail(message: str, hint: str) -> Sections:
         ctx.problems.append(problem_at(doc, where, file, message, hint))
         return {}

@@ -206,6 +206,8 @@ def _has_directive(mapping: dict) -> bool:
 
 
 def _expand_map(mapping: Any, path: Path_, file: str, ctx: _Context) -> Any:
+    """A mapping with its merge directives applied: its own keys first, then what each
+    directive brings, merged in the order Unfurl merges them."""
     src = mapping if isinstance(mapping, CommentedMap) else None
     own = new_map(src, file)
     bases: list[Any] = []
@@ -282,6 +284,9 @@ def _include_target(spec: Any) -> tuple[str | None, str]:
 def _include(
     directive: _Directive, spec: Any, mapping: Any, path: Path_, file: str, ctx: _Context
 ) -> Any:
+    """Unfurl's ``+include``: the file confined to the project, refused if too large for what
+    was read before it, parsed and expanded with its own directives; problems are collected,
+    not raised."""
     def fail(message: str, hint: str) -> None:
         ctx.problems.append(_problem(message, mapping, directive.key, path, file, hint))
 
@@ -442,6 +447,9 @@ def _lookup(node: Any, pointer: tuple[str | int, ...]) -> Any:
 def _resolve_reference(
     directive: _Directive, mapping: Any, path: Path_, file: str, ctx: _Context
 ) -> Any:
+    """A ``+&anchor`` or ``+path`` merge: the mapping it names, found now or recorded as
+    missing so a later pass (a forward reference) can find it; ``+?`` references may be
+    absent."""
     def fail(message: str, hint: str) -> None:
         if not directive.maybe:
             ctx.problems.append(_problem(message, mapping, directive.key, path, file, hint))

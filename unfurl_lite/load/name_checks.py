@@ -257,6 +257,8 @@ def _in_template(names: TemplateNames, scope: _Scope,
 
 def _missing(root: str, path: tuple[str, ...],
              scope: _Scope) -> Iterator[tuple[str, str | None]]:
+    """The names a template reads from ``root`` (SELF, TOPOLOGY, inputs...) that cannot exist,
+    each with the closest name that does, for validate's did-you-mean."""
     first = path[0]
     if first in MAPPING_METHODS or any(part.startswith("_") for part in path[:2]):
         return  # a method; or a name the sandbox refuses, with its own message

@@ -181,6 +181,9 @@ class _GuardedBuilder:
         self.directives = False
 
     def build(self, node: Any) -> Any:
+        """A composed node as plain data, as ruamel's safe loader types it; anything this fast
+        path does not read exactly as ruamel does (recursive aliases, unusual tags) raises
+        NeedsFullLoader so the full loader reads the file."""
         if id(node) in self.building:
             raise NeedsFullLoader("a recursive alias")
         known = self.built.get(id(node))

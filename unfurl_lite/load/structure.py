@@ -125,6 +125,9 @@ def _match(
     lineages: dict[Any, list[str]],
     capabilities: dict[Any, dict[str, Any]],
 ) -> str | None:
+    """The template that satisfies a requirement left for matching: the node it names, else the
+    one template with the wanted type and capability (one with Unfurl's ``default``
+    directive as a fallback)."""
     node, wanted = definition.get("node"), definition.get("capability")
     if isinstance(node, str) and node in templates:
         return node

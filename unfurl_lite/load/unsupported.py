@@ -291,6 +291,8 @@ def _artifact_names(doc: Any) -> set[str]:
 
 def _implementation_problem(implementation: Any,
                             artifacts: frozenset[str] | set[str] = frozenset()) -> str | None:
+    """Why an operation's implementation cannot run here (artifacts, Unfurl's other
+    configurators, Python files by path), said by name at validate instead of being ignored."""
     if isinstance(implementation, str) and implementation.strip() in artifacts:
         named = implementation  # (a `primary` naming an artifact has its own message)
         return (f"the implementation names the artifact {named.strip()!r}: in Unfurl that runs "

@@ -217,6 +217,8 @@ def _conditions(at: Any, path: tuple[Any, ...], clauses: Any) -> Iterator[Proble
 
 def _steps(at: Any, name: str, steps: dict, workflows: dict,
            templates: dict[str, NodeTemplate], doc: Any) -> Iterator[Problem]:
+    """The problems of a TOSCA workflow's steps: their keys, their targets (templates or types
+    that exist), their activities and the steps they name."""
     types = {t for template in templates.values() for t in template.type_lineage}
     node_types = doc
     for part in ("spec", "service_template", "node_types"):
@@ -259,6 +261,8 @@ def _steps(at: Any, name: str, steps: dict, workflows: dict,
 def _activity_problems(at: Any, path: tuple[Any, ...], activity: Any, workflow: str,
                        workflows: dict, templates: dict[str, NodeTemplate],
                        target: Any) -> Iterator[Problem]:
+    """The problems of one step activity: a single-key mapping of a supported kind whose
+    operation, state or workflow exists."""
     if not isinstance(activity, dict) or len(activity) != 1:
         yield at(path, "an activity is a single-key mapping", "e.g. "
                  "`- call_operation: Standard.configure`")

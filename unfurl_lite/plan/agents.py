@@ -53,6 +53,9 @@ def plan_install_new_agents(
     node_ids: Sequence[str] = (),
     node_instance_ids: Sequence[str] = (),
 ) -> Plan:
+    """Cloudify's install_new_agents: one task per selected instance with an agent of its
+    own, one at a time per agent queue (the second finds the worker the first started),
+    each waiting at most ``install_agent_timeout``; an instance without one is noted."""
     timeout = seconds(install_agent_timeout)
     topology = ensemble.topology
     builder = Builder(INSTALL_NEW_AGENTS)

@@ -45,6 +45,9 @@ def plan_scale(
     exclude_instances: Sequence[str] = (),
     rollback_if_failed: bool = True,
 ) -> Plan:
+    """Cloudify's scale: ``delta`` instances of the entity (a template, with its host when
+    ``scale_compute``, or a scaling group) added or removed whole, with rollback of a failed
+    scale-out."""
     entity = find_entity(ensemble.spec, scalable_entity_name)
     templates = ensemble.topology.templates
     if entity.is_group:
@@ -131,6 +134,8 @@ def _scale_out(
     delta: int,
     rollback: bool,
 ) -> Plan:
+    """Install ``delta`` new copies of the entity's members (and what they host), linked to the
+    instances that stay, with rollback tasks that uninstall them if the scale-out fails."""
     templates = ensemble.topology.templates
     top = _top_members(ensemble, entity)
     new: dict[str, Instance] = {}
@@ -270,6 +275,8 @@ def _scale_in(
     victims: list[list[str]],
     count: int,
 ) -> Plan:
+    """Uninstall the chosen copies, dependents first, after the instances that stay have
+    unlinked from them."""
     removed: list[str] = []
     for held in victims:
         removed.extend(n for n in held if n not in removed)

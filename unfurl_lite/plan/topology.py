@@ -68,6 +68,8 @@ def planned_instances(ensemble: Ensemble) -> dict[str, Instance]:
     done: set[str] = set()
 
     def plan_template(name: str, trail: tuple[str, ...] = ()) -> None:
+        """Plan a template's instances after its host's: one per host instance (or as many as
+        the template's default), none for a template already recorded or not instantiated."""
         if name in done or name in trail:
             return
         template = templates[name]

@@ -89,6 +89,9 @@ class Journal(Observer):
         secret_digests: list[str] | None = None,
         starts_on_submit: bool = False,
     ) -> None:
+        """The head of a job's journal, what a resume needs: workflow, plan and job options,
+        executor, the instances as they stood and the spec's digest; the file is written
+        with the job's first event (a job that runs nothing leaves no journal)."""
         from unfurl_lite.expressions.context import spec_secrets
 
         self.root = ensemble.project_root
@@ -289,6 +292,8 @@ def task_progress(run: TaskRun) -> dict[str, Any]:
 
 def task_record(run: TaskRun, secrets: set[str],
                 key: KeyProvider | None = None) -> dict[str, Any]:
+    """A task as the journal records it: its state, attempts and times, and its result's
+    outputs with every secret the job knows redacted."""
     task = run.task
     if run.inputs and run.digest is None and key is not None:
         records.task_digest(run, key)

@@ -267,6 +267,8 @@ def task_entry(
     run: TaskRun, instance: Instance | None, type_name: str, detailed: bool,
     key: KeyProvider | None = None,
 ) -> dict[str, Any]:
+    """One task as Unfurl's job file (``detailed``) or changes file records it: target,
+    operation, digest keys and the instance's status after it, in Unfurl's key order."""
     task = run.task
     op = task.operation
     digest_keys, digest_value = task_digest(run, key)

@@ -51,6 +51,9 @@ def allowed(name: str) -> bool:
 def apply_rules(
     rules: Mapping[str, Any], base: Mapping[str, str], caller: Mapping[str, str] | None = None
 ) -> dict[str, str]:
+    """The environment an operation gets: ``base`` with the rules applied in order (set,
+    ``+`` copy from the caller, ``-`` remove, ``^`` prepend to a PATH-like variable; names
+    may be patterns and ``!`` negates one), as the module's docstring spells them."""
     caller = os.environ if caller is None else caller
     env = dict(base)
     for raw, value in rules.items():

@@ -45,6 +45,8 @@ def resolve(class_name: str, project_root: str) -> Any:
 
 
 def run(request: OperationRequest, processes: ProcessTable | None = None) -> OperationResult:
+    """A Python operation, run in a child process (a crash or ``sys.exit`` fails its task, not
+    the job), given its context as JSON and read back as a result."""
     context = {
         "target": request.target,
         "operation": request.operation,

@@ -118,6 +118,9 @@ class Popen(subprocess.Popen):
         errwrite: int, restore_signals: bool, gid: Any, gids: Any, uid: Any, umask: int,
         start_new_session: bool, process_group: int,
     ) -> None:
+        """Start the child with posix_spawn, without holding the GIL, when what it asks is
+        what the spawn gives (a path, the usual descriptors, no preexec_fn or other user);
+        anything else goes through subprocess's own fork_exec."""
         argv = [args] if isinstance(args, str | bytes) else list(args)
         if shell:
             argv = ["/bin/sh", "-c", *argv]

@@ -186,6 +186,8 @@ def _operation(entry: dict[str, Any]) -> str:
 
 def _recorded_task(entry: dict[str, Any], journal_task: dict[str, Any] | None,
                    job_state: str) -> TaskView:
+    """A recorded task as the job page shows it: its outcome (from its state, or an Unfurl
+    record's status), duration and output."""
     result: dict[str, Any] = entry["result"] if isinstance(entry.get("result"), dict) else {}
     duration = result.get("duration") if isinstance(result.get("duration"), int | float) else None
     output = "\n".join(f"{key}: {value}" for key, value in result.items()
@@ -278,6 +280,8 @@ def journal_page(journal: JournalFile, alive: bool, resume_command: str) -> JobP
 
 
 def _journal_task(task: dict[str, Any], alive: bool) -> TaskView:
+    """A task of a running (or killed) job from its journal: what it is doing, or interrupted
+    if the job is no longer alive."""
     state = str(task.get("state") or "pending")
     if state in ("sent", "started") and not alive:
         outcome = "interrupted"
