@@ -306,18 +306,29 @@ def _short(message: str | None, result: JobResult) -> str:
     return text if len(text) < 500 else text[:497] + "..."
 
 
+def _is_terminal(stream: Any) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    return bool(callable(isatty) and isatty())
+
+
 class LineObserver(Observer):
     """One line per task event: for logs, pipes and CI."""
 
     def __init__(self, stream: Any = None) -> None:
         self.stream = stream or sys.stderr
         self.lock = threading.Lock()
+        self.width: int | None = None
+        self.terminal: bool | None = None  # asked once: a pipe stays a pipe for the job
 
     def _emit(self, text: str) -> None:
-        from unfurl_lite.cli.tables import prose, stream_width
+        from unfurl_lite.cli.tables import prose, stream_width, terminal_width
 
         with self.lock:
-            print(prose(text, stream_width(self.stream)), file=self.stream, flush=True)
+            if self.terminal is None:
+                self.width = stream_width(self.stream)
+                self.terminal = self.width is not None and _is_terminal(self.stream)
+            width = terminal_width() if self.terminal else self.width  # a terminal resizes
+            print(prose(text, width), file=self.stream, flush=True)
 
     def task_started(self, run: TaskRun) -> None:
         self._emit(f"[{run.change_id}] {run.task.target}: {task_label(run.task)} started")
