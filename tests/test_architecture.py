@@ -99,6 +99,24 @@ def test_every_long_function_says_why_in_a_docstring():
     assert missing == {}
 
 
+#: Module names two packages share, each pair one thing: the api's use case and the CLI's
+#: command for it (``api/jobs.py``, ``cli/commands/jobs.py``...), install_new_agents'
+#: planner and its operation, and the model's entities with what queries walk of them.
+#: ``lineage`` (TOSCA type lineage; a Celery task copy's decisions) is the one left: its
+#: Celery half is the distributed executor's, renamed with that work.
+SHARED_NAMES = {"__init__", "project", "jobs", "inspect", "distributed", "control", "agents",
+                "entities", "lineage"}
+
+
+def test_no_two_modules_share_a_name_for_different_things():
+    by_name: dict[str, list[str]] = {}
+    for module, _ in _modules():
+        by_name.setdefault(module.rpartition(".")[2], []).append(module)
+    shared = {name: modules for name, modules in by_name.items()
+              if len(modules) > 1 and name not in SHARED_NAMES}
+    assert shared == {}
+
+
 @pytest.mark.parametrize("limit", [600])
 def test_no_module_is_longer_than_the_limit(limit):
     long = {str(p.relative_to(PACKAGE.parent)): n for _, p in _modules()

@@ -57,7 +57,7 @@ PLAN_OURS = {
     "unfurl_lite.plan.lifecycle", "unfurl_lite.plan.registry", "unfurl_lite.plan.tasks",
     "unfurl_lite.plan.topology", "unfurl_lite.plan.tosca",
     "unfurl_lite.run", "unfurl_lite.run.observer",
-    "unfurl_lite.security", "unfurl_lite.security.names", "unfurl_lite.security.paths",
+    "unfurl_lite.security", "unfurl_lite.security.characters", "unfurl_lite.security.paths",
 }  # fmt: skip
 #: standard library modules beyond the interpreter's own start (click alone brings ~25)
 PLAN_STDLIB_MAX = 45

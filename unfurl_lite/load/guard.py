@@ -18,7 +18,7 @@ from typing import Any
 
 from unfurl_lite.errors import InputError, LimitExceeded, Problem
 from unfurl_lite.load.positions import location
-from unfurl_lite.security.names import control_character
+from unfurl_lite.security.characters import control_character
 
 MAX_EXPANDED_NODES = 1_000_000  # nodes with every alias expanded (an alias bomb)
 MAX_EXPANDED_CHARS = 50_000_000  # characters of keys and strings with every alias expanded

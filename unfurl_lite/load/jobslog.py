@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from unfurl_lite.security.names import is_control
+from unfurl_lite.security.characters import is_control
 
 #: characters a jobs.tsv field may not hold raw: they would start a line, end a cell, or
 #: reach a terminal as a control sequence

@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from unfurl_lite.load.guard import DATA_KEYS, MAX_DEPTH, MAX_EXPANDED_CHARS, MAX_EXPANDED_NODES
-from unfurl_lite.security.names import control_character
+from unfurl_lite.security.characters import control_character
 
 _STR = "tag:yaml.org,2002:str"
 _MAP = "tag:yaml.org,2002:map"

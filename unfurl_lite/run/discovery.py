@@ -7,7 +7,7 @@ import logging
 
 from unfurl_lite.model.entities import Instance, NodeState, Status
 from unfurl_lite.run.operations.base import OperationResult
-from unfurl_lite.security.names import control_character
+from unfurl_lite.security.characters import control_character
 
 
 def add_discovered(
