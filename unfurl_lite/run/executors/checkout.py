@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import os
 import shutil
@@ -64,8 +65,10 @@ def source_of(cwd: str) -> dict[str, str]:
             "root": root_commit(top), "machine": machine_id(), "top": top}
 
 
+@functools.cache
 def machine_id() -> str:
-    """Which machine this is (two processes on one machine share its files)."""
+    """Which machine this is (two processes on one machine share its files); read once
+    per process (a worker asks for every task)."""
     for path in ("/etc/machine-id", "/var/lib/dbus/machine-id"):
         with contextlib.suppress(OSError):
             found = Path(path).read_text().strip()

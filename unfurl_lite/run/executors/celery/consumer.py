@@ -21,10 +21,8 @@ message's deadline, as for any copy that was never started.
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
 from typing import Any
 
 from celery import signals
@@ -33,15 +31,17 @@ from celery.utils.log import get_logger
 from unfurl_lite.run.executors.celery.application import TASK_NAME
 from unfurl_lite.run.executors.celery.messages import parse
 from unfurl_lite.run.executors.celery.worker import (
+    RESULT_EXPIRES,
+    RESULT_PREFIX,
     OperationFailed,
     WorkerState,
+    exception_record,
+    outcome_record,
     run_task,
     state_of,
 )
 
 log = get_logger(__name__)  # in the worker's log, as Celery's own lines
-RESULT_PREFIX = "celery-task-meta-"  # Celery's Redis result backend's keys
-RESULT_EXPIRES = 3600  # the app's result_expires
 POP_SECONDS = 1  # a stopping consumer notices within this
 
 
@@ -133,34 +133,29 @@ class Consumer:
         log.info("Task %s[%s] received", name, celery_id)
         client = self.state.client(self.state.backend)
         if name != TASK_NAME or len(args) != 1 or not isinstance(args[0], dict):
-            store(client, celery_id, "FAILURE", _exception(
+            store(client, celery_id, "FAILURE", exception_record(
                 f"this worker runs only {TASK_NAME}, not {name!r}"))
             return
         if _revoked(celery_id):
-            store(client, celery_id, "REVOKED", _exception("revoked", "TaskRevokedError",
-                                                           "celery.exceptions"))
+            store(client, celery_id, "REVOKED", exception_record(
+                "revoked", "TaskRevokedError", "celery.exceptions"))
             return
         try:
-            summary = run_task(self.state, args[0], celery_id, self.node)
+            summary = run_task(self.state, args[0], celery_id, self.node, store=True)
         except OperationFailed as exc:
-            store(client, celery_id, "FAILURE", _exception(str(exc)))
+            if not exc.stored:
+                store(client, celery_id, "FAILURE", exception_record(str(exc)))
             return
-        if "dropped" in summary:
+        if "dropped" in summary:  # a copy that ran stored its outcome as it ended
             log.info("Task %s[%s] not run: %s", name, celery_id, summary["dropped"])
-        store(client, celery_id, "SUCCESS", summary)
+            store(client, celery_id, "SUCCESS", summary)
 
 
 def store(client: Any, celery_id: str, status: str, result: Any) -> None:
     """The outcome where Celery's result backend keeps it (``AsyncResult(id).state``)."""
-    meta = {"status": status, "result": result, "traceback": None, "children": [],
-            "date_done": datetime.now(UTC).isoformat(), "task_id": celery_id}
     with contextlib.suppress(Exception):
-        client.set(RESULT_PREFIX + celery_id, json.dumps(meta), ex=RESULT_EXPIRES)
-
-
-def _exception(message: str, kind: str = OperationFailed.__name__,
-               module: str = OperationFailed.__module__) -> dict[str, Any]:
-    return {"exc_type": kind, "exc_message": [message], "exc_module": module}
+        client.set(RESULT_PREFIX + celery_id, outcome_record(celery_id, status, result),
+                   ex=RESULT_EXPIRES)
 
 
 def _revoked(celery_id: str) -> bool:

@@ -54,7 +54,8 @@ end
 return 'run'
 """
 
-#: a worker's end: the lease marked done (if still ours), the result kept, the reply sent
+#: a worker's end: the lease marked done (if still ours), the result kept, the reply sent,
+#: and (ARGV[7], when given) Celery's record of the outcome stored under KEYS[3]
 FINISH = """
 local held = redis.call('get', KEYS[1])
 if held == ARGV[1] or not held then
@@ -65,6 +66,7 @@ if ARGV[6] ~= '' then
   redis.call('rpush', ARGV[6], ARGV[3])
   redis.call('expire', ARGV[6], ARGV[5])
 end
+if ARGV[7] ~= '' then redis.call('set', KEYS[3], ARGV[7], 'EX', ARGV[8]) end
 return 1
 """
 

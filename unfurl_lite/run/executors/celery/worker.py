@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -47,14 +48,23 @@ from unfurl_lite.run.executors.celery.application import (
 from unfurl_lite.run.executors.wire import decode, decode_request, encode_result
 from unfurl_lite.run.operations import ProcessTable
 from unfurl_lite.run.operations.base import OperationRequest, OperationResult
+from unfurl_lite.run.operations.shell import Places
 from unfurl_lite.security.redaction import redact_text
 from unfurl_lite.security.taint import Sensitive
 
 log = logging.getLogger(__name__)
+RESULT_PREFIX = "celery-task-meta-"  # Celery's Redis result backend's keys
+RESULT_EXPIRES = 3600  # the app's result_expires
+KEEP_JOBS = 16  # jobs whose confined working directories a worker keeps
 
 
 class OperationFailed(Exception):
-    """A failed operation, as Celery sees it (FAILURE); the message is redacted."""
+    """A failed operation, as Celery sees it (FAILURE); the message is redacted.
+    ``stored``: its FAILURE is already in the result backend (see :func:`run_task`)."""
+
+    def __init__(self, message: str, stored: bool = False) -> None:
+        super().__init__(message)
+        self.stored = stored
 
 
 @dataclass
@@ -71,6 +81,7 @@ class WorkerState:
     leases: dict[int, _Lease] = field(default_factory=dict)  # held, renewed by one thread
     _renewing: threading.Thread | None = None
     queues: list[str] = field(default_factory=list)  # the Celery queues its consumer takes
+    _places: dict[str, Places] = field(default_factory=dict)  # by job, the newest last
     #: called with Celery's consumer when the worker is ready, before it says so (consumer.py)
     on_ready: list[Callable[[Any], None]] = field(default_factory=list)
 
@@ -129,6 +140,17 @@ class WorkerState:
                         lease.refresh(pipe)
                     pipe.execute()
 
+    def places(self, job: str) -> Places:
+        """The working directories a job's tasks have been confined to, as the local
+        executor keeps them for its job: resolved once per job, not once per task (and
+        again for the next job). The few newest jobs are kept."""
+        with self.lock:
+            found = self._places.pop(job, None) or Places()
+            self._places[job] = found
+            while len(self._places) > KEEP_JOBS:
+                del self._places[next(iter(self._places))]
+        return found
+
     def client(self, url: str) -> Any:
         import redis
 
@@ -163,9 +185,12 @@ def run_on_worker(task: Any, payload: dict[str, Any]) -> dict[str, Any]:
                     str(task.request.hostname or socket.gethostname()))
 
 
-def run_task(state: WorkerState, payload: dict[str, Any], celery_id: str,
-             node: str) -> dict[str, Any]:
-    """Run one copy of a task if it may run: Celery's SUCCESS summary, or OperationFailed."""
+def run_task(state: WorkerState, payload: dict[str, Any], celery_id: str, node: str,
+             store: bool = False) -> dict[str, Any]:
+    """Run one copy of a task if it may run: Celery's SUCCESS summary, or OperationFailed.
+    ``store``: a copy that ran stores its outcome in Celery's result backend in the
+    lease's last step (the caller stores the others: a summary with ``dropped``, or an
+    OperationFailed not ``stored``)."""
     meta = payload.get("meta") or {}
     worker = worker_name(node)
     client = state.client(state.backend)
@@ -196,17 +221,38 @@ def run_task(state: WorkerState, payload: dict[str, Any], celery_id: str,
     try:
         with state.commands_of(celery_id) as processes:
             result = _run_here(request, meta.get("source") or {}, worker, state, processes,
-                               client)
+                               client, state.places(str(meta.get("job") or "")))
         result.worker = worker
         result = redact_result(result, secrets)
     finally:
         state.let_go(lease)
+        stored = store and result.ran
         lease.finish(reply, json.dumps({**base, "event": "done",
-                                        "result": encode_result(result)}), ran=result.ran)
+                                        "result": encode_result(result)}), ran=result.ran,
+                     outcome=outcome_record(celery_id, *_outcome(result, worker))
+                     if stored else "")
     if not result.success:
-        raise OperationFailed(result.error or "the operation failed")
-    return {"success": True, "worker": worker, "status": result.status,
-            "modified": result.modified}
+        raise OperationFailed(result.error or "the operation failed", stored=stored)
+    return _outcome(result, worker)[1]
+
+
+def _outcome(result: OperationResult, worker: str) -> tuple[str, Any]:
+    """Celery's status and result for a copy that ran."""
+    if not result.success:
+        return "FAILURE", exception_record(result.error or "the operation failed")
+    return "SUCCESS", {"success": True, "worker": worker, "status": result.status,
+                       "modified": result.modified}
+
+
+def outcome_record(celery_id: str, status: str, result: Any) -> str:
+    """A task's outcome as Celery's result backend keeps it (``AsyncResult(id).state``)."""
+    return json.dumps({"status": status, "result": result, "traceback": None, "children": [],
+                       "date_done": datetime.now(UTC).isoformat(), "task_id": celery_id})
+
+
+def exception_record(message: str, kind: str = "OperationFailed",
+                     module: str = __name__) -> dict[str, Any]:
+    return {"exc_type": kind, "exc_message": [message], "exc_module": module}
 
 
 DROPPED = {
@@ -228,7 +274,8 @@ def refusal(meta: dict[str, Any], worker: str) -> str | None:
 
 
 def _run_here(request: OperationRequest, source: dict[str, str], worker: str,
-              state: WorkerState, processes: ProcessTable, client: Any) -> OperationResult:
+              state: WorkerState, processes: ProcessTable, client: Any,
+              places: Places | None = None) -> OperationResult:
     import unfurl_lite.run.executors.celery.bundles as bundles
     import unfurl_lite.run.executors.checkout as checkout
     from unfurl_lite.run.operations import run_operation
@@ -245,7 +292,7 @@ def _run_here(request: OperationRequest, source: dict[str, str], worker: str,
                     request.env[name] = os.environ[name]
             request.env["UNFURL_WORKER"] = worker
             try:  # Python operations run in a process of their own, importing from cwd
-                return run_operation(request, processes)
+                return run_operation(request, processes, places)
             except Exception as exc:  # a bug or broken environment here: the task fails
                 return OperationResult(success=False, modified=None,
                                        error=f"{type(exc).__name__}")
@@ -336,11 +383,12 @@ class _Lease:
         self.scripts.refresh(keys=self.keys[3:4], args=[self.holder, int(LEASE_SECONDS * 1000)],
                              client=pipe)
 
-    def finish(self, reply: str, done: str, ran: bool = True) -> None:
+    def finish(self, reply: str, done: str, ran: bool = True, outcome: str = "") -> None:
         """Mark the lease done (kept as long as a copy could still be delivered again),
-        keep the result for a controller that has not seen it, and reply: one step,
-        retried through a broker restart. An operation that never started (``ran``
-        False) gives the lease back instead: the task may be sent again."""
+        keep the result for a controller that has not seen it, reply, and store
+        ``outcome`` (Celery's record of it) if given: one step, retried through a broker
+        restart. An operation that never started (``ran`` False) gives the lease back
+        instead: the task may be sent again."""
         keep = keep_seconds()
         deadline = time.monotonic() + REPLY_DELIVERY_SECONDS
         while True:
@@ -349,9 +397,10 @@ class _Lease:
                     self.scripts.unclaim(keys=[self.keys[3], self.keys[4]],
                                          args=[self.holder, reply, done, REPLY_TTL_SECONDS])
                     return
-                self.scripts.finish(keys=[self.keys[3], self.result_key],
+                self.scripts.finish(keys=[self.keys[3], self.result_key,
+                                          RESULT_PREFIX + self.celery_id],
                                     args=[self.holder, done, done, keep, REPLY_TTL_SECONDS,
-                                          reply])
+                                          reply, outcome, RESULT_EXPIRES])
                 return
             except Exception as exc:  # the broker is away: retried until the deadline
                 if time.monotonic() > deadline:
