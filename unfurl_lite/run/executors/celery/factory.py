@@ -20,9 +20,10 @@ if TYPE_CHECKING:
 
 
 def make_app(broker: str | None = None, backend: str | None = None) -> Celery:
-    """The configured Celery app both sides use: JSON only, a message acknowledged when its
-    operation has finished (rejected if its worker is lost), one task prefetched at a time,
-    a broker retried without end: what the controller's recovery of lost tasks relies on."""
+    """The configured Celery app both sides use: JSON only, a broker retried without end,
+    and a worker that takes its tasks itself (consumer.py); the settings of Celery's own
+    consumer (late acknowledgement, one task prefetched) apply to whatever else runs the
+    task through it."""
     from celery import Celery  # celery loads only when an app is built
 
     from unfurl_lite.run.executors.celery.consumer import install as take_tasks
