@@ -126,7 +126,8 @@ def validate(ensemble: str | None, as_json: bool) -> None:
 @refused_options("plan")
 @click.pass_context
 def plan(ctx: click.Context, ensemble: str | None, workflow: str, instances: tuple[str, ...],
-         as_json: bool, **opts: Any) -> None:
+         as_json: bool, variables: tuple[tuple[str, str], ...], query: str | None,
+         output: str | None, **planned: Any) -> None:
     """Show the tasks a workflow would run, in order, with the reason for each; run nothing.
     The job commands' options (--force, --template, --check, --repair...) plan as that job
     would; one the workflow does not take is refused, naming those it does."""
@@ -135,25 +136,25 @@ def plan(ctx: click.Context, ensemble: str | None, workflow: str, instances: tup
     from unfurl_lite.load.loader import load_ensemble
     from unfurl_lite.model.ensemble import with_inputs
 
-    given = {name: opts[name] for name in PLANNED if ctx.get_parameter_source(name) in GIVEN}
+    given = {name: planned[name] for name in PLANNED
+             if ctx.get_parameter_source(name) in GIVEN}
     options = api.PlanOptions(instance_names=instances, **given)
     custom = workflow not in ("deploy", "undeploy", "check", "discover")
-    loaded = with_inputs(load_ensemble(ensemble), job_inputs(tuple(opts.get("variables") or ())))
+    loaded = with_inputs(load_ensemble(ensemble), job_inputs(variables))
     result = api.plan(loaded, workflow, options, custom=custom)
-    query = opts.get("query")
     found = None
     if query:  # the expression machinery only when asked: a plain plan does not import it
         from unfurl_lite.expressions.outputs import evaluate_query
 
         found = evaluate_query(loaded.topology, loaded.instances, query, set(),
                                loaded.project_root)
-    if as_json or opts.get("output") == "json":
+    if as_json or output == "json":
         document = render.plan_json(result)
         if query:
             document["query"], document["result"] = query, found
         echo_json(document)
         return
-    if opts.get("output") != "none":
+    if output != "none":
         if is_terminal():
             show(render.plan_tree(result))
         else:
