@@ -92,7 +92,7 @@ EXPORTS: dict[str, str] = {
 #: the errors offered here (all of errors.py's classes)
 ERRORS = tuple(name for name, target in EXPORTS.items() if target.startswith("unfurl_lite.errors"))
 
-__all__ = sorted([*EXPORTS, "__version__"])
+__all__ = sorted([*EXPORTS, "__version__"])  # pyright: ignore[reportUnsupportedDunderAll]
 
 
 def __getattr__(name: str) -> object:

@@ -116,7 +116,7 @@ EXPORTS: dict[str, str] = {
     "Observer": "unfurl_lite.run.observer:Observer",
 }
 
-__all__ = sorted(EXPORTS)  # the table above is the one list of the public surface
+__all__ = sorted(EXPORTS)  # pyright: ignore[reportUnsupportedDunderAll]  # made from EXPORTS
 
 
 def __getattr__(name: str) -> Any:

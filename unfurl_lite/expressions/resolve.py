@@ -498,7 +498,8 @@ def _project(value: Any, key: Any, scope: Scope) -> Any:
         elif isinstance(value, External):
             found = value.resolve_key(key)
         elif isinstance(value, str | list | tuple | Mapping):
-            found = value[key]
+            container: Any = value  # the wrong kind of key is a miss (TypeError below)
+            found = container[key]
         else:
             return _MISSING
         if is_ref(found):

@@ -92,9 +92,10 @@ def put(dst: Any, key: Any, value: Any, src: Any, src_key: Any, file: str | None
         dst[key] = value
     data = getattr(getattr(src, "lc", None), "data", None)
     if data and src_key in data:
-        if dst.lc.data is None:
-            dst.lc.data = {}
-        dst.lc.data[key] = list(data[src_key])
+        own: Any = dst  # a CommentedSeq or CommentedMap: both keep positions in .lc
+        if own.lc.data is None:
+            own.lc.data = {}
+        own.lc.data[key] = list(data[src_key])
     origin = getattr(dst, _ORIGIN)
     owner = source_file(src, src_key) if src is not None else None
     origin[key] = owner or file

@@ -278,7 +278,7 @@ def _note_directives(
     planned = {i.template for i in instances.values()}
     recorded = {i.template for i in ensemble.instances.values()} if unrequired else set()
     for name, template in ensemble.topology.templates.items():
-        why = template.directives and not_instantiated(template)
+        why = not_instantiated(template) if template.directives else None
         if why and name not in planned:
             builder.note(name, why)
         elif name in unrequired and name not in recorded:

@@ -175,7 +175,7 @@ def _steps_for(
 def _progress_index(state: NodeState | None) -> int:
     if state == NodeState.stopped:  # a stopped instance resumes at start
         return _PROGRESS.index(NodeState.configured)
-    return _PROGRESS.index(state) if state in _PROGRESS else 0
+    return _PROGRESS.index(state) if state is not None and state in _PROGRESS else 0
 
 
 #: which part of Unfurl's deploy each INSTALL step belongs to (execute_default_deploy

@@ -119,9 +119,10 @@ def render(ensemble: Ensemble, update: Callable[[Any], None],
 def _own_plain(ensemble: Ensemble) -> dict[str, Any]:
     """The file's own data (directives unapplied); from the round-trip document when the
     C parser could not read the file (e.g. YAML 1.2's ``{type: tosca:Root}``)."""
-    if ensemble.plain is None:
-        ensemble.plain = yamlio.to_plain(ensemble.document)
-    return ensemble.plain
+    plain = ensemble.plain
+    if plain is None:
+        plain = ensemble.plain = yamlio.to_plain(ensemble.document)
+    return plain
 
 
 def _sections_replaceable(text: str, keys: list[str], names: Iterable[str]) -> bool:

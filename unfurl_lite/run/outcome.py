@@ -198,7 +198,7 @@ def run_outcome(run: TaskRun, job_state: str) -> str:
 
 def partition(outcomes: Iterable[str]) -> dict[str, int]:
     """How many tasks ended each way, every outcome present (0 when none)."""
-    counts = dict.fromkeys(OUTCOMES, 0)
+    counts: dict[str, int] = dict.fromkeys(OUTCOMES, 0)
     for outcome in outcomes:
         counts[outcome if outcome in counts else "not run"] += 1
     return counts

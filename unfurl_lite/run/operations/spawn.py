@@ -132,7 +132,7 @@ class Popen(subprocess.Popen):
                   and uid is None and umask < 0 and process_group == -1
                   and os.path.dirname(os.fsencode(program))
                   and min(p2cread, c2pwrite, errwrite) > 2)
-        if not simple:
+        if not simple or env is None:  # (simple says env is given; for type checkers)
             super()._execute_child(  # type: ignore[misc]
                 args, executable, preexec_fn, close_fds, pass_fds, cwd, env, startupinfo,
                 creationflags, shell, p2cread, p2cwrite, c2pread, c2pwrite, errread,

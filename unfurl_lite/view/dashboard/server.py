@@ -73,7 +73,7 @@ class DashboardServer(ThreadingHTTPServer):
 
 
 class Handler(BaseHTTPRequestHandler):
-    server: DashboardServer
+    server: DashboardServer  # pyright: ignore[reportIncompatibleVariableOverride]  # always ours
     server_version = "unfurl-dashboard"
     protocol_version = "HTTP/1.1"
 

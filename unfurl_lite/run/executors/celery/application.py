@@ -56,7 +56,7 @@ def patch_kombu() -> None:
     (not a connection error) when it is asked to ack or restore; Celery's consumer calls
     that unrecoverable and the worker exits. Make it the connection error it is, so the
     consumer reconnects (the message is restored or sent again: at least once)."""
-    import redis
+    import redis.exceptions
     from kombu.transport import redis as kombu_redis
 
     original = kombu_redis.Channel._connparams
@@ -160,7 +160,7 @@ def redacted_url(url: str) -> str:
 
 def check_broker(url: str, timeout: float = 3.0) -> None:
     """Fail at job start, clearly, when the broker cannot be reached."""
-    import redis
+    import redis.exceptions
 
     if not url.startswith(("redis://", "rediss://", "unix://")):
         raise JobError(
