@@ -58,7 +58,7 @@ def test_a_cwd_that_escapes_fails_every_task_that_names_it(
     assert project.local("ok") == "ok"
 
 
-def test_no_evaluation_context_is_built_after_an_operation_without_result_inputs(
+def test_no_evaluation_context_is_built_for_an_operation_with_plain_inputs(
     project: Project, invoke: Invoke, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from unfurl_lite.run import requests
@@ -71,7 +71,35 @@ def test_no_evaluation_context_is_built_after_an_operation_without_result_inputs
     result = invoke("deploy", "--approve")
     assert result.exit_code == 0, result.output
     per_target = [call[2] for call in contexts]  # make_context(topology, instances, target)
-    # one to render each plain task's inputs; the task whose result is read needs more
-    assert sorted(t for t in per_target if t != "d") == ["p0", "p1", "p2", "p3"]
+    # plain inputs need none; the task whose result is read needs its own
+    assert [t for t in per_target if t != "d"] == []
     assert per_target.count("d") >= 2
     assert project.status()["d"]["attributes"]["said"].strip() == "hello"
+
+
+SECRET_INPUT = "in-put-s3cret-value"
+SECRET_PROPERTY = "pro-perty-s3cret-value"
+
+
+def test_plain_inputs_still_redact_the_secrets_the_topology_declares(
+    project: Project, invoke: Invoke
+) -> None:
+    """No evaluation context is built for plain inputs, yet what the topology declares
+    sensitive (an input, a template's property) is still redacted from what the task
+    prints and from its records."""
+    node = shell_node("app", f"echo {SECRET_INPUT} {SECRET_PROPERTY}").replace(
+        "type: tosca.nodes.Root", "type: App\n  properties: {token: %s}" % SECRET_PROPERTY)
+    head = (
+        "    node_types:\n      App:\n        derived_from: tosca.nodes.Root\n"
+        "        properties:\n          token: {type: string, metadata: {sensitive: true}}\n"
+        "    topology_template:\n      inputs:\n"
+        f"        pw: {{type: string, metadata: {{sensitive: true}}, default: {SECRET_INPUT}}}\n"
+    )
+    text = ensemble_yaml(node).replace("    topology_template:\n", head, 1)
+    project.write(text)
+    result = invoke("deploy", "--approve", "-v")
+    assert result.exit_code == 0, result.output
+    records = [p.read_text() for p in (project.root / "jobs").rglob("*") if p.is_file()]
+    assert records and any("<<REDACTED>>" in r for r in records)
+    for shown in (result.output, *records):
+        assert SECRET_INPUT not in shown and SECRET_PROPERTY not in shown

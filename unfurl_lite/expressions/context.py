@@ -226,20 +226,39 @@ def make_context(
         instances=instances,
     )
     template = topology.templates.get(instances[target].template)
-    for value in ctx.inputs.values():
-        if isinstance(value, Sensitive):
-            ctx.secrets.add(str(value))
+    ctx.secrets.update(known_secrets(ctx.inputs, template))
+    return ctx
+
+
+def known_secrets(inputs: Mapping[str, Any], template: NodeTemplate | None) -> set[str]:
+    """The secrets a task on an instance of ``template`` knows before anything renders:
+    the topology's sensitive ``inputs`` (as :func:`wrapped_inputs` gives them) and the
+    template's sensitive properties."""
+    secrets = {str(v) for v in inputs.values() if isinstance(v, Sensitive)}
     for key in template.sensitive_properties if template else ():
         value = template.properties.get(key) if template else None
         if value is not None and not isinstance(value, dict | list):
-            ctx.secrets.add(str(value))
-    return ctx
+            secrets.add(str(value))
+    return secrets
 
 
 def render_inputs(
     raw: Mapping[str, Any], extra: Mapping[str, Any], ctx: EvalContext, allow_override: bool = True
 ) -> dict[str, Any]:
     """Evaluate an operation's inputs now, just before it runs (post-inputs stay raw)."""
+    merged = merged_inputs(raw, extra, allow_override)
+    lazy = LazyValues(merged, lambda k, v: v if k in POST_INPUTS else evaluate(v, ctx),
+                      INPUTS_LABEL)
+    ctx.operation_inputs = lazy  # `{{ inputs.a }}` in another input reads a's value
+    rendered = Labelled({k: lazy[k] for k in merged}, INPUTS_LABEL)
+    ctx.operation_inputs = rendered
+    return rendered
+
+
+def merged_inputs(
+    raw: Mapping[str, Any], extra: Mapping[str, Any], allow_override: bool
+) -> dict[str, Any]:
+    """The operation's inputs with the job's extra ones (``--kwargs``) over them."""
     merged = dict(raw)
     for key, value in extra.items():
         if key in merged and not allow_override:
@@ -248,9 +267,21 @@ def render_inputs(
                 "pass --allow-kwargs-override to replace it"
             )
         merged[key] = value
-    lazy = LazyValues(merged, lambda k, v: v if k in POST_INPUTS else evaluate(v, ctx),
-                      INPUTS_LABEL)
-    ctx.operation_inputs = lazy  # `{{ inputs.a }}` in another input reads a's value
-    rendered = Labelled({k: lazy[k] for k in merged}, INPUTS_LABEL)
-    ctx.operation_inputs = rendered
-    return rendered
+    return merged
+
+
+def plain_inputs(
+    raw: Mapping[str, Any], extra: Mapping[str, Any], allow_override: bool
+) -> dict[str, Any] | None:
+    """The inputs as :func:`render_inputs` renders them when nothing in them needs
+    evaluating (text without template marks, numbers, booleans, nulls): the same values,
+    without an evaluation context. None when one needs evaluating."""
+    merged = merged_inputs(raw, extra, allow_override)
+    for value in merged.values():
+        kind = type(value)
+        if kind is str:
+            if "{{" in value or "{%" in value or "}}" in value or "%}" in value:
+                return None
+        elif value is not None and kind not in (bool, int, float):
+            return None
+    return Labelled(merged, INPUTS_LABEL)

@@ -15,7 +15,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from unfurl_lite.expressions.context import POST_INPUTS, make_context, render_inputs
+from unfurl_lite.expressions.context import (
+    POST_INPUTS,
+    known_secrets,
+    make_context,
+    plain_inputs,
+    render_inputs,
+    wrapped_inputs,
+)
 from unfurl_lite.expressions.expr import EvalContext, evaluate
 from unfurl_lite.expressions.limits import RENDER_SECONDS
 from unfurl_lite.expressions.reads import merged_reads, operation_reads, plain_reads, watch_reads
@@ -78,34 +85,43 @@ class RequestBuilder:
         task = run.task
         op = task.operation
         assert op is not None and op.implementation is not None
-        ctx = self.context(run)
         began = time.monotonic()
-        ctx.time_limit = op.timeout if op.timeout else RENDER_SECONDS
-        ctx.deadline = began + ctx.time_limit
-        ctx.extra = {**ctx.extra, "task": self.task_settings(run)}
         inputs = op.run_inputs
         template = self.ensemble.topology.templates.get(instance.template)
         properties = dict(template.properties) if template else {}
         attributes = dict(instance.attributes)
-        try:
-            run.inputs = render_inputs(inputs, task.extra_inputs, ctx, task.allow_override)
-            if op.implementation.kind == "Python":  # its code may read any: send values
-                properties = dict(ctx.self_view.get("properties") or {})
-                attributes = dict(ctx.self_view.get("attributes") or {})
-            environment = (
-                {k: evaluate(v, ctx) for k, v in op.environment.items()}
-                if op.environment is not None
-                else None
-            )
-        finally:
-            self.secrets.update(ctx.secrets)
+        plain = None
+        if op.environment is None and op.implementation.kind != "Python":
+            topology = self.ensemble.topology
+            self.secrets.update(known_secrets(wrapped_inputs(topology), template))
+            plain = plain_inputs(inputs, task.extra_inputs, task.allow_override)
+        environment, ctx = None, None
+        if plain is not None:  # nothing to evaluate: no evaluation context to build
+            run.inputs = plain
+        else:
+            ctx = self.context(run)
+            ctx.time_limit = op.timeout if op.timeout else RENDER_SECONDS
+            ctx.deadline = began + ctx.time_limit
+            ctx.extra = {**ctx.extra, "task": self.task_settings(run)}
+            try:
+                run.inputs = render_inputs(inputs, task.extra_inputs, ctx, task.allow_override)
+                if op.implementation.kind == "Python":  # its code may read any: send values
+                    properties = dict(ctx.self_view.get("properties") or {})
+                    attributes = dict(ctx.self_view.get("attributes") or {})
+                if op.environment is not None:
+                    environment = {k: evaluate(v, ctx) for k, v in op.environment.items()}
+            finally:
+                self.secrets.update(ctx.secrets)
         raw = inputs | dict(task.extra_inputs)
         run.reads = plain_reads(raw, op.environment, op.implementation.kind)
         if run.reads is None:  # something is evaluated: watch what it reads
             watching = self.context(run)
-            watching.extra = ctx.extra
-            watching.time_limit = ctx.time_limit
-            watching.deadline = time.monotonic() + ctx.time_limit
+            if ctx is not None:
+                watching.extra, watching.time_limit = ctx.extra, ctx.time_limit
+            else:
+                watching.extra = {**watching.extra, "task": self.task_settings(run)}
+                watching.time_limit = op.timeout if op.timeout else RENDER_SECONDS
+            watching.deadline = time.monotonic() + watching.time_limit
             run.reads = operation_reads(raw, op.environment, op.implementation.kind, watching)
         run.digest = None  # taken again from the new inputs and reads
         self.secrets.update(secrets_in(run.inputs))
