@@ -128,6 +128,7 @@ def jsonschema_verdict(doc: Any) -> bool:
     return jsonschema.Draft202012Validator(schema_problems._schema()).is_valid(doc)
 
 
+@pytest.mark.slow  # every distinct YAML text of the repository, parsed: about 3 s of CPU
 def test_quick_check_agrees_with_jsonschema_on_every_ensemble_we_have() -> None:
     quick = schemacheck.compile_schema(schema_problems._schema())
     documents = ensemble_documents()
@@ -306,6 +307,7 @@ def ruamel_safe_load(text: str) -> Any:
     return YAML(typ="safe", pure=False).load(text)
 
 
+@pytest.mark.slow  # every distinct YAML text, read twice: about 3 s of CPU
 def test_plain_loader_reads_every_yaml_file_we_have_as_ruamel_does() -> None:
     from unfurl_lite.load import plainyaml
 

@@ -50,6 +50,7 @@ def test_every_command_refuses_a_hostile_ensemble_cleanly(project, invoke, case)
     assert not (project.root / "ran.txt").exists()
 
 
+@pytest.mark.slow  # 2,000 templates of 100 merged properties: about 3 s of CPU
 def test_a_plain_document_just_under_the_limits_still_loads(project, invoke) -> None:
     """The limits refuse bombs, not large ensembles: 2,000 nodes with 100 properties each
     and a merge key each validate."""
