@@ -88,7 +88,7 @@ def test_plain_inputs_still_redact_the_secrets_the_topology_declares(
     sensitive (an input, a template's property) is still redacted from what the task
     prints and from its records."""
     node = shell_node("app", f"echo {SECRET_INPUT} {SECRET_PROPERTY}").replace(
-        "type: tosca.nodes.Root", "type: App\n  properties: {token: %s}" % SECRET_PROPERTY)
+        "type: tosca.nodes.Root", f"type: App\n  properties: {{token: {SECRET_PROPERTY}}}")
     head = (
         "    node_types:\n      App:\n        derived_from: tosca.nodes.Root\n"
         "        properties:\n          token: {type: string, metadata: {sensitive: true}}\n"
