@@ -11,10 +11,11 @@ from tests.conftest import REFERENCE, git
 
 
 def node(
-    name: str, requires: list[str] = (), ops: dict[str, str] | None = None, extra: str = ""
+    name: str, requires: list[str] = (), ops: dict[str, str] | None = None, extra: str = "",
+    kind: str = "dependency",
 ) -> str:
     """One node template whose operations are shell commands."""
-    reqs = "".join(f"\n            - dependency: {r}" for r in requires)
+    reqs = "".join(f"\n            - {kind}: {r}" for r in requires)
     req_block = f"\n          requirements:{reqs}" if requires else ""
     op_lines = "".join(
         f"\n                {op}: {json.dumps(cmd)}" for op, cmd in (ops or {}).items()
@@ -150,22 +151,21 @@ def test_undeploy_runs_in_reverse_order_and_leaves_everything_absent(diamond, in
 
 
 @pytest.mark.parametrize(("flag", "code"), [("error", 64), ("degraded", 64), ("never", 0)])
-def test_failing_create_sets_error_blocks_dependents_and_sets_exit_code(
+def test_failing_create_sets_error_blocks_what_it_hosts_and_sets_exit_code(
     project, invoke, flag, code
 ):
     project.write(
         ensemble(
             node("db", ops={"create": "echo boom >&2; exit 3"}),
-            node("app", ["db"], ops={"create": "echo app"}),
-            node("web", ["app"], ops={"create": "echo web"}),
+            node("app", ["db"], ops={"create": "echo app"}, kind="host"),
+            node("web", ["app"], ops={"create": "echo web"}, kind="host"),
             node("cache", ops={"create": "echo cache"}),
         )
     )
     result = invoke("deploy", "--approve", "--jobexitcode", flag)
     assert result.exit_code == code, result.output
     # as Unfurl 1.2.0 (tests/data/unfurl-cases/24-failing-create): the command did not say
-    # whether it changed anything, so db is unknown, not created; its dependents stay
-    # blocked here (a deliberate difference: Unfurl runs them)
+    # whether it changed anything, so db is unknown, not created; what it hosts is blocked
     assert project.local("db") == "unknown" and project.state("db") == "creating"
     assert "created" not in project.status()["db"]
     assert project.local("cache") == "ok"
@@ -174,7 +174,7 @@ def test_failing_create_sets_error_blocks_dependents_and_sets_exit_code(
     assert "exit code 3: boom" in result.output
     job_line = project.jobs_tsv()[0]
     assert "status=error" in job_line
-    # as Unfurl (unfurl-cases/160): the task a failed dependency blocked is recorded with
+    # as Unfurl (unfurl-cases/160): the task a failed host blocked is recorded with
     # status=error and leaves its instance in its running state; web's, blocked by the
     # blocked app, did not start: no line
     app = [line for line in project.jobs_tsv() if "target=::app" in line]
@@ -182,9 +182,25 @@ def test_failing_create_sets_error_blocks_dependents_and_sets_exit_code(
     assert not any("target=::web" in line for line in project.jobs_tsv())
 
 
-def test_default_jobexitcode_is_error(project, invoke):
-    project.write(ensemble(node("db", ops={"create": "exit 1"})))
-    assert invoke("deploy", "--approve").exit_code == 64
+def test_a_failed_dependency_that_is_not_a_host_only_orders_its_dependents(project, invoke):
+    """As Unfurl 1.2.0 (unfurl-cases/24-failing-create): a `dependency` requirement orders
+    the tasks; the dependents run, and are `effective: error` while db is not ok."""
+    project.write(
+        ensemble(
+            node("db", ops={"create": "echo boom >&2; exit 3"}),
+            node("app", ["db"], ops={"create": "echo app"}),
+            node("web", ["app"], ops={"create": "echo web"}),
+        )
+    )
+    result = invoke("deploy", "--approve")
+    assert result.exit_code == 64, result.output
+    status = project.status()
+    for name in ("app", "web"):
+        assert status[name]["readyState"] == {"local": "ok", "state": "created",
+                                               "effective": "error"}
+    assert "1 failed, 0 blocked" in result.output
+    ran = [line for line in project.jobs_tsv() if "target=::app" in line or "target=::web" in line]
+    assert len(ran) == 2 and all("status=ok" in line for line in ran)
 
 
 def test_failed_node_is_repaired_by_the_next_deploy(project, invoke):
@@ -200,8 +216,10 @@ def test_failed_node_is_repaired_by_the_next_deploy(project, invoke):
     result = invoke("deploy", "--approve")
     assert result.exit_code == 0, result.output
     assert project.local("db") == "ok" and project.local("app") == "ok"
-    # Unfurl's reason for an instance a failed command left unknown: missing
-    assert "[missing]" in result.output and "[add]" in result.output
+    # Unfurl's reason for an instance a failed command left unknown: missing; app ran the
+    # first time (db is only its dependency, not its host) and is not run again
+    assert "[missing]" in result.output and "[add]" not in result.output
+    assert "effective" not in project.status()["app"]["readyState"]
 
 
 def test_undeploy_leaves_a_node_a_failed_create_did_not_create(project, invoke):

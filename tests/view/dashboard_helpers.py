@@ -138,8 +138,9 @@ def waiting_ensemble(flag: Path) -> str:
 
 
 def tour_failure(root: Path) -> str:
-    """The README tour's failed deploy, in a new project at ``root``: db is created, app's
-    create fails (something is in the way), app's configure and web's two tasks are
+    """The README tour's failed deploy, in a new project at ``root``, with web hosted on
+    app (a dependency that is not a host does not block, as in Unfurl): db is created,
+    app's create fails (something is in the way), app's configure and web's two tasks are
     blocked. Returns the job's changeId."""
     from tests.conftest import git
 
@@ -147,6 +148,9 @@ def tour_failure(root: Path) -> str:
     assert result.returncode == 0, result.stderr + result.stdout
     git(root, "config", "user.email", "ada@example.com")
     git(root, "config", "user.name", "Ada")
+    spec = root / "ensemble.yaml"
+    spec.write_text(spec.read_text().replace("- dependency: app", "- host: app"))
+    git(root, "commit", "-qam", "web hosted on app")
     (root / "state" / "app").mkdir(parents=True)  # app's create cannot write state/app
     result = run_in_process(root, "deploy", "--approve")
     assert result.returncode == 64, result.stderr + result.stdout

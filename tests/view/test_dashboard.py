@@ -254,7 +254,8 @@ def test_static_files_ship_with_the_package():
 
 
 def test_a_failed_job_shows_the_failure_and_the_blocked_task(project):
-    project.write(deployed.__globals__["ENSEMBLE"].replace('echo configured', 'exit 3'))
+    project.write(deployed.__globals__["ENSEMBLE"].replace('echo configured', 'exit 3')
+                  .replace("- dependency: db", "- host: db"))  # a host's failure blocks
     from tests.conftest import run_in_process
 
     assert run_in_process(project.root, "deploy", "--approve").returncode == 64

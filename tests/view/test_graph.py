@@ -90,7 +90,7 @@ def test_templates_take_the_status_of_their_instances_after_a_deploy(project, in
     assert status["server"] == ("ok", "created")
     assert status["db"] == ("ok", "created")
     assert status["app"][0] == "unknown"  # as Unfurl: a failed Shell create did not say
-    assert status["web"][0] == "pending"  # blocked by app: never ran
+    assert status["web"][0] == "ok"  # connected to app, not hosted on it: it ran, as Unfurl
     assert graph.node("server").detail == "ok · created"
 
 
@@ -226,7 +226,7 @@ def test_mermaid_carries_names_labels_and_the_status_colours(project, invoke):
 
     assert set(mermaid.nodes) == {"server", "db", "app", "web"}
     assert mermaid.nodes["app"]["fillcolor"] == PALETTE["unknown"]  # a failed Shell create
-    assert mermaid.nodes["web"]["fillcolor"] == PALETTE["pending"]
+    assert mermaid.nodes["web"]["fillcolor"] == PALETTE["ok"]  # ran: app is not its host
     assert mermaid.nodes["db"]["fillcolor"] == PALETTE["ok"]
     assert mermaid.edge("db", "server") == {"label": HOSTED, "arrow": "==>"}
     assert mermaid.edge("web", "app") == {
@@ -329,7 +329,7 @@ def test_the_docs_palette_and_pictures_match_the_code():
     for status, fill in PALETTE.items():
         assert f"| {status} | `{fill}` " in doc and f"| `{STROKES[status]}` |" in doc
     example = (ROOT / "docs" / "img" / "graph-example.svg").read_text()
-    for name, status in (("db", "ok"), ("app", "error"), ("web", "pending")):
+    for name, status in (("db", "ok"), ("app", "error"), ("web", "ok")):
         assert f">{name}</text>" in example and PALETTE[status] in example
     assert "(img/graph-example.svg)" in doc
     assert "(docs/img/graph-example.svg)" in (ROOT / "README.md").read_text()

@@ -164,6 +164,10 @@ def plan_deploy(
         if template_of.priority is Priority.ignore:  # root: {node: X} does not require it
             builder.note(name, "skipped: not required by the topology's root node")
             continue
+        if instance.priority is not Priority.required and not (instance_names or template):
+            # as Unfurl: a deploy not limited to some instances runs only required ones
+            builder.note(name, f"skipped: its priority is {instance.priority}, not required")
+            continue
         reason = _deploy_reason(instance, force, not skip_new, repair)
         after = [builder.last[d] for d in deps[name] if d in builder.last]
         directives = template_of.directives

@@ -13,8 +13,9 @@ from unfurl_lite.errors import ExpressionError
 from unfurl_lite.expressions.context import INPUTS_LABEL, POST_INPUTS
 from unfurl_lite.expressions.expr import EvalContext, evaluate
 from unfurl_lite.expressions.lazy import Labelled
+from unfurl_lite.expressions.reads import Reads
 from unfurl_lite.load import yamlio
-from unfurl_lite.model.entities import Operation
+from unfurl_lite.model.entities import Instance, Operation, Topology
 from unfurl_lite.run.operations.base import OperationResult
 from unfurl_lite.security.taint import Sensitive, tainted_copy
 
@@ -235,3 +236,19 @@ def secret_names(resources: list[dict[str, Any]], secrets: set[str]) -> str | No
                         "be written in clear as a key of ensemble.yaml's status, in git and "
                         "in status, plan and graph output): the instance was not recorded")
     return None
+
+
+def keep_defaults_read(
+    instances: Mapping[str, Instance], topology: Topology, reads: Reads | None
+) -> None:
+    """As Unfurl's attribute manager: an attribute a task read whose value came from its
+    type's (or template's) declared default becomes the instance's own, recorded in its
+    status from then on (tests/data/unfurl-cases/143-docs-node-type-override)."""
+    for expr, value in reads.dependencies if reads is not None else ():
+        name, _, key = expr[2:].partition("::")
+        instance = instances.get(name)
+        if instance is None or not key or key in instance.attributes or value is None:
+            continue
+        template = topology.templates.get(instance.template)
+        if template is not None and key in template.attributes:
+            instance.attributes[key] = value

@@ -25,6 +25,7 @@ from unfurl_lite.model import changeid
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Instance, NodeState, Status
 from unfurl_lite.plan.tasks import Plan, Task
+from unfurl_lite.plan.topology import containers
 from unfurl_lite.run import status as rules
 from unfurl_lite.run.discovery import add_discovered
 from unfurl_lite.run.executors import Executor, starts_on_submit
@@ -40,7 +41,7 @@ from unfurl_lite.run.relationships import (
     still_linked,
 )
 from unfurl_lite.run.requests import RequestBuilder
-from unfurl_lite.run.results import map_outputs, secret_names
+from unfurl_lite.run.results import keep_defaults_read, map_outputs, secret_names
 from unfurl_lite.run.signals import JobControl
 from unfurl_lite.run.status import in_sequence, on_failure, on_start, on_success
 from unfurl_lite.security.environment import base_environment
@@ -290,6 +291,7 @@ class Scheduler:
                 if not (task.guard and d in task.guard.if_failed)
                 if self.runs[d].state in (TaskState.failed, TaskState.blocked)
                 and not self.runs[d].task.ignore_failure
+                and self.needs(task, self.runs[d].task)
             ),
             None,
         )
@@ -308,6 +310,7 @@ class Scheduler:
                 and self.runs[d].task.target != task.target
                 and not self.runs[d].task.ignore_failure
                 and self.instances[self.runs[d].task.target].status == Status.error
+                and self.needs(task, self.runs[d].task)
             ),
             None,
         )
@@ -315,6 +318,17 @@ class Scheduler:
             self.complete(run, TaskState.blocked, f"{in_error} is in error")
             return True
         return False
+
+    def needs(self, task: Task, before: Task) -> bool:
+        """Whether ``task`` cannot run when ``before`` (a task it follows) did not succeed.
+        As Unfurl 1.2.0's deploy (its ``_dependency_check``): the instance's own earlier
+        steps and its hosts' tasks; a requirement that is not a host only orders the two,
+        and its failure makes the dependent's ``effective`` status error. Cloudify's
+        workflows, undeploy, custom workflows and relationship operations stop at any."""
+        if before.target == task.target or self.plan.cloudify or task.workflow != "deploy" \
+                or task.source is not None:
+            return True
+        return before.target in containers(self.ensemble, self.instances, task.target)
 
     def assign_change(self, run: TaskRun, instance: Instance) -> None:
         """The task's changeId, the change it follows (previousId) and the state its
@@ -399,6 +413,8 @@ class Scheduler:
                 result.error = redact_text(
                     f"resultTemplate/done: {type(exc).__name__}: {exc}", self.secrets
                 )
+        if self.plan.affects_history and not self.options.dryrun:
+            keep_defaults_read(self.instances, self.ensemble.topology, run.reads)
         refused = secret_names(result.resources, self.secrets)
         if refused:
             result.resources = []
