@@ -522,7 +522,10 @@ def plan_install_operation(
             )
             continue
         builder.add(name, template_of.name, op, reason, ())
-    new = {n: i for n, i in instances.items() if n not in ensemble.instances and n in builder.last}
+    # as Unfurl: a job that runs something records every instance it planned for, one
+    # without the operation too (pending, never touched)
+    kept = wanted if builder.last else set()
+    new = {n: i for n, i in instances.items() if n not in ensemble.instances and n in kept}
     return builder.plan(new)
 
 

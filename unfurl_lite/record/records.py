@@ -373,6 +373,8 @@ def task_summary(run: TaskRun, type_name: str, status: str, priority: str) -> st
     op = task.operation
     impl = op.implementation.unfurl_class_name if op and op.implementation else "none"
     subject = task.peer if task.requirement is not None and task.peer else task.target
+    if task.requirement is None and task.template and task.template != subject:
+        subject = f"{subject} ({task.template})"  # as Unfurl names an instance of another
     return (
         f"{task.name} on instance {subject} (type {type_name}, status {status}) "
         f"using configurator for {task.reason}: {op.qualified_name if op else task.name} ({impl}), "

@@ -43,6 +43,7 @@ def on_success(instance: Instance, task: Task, result: OperationResult, change_i
     if in_sequence(task) and change_id:
         return _on_success_in_sequence(instance, task, result, change_id)
     before = (instance.status, instance.state)
+    first = instance.last_config_change is None and instance.last_state_change is None
     explicit = _explicit_status(result)
     attributes_changed = changes_attributes(instance, result)
     if task.done_state is not None:
@@ -52,8 +53,8 @@ def on_success(instance: Instance, task: Task, result: OperationResult, change_i
         if task.reason == "check":
             if explicit != before[0] and instance.state == before[1]:
                 instance.state = state_found(explicit, before[1]) or instance.state
-        elif explicit == Status.absent:
-            instance.state = NodeState.deleted
+        elif explicit == Status.absent and task.reason != "discover":
+            instance.state = NodeState.deleted  # (a discover that finds nothing sets none)
     elif task.reason == "check":
         # as Unfurl: a check that reports no status leaves the instance's as it was (the
         # ``check`` directive's check starts from unknown: its done_status)
@@ -65,6 +66,11 @@ def on_success(instance: Instance, task: Task, result: OperationResult, change_i
     if not change_id:  # a pass-through step ran nothing, so it has no changeId to record
         pass
     elif task.reason in ("check", "discover"):
+        if first and instance.status != Status.pending:
+            # as Unfurl (_update_last_change): an instance's first change is always saved
+            # as a configuration change, telling it from a brand new one
+            instance.last_config_change = change_id
+            return True
         if (instance.status, instance.state) != before:
             instance.last_state_change = change_id
         if attributes_changed:  # Unfurl: an attribute it changed is a configuration change
