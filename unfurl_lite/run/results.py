@@ -250,5 +250,8 @@ def keep_defaults_read(
         if instance is None or not key or key in instance.attributes or value is None:
             continue
         template = topology.templates.get(instance.template)
-        if template is not None and key in template.attributes:
+        # a plain declared value only: one an expression computed (perhaps from a secret)
+        # is evaluated again when read
+        if template is not None and key in template.attributes \
+                and template.attributes[key] == value and not isinstance(value, Sensitive):
             instance.attributes[key] = value
