@@ -389,6 +389,9 @@ class Scheduler:
         )
 
     def finish(self, number: int, result: OperationResult) -> None:
+        """An operation's result arrived: retry it, or read its ``done``/``resultTemplate``
+        (a failure there is the task's, as Unfurl), keep the attribute defaults it read,
+        refuse instance names derived from secrets, then conclude the task."""
         run = self.runs[number]
         run.result = result
         run.worker = result.worker
