@@ -107,7 +107,8 @@ def status_report(ensemble: Ensemble) -> dict[str, Any]:
             "workflow": last.get("workflow"),
             # a cancelled job did not end "ok", whatever the instances' status
             "status": "cancelled" if last.get("state") in ("cancelled", *CANCELLING)
-            else (last.get("readyState") or {}).get("local"),
+            else (last.get("readyState") or {}).get("effective")
+            or (last.get("readyState") or {}).get("local"),
             "summary": last.get("summary"),
         }
         if last_id

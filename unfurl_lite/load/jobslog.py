@@ -204,7 +204,8 @@ def _task_record(entry: Mapping[str, Any]) -> dict[str, str]:
     return {
         "changeId": _text(entry.get("changeId")),
         "previousId": _text(entry.get("previousId")),
-        "status": _text(ready.get("local") if isinstance(ready, Mapping) else ""),
+        "status": _text((ready.get("effective") or ready.get("local"))
+                        if isinstance(ready, Mapping) else ""),
         "target": _text(entry.get("target")),
         "operation": _text(implementation.get("operation"))
         if isinstance(implementation, Mapping) else "",
@@ -225,7 +226,8 @@ def _job_record(job_id: str, tasks: list[dict[str, str]],
         if last_job.get("previousId"):
             record["previousId"] = _text(last_job["previousId"])
         record.update(
-            status=_text(ready.get("local") if isinstance(ready, Mapping) else ""),
+            status=_text((ready.get("effective") or ready.get("local"))
+                         if isinstance(ready, Mapping) else ""),
             startTime=_text(last_job.get("startTime")),
             specDigest=_text(last_job.get("specDigest")),
             startCommit=_text(last_job.get("startCommit")),

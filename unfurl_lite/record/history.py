@@ -266,8 +266,8 @@ def _complete(job: JobRecord) -> None:
     head = entries[0] if entries and str(entries[0].get("changeId")) == job.change_id else {}
     ready = head.get("readyState")
     job.summary = str(head.get("summary") or f"{len(job.tasks)} tasks")
-    if isinstance(ready, dict) and ready.get("local"):
-        job.status = str(ready["local"])
+    if isinstance(ready, dict) and (ready.get("effective") or ready.get("local")):
+        job.status = str(ready.get("effective") or ready["local"])  # the tasks' aggregate
     job.start_time = job.start_time or str(head.get("startTime") or "")
     job.spec_digest = job.spec_digest or str(head.get("specDigest") or "")
     job.start_commit = job.start_commit or str(head.get("startCommit") or "")

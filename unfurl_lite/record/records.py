@@ -254,13 +254,24 @@ def job_entry(
         summary=result.summary,
         startCommit=result.start_commit or "",
         specDigest=spec_digest_value,
-        readyState={"local": str(result.status)},
+        readyState=job_ready_state(result),
     )
     if str(result.state) in ("cancelled", *CANCELLING):
         entry["state"] = str(result.state)
     if changelog:
         entry["changelog"] = changelog
     return entry
+
+
+def job_ready_state(result: JobResult) -> dict[str, str]:
+    """The job's readyState as Unfurl 1.2.0 writes it: ``local`` is the job's own status,
+    ok when it ran to its end (even with failed tasks); ``effective`` its tasks'
+    aggregate, written when it differs (``error`` when a task failed). A cancelled job
+    did not run to its end: its own status is the aggregate."""
+    status = str(result.status)
+    if str(result.state) in ("cancelled", *CANCELLING):
+        return {"local": status}
+    return {"local": "ok"} if status == "ok" else {"effective": status, "local": "ok"}
 
 
 def task_entry(
@@ -387,7 +398,7 @@ def job_tsv_line(entry: Mapping[str, Any]) -> str:
     if entry.get("previousId"):
         fields.append(("previousId", entry["previousId"]))
     fields += [
-        ("status", entry["readyState"]["local"]),
+        ("status", entry["readyState"].get("effective") or entry["readyState"]["local"]),
         ("startTime", entry["startTime"]),
         ("specDigest", entry["specDigest"]),
         ("startCommit", entry["startCommit"]),
