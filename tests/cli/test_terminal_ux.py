@@ -154,7 +154,7 @@ def test_colour_on_a_terminal_and_none_with_no_color_even_when_forced(example):
         # the live progress bar still moves the cursor, but nothing is coloured or styled
         assert not STYLE_ESCAPE.search(deploy)
         status = run_on_terminal(example.root, *flags, "status", env=env)
-        assert "configured" in status and "\x1b" not in status
+        assert "web " in status and "Last job" in status and "\x1b" not in status
         run_on_terminal(example.root, *flags, "undeploy", "--approve", env=env)
 
 

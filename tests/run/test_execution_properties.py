@@ -37,7 +37,8 @@ def ensemble_text(names, requires, failing, marks: Path) -> str:
     lines = ["apiVersion: unfurl/v1alpha1", "kind: Ensemble", "spec:", "  service_template:",
              "    topology_template:", "      node_templates:"]
     for name in names:
-        fail = f"[ -e {marks}/fixed ] || exit 1; " if name in failing else ""
+        fail = (f"[ -e {marks}/fixed ] || {{ date +%s%N >> {marks}/{name}.failed; exit 1; }}; "
+                if name in failing else "")
         command = (f"date +%s%N >> {marks}/{name}.start; sleep 0.05; {fail}"
                    f"date +%s%N >> {marks}/{name}.end")
         lines += [f"        {name}:", "          type: tosca.nodes.Root"]
@@ -116,6 +117,7 @@ def run_scenario(root, names, requires, failing, kill_after) -> None:
     for name, starts in succeeded.items():  # never run again once it succeeded
         assert len(stamps(marks, name, "start")) == starts
     for name in names:  # every start of a node comes after one of each requirement's ends
-        for start in stamps(marks, name, "start"):
-            for dep in requires[name]:
-                assert any(end <= start for end in stamps(marks, dep, "end")), (name, dep)
+        for start in stamps(marks, name, "start"):  # (a failure ends it too: as in Unfurl,
+            for dep in requires[name]:  # a dependency that is not a host only orders the two)
+                ends = stamps(marks, dep, "end") + stamps(marks, dep, "failed")
+                assert any(end <= start for end in ends), (name, dep)

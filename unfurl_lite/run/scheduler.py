@@ -550,8 +550,8 @@ class Scheduler:
         self.observer.task_changed(run)
         for dependent in self.dependents.get(run.task.number, ()):
             self.waiting[dependent] -= 1
-            if self.waiting[dependent] == 0:
-                self.ready.append(dependent)
+            if self.waiting[dependent] == 0 and not self.runs[dependent].carried:
+                self.ready.append(dependent)  # a resumed job never runs a done task again
 
 
 def _result_of(future: Future[OperationResult]) -> OperationResult:
