@@ -5,7 +5,7 @@ limited to some instances runs only those whose priority is ``required``
 
 from __future__ import annotations
 
-from tests.conftest import Project, run_in_process
+from tests.conftest import ENSEMBLE_HEAD, Project, run_in_process
 
 JOB = ("deploy", "--approve", "--dirty=ok")
 
@@ -63,13 +63,7 @@ def test_a_recorded_attribute_is_not_replaced_by_the_default(project: Project) -
     assert project.status()["kid"]["attributes"]["note"] == "set-by-hand"
 
 
-OPTIONAL = """\
-apiVersion: unfurl/v1alpha1
-kind: Ensemble
-spec:
-  service_template:
-    topology_template:
-      node_templates:
+OPTIONAL = ENSEMBLE_HEAD + """\
         nice_to_have:
           type: tosca.nodes.Root
           interfaces:
