@@ -406,7 +406,7 @@ def _plan_removals(
     reason: str,
     force: bool = False,
     destroy_discovered: bool = False,
-    ignore_failure: bool = False,
+    may_fail: bool = False,
     delete_without_operation: bool = False,
     ends_absent: bool = True,
 ) -> None:
@@ -449,7 +449,7 @@ def _plan_removals(
         # as Unfurl 1.2.0 (tests/data/unfurl120/14-directives/check): undeploy never checks
         # first, even an instance whose status is unknown
         add_uninstall_tasks(
-            builder, ensemble, instance, instances, reason, after, None, ignore_failure,
+            builder, ensemble, instance, instances, reason, after, None, may_fail,
             mark_deleted=delete_without_operation, ends_absent=ends_absent,
         )
 

@@ -95,7 +95,7 @@ def _health(
             health[name] = ALWAYS
         elif check_status:
             task = builder.add(name, template.name, check, CHECK, (),
-                               done_status=Status.ok, ignore_failure=True)
+                               done_status=Status.ok, may_fail=True)
             health[name] = frozenset({task.number})
         else:
             health[name] = _recorded_health(builder, instances[name], recorded.get(name))
@@ -158,7 +158,7 @@ def _heal_or_reinstall(
                 # an error in one of them means reinstall: the rest do not run
                 guard=Guard(if_failed=tuple(sorted(health[name] or ())),
                             unless_failed=(*unless, *numbers)),
-                ignore_failure=True,
+                may_fail=True,
             ).number)  # fmt: skip
         reinstall[name] = either(frozenset(numbers), outer)
     return reinstall
@@ -166,10 +166,10 @@ def _heal_or_reinstall(
 
 def _reinstall(
     builder: Builder, ensemble: Ensemble, instances: dict[str, Instance],
-    triggers: Mapping[str, Trigger], allow_reinstall: bool, ignore_failure: bool,
+    triggers: Mapping[str, Trigger], allow_reinstall: bool, may_fail: bool,
 ) -> None:
     if allow_reinstall:
-        add_reinstall(builder, ensemble, instances, triggers, ignore_failure,
+        add_reinstall(builder, ensemble, instances, triggers, may_fail,
                       after=[t.number for t in builder.tasks])
         return
     surely = [n for n, t in triggers.items() if t == ALWAYS]

@@ -349,7 +349,7 @@ def add_uninstall_tasks(
     reason: str,
     after: Iterable[int],
     skip_when: Status | None = None,
-    ignore_failure: bool = False,
+    may_fail: bool = False,
     mark_deleted: bool = False,
     ends_absent: bool = True,
 ) -> None:
@@ -379,7 +379,7 @@ def add_uninstall_tasks(
             source=instance.name if req else None,
             peer=peer,
             skip_when=skip_when,
-            ignore_failure=ignore_failure,
+            may_fail=may_fail,
         )
         if runs_on != instance.name:
             builder.last[instance.name] = builder.last[runs_on]
@@ -393,7 +393,7 @@ def add_uninstall_tasks(
             done_state=NodeState.deleted,
             done_status=Status.absent,
             skip_when=skip_when,
-            ignore_failure=ignore_failure,
+            may_fail=may_fail,
         )
 
 
@@ -407,7 +407,7 @@ def add_relationship_tasks(
     reason: str,
     after: Iterable[int],
     guard: Guard | None = None,
-    ignore_failure: bool = False,
+    may_fail: bool = False,
     requirements: Sequence[Requirement] | None = None,
 ) -> list[int]:
     """Relationship operations of ``source``'s requirements on ``peer`` only (scale, heal);
@@ -435,7 +435,7 @@ def add_relationship_tasks(
                     source=source,
                     peer=peer,
                     guard=guard,
-                    ignore_failure=ignore_failure,
+                    may_fail=may_fail,
                 )
                 numbers.append(task.number)
     return numbers

@@ -57,12 +57,12 @@ def add_reinstall(
     ensemble: Ensemble,
     instances: dict[str, Instance],
     triggers: Mapping[str, Trigger],
-    ignore_failure: bool,
+    may_fail: bool,
     after: Iterable[int] = (),
     reason: str = REPAIR,
 ) -> None:
     """Reinstall the instances ``triggers`` names (in dependency order), each only when its
-    trigger fires; ``ignore_failure`` goes on past failures of the uninstall part."""
+    trigger fires; ``may_fail`` goes on past failures of the uninstall part."""
     selected = [n for n, t in triggers.items() if t is not None]
     deps = instance_graph(ensemble, instances)
     dependents = dependencies.reverse(deps)
@@ -80,7 +80,7 @@ def add_reinstall(
             unlinks.setdefault(name, []).extend(add_relationship_tasks(
                 builder, ensemble, instances, dependent, name, UNLINK, reason,
                 [*barrier, *builder.last_of([name])], guard=guards[name],
-                ignore_failure=ignore_failure,
+                may_fail=may_fail,
             ))  # fmt: skip
     uninstalls: list[int] = []
     for name in reversed(selected):
@@ -89,7 +89,7 @@ def add_reinstall(
         add_uninstall_tasks(
             builder, ensemble, instances[name], instances, reason,
             [*barrier, *builder.last_of(before), *unlinks.get(name, ())],
-            ignore_failure=ignore_failure,
+            may_fail=may_fail,
         )  # fmt: skip
         guard_new(builder, start, guards[name])
         uninstalls.extend(t.number for t in builder.tasks[start:])

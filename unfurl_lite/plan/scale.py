@@ -212,13 +212,13 @@ def _add_rollback(
             ran = tuple(established[dependent, name]) or installed[name]
             unlinks += add_relationship_tasks(
                 builder, ensemble, everything, dependent, name, UNLINK, ROLLBACK, scaled,
-                guard=Guard(if_failed=scaled, if_ran=ran), ignore_failure=True,
+                guard=Guard(if_failed=scaled, if_ran=ran), may_fail=True,
             )  # fmt: skip
         start = len(builder.tasks)
         before = builder.last_of([d for d in dependents.get(name, ()) if d in new])
         add_uninstall_tasks(
             builder, ensemble, new[name], host_view(ensemble, everything, name), ROLLBACK,
-            [*scaled, *before, *unlinks], ignore_failure=True, mark_deleted=True,
+            [*scaled, *before, *unlinks], may_fail=True, mark_deleted=True,
         )  # fmt: skip
         # only after a failure, and only what was created (some install step succeeded)
         guard_new(builder, start, Guard(if_failed=scaled, if_ran=installed[name]))

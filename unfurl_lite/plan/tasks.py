@@ -70,7 +70,7 @@ class Task:
     skip_when: Status | None = None  # skip if the instance already has this status
     extra_inputs: dict[str, Any] = field(default_factory=dict)
     allow_override: bool = True
-    ignore_failure: bool = False
+    may_fail: bool = False  # a failure here neither fails the job nor blocks what follows
     guard: Guard | None = None
     failure: str | None = None  # a pass-through that fails with this message when it runs
 

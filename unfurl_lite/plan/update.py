@@ -178,7 +178,7 @@ def _update_changed(
         if not options.skip_drift_check and drift is not None and started:
             drift_task = builder.add(
                 name, template.name, drift, CHECK, builder.last_of(deps.get(name, ())),
-                ignore_failure=True,
+                may_fail=True,
             ).number  # fmt: skip
         if not is_changed and drift_task is None:
             continue
@@ -193,7 +193,7 @@ def _update_changed(
             if not options.skip_heal and status_check is not None:
                 unhealthy = (builder.add(
                     name, template.name, status_check, CHECK,
-                    builder.last_of(deps.get(name, ())), ignore_failure=True,
+                    builder.last_of(deps.get(name, ())), may_fail=True,
                     done_status=Status.ok, guard=Guard(if_failed=drifted) if drifted else None,
                 ).number,)  # fmt: skip
             numbers: list[int] = []
@@ -202,7 +202,7 @@ def _update_changed(
                     name, template.name, op, UPDATE, builder.last_of(deps.get(name, ())),
                     done_status=Status.ok if index == len(updates) - 1 else None,
                     guard=Guard(if_failed=drifted, unless_failed=(*unhealthy, *numbers)),
-                    ignore_failure=not options.skip_reinstall,
+                    may_fail=not options.skip_reinstall,
                 ).number)  # fmt: skip
             if not options.skip_reinstall:
                 # a failed update (or an unhealthy instance) is reinstalled instead

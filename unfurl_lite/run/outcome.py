@@ -216,14 +216,14 @@ def job_status(runs: list[TaskRun], instances: dict[str, Instance]) -> Status:
     error or degraded (a check job that finds errors must not exit 0)."""
     worst = Status.ok
     for run in runs:
-        if found_unhealthy(run) and not run.task.ignore_failure:
+        if found_unhealthy(run) and not run.task.may_fail:
             instance = instances.get(run.task.target)
             optional = instance is not None and instance.priority == Priority.optional
             if run.status == Status.degraded or optional:
                 worst = Status.degraded if worst == Status.ok else worst
                 continue
             return Status.error
-        if run.state not in (TaskState.failed, TaskState.blocked) or run.task.ignore_failure:
+        if run.state not in (TaskState.failed, TaskState.blocked) or run.task.may_fail:
             continue
         instance = instances.get(run.task.target)
         if instance is not None and instance.priority == Priority.optional:

@@ -290,7 +290,7 @@ class Scheduler:
                 for d in task.after
                 if not (task.guard and d in task.guard.if_failed)
                 if self.runs[d].state in (TaskState.failed, TaskState.blocked)
-                and not self.runs[d].task.ignore_failure
+                and not self.runs[d].task.may_fail
                 and self.needs(task, self.runs[d].task)
             ),
             None,
@@ -308,7 +308,7 @@ class Scheduler:
                 for d in task.after
                 if self.runs[d].state == TaskState.succeeded
                 and self.runs[d].task.target != task.target
-                and not self.runs[d].task.ignore_failure
+                and not self.runs[d].task.may_fail
                 and self.instances[self.runs[d].task.target].status == Status.error
                 and self.needs(task, self.runs[d].task)
             ),
