@@ -519,8 +519,8 @@ def test_the_cache_keeps_only_the_newest_entries(parse_cache: Path, tmp_path: Pa
 
 def test_journal_events_reach_the_disk_even_when_no_transition_follows(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Group commit: events, then silence; a timer's thread still syncs them within the
-    interval, and each line is readable at once (written before the transition takes
+    """Group commit: events, then silence; the log's syncing thread still syncs them
+    within the interval, and each line is readable at once (written before the transition takes
     effect); the appending thread never waits for an fsync."""
     import os
     import threading
@@ -542,8 +542,8 @@ def test_journal_events_reach_the_disk_even_when_no_transition_follows(
     log.append({"state": "cancelling"}, 2)
     assert '"state":"cancelling"' in log.path.read_text()
     deadline = time.monotonic() + 5
-    while (log.timer is not None or log.synced < appended) and time.monotonic() < deadline:
+    while (log.pending or log.synced < appended) and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert log.synced >= appended and log.timer is None
+    assert log.synced >= appended and not log.pending
     assert synced_by and threading.current_thread().name not in synced_by
     log.close()

@@ -65,11 +65,12 @@ class EventLog:
 
     Each event is written (and flushed to the kernel) before its transition takes effect,
     so killing the process loses nothing. Forcing it to disk is batched and off the job's
-    threads: a timer's thread makes one fsync for every event written since the last one,
-    at most one per ``sync_interval`` and within that interval of the first event it
+    threads: one thread per log makes one fsync for every event written since the last
+    one, at most one per ``sync_interval`` and within that interval of the first event it
     covers, so a power cut loses at most that much. An fsync per transition, and reopening
     the file for each, were a third of a large job; an fsync on the scheduler's thread
-    (milliseconds each) held every task up while it waited.
+    (milliseconds each) held every task up while it waited; a timer's thread started for
+    each interval made the scheduler wait for the new thread to run, at every interval.
     """
 
     def __init__(self, journal: Path, sync_interval: float = 0.1) -> None:
@@ -77,8 +78,11 @@ class EventLog:
         self.sync_interval = sync_interval
         self.handle: TextIO | None = None
         self.synced = 0.0  # monotonic time of the last fsync
-        self.timer: threading.Timer | None = None
+        self.pending = False  # events written since the last fsync began
+        self.closed = False
+        self.syncer: threading.Thread | None = None
         self.lock = threading.Lock()
+        self.wake = threading.Condition(self.lock)
 
     def append(self, event: dict[str, Any], seq: int) -> None:
         with self.lock:
@@ -93,34 +97,45 @@ class EventLog:
             except OSError as exc:
                 exc.filename = exc.filename or str(self.path)
                 raise
-            if self.timer is None:  # this event reaches the disk with the next fsync
-                wait = self.sync_interval - (time.monotonic() - self.synced)
-                self.timer = threading.Timer(max(0.0, wait), self._sync)
-                self.timer.daemon = True
-                self.timer.start()
+            if not self.pending:  # this event reaches the disk with the next fsync
+                self.pending = True
+                if self.syncer is None:
+                    self.syncer = threading.Thread(target=self._sync_loop, daemon=True,
+                                                   name="unfurl-journal-sync")
+                    self.syncer.start()
+                else:
+                    self.wake.notify()
 
-    def _sync(self) -> None:
-        """On the timer's thread, without the lock: an fsync takes milliseconds, and the
-        job's threads go on appending meanwhile (what they append waits for the next)."""
+    def _sync_loop(self) -> None:
+        """The syncing thread: waits for events, lets the interval since the last fsync
+        pass, and syncs everything written by then, outside the lock (an fsync takes
+        milliseconds, and the job's threads go on appending meanwhile)."""
         with self.lock:
-            self.timer = None
-            if self.handle is None:
-                return
-            started = time.monotonic()
-            fd = os.dup(self.handle.fileno())  # close() may come while this one syncs
-        try:
-            with contextlib.suppress(OSError):  # the job's next write (or the final
-                os.fsync(fd)  # rewrite of the journal) meets and reports it
-        finally:
-            os.close(fd)
-        self.synced = started
+            while True:
+                while not self.pending and not self.closed:
+                    self.wake.wait()
+                wait = self.sync_interval - (time.monotonic() - self.synced)
+                if wait > 0 and not self.closed:
+                    self.wake.wait(wait)
+                if self.closed or self.handle is None:
+                    return
+                self.pending = False
+                started = time.monotonic()
+                fd = os.dup(self.handle.fileno())  # close() may come while this one syncs
+                self.lock.release()
+                try:
+                    with contextlib.suppress(OSError):  # the job's next write (or the final
+                        os.fsync(fd)  # rewrite of the journal) meets and reports it
+                finally:
+                    os.close(fd)
+                    self.lock.acquire()
+                self.synced = started
 
     def close(self) -> None:
         """Before the journal is rewritten whole (which removes this file)."""
         with self.lock:
-            if self.timer is not None:
-                self.timer.cancel()
-                self.timer = None
+            self.closed = True
+            self.wake.notify()
             if self.handle is not None:
                 handle, self.handle = self.handle, None
                 with contextlib.suppress(OSError):  # a full disk: already reported
