@@ -102,6 +102,30 @@ def test_the_journal_is_rewritten_whole_once_and_each_record_written_once(
     assert not journal_events_left(project.root)
 
 
+def test_a_task_record_is_made_once_per_event_and_reused_by_the_final_rewrite(
+    project: Project, invoke: Invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task's full record (its inputs and result redacted) is made for its two events;
+    the journal's first write holds only which task it is, and its final rewrite the
+    record the last event carried: nothing is redacted a third time."""
+    from unfurl_lite.record import journal
+
+    made: Counter[int] = Counter()
+    real = journal.task_record
+
+    def counted(run: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        made[run.task.number] += 1
+        return real(run, *args, **kwargs)
+
+    monkeypatch.setattr(journal, "task_record", counted)
+    _deploy(project, invoke)
+    assert len(made) == TASKS and set(made.values()) == {2}
+    [path] = project.root.glob("jobs/journal*.yaml")
+    tasks = journal.read_journal(path).tasks
+    assert [t["state"] for t in tasks] == ["succeeded"] * TASKS
+    assert all(t["result"]["success"] and t["inputs"] for t in tasks)
+
+
 def test_a_job_with_nothing_to_do_leaves_no_journal(
     project: Project, invoke: Invoke, writes: Writes
 ) -> None:

@@ -7,8 +7,10 @@ the job started from, so tasks keep their numbers), every task's state, and the
 instances' status as of the last transition. The ensemble itself is only written when
 the job is recorded; until then the journal is the truth.
 
-The file is written whole (atomically) twice: when the job starts, and once the job is
-recorded (the copy git keeps, redacted with every secret the job came to know). In
+The file is written whole (atomically) twice: when the job starts (each task still to
+run as its number, target, operation and state), and once the job is recorded (the copy
+git keeps, redacted with every secret the job came to know: each task's record is the one
+its last event carried, made again only if the task or the secrets changed since). In
 between each transition appends one line to its ``.events`` log: the task's record and
 the instances it touched; a task sent to an executor that starts it at once (the local
 one) and done is two lines, and the job's end one more.
@@ -137,6 +139,8 @@ class Journal(Observer):
         self.skipped = (TaskState.sending, TaskState.sent) if starts_on_submit \
             else (TaskState.sending,)
         self.whole: set[int] = set()  # tasks whose full record this attempt is in the events
+        #: each task's last full record, with what it was made from (see :meth:`_record`)
+        self.made: dict[int, tuple[dict[str, Any], tuple[Any, ...], int]] = {}
         self.events: journal_format.EventLog | None = None
         # what a resume needs to redact what this job derived (the job it resumes too)
         self.data[journal_format.SECRET_DIGESTS] = list(secret_digests or [])
@@ -180,7 +184,7 @@ class Journal(Observer):
             elif full:
                 self.whole.add(task.number)
             event = {
-                "task": task_record(run, self.secrets, self.key) if full else task_progress(run),
+                "task": self._record(run) if full else task_progress(run),
                 "instances": snapshot_instances(
                     {n: self.instances[n] for n in names}, self.secrets
                 ),
@@ -196,6 +200,19 @@ class Journal(Observer):
             return
         with self.lock:
             self._append_locked(event)
+
+    def _record(self, run: TaskRun) -> dict[str, Any]:
+        """The task's full record: the last one made, while neither the task nor the
+        secrets it is redacted with changed since (secrets only accumulate, so their
+        count tells); a job's final rewrite then reuses what the tasks' last events
+        carried instead of redacting every task again."""
+        made = self.made.get(run.task.number)
+        now = _fingerprint(run)
+        if made is not None and made[1] == now and made[2] == len(self.secrets):
+            return made[0]
+        record = task_record(run, self.secrets, self.key)
+        self.made[run.task.number] = (record, _fingerprint(run), len(self.secrets))
+        return record
 
     def _new_digests(self) -> list[str]:
         """Digests of the secrets learnt since the last look (secrets only accumulate)."""
@@ -257,7 +274,9 @@ class Journal(Observer):
         with self.lock:
             data = dict(self.data)
             data["instances"] = snapshot_instances(self.instances, self.secrets)
-            data["tasks"] = [task_record(r, self.secrets, self.key) for r in list(self.runs)]
+            start = not data["recorded"] and self.seq == 0
+            data["tasks"] = [task_head(r) if start and r.state == TaskState.pending
+                             else self._record(r) for r in list(self.runs)]
             self._new_digests()
             data[journal_format.SECRET_DIGESTS] = list(self.data[journal_format.SECRET_DIGESTS])
             self.known = set(data["instances"])
@@ -269,6 +288,27 @@ class Journal(Observer):
 
 def _iso(moment: datetime | None) -> str | None:
     return moment.isoformat() if moment else None
+
+
+def _fingerprint(run: TaskRun) -> tuple[Any, ...]:
+    """What a task's record is made from (values, and the identity of its containers)."""
+    return (run.state, run.change_id, run.previous_id, run.attempts, run.status, run.changed,
+            run.prior_state, run.started_at, run.ended_at, run.message, run.carried,
+            run.interrupted, len(run.retries), run.worker, id(run.inputs), run.digest,
+            id(run.result))
+
+
+def task_head(run: TaskRun) -> dict[str, Any]:
+    """A task not sent yet, as the journal's first write holds it: which task it is (what
+    resume checks the plan made again against) and its state; its full record comes with
+    its first event."""
+    task = run.task
+    return {
+        "number": task.number,
+        "target": task.target,
+        "operation": task.operation.qualified_name if task.operation else None,
+        "state": str(run.state),
+    }
 
 
 def task_progress(run: TaskRun) -> dict[str, Any]:
