@@ -85,7 +85,58 @@ def _mapping(w: _Writer, mapping: dict[Any, Any], indent: int) -> None:
         _pair(w, key, value, indent)
 
 
+#: the text of a pair whose value is a scalar or a mapping of scalars, by key, value and
+#: indent (a pair always starts at its indent, so its text depends on nothing else):
+#: records repeat most of theirs (``status: ok``, ``readyState: {local: ok}``)
+_PAIRS: dict[tuple[Any, ...], tuple[str, int]] = {}
+_PAIRS_MAX = 20_000
+_SCALARS = frozenset({str, int, bool, type(None)})
+_SHORT = 160  # longer strings are seldom repeated: not kept
+
+
 def _pair(w: _Writer, key: Any, value: Any, indent: int) -> None:
+    kind = type(value)
+    if kind in _SCALARS:
+        if kind is str and len(value) > _SHORT:
+            _emit_pair(w, key, value, indent)
+            return
+        cached: Any = (key, kind, value, indent)
+    elif kind is dict and 0 < len(value) <= 4:
+        cached = _flat(value)
+        if cached is None:
+            _emit_pair(w, key, value, indent)
+            return
+        cached = (key, cached, indent)
+    else:
+        _emit_pair(w, key, value, indent)
+        return
+    found = _PAIRS.get(cached)
+    if found is None:
+        alone = _Writer()
+        alone.column = indent
+        _emit_pair(alone, key, value, indent)
+        found = ("".join(alone.parts), alone.column)
+        if len(_PAIRS) >= _PAIRS_MAX:
+            _PAIRS.clear()
+        _PAIRS[cached] = found
+    w.parts.append(found[0])
+    w.column = found[1]
+    w.whitespace = False
+
+
+def _flat(mapping: dict[Any, Any]) -> tuple[Any, ...] | None:
+    """A mapping of short scalars as a key for :data:`_PAIRS` (with the values' types:
+    ``True == 1``), or None."""
+    items = []
+    for key, value in mapping.items():
+        kind = type(value)
+        if kind not in _SCALARS or (kind is str and len(value) > _SHORT):
+            return None
+        items.append((key, kind, value))
+    return tuple(items)
+
+
+def _emit_pair(w: _Writer, key: Any, value: Any, indent: int) -> None:
     if not isinstance(key, str) or len(key) > WIDTH or _style(key) != "plain":
         raise _GiveUp
     w.put(key + ":")
@@ -198,20 +249,24 @@ def _plain(w: _Writer, text: str, indent: int) -> None:
     if w.column + len(text) <= WIDTH:  # fits: no fold point can trigger
         w.put(text)
         return
+    parts, column, line_break = w.parts, w.column, "\n" + " " * indent
     for token in _RUNS.split(text):
         if not token:
             continue
         if token[0] == " ":
-            if len(token) == 1 and w.column >= WIDTH:
-                w.newline(indent)
-                w.whitespace = False
+            if len(token) == 1 and column >= WIDTH:
+                parts.append(line_break)
+                column = indent
             else:
-                w.put(token)
+                parts.append(token)
+                column += len(token)
         else:
-            if len(token) + w.column > WIDTH and w.column > indent:
-                w.newline(indent)
-                w.whitespace = False
-            w.put(token)
+            if len(token) + column > WIDTH and column > indent:
+                parts.append(line_break)
+                column = indent
+            parts.append(token)
+            column += len(token)
+    w.column = column
 
 
 def _single_quoted(w: _Writer, text: str, indent: int) -> None:
@@ -221,17 +276,24 @@ def _single_quoted(w: _Writer, text: str, indent: int) -> None:
     if w.column + len(quoted) + 1 <= WIDTH:  # fits: no fold point can trigger
         w.put(quoted + "'")
         return
-    position = 0
+    parts, column, line_break = w.parts, w.column, "\n" + " " * indent
+    position, last = 0, len(text)
     for token in _RUNS.split(text):
         if not token:
             continue
+        size = len(token)
         if token[0] == " ":
-            inside = position != 0 and position + len(token) != len(text)
-            if len(token) == 1 and w.column > WIDTH and inside:
-                w.newline(indent)
+            if size == 1 and column > WIDTH and position != 0 and position + 1 != last:
+                parts.append(line_break)
+                column = indent
             else:
-                w.put(token)
+                parts.append(token)
+                column += size
         else:
-            w.put(token.replace("'", "''"))
-        position += len(token)
-    w.put("'")
+            if "'" in token:
+                token = token.replace("'", "''")
+            parts.append(token)
+            column += len(token)
+        position += size
+    parts.append("'")
+    w.column = column + 1
