@@ -52,9 +52,9 @@ def _exit_now(code: Any) -> None:
 
     At exit the interpreter collects and frees everything the command built (the parsed
     ensemble, the model, the plan, the records): a tenth of a second and more for a job of
-    a thousand tasks, after all its work is done and its output written. The streams and
-    logging's handlers are flushed first; with a thread that is not a daemon still running
-    (whose end Python would wait for) the interpreter ends as usual."""
+    a thousand tasks, after all its work is done and its output written. The exit
+    functions run and the streams are flushed first; with a thread that is not a daemon
+    still running (whose end Python would wait for) the interpreter ends as usual."""
     import os
     import threading
 
@@ -66,8 +66,9 @@ def _exit_now(code: Any) -> None:
     if any(t.is_alive() and not t.daemon for t in threading.enumerate()
            if t is not threading.main_thread()):
         sys.exit(status)
-    if "logging" in sys.modules:
-        sys.modules["logging"].shutdown()
+    import atexit
+
+    atexit._run_exitfuncs()  # logging's shutdown, temporary directories' removal
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
