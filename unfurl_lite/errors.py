@@ -88,6 +88,14 @@ class PlanError(UnfurlLiteError):
     """The requested workflow cannot be planned (unknown instance, operation, filter...)."""
 
 
+class JobNotCreated(PlanError):
+    """The job cannot be created from a valid ensemble (a template it would run an
+    operation of is missing a required requirement): Unfurl 1.2.0's "Unable to create job",
+    which exits 64 as a failed job does, with nothing run or recorded."""
+
+    exit_code = 64
+
+
 class OptionRefused(UnfurlLiteError):
     """An option of Unfurl's that unfurl-lite does not build (refused by name, exit 1)."""
 

@@ -245,6 +245,8 @@ def _node_template(
         default_instances=_default_instances(data),
         attributes=attributes,
         interface_types={**interface_types, **_interface_types(data.get("interfaces"))},
+        missing_requirements=tuple(r for r, d, t in implied or ()
+                                   if t is None and not structure.is_optional(d)),
     )
 
 

@@ -55,40 +55,6 @@ def _unsupported_structure(doc: Any, file: str) -> Iterator[Problem]:
         if path[-1] in parent and parent[path[-1]]:
             yield problem_at(doc, path, file, message, hint)
     yield from _unsupported_directives(doc, file)
-    yield from _missing_requirements(doc, file)
-
-
-def _missing_requirements(doc: Any, file: str) -> Iterator[Problem]:
-    """A required requirement nothing matches: Unfurl refuses to plan ("Node template X is
-    missing requirements: R")."""
-    from unfurl_lite.load import structure
-
-    found = structure.implied_requirements(get_section(doc, SERVICE))
-    templates = get_section(doc, (*TOPOLOGY, "node_templates"))
-    for name, implied in found.items():
-        missing = [r for r, d, t in implied if t is None and not structure.is_optional(d)]
-        if missing and not _unused_default(name, templates, found):
-            yield problem_at(
-                doc, (*TOPOLOGY, "node_templates", name), file,
-                f"node template {name!r} is missing requirements: {', '.join(missing)}",
-                f"connect it (`requirements: [{{{missing[0]}: TEMPLATE}}]`), add a template "
-                "with the capability it asks for, or make it optional (occurrences: [0, 1])",
-            )
-
-
-def _unused_default(name: str, templates: Any, found: dict[str, list[Any]]) -> bool:
-    """A template with the ``default`` directive that no other template requires: Unfurl
-    only warns about its missing requirements, and deploys it not at all."""
-    if "default" not in (mapping(templates.get(name)).get("directives") or ()):
-        return False
-    for other, body in templates.items():
-        for entry in mapping(body).get("requirements") or ():
-            for value in mapping(entry).values():
-                if name in (value, mapping(value).get("node")):
-                    return False
-        if any(target == name for _, _, target in found.get(other, ())):
-            return False
-    return True
 
 
 #: template directives built here, as Unfurl 1.2.0 defines them (docs/ensemble-format.md)

@@ -241,6 +241,9 @@ class NodeTemplate:
     attributes: dict[str, Any] = field(default_factory=dict)  # initial values, maybe expressions
     #: interface type name -> the interface it types (``my.interfaces.Helm`` -> ``Install``)
     interface_types: dict[str, str] = field(default_factory=dict)
+    #: required requirements its type declares that no template matches: valid, but a job
+    #: that would run one of its operations cannot be created (as Unfurl 1.2.0)
+    missing_requirements: tuple[str, ...] = ()
 
     def operation(self, name: str) -> Operation | None:
         """Find ``create``, ``Standard.create``, ``cloudify.interfaces.lifecycle.create`` or

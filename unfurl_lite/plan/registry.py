@@ -12,7 +12,7 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from unfurl_lite.errors import PlanError
+from unfurl_lite.errors import JobNotCreated, PlanError
 from unfurl_lite.load.workflows import custom_names
 from unfurl_lite.model.builtin_workflows import BY_NAME
 from unfurl_lite.model.ensemble import Ensemble
@@ -36,9 +36,28 @@ def build(ensemble: Ensemble, workflow: str, options: Mapping[str, Any] | None =
     if declared is not None:
         plan = planner(workflow)(ensemble, **given)
         plan.affects_history = declared.changes_history
-        return plan
+        return creatable(ensemble, plan)
     if workflow in custom_names(ensemble.spec):
         from unfurl_lite.plan.tosca import plan_custom  # start-up: only a custom workflow needs it
 
-        return plan_custom(ensemble, workflow, **given)
+        return creatable(ensemble, plan_custom(ensemble, workflow, **given))
     raise PlanError(f"unknown workflow {workflow!r}", hint="choose one of: " + ", ".join(BY_NAME))
+
+
+def creatable(ensemble: Ensemble, plan: Plan) -> Plan:
+    """``plan``, unless it would run an operation of a template that is missing a required
+    requirement: validate accepts such a template (a job that leaves it alone runs), but
+    Unfurl 1.2.0 cannot create a job that runs its operations ("Node template X is missing
+    requirements: R", exit 64, nothing recorded)."""
+    templates = ensemble.topology.templates
+    for task in plan.tasks:
+        template = templates.get(task.template)
+        if task.operation is not None and template is not None and template.missing_requirements:
+            missing = template.missing_requirements
+            raise JobNotCreated(
+                f"Unable to create job: node template {template.name!r} is missing "
+                f"requirements: {', '.join(missing)}",
+                hint=f"connect it (`requirements: [{{{missing[0]}: TEMPLATE}}]`), add a "
+                     "template with the capability it asks for, make the requirement optional "
+                     "(occurrences: [0, 1]), or leave the template out of the job (--template)")
+    return plan

@@ -84,6 +84,9 @@ def validate(ensemble: str | None, as_json: bool) -> None:
     from unfurl_lite import api
 
     loaded = api.validate(ensemble)
+    warnings = [f"node template {t.name!r} is missing requirements: "
+                f"{', '.join(t.missing_requirements)}: a job that runs its operations cannot "
+                "be created" for t in loaded.topology.templates.values() if t.missing_requirements]
     if as_json:
         echo_json(
             {
@@ -91,6 +94,7 @@ def validate(ensemble: str | None, as_json: bool) -> None:
                 "ensemble": str(loaded.path),
                 "templates": len(loaded.topology.templates),
                 "instances": len(loaded.instances),
+                "warnings": warnings,
             }
         )
     else:
@@ -98,6 +102,8 @@ def validate(ensemble: str | None, as_json: bool) -> None:
             f"{loaded.path}: valid ({len(loaded.topology.templates)} templates, "
             f"{len(loaded.instances)} recorded instances)"
         )
+        for warning in warnings:
+            click.echo(f"warning: {warning}", err=True)
 
 
 @click.command()
