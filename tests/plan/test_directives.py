@@ -1,7 +1,7 @@
 """Template directives (a node template's ``directives:`` list) as Unfurl 1.2.0 defines them.
 
 ``protected`` is compared with tests/data/unfurl120/13-structure-and-layout/directive-protected;
-``dependent``, ``select``, ``discover``, ``default`` and ``check`` with the runs in
+``dependent``, ``select``, ``discover``, ``default``, ``check`` and ``conditional`` with the runs in
 tests/data/unfurl120/14-directives/ (validate, plan, deploy, deploy again, check, undeploy of
 each scenario in Unfurl 1.2.0; see its README.md). ``virtual``, ``substitute`` and any other
 directive are refused by name at validate.
@@ -183,6 +183,26 @@ def test_missing_requirement_of_a_default_template_counts_only_once_it_is_requir
     assert "node template 'fallback_app' is missing requirements: db" in result.output
 
 
+def test_conditional_template_is_left_out_while_a_requirement_is_unmet(project, invoke):
+    """Unfurl's ``conditional`` as its releases after 1.2.0 define it (1.2.0 ignores it and
+    cannot create the job: 14-directives/README.md, a deliberate difference); once the
+    requirement is met it deploys as in Unfurl 1.2.0 (conditional-met)."""
+    project.write((DIRECTIVES / "conditional.yaml").read_text())
+    result = invoke("validate")
+    assert result.exit_code == 0 and 'jobs leave it out (its "conditional" directive)' \
+        in result.output
+    result = invoke("deploy", "--approve")
+    assert result.exit_code == 0, result.output
+    assert 'maybe: skipped: its template has the "conditional" directive and is missing ' \
+        "requirements: database" in result.output
+    assert sorted(project.status()) == ["other"]
+    project.write((DIRECTIVES / "conditional-met.yaml").read_text())
+    assert invoke("deploy", "--approve").exit_code == 0
+    theirs = YAML(typ="safe").load(
+        (DIRECTIVES / "conditional-met" / "ensemble.after-deploy.yaml").read_text())
+    assert ready(project.status())["maybe"] == ready(theirs["status"]["instances"])["maybe"]
+
+
 def test_discover_directive_never_creates_or_deletes(project, invoke):
     project.write((DIRECTIVES / "discover-ok.yaml").read_text())
     assert invoke("deploy", "--approve").exit_code == 0
@@ -241,7 +261,7 @@ def test_directives_not_built_are_refused_by_name(project, invoke, directive, me
     assert result.exit_code == 1
     assert f"template directive {directive!r} on 'a'" in result.output
     assert "not supported" in result.output and meaning in result.output
-    assert "check, default, dependent, discover, protected, select" in result.output
+    assert "check, conditional, default, dependent, discover, protected, select" in result.output
     before = project.commits()
     assert invoke("deploy", "--approve").exit_code == 1
     assert project.commits() == before and project.jobs_tsv() == []

@@ -59,7 +59,7 @@ def _unsupported_structure(doc: Any, file: str) -> Iterator[Problem]:
 
 #: template directives built here, as Unfurl 1.2.0 defines them (docs/ensemble-format.md)
 SUPPORTED_DIRECTIVES = frozenset(
-    {"protected", "dependent", "select", "discover", "default", "check"}
+    {"protected", "dependent", "select", "discover", "default", "check", "conditional"}
 )
 #: what Unfurl does with the directives unfurl-lite refuses, for the message
 _DIRECTIVE_MEANING = {

@@ -28,10 +28,15 @@ NOT_INSTANTIATED = {
 
 
 def not_instantiated(template: NodeTemplate) -> str | None:
-    """Why no plan creates ``template``'s instance (a directive), or None."""
+    """Why no plan creates ``template``'s instance (a directive), or None. Unfurl's
+    ``conditional`` (defined after 1.2.0, which ignores it): silently left out while a
+    requirement it needs is not met."""
     for directive, why in NOT_INSTANTIATED.items():
         if directive in template.directives:
             return why.format(template=template.name)
+    if "conditional" in template.directives and template.missing_requirements:
+        return ('skipped: its template has the "conditional" directive and is missing '
+                f"requirements: {', '.join(template.missing_requirements)}")
     return None
 
 

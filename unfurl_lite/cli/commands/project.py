@@ -85,8 +85,11 @@ def validate(ensemble: str | None, as_json: bool) -> None:
 
     loaded = api.validate(ensemble)
     warnings = [f"node template {t.name!r} is missing requirements: "
-                f"{', '.join(t.missing_requirements)}: a job that runs its operations cannot "
-                "be created" for t in loaded.topology.templates.values() if t.missing_requirements]
+                f"{', '.join(t.missing_requirements)}: " + (
+                    "jobs leave it out (its \"conditional\" directive)"
+                    if "conditional" in t.directives
+                    else "a job that runs its operations cannot be created")
+                for t in loaded.topology.templates.values() if t.missing_requirements]
     if as_json:
         echo_json(
             {
