@@ -19,6 +19,7 @@ from unfurl_lite.run.outcome import (
     found_unhealthy,
     partition_text,
     run_outcome,
+    unfurl_count,
 )
 
 #: why a task that never started did not, by its outcome ("{it}": it, or they)
@@ -98,6 +99,35 @@ def why(run: TaskRun, outcome: str) -> str:
 def partition_line(result: JobResult) -> str:
     """``5 tasks: 1 ok, 1 failed, 3 blocked, 0 cancelled, 0 skipped, 0 not run``."""
     return partition_text(result.partition)
+
+
+def summary_notes(result: JobResult) -> list[str]:
+    """Where Unfurl's summary line and the partition count a task differently, which tasks
+    and why, so that no one reads "1 failed" beside "0 failed" without the reason: Unfurl
+    counts a task by its instance's status when it ended (a repaired create succeeds while
+    its instance stays ``error`` until its configure ends), and a task that failed without
+    saying whether it changed anything as "unknown"."""
+    differ: dict[tuple[str, str], list[str]] = {}
+    for run in result.runs:
+        theirs = unfurl_count(run) if run.counted else None
+        ours = run_outcome(run, str(result.state))
+        if theirs is not None and theirs != ours:
+            differ.setdefault((theirs, ours), []).append(task_name(run))
+    notes = []
+    for (theirs, ours), tasks in differ.items():
+        here = "succeeded" if ours == "ok" else ours
+        why = ("it failed without saying whether it changed its instance" if theirs == "unknown"
+               else "its instance was still in error when it ended; Unfurl counts a task by "
+                    "its instance's status")
+        count = "1 task" if len(tasks) == 1 else f"{len(tasks)} tasks"
+        notes.append(f"note: Unfurl's count (first line) calls {count} {theirs} that {here} "
+                     f"here: {_named(tasks)} ({why})")
+    return notes
+
+
+def _named(tasks: list[str]) -> str:
+    return ", ".join(tasks[:NAMED]) + (f" and {len(tasks) - NAMED} more" if len(tasks) > NAMED
+                                       else "")
 
 
 def footer(result: JobResult) -> list[Line]:

@@ -132,6 +132,7 @@ def result_json(result: JobResult) -> dict[str, Any]:
         "summary": result.summary,
         "counts": result.counts,
         "partition": result.partition,
+        "summaryNotes": report.summary_notes(result),
         "commit": result.commit,
         "notCommitted": result.not_committed,
         "dryrun": result.dryrun,
@@ -218,7 +219,7 @@ def summary_text(result: JobResult) -> str:
     )
     if result.dryrun:
         head += " [dry run: nothing was recorded]"
-    lines = [head, report.partition_line(result)]
+    lines = [head, report.partition_line(result), *report.summary_notes(result)]
     if result.commit:
         lines.append(f"committed {result.commit[:12]}")
     elif result.not_committed:

@@ -160,6 +160,20 @@ def summary_counts(runs: list[TaskRun]) -> dict[str, int]:
     }
 
 
+def unfurl_count(run: TaskRun) -> str | None:
+    """Where Unfurl's summary counts a task that ran (as :func:`summary_counts`): ``failed``
+    when its instance was in error as it ended, ``unknown`` for a failure that did not say
+    what it changed; None for the ways both counts agree on (blocked, skipped, not run)."""
+    if run.target_status == Status.error and run.state in (TaskState.succeeded,
+                                                           TaskState.failed):
+        return "failed"
+    if run.state == TaskState.succeeded:
+        return "ok"
+    if run.state == TaskState.failed and not run.not_run:
+        return "unknown" if run.status == Status.unknown else "failed"
+    return None
+
+
 def summary_text(counts: dict[str, int]) -> str:
     return (
         f"{counts['tasks']} tasks ({counts['changed']} changed, {counts['ok']} ok, "

@@ -156,6 +156,7 @@ def _apply_done(values: Mapping[str, Any], result: OperationResult) -> None:
         result.success = _truthy(values["success"])
     if "modified" in values:
         result.modified = _truthy(values["modified"])
+        result.said_modified = True
     if values.get("status"):
         result.status = str(values["status"]).lower()
     if isinstance(values.get("outputs"), Mapping):

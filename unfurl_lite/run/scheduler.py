@@ -83,6 +83,7 @@ class Scheduler:
     position: dict[int, int] = field(default_factory=dict)  # task -> its place in the plan
     undecided: list[int] = field(default_factory=list)  # places of skip_when tasks not settled
     deferred: list[int] = field(default_factory=list)  # tasks waiting on an undecided one
+    start_status: dict[str, Status] = field(default_factory=dict)  # each instance's, as planned
 
     def setup(self) -> None:
         self.instances = {n: i for n, i in self.ensemble.instances.items()}
@@ -90,6 +91,7 @@ class Scheduler:
         if self.resumed is not None:
             self.instances = dict(self.resumed.instances)
             self.runs.update(self.resumed.runs)
+        self.start_status = {name: i.status for name, i in self.instances.items()}
         self.env = base_environment(self.options.env_passthrough)
         if self.resumed is not None and self.resumed.secret_digests:
             self.secrets = resumed_secrets(self.secrets, self.ensemble.project_root,
@@ -456,12 +458,14 @@ class Scheduler:
         """Unfurl 1.2.0: in deploy or undeploy, a task after a failed one on the same
         instance (configure after a failed create) is blocked with an explicit ``error``:
         its instance ends ``error`` and, if it was not yet, ``created`` by this task, which
-        gets a changeId and a record (``status=error``); ``own=False``: see rules.on_blocked."""
+        gets a changeId and a record (``status=error``), even when the failure already left it
+        ``error``; counted changed when its status is not the one it had as the job was
+        planned (Unfurl's ``modified_target``). ``own=False``: see rules.on_blocked."""
         task = run.task
         if not in_sequence(task) or not self.plan.affects_history or self.options.dryrun:
             return
         instance = self.instances[task.target]
-        if instance.status == Status.error or not (own or rules.on_blocked(instance, task)):
+        if not own and (instance.status == Status.error or not rules.on_blocked(instance, task)):
             return
         run.change_id = str(self.job_id.for_task(self.number_for(task)))
         # its record lists the inputs it would have run with, as Unfurl's, when they render
@@ -470,7 +474,8 @@ class Scheduler:
         if own:
             on_failure(instance, task, OperationResult(False, False, status="error"),
                        run.change_id, instance.state)
-        run.status, run.changed, run.target_status = Status.error, own, instance.status
+        run.status, run.target_status = Status.error, instance.status
+        run.changed = own and self.start_status.get(task.target) != instance.status
 
     def conclude(self, run: TaskRun) -> None:
         result = run.result or OperationResult(success=False, modified=None)

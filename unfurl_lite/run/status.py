@@ -155,10 +155,13 @@ def _on_success_in_sequence(
     """Unfurl's rules for a task of deploy or undeploy: only the last task on an instance
     (its ``done_status`` is the workflow's end: ok, or absent for delete) sets the status,
     ``lastConfigChange`` and ``created``; an earlier one (create before configure, stop
-    before delete) leaves them be unless it reported a status or changed attributes."""
+    before delete) leaves them be unless it reported a status, said it modified the
+    instance (``done: {modified: true}``: the last change, as Unfurl's _update_last_change)
+    or changed attributes."""
     before = instance.status
     explicit = _explicit_status(result)
-    touched = explicit is not None or changes_attributes(instance, result)
+    touched = explicit is not None or (result.said_modified and result.modified is True) \
+        or changes_attributes(instance, result)
     if task.done_state is not None:
         instance.state = task.done_state
     if explicit is not None:

@@ -41,6 +41,9 @@ class OperationResult:
     """What an operation reported: success, changes, status and outputs."""
     success: bool
     modified: bool | None = None  # None: the operation did not say
+    #: ``modified`` came from a ``done`` input or a resultTemplate, not the operation's own
+    #: default (Unfurl's Shell says nothing on success: only what the user says counts)
+    said_modified: bool = False
     status: str | None = None  # an explicit operational status, e.g. from a check
     attributes: dict[str, Any] = field(default_factory=dict)
     outputs: dict[str, Any] = field(default_factory=dict)
