@@ -23,7 +23,6 @@ job runs). Anything going wrong here only costs a parse: it is never an error.
 
 from __future__ import annotations
 
-import hashlib
 import marshal
 import os
 import stat
@@ -32,6 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from unfurl_lite.load import schemacheck
+
+try:  # CPython's own SHA-256: importing hashlib starts OpenSSL, a few ms of every command
+    from _sha256 import sha256
+except ImportError:  # another interpreter, or Python 3.12+ (_sha2)
+    from hashlib import sha256
 
 ENV = "UNFURL_LITE_CACHE"
 KEEP = 64  # entries; one per version of each ensemble recently loaded
@@ -67,7 +71,7 @@ def code_stamp(package: Path) -> bytes:
         for path in (package / folder).glob("*.py")
         if (info := path.stat())
     )
-    return hashlib.sha256("\n".join(stamps).encode()).digest()
+    return sha256("\n".join(stamps).encode()).digest()
 
 
 @lru_cache(maxsize=1)
@@ -76,18 +80,18 @@ def _salt() -> bytes:
 
     schema = schemacheck.SCHEMA.read_bytes()
     package = Path(__file__).resolve().parent.parent
-    return (__version__.encode() + b"\0" + hashlib.sha256(schema).digest()
+    return (__version__.encode() + b"\0" + sha256(schema).digest()
             + code_stamp(package))
 
 
 def _entry(root: Path, file: Path, text: str) -> Path:
-    digest = hashlib.sha256(_salt() + _identity(file, text)).hexdigest()
+    digest = sha256(_salt() + _identity(file, text)).hexdigest()
     return root / f"{digest}.marshal"
 
 
 def _identity(file: Path, text: str) -> bytes:
     return (os.fsencode(str(file)) + b"\0"
-            + hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest())
+            + sha256(text.encode("utf-8", "surrogatepass")).digest())
 
 
 def _owned_privately(info: os.stat_result) -> bool:
@@ -158,13 +162,13 @@ def get(file: Path, text: str) -> Any:
 
 def text_digest(text: str) -> str:
     """SHA-256 of a file's text as read (UTF-8, so it equals :func:`file_digest`)."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def file_digest(path: Path) -> str | None:
     """SHA-256 of a file's bytes; None when it is not a readable file."""
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        return sha256(path.read_bytes()).hexdigest()
     except OSError:
         return None
 
