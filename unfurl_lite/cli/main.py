@@ -8,7 +8,6 @@ option) exits 2, as click and Unfurl do; anything else is a bug and keeps its tr
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import sys
 from collections.abc import Callable
@@ -115,6 +114,8 @@ class LazyGroup(click.Group):
     ) -> tuple[str | None, click.Command | None, list[str]]:
         name = args[0] if args else ""
         if name and not name.startswith("-") and name not in COMMANDS:
+            import difflib  # a misspelled command only: not on every command's imports
+
             close = difflib.get_close_matches(name, list(COMMANDS), n=1)
             hint = f" Did you mean {close[0]!r}?" if close else ""
             raise click.UsageError(f"No such command {name!r}.{hint}", ctx)

@@ -11,7 +11,6 @@ import contextlib
 import contextvars
 import functools
 import re
-import string
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -84,6 +83,8 @@ def _printf_size(text: str, args: Any = ()) -> int:
 
 def _format_size(text: str) -> int:
     """The same for ``str.format``: the widths and precisions in its replacement fields."""
+    import string  # only for templates that call format: not on every command's imports
+
     try:
         fields = list(string.Formatter().parse(text))
     except ValueError:
