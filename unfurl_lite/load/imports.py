@@ -23,7 +23,7 @@ from typing import Any
 from ruamel.yaml.comments import CommentedMap
 
 from unfurl_lite.errors import InputError, PathError, Problem
-from unfurl_lite.load import merge, origins
+from unfurl_lite.load import origins
 from unfurl_lite.load.problems import SERVICE, get_section, mapping, problem_at
 from unfurl_lite.security.paths import PROTECTED_HINT, PROTECTED_WHY, confine, protected_part
 
@@ -198,6 +198,8 @@ def _load(doc: Any, where: tuple[Any, ...], file: str, base: Path, name: str,
         ctx.problems.extend(exc.problems)
         return {}
     if fragment:
+        from unfurl_lite.load import merge
+
         parsed = merge._lookup(parsed, merge._split_pointer(fragment))
         if parsed is None:
             return fail(f"{fragment!r} not found in {relative!r}", "check the path after '#'")
@@ -213,7 +215,9 @@ def _load(doc: Any, where: tuple[Any, ...], file: str, base: Path, name: str,
 
 
 def _parse(target: Path, ctx: _Context) -> Any:
-    from unfurl_lite.load import guard, parsecache, yamlio
+    """An imported file as read, its merge directives applied (merge is imported here:
+    an ensemble without imports never needs it)."""
+    from unfurl_lite.load import guard, merge, parsecache, yamlio
 
     text = yamlio.read_text(target)
     ctx.reads[str(target)] = parsecache.text_digest(text)

@@ -97,13 +97,15 @@ def _parse_guarded(text: str, file: str) -> tuple[Any, bool]:
     """The plain data, checked by the guard (an InputError if it refuses it), and whether
     any key is a merge directive. The C parser's road answers both while it builds the
     data; what it cannot read goes through ruamel's safe loader and the separate walks."""
-    from unfurl_lite.load import guard, merge, plainyaml
+    from unfurl_lite.load import guard, plainyaml
 
     try:
         found = plainyaml.load_guarded(text)
         return found.data, found.directives
     except (plainyaml.NeedsFullLoader, ImportError):
         pass
+    from unfurl_lite.load import merge  # (the fast road knows without it)
+
     data = yamlio.parse_plain(text)
     guard.check(data, file)
     return data, merge.has_directives(data)
