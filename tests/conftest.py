@@ -34,6 +34,12 @@ sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 os.environ["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
 
+#: Records are written without forcing them to disk (``UNFURL_LITE_FSYNC=off``): a test
+#: kills processes, never the machine, and the kernel keeps every write a killed process
+#: made; an fsync is milliseconds of waiting, thousands of times a run.
+#: tests/load/test_durable_writes.py turns it back on to check the writes that sync.
+os.environ.setdefault("UNFURL_LITE_FSYNC", "off")
+
 #: Property tests draw a quarter of their examples in the default run (the loop while
 #: working) and all of them with HYPOTHESIS_PROFILE=full, as CI's second pass runs every
 #: property test (``-m "slow or redis or hypothesis"``). A test that sets no count draws
@@ -170,7 +176,7 @@ class Project:
         path.write_text(textwrap.dedent(text))
         if commit:
             git(self.root, "add", name)
-            git(self.root, "commit", "-q", "-m", f"write {name}")
+            git(self.root, "commit", "-q", "--allow-empty", "-m", f"write {name}")
         return path
 
     def commits(self) -> list[str]:

@@ -528,6 +528,7 @@ def test_journal_events_reach_the_disk_even_when_no_transition_follows(
 
     from unfurl_lite.record.journal_format import EventLog
 
+    monkeypatch.delenv("UNFURL_LITE_FSYNC", raising=False)  # conftest turns syncing off
     log = EventLog(tmp_path / "journal.yaml", sync_interval=0.05)
     synced_by: list[str] = []
     real_fsync = os.fsync

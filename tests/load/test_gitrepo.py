@@ -211,10 +211,8 @@ def test_update_uninstalls_a_removed_template_of_an_ensemble_in_a_subdirectory(
 ) -> None:
     """The removed template's operations come from the ensemble's git history, which is
     found for an ensemble below the repository's root too."""
-    import json
-
     from tests.conftest import safe_load
-    from tests.plan.test_workflows import LOG, ensemble, node, ok
+    from tests.plan.test_workflows import LOG, ensemble, ensemble_data, node, ok, yaml_text
 
     sub = "envs/prod"
     project.write(f"{sub}/{LOG}\njobs/*.log\n", name=".gitignore")
@@ -225,8 +223,8 @@ def test_update_uninstalls_a_removed_template_of_an_ensemble_in_a_subdirectory(
     ok(invoke("deploy", "--approve"))
     doc = safe_load((project.root / path).read_text())
     del templates["old"]
-    doc["spec"] = json.loads(ensemble(templates))["spec"]
-    project.write(json.dumps(doc, indent=1, default=str) + "\n", name=path)
+    doc["spec"] = ensemble_data(templates)["spec"]
+    project.write(yaml_text(doc), name=path)
     (project.root / sub / LOG).unlink()
     ok(invoke("update", "--approve"))
     assert (project.root / sub / LOG).read_text().splitlines() == ["old stop", "old delete"]

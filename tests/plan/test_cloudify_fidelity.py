@@ -346,16 +346,16 @@ def test_scale_in_aborts_when_no_more_would_remain_than_are_excluded(project, in
 
 
 def test_scale_compute_is_ignored_for_a_group(project, invoke):
-    from tests.plan.test_workflows import ensemble
+    from tests.plan.test_workflows import ensemble_data, yaml_text
 
-    doc = json.loads(ensemble({"vm": node(standard=("create",)),
-                               "app": node(standard=("create",), requirements=[{"host": "vm"}])}))
+    doc = ensemble_data({"vm": node(standard=("create",)),
+                         "app": node(standard=("create",), requirements=[{"host": "vm"}])})
     topology = doc["spec"]["service_template"]["topology_template"]
     topology["groups"] = {"apps": {"type": "tosca.groups.Root", "members": ["app"]}}
     topology["policies"] = [{"scale_apps": {"type": "cloudify.policies.scaling",
                                             "targets": ["apps"]}}]
     project.write(f"jobs/*.log\n{LOG}\n", name=".gitignore")
-    project.write(json.dumps(doc, indent=1) + "\n")
+    project.write(yaml_text(doc))
     ok(invoke("deploy", "--approve"))
     reset(project)
     ok(invoke("scale", "apps", "--scale-compute", "--approve"))

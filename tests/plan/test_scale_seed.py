@@ -54,20 +54,18 @@ def test_resume_after_a_rollback_scales_out_again(project, invoke):
 
 
 def _group_ensemble(project, default: int = 2) -> None:
-    import json
+    from tests.plan.test_workflows import LOG, ensemble_data, yaml_text
 
-    from tests.plan.test_workflows import LOG, ensemble
-
-    doc = json.loads(ensemble({"vm": node(standard=("create", "delete")),
-                               "ip": node(standard=("create", "delete")),
-                               "db": node(standard=("create",))}))
+    doc = ensemble_data({"vm": node(standard=("create", "delete")),
+                         "ip": node(standard=("create", "delete")),
+                         "db": node(standard=("create",))})
     topology = doc["spec"]["service_template"]["topology_template"]
     topology["groups"] = {"pair": {"type": "tosca.groups.Root", "members": ["vm", "ip"]}}
     topology["policies"] = [{"scale_pair": {
         "type": "cloudify.policies.scaling", "targets": ["pair"],
         "properties": {"default_instances": default, "max_instances": 5}}}]
     project.write(f"jobs/*.log\n{LOG}\n", name=".gitignore")
-    project.write(json.dumps(doc, indent=1) + "\n")
+    project.write(yaml_text(doc))
 
 
 def _groups(project) -> dict[str, str]:

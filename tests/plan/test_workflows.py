@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-import json
+import yaml
 
 LOG = "ops.log"
 
@@ -23,7 +23,11 @@ PINGED = {"example.Pinged": {"derived_from": "tosca.nodes.Root",
 
 
 def ensemble(templates: dict, types: dict | None = None) -> str:
-    doc = {
+    return yaml_text(ensemble_data(templates, types))
+
+
+def ensemble_data(templates: dict, types: dict | None = None) -> dict:
+    doc: dict = {
         "apiVersion": "unfurl/v1alpha1",
         "kind": "Ensemble",
         "spec": {"service_template": {"topology_template": {"node_templates": templates}}},
@@ -34,7 +38,13 @@ def ensemble(templates: dict, types: dict | None = None) -> str:
             "example.interfaces.Custom": {"derived_from": "tosca.interfaces.Root"}}
     if types:
         doc["spec"]["service_template"]["node_types"] = types
-    return json.dumps(doc, indent=1) + "\n"
+    return doc
+
+
+def yaml_text(doc: dict) -> str:
+    """Block-style YAML, the layout users write (so a job rewrites only the status
+    sections, as it does for them)."""
+    return yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=1000)
 
 
 def node(
@@ -56,8 +66,8 @@ def respec(project, templates: dict) -> None:
     from ruamel.yaml import YAML
 
     doc = YAML(typ="safe").load(project.ensemble.read_text())
-    doc["spec"] = json.loads(ensemble(templates))["spec"]
-    project.write(json.dumps(doc, indent=1, default=str) + "\n")
+    doc["spec"] = ensemble_data(templates)["spec"]
+    project.write(yaml_text(doc))
 
 
 def ran(project) -> list[str]:

@@ -17,6 +17,22 @@ if TYPE_CHECKING:
 
 MAX_FILE_BYTES = 20 * 1024 * 1024
 
+#: ``UNFURL_LITE_FSYNC=off`` writes records without forcing them to disk: a killed process
+#: still loses nothing (the kernel holds every write), a power cut may. For throwaway
+#: environments, as PostgreSQL's ``fsync = off``: the test suite sets it.
+FSYNC_SETTING = "UNFURL_LITE_FSYNC"
+
+
+def syncing() -> bool:
+    """Are writes forced to disk (anything but ``UNFURL_LITE_FSYNC=off``)?"""
+    return os.environ.get(FSYNC_SETTING, "").lower() != "off"
+
+
+def fsync(fd: int) -> None:
+    """``os.fsync``, unless :func:`syncing` says writes are not forced to disk."""
+    if syncing():
+        os.fsync(fd)
+
 
 def round_trip() -> YAML:
     from ruamel.yaml import YAML
@@ -198,7 +214,7 @@ def atomic_write(path: Path, text: str, *, private: bool = False,
         with os.fdopen(fd, "w", encoding="utf-8", errors=errors) as handle:
             handle.write(text)
             handle.flush()
-            os.fsync(handle.fileno())
+            fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException as exc:  # re-raised: the temporary file goes, even on Ctrl-C
         Path(tmp).unlink(missing_ok=True)
@@ -223,7 +239,7 @@ def atomic_append(path: Path, text: str) -> None:
         with open(path, "a", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
-            os.fsync(handle.fileno())
+            fsync(handle.fileno())
     except OSError as exc:
         raise _named(exc, path) from None
 
@@ -244,6 +260,8 @@ def append_lines(path: Path, text: str) -> None:
 
 
 def _fsync_dir(directory: Path) -> None:
+    if not syncing():
+        return
     try:
         fd = os.open(directory, os.O_RDONLY)
     except OSError:

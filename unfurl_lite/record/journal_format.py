@@ -97,7 +97,7 @@ class EventLog:
             except OSError as exc:
                 exc.filename = exc.filename or str(self.path)
                 raise
-            if not self.pending:  # this event reaches the disk with the next fsync
+            if not self.pending and yamlio.syncing():  # reaches the disk with the next fsync
                 self.pending = True
                 if self.syncer is None:
                     self.syncer = threading.Thread(target=self._sync_loop, daemon=True,

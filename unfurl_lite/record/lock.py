@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from unfurl_lite.errors import JobError, LockError, StorageError, UnfurlLiteError
-from unfurl_lite.load.yamlio import temp_file
+from unfurl_lite.load.yamlio import fsync, temp_file
 from unfurl_lite.record import interrupted
 from unfurl_lite.record.liveness import pid_alive
 
@@ -86,7 +86,7 @@ def _link_new(path: Path, text: str) -> bool:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
-            os.fsync(handle.fileno())
+            fsync(handle.fileno())
         os.link(tmp, path)
         return True
     except FileExistsError:
