@@ -157,10 +157,16 @@ class RequestBuilder:
         op = run.task.operation
         assert op is not None and op.implementation is not None
         ctx = self.context(run)
+        current = ctx.self_view
+        instance = self.instances[run.task.target]
+        template = self.ensemble.topology.templates.get(instance.template)
+        properties = frozenset(k for k in (template.properties if template else ())
+                               if k not in instance.attributes)
         later = watch_reads(ctx)
         ctx.extra = {"task": self.task_settings(run)}
         try:
-            apply_post_inputs(run.inputs, result, ctx, op.implementation.kind)
+            apply_post_inputs(run.inputs, result, ctx, op.implementation.kind, current,
+                              properties)
         finally:
             self.secrets.update(ctx.secrets)
             run.reads, run.digest = merged_reads(run.reads, later, ctx), None

@@ -21,11 +21,14 @@ from unfurl_lite.security.taint import Sensitive, tainted_copy
 
 
 def apply_post_inputs(
-    inputs: Mapping[str, Any], result: OperationResult, ctx: EvalContext, kind: str = "Shell"
+    inputs: Mapping[str, Any], result: OperationResult, ctx: EvalContext, kind: str = "Shell",
+    current: Mapping[str, Any] | None = None, properties: frozenset[str] = frozenset(),
 ) -> None:
     """Evaluate ``done`` and ``resultTemplate`` with the operation's result and fold them
     in. As Unfurl, a resultTemplate that fails to render fails the task, but what ``done``
-    says (its status, ``modified``...) still applies."""
+    says (its status, ``modified``...) still applies. ``current``: SELF as the task found
+    it, read without being recorded, and ``properties`` its template's properties that
+    are not yet attributes: an attribute set to the value of its property is dropped."""
     if not any(inputs.get(k) is not None for k in POST_INPUTS):
         return
     outputs = result.outputs
@@ -63,10 +66,28 @@ def apply_post_inputs(
         _apply_done(values, result)
         if from_template is not None:  # Unfurl: the status the resultTemplate set wins
             result.status = from_template
+    if properties:
+        _drop_unchanged(result, ctx.self_view if current is None else current, properties)
     if failure is not None:
         if values is None or not ({"status", "modified"} & set(values)):
             result.modified = None  # nothing says what happened: the status is unknown
         raise failure
+
+
+def _drop_unchanged(result: OperationResult, self_view: Mapping[str, Any],
+                    properties: frozenset[str]) -> None:
+    """As Unfurl (an instance's attributes and its template's properties are one
+    namespace): an attribute that is not yet one, set to the value of the property of the
+    same name, changes nothing and is not recorded."""
+    for key, value in list(result.attributes.items()):
+        if key not in properties:
+            continue
+        try:
+            same = self_view[key] == value
+        except Exception:  # a property that cannot be read now is not the same value
+            same = False
+        if same:
+            del result.attributes[key]
 
 
 def result_variables(
