@@ -158,7 +158,8 @@ def run_job(
     ran = resumed.runs if resumed else {}
     name_checks.refuse_job(ensemble, [  # before anything runs, as Unfurl's render errors
         (t.template, t.operation, t.extra_inputs, t.requirement is not None)
-        for t in plan.tasks if t.operation is not None and t.number not in ran])
+        for t in plan.tasks if t.operation is not None and t.number not in ran
+        and t.workflow != "undeploy"])  # undeploy leaves out what it cannot render
     if not confirm(ensemble, plan):
         return None
     todo = len([t for t in plan.tasks if t.number not in resumed.runs]) if resumed \

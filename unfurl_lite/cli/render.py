@@ -136,6 +136,7 @@ def result_json(result: JobResult) -> dict[str, Any]:
         "commit": result.commit,
         "notCommitted": result.not_committed,
         "dryrun": result.dryrun,
+        **({"renderErrors": result.render_errors} if result.render_errors else {}),
         "duration": round((result.ended_at - result.started_at).total_seconds(), 3),
         "tasks": [
             {
@@ -219,6 +220,12 @@ def summary_text(result: JobResult) -> str:
     )
     if result.dryrun:
         head += " [dry run: nothing was recorded]"
+    if result.render_errors:  # nothing ran: why, and nothing else to say
+        from unfurl_lite.run.render_phase import ABORT_MESSAGE
+        return "\n".join([f"{ABORT_MESSAGE}:", *(f"  {_short(e, result)}"
+                                                  for e in result.render_errors),
+                          f"Job {result.job_id} {result.workflow} {result.state} "
+                          "(status error): no tasks ran, nothing was recorded"])
     lines = [head, report.partition_line(result), *report.summary_notes(result)]
     if result.commit:
         lines.append(f"committed {result.commit[:12]}")

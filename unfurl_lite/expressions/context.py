@@ -36,6 +36,8 @@ def instance_view(
     # an instance the spec declares without a template (`spec.instances`) has its own
     raw = dict(template.properties) if template else dict(
         instance.extra.get("properties") or {})
+    for key in template.undeclared_properties if template else ():
+        raw.pop(key, None)  # as Unfurl: a property no type declares is not there
     sensitive = template.sensitive_properties if template else frozenset()
 
     def property_value(key: str, value: Any) -> Any:

@@ -244,6 +244,9 @@ class NodeTemplate:
     #: required requirements its type declares that no template matches: valid, but a job
     #: that would run one of its operations cannot be created (as Unfurl 1.2.0)
     missing_requirements: tuple[str, ...] = ()
+    #: properties the template sets that its (wholly known) types do not declare: Unfurl
+    #: drops them, so expressions never see them (``SELF.x`` fails, ``::app::x`` is null)
+    undeclared_properties: frozenset[str] = frozenset()
 
     def operation(self, name: str) -> Operation | None:
         """Find ``create``, ``Standard.create``, ``cloudify.interfaces.lifecycle.create`` or

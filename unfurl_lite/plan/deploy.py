@@ -22,6 +22,7 @@ from unfurl_lite.model.entities import (
     effective_status,
 )
 from unfurl_lite.plan import tosca
+from unfurl_lite.plan.directives import discover, found_not_created, note_directives
 from unfurl_lite.plan.lifecycle import add_install_tasks, add_uninstall_tasks, implemented
 from unfurl_lite.plan.tasks import (
     ADD,
@@ -41,7 +42,6 @@ from unfurl_lite.plan.topology import (
     in_plan_order,
     instance_graph,
     known_template,
-    not_instantiated,
     operationless,
     planned_instances,
     removal_order,
@@ -142,7 +142,7 @@ def plan_deploy(
     # as Unfurl: a default template nothing requires is left out, unless asked for by name
     unrequired = frozenset() if instance_names or template else unrequired_defaults(
         ensemble.topology)
-    _note_directives(ensemble, instances, builder, unrequired)
+    note_directives(ensemble, instances, builder, unrequired)
     wanted -= {n for n, i in instances.items()
                if i.template in unrequired and n not in ensemble.instances}
     idle: list[frozenset[str]] = []  # templates with no operation, found when first needed
@@ -171,7 +171,7 @@ def plan_deploy(
         reason = _deploy_reason(instance, force, not skip_new, repair)
         after = [builder.last[d] for d in deps[name] if d in builder.last]
         directives = template_of.directives
-        if "discover" in directives and _discover(builder, instance, template_of, after):
+        if "discover" in directives and discover(builder, instance, template_of, after):
             continue
         if reason is None and not skip_new and _waits_on_pending(ensemble, deps[name], idle):
             reason = MISSING
@@ -274,38 +274,6 @@ def _reconfigure(
                 running_state=NodeState.configuring, done_state=NodeState.configured)
 
 
-def _note_directives(
-    ensemble: Ensemble, instances: dict[str, Instance], builder: Builder,
-    unrequired: frozenset[str],
-) -> None:
-    """Say why a template with a directive has no instance in the plan."""
-    planned = {i.template for i in instances.values()}
-    recorded = {i.template for i in ensemble.instances.values()} if unrequired else set()
-    for name, template in ensemble.topology.templates.items():
-        why = not_instantiated(template) if template.directives else None
-        if why and name not in planned:
-            builder.note(name, why)
-        elif name in unrequired and name not in recorded:
-            builder.note(name, 'skipped: a template with the "default" directive that no '
-                               "other template requires")
-
-
-def _discover(
-    builder: Builder, instance: Instance, template: NodeTemplate, after: list[int]
-) -> bool:
-    """Unfurl's ``discover`` directive: until its instance is operational, deploy runs only
-    Install.discover on it, never its lifecycle. True when the instance is planned here."""
-    op = implemented(template, "Install", "discover")
-    if instance.status not in (Status.ok, Status.degraded):
-        if op is None:
-            builder.note(instance.name, 'not discovered: the "discover" directive, and no '
-                                        "Install.discover operation")
-        else:
-            builder.add(instance.name, template.name, op, DISCOVER, after)
-        return True
-    return False
-
-
 def _waits_on_pending(
     ensemble: Ensemble, dependencies: list[str], idle: list[frozenset[str]]
 ) -> bool:
@@ -320,12 +288,6 @@ def _waits_on_pending(
     if pending and not idle:
         idle.append(operationless(ensemble.topology))
     return any(t not in idle[0] for t in pending)
-
-
-def _found_not_created(instance: Instance, directives: tuple[str, ...]) -> bool:
-    """An instance its ``discover`` or ``check`` directive found rather than created: Unfurl's
-    undeploy leaves it ("instance wasn't created by this ensemble")."""
-    return not instance.created and bool({"discover", "check"} & set(directives))
 
 
 def _configure_changed(
@@ -464,7 +426,7 @@ def _kept_because(
     if "protected" in directives and not why:
         why = 'skipped: instance with "protected" directive'
     unmanaged = not instance.created and not delete_without_operation
-    if (unmanaged or _found_not_created(instance, directives)) and not why \
+    if (unmanaged or found_not_created(instance, directives)) and not why \
             and not destroy_discovered:
         # as Unfurl: e.g. an instance a failed Shell create left ``unknown``
         why = "skipped: instance wasn't created by this ensemble (use --destroy-discovered)"

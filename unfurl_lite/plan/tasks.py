@@ -73,6 +73,9 @@ class Task:
     may_fail: bool = False  # a failure here neither fails the job nor blocks what follows
     guard: Guard | None = None
     failure: str | None = None  # a pass-through that fails with this message when it runs
+    #: live values of other instances its render read (``::db::url``): set by the job's
+    #: render phase (run/render_phase.py), which makes the task wait for their tasks
+    waits_on: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:

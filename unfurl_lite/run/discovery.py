@@ -13,10 +13,13 @@ from unfurl_lite.security.characters import control_character
 def add_discovered(
     instances: dict[str, Instance], result: OperationResult, change_id: str = "",
     creator: str = "",
-) -> bool:
+) -> list[str]:
     """Instances an operation found: new ones are recorded as discovered (created: false),
-    known ones get the attributes and status reported for them. True if any was new."""
-    added = False
+    known ones get the attributes and status reported for them. A resultTemplate's new
+    instance is its creator's (``created: ::creator``) when it gives a readyState; without
+    one its status is unknown and nothing created it yet (see plan/created.py). Returns
+    the names of the new ones."""
+    added: list[str] = []
     for resource in result.resources:
         name = str(resource.get("name") or "")
         if not name:
@@ -40,6 +43,8 @@ def add_discovered(
                 known.last_state_change = change_id
             continue
         made = bool(resource.get("createdByTask"))  # by a resultTemplate: it created it
+        if made and not ready:
+            status = str(Status.unknown)
         spec = (resource.get("readyState") or {}) if made else {}
         state = str(spec.get("state")) if isinstance(spec, dict) else None
         instances[name] = Instance(
@@ -48,10 +53,10 @@ def add_discovered(
             status=Status(status) if status in Status.__members__ else Status.ok,
             state=NodeState(state) if state and state in NodeState.__members__ else None,
             attributes=dict(resource.get("attributes") or {}),
-            created=f"::{creator}" if made else False,
+            created=(f"::{creator}" if ready else None) if made else False,
             last_state_change=None if made else change_id or None,
             last_config_change=change_id or None if made else None,
             protected=made and resource.get("protected") in (True, "true", "True", "yes"),
         )
-        added = True
+        added.append(name)
     return added

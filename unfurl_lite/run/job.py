@@ -23,12 +23,15 @@ from unfurl_lite.run.options import JobOptions
 from unfurl_lite.run.outcome import (
     JobResult,
     Resumed,
+    TaskRun,
     job_status,
     summary_counts,
     summary_text,
 )
+from unfurl_lite.run.render_phase import Rendered, render_all, waiting_plan, without
 from unfurl_lite.run.scheduler import Scheduler
 from unfurl_lite.run.status import fold_effective
+from unfurl_lite.security.redaction import redact_text
 
 
 def _settle_instances(
@@ -89,7 +92,14 @@ def run_plan(
         cancel or threading.Event(),
         resumed=resumed,
     )
-    scheduler.setup()
+    scheduler.prepare()
+    rendered = Rendered() if resumed is not None else render_all(
+        plan, scheduler.instances, scheduler.requests)
+    if rendered.errors:
+        return _aborted(ensemble, plan, str(job_id), started_at, now(), scheduler, previous,
+                        options.dryrun, rendered.errors)
+    plan = scheduler.plan = waiting_plan(without(plan, rendered.dropped), rendered.waits)
+    scheduler.wire()
     scheduler.loop()
     runs = [scheduler.runs[t.number] for t in plan.tasks]
     _settle_instances(scheduler.instances, plan, str(job_id), options.dryrun)
@@ -119,6 +129,24 @@ def run_plan(
         secrets=scheduler.secrets,
         previous_id=previous,
         dryrun=options.dryrun,
+    )
+
+
+def _aborted(ensemble: Ensemble, plan: Plan, job_id: str, started_at: datetime,
+             ended_at: datetime, scheduler: Scheduler, previous: str | None, dryrun: bool,
+             errors: list[str]) -> JobResult:
+    """A job the render phase aborted: no task ran, its status is error, and (nothing
+    having run) nothing is recorded."""
+    runs = [TaskRun(t) for t in plan.tasks]
+    instances = scheduler.instances
+    requires = instance_graph(ensemble, instances)
+    return JobResult(
+        job_id=job_id, workflow=plan.workflow, state=JobState.failed, status=Status.error,
+        runs=runs, plan=plan, started_at=started_at, ended_at=ended_at,
+        summary=summary_text(summary_counts(runs)), instances=instances,
+        effective=fold_effective(instances, requires, operationless(ensemble.topology)),
+        secrets=scheduler.secrets, previous_id=previous, dryrun=dryrun,
+        render_errors=[redact_text(e, scheduler.secrets) for e in errors],
     )
 
 

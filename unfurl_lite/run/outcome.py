@@ -4,8 +4,10 @@ the job's status and summary."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from unfurl_lite.expressions.reads import Reads
@@ -94,6 +96,8 @@ class JobResult:
     before: dict[str, tuple[str, str | None]] = field(default_factory=dict)
     #: ``--query``: the expression and its value once the job was done
     query: tuple[str, Any] | None = None
+    #: the render phase failed (run/render_phase.py): the job was aborted, nothing ran
+    render_errors: list[str] = field(default_factory=list)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -268,3 +272,51 @@ def task_numbers(plan: Plan, runs: dict[int, TaskRun]) -> dict[int, int]:
             continue
         numbers[task.number] = len(numbers) + 1
     return numbers
+
+
+def resumed_secrets(secrets: set[str], root: Path, entries: list[str]) -> set[str]:
+    """A resumed job redacts what the job it resumes derived, known by keyed digests (its
+    journal never held them in clear; see security/digested.py)."""
+    from unfurl_lite.load.digestkey import digest_key
+    from unfurl_lite.security.digested import HashedForms, SecretSet
+
+    key = digest_key(root)
+    return SecretSet(secrets, HashedForms(key, entries)) if key is not None else secrets
+
+
+def guard_fails(task: Task, runs: dict[int, TaskRun]) -> str | None:
+    """Why a guarded task is skipped, or None when it should run."""
+    guard = task.guard
+    if guard is None:
+        return None
+    if guard.if_failed and not any(did_not_pass(runs[n]) for n in guard.if_failed):
+        return "nothing failed"
+    if guard.if_ran and not any(
+        runs[n].state in (TaskState.succeeded, TaskState.failed) for n in guard.if_ran
+    ):
+        return "nothing of it was installed"
+    if guard.unless_failed and any(did_not_pass(runs[n]) for n in guard.unless_failed):
+        return "an earlier step failed"
+    return None
+
+
+def did_not_pass(run: TaskRun) -> bool:
+    """A task failed or was blocked; or, a health check (a check whose success means
+    ``ok``: heal's and update's check_status), it reported a status other than ok."""
+    if run.state in (TaskState.failed, TaskState.blocked):
+        return True
+    task = run.task
+    return (
+        run.state == TaskState.succeeded and task.reason == "check"
+        and task.done_status == Status.ok and run.status not in (None, Status.ok)
+    )
+
+
+def result_of(future: Future[OperationResult]) -> OperationResult:
+    """An executor or transport failure, or an exit raised inside the operation
+    (``SystemExit``, ``KeyboardInterrupt`` raised by its code: the future holds it, so it
+    is not the user's Ctrl-C, which only sets the cancel event), is the task's failure."""
+    exc = future.exception()
+    if exc is None:
+        return future.result()
+    return OperationResult(success=False, modified=None, error=f"{type(exc).__name__}: {exc}")

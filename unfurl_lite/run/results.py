@@ -15,7 +15,8 @@ from unfurl_lite.expressions.expr import EvalContext, evaluate
 from unfurl_lite.expressions.lazy import Labelled
 from unfurl_lite.expressions.reads import Reads
 from unfurl_lite.load import yamlio
-from unfurl_lite.model.entities import Instance, Operation, Topology
+from unfurl_lite.model.entities import Instance, NodeTemplate, Operation, Topology
+from unfurl_lite.model.tosca_values import type_problem
 from unfurl_lite.run.operations.base import OperationResult
 from unfurl_lite.security.taint import Sensitive, tainted_copy
 
@@ -277,3 +278,32 @@ def keep_defaults_read(
         if template is not None and key in template.attributes \
                 and template.attributes[key] == value and not isinstance(value, Sensitive):
             instance.attributes[key] = value
+
+
+def check_types(topology: Topology, instance: Instance, result: OperationResult) -> None:
+    """As Unfurl 1.2.0: a value the task sets on its instance that the type declared for
+    that name refuses (``"blue-3" is not a map.``) fails the task; the value is kept, and
+    the instance's status is unknown unless the operation said otherwise."""
+    template = topology.templates.get(instance.template)
+    if not result.success or template is None or not result.attributes:
+        return
+    for key, value in result.attributes.items():
+        found = type_problem(declared(topology, template, key), value)
+        if found is not None:
+            result.success, result.modified = False, None
+            result.error = (f'Validation failure while evaluating "{key}" on '
+                            f'"{instance.name}": {found}')
+            return
+
+
+def declared(topology: Topology, template: NodeTemplate, key: str) -> Any:
+    """The definition of ``key`` on ``template``: the nearest type in its lineage that
+    declares it, an attribute before a property."""
+    for type_name in template.type_lineage:
+        node_type = topology.types.get(type_name)
+        if node_type is None:
+            continue
+        for definitions in (node_type.attributes, node_type.properties):
+            if key in definitions:
+                return definitions[key]
+    return None

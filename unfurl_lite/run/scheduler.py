@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from unfurl_lite.errors import ExpressionError, RenderCancelled, UnfurlLiteError
@@ -24,6 +23,7 @@ from unfurl_lite.expressions.context import spec_secrets
 from unfurl_lite.model import changeid
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Instance, NodeState, Status
+from unfurl_lite.plan.created import managed_tasks, plan_created
 from unfurl_lite.plan.tasks import Plan, Task
 from unfurl_lite.plan.topology import containers
 from unfurl_lite.run import status as rules
@@ -33,15 +33,25 @@ from unfurl_lite.run.metadata import EnsembleMetadata
 from unfurl_lite.run.observer import JobState, Observer, TaskState
 from unfurl_lite.run.operations.base import DRYRUN_NOT_SUPPORTED, OperationRequest, OperationResult
 from unfurl_lite.run.options import JobOptions
-from unfurl_lite.run.outcome import OBSERVING, UNFURL_WORKFLOWS, Resumed, TaskRun, task_numbers
+from unfurl_lite.run.outcome import (
+    OBSERVING,
+    UNFURL_WORKFLOWS,
+    Resumed,
+    TaskRun,
+    guard_fails,
+    result_of,
+    resumed_secrets,
+    task_numbers,
+)
 from unfurl_lite.run.relationships import (
     drop_if_unrequired,
     on_relationship,
     relationship_instance,
     still_linked,
 )
+from unfurl_lite.run.render_phase import not_operational
 from unfurl_lite.run.requests import RequestBuilder
-from unfurl_lite.run.results import keep_defaults_read, map_outputs, secret_names
+from unfurl_lite.run.results import check_types, keep_defaults_read, map_outputs, secret_names
 from unfurl_lite.run.signals import JobControl
 from unfurl_lite.run.status import in_sequence, on_failure, on_start, on_success
 from unfurl_lite.security.environment import base_environment
@@ -86,6 +96,11 @@ class Scheduler:
     start_status: dict[str, Status] = field(default_factory=dict)  # each instance's, as planned
 
     def setup(self) -> None:
+        self.prepare()
+        self.wire()
+
+    def prepare(self) -> None:
+        """The job's state and its request builder: enough to render a task."""
         self.instances = {n: i for n, i in self.ensemble.instances.items()}
         self.instances.update(self.plan.new_instances)
         if self.resumed is not None:
@@ -103,6 +118,9 @@ class Scheduler:
             self.ensemble, self.instances, self.options, self.job_id, self.cancel,
             self.secrets, self.env, self.ensemble_metadata,
         )
+
+    def wire(self) -> None:
+        """Each task's dependencies counted, the first ready, the job started."""
         for task in self.plan.tasks:
             self.runs.setdefault(task.number, TaskRun(task))
             self.waiting[task.number] = sum(
@@ -175,7 +193,7 @@ class Scheduler:
                     if future not in self.running:
                         continue
                     number = self.running.pop(future)
-                    self.finish(number, _result_of(future))
+                    self.finish(number, result_of(future))
             elif timeout:
                 self.cancel.wait(timeout)
             now = time.monotonic()
@@ -247,11 +265,16 @@ class Scheduler:
         (a render that fails is the task's failure) and its submission."""
         run = self.runs[number]
         task = run.task
-        guard_why = self.guard_fails(task)
+        guard_why = guard_fails(task, self.runs)
         if guard_why is not None:
             return self.complete(run, TaskState.skipped, guard_why)
         if self.blocked(run):
             return
+        never = not_operational(task, self.instances)
+        if never is not None:  # as Unfurl: recorded, with its changeId, as an error
+            run.change_id = str(self.job_id.for_task(self.number_for(task)))
+            run.status = Status.error
+            return self.complete(run, TaskState.blocked, never)
         instance = self.instances[task.target]
         if task.skip_when is not None and instance.status == task.skip_when:
             if task.skip_when == Status.ok and task.workflow == "deploy" and instance.state in (
@@ -363,33 +386,6 @@ class Scheduler:
             self.observer.task_changed(run)
         self.running[self.executor.submit(request)] = run.task.number
 
-    def guard_fails(self, task: Task) -> str | None:
-        """Why a guarded task is skipped, or None when it should run."""
-        guard = task.guard
-        if guard is None:
-            return None
-        if guard.if_failed and not any(self.did_not_pass(n) for n in guard.if_failed):
-            return "nothing failed"
-        if guard.if_ran and not any(
-            self.runs[n].state in (TaskState.succeeded, TaskState.failed) for n in guard.if_ran
-        ):
-            return "nothing of it was installed"
-        if guard.unless_failed and any(self.did_not_pass(n) for n in guard.unless_failed):
-            return "an earlier step failed"
-        return None
-
-    def did_not_pass(self, number: int) -> bool:
-        """A task failed or was blocked; or, a health check (a check whose success means
-        ``ok``: heal's and update's check_status), it reported a status other than ok."""
-        run = self.runs[number]
-        if run.state in (TaskState.failed, TaskState.blocked):
-            return True
-        task = run.task
-        return (
-            run.state == TaskState.succeeded and task.reason == "check"
-            and task.done_status == Status.ok and run.status not in (None, Status.ok)
-        )
-
     def finish(self, number: int, result: OperationResult) -> None:
         """An operation's result arrived: retry it, or read its ``done``/``resultTemplate``
         (a failure there is the task's, as Unfurl), keep the attribute defaults it read,
@@ -405,6 +401,7 @@ class Scheduler:
             try:
                 self.requests.read_result(run, result)
                 map_outputs(run.task.operation, result)
+                check_types(self.ensemble.topology, self.instances[run.task.target], result)
                 if run.task.reason in OBSERVING and result.status:
                     # a check that reports a status has done its job, whatever its exit code
                     result.success, result.error = True, None
@@ -511,8 +508,10 @@ class Scheduler:
             run.target_status = instance.status if sequenced or observing else None
             if not observing:
                 run.previous_id = rules.previous_id(last_change, rules.last_change(instance))
-            if add_discovered(self.instances, result, change_id, run.task.target):
+            added = add_discovered(self.instances, result, change_id, run.task.target)
+            if added:
                 run.changed = True
+                self.adopt(run.task, added)
             if relationship is not None:
                 drop_if_unrequired(self.ensemble.topology.templates, self.instances, run.task)
             return self.complete(run, TaskState.succeeded)
@@ -525,6 +524,31 @@ class Scheduler:
         if result.outputs.get("timeout") or (result.error or "").startswith("resultTemplate/"):
             run.changed = True  # Unfurl: a timed-out operation or a failed resultTemplate
         self.complete(run, TaskState.failed, result.error)
+
+    def adopt(self, creator: Task, names: list[str]) -> None:
+        """A deploy task's resultTemplate created instances: those it left unmanaged go
+        through their own lifecycle in this job, a managed one is left to its creator (see
+        plan/created.py)."""
+        if creator.workflow != "deploy" or self.plan.cloudify or not self.plan.affects_history:
+            return
+        for task in managed_tasks(self.ensemble, self.instances, names, max(self.runs) + 1):
+            self.add_task(task, runs=False)
+            self.number_for(task)  # as Unfurl's reconfigure that found nothing to do
+            self.complete(self.runs[task.number], TaskState.skipped, "managed by its creator")
+        for task in plan_created(self.ensemble, self.instances, names, max(self.runs) + 1):
+            self.add_task(task)
+
+    def add_task(self, task: Task, runs: bool = True) -> None:
+        """A task planned while the job runs, last in plan order (``runs`` False: it is
+        settled at once)."""
+        self.plan.tasks.append(task)
+        self.runs[task.number] = TaskRun(task)
+        self.position[task.number] = len(self.position)
+        self.waiting[task.number] = len(task.after)
+        for before in task.after:
+            self.dependents.setdefault(before, []).append(task.number)
+        if runs and not task.after:
+            self.ready.append(task.number)
 
     def leaving(self) -> set[str]:
         """The instances this job takes down (asked only when an unlink ends)."""
@@ -558,22 +582,3 @@ class Scheduler:
             if self.waiting[dependent] == 0 and not self.runs[dependent].carried:
                 self.ready.append(dependent)  # a resumed job never runs a done task again
 
-
-def _result_of(future: Future[OperationResult]) -> OperationResult:
-    """An executor or transport failure, or an exit raised inside the operation
-    (``SystemExit``, ``KeyboardInterrupt`` raised by its code: the future holds it, so it
-    is not the user's Ctrl-C, which only sets the cancel event), is the task's failure."""
-    exc = future.exception()
-    if exc is None:
-        return future.result()
-    return OperationResult(success=False, modified=None, error=f"{type(exc).__name__}: {exc}")
-
-
-def resumed_secrets(secrets: set[str], root: Path, entries: list[str]) -> set[str]:
-    """A resumed job redacts what the job it resumes derived, known by keyed digests (its
-    journal never held them in clear; see security/digested.py)."""
-    from unfurl_lite.load.digestkey import digest_key
-    from unfurl_lite.security.digested import HashedForms, SecretSet
-
-    key = digest_key(root)
-    return SecretSet(secrets, HashedForms(key, entries)) if key is not None else secrets

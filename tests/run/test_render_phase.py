@@ -1,0 +1,192 @@
+"""The render phase (run/render_phase.py), as Unfurl 1.2.0 renders a job's tasks before it
+runs the first: a render error aborts the job before anything runs and nothing is
+recorded; a task that reads a live value of another instance a task of the job changes
+waits for it, and in deploy never runs when that instance did not end operational
+(tests/data/unfurl-cases/158, 159 and 169-172 hold Unfurl's runs)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import examples
+
+HEAD = """\
+apiVersion: unfurl/v1alpha1
+kind: Ensemble
+spec:
+  service_template:
+    types:
+      nodes.Test:
+        derived_from: tosca.nodes.Root
+        attributes:
+          attr:
+            type: string
+            required: false
+        properties:
+          prop:
+            type: string
+            default: declared
+    topology_template:
+      node_templates:
+"""
+
+
+def _node(name: str, run: str, type_: str = "tosca:Root", extra: str = "") -> str:
+    return (f"        {name}:\n          type: {type_}\n          interfaces:\n"
+            f"            Standard:\n              configure:\n"
+            f"                implementation: Template\n                inputs:\n"
+            f"                  run: {run!r}\n{extra}")
+
+
+def _sets(attribute: str, value: str, status: str = "ok") -> str:
+    return (f"                  done:\n                    status: {status}\n"
+            f"                  resultTemplate:\n                    attributes:\n"
+            f"                      {attribute}: {value}\n")
+
+
+FINE = _node("fine", "fine")
+
+
+@pytest.mark.parametrize("run", [
+    "{{ NODES.writer.nosuch }}",  # an attribute nobody declares or sets
+    "{{ SELF.ip }}",  # its own, which no task of the job sets (refused before it plans)
+    "{{ (NODES.writer.prop | int) / 0 }}",  # arithmetic that fails on a declared property
+    "{{ 'x' | from_json }}",  # a filter that fails on a constant
+])
+def test_a_render_error_aborts_the_job_before_anything_runs(project, invoke, run):
+    project.write(HEAD + FINE + _node("writer", "w", "nodes.Test") + _node("reader", run))
+    commits = project.commits()
+    result = invoke("deploy", "--approve", "--jobexitcode", "error")
+    assert result.exit_code == 64, result.output
+    assert "Aborting job" in result.output and "reader Standard.configure" in result.output
+    assert project.commits() == commits  # nothing committed...
+    assert project.jobs_tsv() == []  # ...nor recorded
+    assert not (project.root / "jobs").exists()
+    assert "status" not in project.ensemble.read_text()
+
+
+def test_an_aborted_job_exits_as_its_jobexitcode_says(project, invoke):
+    project.write(HEAD + FINE + _node("reader", "{{ NODES.fine.nosuch }}"))
+    result = invoke("deploy", "--approve", "--jobexitcode", "never")
+    assert result.exit_code == 0, result.output
+    assert "Aborting job" in result.output
+    assert project.jobs_tsv() == []
+
+
+def test_a_task_waits_for_the_instance_whose_attribute_it_reads(project, invoke):
+    """The reader is first in plan order; it runs (and is numbered) after the writer,
+    and sees the value the writer's resultTemplate set."""
+    project.write(HEAD + _node("reader", "{{ NODES.writer.attr }}", extra=_sets(
+        "seen", "'{{ inputs.run }}'")) + FINE + _node("writer", "w", "nodes.Test",
+                                                      _sets("attr", "set-by-writer")))
+    result = invoke("deploy", "--approve")
+    assert result.exit_code == 0, result.output
+    status = project.status()
+    assert status["reader"]["attributes"] == {"seen": "set-by-writer"}
+    order = [line.split("\t")[3] for line in project.jobs_tsv()[1:]]
+    assert order == ["target=::fine", "target=::writer", "target=::reader"]
+
+
+def test_a_waiting_task_never_runs_when_its_dependency_is_not_operational(project, invoke):
+    project.write(HEAD + _node("reader", "{{ NODES.writer.attr }}") + FINE
+                  + _node("writer", "w", "nodes.Test", "                  done:\n"
+                          "                    status: error\n"))
+    result = invoke("deploy", "--approve")
+    assert result.exit_code == 64, result.output
+    assert "non-operational dependencies: ['::writer::attr']" in result.output
+    rows = {line.split("\t")[3]: line.split("\t")[2] for line in project.jobs_tsv()[1:]}
+    assert rows == {"target=::fine": "status=ok", "target=::writer": "status=ok",
+                    "target=::reader": "status=error"}  # recorded, as Unfurl
+    assert project.status()["reader"]["readyState"] == {"local": "pending"}
+    assert "created" not in project.status()["reader"]
+
+
+def test_a_declared_property_is_not_waited_for(project, invoke):
+    """A declared property is not live: the reader renders with it at once, in plan
+    order, even though the instance it reads has a task in the job."""
+    project.write(HEAD + _node("reader", "{{ NODES.writer.prop }}", extra=_sets(
+        "seen", "'{{ inputs.run }}'")) + _node("writer", "w", "nodes.Test"))
+    result = invoke("deploy", "--approve")
+    assert result.exit_code == 0, result.output
+    order = [line.split("\t")[3] for line in project.jobs_tsv()[1:]]
+    assert order == ["target=::reader", "target=::writer"]
+    assert project.status()["reader"]["attributes"] == {"seen": "declared"}
+
+
+def _deletes(name: str, run: str) -> str:
+    return (_node(name, "up") + "              delete:\n                implementation: "
+            f"Template\n                inputs:\n                  run: {run!r}\n")
+
+
+def test_undeploy_leaves_out_what_it_cannot_render(project, invoke, caplog):
+    """As Unfurl: the delete that cannot render never runs (the instance stays), the
+    others do, and the job is not aborted (case 173)."""
+    project.write(HEAD + _deletes("stays", "{{ SELF.nosuch }}") + _deletes("goes", "bye"))
+    assert invoke("deploy", "--approve").exit_code == 0
+    rows = len(project.jobs_tsv())
+    result = invoke("undeploy", "--approve", "--jobexitcode", "error")
+    assert result.exit_code == 0, result.output
+    assert "Aborting job" not in result.output
+    assert "stays delete: not run: its inputs cannot be rendered" in caplog.text
+    added = [line.split("\t")[3] for line in project.jobs_tsv()[rows + 1:]]
+    assert added == ["target=::goes"]
+    assert project.local("stays") == "ok" and project.local("goes") == "absent"
+
+
+# -- the order a plan takes when tasks wait (waiting_plan), over random plans
+
+
+@st.composite
+def plans(draw: st.DrawFn) -> tuple[list[tuple[int, str, tuple[int, ...]]], dict[int, str]]:
+    """Tasks (number, target, after) in an order that respects ``after``, and waits."""
+    count = draw(st.integers(2, 9))
+    targets = [f"n{draw(st.integers(0, 4))}" for _ in range(count)]
+    tasks = []
+    for number in range(1, count + 1):
+        after = tuple(sorted(draw(st.sets(st.integers(1, number - 1), max_size=2))
+                             if number > 1 else ()))
+        tasks.append((number, targets[number - 1], after))
+    waits = draw(st.dictionaries(st.integers(1, count), st.sampled_from(targets), max_size=3))
+    return tasks, waits
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(plans())
+def test_a_waiting_plan_keeps_every_order_and_waits_where_it_can(drawn):
+    from unfurl_lite.model.entities import Implementation, Operation
+    from unfurl_lite.plan.tasks import Plan, Task
+    from unfurl_lite.run.render_phase import waiting_plan
+
+    tasks, waits = drawn
+    op = Operation("Standard", "configure", Implementation("Template"))
+    plan = Plan("deploy", [Task(n, t, t, op, "add", "deploy", after=a) for n, t, a in tasks])
+    values = {n: (f"::{t}::attr",) for n, t in waits.items()}
+    out = waiting_plan(plan, values)
+    numbers = [t.number for t in out.tasks]
+    assert sorted(numbers) == [n for n, _, _ in tasks]  # the same tasks
+    place = {n: i for i, n in enumerate(numbers)}
+    for task in out.tasks:
+        assert set(task.after) >= set(plan.tasks[task.number - 1].after)
+        assert all(place[b] < place[task.number] for b in task.after)  # order kept
+        if task.number in waits:
+            assert task.waits_on == values[task.number]
+            for other in out.tasks:  # after every task of what it waits for, but a cycle
+                if other.target == waits[task.number] and other.number != task.number \
+                        and other.number not in task.after:
+                    assert other.number in _followers_of(out, task.number)
+    first_waiting = min((place[n] for n in waits), default=len(numbers))
+    assert all(n not in waits for n in numbers[:first_waiting])
+
+
+def _followers_of(plan, number: int) -> set[int]:
+    """Every task that (transitively) follows ``number`` in ``plan``."""
+    found, todo = set(), [number]
+    while todo:
+        current = todo.pop()
+        for task in plan.tasks:
+            if current in task.after and task.number not in found:
+                found.add(task.number)
+                todo.append(task.number)
+    return found

@@ -1,0 +1,238 @@
+"""The render phase: every operation's inputs rendered before the job runs anything.
+
+Unfurl 1.2.0 renders each task of a job before it runs the first one. A task whose render
+read a *live* value of another instance that a task of the same job may still change (an
+attribute: declared as one, not a declared property, or one an operation set) waits for
+that instance's tasks ("Cannot render yet, depends on ['::db::url']"): it is moved after
+them and rendered again when it runs; in deploy it never runs when that instance did not
+end operational ("Never ran: non-operational dependencies"). Any other render failure is
+a configuration error, and the job is aborted before anything runs ("Aborting job: there
+were errors during rendering"): nothing is recorded or committed, and the job's status is
+error (exit 64 with ``--jobexitcode error``).
+
+In undeploy a task whose render fails is left out of the job instead (Unfurl keeps it
+waiting for a render that never comes: "Can not render yet, found errors"), and the rest
+runs. Cloudify's workflows, relationship operations, guarded tasks and a resumed job (its
+first run rendered them) render nothing in advance.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+
+from unfurl_lite.errors import ExpressionError, RenderCancelled, UnfurlLiteError
+from unfurl_lite.expressions.context import plain_inputs, render_inputs
+from unfurl_lite.expressions.expr import evaluate
+from unfurl_lite.expressions.limits import RENDER_SECONDS
+from unfurl_lite.expressions.reads import watch_reads
+from unfurl_lite.model.entities import Instance, NodeTemplate, Priority, Status
+from unfurl_lite.plan.tasks import Plan, Task
+from unfurl_lite.run.outcome import TaskRun
+from unfurl_lite.run.requests import RequestBuilder
+
+#: an instance a task waited for is operational (deploy runs the task) with these
+OPERATIONAL = (Status.ok, Status.degraded)
+ABORT_MESSAGE = "Aborting job: there were errors during rendering"
+
+
+@dataclass
+class Rendered:
+    """What the render phase found: ``errors`` (the job is aborted) and, per task that
+    waits, the live values it read (``::db::url``) of instances other tasks change."""
+
+    errors: list[str] = field(default_factory=list)
+    waits: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    #: undeploy's tasks that cannot render, and why: left out of the job
+    dropped: dict[int, str] = field(default_factory=dict)
+
+
+def renders_first(plan: Plan, task: Task, templates: Mapping[str, NodeTemplate]) -> bool:
+    """Whether ``task`` is rendered in the render phase (see the module's docstring)."""
+    op = task.operation
+    if op is None or op.implementation is None or task.failure is not None:
+        return False
+    if task.requirement is not None or task.guard is not None:
+        return False
+    template = templates.get(task.template)
+    return template is None or template.priority == Priority.required
+
+
+def render_all(plan: Plan, instances: Mapping[str, Instance], builder: RequestBuilder,
+               carried: Iterable[int] = ()) -> Rendered:
+    """Render each task of ``plan`` the phase renders, with the instances as the job
+    starts; nothing is sent and nothing is changed but the secrets the builder learns."""
+    found = Rendered()
+    if plan.cloudify:
+        return found
+    done = set(carried)
+    templates = builder.ensemble.topology.templates
+    changing = {t.target for t in plan.tasks if not t.is_passthrough and t.number not in done}
+    for task in plan.tasks:
+        if task.number in done or not renders_first(plan, task, templates):
+            continue
+        error, read = _trial(task, instances[task.target], builder)
+        if task.workflow == "undeploy":  # nothing waits: what is being removed stays put
+            if error is not None:
+                found.dropped[task.number] = error
+            continue
+        live = tuple(f"::{name}::{key}" for name, keys in read.items()
+                     if name != task.target and name in changing
+                     for key in keys if _is_live(instances.get(name), templates, key))
+        if live:
+            found.waits[task.number] = live
+        elif error is not None:
+            op = task.operation
+            assert op is not None
+            found.errors.append(f"{task.target} {op.qualified_name}: {error}")
+    return found
+
+
+def _trial(task: Task, instance: Instance,
+           builder: RequestBuilder) -> tuple[str | None, dict[str, list[str]]]:
+    """Render the task's inputs (and environment) once, watching what is read: the error
+    it failed with (None: it rendered) and the values read, by instance."""
+    op = task.operation
+    assert op is not None and op.implementation is not None
+    if op.environment is None and plain_inputs(
+            op.run_inputs, task.extra_inputs, task.allow_override) is not None:
+        return None, {}  # nothing to evaluate: nothing can fail or be read
+    run = TaskRun(task)
+    ctx = builder.context(run)
+    ctx.time_limit = op.timeout if op.timeout else RENDER_SECONDS
+    ctx.extra = {**ctx.extra, "task": builder.task_settings(run)}
+    watch = watch_reads(ctx)
+    error = None
+    try:
+        render_inputs(op.run_inputs, task.extra_inputs, ctx, task.allow_override)
+        for value in (op.environment or {}).values():
+            evaluate(value, ctx)
+    except RenderCancelled:
+        raise
+    except (ExpressionError, UnfurlLiteError) as exc:
+        error = exc.message
+    except Exception as exc:  # whatever fails a render is the configuration's error
+        error = f"{type(exc).__name__}: {exc}"
+    finally:
+        builder.secrets.update(ctx.secrets)
+    return error, {name: list(keys) for name, keys in watch.values.items()}
+
+
+def _is_live(instance: Instance | None, templates: Mapping[str, NodeTemplate],
+             key: str) -> bool:
+    """Unfurl's live value: an attribute its template declares, a name that is not a
+    declared property, or one an operation already set."""
+    if instance is None:
+        return False
+    if key in instance.attributes:
+        return True
+    template = templates.get(instance.template)
+    if template is None:
+        return True
+    return key in template.attributes or key not in template.properties
+
+
+def waiting_plan(plan: Plan, waits: Mapping[int, tuple[str, ...]]) -> Plan:
+    """``plan`` with each waiting task after every task of the instances it waits for
+    (unless that would make a cycle), and moved, with what follows it, after the tasks
+    that do not wait: as Unfurl runs the tasks it could render first, and numbers tasks
+    in the order they run."""
+    if not waits:
+        return plan
+    by_number = {t.number: t for t in plan.tasks}
+    after = {t.number: list(t.after) for t in plan.tasks}
+    for number, values in waits.items():
+        instances = {v[2:].partition("::")[0] for v in values}
+        for other in plan.tasks:
+            if other.target in instances and not other.is_passthrough \
+                    and other.number not in after[number] \
+                    and not _reaches(after, other.number, number):
+                after[number].append(other.number)
+    deferred = _followers(after, set(waits))
+    position = {t.number: i for i, t in enumerate(plan.tasks)}
+    order = _ordered([t.number for t in plan.tasks if t.number not in deferred], after,
+                     position) + _ordered([n for n in position if n in deferred], after, position)
+    tasks = [replace(by_number[n], after=tuple(after[n]), waits_on=waits.get(n, ()))
+             if n in waits else by_number[n] for n in order]
+    return replace(plan, tasks=tasks)
+
+
+def without(plan: Plan, dropped: Mapping[int, str]) -> Plan:
+    """``plan`` without the ``dropped`` tasks; those that followed them no longer wait."""
+    if not dropped:
+        return plan
+    for number, error in dropped.items():
+        task = next(t for t in plan.tasks if t.number == number)
+        logging.getLogger(__name__).warning(
+            "%s %s: not run: its inputs cannot be rendered: %s", task.target, task.name, error)
+    return replace(plan, tasks=[
+        replace(t, after=tuple(a for a in t.after if a not in dropped))
+        for t in plan.tasks if t.number not in dropped])
+
+
+def _reaches(after: Mapping[int, list[int]], start: int, goal: int) -> bool:
+    """Whether ``start`` (transitively) follows ``goal``."""
+    seen, todo = set(), [start]
+    while todo:
+        number = todo.pop()
+        if number == goal:
+            return True
+        if number not in seen:
+            seen.add(number)
+            todo.extend(after.get(number, ()))
+    return False
+
+
+def _followers(after: Mapping[int, list[int]], roots: set[int]) -> set[int]:
+    """``roots`` and every task that (transitively) follows one of them."""
+    dependents: dict[int, list[int]] = {}
+    for number, befores in after.items():
+        for before in befores:
+            dependents.setdefault(before, []).append(number)
+    found, todo = set(roots), list(roots)
+    while todo:
+        for dependent in dependents.get(todo.pop(), ()):
+            if dependent not in found:
+                found.add(dependent)
+                todo.append(dependent)
+    return found
+
+
+def _ordered(numbers: list[int], after: Mapping[int, list[int]],
+             position: Mapping[int, int]) -> list[int]:
+    """``numbers`` in an order that keeps every task after those it follows, plan order
+    otherwise."""
+    chosen = set(numbers)
+    waiting = {n: sum(1 for b in after[n] if b in chosen) for n in numbers}
+    dependents: dict[int, list[int]] = {}
+    for n in numbers:
+        for b in after[n]:
+            if b in chosen:
+                dependents.setdefault(b, []).append(n)
+    heap = [(position[n], n) for n in numbers if not waiting[n]]
+    heapq.heapify(heap)
+    order: list[int] = []
+    while heap:
+        _, number = heapq.heappop(heap)
+        order.append(number)
+        for dependent in dependents.get(number, ()):
+            waiting[dependent] -= 1
+            if not waiting[dependent]:
+                heapq.heappush(heap, (position[dependent], dependent))
+    return order
+
+
+def not_operational(task: Task, instances: Mapping[str, Instance]) -> str | None:
+    """Why a deploy task that waited for other instances never runs: one of them did not
+    end operational (Unfurl 1.2.0: "Never ran: non-operational dependencies")."""
+    if not task.waits_on or task.workflow != "deploy":
+        return None
+    down = [v for v in task.waits_on if (inst := instances.get(v[2:].partition("::")[0]))
+            is not None and inst.status not in OPERATIONAL]
+    return f"Never ran: non-operational dependencies: {down}" if down else None
+
+
+__all__ = ["ABORT_MESSAGE", "Rendered", "not_operational", "render_all", "waiting_plan",
+           "without"]
