@@ -56,11 +56,13 @@ def examples(full: int) -> int:
     return full if FULL_EXAMPLES else max(min(full, 10), full // 4)
 
 
-ENSEMBLE_HEAD = """\
+SERVICE_HEAD = """\
 apiVersion: unfurl/v1alpha1
 kind: Ensemble
 spec:
   service_template:
+"""
+ENSEMBLE_HEAD = SERVICE_HEAD + """\
     topology_template:
       node_templates:
 """

@@ -233,6 +233,13 @@ def test_attributes_an_operation_sets_are_known_to_later_templates(project, invo
                               > ran.txt
         """)
     assert invoke("validate").exit_code == 0, invoke("validate").output
+    # Unfurl 1.2.0 renders configure before create has run: SELF.address, which nothing
+    # declares, is not there yet, so the job is aborted (unfurl-cases 174)
+    result = invoke("deploy", "--approve")
+    assert result.exit_code == 64 and "Aborting job" in result.output, result.output
+    assert not (project.root / "ran.txt").exists()
+    project.write(project.ensemble.read_text().replace(
+        "ip: {type: string}", "ip: {type: string}\n          address: {type: string}"))
     assert invoke("deploy", "--approve").exit_code == 0
     assert (project.root / "ran.txt").read_text().split() == ["10.0.0.9", "None", "None"]
 

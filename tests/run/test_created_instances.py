@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-HEAD = """\
-apiVersion: unfurl/v1alpha1
-kind: Ensemble
-spec:
-  service_template:
+from tests.conftest import SERVICE_HEAD
+
+HEAD = SERVICE_HEAD + """\
     node_types:
       test.Made:
         derived_from: tosca.nodes.Root

@@ -10,13 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import examples
+from tests.conftest import SERVICE_HEAD, examples
 
-HEAD = """\
-apiVersion: unfurl/v1alpha1
-kind: Ensemble
-spec:
-  service_template:
+HEAD = SERVICE_HEAD + """\
     types:
       nodes.Test:
         derived_from: tosca.nodes.Root

@@ -132,7 +132,8 @@ DERIVED = SECRET_PW_HEAD + """\
                 configure:
                   implementation: {className: Shell}
                   inputs:
-                    command: "echo {{ ('{' ~ TOPOLOGY.inputs.pw[2:9] ~ '}').format() }}"
+                    command: "true"
+                    resultTemplate: "{{ ('{' ~ TOPOLOGY.inputs.pw[2:9] ~ '}').format() }}"
         printer:
           type: tosca.nodes.Root
           interfaces:
@@ -174,8 +175,9 @@ def test_get_env_in_templates_obeys_the_allow_list(
     result = invoke("deploy", "--approve")
     assert "Traceback" not in result.output
     assert "GITHUB_TOKEN" in result.output and "not passed to operations" in result.output
-    assert project.local("ok") == "ok"
-    assert project.local("app") != "ok"
+    # as Unfurl, a template that cannot render aborts the job before anything runs
+    assert "Aborting job" in result.output
+    assert project.status() == {} and project.jobs_tsv() == []
     everything = _all_text(project.root) + result.output
     assert TOKEN[::-1] not in everything and TOKEN not in everything
 
@@ -250,11 +252,12 @@ def test_template_bombs_fail_their_task_with_bounded_memory(project: Project) ->
     import json
 
     report = json.loads(result.stdout[result.stdout.index("{"):])
-    messages = {t["target"]: t["message"] or "" for t in report["tasks"]}
+    # as Unfurl, the job is aborted by its render errors before anything runs
+    messages = {e.split(" ", 1)[0]: e for e in report["renderErrors"]}
     for name in BOMBS:
         assert any(w in messages[name] for w in ("too large", "too much", "longer than")), name
-    assert "rendering took longer than 1 s" in messages["loop"]
-    assert all(project.local(name) != "ok" for name in BOMBS)
+    assert all(t["state"] == "pending" for t in report["tasks"])
+    assert project.status() == {} and project.jobs_tsv() == []
 
 
 def test_string_anchor_repeated_by_aliases_is_refused_at_validate(project: Project) -> None:
@@ -288,20 +291,20 @@ def test_include_diamond_is_refused_quickly(project: Project) -> None:
 # --- 4. exceptions and exits inside templates and operations
 
 
-def test_template_exception_fails_its_task_and_the_job_is_recorded(
+def test_template_exception_aborts_the_job_and_the_next_job_runs_once(
     project: Project, invoke: Invoke, tmp_path: Path
 ) -> None:
+    """As Unfurl: an exception while rendering aborts the job before anything runs (the
+    render phase); fixed, the next deploy runs each task once."""
     counter = tmp_path / "ran"
-    project.write(ensemble_yaml(
-        shell_node("good", f"\"echo x >> {counter}\"")
-        + shell_node("bad", "\"echo {{ '{0}'.format() }}\"")
-    ))
+    good = shell_node("good", f"\"echo x >> {counter}\"")
+    project.write(ensemble_yaml(good + shell_node("bad", "\"echo {{ '{0}'.format() }}\"")))
     result = invoke("deploy", "--approve")
     assert "Traceback" not in result.output
-    assert "IndexError" in result.output
-    assert project.local("good") == "ok"
-    assert project.local("bad") != "ok"
-    assert len(project.jobs_tsv()) >= 2
+    assert "IndexError" in result.output and "Aborting job" in result.output
+    assert not counter.exists() and project.jobs_tsv() == []
+    project.write(ensemble_yaml(good + shell_node("bad", "\"echo fixed\"")))
+    assert invoke("deploy", "--approve").exit_code == 0
     invoke("deploy", "--approve")
     assert counter.read_text() == "x\n"  # the task that ran is never run again
 

@@ -38,8 +38,9 @@ from unfurl_lite.model.lineage import NORMATIVE_ATTRIBUTES, ancestry, normative_
 #: inputs keeps its type's implementation there
 CLOUDIFY_INTERFACES = frozenset(
     short for name, short in INTERFACE_ALIASES.items() if name.startswith("cloudify."))
-#: TOSCA's normative node types that declare no property (every other one may: its
-#: template's properties are all kept)
+#: TOSCA's normative node types that declare no property: a template whose type the
+#: document declares, derived only from those, drops the properties none declares (a
+#: template typed directly ``tosca.nodes.Root`` keeps them: docs/differences-from-unfurl.md)
 _PROPERTYLESS = frozenset({"tosca.nodes.Root", "tosca.nodes.Compute"})
 SENSITIVE_TYPES = ("unfurl.datatypes.Sensitive", "sensitive", "tosca.datatypes.Credential")
 
@@ -252,7 +253,8 @@ def _node_template(
                                    if t is None and not structure.is_optional(d)),
         undeclared_properties=frozenset(
             k for k in data.get("properties") or {} if k not in property_defs)
-        if all(t in types or t in _PROPERTYLESS for t in chain) else frozenset(),
+        if type_name in types and all(t in types or t in _PROPERTYLESS for t in chain)
+        else frozenset(),
     )
 
 

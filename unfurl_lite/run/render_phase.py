@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import heapq
 import logging
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
@@ -102,6 +103,7 @@ def _trial(task: Task, instance: Instance,
     run = TaskRun(task)
     ctx = builder.context(run)
     ctx.time_limit = op.timeout if op.timeout else RENDER_SECONDS
+    ctx.deadline = time.monotonic() + ctx.time_limit
     ctx.extra = {**ctx.extra, "task": builder.task_settings(run)}
     watch = watch_reads(ctx)
     error = None
