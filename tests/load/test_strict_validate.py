@@ -234,7 +234,7 @@ def test_attributes_an_operation_sets_are_known_to_later_templates(project, invo
         """)
     assert invoke("validate").exit_code == 0, invoke("validate").output
     # Unfurl 1.2.0 renders configure before create has run: SELF.address, which nothing
-    # declares, is not there yet, so the job is aborted (unfurl-cases 186)
+    # declares, is not there yet, so the job is aborted (unfurl-cases 196)
     result = invoke("deploy", "--approve")
     assert result.exit_code == 64 and "Aborting job" in result.output, result.output
     assert not (project.root / "ran.txt").exists()

@@ -2,7 +2,7 @@
 runs the first: a render error aborts the job before anything runs and nothing is
 recorded; a task that reads a live value of another instance a task of the job changes
 waits for it, and in deploy never runs when that instance did not end operational
-(tests/data/unfurl-cases/158, 159 and 181-186 hold Unfurl's runs)."""
+(tests/data/unfurl-cases/158, 159 and 191-196 hold Unfurl's runs)."""
 
 from __future__ import annotations
 
@@ -118,7 +118,7 @@ def _deletes(name: str, run: str) -> str:
 
 def test_undeploy_leaves_out_what_it_cannot_render(project, invoke, caplog):
     """As Unfurl: the delete that cannot render never runs (the instance stays), the
-    others do, and the job is not aborted (case 185)."""
+    others do, and the job is not aborted (case 195)."""
     project.write(HEAD + _deletes("stays", "{{ SELF.nosuch }}") + _deletes("goes", "bye"))
     assert invoke("deploy", "--approve").exit_code == 0
     rows = len(project.jobs_tsv())
