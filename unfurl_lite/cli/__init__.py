@@ -27,6 +27,10 @@ def main(argv: list[str] | None = None) -> Any:
         return 0
     import gc
 
+    if argv is None:  # the command's own process: dataclasses' code compiled once
+        from unfurl_lite.load import codecache
+
+        codecache.enable()
     from unfurl_lite.cli.main import main as run
 
     # Parsing a large ensemble allocates hundreds of thousands of objects and almost no

@@ -1,0 +1,115 @@
+"""dataclasses' generated methods compiled once and kept beside the bytecode
+(``load/codecache.py``): classes made through the cache behave as the ones dataclasses
+makes alone, a second process finds what the first compiled, and a file that is not to
+be trusted, or is damaged, is never read."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from unfurl_lite.load import codecache
+
+
+@pytest.fixture
+def cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """The cache enabled over ``tmp_path``, this test's alone: dataclasses' own exec and
+    the cache's state are put back afterwards."""
+    monkeypatch.setattr(codecache, "_compiled", {})
+    monkeypatch.setattr(codecache, "_added", 0)
+    monkeypatch.setattr(codecache.atexit, "register", lambda *args: None)
+    monkeypatch.setattr(dataclasses, "exec", exec, raising=False)
+    monkeypatch.setattr(codecache.sys, "dont_write_bytecode", False)
+    directory = tmp_path / "__pycache__"
+    directory.mkdir()
+    codecache.enable(str(directory))
+    return directory
+
+
+def _classes() -> tuple[Any, ...]:
+    @dataclasses.dataclass(frozen=True)
+    class Frozen:
+        """doc"""
+        name: str
+        size: int = 3
+        tags: tuple[str, ...] = ()
+        kind: ClassVar[str] = "frozen"
+
+    @dataclasses.dataclass
+    class Plain:
+        """doc"""
+        items: list[int] = dataclasses.field(default_factory=list)
+        note: str | None = dataclasses.field(default=None, compare=False, repr=False)
+
+    @dataclasses.dataclass(order=True)
+    class Ordered:
+        """doc"""
+        a: int
+        b: str = "x"
+
+    return Frozen, Plain, Ordered
+
+
+def _behaviour(frozen: Any, plain: Any, ordered: Any) -> list[Any]:
+    one = frozen("a")
+    try:
+        one.name = "b"
+        refused = False
+    except dataclasses.FrozenInstanceError:
+        refused = True
+    return [repr(one), one == frozen("a", 3), hash(one) == hash(frozen("a")), refused,
+            frozen.kind, repr(plain()), plain([1], "n") == plain([1], "m"),
+            plain().items is not plain().items, repr(sorted([ordered(2), ordered(1, "y")])),
+            [f.name for f in dataclasses.fields(plain)]]
+
+
+def test_classes_made_through_the_cache_behave_as_dataclasses_makes_them(cache: Path) -> None:
+    through = _behaviour(*_classes())  # compiled and kept
+    again = _behaviour(*_classes())  # from what was kept
+    codecache._store(str(cache))
+    dataclasses.exec = exec  # type: ignore[attr-defined]
+    alone = _behaviour(*_classes())
+    assert through == again == alone
+    assert codecache._added > 0
+
+
+def test_a_second_process_reads_what_the_first_compiled(cache: Path) -> None:
+    _classes()
+    codecache._store(str(cache))
+    [written] = cache.iterdir()
+    assert written.name == codecache.FILE
+    assert codecache._read(str(written)) == codecache._compiled
+    assert codecache._compiled  # what the next start loads instead of compiling
+
+
+def test_nothing_is_written_where_python_writes_no_bytecode(
+        cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(codecache.sys, "dont_write_bytecode", True)
+    _classes()
+    codecache._store(str(cache))
+    assert list(cache.iterdir()) == []
+
+
+@pytest.mark.parametrize("damage", ["writable by others", "a symlink", "not marshal",
+                                    "not a mapping", "not code"])
+def test_a_file_not_to_be_trusted_or_damaged_is_not_read(cache: Path, damage: str) -> None:
+    _classes()
+    codecache._store(str(cache))
+    path = cache / codecache.FILE
+    if damage == "writable by others":
+        os.chmod(path, 0o666)
+    elif damage == "a symlink":
+        real = cache.parent / "elsewhere.marshal"
+        path.rename(real)
+        path.symlink_to(real)
+    elif damage == "not marshal":
+        path.write_bytes(b"\xff" * 20)
+    elif damage == "not a mapping":
+        path.write_bytes(__import__("marshal").dumps([1, 2]))
+    else:
+        path.write_bytes(__import__("marshal").dumps({"def f(): pass": "text, not code"}))
+    assert codecache._read(str(path)) == {}

@@ -1,0 +1,111 @@
+"""The methods ``@dataclass`` writes for each model class, compiled once, like bytecode.
+
+Every ``@dataclass`` writes the source of its ``__init__``, ``__repr__``, ``__eq__`` (and
+``__setattr__``/``__delattr__`` when frozen) and compiles it when its module is imported:
+about a fifth of a command's imports, paid at each start (a deploy imports some fifty
+model classes). The source depends only on the class's fields, so the ``unfurl``
+command's process keeps each compiled text beside the package's own bytecode
+(``unfurl_lite/__pycache__``, when Python may write bytecode there) and the next start
+loads it instead of compiling it. Only the command's own process does this
+(:func:`enable`); a library caller's interpreter is left alone. The file is trusted as the
+bytecode beside it is: a regular file, owned by this user or by the package's owner,
+that nobody else can write; anything else is ignored.
+"""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import marshal
+import os
+import stat
+import sys
+from types import CodeType
+from typing import Any
+
+#: marshalled code is only read back by the interpreter that wrote it
+FILE = f"dataclass-code.{sys.implementation.cache_tag}-{sys.version.split()[0]}.marshal"
+MAX_BYTES = 4 * 1024 * 1024
+PYCACHE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                       "__pycache__")
+
+_compiled: dict[str, CodeType] = {}
+_added = 0  # texts compiled in this process and not yet in the file
+
+
+def enable(directory: str = PYCACHE) -> None:
+    """Compile dataclasses' methods through the cache from now on (call it before the
+    model's modules are imported), and store the new ones when the process exits."""
+    _compiled.update(_read(os.path.join(directory, FILE)))
+    dataclasses.exec = _exec  # type: ignore[attr-defined]  # dataclasses' global, not the builtin
+    atexit.register(_store, directory)
+
+
+def _trusted(info: os.stat_result, directory: str) -> bool:
+    """A regular file nobody but its owner can write, owned by us or by whoever owns the
+    package (whose bytecode the interpreter runs anyway)."""
+    if not stat.S_ISREG(info.st_mode) or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return False
+    try:
+        owner = os.stat(os.path.dirname(directory)).st_uid
+    except OSError:
+        return False
+    getuid = getattr(os, "getuid", None)
+    return getuid is None or info.st_uid in (getuid(), owner)
+
+
+def _read(path: str) -> dict[str, CodeType]:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return {}
+    try:
+        info = os.fstat(fd)
+        if not _trusted(info, os.path.dirname(path)) or info.st_size > MAX_BYTES:
+            return {}
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            found = marshal.loads(handle.read())
+    except (OSError, ValueError, EOFError, TypeError):  # what marshal raises on damage
+        return {}
+    finally:
+        os.close(fd)
+    if not isinstance(found, dict):
+        return {}
+    return {k: v for k, v in found.items() if isinstance(k, str) and type(v) is CodeType}
+
+
+def _exec(source: Any, globals: Any = None, locals: Any = None) -> None:
+    """``exec`` as dataclasses calls it (the text of a function maker, its globals, a
+    namespace), with the text compiled once; the same flags as the text alone gets (none
+    inherited from this module)."""
+    global _added
+    if type(source) is str:
+        code = _compiled.get(source)
+        if code is None:
+            code = compile(source, "<string>", "exec", dont_inherit=True)
+            _compiled[source] = code
+            _added += 1
+        source = code
+    exec(source, globals, locals)
+
+
+def _store(directory: str) -> None:
+    """The compiled texts, written atomically when this process compiled new ones, where
+    and when Python writes bytecode; silently skipped when they cannot be."""
+    if not _added or sys.dont_write_bytecode:
+        return
+    from pathlib import Path
+
+    from unfurl_lite.load.yamlio import temp_file
+
+    try:
+        payload = marshal.dumps(dict(_compiled))
+        if len(payload) > MAX_BYTES:
+            return
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = temp_file(Path(directory), ".dataclass-code.", mode=0o644)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+        os.replace(tmp, os.path.join(directory, FILE))
+    except (OSError, ValueError):
+        return
