@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import re
@@ -127,7 +128,9 @@ def parse_yaml(text: str) -> Any:
         return {"status": {"outputs": {"<unreadable ensemble>": str(error).splitlines()[0]}}}
 
 
+@functools.cache
 def case_settings(case: Path) -> dict[str, Any]:
+    """The case's case.yaml (read once: each step asks for it again; never change it)."""
     return load_yaml(case / "case.yaml") or {}
 
 

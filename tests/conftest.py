@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -142,10 +144,28 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     terminalreporter.write_line(f"{total:8.2f}s  total over {len(ranked)} tests")
 
 
+_parse_caches = itertools.count()
+_tmp_paths = itertools.count()
+
+
+@pytest.fixture
+def tmp_path(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """pytest's ``tmp_path`` (a new folder per test, kept as pytest keeps them), numbered by
+    this process instead of by ``mktemp``, which lists every earlier test's folder to find
+    the next number: seconds of a run, growing with the number of tests."""
+    name = re.sub(r"\W", "_", request.node.name)[:30]
+    path = tmp_path_factory.getbasetemp() / f"{name}-{next(_tmp_paths)}"
+    path.mkdir()
+    return path
+
+
 @pytest.fixture(autouse=True)
 def parse_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Each test gets its own parse cache, so none reads another's (or the user's)."""
-    directory = tmp_path_factory.mktemp("parse-cache")
+    """Each test gets its own parse cache, so none reads another's (or the user's): a
+    folder numbered by this process, not ``mktemp`` (which lists every earlier test's
+    folder to find the next number, thousands of times a run)."""
+    directory = tmp_path_factory.getbasetemp() / "parse-caches" / str(next(_parse_caches))
+    directory.mkdir(parents=True)
     monkeypatch.setenv("UNFURL_LITE_CACHE", str(directory))
     return directory
 
@@ -215,7 +235,7 @@ def template_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A git repo with an identity and one commit, made once per session (worker)."""
     root = tmp_path_factory.mktemp("template") / "project"
     root.mkdir()
-    git(root, "init", "-q", "-b", "main")
+    git(root, "init", "-q", "-b", "main", "--template=")  # no sample hooks: fewer files to copy
     git(root, "config", "user.email", "test@example.com")
     git(root, "config", "user.name", "Test")
     (root / ".gitignore").write_text("jobs/*.log\n")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import sources
 from tests.conftest import ROOT, ensemble_yaml, git, shell_node
 
 #: imported by nobody at start-up: the heavy libraries the issue names, and the others
@@ -126,8 +127,8 @@ def test_every_dataclass_has_a_docstring() -> None:
     ``inspect.signature``: about a millisecond per class at import, paid by every command
     (14 ms of the model's import before they had one)."""
     missing = []
-    for path in sorted((ROOT / "unfurl_lite").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
+    for path in sources.python_files(sources.PACKAGE):
+        for node in sources.nodes(path):
             if (isinstance(node, ast.ClassDef) and ast.get_docstring(node) is None
                     and any("dataclass" in ast.unparse(d) for d in node.decorator_list)):
                 missing.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}")

@@ -14,7 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, Invoke, Project, ensemble_yaml, git, run_unfurl, shell_node
+from tests.conftest import (
+    ROOT,
+    Invoke,
+    Project,
+    ensemble_yaml,
+    git,
+    run_in_process,
+    run_unfurl,
+    shell_node,
+)
 from tests.execution_helpers import chain_ensemble, count, kill9, start_unfurl, wait_for
 from unfurl_lite.load.loader import load_ensemble
 
@@ -131,7 +140,7 @@ def test_a_torn_line_does_not_hide_the_next_job(project: Project, invoke: Invoke
     lines = tsv.read_text().splitlines()
     assert lines[2] == first_job[:30] + "\tDAMAGED"
     new_job = lines[3].split("\t")[0]
-    history = run_unfurl(project.root, "history", "--json")
+    history = run_in_process(project.root, "history", "--json")
     assert history.returncode == 0
     assert new_job in history.stdout
     assert "jobs.tsv:3: damaged line skipped" in history.stderr
@@ -147,7 +156,7 @@ def test_bytes_that_are_not_utf8_are_skipped_and_reported(project: Project,
     tsv.write_bytes(tsv.read_bytes() + b"A6BNA7xw0000\tstatus=ok\tsummary=caf\xe9\n")
     git(project.root, "commit", "-qam", "bad byte")
     for command in (["status"], ["history"], ["undeploy", "--approve"]):
-        result = run_unfurl(project.root, *command)
+        result = run_unfurl(project.root, *command)  # each process says it once
         assert result.returncode == 0, result.stderr
         assert "Traceback" not in result.stderr
         assert "jobs.tsv:3: damaged line skipped: not UTF-8" in result.stderr
@@ -290,7 +299,7 @@ def test_a_stale_index_lock_is_refused_before_anything_runs(project: Project,
     marks = two_nodes(project, tmp_path)
     lock = project.root / ".git" / "index.lock"
     lock.write_text("")
-    result = run_unfurl(project.root, "deploy", "--approve")
+    result = run_in_process(project.root, "deploy", "--approve")
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert f"{lock} was left by a git process that is no longer running" in result.stderr
     assert f"rm {lock}" in result.stderr
@@ -437,19 +446,19 @@ def test_read_only_jobs_directory_is_a_clear_error(project: Project, tmp_path: P
     marks = two_nodes(project, tmp_path)
     (project.root / "jobs").mkdir()
     with immutable(project.root / "jobs"):
-        result = run_unfurl(project.root, "deploy", "--approve")
+        result = run_in_process(project.root, "deploy", "--approve")
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert f"cannot write {project.root / 'jobs'}" in result.stderr
     assert "make it writable" in result.stderr and "nothing was run" in result.stderr
     assert count(marks, "start") == 0
     assert not (project.root / ".unfurl-lite.lock").exists()
-    assert run_unfurl(project.root, "deploy", "--approve").returncode == 0
+    assert run_in_process(project.root, "deploy", "--approve").returncode == 0
 
 
 def test_read_only_ensemble_directory_is_a_clear_error(project: Project, tmp_path: Path) -> None:
     two_nodes(project, tmp_path)
     with immutable(project.root):
-        result = run_unfurl(project.root, "deploy", "--approve")
+        result = run_in_process(project.root, "deploy", "--approve")
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert f"cannot write {project.root}" in result.stderr and "writable" in result.stderr
 
@@ -458,11 +467,11 @@ def test_read_only_git_is_a_clear_error_and_resume_commits(project: Project,
                                                            tmp_path: Path) -> None:
     two_nodes(project, tmp_path)
     with immutable(project.root / ".git" / "objects"):
-        result = run_unfurl(project.root, "deploy", "--approve")
+        result = run_in_process(project.root, "deploy", "--approve")
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert "git commit failed" in result.stderr and "make the repository writable" in result.stderr
     assert project.local("b") == "ok"
-    resumed = run_unfurl(project.root, "resume")
+    resumed = run_in_process(project.root, "resume")
     assert resumed.returncode == 0, resumed.stderr
     assert staged_or_untracked(project) == []
 
