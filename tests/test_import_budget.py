@@ -42,7 +42,8 @@ PLAN_OURS = {
     "unfurl_lite.expressions.catalog", "unfurl_lite.expressions.names",
     "unfurl_lite.expressions.limits",  # a plan's templates render within one budget
     "unfurl_lite.security.taint",  # (limits knows tainted values)
-    "unfurl_lite.load", "unfurl_lite.load.builder", "unfurl_lite.load.expression_checks",
+    "unfurl_lite.load", "unfurl_lite.load.blockyaml", "unfurl_lite.load.builder",
+    "unfurl_lite.load.expression_checks",
     "unfurl_lite.load.guard", "unfurl_lite.load.imports", "unfurl_lite.load.interface_checks",
     "unfurl_lite.load.loader", "unfurl_lite.load.origins",  # (merge: only with directives)
     "unfurl_lite.load.parsecache", "unfurl_lite.load.plainyaml",

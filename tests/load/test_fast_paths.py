@@ -309,22 +309,31 @@ def ruamel_safe_load(text: str) -> Any:
 
 @pytest.mark.slow  # every distinct YAML text, read twice: about 3 s of CPU
 def test_plain_loader_reads_every_yaml_file_we_have_as_ruamel_does() -> None:
-    from unfurl_lite.load import plainyaml
+    from unfurl_lite.load import blockyaml, plainyaml
 
-    compared = 0
+    compared = by_lines = 0
     for text, path in yaml_texts().items():
         try:
             expected = ruamel_safe_load(text)
         except Exception:  # deliberately broken test data: both must refuse
             with pytest.raises(Exception):  # noqa: B017
                 plainyaml.load(text)
+            with pytest.raises(Exception):  # noqa: B017
+                blockyaml.load(text, plainyaml._scalar, plainyaml.implicit_type)
             continue
         try:
             assert _comparable(plainyaml.load(text)) == _comparable(expected), path
             compared += 1
         except plainyaml.NeedsFullLoader:
             pass
+        try:  # the line reader of everyday block YAML, too
+            assert _comparable(blockyaml.load(text, plainyaml._scalar, plainyaml.implicit_type)[0]
+                               ) == _comparable(expected), path
+            by_lines += 1
+        except blockyaml.NeedsFullLoader:
+            pass
     assert compared > 20
+    assert by_lines > 20
 
 
 scalar_text = st.one_of(

@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+from unfurl_lite.load import blockyaml
+from unfurl_lite.load.blockyaml import NeedsFullLoader
 from unfurl_lite.load.guard import DATA_KEYS, MAX_DEPTH, MAX_EXPANDED_CHARS, MAX_EXPANDED_NODES
 from unfurl_lite.security.characters import control_character
 
@@ -48,10 +50,6 @@ _IMPLICIT = re.compile(
 )
 
 
-class NeedsFullLoader(Exception):
-    """The document needs ruamel's full safe loader."""
-
-
 @lru_cache(maxsize=65536)
 def implicit_type(text: str) -> str:
     """What a plain scalar ``text`` loads as under YAML 1.2: 'str', 'int', 'bool'..."""
@@ -79,13 +77,18 @@ class Guarded(NamedTuple):
 
 
 def load_guarded(text: str) -> Guarded:
-    """:func:`load` with :func:`guard.check` and :func:`merge.has_directives` answered in
-    the same walk: at N=10,000 the two extra walks cost more than building the data.
-    Whatever the guard would refuse raises :class:`NeedsFullLoader` too, so the caller's
-    full road reports it, with its line."""
+    """:func:`load` (by lines, :mod:`blockyaml`, for the everyday subset) with
+    :func:`guard.check` and :func:`merge.has_directives` answered in the same walk: at
+    N=10,000 the two extra walks cost more than building the data. Whatever the guard
+    would refuse raises :class:`NeedsFullLoader` too, so the caller's full road reports
+    it, with its line."""
     if "%YAML" in text or "%TAG" in text:
         raise NeedsFullLoader("a directive")
     with _no_collection():
+        try:
+            return Guarded(*blockyaml.load(text, _scalar, implicit_type))
+        except NeedsFullLoader:
+            pass  # outside the everyday subset: the C composer's road reads it
         composer = _composer_class()(text)
         node = composer.get_single_node()
         builder = _GuardedBuilder()
