@@ -44,13 +44,13 @@ def agrees(text: str) -> bool:
     return True
 
 
-def block_dump(data: Any, mapping: int, sequence: int, offset: int) -> str:
+def block_dump(data: Any, mapping: int, sequence: int, offset: int, width: int = 4096) -> str:
     from ruamel.yaml import YAML
 
     yaml = YAML(typ="safe", pure=True)
     yaml.default_flow_style = False
     yaml.indent(mapping=mapping, sequence=sequence, offset=offset)
-    yaml.width = 4096
+    yaml.width = width  # long values folded over several lines, as records are written
     stream = io.StringIO()
     yaml.dump(data, stream)
     return stream.getvalue()
@@ -59,10 +59,11 @@ def block_dump(data: Any, mapping: int, sequence: int, offset: int) -> str:
 @SETTINGS
 @given(st.dictionaries(st.sampled_from(["template", "a.b", "x-y", "k 1", "+include"]),
                        records, min_size=1, max_size=5),
-       st.sampled_from([(2, 2, 0), (2, 4, 2), (4, 4, 2), (3, 5, 3), (2, 2, 2)]))
+       st.sampled_from([(2, 2, 0), (2, 4, 2), (4, 4, 2), (3, 5, 3), (2, 2, 2)]),
+       st.sampled_from([20, 80, 4096]))
 def test_what_ruamel_writes_in_block_style_reads_back_the_same(
-        data: dict[str, Any], indents: tuple[int, int, int]) -> None:
-    agrees(block_dump(data, *indents))
+        data: dict[str, Any], indents: tuple[int, int, int], width: int) -> None:
+    agrees(block_dump(data, *indents, width))
 
 
 #: pieces of lines: keys, items, scalars of every kind, comments, block scalars
@@ -105,6 +106,11 @@ def block_text(draw: Any) -> str:
                     for _ in range(draw(st.integers(1, 4))):
                         text = draw(st.sampled_from(_BODIES))
                         lines.append(body + text if text.strip() else text)
+                elif value and draw(st.integers(0, 3)) == 0:  # folded over more lines
+                    for _ in range(draw(st.integers(1, 3))):
+                        text = draw(st.sampled_from([*_BODIES, "two words", "1", "x #y"]))
+                        lines.append(" " * (indent + draw(st.integers(0, 4))) + text
+                                     if text.strip() else text)
             elif choice == 2 and not mapping:
                 node(indent + 2, depth + 1, f"{head} ")  # - k: v, the compact form
             else:
@@ -131,6 +137,7 @@ def block_text(draw: Any) -> str:
 @example("a: |\n  x\n  \nb: 1\n")
 @example("a: |\n    x\n   \n")
 @example("- |\n text")
+@example("a: 10000 tasks (1,\n  0 skipped)\nb: x\n\n  y\n\n\n  z\n")
 @example("a: |\n\n  x\n")
 @example("a: 1\n  b: 2\n")
 @example("a:\n    b: 1\n  c: 2\n")
@@ -169,7 +176,7 @@ def test_the_reader_reads_the_everyday_ensemble_and_declines_the_rest() -> None:
 """
     assert agrees(text)
     for declined in ["a: &x 1\nb: *x\n", "a: {b: 1}\n", "a: !!str 1\n", "a: >\n  x\n",
-                     "a: 'x\n  y'\n", "a: x\n  y\n", "---\na: 1\n", "a:\tb\n", "a: 1\r\n",
+                     "a: 'x\n  y'\n", "a: x\n  y: z\n", "---\na: 1\n", "a:\tb\n", "a: 1\r\n",
                      '"a\\tb": 1\n', "1: x\n", "a: 1\na: 2\n", "a: b: c\n", "- x\n  - y\n"]:
         with pytest.raises(blockyaml.NeedsFullLoader):
             read(declined)

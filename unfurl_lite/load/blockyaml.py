@@ -80,15 +80,17 @@ def load(text: str, scalar: Callable[[str], Any], key_type: Callable[[str], str]
 def _logical_lines(text: str, scalar: Callable[[str], Any], key_type: Callable[[str], str]
                    ) -> list[_Line]:
     """Each line's indentation and what it holds; ``- key: value`` is two logical lines
-    (the item, then its mapping at the key's column); a literal block scalar is read with
-    the line that opens it."""
+    (the item, then its mapping at the key's column); a literal block scalar, or a plain
+    one folded over several lines, is read with the line that opens it."""
     out: list[_Line] = []
     append = out.append
     raw: list[str] | None = None
     skip_to = 0  # the raw line after the last block scalar read
     typed_start = _TYPED_KEY_START
     plain_start = _INDICATORS
-    for number, (spaces, dash, plain, quoted, rest) in enumerate(_LINE.findall(text)):
+    lines = _LINE.findall(text)
+    last = len(lines) - 1
+    for number, (spaces, dash, plain, quoted, rest) in enumerate(lines):
         if number < skip_to:
             continue
         indent = len(spaces)
@@ -119,6 +121,10 @@ def _logical_lines(text: str, scalar: Callable[[str], Any], key_type: Callable[[
         first = rest[0]
         if first not in plain_start and " #" not in rest and ": " not in rest \
                 and rest[-1] not in ": ":
+            if number < last and len(lines[number + 1][0]) > indent:  # a line deeper: folded?
+                if raw is None:
+                    raw = text.split("\n")
+                rest, skip_to = _folded(rest, indent, raw, number + 1)
             value = scalar(rest)
         else:
             if raw is None:
@@ -126,6 +132,33 @@ def _logical_lines(text: str, scalar: Callable[[str], Any], key_type: Callable[[
             value, skip_to = _value(rest, indent, raw, number + 1, scalar)
         append((indent, _KEY_VALUE if key is not None else _ITEM_VALUE, key, value))
     return out
+
+
+def _folded(first: str, indent: int, raw: list[str], number: int) -> tuple[str, int]:
+    """A plain scalar continued on the lines after its first, each more indented than its
+    key or item at ``indent`` (as emitters fold long values at their width): the lines
+    joined by a space, a blank line kept as a line break. Declines a continuation line
+    that YAML might read otherwise (an indicator first, a colon, a comment)."""
+    pieces = [first]
+    blank = 0
+    count = len(raw)
+    while number < count:
+        line = raw[number]
+        content = line.strip(" ")
+        if not content:
+            blank += 1
+            number += 1
+            continue
+        if len(line) - len(line.lstrip(" ")) <= indent:
+            break
+        if content[0] in _INDICATORS or content[0] == "#" or ": " in content \
+                or " #" in content or content[-1] == ":":
+            raise NeedsFullLoader("a continuation line YAML might read otherwise")
+        pieces.append("\n" * blank if blank else " ")
+        pieces.append(content)
+        blank = 0
+        number += 1
+    return "".join(pieces), number - blank
 
 
 def _value(rest: str, indent: int, raw: list[str], number: int, scalar: Any) -> tuple[Any, int]:

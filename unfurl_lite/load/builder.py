@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from unfurl_lite.load import structure, yamlio
 from unfurl_lite.model import status_layout
@@ -57,8 +57,10 @@ def build(file: Path, text: str, data: dict[str, Any]) -> Ensemble:
     types = {name: _node_type(name, d or {}) for name, d in node_types.items()}
     relationship_templates = topology_tpl.get("relationship_templates") or {}
     node_templates = topology_tpl.get("node_templates") or {}
+    inherited: dict[str, _Inherited] = {}  # by type: computed once, not once per template
     templates = {
-        name: _node_template(name, d or {}, types, relationship_templates, relationship_types)
+        name: _node_template(name, d or {}, types, relationship_templates, relationship_types,
+                             cache=inherited)
         for name, d in node_templates.items()
     }
     if any(isinstance(d, dict) and d.get("requirements") for d in node_types.values()) or any(
@@ -193,19 +195,21 @@ def lineage(type_name: str, types: dict[str, NodeType]) -> tuple[str, ...]:
         type_name, lambda t: parents(types[t].derived_from) if t in types else ()))
 
 
-def _node_template(
-    name: str,
-    data: dict[str, Any],
-    types: dict[str, NodeType],
-    relationship_templates: dict[str, Any],
-    relationship_types: dict[str, Any],
-    implied: list[tuple[str, dict[str, Any], str | None]] | None = None,
-) -> NodeTemplate:
-    """One node template with what its type's ancestors give it (interfaces, property and
-    attribute definitions, root first, the template's own last), as TOSCA inherits them."""
-    type_name = data.get("type") or "tosca.nodes.Root"
-    if isinstance(type_name, str) and type_name.startswith("tosca:"):
-        type_name = normative_name(type_name)  # Unfurl records ``tosca:Root`` by its full name
+class _Inherited(NamedTuple):
+    """What a template of a type inherits, the same for every template of that type: its
+    lineage, its ancestors' interfaces, definitions and initial values (read-only: a
+    template copies what it changes)."""
+
+    chain: tuple[str, ...]
+    interfaces: Interfaces
+    property_defs: dict[str, Any]
+    interface_types: dict[str, str]
+    properties: dict[str, Any]  # the definitions' defaults
+    attributes: dict[str, Any]  # declared (null when no default) and defaults
+    sensitive: frozenset[str]
+
+
+def _inherit(type_name: str, types: dict[str, NodeType]) -> _Inherited:
     chain = lineage(type_name, types)
     ancestors = [types[t] for t in reversed(chain) if t in types]  # root first
     interfaces: Interfaces = {}
@@ -217,20 +221,43 @@ def _node_template(
         interfaces = _merge_interfaces(interfaces, node_type.interfaces)
         property_defs.update(node_type.properties)
         attribute_defs.update(node_type.attributes)
-    interfaces = _merge_interfaces(interfaces, _interfaces(data.get("interfaces") or {}))
-    interfaces = _apply_defaults(interfaces, (data.get("interfaces") or {}).get("defaults"))
-    properties = {
-        key: d["default"]
-        for key, d in property_defs.items()
-        if isinstance(d, dict) and "default" in d
-    }
-    properties.update(data.get("properties") or {})
+    properties = {key: d["default"] for key, d in property_defs.items()
+                  if isinstance(d, dict) and "default" in d}
     attributes: dict[str, Any] = {  # declared, with no default: null, as in Unfurl
         name: None for t in reversed(chain)
         for name in NORMATIVE_ATTRIBUTES.get(normative_name(t), ())}
     attributes.update({key: d.get("default") if isinstance(d, dict) else None
                        for key, d in attribute_defs.items()})
-    attributes.update(data.get("attributes") or {})
+    sensitive = frozenset(k for k, d in property_defs.items() if _is_sensitive(d))
+    return _Inherited(chain, interfaces, property_defs, interface_types, properties, attributes,
+                      sensitive)
+
+
+def _node_template(
+    name: str,
+    data: dict[str, Any],
+    types: dict[str, NodeType],
+    relationship_templates: dict[str, Any],
+    relationship_types: dict[str, Any],
+    implied: list[tuple[str, dict[str, Any], str | None]] | None = None,
+    cache: dict[str, _Inherited] | None = None,
+) -> NodeTemplate:
+    """One node template with what its type's ancestors give it (interfaces, property and
+    attribute definitions, root first, the template's own last), as TOSCA inherits them."""
+    type_name = data.get("type") or "tosca.nodes.Root"
+    if isinstance(type_name, str) and type_name.startswith("tosca:"):
+        type_name = normative_name(type_name)  # Unfurl records ``tosca:Root`` by its full name
+    inherited = (cache or {}).get(type_name)
+    if inherited is None:
+        inherited = _inherit(type_name, types)
+        if cache is not None:
+            cache[type_name] = inherited
+    chain, interfaces, property_defs, interface_types, properties, attributes, sensitive = \
+        inherited
+    interfaces = _merge_interfaces(interfaces, _interfaces(data.get("interfaces") or {}))
+    interfaces = _apply_defaults(interfaces, (data.get("interfaces") or {}).get("defaults"))
+    properties = {**properties, **(data.get("properties") or {})}
+    attributes = {**attributes, **(data.get("attributes") or {})}
     metadata = data.get("metadata") or {}
     priority = data.get("priority") or metadata.get("priority") or "required"
     return NodeTemplate(
@@ -245,7 +272,7 @@ def _node_template(
         directives=tuple(data.get("directives") or ()),
         priority=Priority(priority) if priority in Priority.__members__ else Priority.required,
         type_lineage=chain,
-        sensitive_properties=frozenset(k for k, d in property_defs.items() if _is_sensitive(d)),
+        sensitive_properties=sensitive,
         default_instances=_default_instances(data),
         attributes=attributes,
         interface_types={**interface_types, **_interface_types(data.get("interfaces"))},

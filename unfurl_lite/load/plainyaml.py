@@ -63,6 +63,10 @@ def load(text: str) -> Any:
     if "%YAML" in text or "%TAG" in text:  # directives change how scalars resolve
         raise NeedsFullLoader("a directive")
     with _no_collection():
+        try:
+            return blockyaml.load(text, _scalar, implicit_type)[0]
+        except NeedsFullLoader:
+            pass  # outside the everyday subset: the C composer's road reads it
         composer = _composer_class()(text)
         node = composer.get_single_node()
         return None if node is None else _Builder().build(node)
