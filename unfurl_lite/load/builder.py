@@ -270,7 +270,8 @@ def _node_template(
         interfaces=interfaces,
         metadata=metadata,
         directives=tuple(data.get("directives") or ()),
-        priority=Priority(priority) if priority in Priority.__members__ else Priority.required,
+        priority=_PRIORITIES.get(priority, Priority.required)
+        if isinstance(priority, str) else Priority.required,
         type_lineage=chain,
         sensitive_properties=sensitive,
         default_instances=_default_instances(data),
@@ -495,38 +496,38 @@ def _operation(
     )
 
 
+#: the keys of a status record the Instance models (the others are kept as they are)
+_MODELED_KEYS = frozenset({"template", "priority", "readyState", "attributes", "created",
+                           "lastConfigChange", "lastStateChange", "protected", "requirements"})
+#: each enum's members by name (the names are the values): a dict lookup per instance
+#: instead of the enum's call
+_STATUSES = {name: Status(name) for name in Status.__members__}
+_STATES = {name: NodeState(name) for name in NodeState.__members__}
+_PRIORITIES = {name: Priority(name) for name in Priority.__members__}
+
+
 def build_instance(name: str, record: dict[str, Any], host: str | None = None) -> Instance:
     """One recorded instance from its status record; keys we do not model are kept as they
     were, so writing the status back loses nothing."""
     ready = record.get("readyState") or {}
     if isinstance(ready, str):
         ready = {"local": ready}
-    known = {
-        "template",
-        "priority",
-        "readyState",
-        "attributes",
-        "created",
-        "lastConfigChange",
-        "lastStateChange",
-        "protected",
-        "requirements",
-    }
     local = ready.get("local", "unknown")
     state = ready.get("state")
     priority = record.get("priority", "required")
     return Instance(
         name=name,
         template=record.get("template") or name,
-        status=Status(local) if local in Status.__members__ else Status.unknown,
-        state=NodeState(str(state)) if state in NodeState.__members__ else None,
-        priority=Priority(priority) if priority in Priority.__members__ else Priority.required,
+        status=_STATUSES.get(local, Status.unknown) if isinstance(local, str) else Status.unknown,
+        state=_STATES.get(state) if isinstance(state, str) else None,
+        priority=_PRIORITIES.get(priority, Priority.required)
+        if isinstance(priority, str) else Priority.required,
         attributes=dict(record.get("attributes") or {}),
         created=record.get("created"),
         last_config_change=record.get("lastConfigChange"),
         last_state_change=record.get("lastStateChange"),
         protected=bool(record.get("protected", False)),
-        extra={k: v for k, v in record.items() if k not in known}
+        extra={k: v for k, v in record.items() if k not in _MODELED_KEYS}
         | ({status_layout.HOSTED_ON: host} if host else {}),
         relationships=_relationships(record.get("requirements")),
     )
