@@ -154,3 +154,30 @@ def test_a_cloudify_operation_overridden_by_its_inputs_keeps_the_types_implement
     stdout = [c["result"]["stdout"] for c in safe_load(job.read_text())["changes"]
               if "result" in c]
     assert stdout == ["create given\n"]
+
+
+def test_what_a_type_gives_is_worked_out_once_however_many_templates_have_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Linear in N: a type's inheritance (lineage, merged interfaces, definitions) is
+    computed once per type, not once per template; each template still gets its own
+    copies (one template's properties changed leave the others' alone)."""
+    from pathlib import Path
+
+    from unfurl_lite.load import builder
+
+    calls: list[str] = []
+    inherit = builder._inherit
+    monkeypatch.setattr(builder, "_inherit",
+                        lambda name, types: calls.append(name) or inherit(name, types))
+    types = "".join(f"      T{k}:\n        derived_from: tosca.nodes.Root\n"
+                    f"        properties:\n          p: {{type: string, default: d{k}}}\n"
+                    for k in range(3))
+    templates = "".join(f"        n{i}:\n          type: T{i % 3}\n" for i in range(300))
+    text = (HEAD + "spec:\n  service_template:\n    node_types:\n" + types
+            + "    topology_template:\n      node_templates:\n" + templates)
+    data = yamlio.parse_plain(text)
+    built = builder.build(Path("ensemble.yaml"), text, data).topology.templates
+    assert sorted(calls) == ["T0", "T1", "T2"]
+    assert built["n0"].properties == {"p": "d0"} and built["n4"].properties == {"p": "d1"}
+    built["n0"].properties["p"] = "changed"
+    assert built["n3"].properties == {"p": "d0"}
