@@ -17,7 +17,7 @@ import pytest
 from tests import sources
 
 PACKAGE = Path(__file__).resolve().parent.parent / "unfurl_lite"
-LAYERS = ["errors", "security", "model", "expressions", "load", "plan", "run", "record",
+LAYERS = ["errors", "exports", "security", "model", "expressions", "load", "plan", "run", "record",
           "api", "view", "cli"]
 TOP = {"__init__", "__main__"}  # the package's front door may re-export anything
 GIT_LAYER = "unfurl_lite.load.gitrepo"

@@ -29,6 +29,7 @@ VERSION_BUDGET = {"unfurl_lite", "unfurl_lite.cli", "unfurl_lite.cli.version"}
 PLAN_PACKAGES = {"click", "ruamel", "_ruamel_yaml", "_cython_3_0_11", "cython_runtime"}
 PLAN_OURS = {
     "unfurl_lite", "unfurl_lite.errors",
+    "unfurl_lite.exports",  # the api's table of names (importlib and sys only)
     "unfurl_lite.api", "unfurl_lite.api.project",
     "unfurl_lite.cli", "unfurl_lite.cli.commands", "unfurl_lite.cli.commands.common",
     "unfurl_lite.cli.commands.project", "unfurl_lite.cli.main",

@@ -156,16 +156,21 @@ def test_tests_start_python_through_sys_executable() -> None:
     assert bare == []
 
 
-@pytest.mark.parametrize("front_door", ["__init__.py", "api/__init__.py"])
+#: the packages whose front door offers names of their modules
+FRONT_DOORS = ["__init__.py", "api/__init__.py", "plan/__init__.py",
+               "run/operations/__init__.py", "run/executors/celery/__init__.py"]
+
+
+@pytest.mark.parametrize("front_door", FRONT_DOORS)
 def test_each_package_offers_one_table_of_names(front_door: str) -> None:
     """The public surface is written once (EXPORTS, which makes ``__all__``); the imports
     for type checkers name exactly the same names, so the two cannot drift apart."""
     import importlib
 
     path = PACKAGE / front_door
-    module = importlib.import_module(
-        "unfurl_lite" + ("" if front_door == "__init__.py" else ".api"))
-    tree = ast.parse(path.read_text())
+    module = importlib.import_module(".".join(
+        ("unfurl_lite", *Path(front_door).parent.parts)).rstrip("."))
+    tree = sources.tree(path)
     typed = {alias.asname or alias.name for node in tree.body
              if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
              for statement in node.body if isinstance(statement, ast.ImportFrom)

@@ -19,8 +19,9 @@ Each use case lives in a module of this package, imported when first used, so th
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from unfurl_lite.exports import lazy
 
 if TYPE_CHECKING:
     from unfurl_lite.api.control import (
@@ -119,17 +120,4 @@ EXPORTS: dict[str, str] = {
 __all__ = sorted(EXPORTS)  # pyright: ignore[reportUnsupportedDunderAll]  # made from EXPORTS
 
 
-def __getattr__(name: str) -> Any:
-    """PEP 562: import a name's module when the name is first used."""
-    target = EXPORTS.get(name)
-    if target is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module_name, _, attribute = target.partition(":")
-    module = importlib.import_module(module_name)
-    value = getattr(module, attribute) if attribute else module
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(EXPORTS))
+__getattr__, __dir__ = lazy(__name__, EXPORTS)

@@ -16,22 +16,21 @@ tasks. Planning runs nothing and writes nothing, and leaves the ensemble as it w
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from unfurl_lite.exports import lazy
 
 if TYPE_CHECKING:
     from unfurl_lite.plan.registry import build
     from unfurl_lite.plan.tasks import Plan, Task
 
-__all__ = ["Plan", "Task", "build"]
+#: public name -> "module:attribute" it is defined in
+EXPORTS: dict[str, str] = {
+    "Plan": "unfurl_lite.plan.tasks:Plan",
+    "Task": "unfurl_lite.plan.tasks:Task",
+    "build": "unfurl_lite.plan.registry:build",
+}
 
+__all__ = sorted(EXPORTS)  # pyright: ignore[reportUnsupportedDunderAll]  # made from EXPORTS
 
-def __getattr__(name: str) -> Any:
-    if name == "build":
-        from unfurl_lite.plan import registry
-
-        return registry.build
-    if name in ("Plan", "Task"):
-        from unfurl_lite.plan import tasks
-
-        return getattr(tasks, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = lazy(__name__, EXPORTS)

@@ -4,41 +4,26 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from unfurl_lite.run.operations.base import OperationRequest, OperationResult, RetryOperation
-from unfurl_lite.run.operations.processes import ProcessTable
+from unfurl_lite.exports import lazy
 
 if TYPE_CHECKING:
-    from unfurl_lite.run.operations.shell import Places
+    from unfurl_lite.run.operations.base import (
+        OperationRequest,
+        OperationResult,
+        RetryOperation,
+    )
+    from unfurl_lite.run.operations.dispatch import run_operation
+    from unfurl_lite.run.operations.processes import ProcessTable
 
+#: public name -> "module:attribute" it is defined in
+EXPORTS: dict[str, str] = {
+    "OperationRequest": "unfurl_lite.run.operations.base:OperationRequest",
+    "OperationResult": "unfurl_lite.run.operations.base:OperationResult",
+    "RetryOperation": "unfurl_lite.run.operations.base:RetryOperation",
+    "ProcessTable": "unfurl_lite.run.operations.processes:ProcessTable",
+    "run_operation": "unfurl_lite.run.operations.dispatch:run_operation",
+}
 
-def run_operation(
-    request: OperationRequest, processes: ProcessTable | None = None,
-    places: Places | None = None,
-) -> OperationResult:
-    """Run one operation where this process is (a local thread or a worker); a command it
-    starts is in ``processes``, the table of the executor that kill-cancels it. ``places``
-    keeps the working directories already confined for this executor's job."""
-    if request.kind == "Shell":
-        from unfurl_lite.run.operations import shell
+__all__ = sorted(EXPORTS)  # pyright: ignore[reportUnsupportedDunderAll]  # made from EXPORTS
 
-        return shell.run(request, processes, places)
-    if request.kind == "Python":
-        from unfurl_lite.run.operations import python
-
-        return python.run(request, processes)
-    # Template: nothing runs; `run`/`done` were evaluated by the controller
-    run = request.inputs.get("run")
-    if request.dryrun:
-        # as Unfurl's TemplateConfigurator: a true `dryrun` input makes it dry-runnable, and
-        # a mapping given there is the result instead of `run`'s
-        pretend = request.inputs.get("dryrun")
-        if not pretend:  # no dry-run form: the job decides what that means for its workflow
-            return OperationResult(success=True, modified=False, skipped=True)
-        if isinstance(pretend, dict):
-            run = pretend
-    outputs = dict(run) if isinstance(run, dict) else ({"result": run} if run is not None else {})
-    return OperationResult(success=True, modified=None, outputs=outputs)
-
-
-__all__ = ["OperationRequest", "OperationResult", "ProcessTable", "RetryOperation",
-           "run_operation"]
+__getattr__, __dir__ = lazy(__name__, EXPORTS)

@@ -1,0 +1,40 @@
+"""Which code runs an operation: the Shell, Python or Template kind of its request."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from unfurl_lite.run.operations.base import OperationRequest, OperationResult
+from unfurl_lite.run.operations.processes import ProcessTable
+
+if TYPE_CHECKING:
+    from unfurl_lite.run.operations.shell import Places
+
+
+def run_operation(
+    request: OperationRequest, processes: ProcessTable | None = None,
+    places: Places | None = None,
+) -> OperationResult:
+    """Run one operation where this process is (a local thread or a worker); a command it
+    starts is in ``processes``, the table of the executor that kill-cancels it. ``places``
+    keeps the working directories already confined for this executor's job."""
+    if request.kind == "Shell":
+        from unfurl_lite.run.operations import shell
+
+        return shell.run(request, processes, places)
+    if request.kind == "Python":
+        from unfurl_lite.run.operations import python
+
+        return python.run(request, processes)
+    # Template: nothing runs; `run`/`done` were evaluated by the controller
+    run = request.inputs.get("run")
+    if request.dryrun:
+        # as Unfurl's TemplateConfigurator: a true `dryrun` input makes it dry-runnable, and
+        # a mapping given there is the result instead of `run`'s
+        pretend = request.inputs.get("dryrun")
+        if not pretend:  # no dry-run form: the job decides what that means for its workflow
+            return OperationResult(success=True, modified=False, skipped=True)
+        if isinstance(pretend, dict):
+            run = pretend
+    outputs = dict(run) if isinstance(run, dict) else ({"result": run} if run is not None else {})
+    return OperationResult(success=True, modified=None, outputs=outputs)
