@@ -48,9 +48,11 @@ def test_an_attribute_default_a_task_reads_is_recorded(project: Project) -> None
     proc = run_in_process(project.root, *JOB)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     status = project.status()
-    # read by its own task, and by another instance's task through a query
-    assert status["kid"]["attributes"] == {"note": "from-type", "unread": "never-read"}
-    # a property is no attribute; an attribute without a default, or never read, is not kept
+    # read by its own task, and by another instance's task through a query; one without a
+    # default is kept null, as Unfurl keeps it (unfurl-cases 192)
+    assert status["kid"]["attributes"] == {"note": "from-type", "unread": "never-read",
+                                           "empty": None}
+    # a property is no attribute; an attribute never read is not kept
     assert "attributes" not in status["other"] and "attributes" not in status["untouched"]
 
 

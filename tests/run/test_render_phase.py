@@ -97,6 +97,21 @@ def test_a_waiting_task_never_runs_when_its_dependency_is_not_operational(projec
                     "target=::reader": "status=error"}  # recorded, as Unfurl
     assert project.status()["reader"]["readyState"] == {"local": "pending"}
     assert "created" not in project.status()["reader"]
+    # as Unfurl: the declared attribute its render read is the writer's own, null as it is
+    assert project.status()["writer"]["attributes"] == {"attr": None}
+
+
+def test_declared_attributes_a_task_reads_are_recorded_null_too(project, invoke):
+    """As Unfurl 1.2.0: a declared attribute a task read, of its own instance or of one
+    no task of the job changes, is recorded even while it is null."""
+    project.write(HEAD + _node("selfreader", "{{ SELF.attr }}", "nodes.Test")
+                  + _node("otherreader", "{{ NODES.idle.attr }}")
+                  + "        idle:\n          type: nodes.Test\n")
+    assert invoke("deploy", "--approve").exit_code == 0
+    status = project.status()
+    assert status["selfreader"]["attributes"] == {"attr": None}
+    assert status["idle"]["attributes"] == {"attr": None}
+    assert "attributes" not in status["otherreader"]
 
 
 def test_a_declared_property_is_not_waited_for(project, invoke):

@@ -23,16 +23,18 @@ import logging
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from unfurl_lite.errors import ExpressionError, RenderCancelled, UnfurlLiteError
 from unfurl_lite.expressions.context import plain_inputs, render_inputs
 from unfurl_lite.expressions.expr import evaluate
 from unfurl_lite.expressions.limits import RENDER_SECONDS
-from unfurl_lite.expressions.reads import watch_reads
+from unfurl_lite.expressions.reads import Reads, watch_reads
 from unfurl_lite.model.entities import Instance, NodeTemplate, Priority, Status
 from unfurl_lite.plan.tasks import Plan, Task
 from unfurl_lite.run.outcome import TaskRun
 from unfurl_lite.run.requests import RequestBuilder
+from unfurl_lite.run.results import keep_defaults_read
 
 #: an instance a task waited for is operational (deploy runs the task) with these
 OPERATIONAL = (Status.ok, Status.degraded)
@@ -61,7 +63,7 @@ def renders_first(plan: Plan, task: Task, templates: Mapping[str, NodeTemplate])
     return template is None or template.priority == Priority.required
 
 
-def render_all(plan: Plan, instances: Mapping[str, Instance], builder: RequestBuilder,
+def render_all(plan: Plan, instances: dict[str, Instance], builder: RequestBuilder,
                carried: Iterable[int] = ()) -> Rendered:
     """Render each task of ``plan`` the phase renders, with the instances as the job
     starts; nothing is sent and nothing is changed but the secrets the builder learns."""
@@ -84,6 +86,12 @@ def render_all(plan: Plan, instances: Mapping[str, Instance], builder: RequestBu
                      for key in keys if _is_live(instances.get(name), templates, key))
         if live:
             found.waits[task.number] = live
+            if plan.affects_history and not builder.options.dryrun:
+                # as Unfurl, the declared attributes its render read are the instances' own
+                # from now on (null ones too), even if it never runs (unfurl-cases 192)
+                keep_defaults_read(instances, builder.ensemble.topology, Reads((), tuple(
+                    (f"::{name}::{key}", value) for name, values in read.items()
+                    for key, value in values.items())))
         elif error is not None:
             op = task.operation
             assert op is not None
@@ -92,7 +100,7 @@ def render_all(plan: Plan, instances: Mapping[str, Instance], builder: RequestBu
 
 
 def _trial(task: Task, instance: Instance,
-           builder: RequestBuilder) -> tuple[str | None, dict[str, list[str]]]:
+           builder: RequestBuilder) -> tuple[str | None, dict[str, dict[str, Any]]]:
     """Render the task's inputs (and environment) once, watching what is read: the error
     it failed with (None: it rendered) and the values read, by instance."""
     op = task.operation
@@ -119,7 +127,7 @@ def _trial(task: Task, instance: Instance,
         error = f"{type(exc).__name__}: {exc}"
     finally:
         builder.secrets.update(ctx.secrets)
-    return error, {name: list(keys) for name, keys in watch.values.items()}
+    return error, {name: dict(values) for name, values in watch.values.items()}
 
 
 def _is_live(instance: Instance | None, templates: Mapping[str, NodeTemplate],

@@ -266,11 +266,11 @@ def keep_defaults_read(
 ) -> None:
     """As Unfurl's attribute manager: an attribute a task read whose value came from its
     type's (or template's) declared default becomes the instance's own, recorded in its
-    status from then on (tests/data/unfurl-cases/143-docs-node-type-override)."""
+    status from then on, a null one too (tests/data/unfurl-cases/143-docs-node-type-override)."""
     for expr, value in reads.dependencies if reads is not None else ():
         name, _, key = expr[2:].partition("::")
         instance = instances.get(name)
-        if instance is None or not key or key in instance.attributes or value is None:
+        if instance is None or not key or key in instance.attributes:
             continue
         template = topology.templates.get(instance.template)
         # a plain declared value only: one an expression computed (perhaps from a secret)
