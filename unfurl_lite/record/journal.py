@@ -315,12 +315,8 @@ def task_progress(run: TaskRun) -> dict[str, Any]:
     """What changes between sending a task and its outcome (``sent``, ``started``): the
     full record went with ``sending`` and comes again with the outcome, and fold merges
     the fields in between."""
-    task = run.task
     return {
-        "number": task.number,
-        "target": task.target,
-        "operation": task.operation.qualified_name if task.operation else None,
-        "state": str(run.state),
+        **task_head(run),
         "changeId": run.change_id,
         "attempts": run.attempts,
         "startedAt": _iso(run.started_at),
@@ -334,14 +330,10 @@ def task_record(run: TaskRun, secrets: set[str],
                 key: KeyProvider | None = None) -> dict[str, Any]:
     """A task as the journal records it: its state, attempts and times, and its result's
     outputs with every secret the job knows redacted."""
-    task = run.task
     if run.inputs and run.digest is None and key is not None:
         records.task_digest(run, key)
     record: dict[str, Any] = {
-        "number": task.number,
-        "target": task.target,
-        "operation": task.operation.qualified_name if task.operation else None,
-        "state": str(run.state),
+        **task_head(run),
         "changeId": run.change_id,
         "previousId": run.previous_id,
         "attempts": run.attempts,
