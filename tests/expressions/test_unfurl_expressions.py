@@ -52,6 +52,9 @@ _deliberate("`secret` reads a topology input here (there are no Unfurl environme
 _deliberate("a sensitive mapping or list is a secret item by item",
             {"at": "app", "v": {"eval": {"sensitive": {"a": 1}}}},
             {"at": "app", "v": {"eval": {"sensitive": [1]}}})
+_deliberate("a sensitive number or boolean is secret text (Unfurl leaves it plain, in clear)",
+            {"at": "app", "v": {"eval": {"sensitive": 5}}},
+            {"at": "app", "v": {"eval": {"sensitive": True}}})
 _deliberate("a template's lookup('env') reads what operations get and what the spec "
             "declares (docs/security.md)",
             *({"at": "app", "v": v} for v in (

@@ -28,6 +28,7 @@ from typing import Any
 from urllib.parse import unquote_plus, urlsplit
 
 from unfurl_lite.errors import ExpressionError
+from unfurl_lite.expressions.yaml_filters import from_yaml, from_yaml_all, to_nice_yaml, to_yaml
 
 UUID_NAMESPACE_ANSIBLE = uuid.UUID("361E6D51-FAEC-444A-9079-341386DA8E2E")
 
@@ -74,58 +75,6 @@ def to_nice_json(value: Any, indent: int = 4, sort_keys: bool = True, *args: Any
                  **kw: Any) -> str:
     return to_json(value, *args, indent=indent, sort_keys=sort_keys, separators=(",", ": "),
                    **kw)
-
-
-def _yaml_plain(value: Any) -> Any:
-    """Plain types for the dumper (secrets are text subclasses; views are mappings)."""
-    if isinstance(value, Mapping):
-        return {_yaml_plain(k): _yaml_plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_yaml_plain(v) for v in value]
-    if isinstance(value, str):
-        return str(value)
-    return value
-
-
-def _yaml_dump(value: Any, **options: Any) -> str:
-    """PyYAML's output, as Ansible's dumper (libyaml's when there) writes it."""
-    import yaml
-
-    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    options.setdefault("allow_unicode", True)
-    try:
-        text = yaml.dump(_yaml_plain(value), Dumper=dumper, **options)
-    except (TypeError, yaml.YAMLError) as exc:
-        raise ExpressionError(f"to_yaml: {exc}") from None
-    if dumper is yaml.SafeDumper and text.endswith("\n...\n"):
-        text = text[:-4]  # libyaml leaves a scalar document open, as Ansible's output has it
-    return text
-
-
-def to_yaml(value: Any, *args: Any, **kw: Any) -> str:
-    return _yaml_dump(value, default_flow_style=kw.pop("default_flow_style", None), **kw)
-
-
-def to_nice_yaml(value: Any, indent: int = 4, *args: Any, **kw: Any) -> str:
-    return _yaml_dump(value, indent=indent, default_flow_style=False, **kw)
-
-
-def _yaml_load(text: str) -> Any:
-    from ruamel.yaml import YAML
-
-    return YAML(typ="safe", pure=True).load(text)
-
-
-def from_yaml(data: Any) -> Any:
-    return _yaml_load(_text(data)) if isinstance(data, str) else data
-
-
-def from_yaml_all(data: Any) -> Any:
-    from ruamel.yaml import YAML
-
-    if not isinstance(data, str):
-        return data
-    return list(YAML(typ="safe", pure=True).load_all(_text(data)))
 
 
 def from_json(data: Any) -> Any:

@@ -103,6 +103,8 @@ def template(arg: Any, scope: Scope) -> Any:
         args = files.read_text(scope.ctx, path, str(args["path"]))
     if not isinstance(args, str):
         raise ExpressionError(f"template: expected the template's text, got {_shape(args)}")
+    if not args:
+        return ""  # Unfurl's value for an empty template (native rendering would give None)
     return render_native(args, scope.render_context())
 
 
@@ -185,7 +187,8 @@ def lookup(arg: Any, scope: Scope) -> Any:
 def sensitive(arg: Any, scope: Scope) -> Any:
     from unfurl_lite.expressions.expr import mark
 
-    return mark(map_value(arg, scope), scope.ctx)
+    value = map_value(arg, scope)
+    return None if value is None else mark(value, scope.ctx)
 
 
 def secret(arg: Any, scope: Scope) -> Any:

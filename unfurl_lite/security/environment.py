@@ -63,7 +63,7 @@ def apply_rules(
         negate = pattern.startswith("!") and bool(op)
         if negate:
             pattern = pattern[1:]
-        text = None if value is None else str(value)
+        text = _env_text(value)
         if not op:
             if text is None:
                 env.pop(name, None)
@@ -84,6 +84,16 @@ def apply_rules(
             current = env.get(pattern, caller.get(pattern, ""))
             env[pattern] = f"{text}{os.pathsep}{current}" if current else text
     return env
+
+
+def _env_text(value: Any) -> str | None:
+    """A rule's value as the variable's text, as Unfurl writes it: true is "true",
+    false is empty (shell tests read it as unset), None sets nothing."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else ""
+    return str(value)
 
 
 def _is_pattern(name: str) -> bool:
