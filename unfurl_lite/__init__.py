@@ -1,3 +1,5 @@
+# pyright: reportUnusedImport=false
+# (the TYPE_CHECKING imports name for type checkers what EXPORTS offers at run time)
 """unfurl-lite: a git-backed deployment tool compatible with Unfurl's ensemble format.
 
 The public library API, each name imported only when first used (PEP 562), so that

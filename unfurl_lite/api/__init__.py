@@ -1,3 +1,5 @@
+# pyright: reportUnusedImport=false
+# (the TYPE_CHECKING imports name for type checkers what EXPORTS offers at run time)
 """The facade: every use case the ``unfurl`` command offers, as one call each, without click.
 
 The CLI parses options, makes one of these calls and renders what it returns; a library

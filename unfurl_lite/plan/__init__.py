@@ -1,3 +1,5 @@
+# pyright: reportUnusedImport=false
+# (the TYPE_CHECKING imports name for type checkers what EXPORTS offers at run time)
 """Planning: a workflow and an ensemble become a :class:`Plan`, an ordered graph of
 tasks. Planning runs nothing and writes nothing, and leaves the ensemble as it was.
 

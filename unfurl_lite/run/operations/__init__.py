@@ -1,3 +1,5 @@
+# pyright: reportUnusedImport=false
+# (the TYPE_CHECKING imports name for type checkers what EXPORTS offers at run time)
 """Operations ("configurators" in Unfurl): the code that does the work of a task."""
 
 from __future__ import annotations

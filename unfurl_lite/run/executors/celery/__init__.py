@@ -1,3 +1,5 @@
+# pyright: reportUnusedImport=false
+# (the TYPE_CHECKING imports name for type checkers what EXPORTS offers at run time)
 """Distributed execution: operations run on Celery workers, fed through a Redis broker.
 
 Four parts: the wire format (``run/executors/wire.py``: JSON, never pickle, secrets
