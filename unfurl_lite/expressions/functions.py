@@ -236,8 +236,29 @@ def to_env(arg: Any, scope: Scope) -> dict[str, str]:
         raise ExpressionError("to_env: expected a mapping of environment rules")
     from unfurl_lite.security.environment import apply_rules
 
-    result = apply_rules(rules, {}, declared_environment(scope.ctx))
+    caller = declared_environment(scope.ctx)
+    result = apply_rules(rules, {}, caller, substitute=_env_substitution(caller))
     return {k: taint.env_secret(v, k) if k not in rules else v for k, v in result.items()}
+
+
+def _env_substitution(caller: Mapping[str, str]) -> Callable[[str, Mapping[str, str]], str]:
+    """Unfurl's ``${NAME}`` in a ``to_env`` value: the variables set so far, then the
+    caller's; text built from the caller's variables (secrets here, as ``get_env``'s) or
+    from a secret is a secret too."""
+    from unfurl_lite.security.environment import substitute_references
+
+    def substitute(text: str, so_far: Mapping[str, str]) -> str:
+        lookup = {**caller, **so_far}
+        result, used = substitute_references(text, lookup)
+        secret = [name for name in used
+                  if name not in so_far or isinstance(so_far[name], taint.Sensitive)]
+        if not secret:
+            return result
+        variables = [v for name in secret
+                     for v in (taint.env_variables(lookup[name]) or (name,))]
+        return taint.env_tainted(result, variables)
+
+    return substitute
 
 
 def get_ensemble_metadata(arg: Any, scope: Scope) -> Any:

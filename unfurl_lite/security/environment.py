@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from typing import Any
 
 ALLOWED_ENV = (
@@ -48,12 +49,19 @@ def allowed(name: str) -> bool:
     return name in ALLOWED_ENV or name.startswith("LC_")
 
 
+#: what a rule's value may pass through before it is set (``to_env``'s substitution)
+Substitute = Callable[[str, Mapping[str, str]], str]
+
+
 def apply_rules(
-    rules: Mapping[str, Any], base: Mapping[str, str], caller: Mapping[str, str] | None = None
+    rules: Mapping[str, Any], base: Mapping[str, str], caller: Mapping[str, str] | None = None,
+    substitute: Substitute | None = None,
 ) -> dict[str, str]:
     """The environment an operation gets: ``base`` with the rules applied in order (set,
     ``+`` copy from the caller, ``-`` remove, ``^`` prepend to a PATH-like variable; names
-    may be patterns and ``!`` negates one), as the module's docstring spells them."""
+    may be patterns and ``!`` negates one), as the module's docstring spells them.
+    ``substitute`` rewrites a value that is set (not a prepended one), given the variables
+    set so far, as Unfurl's ``to_env`` does and an operation's ``environment`` does not."""
     caller = os.environ if caller is None else caller
     env = dict(base)
     for raw, value in rules.items():
@@ -64,6 +72,8 @@ def apply_rules(
         if negate:
             pattern = pattern[1:]
         text = _env_text(value)
+        if substitute is not None and text is not None and op != "^":
+            text = substitute(text, env)
         if not op:
             if text is None:
                 env.pop(name, None)
@@ -94,6 +104,29 @@ def _env_text(value: Any) -> str | None:
     if isinstance(value, bool):
         return "true" if value else ""
     return str(value)
+
+
+_REFERENCE = re.compile(r"(\\+)?\$\{([\w|]+)(:.+?)?\}")
+
+
+def substitute_references(text: str, lookup: Mapping[str, str]) -> tuple[str, list[str]]:
+    """``text`` with each ``${NAME}`` replaced by NAME's value in ``lookup`` (the first
+    known of ``${A|B}``; else the default of ``${NAME:default}``, else nothing), as Unfurl's
+    ``to_env`` substitutes; a backslash before ``$`` keeps the reference as text, less
+    that backslash. Also the names whose values were used."""
+    used: list[str] = []
+
+    def replace(match: re.Match[str]) -> str:
+        escapes, names, default = match.group(1), match.group(2), match.group(3)
+        if escapes:
+            return match.group(0)[max(len(escapes) - 1, 1):]
+        for name in names.split("|"):
+            if name in lookup:
+                used.append(name)
+                return lookup[name]
+        return default[1:] if default else ""
+
+    return _REFERENCE.sub(replace, text), used
 
 
 def _is_pattern(name: str) -> bool:
