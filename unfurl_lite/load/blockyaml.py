@@ -110,9 +110,10 @@ def _logical_lines(text: str, scalar: Callable[[str], Any], key_type: Callable[[
             if plain[0] in typed_start and (key_type(plain) != "str" or plain[:3] == "..."):
                 raise NeedsFullLoader("a key YAML reads as another type than a string")
         elif quoted:
-            key = quoted[1:-1] if quoted[0] == '"' else quoted[1:-1].replace("''", "'")
-            if not key.isprintable():
+            name = quoted[1:-1] if quoted[0] == '"' else quoted[1:-1].replace("''", "'")
+            if not name.isprintable():
                 raise NeedsFullLoader("a name with a character the guard judges")
+            key = name
         else:
             key = None
         if key is not None and (not rest or rest[0] == "#"):
