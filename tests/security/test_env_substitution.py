@@ -42,3 +42,11 @@ def test_to_env_substitutes_and_keeps_environment_values_secret(monkeypatch):
     assert env == {"A": "/home/probe-x", "B": "/home/probe-x/b", "C": "c"}
     assert isinstance(env["A"], taint.Sensitive) and isinstance(env["B"], taint.Sensitive)
     assert not isinstance(env["C"], taint.Sensitive)
+
+
+def test_a_variable_copied_with_plus_stays_a_secret_where_it_is_substituted(monkeypatch):
+    monkeypatch.setenv("HOME", "/home/probe")
+    rules = {"+HOME": None, "LIT": "lit", "A": "${HOME}/a", "B": "${LIT}/b"}
+    env = evaluate({"eval": {"to_env": rules}}, EvalContext(self_view={}, inputs={}))
+    assert env["A"] == "/home/probe/a" and isinstance(env["A"], taint.Sensitive)
+    assert env["B"] == "lit/b" and not isinstance(env["B"], taint.Sensitive)

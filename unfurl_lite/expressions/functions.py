@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import ExpressionError
 from unfurl_lite.expressions import files, labels
@@ -24,6 +24,9 @@ from unfurl_lite.expressions.resolve import (
     resolve,
 )
 from unfurl_lite.security import taint
+
+if TYPE_CHECKING:
+    from unfurl_lite.security.environment import Substitute
 
 Function = Callable[[Any, Scope], Any]
 
@@ -237,21 +240,21 @@ def to_env(arg: Any, scope: Scope) -> dict[str, str]:
     from unfurl_lite.security.environment import apply_rules
 
     caller = declared_environment(scope.ctx)
-    result = apply_rules(rules, {}, caller, substitute=_env_substitution(caller))
+    result = apply_rules(rules, {}, caller, substitute=_env_substitution(caller, rules))
     return {k: taint.env_secret(v, k) if k not in rules else v for k, v in result.items()}
 
 
-def _env_substitution(caller: Mapping[str, str]) -> Callable[[str, Mapping[str, str]], str]:
+def _env_substitution(caller: Mapping[str, str], rules: Mapping[str, Any]) -> Substitute:
     """Unfurl's ``${NAME}`` in a ``to_env`` value: the variables set so far, then the
-    caller's; text built from the caller's variables (secrets here, as ``get_env``'s) or
-    from a secret is a secret too."""
+    caller's; text built from the caller's variables (secrets here, as ``get_env``'s,
+    also once ``+NAME`` copied them) or from a secret is a secret too."""
     from unfurl_lite.security.environment import substitute_references
 
     def substitute(text: str, so_far: Mapping[str, str]) -> str:
         lookup = {**caller, **so_far}
         result, used = substitute_references(text, lookup)
-        secret = [name for name in used
-                  if name not in so_far or isinstance(so_far[name], taint.Sensitive)]
+        secret = [name for name in used if name not in so_far or name not in rules
+                  or isinstance(so_far[name], taint.Sensitive)]
         if not secret:
             return result
         variables = [v for name in secret
