@@ -11,7 +11,7 @@ Each use case lives in a module of this package, imported when first used, so th
 
 - jobs: :func:`load`, :func:`make_plan`, :func:`run_job` (a :class:`JobRequest` with
   :class:`PlanOptions` and :class:`JobOptions`), :func:`record_job`, :func:`check_dirty`,
-  :func:`wait_for_turn`
+  :func:`wait_for_turn`, :func:`remembered_plan`
 - control: :func:`resume`, :func:`cancel`
 - distributed: :func:`agents`, :func:`serve_worker`
 - inspect: :func:`history`, :func:`show`, :func:`diff`
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
         load,
         make_plan,
         record_job,
+        remembered_plan,
         run_job,
         wait_for_turn,
     )
@@ -100,6 +101,7 @@ EXPORTS: dict[str, str] = {
     "load": "unfurl_lite.api.jobs:load",
     "make_plan": "unfurl_lite.api.project:make_plan",
     "record_job": "unfurl_lite.api.jobs:record_job",
+    "remembered_plan": "unfurl_lite.api.jobs:remembered_plan",
     "run_job": "unfurl_lite.api.jobs:run_job",
     "wait_for_turn": "unfurl_lite.api.jobs:wait_for_turn",
     "PlanOptions": "unfurl_lite.run.options:PlanOptions",

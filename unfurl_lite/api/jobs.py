@@ -28,6 +28,7 @@ from unfurl_lite.load.loader import load_ensemble
 from unfurl_lite.model import status_layout as layout
 from unfurl_lite.model.ensemble import Ensemble, with_inputs
 from unfurl_lite.model.lineage import full_name
+from unfurl_lite.plan import verdicts
 from unfurl_lite.plan.tasks import Plan
 from unfurl_lite.record import lock, preflight, records, statusfile, tempfiles
 from unfurl_lite.run import relationships
@@ -129,6 +130,30 @@ def _prepare_git(repo: Repo, ensemble: Ensemble) -> None:
             "warning: records an earlier job left uncommitted stay so: %s", exc.message)
 
 
+def remembered_plan(request: JobRequest) -> Plan | None:
+    """The job's plan when it is known to have nothing to do for the ensemble's text as it
+    is now (:mod:`~unfurl_lite.plan.verdicts`), found without loading the ensemble; None
+    when the job must be planned (:func:`run_job`)."""
+    from unfurl_lite.errors import PlanError
+    from unfurl_lite.load import yamlio
+    from unfurl_lite.load.loader import resolve_path
+
+    if request.queue or request.query or not _rememberable(request):
+        return None
+    try:
+        options = request.plan_options.for_workflow(request.workflow)
+    except PlanError:  # said by run_job, after the ensemble's own problems
+        return None
+    file = resolve_path(request.ensemble)
+    return verdicts.recall(file, yamlio.read_text(file), request.workflow, options)
+
+
+def _rememberable(request: JobRequest) -> bool:
+    """A job whose plan depends on the text and its options alone (no inputs of its own,
+    not a workflow the topology defines)."""
+    return not request.custom and not request.inputs
+
+
 @budgeted  # its templates render within one budget
 def run_job(
     request: JobRequest,
@@ -153,8 +178,12 @@ def run_job(
     if request.queue and not request.options.dryrun and ensemble is None:
         wait_for_turn(request.ensemble, on_wait=lambda job: notify and notify(
             f"Queued: waiting for {job} to end..."), command=request.workflow)
+    planned_here = ensemble is None and plan is None and resumed is None
     ensemble = with_inputs(ensemble or load_ensemble(request.ensemble), request.inputs)
     plan = plan or make_plan(ensemble, request.workflow, request.plan_options, request.custom)
+    if planned_here and _rememberable(request):
+        verdicts.remember(ensemble, request.workflow,
+                          request.plan_options.for_workflow(request.workflow), plan)
     ran = resumed.runs if resumed else {}
     name_checks.refuse_job(ensemble, [  # before anything runs, as Unfurl's render errors
         (t.template, t.operation, t.extra_inputs, t.requirement is not None)
@@ -299,6 +328,11 @@ def _run_and_record(
                 journal.mark_recorded()  # nothing to record, but resumable
         return result
     files = record_job(ensemble, result, request.options)
+    if (request.workflow in verdicts.REPEATED and result.state == JobState.succeeded
+            and resumed is None and _rememberable(request)):
+        written = files.status
+        verdicts.plan_next(ensemble, written.text, written.plain, request.workflow,
+                           request.plan_options.for_workflow(request.workflow))
     if journal is not None and journal.path is not None:
         journal.mark_recorded()
         files.extra.append(journal.path)
@@ -354,7 +388,7 @@ def record_job(
         if lines:
             records.append_tsv(files.jobs_tsv, lines, result.secrets)
     forgotten = [n for n in result.plan.forget if n not in result.instances]
-    statusfile.save_status(
+    files.status = statusfile.save_status(
         ensemble,
         lambda document: records.update_status(
             document, result.instances, result.effective, job,

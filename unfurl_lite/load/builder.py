@@ -81,6 +81,21 @@ def build(file: Path, text: str, data: dict[str, Any]) -> Ensemble:
         outputs=topology_tpl.get("outputs") or {},
         definitions=_definitions(service, node_types, relationship_types, topology_tpl),
     )
+    return Ensemble(path=file, text=text, topology=topology, spec=spec, parse=yamlio.parse,
+                    **_recorded(data, spec))
+
+
+def with_recorded(ensemble: Ensemble, text: str, data: dict[str, Any]) -> Ensemble:
+    """``ensemble`` as :func:`build` would make it from ``text`` (``data``) whose spec is
+    the same as the ensemble's: a job's view of the file it just wrote (only the sections
+    a job records differ), without building the templates again."""
+    return replace(ensemble, text=text, plain=data, _document=None,
+                   **_recorded(data, ensemble.spec))
+
+
+def _recorded(data: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+    """The fields of an Ensemble that come from what jobs record (status, lastJob, the
+    log) rather than from the spec's templates."""
     status = data.get("status") or {}
     instances = {
         name: build_instance(name, record or {}, parent)
@@ -89,18 +104,13 @@ def build(file: Path, text: str, data: dict[str, Any]) -> Ensemble:
     for name, record in (spec.get("instances") or {}).items():
         if name not in instances:
             instances[name] = build_instance(name, structure.spec_instance_record(record))
-    return Ensemble(
-        path=file,
-        text=text,
-        topology=topology,
-        instances=instances,
-        last_job=data.get("lastJob"),
-        jobs_log=data.get("jobsLog") or "jobs.tsv",
-        spec=spec,
-        changes=_inline_changes(data),
-        inline_log=isinstance(data.get("changes"), list) and not data.get("jobsLog"),
-        parse=yamlio.parse,
-    )
+    return {
+        "instances": instances,
+        "last_job": data.get("lastJob"),
+        "jobs_log": data.get("jobsLog") or "jobs.tsv",
+        "changes": _inline_changes(data),
+        "inline_log": isinstance(data.get("changes"), list) and not data.get("jobsLog"),
+    }
 
 
 def _definitions(service: dict[str, Any], node_types: dict[str, Any],

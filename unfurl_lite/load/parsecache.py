@@ -62,12 +62,12 @@ def directory() -> Path | None:
 VALIDATING = ("load", "expressions", "model", "security")
 
 
-def code_stamp(package: Path) -> bytes:
+def code_stamp(package: Path, folders: tuple[str, ...] = VALIDATING) -> bytes:
     """The size and mtime of every module that decides what is valid: a checkout moved to
     another commit (the same version) never reuses an entry the old code validated."""
     stamps = sorted(
         f"{path.relative_to(package)}:{info.st_size}:{info.st_mtime_ns}"
-        for folder in VALIDATING
+        for folder in folders
         for path in (package / folder).glob("*.py")
         if (info := path.stat())
     )
@@ -79,9 +79,25 @@ def _salt() -> bytes:
     from unfurl_lite import __version__
 
     schema = schemacheck.SCHEMA.read_bytes()
-    package = Path(__file__).resolve().parent.parent
     return (__version__.encode() + b"\0" + sha256(schema).digest()
-            + code_stamp(package))
+            + code_stamp(_package()))
+
+
+@lru_cache(maxsize=4)
+def _stamp(folders: tuple[str, ...]) -> bytes:
+    return code_stamp(_package(), folders)
+
+
+def _package() -> Path:
+    return Path(__file__).resolve().parent.parent
+
+
+def key_for(file: Path, text: str, *more: bytes, code: tuple[str, ...] = ()) -> bytes:
+    """A key for something else decided from exactly this text at this path (see
+    :mod:`~unfurl_lite.plan.verdicts`): what the parse cache's own key covers, ``more``,
+    and the modules of ``code``'s packages, whose change must miss."""
+    parts = [_salt(), _stamp(code), _identity(file, text), *more]
+    return sha256(b"\0".join(parts)).digest()
 
 
 def _entry(root: Path, file: Path, text: str) -> Path:
@@ -172,6 +188,15 @@ def get(file: Path, text: str) -> Any:
     return entry
 
 
+def stored(name: str) -> bytes | None:
+    """The bytes of the cache's entry ``name``, None when there is none or it is not to be
+    trusted (see :func:`get`)."""
+    root = directory()
+    if root is None or not _usable_directory(root):
+        return None
+    return _read_entry(root / name)
+
+
 def text_digest(text: str) -> str:
     """SHA-256 of a file's text as read (UTF-8, so it equals :func:`file_digest`)."""
     return sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
@@ -191,23 +216,35 @@ def put(file: Path, text: str, data: Any, deps: dict[str, str | None] | None = N
     files it was merged from
     (``deps``: path -> SHA-256, None for absent) and, when merge directives made them
     differ, the text's own ``raw`` data. Silently skipped when it cannot be stored."""
-    from unfurl_lite.load.yamlio import temp_file
-
     root = directory()
     if root is None:
         return
     try:
         entry = {"key": _identity(file, text), "data": data, "deps": deps or {}, "raw": raw}
         payload = marshal.dumps(entry)  # ValueError for dates and other non-plain values
+    except ValueError:
+        return
+    store(_entry(root, file, text).name, payload)
+
+
+def store(name: str, payload: bytes) -> None:
+    """Keep ``payload`` as the entry ``name`` (private to the user, replaced whole);
+    silently skipped when it cannot be stored."""
+    from unfurl_lite.load.yamlio import temp_file
+
+    root = directory()
+    if root is None:
+        return
+    try:
         root.mkdir(mode=0o700, parents=True, exist_ok=True)
         if not _usable_directory(root):
             return
         fd, tmp = temp_file(root, ".entry.")  # mode 0600
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
-        os.replace(tmp, _entry(root, file, text))
+        os.replace(tmp, root / name)
         _prune(root)
-    except (OSError, ValueError):
+    except OSError:
         return
 
 

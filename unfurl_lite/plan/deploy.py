@@ -216,6 +216,7 @@ def plan_deploy(
                       {n for n in ensemble.instances if n not in visited}, force,
                       destroy_discovered)
     plan.cloudify = start_without_operation
+    plan.text_only = not recorded and not prune  # no digests rendered, no history read
     return plan
 
 

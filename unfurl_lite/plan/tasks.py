@@ -116,6 +116,9 @@ class Plan:
     #: uninstall of a removed template, as its last commit defined it); planning leaves the
     #: ensemble as it was, so the job adds these to its own view of the topology
     removed_templates: dict[str, NodeTemplate] = field(default_factory=dict)
+    #: decided from the ensemble's text and the options alone (no records, git history or
+    #: rendered inputs read): the same text and options plan the same again (plan/verdicts.py)
+    text_only: bool = False
 
     @property
     def runnable(self) -> list[Task]:

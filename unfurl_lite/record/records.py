@@ -177,6 +177,8 @@ class JobFiles:
     job_file: Path
     changes_file: Path | None = None
     extra: list[Path] = field(default_factory=list)
+    #: ensemble.yaml as the job wrote it (a statusfile.Written), not a path to commit
+    status: Any = field(default=None, compare=False)
 
     def all(self) -> list[Path]:
         paths = [self.ensemble, self.job_file]

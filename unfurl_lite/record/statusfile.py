@@ -55,10 +55,10 @@ def section_names(ensemble: Ensemble) -> tuple[str, ...]:
     return (*STATUS_SECTIONS, LOG_SECTION) if ensemble.inline_log else STATUS_SECTIONS
 
 
-def save_status(ensemble: Ensemble, update: Callable[[Any], None]) -> str:
+def save_status(ensemble: Ensemble, update: Callable[[Any], None]) -> Written:
     """Apply ``update`` (see :func:`records.update_status`) and write ensemble.yaml once;
-    the writer used. Status and lastJob were redacted as they went in; the spec is the
-    user's own text whichever writer ran."""
+    what was written and by which writer. Status and lastJob were redacted as they went
+    in; the spec is the user's own text whichever writer ran."""
     from unfurl_lite.load import parsecache
 
     written = render(ensemble, update)
@@ -67,7 +67,7 @@ def save_status(ensemble: Ensemble, update: Callable[[Any], None]) -> str:
         log.warning("warning: %s", written.note)
     if written.plain is not None and not ensemble.merged:
         parsecache.put(ensemble.path, written.text, written.plain)
-    return written.writer
+    return written
 
 
 def preflight(ensemble: Ensemble) -> str:

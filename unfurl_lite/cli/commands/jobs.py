@@ -184,16 +184,22 @@ def execute_workflow(
     result; the exit code is the job's (``--jobexitcode``)."""
     import contextlib
 
-    from unfurl_lite.load import gitrepo
-
-    gitrepo.preload()  # a job reaches git: its import overlaps the imports and the plan
     from unfurl_lite import api
-    from unfurl_lite.cli import render
-    from unfurl_lite.run.signals import JobControl, handle_signals
 
     level = verbosity(ctx, job.quiet, job.verbose)
     request = job_request(workflow, ensemble_path, plan_options, job, custom)
     tty = is_terminal()
+    known = api.remembered_plan(request)
+    if known is not None:  # nothing to do, known without loading the ensemble
+        plan_confirmation(ctx, workflow, job, tty, level)(None, known)
+        nothing_to_do(workflow, request, job, level)
+        return
+    from unfurl_lite.load import gitrepo
+
+    gitrepo.preload()  # a job reaches git: its import overlaps the imports and the plan
+    from unfurl_lite.cli import render
+    from unfurl_lite.run.signals import JobControl, handle_signals
+
     control = JobControl()
     running = contextlib.ExitStack()
 
