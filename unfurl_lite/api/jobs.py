@@ -328,11 +328,6 @@ def _run_and_record(
                 journal.mark_recorded()  # nothing to record, but resumable
         return result
     files = record_job(ensemble, result, request.options)
-    if (request.workflow in verdicts.REPEATED and result.state == JobState.succeeded
-            and resumed is None and _rememberable(request)):
-        written = files.status
-        verdicts.plan_next(ensemble, written.text, written.plain, request.workflow,
-                           request.plan_options.for_workflow(request.workflow))
     if journal is not None and journal.path is not None:
         journal.mark_recorded()
         files.extra.append(journal.path)
@@ -342,6 +337,11 @@ def _run_and_record(
         result.commit = repo.commit(files.all() + spec_changes, message)
     elif repo is None and request.options.commit:
         result.not_committed = "not a git repository"
+    if (request.workflow in verdicts.REPEATED and result.state == JobState.succeeded
+            and resumed is None and _rememberable(request)):  # the job is done: for the next
+        written = files.status
+        verdicts.plan_next(ensemble, written.text, written.plain, request.workflow,
+                           request.plan_options.for_workflow(request.workflow))
     return result
 
 
