@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from unfurl_lite.load import structure, yamlio
 from unfurl_lite.model import status_layout
@@ -33,6 +33,20 @@ from unfurl_lite.model.entities import (
     canonical_interface,
 )
 from unfurl_lite.model.lineage import NORMATIVE_ATTRIBUTES, ancestry, normative_name, parents
+from unfurl_lite.model.narrow import YAMLList, YAMLMap, is_list, is_map
+
+if TYPE_CHECKING:
+    from unfurl_lite.model.documents import (
+        EnsembleDoc,
+        InstanceRecord,
+        NodeTemplateDoc,
+        NodeTypeDoc,
+        ReadyState,
+        ServiceTemplateDoc,
+        SpecDoc,
+        StatusSection,
+        TopologyTemplateDoc,
+    )
 
 #: Cloudify's interfaces by their short names: a template overriding only an operation's
 #: inputs keeps its type's implementation there
@@ -45,25 +59,25 @@ _PROPERTYLESS = frozenset({"tosca.nodes.Root", "tosca.nodes.Compute"})
 SENSITIVE_TYPES = ("unfurl.datatypes.Sensitive", "sensitive", "tosca.datatypes.Credential")
 
 
-def build(file: Path, text: str, data: dict[str, Any]) -> Ensemble:
+def build(file: Path, text: str, data: EnsembleDoc) -> Ensemble:
     """The model of an ensemble from its plain data: types, templates with their inherited
     interfaces and properties, requirements matched, and the recorded instances."""
-    spec = data.get("spec") or {}
-    service = spec.get("service_template") or {}
-    topology_tpl = service.get("topology_template") or {}
+    spec: SpecDoc = data.get("spec") or {}
+    service: ServiceTemplateDoc = spec.get("service_template") or {}
+    topology_tpl: TopologyTemplateDoc = service.get("topology_template") or {}
     node_types, relationship_types = structure.split_types(service.get("types"))
     node_types.update(service.get("node_types") or {})
     relationship_types.update(service.get("relationship_types") or {})
     types = {name: _node_type(name, d or {}) for name, d in node_types.items()}
-    relationship_templates = topology_tpl.get("relationship_templates") or {}
-    node_templates = topology_tpl.get("node_templates") or {}
+    relationship_templates: YAMLMap = topology_tpl.get("relationship_templates") or {}
+    node_templates: dict[str, NodeTemplateDoc] = topology_tpl.get("node_templates") or {}
     inherited: dict[str, _Inherited] = {}  # by type: computed once, not once per template
     templates = {
         name: _node_template(name, d or {}, types, relationship_templates, relationship_types,
                              cache=inherited)
         for name, d in node_templates.items()
     }
-    if any(isinstance(d, dict) and d.get("requirements") for d in node_types.values()) or any(
+    if any(_declares_requirements(d) for d in node_types.values()) or any(
         not r.node for t in templates.values() for r in t.requirements
     ):  # some requirement is left for matching (rare: kept off the common path)
         for name, implied in structure.implied_requirements(service).items():
@@ -90,18 +104,19 @@ def with_recorded(ensemble: Ensemble, text: str, data: dict[str, Any]) -> Ensemb
     the same as the ensemble's: a job's view of the file it just wrote (only the sections
     a job records differ), without building the templates again."""
     return replace(ensemble, text=text, plain=data, _document=None,
-                   **_recorded(data, ensemble.spec))
+                   **_recorded(cast("EnsembleDoc", data), ensemble.spec))
 
 
-def _recorded(data: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+def _recorded(data: EnsembleDoc, spec: SpecDoc) -> dict[str, Any]:
     """The fields of an Ensemble that come from what jobs record (status, lastJob, the
     log) rather than from the spec's templates."""
-    status = data.get("status") or {}
-    instances = {
-        name: build_instance(name, record or {}, parent)
-        for name, (record, parent) in status_layout.flatten(status.get("instances") or {}).items()
-    }
-    for name, record in (spec.get("instances") or {}).items():
+    status: StatusSection = data.get("status") or {}
+    recorded: dict[str, tuple[InstanceRecord | None, str | None]] = status_layout.flatten(
+        status.get("instances") or {})
+    instances = {name: build_instance(name, record or {}, parent)
+                 for name, (record, parent) in recorded.items()}
+    spec_instances: YAMLMap = spec.get("instances") or {}
+    for name, record in spec_instances.items():
         if name not in instances:
             instances[name] = build_instance(name, structure.spec_instance_record(record))
     return {
@@ -113,11 +128,12 @@ def _recorded(data: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _definitions(service: dict[str, Any], node_types: dict[str, Any],
+def _definitions(service: ServiceTemplateDoc, node_types: dict[str, Any],
                  relationship_types: dict[str, Any],
-                 topology_tpl: dict[str, Any]) -> dict[str, Any]:
+                 topology_tpl: TopologyTemplateDoc) -> dict[str, Any]:
     """What queries read beyond the model: types and templates as written."""
-    capability_types = {name: body for name, body in (service.get("types") or {}).items()
+    declared: dict[str, NodeTypeDoc] = service.get("types") or {}
+    capability_types: YAMLMap = {name: body for name, body in declared.items()
                         if name not in node_types and name not in relationship_types}
     capability_types.update(service.get("capability_types") or {})
     return {
@@ -133,11 +149,11 @@ def _not_required_ignored(templates: dict[str, NodeTemplate], root: Any) -> dict
     """With ``root: {node: NAME}``, Unfurl deploys that template and what it requires
     (transitively); every other template's instances get priority ``ignore``: recorded
     pending, never run."""
-    node = root.get("node") if isinstance(root, dict) else None
-    if node not in templates:
+    node = root.get("node") if is_map(root) else None
+    if not isinstance(node, str) or node not in templates:
         return templates
     required: set[str] = set()
-    stack = [node]
+    stack: list[str] = [node]
     while stack:
         name = stack.pop()
         if name in required or name not in templates:
@@ -146,18 +162,22 @@ def _not_required_ignored(templates: dict[str, NodeTemplate], root: Any) -> dict
         stack.extend(templates[name].dependencies)
     return {name: t if name in required else replace(t, priority=Priority.ignore)
             for name, t in templates.items()}
-def _inline_changes(data: dict[str, Any]) -> list[dict[str, Any]] | None:
-    changes = data.get("changes")
+def _inline_changes(data: EnsembleDoc) -> list[YAMLMap] | None:
+    changes: YAMLList | None = data.get("changes")
     if not isinstance(changes, list):
         return None
     return [c for c in changes if isinstance(c, dict)]
 
 
-def _inputs(definitions: dict[str, Any], values: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
-    resolved: dict[str, Any] = {}
+def _declares_requirements(node_type: NodeTypeDoc | None) -> bool:
+    return isinstance(node_type, dict) and bool(node_type.get("requirements"))
+
+
+def _inputs(definitions: YAMLMap, values: YAMLMap) -> tuple[YAMLMap, set[str]]:
+    resolved: YAMLMap = {}
     sensitive: set[str] = set()
-    for name, definition in definitions.items():
-        definition = definition if isinstance(definition, dict) else {"default": definition}
+    for name, given in definitions.items():
+        definition: YAMLMap = given if is_map(given) else {"default": given}
         resolved[name] = definition.get("default")  # declared, not required: null
         if _is_sensitive(definition):
             sensitive.add(name)
@@ -166,13 +186,13 @@ def _inputs(definitions: dict[str, Any], values: dict[str, Any]) -> tuple[dict[s
 
 
 def _is_sensitive(definition: Any) -> bool:
-    if not isinstance(definition, dict):
+    if not is_map(definition):
         return False
-    metadata = definition.get("metadata") or {}
+    metadata: YAMLMap = definition.get("metadata") or {}
     return bool(metadata.get("sensitive")) or definition.get("type") in SENSITIVE_TYPES
 
 
-def _node_type(name: str, data: dict[str, Any]) -> NodeType:
+def _node_type(name: str, data: NodeTypeDoc) -> NodeType:
     return NodeType(
         name=name,
         derived_from=_derived_from(data.get("derived_from")),
@@ -188,8 +208,9 @@ def _interface_types(interfaces: Any) -> dict[str, str]:
     """Interface type names given with ``type:`` (other than the well-known ones) -> the
     interface, so an operation can be named by its interface's type."""
     found: dict[str, str] = {}
-    for name, body in (interfaces or {}).items() if isinstance(interfaces, dict) else ():
-        type_name = body.get("type") if isinstance(body, dict) else None
+    declared: YAMLMap = interfaces if is_map(interfaces) else {}
+    for name, body in declared.items():
+        type_name = body.get("type") if is_map(body) else None
         if isinstance(type_name, str) and canonical_interface(type_name) == type_name:
             found[type_name] = canonical_interface(str(name))
     return found
@@ -231,21 +252,24 @@ def _inherit(type_name: str, types: dict[str, NodeType]) -> _Inherited:
         interfaces = _merge_interfaces(interfaces, node_type.interfaces)
         property_defs.update(node_type.properties)
         attribute_defs.update(node_type.attributes)
-    properties = {key: d["default"] for key, d in property_defs.items()
-                  if isinstance(d, dict) and "default" in d}
+    properties: YAMLMap = {key: d["default"] for key, d in property_defs.items()
+                           if is_map(d) and "default" in d}
     attributes: dict[str, Any] = {  # declared, with no default: null, as in Unfurl
         name: None for t in reversed(chain)
         for name in NORMATIVE_ATTRIBUTES.get(normative_name(t), ())}
-    attributes.update({key: d.get("default") if isinstance(d, dict) else None
-                       for key, d in attribute_defs.items()})
+    attributes.update({key: _default_of(d) for key, d in attribute_defs.items()})
     sensitive = frozenset(k for k, d in property_defs.items() if _is_sensitive(d))
     return _Inherited(chain, interfaces, property_defs, interface_types, properties, attributes,
                       sensitive)
 
 
+def _default_of(definition: Any) -> Any:
+    return definition.get("default") if is_map(definition) else None
+
+
 def _node_template(
     name: str,
-    data: dict[str, Any],
+    data: NodeTemplateDoc,
     types: dict[str, NodeType],
     relationship_templates: dict[str, Any],
     relationship_types: dict[str, Any],
@@ -264,12 +288,13 @@ def _node_template(
             cache[type_name] = inherited
     chain, interfaces, property_defs, interface_types, properties, attributes, sensitive = \
         inherited
-    interfaces = _merge_interfaces(interfaces, _interfaces(data.get("interfaces") or {}))
-    interfaces = _apply_defaults(interfaces, (data.get("interfaces") or {}).get("defaults"))
+    declared: YAMLMap = data.get("interfaces") or {}
+    interfaces = _merge_interfaces(interfaces, _interfaces(declared))
+    interfaces = _apply_defaults(interfaces, declared.get("defaults"))
     properties = {**properties, **(data.get("properties") or {})}
     attributes = {**attributes, **(data.get("attributes") or {})}
-    metadata = data.get("metadata") or {}
-    priority = data.get("priority") or metadata.get("priority") or "required"
+    metadata: YAMLMap = data.get("metadata") or {}
+    priority: object = data.get("priority") or metadata.get("priority") or "required"
     return NodeTemplate(
         name=name,
         type=type_name,
@@ -290,15 +315,17 @@ def _node_template(
         missing_requirements=tuple(r for r, d, t in implied or ()
                                    if t is None and not structure.is_optional(d)),
         undeclared_properties=frozenset(
-            k for k in data.get("properties") or {} if k not in property_defs)
+            k for k in data.get("properties") or () if k not in property_defs)
         if type_name in types and all(t in types or t in _PROPERTYLESS for t in chain)
         else frozenset(),
     )
 
 
-def _default_instances(data: dict[str, Any]) -> int:
-    scalable = ((data.get("capabilities") or {}).get("scalable") or {}).get("properties") or {}
-    value = scalable.get("default_instances", 1)
+def _default_instances(data: NodeTemplateDoc) -> int:
+    capabilities: YAMLMap = data.get("capabilities") or {}
+    scalable_capability: YAMLMap = capabilities.get("scalable") or {}
+    scalable: YAMLMap = scalable_capability.get("properties") or {}
+    value: object = scalable.get("default_instances", 1)
     return value if isinstance(value, int) and value >= 0 else 1
 
 
@@ -329,36 +356,36 @@ def _requirement(
     """One requirement assignment in any of TOSCA's spellings (a node name, or a mapping with a
     relationship template, type or inline relationship) and the interfaces its relationship
     runs."""
-    ((name, value),) = item.items()
-    if isinstance(value, str):
-        return Requirement(name=name, node=value)
-    value = value or {}
-    relationship = value.get("relationship")
+    ((name, given),) = item.items()
+    if isinstance(given, str):
+        return Requirement(name=name, node=given)
+    value: YAMLMap = given or {}
+    relationship: object = value.get("relationship")
     rel_interfaces: Interfaces = {}
     target_interfaces: Interfaces = {}
     rel_name: str | None = None
     if isinstance(relationship, str):
         rel_name = relationship
         if relationship in relationship_templates:
-            template = relationship_templates[relationship] or {}
+            template: YAMLMap = relationship_templates[relationship] or {}
             rel_interfaces = _interfaces(template.get("interfaces") or {})
             target_interfaces = _interfaces(template.get("target_interfaces") or {})
             rel_name = template.get("type", relationship)
-    elif isinstance(relationship, dict):
+    elif is_map(relationship):
         rel_name = relationship.get("type")
         rel_interfaces = _interfaces(relationship.get("interfaces") or {})
         target_interfaces = _interfaces(relationship.get("target_interfaces") or {})
     if rel_name in relationship_types:  # the type's interfaces, its ancestors' under them
         type_interfaces: Interfaces = {}
         for ancestor in reversed(ancestry(rel_name, lambda t: parents(
-                (relationship_types.get(t) or {}).get("derived_from")))):
+                _mapping_at(relationship_types, t).get("derived_from")))):
             if ancestor in relationship_types:
                 type_interfaces = _merge_interfaces(type_interfaces, _interfaces(
-                    (relationship_types[ancestor] or {}).get("interfaces") or {}))
+                    _mapping_at(relationship_types, ancestor).get("interfaces") or {}))
         rel_interfaces = _merge_interfaces(type_interfaces, rel_interfaces)
-    occurrences = value.get("occurrences") or [1, 1]
+    occurrences: object = value.get("occurrences") or [1, 1]
     optional = bool(value.get("optional")) or (
-        isinstance(occurrences, list) and bool(occurrences) and occurrences[0] == 0
+        is_list(occurrences) and bool(occurrences) and occurrences[0] == 0
     )
     return Requirement(
         name=name,
@@ -368,6 +395,10 @@ def _requirement(
         optional=optional,
         target_interfaces=target_interfaces,
     )
+
+
+def _mapping_at(mapping: YAMLMap, key: str) -> YAMLMap:
+    return mapping.get(key) or {}
 
 
 def _merge_interfaces(base: Interfaces, override: Interfaces) -> Interfaces:
@@ -400,18 +431,18 @@ def _interfaces(data: dict[str, Any]) -> Interfaces:
     interface's own ``implementation`` and ``inputs`` apply to each of its operations; an
     operation declared with no body takes the shared implementation, so it runs."""
     result: Interfaces = {}
-    defaults = data.get("defaults") or {}
-    for raw_name, body in data.items():
+    defaults: YAMLMap = data.get("defaults") or {}
+    for raw_name, given in data.items():
         if raw_name == "defaults":
             continue
         interface = canonical_interface(raw_name)
-        body = body or {}
-        operations = (
+        body: YAMLMap = given or {}
+        operations: YAMLMap | None = (
             body.get("operations")
             if "operations" in body
             else {k: v for k, v in body.items() if k not in RESERVED_INTERFACE_KEYS}
         )
-        shared_inputs = {**(defaults.get("inputs") or {}), **(body.get("inputs") or {})}
+        shared_inputs: YAMLMap = {**(defaults.get("inputs") or {}), **(body.get("inputs") or {})}
         shared_impl = body.get("implementation") or defaults.get("implementation")
         result[interface] = {
             name: _operation(interface, name, _with_implementation(definition, shared_impl),
@@ -425,9 +456,9 @@ def _interfaces(data: dict[str, Any]) -> Interfaces:
 def _apply_defaults(interfaces: Interfaces, defaults: Any) -> Interfaces:
     """A template's ``defaults`` also fill the operations its types only declare (Unfurl
     applies them to the merged interfaces)."""
-    if not isinstance(defaults, dict) or not defaults.get("implementation"):
+    if not is_map(defaults) or not defaults.get("implementation"):
         return interfaces
-    shared_inputs = defaults.get("inputs") or {}
+    shared_inputs: YAMLMap = defaults.get("inputs") or {}
     result: Interfaces = {}
     for name, ops in interfaces.items():
         result[name] = {}
@@ -446,7 +477,7 @@ def _with_implementation(definition: Any, shared: Any) -> Any:
         return definition
     if not definition:
         return {"implementation": shared}
-    if isinstance(definition, dict) and not definition.get("implementation"):
+    if is_map(definition) and not definition.get("implementation"):
         return {**definition, "implementation": shared}
     return definition
 
@@ -477,18 +508,18 @@ def _operation(
         if not class_name and isinstance(primary, str) and primary in OPERATION_KINDS:
             class_name, primary = primary, None  # `primary: Template`: Unfurl's configurator
         impl = Implementation(class_name or "Shell", primary=primary)
-    inputs = {**shared_inputs, **(definition.get("inputs") or {})}
-    retry_def = definition.get("retry") or (definition.get("metadata") or {}).get("retry")
+    inputs: YAMLMap = {**shared_inputs, **(definition.get("inputs") or {})}
+    retry_def = definition.get("retry") or _mapping_at(definition, "metadata").get("retry")
     retry = (
         Retry(
             max_retries=int(retry_def.get("max_retries", 0)),
             interval=float(retry_def.get("interval", 0)),
             backoff=float(retry_def.get("backoff", 1)),
         )
-        if isinstance(retry_def, dict)
+        if is_map(retry_def)
         else None
     )
-    impl_map = implementation if isinstance(implementation, dict) else {}
+    impl_map: YAMLMap = implementation if is_map(implementation) else {}
     timeout = impl_map.get("timeout", definition.get("timeout", inputs.get("timeout")))
     environment = impl_map.get("environment")
     outputs = definition.get("outputs")
@@ -502,7 +533,7 @@ def _operation(
         environment=dict(environment) if isinstance(environment, dict) and environment else None,
         outputs={str(output): None if attribute is None else str(attribute)
                  for output, attribute in outputs.items()}
-        if isinstance(outputs, dict) and outputs else None,
+        if is_map(outputs) and outputs else None,
     )
 
 
@@ -516,12 +547,11 @@ _STATES = {name: NodeState(name) for name in NodeState.__members__}
 _PRIORITIES = {name: Priority(name) for name in Priority.__members__}
 
 
-def build_instance(name: str, record: dict[str, Any], host: str | None = None) -> Instance:
+def build_instance(name: str, record: InstanceRecord, host: str | None = None) -> Instance:
     """One recorded instance from its status record; keys we do not model are kept as they
     were, so writing the status back loses nothing."""
-    ready = record.get("readyState") or {}
-    if isinstance(ready, str):
-        ready = {"local": ready}
+    given = record.get("readyState") or {}
+    ready: ReadyState = {"local": given} if isinstance(given, str) else given
     local = ready.get("local", "unknown")
     state = ready.get("state")
     priority = record.get("priority", "required")
@@ -546,9 +576,10 @@ def build_instance(name: str, record: dict[str, Any], host: str | None = None) -
 def _relationships(entries: Any) -> dict[str, Instance]:
     """Unfurl's ``requirements:`` list: ``- name: {relationship instance record}``."""
     found: dict[str, Instance] = {}
-    for entry in entries if isinstance(entries, list) else ():
-        if isinstance(entry, dict) and len(entry) == 1:
+    for entry in entries if is_list(entries) else ():
+        if is_map(entry) and len(entry) == 1:
             (name, record), = entry.items()
-            if isinstance(record, dict):
-                found[str(name)] = build_instance(str(record.get("name") or name), record)
+            if is_map(record):
+                found[str(name)] = build_instance(str(record.get("name") or name),
+                                                  cast("InstanceRecord", record))
     return found

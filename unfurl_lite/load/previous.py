@@ -9,11 +9,12 @@ today's files. Nothing here is an error: a template that cannot be found is simp
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from unfurl_lite.load import gitrepo
 
 if TYPE_CHECKING:
+    from unfurl_lite.model.documents import EnsembleDoc
     from unfurl_lite.model.ensemble import Ensemble
     from unfurl_lite.model.entities import NodeTemplate, Requirement
 
@@ -62,6 +63,7 @@ def _templates(ensemble: Ensemble, text: str) -> dict[str, Any]:
             data = yamlio.to_plain(merged)
         if not isinstance(data, dict):
             return {}
-        return dict(builder.build(ensemble.path, text, data).topology.templates)
+        document = cast("EnsembleDoc", data)  # parsed YAML: the ensemble's shape
+        return dict(builder.build(ensemble.path, text, document).topology.templates)
     except Exception:  # an old version that no longer loads is just not used
         return {}

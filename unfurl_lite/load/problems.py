@@ -9,6 +9,7 @@ from unfurl_lite.errors import Problem
 from unfurl_lite.expressions.names import did_you_mean  # noqa: F401 (checks import it here)
 from unfurl_lite.load import positions
 from unfurl_lite.load.origins import format_path, source_file
+from unfurl_lite.model.narrow import YAMLMap
 
 SERVICE = ("spec", "service_template")
 TOPOLOGY = (*SERVICE, "topology_template")
@@ -40,11 +41,11 @@ def problem_at(
                    path=format_path(list(path)) or None, hint=hint)
 
 
-def mapping(value: Any) -> dict:
+def mapping(value: Any) -> YAMLMap:
     return value if isinstance(value, dict) else {}
 
 
-def get_section(doc: Any, path: tuple[Any, ...]) -> dict:
+def get_section(doc: Any, path: tuple[Any, ...]) -> YAMLMap:
     node = doc
     for part in path:
         node = mapping(node).get(part)

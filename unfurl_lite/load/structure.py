@@ -4,22 +4,26 @@ any kind in one section, told apart by what they derive from) and ``spec.instanc
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from unfurl_lite.model.lineage import as_mapping, capabilities_of, lineage, matching_capability
+from unfurl_lite.model.narrow import is_map
+
+if TYPE_CHECKING:
+    from unfurl_lite.model.documents import InstanceRecord, NodeTypeDoc
 
 #: what Unfurl records as ``created`` for an instance declared in the spec
 SPEC_CREATED = "::root"
 
 
-def split_types(types: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+def split_types(types: Any) -> tuple[dict[str, NodeTypeDoc], dict[str, NodeTypeDoc]]:
     """(node types, relationship types) among a ``types:`` section. A type is a relationship
     type when its ``derived_from`` chain reaches ``tosca.relationships``; other kinds
     (capability, data, ...) reach their own normative prefix and are neither."""
     if not isinstance(types, dict):
         return {}, {}
-    nodes: dict[str, Any] = {}
-    relationships: dict[str, Any] = {}
+    nodes: dict[str, NodeTypeDoc] = {}
+    relationships: dict[str, NodeTypeDoc] = {}
     for name in types:
         kind = _kind(str(name), types)
         if kind == "node":
@@ -47,13 +51,13 @@ def _kind(name: str, types: dict[str, Any]) -> str:
     return "other"
 
 
-def spec_instance_record(record: Any) -> dict[str, Any]:
+def spec_instance_record(record: Any) -> InstanceRecord:
     """The status record of an instance declared in the spec, as Unfurl creates it: ready
     (``ok``) unless it says otherwise, created by the topology itself."""
-    record = dict(record) if isinstance(record, dict) else {}
-    record.setdefault("readyState", "ok")
-    record.setdefault("created", SPEC_CREATED)
-    return record
+    result = cast("InstanceRecord", dict(record) if is_map(record) else {})
+    result.setdefault("readyState", "ok")
+    result.setdefault("created", SPEC_CREATED)
+    return result
 
 
 def implied_requirements(

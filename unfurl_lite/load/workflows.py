@@ -11,12 +11,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import Problem
 from unfurl_lite.load.problems import did_you_mean, problem_at
 from unfurl_lite.model.builtin_workflows import REPLACEABLE, RESERVED
 from unfurl_lite.model.entities import NodeState, NodeTemplate, Operation
+
+if TYPE_CHECKING:
+    from unfurl_lite.model.documents import SpecDoc
 
 WORKFLOWS = ("spec", "service_template", "topology_template", "workflows")
 WORKFLOW_KEYS = {"description", "metadata", "preconditions", "steps"}
@@ -95,7 +98,7 @@ def _activity(item: dict[str, Any]) -> Activity:
     return Activity(kind, str(value))
 
 
-def read(spec: dict[str, Any]) -> dict[str, Workflow]:
+def read(spec: SpecDoc) -> dict[str, Workflow]:
     """The workflows of a validated spec (plain data)."""
     topology = (spec.get("service_template") or {}).get("topology_template") or {}
     result: dict[str, Workflow] = {}
@@ -116,7 +119,7 @@ def read(spec: dict[str, Any]) -> dict[str, Workflow]:
     return result
 
 
-def custom_names(spec: dict[str, Any]) -> list[str]:
+def custom_names(spec: SpecDoc) -> list[str]:
     return [n for n in read(spec) if n not in REPLACEABLE]
 
 

@@ -11,12 +11,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.model.entities import Instance, Topology
 
+if TYPE_CHECKING:
+    from unfurl_lite.model.documents import JobRecord, SpecDoc
+
 #: how the loader parses the file's text into a round-trip document: (text, file) -> document
 Parser = Callable[[str, str], Any]
+
+
+def _no_spec() -> SpecDoc:
+    return {}
 
 
 @dataclass
@@ -32,9 +39,9 @@ class Ensemble:
     text: str  # the file as read: what the round-trip document and section rewrites start from
     topology: Topology
     instances: dict[str, Instance]  # recorded instances, in recorded order
-    last_job: dict[str, Any] | None = None
+    last_job: JobRecord | None = None
     jobs_log: str = "jobs.tsv"
-    spec: dict[str, Any] = field(default_factory=dict)  # merged spec as plain data
+    spec: SpecDoc = field(default_factory=_no_spec)  # merged spec as plain data
     #: the file's own data as written (directives unapplied), for section rewrites
     plain: dict[str, Any] | None = None
     #: merge directives made the model's data differ from ``plain``

@@ -15,7 +15,7 @@ import dataclasses
 import difflib
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import PlanError
 from unfurl_lite.load.workflows import Step, Workflow, custom_names, read
@@ -25,6 +25,9 @@ from unfurl_lite.model.entities import Instance, NodeState, NodeTemplate, Status
 from unfurl_lite.plan.lifecycle import add_install_tasks, add_uninstall_tasks, implemented
 from unfurl_lite.plan.tasks import Builder, Guard, Plan
 from unfurl_lite.plan.topology import select
+
+if TYPE_CHECKING:
+    from unfurl_lite.model.documents import SpecDoc
 
 # ------------------------------------------------------------------------------ conditions
 
@@ -217,7 +220,7 @@ def plan_custom(ensemble: Ensemble, workflow: str, instance_names: tuple[str, ..
     return result
 
 
-def replacing(spec: dict[str, Any], workflow: str) -> Workflow | None:
+def replacing(spec: SpecDoc, workflow: str) -> Workflow | None:
     """The spec's workflow that replaces a built-in one's lifecycle, if it has one."""
     topology = (spec.get("service_template") or {}).get("topology_template") or {}
     if workflow not in (topology.get("workflows") or {}):
@@ -265,7 +268,7 @@ def replace_lifecycle(
     return True
 
 
-def require(spec: dict[str, Any], workflow: str) -> None:
+def require(spec: SpecDoc, workflow: str) -> None:
     """Refuse a custom workflow name the spec does not define (did-you-mean)."""
     names = custom_names(spec)
     if workflow in REPLACEABLE or workflow in RESERVED:

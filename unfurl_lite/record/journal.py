@@ -29,7 +29,7 @@ import threading
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from unfurl_lite.errors import UnfurlLiteError
 from unfurl_lite.expressions.digest import KeyProvider, spec_digest
@@ -47,6 +47,9 @@ from unfurl_lite.run.outcome import JobResult, TaskRun
 from unfurl_lite.security import digested
 from unfurl_lite.security.redaction import MIN_SECRET_LENGTH, redact, variants
 from unfurl_lite.security.taint import REDACTED, Sensitive
+
+if TYPE_CHECKING:
+    from unfurl_lite.model.documents import InstanceRecord
 
 log = logging.getLogger(__name__)
 PREFIX = "journal"
@@ -68,7 +71,8 @@ def snapshot_instances(instances: dict[str, Instance], secrets: set[str]) -> dic
 
 
 def restore_instances(data: dict[str, Any]) -> dict[str, Instance]:
-    return {name: build_instance(name, dict(record)) for name, record in (data or {}).items()}
+    return {name: build_instance(name, cast("InstanceRecord", dict(record)))
+            for name, record in (data or {}).items()}
 
 
 def _plain_options(options: dict[str, Any]) -> dict[str, Any]:
