@@ -7,6 +7,7 @@ declares. The keys of an interface that are not operations are
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from unfurl_lite.errors import Problem
@@ -27,9 +28,31 @@ from unfurl_lite.model.entities import (
 )
 from unfurl_lite.model.lineage import ancestry, parents
 
+Owners = list[tuple[tuple[Any, ...], Any]]
+#: the document being validated and its owners, found once for the checks that walk them
+_found: list[tuple[Any, Owners]] = []
+
+
+@contextmanager
+def owners_found_once(doc: Any) -> Iterator[None]:
+    """While validating ``doc``: :func:`interface_owners` walks it once, not once per
+    check (a list per document; another document, or another thread's, walks as before)."""
+    _found[:] = [(doc, list(_owners(doc)))]
+    try:
+        yield
+    finally:
+        _found.clear()
+
 
 def interface_owners(doc: Any) -> Iterator[tuple[tuple[Any, ...], Any]]:
     """(path, interfaces mapping) of everything that can declare operations."""
+    found = _found[:1]
+    if found and found[0][0] is doc:
+        return iter(found[0][1])
+    return _owners(doc)
+
+
+def _owners(doc: Any) -> Iterator[tuple[tuple[Any, ...], Any]]:
     for section in ("node_types", "relationship_types"):
         for name, body in get_section(doc, (*SERVICE, section)).items():
             yield (*SERVICE, section, name, "interfaces"), mapping(body).get("interfaces")
@@ -122,11 +145,15 @@ def _undeclared_interfaces(doc: Any, file: str) -> Iterator[Problem]:
     """TOSCA lets a template assign operations only to interfaces its type declares; an
     undeclared one (``Standrad:``) would otherwise be silently never run."""
     node_types = get_section(doc, (*SERVICE, "node_types"))
+    by_type: dict[str, set[str] | None] = {}  # many templates, few types
     for name, body in get_section(doc, (*TOPOLOGY, "node_templates")).items():
         type_name = mapping(body).get("type")
-        declared = declared_interfaces(type_name, node_types) if isinstance(
-            type_name, str) else None
-        if declared is not None:
+        if not isinstance(type_name, str):
+            continue
+        if type_name not in by_type:
+            by_type[type_name] = declared_interfaces(type_name, node_types)
+        declared = by_type[type_name]
+        if declared is not None and mapping(body).get("interfaces"):
             yield from _undeclared(doc, file, (*TOPOLOGY, "node_templates", name), body,
                                    str(type_name), declared, node_types, "node")
     relationship_types = get_section(doc, (*SERVICE, "relationship_types"))

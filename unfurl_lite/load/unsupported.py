@@ -192,6 +192,9 @@ def _unsupported_implementations(doc: Any, file: str) -> Iterator[Problem]:
                     definition = mapping(definition).get(part)
                 short = isinstance(definition, str)  # `create: COMMAND`, TOSCA's short form
                 implementation = definition if short else mapping(definition).get("implementation")
+                if (isinstance(implementation, dict) and implementation.get("className")
+                        in OPERATION_KINDS and _INSPECTED_KEYS.isdisjoint(implementation)):
+                    continue  # the everyday `{className: Shell}`: nothing below can object
                 where = (*path, interface, *subpath) + (() if short else ("implementation",))
                 why = _implementation_problem(implementation, artifacts)
                 if why is not None:
@@ -213,6 +216,9 @@ def _unsupported_implementations(doc: Any, file: str) -> Iterator[Problem]:
 
 #: keys Unfurl allows in an implementation that unfurl-lite does not build
 _UNSUPPORTED_IMPLEMENTATION_KEYS = ("preConditions", "invoke")
+#: the keys of an implementation mapping the checks here look at, beside ``className``
+_INSPECTED_KEYS = frozenset({"primary", *UNFURL_ONLY_IMPLEMENTATION_KEYS,
+                             *_UNSUPPORTED_IMPLEMENTATION_KEYS})
 _IMPLEMENTATION_HINT = ("use `className: Shell` with the equivalent command (for example "
                         "`ansible-playbook site.yml`), `Template`, or a Python "
                         "operation `package.module:function`")

@@ -20,6 +20,7 @@ from unfurl_lite.load.interface_checks import (
     _undeclared_interfaces,
     _unknown_operations,
     _untyped_type_interfaces,
+    owners_found_once,
 )
 from unfurl_lite.load.problems import (
     SERVICE,
@@ -55,12 +56,13 @@ def check(doc: Any, file: str) -> list[Problem]:
 def semantic_problems(doc: Any, file: str) -> list[Problem]:
     problems: list[Problem] = list(_unsupported_structure(doc, file))
     view = _with_types_section(doc)
-    for check_one in (_unknown_types, _type_cycles, _requirement_targets,
-                      _requirement_cycles, _undeclared_interfaces, _untyped_type_interfaces,
-                      _unknown_operations, _unsupported_implementations,
-                      _duplicate_templates, _workflows, _cloudify_unsupported,
-                      _unknown_filters, _topology_root, _jobs_log):
-        problems += check_one(view, file)
+    with owners_found_once(view):
+        for check_one in (_unknown_types, _type_cycles, _requirement_targets,
+                          _requirement_cycles, _undeclared_interfaces, _untyped_type_interfaces,
+                          _unknown_operations, _unsupported_implementations,
+                          _duplicate_templates, _workflows, _cloudify_unsupported,
+                          _unknown_filters, _topology_root, _jobs_log):
+            problems += check_one(view, file)
     return problems
 
 
