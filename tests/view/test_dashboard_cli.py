@@ -18,12 +18,19 @@ from tests.conftest import ROOT, Project, run_in_process
 from tests.view.dashboard_helpers import ENSEMBLE
 
 
+def _as_from_a_terminal() -> None:
+    """Ctrl-C's default, as a terminal gives it: a test run started in the background by
+    a shell inherits SIGINT ignored, and Python then never raises KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def serve(project: Project, *args: str, env: dict[str, str] | None = None
           ) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "unfurl_lite", "serve", *args], cwd=project.root,
         env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_as_from_a_terminal)
 
 
 def url_of(process: subprocess.Popen[str]) -> str:
@@ -38,10 +45,15 @@ def answered(url: str) -> None:
         assert response.status == 200
 
 
-def stop(process: subprocess.Popen[str]) -> tuple[str, str]:
-    process.send_signal(signal.SIGINT)
-    out, err = process.communicate(timeout=30)
+def stop(process: subprocess.Popen[str], signum: int = signal.SIGINT) -> tuple[str, str]:
+    process.send_signal(signum)
+    try:
+        out, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
     assert process.returncode == 0, err
+    assert "Stopped." in err
     return out, err
 
 
@@ -56,6 +68,14 @@ def test_port_zero_picks_a_free_port_and_prints_the_url(project):
     finally:
         _, err = stop(process)
     assert "warning" not in err
+
+
+def test_sigterm_stops_it_as_ctrl_c_does(project):
+    """What systemd, docker or a script's kill sends: a clean stop, exit 0."""
+    project.write(ENSEMBLE)
+    process = serve(project, "--port", "0", "--no-browser")
+    answered(url_of(process))
+    stop(process, signal.SIGTERM)
 
 
 @pytest.mark.parametrize("flag", ["--host", "--address"])

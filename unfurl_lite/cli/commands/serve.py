@@ -19,7 +19,8 @@ def serve(ensemble: str | None, port: int, host: str, no_browser: bool) -> None:
     """Serve a read-only dashboard of the project: topology, instances, history, jobs.
 
     It listens on 127.0.0.1 unless --host says otherwise, never writes to the project,
-    and redacts secrets as the records do. Ctrl-C stops it.
+    and redacts secrets as the records do. Ctrl-C (or SIGTERM, as a service manager
+    sends) stops it.
     """
     from unfurl_lite.load.loader import resolve_path
     from unfurl_lite.view.dashboard.server import is_loopback, start
@@ -30,6 +31,7 @@ def serve(ensemble: str | None, port: int, host: str, no_browser: bool) -> None:
                    "machine on that address can read this project's dashboard (status, "
                    "history, job output)", err=True)
     server = start(path, host, port)
+    _stop_on_sigterm()
     try:
         click.echo(f"Serving the dashboard of {path} at {server.url} (Ctrl-C to stop)")
         if not no_browser:
@@ -42,3 +44,15 @@ def serve(ensemble: str | None, port: int, host: str, no_browser: bool) -> None:
     finally:
         server.stop.set()
         server.server_close()
+
+
+def _stop_on_sigterm() -> None:
+    """SIGTERM ends the server as Ctrl-C does, with its message and exit 0, so that
+    systemd, docker or a script's ``kill`` stop it cleanly; it works even where Ctrl-C
+    cannot (a shell started the server in the background with SIGINT ignored)."""
+    import signal
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
