@@ -125,6 +125,25 @@ def test_a_cold_plan_imports_only_its_budget(small_project: Path, tmp_path: Path
     assert len(others) <= PLAN_STDLIB_MAX, sorted(others)
 
 
+def test_a_redeploy_known_to_have_nothing_to_do_imports_no_job_machinery(
+    small_project: Path, tmp_path: Path
+) -> None:
+    """The plan remembered after a deploy is found before the job's machinery (records,
+    journal, executors, git) is imported: a redeploy of 10,000 nodes then costs about
+    what starting the command does."""
+    env = {**os.environ, "UNFURL_LITE_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
+    deploy = ["deploy", "--approve", "--no-commit"]
+    subprocess.run([sys.executable, "-m", "unfurl_lite", *deploy], cwd=small_project,
+                   env=env, check=True, capture_output=True)
+    imported = _imported(deploy, small_project, tmp_path)
+    assert "unfurl_lite.plan.verdicts" in imported  # answered from the remembered plan
+    assert not _tops(imported) & set(HEAVY)
+    machinery = {m for m in imported if m.startswith(
+        ("unfurl_lite.record", "unfurl_lite.run.job", "unfurl_lite.run.executors",
+         "unfurl_lite.api.jobs", "unfurl_lite.load.gitrepo"))}
+    assert machinery == set()
+
+
 def test_every_dataclass_has_a_docstring() -> None:
     """``@dataclass`` gives an undocumented class a docstring made from
     ``inspect.signature``: about a millisecond per class at import, paid by every command

@@ -11,7 +11,8 @@ Each use case lives in a module of this package, imported when first used, so th
 
 - jobs: :func:`load`, :func:`make_plan`, :func:`run_job` (a :class:`JobRequest` with
   :class:`PlanOptions` and :class:`JobOptions`), :func:`record_job`, :func:`check_dirty`,
-  :func:`wait_for_turn`, :func:`remembered_plan`
+  :func:`wait_for_turn`
+- remembered: :func:`remembered_plan` (a job known to have nothing to do, before loading)
 - control: :func:`resume`, :func:`cancel`
 - distributed: :func:`agents`, :func:`serve_worker`
 - inspect: :func:`history`, :func:`show`, :func:`diff`
@@ -50,7 +51,6 @@ if TYPE_CHECKING:
         load,
         make_plan,
         record_job,
-        remembered_plan,
         run_job,
         wait_for_turn,
     )
@@ -65,6 +65,7 @@ if TYPE_CHECKING:
         plan,
         validate,
     )
+    from unfurl_lite.api.remembered import remembered_plan
     from unfurl_lite.load.parsecache import enable as enable_parse_cache
     from unfurl_lite.model import (
         changeid,
@@ -101,7 +102,7 @@ EXPORTS: dict[str, str] = {
     "load": "unfurl_lite.api.jobs:load",
     "make_plan": "unfurl_lite.api.project:make_plan",
     "record_job": "unfurl_lite.api.jobs:record_job",
-    "remembered_plan": "unfurl_lite.api.jobs:remembered_plan",
+    "remembered_plan": "unfurl_lite.api.remembered:remembered_plan",
     "run_job": "unfurl_lite.api.jobs:run_job",
     "wait_for_turn": "unfurl_lite.api.jobs:wait_for_turn",
     "PlanOptions": "unfurl_lite.run.options:PlanOptions",

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from unfurl_lite.api.project import make_plan
+from unfurl_lite.api.remembered import rememberable
 from unfurl_lite.errors import STORAGE_ERRNOS, StorageError, storage_error
 from unfurl_lite.expressions.digest import spec_digest
 from unfurl_lite.expressions.limits import budgeted
@@ -130,28 +131,8 @@ def _prepare_git(repo: Repo, ensemble: Ensemble) -> None:
             "warning: records an earlier job left uncommitted stay so: %s", exc.message)
 
 
-def remembered_plan(request: JobRequest) -> Plan | None:
-    """The job's plan when it is known to have nothing to do for the ensemble's text as it
-    is now (:mod:`~unfurl_lite.plan.verdicts`), found without loading the ensemble; None
-    when the job must be planned (:func:`run_job`)."""
-    from unfurl_lite.errors import PlanError
-    from unfurl_lite.load import yamlio
-    from unfurl_lite.load.loader import resolve_path
-
-    if request.queue or request.query or not _rememberable(request):
-        return None
-    try:
-        options = request.plan_options.for_workflow(request.workflow)
-    except PlanError:  # said by run_job, after the ensemble's own problems
-        return None
-    file = resolve_path(request.ensemble)
-    return verdicts.recall(file, yamlio.read_text(file), request.workflow, options)
-
-
 def _rememberable(request: JobRequest) -> bool:
-    """A job whose plan depends on the text and its options alone (no inputs of its own,
-    not a workflow the topology defines)."""
-    return not request.custom and not request.inputs
+    return rememberable(request.custom, request.inputs)
 
 
 @budgeted  # its templates render within one budget

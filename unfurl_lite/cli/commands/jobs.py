@@ -187,13 +187,15 @@ def execute_workflow(
     from unfurl_lite import api
 
     level = verbosity(ctx, job.quiet, job.verbose)
-    request = job_request(workflow, ensemble_path, plan_options, job, custom)
     tty = is_terminal()
-    known = api.remembered_plan(request)
+    known = api.remembered_plan(
+        ensemble_path, workflow, api.PlanOptions.from_mapping(plan_options), custom=custom,
+        inputs=job_inputs(job.variables), queue=job.queue, query=job.query)
     if known is not None:  # nothing to do, known without loading the ensemble
         plan_confirmation(ctx, workflow, job, tty, level)(None, known)
-        nothing_to_do(workflow, request, job, level)
+        nothing_to_do(workflow, None, job, level)
         return
+    request = job_request(workflow, ensemble_path, plan_options, job, custom)
     from unfurl_lite.load import gitrepo
 
     gitrepo.preload()  # a job reaches git: its import overlaps the imports and the plan
@@ -272,22 +274,25 @@ def plan_confirmation(ctx: click.Context, workflow: str, job: JobChoice, tty: bo
 
 
 def nothing_to_do(workflow: str, request: Any, job: JobChoice, level: int) -> None:
-    """A job with no task: said so, and a ``--query`` answered from the records."""
-    from unfurl_lite.api.jobs import query_ensemble
+    """A job with no task: said so, and a ``--query`` answered from the records
+    (``request`` None: a plan remembered, no query)."""
     from unfurl_lite.cli import render
 
-    found = query_ensemble(request.ensemble, request.query, request.inputs) \
-        if request.query else None
+    found = None
+    if request is not None and request.query:
+        from unfurl_lite.api.jobs import query_ensemble  # (the job's machinery, loaded)
+
+        found = query_ensemble(request.ensemble, request.query, request.inputs)
     if job.shows_json:
         document: dict[str, Any] = {"workflow": workflow, "summary": "nothing to do",
                                     "tasks": []}
-        if request.query:
+        if request is not None and request.query:
             document.update(query=request.query, result=found)
         echo_json(document)
         return
     if level >= 0 and job.output != "none":
         click.echo("Nothing to do.")
-    if request.query:
+    if request is not None and request.query:
         click.echo(render.query_text(request.query, found))
 
 
