@@ -4,7 +4,8 @@ Read bottom-up, the layers follow the data flow: security rules and the model ar
 building blocks, expressions evaluate over the model, load turns files into a model,
 plan turns a model into tasks, run executes tasks, record writes what ran, the api offers
 each use case, and the cli presents it. A module may import its own package and the
-layers below; click and rich belong to the cli alone; GitPython to the one git module.
+layers below; click and rich belong to the cli alone; GitPython to no module (git is the
+`git` command, which only the git layer runs: tests/load/test_gitrepo.py).
 """
 
 from __future__ import annotations
@@ -57,8 +58,8 @@ def _violations() -> list[str]:
             top = imported.split(".")[0]
             if top in ("click", "rich") and own != LAYERS.index("cli"):
                 found.append(f"{where} imports {top} outside cli/")
-            if top == "git" and module != GIT_LAYER:
-                found.append(f"{where} imports GitPython outside {GIT_LAYER}")
+            if top == "git":
+                found.append(f"{where} imports GitPython (git is run by {GIT_LAYER})")
             theirs = _layer(imported)
             if own is not None and theirs is not None and theirs > own:
                 found.append(f"{where} ({LAYERS[own]}) imports {imported} ({LAYERS[theirs]})")

@@ -75,13 +75,13 @@ def test_version_commit_is_read_from_packed_refs_and_worktrees(tmp_path):
     git(repo, "-c", "user.email=t@example.com", "-c", "user.name=T",
         "commit", "-q", "--allow-empty", "-m", "one")
     head = git(repo, "rev-parse", "HEAD").strip()
-    assert _source_commit(repo / ".git") == head
+    assert _source_commit(str(repo)) == head
     git(repo, "pack-refs", "--all")
     assert not (repo / ".git" / "refs" / "heads" / "main").exists()
-    assert _source_commit(repo / ".git") == head
+    assert _source_commit(str(repo)) == head
     git(repo, "worktree", "add", "-q", "-b", "other", str(tmp_path / "wt"))
     assert Path(tmp_path / "wt" / ".git").is_file()
-    assert _source_commit(tmp_path / "wt" / ".git") == head
+    assert _source_commit(str(tmp_path / "wt")) == head
 
 
 def test_version_and_help_import_none_of_the_heavy_libraries():

@@ -1,26 +1,25 @@
-"""The one way the package reaches git: GitPython, wrapped here and nowhere else.
+"""The one way the package reaches git: every git process starts here, and nowhere else.
 
-GitPython is imported on the first git operation, never at module import: importing it
-costs more than ``unfurl --version`` may take in all, and validate and plan need no git.
-Every git process runs with a C locale (its messages are matched below), no terminal
-prompt, no pager, no editor and no optional locks (a ``git status`` must not take the
-index.lock another job's commit is waiting for), and every failure becomes a
-:class:`GitError` whose hint says what to do. The ensemble is always saved before git is
-touched, so each hint can say the records are safe.
+Each runs the ``git`` command itself (GitPython's import, with the two ``git version``
+processes it starts to probe git, cost a job more CPU than all its git commands), with a
+C locale (its messages are matched below), no terminal prompt, no pager, no editor and no
+optional locks (a ``git status`` must not take the index.lock another job's commit is
+waiting for); every failure becomes a :class:`GitError` whose hint says what to do. HEAD
+and the branch are read from ``.git``'s files (:mod:`gitfiles`). The ensemble is always
+saved before git is touched, so each hint can say the records are safe.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import threading
+import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from unfurl_lite.errors import GitError
+from unfurl_lite.load import gitfiles
 
 ENV = {
     "LC_ALL": "C",
@@ -50,70 +49,29 @@ class Outcome:
         return f"git {doing} failed: {(self.stderr.strip() or self.stdout.strip())[-500:]}"
 
 
-_loaded: Any = None
-_importing = threading.Lock()
-
-
-def _gitpython() -> Any:
-    """GitPython, imported on first use. ``GIT_PYTHON_REFRESH=quiet`` (while importing
-    only: the caller's environment is theirs) lets the import succeed without git, so a
-    missing git is our clear error rather than GitPython's ImportError."""
-    global _loaded
-    if _loaded is None:
-        with _importing:  # one import, whether preload's thread or a caller gets here first
-            if _loaded is None:
-                before = os.environ.get("GIT_PYTHON_REFRESH")
-                os.environ["GIT_PYTHON_REFRESH"] = before or "quiet"
-                try:
-                    import git
-                finally:
-                    if before is None:
-                        os.environ.pop("GIT_PYTHON_REFRESH", None)
-                _loaded = git
-    return _loaded
-
-
-def preload() -> None:
-    """Import GitPython in a thread of its own, for a command that will reach git soon.
-
-    Importing it costs about a tenth of a second, most of it two ``git version`` processes
-    GitPython starts to probe git: in a thread, those waits overlap the command's own work
-    (loading and planning) instead of adding to it. The first git operation waits for the
-    import to end; a failed import is left for that operation to meet."""
-    if _loaded is None and not _importing.locked():
-        threading.Thread(target=_quietly_import, name="unfurl-git-import").start()
-
-
-def _quietly_import() -> None:
-    with contextlib.suppress(Exception):
-        _gitpython()
-
-
 def run(cwd: Path | str, *args: str, timeout: float | None = None,
         strip: bool = True) -> Outcome:
-    """One git command in ``cwd``; its outcome, whatever its exit status. ``strip=False``
-    keeps the output byte for byte (a file's text)."""
-    if not os.path.isdir(cwd):  # GitPython would run git in the process's own directory
+    """One git command in ``cwd``; its outcome, whatever its exit status. Output is text
+    (UTF-8, undecodable bytes kept as surrogates); ``strip`` drops stdout's final newline,
+    ``strip=False`` keeps it byte for byte (a file's text). A command still running after
+    ``timeout`` seconds is killed and fails with a message saying so."""
+    if not os.path.isdir(cwd):  # git would fail to start, and say git is missing
         raise GitError(f"cannot run git in {cwd}: no such directory")
-    git = _gitpython()
-    runner = git.Git(str(cwd))
     try:
-        code, stdout, stderr = runner.execute(
-            [runner.GIT_PYTHON_GIT_EXECUTABLE or "git", *args],
-            with_extended_output=True, with_exceptions=False, env=ENV,
-            kill_after_timeout=timeout, strip_newline_in_stdout=strip,
-        )
-    except git.GitCommandNotFound:
+        done = subprocess.run(["git", *args], cwd=cwd, env={**os.environ, **ENV},
+                              stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
+    except FileNotFoundError:
         raise GitError("git is not installed (or not on PATH)",
                        hint="install git; a job runs without it with --no-commit --dirty=ok",
                        ) from None
-    return Outcome(code, stdout, stderr)
-
-
-def _opened(path: Path | str, search: bool = False) -> Any:
-    """GitPython's view of the repository at (or, with ``search``, above) ``path``: the
-    work tree, HEAD and refs are read from .git's files, which costs no git process."""
-    return _gitpython().Repo(str(path), search_parent_directories=search)
+    except PermissionError as exc:
+        raise GitError(f"git cannot be run: {exc}",
+                       hint="check the permissions of the git on PATH") from None
+    except subprocess.TimeoutExpired:
+        return Outcome(-9, "", f"git {args[0]} did not finish in {timeout:.0f} s and was stopped")
+    stdout = done.stdout.decode("utf-8", "surrogateescape")
+    stderr = done.stderr.decode("utf-8", "surrogateescape").removesuffix("\n")
+    return Outcome(done.returncode, stdout.removesuffix("\n") if strip else stdout, stderr)
 
 
 def output(cwd: Path | str, *args: str, timeout: float | None = None) -> str:
@@ -170,8 +128,16 @@ class Repo:
                 next(entries, None)  # a rename's or copy's source
         return found
 
+    def git_dir(self) -> Path:
+        """This work tree's git directory (a linked worktree has its own)."""
+        found = gitfiles.git_dir(str(self.root))
+        return Path(found or output(self.root, "rev-parse", "--absolute-git-dir"))
+
     def _on_branch(self) -> bool:
-        return not _opened(self.root).head.is_detached
+        found = gitfiles.git_dir(str(self.root))
+        if found:
+            return bool(gitfiles.head(found)[0])
+        return run(self.root, "symbolic-ref", "-q", "HEAD").ok
 
     def commit(self, paths: list[Path], message: str) -> str:
         """Commit exactly these paths (added if new), whatever else is staged; returns the
@@ -215,7 +181,7 @@ class Repo:
 
     def index_lock(self) -> Path:
         """The lock file of this work tree's index (a linked worktree has its own)."""
-        return Path(_opened(self.root).git_dir) / "index.lock"
+        return self.git_dir() / "index.lock"
 
     def stale_index_lock(self) -> Path | None:
         """git's index.lock when it is left over: no git process runs in this repository
@@ -291,18 +257,14 @@ def commit_error(stderr: str, stale_lock: Path | None = None) -> GitError:
 
 
 def find_repo(path: Path) -> Repo | None:
-    """The work tree holding ``path``; None outside git or in a bare repository."""
+    """The work tree holding ``path``, found by its ``.git`` as git finds it (no git
+    process: a job run with ``--no-commit --dirty=ok`` needs no git at all); None outside
+    git or in a bare repository."""
     start = path if path.is_dir() else path.parent
     if not start.exists():
         return None
-    git = _gitpython()
-    try:
-        found = _opened(start, search=True)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        return None
-    if found.bare or not found.working_tree_dir:
-        return None
-    return Repo(Path(found.working_tree_dir).resolve())
+    top = gitfiles.work_tree(str(start))
+    return Repo(Path(top).resolve()) if top else None
 
 
 def toplevel(cwd: Path | str) -> str:
@@ -421,19 +383,21 @@ def versions(path: Path, depth: int) -> Iterator[str]:
 
 
 def head_of(cwd: Path | str) -> str:
-    """The commit HEAD of the work tree holding ``cwd`` points at (read by GitPython from
-    .git's files: a worker asks before each task)."""
+    """The commit HEAD of the work tree holding ``cwd`` points at: read from .git's files
+    (a worker asks before each task), from git when they cannot say."""
     if not os.path.isdir(cwd):
         raise GitError(f"cannot read git's HEAD in {cwd}: no such directory")
-    git = _gitpython()
-    try:
-        repo = _opened(cwd, search=True)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        raise GitError(f"{cwd} is not in a git repository") from None
-    try:
-        return str(git.SymbolicReference.dereference_recursive(repo, "HEAD"))
-    except (ValueError, OSError, git.GitError) as exc:  # before the first commit
-        raise GitError(f"cannot read git's HEAD in {cwd}: {exc}") from None
+    top = gitfiles.work_tree(os.fspath(cwd))
+    commit = gitfiles.head(gitfiles.git_dir(top))[1] if top else ""
+    if commit:
+        return commit
+    outcome = run(cwd, "rev-parse", "--verify", "-q", "HEAD")
+    if outcome.ok and outcome.stdout.strip():
+        return outcome.stdout.strip()
+    if "not a git repository" in outcome.stderr:
+        raise GitError(f"{cwd} is not in a git repository")
+    raise GitError(f"cannot read git's HEAD in {cwd}: "
+                   + (outcome.stderr.strip() or "there is no commit yet"))
 
 
 def config_value(cwd: Path | str, key: str) -> str | None:
@@ -443,17 +407,16 @@ def config_value(cwd: Path | str, key: str) -> str | None:
 
 def remote_url(cwd: Path | str) -> str | None:
     """The URL of the repository's ``origin`` remote, else of its first remote (as Unfurl
-    picks one), read from .git's files; None without a remote."""
-    git = _gitpython()
+    picks one); None without a remote."""
     try:
-        remotes = _opened(cwd, search=True).remotes
-        if not remotes:
-            return None
-        chosen = next((r for r in remotes if r.name == "origin"), remotes[0])
-        return str(next(iter(chosen.urls), "")) or None
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.GitError, ValueError,
-            OSError):
+        outcome = run(cwd, "config", "--get-regexp", r"^remote\..*\.url$")
+    except GitError:
         return None
+    urls: dict[str, str] = {}
+    for line in outcome.stdout.splitlines() if outcome.ok else ():
+        key, _, url = line.partition(" ")
+        urls.setdefault(key.removeprefix("remote.").removesuffix(".url"), url)
+    return (urls.get("origin") or next(iter(urls.values()), "")) or None
 
 
 def has_commit(repository: Path, commit: str) -> bool:

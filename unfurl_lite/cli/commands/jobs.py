@@ -196,9 +196,6 @@ def execute_workflow(
         nothing_to_do(workflow, None, job, level)
         return
     request = job_request(workflow, ensemble_path, plan_options, job, custom)
-    from unfurl_lite.load import gitrepo
-
-    gitrepo.preload()  # a job reaches git: its import overlaps the imports and the plan
     from unfurl_lite.cli import render
     from unfurl_lite.run.signals import JobControl, handle_signals
 
