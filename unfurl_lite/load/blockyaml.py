@@ -3,10 +3,11 @@
 ruamel's C composer makes a Python node object for every key and value before anything
 is built from them (about 380,000 at N=10,000: 3.5 s of a 5 MB ensemble). An ensemble as
 people and generators write it is a narrow subset of YAML: block mappings and sequences
-by indentation, plain or quoted one-line scalars, literal block scalars, comments. This
-module reads that subset straight from the lines (a tenth of the time) and raises
-:class:`NeedsFullLoader` at the first thing outside it (flow collections, anchors, tags,
-escapes, folded or multi-line scalars, tabs, document markers...), so the C composer's
+by indentation, plain or quoted one-line scalars, literal block scalars, comments, small
+flow collections on one line (:mod:`flowyaml`). This module reads that subset straight
+from the lines (a tenth of the time) and raises :class:`NeedsFullLoader` at the first
+thing outside it (multi-line flow collections, anchors, tags, escapes, folded block or
+multi-line quoted scalars, tabs, document markers...), so the C composer's
 road reads every other document: the two roads never disagree about a document, and
 what is refused or reported keeps going through the loaders that know YAML in full.
 
@@ -21,12 +22,11 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from unfurl_lite.load import flowyaml
+from unfurl_lite.load.flowyaml import NeedsFullLoader
 from unfurl_lite.load.guard import MAX_DEPTH, MAX_EXPANDED_CHARS, MAX_EXPANDED_NODES
 
-
-class NeedsFullLoader(Exception):
-    """The document is outside the subset: read it with a full YAML loader."""
-
+__all__ = ["NeedsFullLoader", "load"]
 
 #: a character ruamel's reader refuses, a line break only YAML 1.1 knows, a tab, a BOM
 #: or a carriage return: any of them and the document takes the full road
@@ -40,7 +40,6 @@ _LINE = re.compile(r"""^(\ *+)(-\ ++|-$)?
                        (.*)$""", re.M | re.X)
 _DOUBLE = re.compile(r'"([^"\\]*)" *(?: #.*)?$')
 _SINGLE = re.compile(r"'((?:[^']|'')*)' *(?: #.*)?$")
-_EMPTY_FLOW = re.compile(r"(\[\]|\{\}) *(?: #.*)?$")
 _LITERAL = re.compile(r"\|(-?) *(?: #.*)?$")
 #: what a plain scalar may not start with (``-``, ``?`` and ``:`` only when a space follows:
 #: ``-1`` and ``::db`` are plain scalars)
@@ -65,9 +64,10 @@ def load(text: str, scalar: Callable[[str], Any], key_type: Callable[[str], str]
     type a plain key would load as (anything but 'str' declines)."""
     if len(text) > MAX_EXPANDED_CHARS or _OUTSIDE.search(text):
         raise NeedsFullLoader("a character outside the subset")
-    lines = _logical_lines(text, scalar, key_type)
-    # each logical line makes at most a container and a value: within the guard's count
-    if not lines or 2 * len(lines) + 1 > MAX_EXPANDED_NODES:
+    lines, flow_nodes = _logical_lines(text, scalar, key_type)
+    # each logical line makes at most a container and a value, and a flow collection the
+    # nodes it counted: within the guard's count
+    if not lines or 2 * len(lines) + 1 + flow_nodes > MAX_EXPANDED_NODES:
         raise NeedsFullLoader("an empty document, or beyond the guard's limits")
     lines.append(_END)
     reader = _Reader(lines)
@@ -78,11 +78,13 @@ def load(text: str, scalar: Callable[[str], Any], key_type: Callable[[str], str]
 
 
 def _logical_lines(text: str, scalar: Callable[[str], Any], key_type: Callable[[str], str]
-                   ) -> list[_Line]:
+                   ) -> tuple[list[_Line], int]:
     """Each line's indentation and what it holds; ``- key: value`` is two logical lines
     (the item, then its mapping at the key's column); a literal block scalar, or a plain
-    one folded over several lines, is read with the line that opens it."""
+    one folded over several lines, is read with the line that opens it; a one-line flow
+    collection is read by :mod:`flowyaml` (the nodes it made are counted, second)."""
     out: list[_Line] = []
+    flow_nodes = 0
     append = out.append
     raw: list[str] | None = None
     skip_to = 0  # the raw line after the last block scalar read
@@ -127,12 +129,15 @@ def _logical_lines(text: str, scalar: Callable[[str], Any], key_type: Callable[[
                     raw = text.split("\n")
                 rest, skip_to = _folded(rest, indent, raw, number + 1)
             value = scalar(rest)
+        elif first in "[{":
+            value, nodes = flowyaml.read(rest, scalar, key_type)
+            flow_nodes += nodes
         else:
             if raw is None:
                 raw = text.split("\n")
             value, skip_to = _value(rest, indent, raw, number + 1, scalar)
         append((indent, _KEY_VALUE if key is not None else _ITEM_VALUE, key, value))
-    return out
+    return out, flow_nodes
 
 
 def _folded(first: str, indent: int, raw: list[str], number: int) -> tuple[str, int]:
@@ -176,11 +181,6 @@ def _value(rest: str, indent: int, raw: list[str], number: int, scalar: Any) -> 
         if found is None:
             raise NeedsFullLoader("a single-quoted scalar on several lines")
         return found.group(1).replace("''", "'"), number
-    if first in "[{":
-        found = _EMPTY_FLOW.match(rest)
-        if found is None:
-            raise NeedsFullLoader("a flow collection")
-        return ([] if found.group(1) == "[]" else {}), number
     if first == "|":
         found = _LITERAL.match(rest)
         if found is None:
@@ -192,6 +192,8 @@ def _value(rest: str, indent: int, raw: list[str], number: int, scalar: Any) -> 
     text = (rest if cut < 0 else rest[:cut]).rstrip(" ")
     if ": " in text or text[-1] == ":":
         raise NeedsFullLoader("a colon YAML reads as another mapping")
+    if cut < 0:  # trailing spaces: an emitter folding at its width leaves one there
+        text, number = _folded(text, indent, raw, number)
     return scalar(text), number
 
 
@@ -255,7 +257,7 @@ class _Reader:
             assert key is not None
             if key in out:
                 raise NeedsFullLoader("a duplicate key")
-            if key[0] == "+":
+            if key[:1] == "+":
                 self.directives = True
             number += 1
             following, following_kind, _, _ = lines[number]

@@ -18,14 +18,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from ruamel.yaml.comments import CommentedMap
+from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import InputError, PathError, Problem
 from unfurl_lite.load import origins
 from unfurl_lite.load.problems import SERVICE, get_section, mapping, problem_at
 from unfurl_lite.security.paths import PROTECTED_HINT, PROTECTED_WHY, confine, protected_part
+
+if TYPE_CHECKING:
+    from ruamel.yaml.comments import CommentedMap
 
 #: the sections of a TOSCA file an import brings in (``types``: Unfurl's combined section)
 TYPE_SECTIONS = ("node_types", "relationship_types", "capability_types", "interface_types",
@@ -72,6 +73,8 @@ def apply(doc: Any, file: Path, project_root: Path,
 def _merged_service(service: Any, imported: Sections, file: str) -> CommentedMap:
     """The service template with each type section's imported definitions first, then
     its own (which win); every definition keeps the file and line it was read from."""
+    from ruamel.yaml.comments import CommentedMap  # (a cold plan of plain data: no ruamel)
+
     merged = origins.new_map(service if isinstance(service, CommentedMap) else None, file)
     for key in service:
         if key not in TYPE_SECTIONS:
@@ -96,6 +99,8 @@ def _merged_service(service: Any, imported: Sections, file: str) -> CommentedMap
 
 def _with_service(doc: Any, service: CommentedMap, file: str) -> CommentedMap:
     """A new document: ``doc`` with ``service`` as its spec's service template."""
+    from ruamel.yaml.comments import CommentedMap  # (a cold plan of plain data: no ruamel)
+
     result = origins.new_map(doc if isinstance(doc, CommentedMap) else None, file)
     for key in doc:
         if key != "spec":

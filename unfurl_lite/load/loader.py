@@ -62,8 +62,6 @@ def _fast_load(text: str, file: str) -> dict[str, Any] | None:
     """Valid plain data through the C parser, or None when only the round trip can apply
     merge directives or say where a problem is. A document too large for the round trip
     has its problems said here, by path (and a syntax error at its line)."""
-    from ruamel.yaml.error import MarkedYAMLError, YAMLError
-
     from unfurl_lite.load import guard, imports, validate
 
     guard.check_text(text, file)  # its refusals are final: no slower parse follows
@@ -75,16 +73,20 @@ def _fast_load(text: str, file: str) -> dict[str, Any] | None:
         data, directives = _parse_guarded(text, file)
     except LimitExceeded:
         raise
-    except MarkedYAMLError as exc:
-        if large:
-            raise yamlio.syntax_error(exc, file) from None
-        return None
     except InputError:
         if large:
             raise
         return None
-    except (YAMLError, RecursionError, ValueError, IndexError, OverflowError):
+    except (RecursionError, ValueError, IndexError, OverflowError):
         return None
+    except Exception as exc:  # ruamel's own, raised on the composer's road only:
+        from ruamel.yaml.error import MarkedYAMLError, YAMLError  # (block YAML needs no ruamel)
+
+        if isinstance(exc, MarkedYAMLError) and large:
+            raise yamlio.syntax_error(exc, file) from None
+        if isinstance(exc, YAMLError):
+            return None
+        raise
     if not isinstance(data, dict) or directives or imports.has_imports(data):
         return None
     problems = validate.check(data, file)
