@@ -15,6 +15,7 @@ from unfurl_lite.errors import Problem
 from unfurl_lite.expressions import catalog
 from unfurl_lite.expressions.analysis import could_be_template
 from unfurl_lite.load.problems import mapping, problem_at
+from unfurl_lite.model.narrow import is_map
 
 #: parts of a spec that are never evaluated
 _NOT_EVALUATED = frozenset({"metadata", "description"})
@@ -55,7 +56,7 @@ def _required_inputs(doc: Any) -> Iterator[Found]:
 
     given = mapping(mapping(mapping(doc).get("spec")).get("inputs"))
     for name, definition in _declared_inputs(doc).items():
-        if not isinstance(definition, dict) or definition.get("required", True) is False:
+        if not is_map(definition) or definition.get("required", True) is False:
             continue
         if given.get(name, definition.get("default")) is None:
             yield ((*TOPOLOGY, "inputs", name),
@@ -116,7 +117,7 @@ def _mapping(path: tuple[Any, ...], value: dict[Any, Any],
         if isinstance(body, str) and not could_be_template(body):
             yield from (((*path, head, *where), message, hint)
                         for where, message, hint in query_problems(body))
-        elif isinstance(body, dict) and body:
+        elif is_map(body) and body:
             yield from _function((*path, head), body)
             yield from _input_named((*path, head), body, inputs)
     elif len(value) == 1:

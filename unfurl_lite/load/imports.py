@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from unfurl_lite.errors import InputError, PathError, Problem
 from unfurl_lite.load import origins
 from unfurl_lite.load.problems import SERVICE, get_section, mapping, problem_at
+from unfurl_lite.model.narrow import is_list, is_map
 from unfurl_lite.security.paths import PROTECTED_HINT, PROTECTED_WHY, confine, protected_part
 
 if TYPE_CHECKING:
@@ -119,7 +120,7 @@ def _imports_of(doc: Any, file: str, base: Path, ctx: _Context,
     import order (later ones win)."""
     found: Sections = {}
     entries = mapping(_at(doc, path)).get("imports")
-    for index, entry in enumerate(entries if isinstance(entries, list) else ()):
+    for index, entry in enumerate(entries if is_list(entries) else ()):
         where = (*path, "imports", index)
         name, prefix, why = _entry(entry)
         if why is not None:
@@ -137,11 +138,11 @@ def _imports_of(doc: Any, file: str, base: Path, ctx: _Context,
 
 def _entry(entry: Any) -> tuple[str | None, str | None, tuple[str, str] | None]:
     """(file, namespace prefix, problem) of one ``imports:`` item."""
-    if isinstance(entry, dict) and len(entry) == 1 and "file" not in entry:
+    if is_map(entry) and len(entry) == 1 and "file" not in entry:
         ((_, entry),) = entry.items()  # TOSCA 1.0's named form: {name: file}
     if isinstance(entry, str):
         entry = {"file": entry}
-    if not isinstance(entry, dict):
+    if not is_map(entry):
         return None, None, ("an import must be a file name or {file: ..., namespace_prefix: ...}",
                             "write `- types.yaml` or `- {file: types.yaml}`")
     if entry.get("repository") is not None:
@@ -208,7 +209,7 @@ def _load(doc: Any, where: tuple[Any, ...], file: str, base: Path, name: str,
         parsed = merge._lookup(parsed, merge._split_pointer(fragment))
         if parsed is None:
             return fail(f"{fragment!r} not found in {relative!r}", "check the path after '#'")
-    if not isinstance(parsed, dict):
+    if not is_map(parsed):
         return fail(f"imported file {name!r} is not a mapping of TOSCA definitions",
                     "an imported file holds node_types, relationship_types, ...")
     outer = ctx.chain
@@ -228,7 +229,7 @@ def _parse(target: Path, ctx: _Context) -> Any:
     ctx.reads[str(target)] = parsecache.text_digest(text)
     guard.check_round_trip(text, str(target))
     document = yamlio.parse(text, str(target))
-    if not isinstance(document, dict):
+    if not is_map(document):
         return document
     return merge.expand(document, target, ctx.project_root, reads=ctx.reads)
 
@@ -247,7 +248,7 @@ def _definitions(parsed: Any, file: str, base: Path, ctx: _Context) -> Sections:
     found = _imports_of(parsed, file, base, ctx, path=())
     for section in TYPE_SECTIONS:
         types = parsed.get(section)
-        if isinstance(types, dict):
+        if is_map(types):
             found.setdefault(section, []).extend(
                 (str(name), body, types, name) for name, body in types.items())
     return found
@@ -267,11 +268,11 @@ def _prefixed(items: list[tuple[str, Any, Any, Any]], prefix: str, local: set[st
 def _rename(node: Any, local: set[str], prefix: str) -> None:
     """References to types of the same import take its prefix (in place: the imported
     document was built for this load)."""
-    if isinstance(node, dict):
+    if is_map(node):
         for key, value in node.items():
             if key in _TYPE_REFERENCES and isinstance(value, str) and value in local:
                 node[key] = f"{prefix}.{value}"
-            elif key in _TYPE_REFERENCES and isinstance(value, list):
+            elif key in _TYPE_REFERENCES and is_list(value):
                 for i, item in enumerate(value):
                     if isinstance(item, str) and item in local:
                         value[i] = f"{prefix}.{item}"
@@ -279,6 +280,6 @@ def _rename(node: Any, local: set[str], prefix: str) -> None:
                         _rename(item, local, prefix)
             else:
                 _rename(value, local, prefix)
-    elif isinstance(node, list):
+    elif is_list(node):
         for item in node:
             _rename(item, local, prefix)

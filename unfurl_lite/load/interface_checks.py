@@ -27,6 +27,7 @@ from unfurl_lite.model.entities import (
     canonical_interface,
 )
 from unfurl_lite.model.lineage import ancestry, parents
+from unfurl_lite.model.narrow import is_map
 
 Owners = list[tuple[tuple[Any, ...], Any]]
 #: the document being validated and its owners, found once for the checks that walk them
@@ -118,7 +119,7 @@ def _relationship_owners(doc: Any) -> Iterator[tuple[tuple[Any, ...], Any]]:
         for index, req, _ in requirements_of(body):
             value = mapping(body)["requirements"][index][req]
             relationship = mapping(value).get("relationship")
-            if isinstance(relationship, dict):
+            if is_map(relationship):
                 yield ((*TOPOLOGY, "node_templates", name, "requirements", index, req,
                         "relationship"), relationship)
 

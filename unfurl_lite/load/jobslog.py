@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from unfurl_lite.model.narrow import is_map
 from unfurl_lite.security.characters import is_control
 
 #: characters a jobs.tsv field may not hold raw: they would start a line, end a cell, or
@@ -170,7 +171,7 @@ def jobs_log_setting(text: str) -> Any:
                 doc = yamlio.round_trip().load(source)
             except Exception:  # unreadable here: the loader will say why
                 continue
-        if isinstance(doc, dict):
+        if is_map(doc):
             return doc.get("jobsLog")
     return None
 

@@ -28,6 +28,7 @@ from unfurl_lite.expressions.names import (
 )
 from unfurl_lite.model.entities import NodeTemplate, Operation
 from unfurl_lite.model.lineage import NORMATIVE_ATTRIBUTES, normative_name
+from unfurl_lite.model.narrow import is_list
 
 if TYPE_CHECKING:
     from unfurl_lite.model.ensemble import Ensemble
@@ -142,7 +143,7 @@ def _sets_others(templates: Iterable[NodeTemplate]) -> bool:
         for operations in template.interfaces.values():
             for operation in operations.values():
                 value = operation.inputs.get("resultTemplate")
-                if isinstance(value, list) or (isinstance(value, str) and "name" in value):
+                if is_list(value) or (isinstance(value, str) and "name" in value):
                     return True
     return False
 
@@ -395,7 +396,7 @@ def _get(doc: Any, path: tuple[Any, ...]) -> Any:
     node = doc
     for part in path:
         inside = (part in node if isinstance(node, Mapping) else
-                  isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node))
+                  is_list(node) and isinstance(part, int) and 0 <= part < len(node))
         if not inside:
             return None
         node = node[part]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from unfurl_lite.errors import Problem
 from unfurl_lite.load import schemacheck, yamlio
 from unfurl_lite.load.problems import did_you_mean, mapping, problem_at
+from unfurl_lite.model.narrow import is_list, is_map
 
 if TYPE_CHECKING:  # jsonschema is imported only to explain a document the quick check refused
     import jsonschema
@@ -79,7 +80,7 @@ def _leaves(error: ValidationError) -> list[ValidationError]:
 def _explain(doc: Any, file: str, error: ValidationError) -> Iterator[Problem]:
     path = list(error.absolute_path)
     schema: Any = error.schema
-    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+    if error.validator == "additionalProperties" and is_map(error.instance):
         allowed = schema.get("properties", {})
         for key in error.instance:
             if key not in allowed:
@@ -93,7 +94,7 @@ def _message(error: ValidationError) -> str:
     value: Any = error.instance
     expected: Any = error.validator_value
     if error.validator == "type":
-        expected = " or ".join(expected) if isinstance(expected, list) else expected
+        expected = " or ".join(expected) if is_list(expected) else expected
         return f"expected {_article(expected)}, got {_kind(value)} {_short(value)}"
     if error.validator == "required":
         missing = [k for k in expected if k not in mapping(value)]
@@ -106,7 +107,7 @@ def _message(error: ValidationError) -> str:
         return "a requirement must be a mapping with exactly one key (its name)"
     if error.validator in ("anyOf", "oneOf") and error.context:
         types: list[Any] = [e.validator_value for e in error.context if e.validator == "type"]
-        names = [t for group in types for t in (group if isinstance(group, list) else [group])]
+        names = [t for group in types for t in (group if is_list(group) else [group])]
         if names:
             wanted = " or ".join(dict.fromkeys(map(str, names)))
             return f"expected {_article(wanted)}, got {_kind(value)} {_short(value)}"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, cast
 
 from unfurl_lite.model.lineage import as_mapping, capabilities_of, lineage, matching_capability
-from unfurl_lite.model.narrow import is_map
+from unfurl_lite.model.narrow import is_list, is_map
 
 if TYPE_CHECKING:
     from unfurl_lite.model.documents import InstanceRecord, NodeTypeDoc
@@ -20,7 +20,7 @@ def split_types(types: Any) -> tuple[dict[str, NodeTypeDoc], dict[str, NodeTypeD
     """(node types, relationship types) among a ``types:`` section. A type is a relationship
     type when its ``derived_from`` chain reaches ``tosca.relationships``; other kinds
     (capability, data, ...) reach their own normative prefix and are neither."""
-    if not isinstance(types, dict):
+    if not is_map(types):
         return {}, {}
     nodes: dict[str, NodeTypeDoc] = {}
     relationships: dict[str, NodeTypeDoc] = {}
@@ -39,8 +39,8 @@ def _kind(name: str, types: dict[str, Any]) -> str:
     while isinstance(current, str) and current in types and current not in seen:
         seen.add(current)
         body = types[current]
-        current = body.get("derived_from") if isinstance(body, dict) else None
-        if isinstance(current, list):  # Unfurl's multiple inheritance: the first parent's kind
+        current = body.get("derived_from") if is_map(body) else None
+        if is_list(current):  # Unfurl's multiple inheritance: the first parent's kind
             current = current[0] if current else None
     if not isinstance(current, str) or current in seen:
         return "node"
@@ -106,18 +106,18 @@ def implied_requirements(
 
 
 def _all_connected(requirements: Any) -> bool:
-    for entry in requirements if isinstance(requirements, list) else ():
-        for value in entry.values() if isinstance(entry, dict) else ():
-            if not isinstance(value, str) and not (isinstance(value, dict) and value.get("node")):
+    for entry in requirements if is_list(requirements) else ():
+        for value in entry.values() if is_map(entry) else ():
+            if not isinstance(value, str) and not (is_map(value) and value.get("node")):
                 return False
     return True
 
 
 def _entries(value: Any) -> list[dict[str, Any]]:
     return [
-        {str(k): v if isinstance(v, dict) else {"node": v} for k, v in entry.items()}
-        for entry in (value if isinstance(value, list) else ())
-        if isinstance(entry, dict)
+        {str(k): v if is_map(v) else {"node": v} for k, v in entry.items()}
+        for entry in (value if is_list(value) else ())
+        if is_map(entry)
     ]
 
 
@@ -137,7 +137,7 @@ def _match(
         return node
     fallback: str | None = None  # a template with Unfurl's ``default`` directive
     for name, body in templates.items():
-        if name == source or not isinstance(body, dict):
+        if name == source or not is_map(body):
             continue
         type_name = body.get("type") if isinstance(body.get("type"), str) else None
         if type_name not in lineages:
@@ -160,11 +160,11 @@ def _match(
 
 def _directives(body: dict[str, Any]) -> list[Any]:
     directives = body.get("directives")
-    return directives if isinstance(directives, list) else []
+    return directives if is_list(directives) else []
 
 
 def is_optional(definition: dict[str, Any]) -> bool:
     occurrences = definition.get("occurrences")
     return bool(definition.get("optional")) or (
-        isinstance(occurrences, list) and bool(occurrences) and occurrences[0] == 0
+        is_list(occurrences) and bool(occurrences) and occurrences[0] == 0
     )

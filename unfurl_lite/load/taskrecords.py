@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from unfurl_lite.errors import UnfurlLiteError
+from unfurl_lite.model.narrow import is_list
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ def _text(value: Any) -> str:
 
 def _records(data: Any) -> Iterator[TaskRecord]:
     changes = data.get("changes") if isinstance(data, Mapping) else None
-    if not isinstance(changes, list) or not changes or not isinstance(changes[0], Mapping):
+    if not is_list(changes) or not changes or not isinstance(changes[0], Mapping):
         return
     workflow = _text(changes[0].get("workflow"))
     for entry in changes[1:]:

@@ -18,6 +18,7 @@ from unfurl_lite.load.problems import (
 )
 from unfurl_lite.model.dependencies import find_cycles
 from unfurl_lite.model.lineage import parents
+from unfurl_lite.model.narrow import is_list, is_map
 
 _TOSCA_NODES = (
     "Root", "Compute", "SoftwareComponent", "WebServer", "WebApplication", "DBMS",
@@ -88,8 +89,8 @@ def _unknown_types(doc: Any, file: str) -> Iterator[Problem]:
         for index, parent in enumerate(parents(derived_from)):
             if not known_type(parent, defined):
                 where = (*SERVICE, "node_types", name, "derived_from")
-                yield _unknown_type(doc, file, (*where, index) if isinstance(
-                    derived_from, list) else where, f"node type {name!r}", parent, defined,
+                yield _unknown_type(doc, file, (*where, index) if is_list(
+                    derived_from) else where, f"node type {name!r}", parent, defined,
                     imports)
 
 
@@ -135,8 +136,8 @@ def requirement_target(value: Any) -> str | None:
 
 def requirements_of(body: Any) -> Iterator[tuple[int, str, str]]:
     requirements = mapping(body).get("requirements")
-    for index, item in enumerate(requirements if isinstance(requirements, list) else []):
-        if isinstance(item, dict) and len(item) == 1:
+    for index, item in enumerate(requirements if is_list(requirements) else []):
+        if is_map(item) and len(item) == 1:
             ((name, value),) = item.items()
             target = requirement_target(value)
             if target:

@@ -22,6 +22,7 @@ from unfurl_lite.load.problems import (
 )
 from unfurl_lite.load.type_checks import requirements_of
 from unfurl_lite.model.entities import OPERATION_KINDS, canonical_interface
+from unfurl_lite.model.narrow import is_list, is_map
 
 #: Unfurl sections unfurl-lite refuses by name, with why and what to do
 _UNSUPPORTED_SECTIONS: dict[tuple[str, ...], tuple[str, str]] = {
@@ -72,7 +73,7 @@ _DIRECTIVE_MEANING = {
 def _unsupported_directives(doc: Any, file: str) -> Iterator[Problem]:
     for name, body in get_section(doc, (*TOPOLOGY, "node_templates")).items():
         directives = mapping(body).get("directives")
-        for index, directive in enumerate(directives if isinstance(directives, list) else ()):
+        for index, directive in enumerate(directives if is_list(directives) else ()):
             if isinstance(directive, str) and directive in SUPPORTED_DIRECTIVES:
                 continue
             meaning = _DIRECTIVE_MEANING.get(str(directive))
@@ -283,7 +284,7 @@ def _implementation_problem(implementation: Any,
         if mapping(implementation).get(key) not in (None, [], {}):
             return f"implementation key `{key}` (in Unfurl it {what}) is not supported"
     primary = mapping(implementation).get("primary")
-    if isinstance(primary, dict):
+    if is_map(primary):
         return ("an inline artifact as `primary` is not supported: give a shell command, or "
                 "`className`")
     if isinstance(primary, str) and primary.strip() in UNFURL_ONLY_CONFIGURATORS:

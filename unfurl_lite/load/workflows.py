@@ -17,9 +17,10 @@ from unfurl_lite.errors import Problem
 from unfurl_lite.load.problems import did_you_mean, problem_at
 from unfurl_lite.model.builtin_workflows import REPLACEABLE, RESERVED
 from unfurl_lite.model.entities import NodeState, NodeTemplate, Operation
+from unfurl_lite.model.narrow import YAMLList, YAMLMap, is_list, is_map
 
 if TYPE_CHECKING:
-    from unfurl_lite.model.documents import SpecDoc
+    from unfurl_lite.model.documents import ServiceTemplateDoc, SpecDoc, TopologyTemplateDoc
 
 WORKFLOWS = ("spec", "service_template", "topology_template", "workflows")
 WORKFLOW_KEYS = {"description", "metadata", "preconditions", "steps"}
@@ -38,7 +39,7 @@ class Activity:
     """One activity of a TOSCA workflow step."""
     kind: str  # one of ACTIVITIES
     value: str  # operation, state or workflow name
-    inputs: dict[str, Any] = field(default_factory=dict)
+    inputs: YAMLMap = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -87,12 +88,13 @@ class Workflow:
 def _names(value: Any) -> tuple[str, ...]:
     if isinstance(value, str):
         return (value,)
-    return tuple(str(v) for v in value or ())
+    names: YAMLList = value or []
+    return tuple(str(v) for v in names)
 
 
 def _activity(item: dict[str, Any]) -> Activity:
     ((kind, value),) = item.items()
-    if isinstance(value, dict):
+    if is_map(value):
         name = value.get("operation") if kind == "call_operation" else value.get("workflow")
         return Activity(kind, str(name), dict(value.get("inputs") or {}))
     return Activity(kind, str(value))
@@ -100,23 +102,28 @@ def _activity(item: dict[str, Any]) -> Activity:
 
 def read(spec: SpecDoc) -> dict[str, Workflow]:
     """The workflows of a validated spec (plain data)."""
-    topology = (spec.get("service_template") or {}).get("topology_template") or {}
+    service: ServiceTemplateDoc = spec.get("service_template") or {}
+    topology: TopologyTemplateDoc = service.get("topology_template") or {}
+    workflows: YAMLMap = topology.get("workflows") or {}
     result: dict[str, Workflow] = {}
-    for name, body in (topology.get("workflows") or {}).items():
-        body = body or {}
-        steps = {
-            step_name: Step(
-                name=step_name,
-                target=str((step or {}).get("target")),
-                activities=tuple(_activity(a) for a in (step or {}).get("activities") or ()),
-                on_success=_names((step or {}).get("on_success")),
-                on_failure=_names((step or {}).get("on_failure")),
-                filter=tuple((step or {}).get("filter") or ()),
-            )
-            for step_name, step in (body.get("steps") or {}).items()
-        }
+    for name, given in workflows.items():
+        body: YAMLMap = given or {}
+        declared: YAMLMap = body.get("steps") or {}
+        steps = {step_name: _step(step_name, step or {}) for step_name, step in declared.items()}
         result[name] = Workflow(name, steps, tuple(body.get("preconditions") or ()))
     return result
+
+
+def _step(name: str, step: YAMLMap) -> Step:
+    activities: YAMLList = step.get("activities") or []
+    return Step(
+        name=name,
+        target=str(step.get("target")),
+        activities=tuple(_activity(a) for a in activities),
+        on_success=_names(step.get("on_success")),
+        on_failure=_names(step.get("on_failure")),
+        filter=tuple(step.get("filter") or ()),
+    )
 
 
 def custom_names(spec: SpecDoc) -> list[str]:
@@ -130,8 +137,8 @@ def problems(doc: Any, file: str) -> Iterator[Problem]:
     """Everything in ``workflows:`` that cannot run as written, by name."""
     workflows = doc
     for part in WORKFLOWS:
-        workflows = workflows.get(part) if isinstance(workflows, dict) else None
-    if not isinstance(workflows, dict) or not workflows:
+        workflows = workflows.get(part) if is_map(workflows) else None
+    if not is_map(workflows) or not workflows:
         return
     templates = _templates(doc, file)
 
@@ -145,14 +152,14 @@ def problems(doc: Any, file: str) -> Iterator[Problem]:
                      "give the workflow another name and run it with "
                      "`unfurl run --workflow NAME`")
             continue
-        if not isinstance(body, dict):
+        if not is_map(body):
             yield at((name,), f"workflow {name!r} must be a mapping with steps")
             continue
         yield from _keys(at, (name,), body, WORKFLOW_KEYS, UNSUPPORTED_WORKFLOW_KEYS,
                          f"workflow {name!r}")
         for index, pre in enumerate(body.get("preconditions") or ()):
-            if not isinstance(pre, dict) or set(pre) - {"target", "condition"}:
-                extra = sorted(set(pre) - {"target", "condition"}) if isinstance(pre, dict) \
+            if not is_map(pre) or set(pre) - {"target", "condition"}:
+                extra = sorted(set(pre) - {"target", "condition"}) if is_map(pre) \
                     else ["(not a mapping)"]
                 yield at((name, "preconditions", index),
                          f"precondition {', '.join(map(str, extra))} is not supported",
@@ -164,13 +171,13 @@ def problems(doc: Any, file: str) -> Iterator[Problem]:
                          did_you_mean(str(pre.get("target")), templates))
             yield from _conditions(at, (name, "preconditions", index, "condition"),
                                    pre.get("condition") or [])
-        steps = body.get("steps") or {}
-        if not isinstance(steps, dict):
+        steps: object = body.get("steps") or {}
+        if not is_map(steps):
             yield at((name, "steps"), "steps must be a mapping of step names to steps")
             continue
         yield from _steps(at, name, steps, workflows, templates, doc)
         parsed = read({"service_template": {"topology_template": {"workflows": {
-            name: {"steps": {k: v for k, v in steps.items() if isinstance(v, dict)}}}}}})
+            name: {"steps": {k: v for k, v in steps.items() if is_map(v)}}}}}})
         if len(parsed[name].order()) != len(parsed[name].steps) or _has_cycle(parsed[name]):
             yield at((name, "steps"), f"workflow {name!r}: on_success/on_failure form a cycle",
                      "steps must lead from one to the next without coming back")
@@ -186,7 +193,7 @@ def _templates(doc: Any, file: str) -> dict[str, NodeTemplate]:
         return {}
 
 
-def _keys(at: Any, path: tuple[Any, ...], body: dict, known: set[str], unsupported: set[str],
+def _keys(at: Any, path: tuple[Any, ...], body: YAMLMap, known: set[str], unsupported: set[str],
           owner: str) -> Iterator[Problem]:
     for key in body:
         if key in unsupported:
@@ -198,11 +205,11 @@ def _keys(at: Any, path: tuple[Any, ...], body: dict, known: set[str], unsupport
 
 
 def _conditions(at: Any, path: tuple[Any, ...], clauses: Any) -> Iterator[Problem]:
-    if not isinstance(clauses, list):
+    if not is_list(clauses):
         yield at(path, "a condition must be a list of clauses")
         return
     for index, clause in enumerate(clauses):
-        if not isinstance(clause, dict) or len(clause) != 1:
+        if not is_map(clause) or len(clause) != 1:
             yield at((*path, index), "a condition clause must be a single-key mapping",
                      "e.g. `- port: [{greater_than: 80}]`")
             continue
@@ -210,26 +217,26 @@ def _conditions(at: Any, path: tuple[Any, ...], clauses: Any) -> Iterator[Proble
         if key in LOGICAL:
             yield from _conditions(at, (*path, index, key), body)
             continue
-        for constraint in body if isinstance(body, list) else [body]:
-            ops = list(constraint) if isinstance(constraint, dict) else ["(not a mapping)"]
+        for constraint in body if is_list(body) else [body]:
+            ops = list(constraint) if is_map(constraint) else ["(not a mapping)"]
             for op in ops:
                 if op not in OPERATORS:
                     yield at((*path, index, key), f"condition operator {op!r} is not supported",
                              "use one of: " + ", ".join(OPERATORS))
 
 
-def _steps(at: Any, name: str, steps: dict, workflows: dict,
+def _steps(at: Any, name: str, steps: YAMLMap, workflows: YAMLMap,
            templates: dict[str, NodeTemplate], doc: Any) -> Iterator[Problem]:
     """The problems of a TOSCA workflow's steps: their keys, their targets (templates or types
     that exist), their activities and the steps they name."""
     types = {t for template in templates.values() for t in template.type_lineage}
     node_types = doc
     for part in ("spec", "service_template", "node_types"):
-        node_types = node_types.get(part) if isinstance(node_types, dict) else None
-    types |= set(node_types) if isinstance(node_types, dict) else set()
+        node_types = node_types.get(part) if is_map(node_types) else None
+    types |= set(node_types) if is_map(node_types) else set()
     for step_name, step in steps.items():
         path = (name, "steps", step_name)
-        if not isinstance(step, dict):
+        if not is_map(step):
             yield at(path, f"step {step_name!r} must be a mapping")
             continue
         yield from _keys(at, path, step, STEP_KEYS, UNSUPPORTED_STEP_KEYS, f"step {step_name!r}")
@@ -253,7 +260,7 @@ def _steps(at: Any, name: str, steps: dict, workflows: dict,
                              "instances, not on its own target)",
                              "split the steps by target: each chain of steps on one target")
         activities = step.get("activities")
-        if not isinstance(activities, list) or not activities:
+        if not is_list(activities) or not activities:
             yield at((*path, "activities"), f"step {step_name!r} needs a list of activities")
             continue
         for index, activity in enumerate(activities):
@@ -262,11 +269,11 @@ def _steps(at: Any, name: str, steps: dict, workflows: dict,
 
 
 def _activity_problems(at: Any, path: tuple[Any, ...], activity: Any, workflow: str,
-                       workflows: dict, templates: dict[str, NodeTemplate],
+                       workflows: YAMLMap, templates: dict[str, NodeTemplate],
                        target: Any) -> Iterator[Problem]:
     """The problems of one step activity: a single-key mapping of a supported kind whose
     operation, state or workflow exists."""
-    if not isinstance(activity, dict) or len(activity) != 1:
+    if not is_map(activity) or len(activity) != 1:
         yield at(path, "an activity is a single-key mapping", "e.g. "
                  "`- call_operation: Standard.configure`")
         return
@@ -277,7 +284,7 @@ def _activity_problems(at: Any, path: tuple[Any, ...], activity: Any, workflow: 
                  + ", ".join(ACTIVITIES))
         return
     name = value
-    if isinstance(value, dict):
+    if is_map(value):
         allowed = {"operation", "inputs"} if kind == "call_operation" else {"workflow"}
         for key in set(value) - allowed:
             yield at((*path, kind, key), f"{kind}: `{key}` is not supported",
@@ -325,15 +332,17 @@ def _has_cycle(workflow: Workflow) -> bool:
     return any(visit(n) for n in workflow.steps)
 
 
-def _inline_cycles(at: Any, workflows: dict) -> Iterator[Problem]:
+def _inline_cycles(at: Any, workflows: YAMLMap) -> Iterator[Problem]:
     graph: dict[str, list[str]] = {}
     for name, body in workflows.items():
-        inlined = []
-        for step in ((body or {}).get("steps") or {}).values() if isinstance(body, dict) else ():
-            for activity in (step or {}).get("activities") or () if isinstance(step, dict) else ():
-                if isinstance(activity, dict) and "inline" in activity:
+        inlined: list[str] = []
+        steps: YAMLMap = body.get("steps") or {} if is_map(body) else {}
+        for step in steps.values():
+            activities: YAMLList = step.get("activities") or [] if is_map(step) else []
+            for activity in activities:
+                if is_map(activity) and "inline" in activity:
                     value = activity["inline"]
-                    inlined.append(str(value.get("workflow") if isinstance(value, dict)
+                    inlined.append(str(value.get("workflow") if is_map(value)
                                        else value))
         graph[name] = [n for n in inlined if n in workflows]
     from unfurl_lite.model.dependencies import find_cycles
