@@ -31,6 +31,7 @@ from unfurl_lite.load.origins import (  # noqa: F401 (the merged document's orig
     put,
     source_file,
 )
+from unfurl_lite.model.narrow import YAMLMap, is_list, is_map
 from unfurl_lite.security.paths import PROTECTED_HINT, PROTECTED_WHY, protected_part
 
 ANCHOR_KEY = "+&"
@@ -85,15 +86,15 @@ def _delete_path(doc: Any, path: Path_) -> None:
     parent, last = _lookup(doc, path[:-1]), path[-1]
     if isinstance(parent, dict):
         parent.pop(last, None)
-    elif isinstance(parent, list) and isinstance(last, int) and last < len(parent):
+    elif is_list(parent) and isinstance(last, int) and last < len(parent):
         del parent[last]
 
 
-def _delete_stray_markers(node: dict) -> None:
+def _delete_stray_markers(node: YAMLMap) -> None:
     """Remove values still marked whiteout/nullout (nothing was under them), as Unfurl does."""
     for key in list(node):
         value = node[key]
-        if isinstance(value, dict):
+        if is_map(value):
             if value.get(STRATEGY_KEY) in ("whiteout", "nullout"):
                 del node[key]
             else:
@@ -105,11 +106,11 @@ def has_directives(doc: Any) -> bool:
     stack = [doc]
     while stack:
         node = stack.pop()
-        if isinstance(node, dict):
+        if is_map(node):
             if any(isinstance(key, str) and key.startswith("+") for key in node):
                 return True
             stack.extend(v for v in node.values() if isinstance(v, dict | list))
-        elif isinstance(node, list):
+        elif is_list(node):
             stack.extend(v for v in node if isinstance(v, dict | list))
     return False
 
@@ -180,9 +181,9 @@ def _expand(node: Any, path: Path_, file: str, ctx: _Context) -> Any:
             file=file, path=format_path(path) if path else None,
             hint="include each file once, or split the ensemble",
         ))
-    if isinstance(node, dict):
+    if is_map(node):
         return _expand_map(node, path, file, ctx)
-    if isinstance(node, list):
+    if is_list(node):
         return _expand_seq(node, path, file, ctx)
     return node
 
@@ -190,10 +191,10 @@ def _expand(node: Any, path: Path_, file: str, ctx: _Context) -> Any:
 def _expand_seq(seq: Any, path: Path_, file: str, ctx: _Context) -> CommentedSeq:
     out = new_seq(seq if isinstance(seq, CommentedSeq) else None, file)
     for index, item in enumerate(seq):
-        if isinstance(item, dict) and item.get(STRATEGY_KEY) == "whiteout":
+        if is_map(item) and item.get(STRATEGY_KEY) == "whiteout":
             continue
         value = _expand(item, (*path, len(out)), file, ctx)
-        if isinstance(item, dict) and isinstance(value, list) and _has_directive(item):
+        if is_map(item) and is_list(value) and _has_directive(item):
             for sub_index, sub in enumerate(value):
                 put(out, len(out), sub, value, sub_index, file)
         else:
@@ -201,7 +202,7 @@ def _expand_seq(seq: Any, path: Path_, file: str, ctx: _Context) -> CommentedSeq
     return out
 
 
-def _has_directive(mapping: dict) -> bool:
+def _has_directive(mapping: YAMLMap) -> bool:
     return any(parse_directive(k) for k in mapping)
 
 
@@ -219,7 +220,7 @@ def _expand_map(mapping: Any, path: Path_, file: str, ctx: _Context) -> Any:
             put(own, key, _expand(value, (*path, key), file, ctx), mapping, key, file)
             continue
         for result in _apply(directive, value, mapping, path, file, ctx):
-            if isinstance(result, dict):
+            if is_map(result):
                 bases.append(result)
             elif len(mapping) > 1 + (ANCHOR_KEY in mapping):
                 ctx.problems.append(
@@ -249,7 +250,7 @@ def _apply(
     directive: _Directive, value: Any, mapping: Any, path: Path_, file: str, ctx: _Context
 ) -> Iterator[Any]:
     if directive.include:
-        specs = value if isinstance(value, list) else [value]
+        specs = value if is_list(value) else [value]
         for spec in specs:
             included = _include(directive, spec, mapping, path, file, ctx)
             if included is not None:
@@ -273,7 +274,7 @@ def _problem(
 
 def _include_target(spec: Any) -> tuple[str | None, str]:
     """(file name, fragment pointer) from ``file.yaml#/a/b`` or ``{file: ...}``."""
-    if isinstance(spec, dict):
+    if is_map(spec):
         spec = spec.get("file")
     if not isinstance(spec, str) or not spec.strip():
         return None, ""
@@ -294,7 +295,7 @@ def _include(
     if name is None:
         fail("include needs a file name", "write `+include: other.yaml` or `{file: other.yaml}`")
         return None
-    if isinstance(spec, dict) and spec.get("repository") not in (None, "self", "spec"):
+    if is_map(spec) and spec.get("repository") not in (None, "self", "spec"):
         fail(f"includes from repository {spec.get('repository')!r} are not supported",
              "copy the file into the project and include it by path")
         return None
@@ -383,11 +384,11 @@ def _expanded_size(target: Path, ctx: _Context, visiting: tuple[Path, ...]) -> i
     while stack and total <= guard.MAX_EXPANDED_NODES:
         node = stack.pop()
         total += 1
-        if isinstance(node, dict):
+        if is_map(node):
             for key, value in node.items():
                 directive = parse_directive(key)
                 if directive is not None and directive.include:
-                    for spec in value if isinstance(value, list) else [value]:
+                    for spec in value if is_list(value) else [value]:
                         name, _ = _include_target(spec)
                         if not name or "\x00" in name:
                             continue
@@ -398,7 +399,7 @@ def _expanded_size(target: Path, ctx: _Context, visiting: tuple[Path, ...]) -> i
                         total += _expanded_size(child, ctx, (*visiting, target))
                 else:
                     stack.append(value)
-        elif isinstance(node, list):
+        elif is_list(node):
             stack.extend(node)
     ctx.sizes[target] = total
     return total
@@ -415,11 +416,11 @@ def _collect_anchors(node: Any, file: str, anchors: dict[str, tuple[Any, str]]) 
     """Index YAML anchors (``&name``) and Unfurl's merge anchors (``+&: name``). As in
     Unfurl, a name defined again (in the same file, or in an include read later) names the
     later definition from then on."""
-    if isinstance(node, dict):
+    if is_map(node):
         if isinstance(node.get(ANCHOR_KEY), str):
             anchors[node[ANCHOR_KEY]] = (node, file)
         children = list(node.values())
-    elif isinstance(node, list):
+    elif is_list(node):
         children = list(node)
     else:
         return
@@ -432,12 +433,12 @@ def _collect_anchors(node: Any, file: str, anchors: dict[str, tuple[Any, str]]) 
 
 def _lookup(node: Any, pointer: tuple[str | int, ...]) -> Any:
     for segment in pointer:
-        if isinstance(node, list):
+        if is_list(node):
             try:
                 node = node[int(segment)]
             except (ValueError, IndexError):
                 return None
-        elif isinstance(node, dict) and segment in node:
+        elif is_map(node) and segment in node:
             node = node[segment]
         else:
             return None

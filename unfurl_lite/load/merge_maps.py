@@ -18,6 +18,7 @@ from unfurl_lite.load.origins import (
     put,
     source_file,
 )
+from unfurl_lite.model.narrow import YAMLList, is_list, is_map
 
 STRATEGY_KEY = "+%"
 _DROP = object()  # the override removes the key
@@ -44,7 +45,7 @@ def merge_maps(base: Any, override: Any) -> CommentedMap:
         if new is _DROP:
             skip.add(key)
             continue
-        if isinstance(old, dict) and isinstance(new, dict):
+        if is_map(old) and is_map(new):
             note_merge(out, key, definitions(base, key) + definitions(override, key))
         put(out, key, new, override, key, None)
     for key, value in base.items():
@@ -60,9 +61,9 @@ _KEEP = object()  # the override leaves the base's value as it is
 
 
 def _merge_value(key: Any, old: Any, new: Any) -> Any:
-    if isinstance(new, dict) or new is None:
+    if is_map(new) or new is None:
         strategy = new.get(STRATEGY_KEY) if new else None
-        if isinstance(old, dict):
+        if is_map(old):
             strategy = strategy or old.get(STRATEGY_KEY) or "merge"
             if strategy == "merge":
                 return merge_maps(old, new) if new else _KEEP
@@ -76,20 +77,20 @@ def _merge_value(key: Any, old: Any, new: Any) -> Any:
         if strategy == "nullout":
             return None
         return new
-    if isinstance(old, list) and isinstance(new, list):
+    if is_list(old) and is_list(new):
         return _merge_lists(old, new)
     return new
 
 
-def _merge_lists(old: list, new: list) -> CommentedSeq:
+def _merge_lists(old: YAMLList, new: YAMLList) -> CommentedSeq:
     out = new_seq(new if isinstance(new, CommentedSeq) else None, source_file(new) or "")
     for index, item in enumerate(old):
         put(out, index, item, old, index, None)
     for index, item in enumerate(new):
-        if isinstance(item, dict) and item.get(STRATEGY_KEY) == "merge":
+        if is_map(item) and item.get(STRATEGY_KEY) == "merge":
             if index >= len(out):
                 put(out, len(out), item, new, index, None)
-            elif isinstance(out[index], dict):
+            elif is_map(out[index]):
                 out[index] = merge_maps(out[index], item)
             else:
                 out[index] = item
@@ -102,11 +103,11 @@ def _merge_lists(old: list, new: list) -> CommentedSeq:
     return out
 
 
-def _single_key_slot(seq: list, item: Any) -> int | None:
-    if not isinstance(item, dict) or len(item) != 1:
+def _single_key_slot(seq: YAMLList, item: Any) -> int | None:
+    if not is_map(item) or len(item) != 1:
         return None
     (key,) = item
     for index, existing in enumerate(seq):
-        if isinstance(existing, dict) and len(existing) == 1 and key in existing:
+        if is_map(existing) and len(existing) == 1 and key in existing:
             return index
     return None

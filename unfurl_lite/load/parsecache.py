@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from unfurl_lite.load import schemacheck
+from unfurl_lite.model.narrow import is_map
 
 try:  # CPython's own SHA-256: importing hashlib starts OpenSSL, a few ms of every command
     from _sha256 import sha256
@@ -173,11 +174,11 @@ def get(file: Path, text: str) -> Any:
         entry = marshal.loads(payload)
     except (ValueError, EOFError, TypeError):  # what marshal raises on a damaged entry
         return None
-    if (not isinstance(entry, dict) or "data" not in entry
+    if (not is_map(entry) or "data" not in entry
             or entry.get("key") != _identity(file, text)):
         return None
     deps = entry.get("deps") or {}
-    if not isinstance(deps, dict):
+    if not is_map(deps):
         return None
     project = file.parent
     for name, digest in deps.items():

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from unfurl_lite.model.entities import Instance, NodeTemplate
+from unfurl_lite.model.narrow import is_map
 
 #: the key, in an instance's record, of the instances it hosts
 CHILDREN = "instances"
@@ -29,7 +30,7 @@ def flatten(recorded: Any, detach: bool = False) -> dict[str, tuple[Any, str | N
         for name, record in entries.items():
             name = str(name)
             children = None
-            if isinstance(record, dict) and CHILDREN in record:
+            if is_map(record) and CHILDREN in record:
                 if detach:
                     children = record.pop(CHILDREN)
                 else:
@@ -93,9 +94,9 @@ def nest(
         if parent is not None and root_of(name) is not None:
             place(parent)
             host = records[parent]
-            if isinstance(record, dict) and record.get(HOSTED_ON) == parent:
+            if is_map(record) and record.get(HOSTED_ON) == parent:
                 record.pop(HOSTED_ON)
-            if isinstance(host, dict):
+            if is_map(host):
                 children = host.get(CHILDREN)
                 if children is None:
                     children = empty()

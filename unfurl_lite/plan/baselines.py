@@ -19,6 +19,7 @@ from unfurl_lite.load.jobslog import log_records
 from unfurl_lite.load.taskrecords import TaskRecord, task_records
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Operation
+from unfurl_lite.model.narrow import is_list, is_map
 from unfurl_lite.plan.tasks import CHECK, DISCOVER, RUN
 from unfurl_lite.plan.topology import is_present
 
@@ -78,7 +79,7 @@ def deployed_digests(ensemble: Ensemble) -> dict[tuple[str, str], tuple[str, str
                                             record.get("digestKeys", ""))
     for name, instance in ensemble.instances.items():
         baseline = instance.extra.get("specDigests")
-        if not isinstance(baseline, dict):
+        if not is_map(baseline):
             continue
         change_id = str(baseline.get("changeId", ""))
         for op, value in baseline.items():
@@ -149,7 +150,7 @@ def _recorded_reads(ensemble: Ensemble, change_id: str) -> dict[str, Any] | None
         except (UnfurlLiteError, YAMLError, ValueError, OSError):
             return None
         changes = data.get("changes") if isinstance(data, Mapping) else None
-        for entry in changes if isinstance(changes, list) else []:
+        for entry in changes if is_list(changes) else []:
             if isinstance(entry, Mapping) and entry.get("changeId") == change_id:
                 found = dict(entry.get("inputs") or {})
                 for dep in entry.get("dependencies") or []:

@@ -23,6 +23,7 @@ from unfurl_lite.load.jobslog import log_records
 from unfurl_lite.load.yamlio import MAX_FILE_BYTES
 from unfurl_lite.model import changeid
 from unfurl_lite.model import status_layout as layout
+from unfurl_lite.model.narrow import is_list, is_map
 from unfurl_lite.record import records
 from unfurl_lite.run.observer import RUNNING, execution_status
 
@@ -156,10 +157,10 @@ def inline_log(ensemble: Path | None) -> tuple[list[Any] | None, dict[str, Any] 
         doc = YAML(typ="safe").load(text)
     except Exception:  # any damage in an old file: its changes are not listed
         return None, None
-    if not isinstance(doc, dict) or not isinstance(doc.get("changes"), list):
+    if not is_map(doc) or not isinstance(doc.get("changes"), list):
         return None, None
     last = doc.get("lastJob")
-    return doc["changes"], last if isinstance(last, dict) else None
+    return doc["changes"], last if is_map(last) else None
 
 
 def read_jobs(jobs_tsv: Path, ensemble: Path | None = None) -> Iterator[JobRecord]:
@@ -266,7 +267,7 @@ def _complete(job: JobRecord) -> None:
     head = entries[0] if entries and str(entries[0].get("changeId")) == job.change_id else {}
     ready = head.get("readyState")
     job.summary = str(head.get("summary") or f"{len(job.tasks)} tasks")
-    if isinstance(ready, dict) and (ready.get("effective") or ready.get("local")):
+    if is_map(ready) and (ready.get("effective") or ready.get("local")):
         job.status = str(ready.get("effective") or ready["local"])  # the tasks' aggregate
     job.start_time = job.start_time or str(head.get("startTime") or "")
     job.spec_digest = job.spec_digest or str(head.get("specDigest") or "")
@@ -340,8 +341,8 @@ def load_job_file(path: Path) -> list[dict[str, Any]]:
         data = parse_plain(path.read_text(encoding="utf-8"))
     except Exception as exc:  # a damaged job file is reported, not fatal
         raise HistoryError(f"cannot read {path}: {exc}") from None
-    changes = data.get("changes") if isinstance(data, dict) else None
-    return [c for c in changes or [] if isinstance(c, dict)]
+    changes = data.get("changes") if is_map(data) else None
+    return [c for c in changes or [] if is_map(c)]
 
 
 # ------------------------------------------------------------------------------------ git
@@ -540,10 +541,10 @@ def written_secrets(text: str | None) -> set[str]:
 def _is_sensitive_definition(value: Any) -> bool:
     from unfurl_lite.load.builder import SENSITIVE_TYPES
 
-    if not isinstance(value, dict):
+    if not is_map(value):
         return False
     metadata = value.get("metadata")
-    flagged = isinstance(metadata, dict) and metadata.get("sensitive") is True
+    flagged = is_map(metadata) and metadata.get("sensitive") is True
     return flagged or value.get("type") in SENSITIVE_TYPES
 
 
@@ -552,7 +553,7 @@ def _scalar(value: Any) -> bool:
 
 
 def _scan_secrets(node: Any, found: set[str], names: set[str]) -> None:
-    if isinstance(node, dict):
+    if is_map(node):
         for key, value in node.items():
             if key == "sensitive" and _scalar(value):
                 found.add(str(value))
@@ -561,7 +562,7 @@ def _scan_secrets(node: Any, found: set[str], names: set[str]) -> None:
                 for field in ("default", "value"):
                     found |= _literals(value.get(field))
             _scan_secrets(value, found, names)
-    elif isinstance(node, list):
+    elif is_list(node):
         for item in node:
             _scan_secrets(item, found, names)
 
@@ -571,14 +572,14 @@ def _literals(value: Any) -> set[str]:
     fallback]}}`` (the variable's name is not secret)."""
     if _scalar(value):
         return {str(value)}
-    if isinstance(value, dict):
+    if is_map(value):
         found: set[str] = set()
         for key, item in value.items():
-            if key == "get_env" and isinstance(item, list):
+            if key == "get_env" and is_list(item):
                 item = item[1:]
             found |= _literals(item)
         return found
-    if isinstance(value, list):
+    if is_list(value):
         return {text for item in value for text in _literals(item)}
     return set()
 
@@ -586,11 +587,11 @@ def _literals(value: Any) -> set[str]:
 def _scan_named(node: Any, names: set[str], found: set[str]) -> None:
     """Scalar values given under a sensitive input's or property's name (over-redacting a
     same-named value elsewhere is the safe mistake)."""
-    if isinstance(node, dict):
+    if is_map(node):
         for key, value in node.items():
             if str(key) in names and _scalar(value):
                 found.add(str(value))
             _scan_named(value, names, found)
-    elif isinstance(node, list):
+    elif is_list(node):
         for item in node:
             _scan_named(item, names, found)

@@ -39,6 +39,7 @@ from unfurl_lite.load.digestkey import key_provider
 from unfurl_lite.model import changeid
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Instance, NodeState, Status
+from unfurl_lite.model.narrow import is_list, is_map
 from unfurl_lite.record import journal_format, records
 from unfurl_lite.run.observer import JobState, Observer, TaskState
 from unfurl_lite.run.operations.base import OperationResult
@@ -399,7 +400,7 @@ class JournalFile:
     @property
     def secret_digests(self) -> list[str]:
         found = self.data.get(journal_format.SECRET_DIGESTS)
-        return [str(d) for d in found] if isinstance(found, list) else []
+        return [str(d) for d in found] if is_list(found) else []
 
 
 def read_journal(path: Path) -> JournalFile:
@@ -423,7 +424,7 @@ def list_journals(root: Path, damaged: list[Path] | None = None) -> list[Journal
     for path in sorted((root / records.JOBS_DIR).glob(f"{PREFIX}*.yaml")):
         try:
             journal = read_journal(path)
-            if not isinstance(journal.data, dict) or not isinstance(journal.tasks, list):
+            if not is_map(journal.data) or not is_list(journal.tasks):
                 raise ValueError("not a journal")
         except Exception as exc:  # damaged in any way: reported, never a traceback
             if damaged is not None:
@@ -443,9 +444,9 @@ def list_journals(root: Path, damaged: list[Path] | None = None) -> list[Journal
 def _unredact(value: Any) -> Any:
     if value == REDACTED:
         return Sensitive(REDACTED)
-    if isinstance(value, dict):
+    if is_map(value):
         return {k: _unredact(v) for k, v in value.items()}
-    if isinstance(value, list):
+    if is_list(value):
         return [_unredact(v) for v in value]
     return value
 
@@ -476,7 +477,7 @@ def restore_run(run: TaskRun, record: dict[str, Any]) -> TaskRun:
     run.worker = record.get("worker")
     run.inputs = _unredact(record.get("inputs") or {})
     digest = record.get("digest")
-    if isinstance(digest, list) and len(digest) == 2:
+    if is_list(digest) and len(digest) == 2:
         run.digest = (str(digest[0]), str(digest[1]))
     result = record.get("result")
     if result:

@@ -18,6 +18,7 @@ from unfurl_lite.load.jobslog import last_job_id as last_job_id
 from unfurl_lite.model import changeid
 from unfurl_lite.model import status_layout as layout
 from unfurl_lite.model.entities import Instance, Status
+from unfurl_lite.model.narrow import is_list, is_map
 from unfurl_lite.run.observer import CANCELLING
 from unfurl_lite.security.redaction import redact
 
@@ -65,10 +66,10 @@ def instance_record(
 ) -> dict[str, Any]:
     """The instance's status entry. A round-trip ``existing`` entry is updated in place to
     keep its comments; a plain one is copied, keeping its key order."""
-    if isinstance(existing, dict) and type(existing) is not dict:  # ruamel's CommentedMap
+    if is_map(existing) and type(existing) is not dict:  # ruamel's CommentedMap
         record: dict[str, Any] = existing
     else:
-        record = dict(existing) if isinstance(existing, dict) else {}
+        record = dict(existing) if is_map(existing) else {}
     values: list[tuple[str, Any]] = [
         ("template", instance.template),
         ("priority", str(instance.priority)),
@@ -98,16 +99,16 @@ def instance_record(
 
 def _all_relationships(existing: Any) -> bool:
     """Entries the loader reads as relationship instances, every one of them."""
-    return isinstance(existing, list) and bool(existing) and all(
-        isinstance(entry, dict) and len(entry) == 1
+    return is_list(existing) and bool(existing) and all(
+        is_map(entry) and len(entry) == 1
         and isinstance(next(iter(entry.values())), dict) for entry in existing)
 
 
 def _relationship_records(instance: Instance, existing: Any, secrets: set[str]) -> list[Any]:
     """Unfurl's ``requirements:`` list of an instance: ``- name: {relationship instance}``."""
     before: dict[str, Any] = {}
-    for entry in existing if isinstance(existing, list) else ():
-        if isinstance(entry, dict) and len(entry) == 1:
+    for entry in existing if is_list(existing) else ():
+        if is_map(entry) and len(entry) == 1:
             before.update(entry)
     return [
         {name: instance_record(rel, None, before.get(name), secrets)}
@@ -135,7 +136,7 @@ def update_status(
     ``changes:`` list and no ``jobsLog`` is written, as Unfurl does."""
     forgotten = set(forgotten)
     status = document.get("status")
-    if not isinstance(status, dict):
+    if not is_map(status):
         status = {}
         document["status"] = status
     status.setdefault("inputs", {})
@@ -145,7 +146,7 @@ def update_status(
     if inputs:  # and its inputs' values
         status["inputs"] = dict(inputs)
     recorded = status.get("instances")
-    if not isinstance(recorded, dict):
+    if not is_map(recorded):
         recorded = {}
     found = layout.flatten(recorded, detach=True)
     records = {n: r for n, (r, _) in found.items() if n not in forgotten}
@@ -159,7 +160,7 @@ def update_status(
         document["jobsLog"] = jobs_log
     if inline_changes is not None:
         logged = document.get("changes")
-        if not isinstance(logged, list):
+        if not is_list(logged):
             logged = []
         logged.extend(redact(dict(c), secrets) for c in inline_changes)  # a CommentedSeq stays
         document["changes"] = logged

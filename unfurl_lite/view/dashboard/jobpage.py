@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from unfurl_lite.model import changeid
+from unfurl_lite.model.narrow import is_map
 from unfurl_lite.record import history as hist
 from unfurl_lite.record.journal import JournalFile
 from unfurl_lite.run.observer import execution_status
@@ -227,7 +228,7 @@ def _recorded_task(entry: dict[str, Any], journal_task: dict[str, Any] | None,
 def _never_started(journal_task: dict[str, Any] | None) -> bool:
     """It failed without its operation ever starting (no worker took it): not run."""
     result = (journal_task or {}).get("result")
-    return isinstance(result, dict) and result.get("ran") is False
+    return is_map(result) and result.get("ran") is False
 
 
 def _outcome_of_status(entry: dict[str, Any]) -> str:
@@ -245,7 +246,7 @@ def _from_journal(page: JobPage, journal: JournalFile) -> None:
     for name in ("jobs", "retries"):
         if job_options.get(name):
             page.options.setdefault(name, job_options[name])
-    page.notes = [f"{n.get('target')}: {n.get('message')}" if isinstance(n, dict) else str(n)
+    page.notes = [f"{n.get('target')}: {n.get('message')}" if is_map(n) else str(n)
                   for n in journal.data.get("planNotes") or []]
     page.resumes = str(journal.data.get("resumes") or "")
 
