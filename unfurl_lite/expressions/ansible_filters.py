@@ -486,44 +486,70 @@ def urlsplit_filter(value: Any, query: str = "") -> Any:
     return fields[query]
 
 
-FILTERS: dict[str, Callable[..., Any]] = {
-    "b64decode": b64decode, "b64encode": b64encode, "to_uuid": to_uuid,
-    "to_json": to_json, "to_nice_json": to_nice_json, "from_json": from_json,
-    "to_yaml": to_yaml, "to_nice_yaml": to_nice_yaml, "from_yaml": from_yaml,
-    "from_yaml_all": from_yaml_all,
+def _split(value: Any, *args: Any) -> list[str]:
+    return _text(value).split(*args)
+
+
+def _product(*lists: Any, **kw: Any) -> Any:
+    return itertools.product(*lists, **kw)
+
+
+def _zip(*lists: Any) -> Any:
+    return zip(*lists, strict=False)
+
+
+def _zip_longest(*lists: Any, fillvalue: Any = None) -> Any:
+    return itertools.zip_longest(*lists, fillvalue=fillvalue)
+
+
+#: the filters of one value (typed: each lambda's argument is any value)
+_OF_ONE: dict[str, Callable[[Any], Any]] = {
     "basename": lambda p: posixpath.basename(_text(p)),
     "dirname": lambda p: posixpath.dirname(_text(p)),
-    "path_join": path_join,
-    "relpath": lambda p, start=None: posixpath.relpath(_text(p), start or "/"),
     "splitext": lambda p: list(posixpath.splitext(_text(p))),
     "win_basename": lambda p: ntpath.basename(_text(p)),
     "win_dirname": lambda p: ntpath.dirname(_text(p)),
     "win_splitdrive": lambda p: list(ntpath.splitdrive(_text(p))),
     "commonpath": lambda paths: posixpath.commonpath([_text(p) for p in paths]),
     "normpath": lambda p: posixpath.normpath(_text(p)),
-    "bool": to_bool, "to_datetime": to_datetime, "strftime": strftime, "quote": quote,
     "md5": lambda d: get_hash(d, "md5"), "sha1": lambda d: get_hash(d, "sha1"),
-    "checksum": lambda d: get_hash(d, "sha1"), "hash": get_hash,
+    "checksum": lambda d: get_hash(d, "sha1"),
+    "type_debug": lambda o: type(o).__name__,
+    "urldecode": lambda s: unquote_plus(_text(s)),
+}
+#: the filters of a value and an argument (some optional)
+_OF_TWO: dict[str, Callable[[Any, Any], Any]] = {
+    "relpath": lambda p, start=None: posixpath.relpath(_text(p), start or "/"),
+    "pow": lambda x, y: math.pow(x, y),
+    "permutations": lambda items, r=None: itertools.permutations(items, r),
+    "combinations": lambda items, r: itertools.combinations(items, r),
+}
+FILTERS: dict[str, Callable[..., Any]] = {
+    **_OF_ONE, **_OF_TWO,
+    "split": _split,
+    "b64decode": b64decode, "b64encode": b64encode, "to_uuid": to_uuid,
+    "to_json": to_json, "to_nice_json": to_nice_json, "from_json": from_json,
+    "to_yaml": to_yaml, "to_nice_yaml": to_nice_yaml, "from_yaml": from_yaml,
+    "from_yaml_all": from_yaml_all,
+    "path_join": path_join,
+    "bool": to_bool, "to_datetime": to_datetime, "strftime": strftime, "quote": quote,
+    "hash": get_hash,
     "regex_replace": regex_replace, "regex_escape": regex_escape,
     "regex_search": regex_search, "regex_findall": regex_findall,
     "ternary": ternary, "random": rand, "shuffle": shuffle, "mandatory": mandatory,
-    "comment": comment, "type_debug": lambda o: type(o).__name__,
+    "comment": comment,
     "combine": combine, "extract": extract, "flatten": flatten,
     "dict2items": dict2items, "items2dict": items2dict, "subelements": subelements,
-    "split": lambda s, *args: _text(s).split(*args),
-    "unique": unique, "log": logarithm, "pow": lambda x, y: math.pow(x, y), "root": inverse_power,
+    "unique": unique, "log": logarithm, "root": inverse_power,
     "intersect": _set_op("intersect"), "difference": _set_op("difference"),
     "symmetric_difference": _set_op("symmetric_difference"), "union": _set_op("union"),
-    "product": lambda *lists, **kw: itertools.product(*lists, **kw),
-    "permutations": lambda items, r=None: itertools.permutations(items, r),
-    "combinations": lambda items, r: itertools.combinations(items, r),
+    "product": _product,
     "human_readable": human_readable, "human_to_bytes": human_to_bytes,
     "rekey_on_member": rekey_on_member,
-    "zip": lambda *lists: zip(*lists, strict=False),
-    "zip_longest": lambda *lists, fillvalue=None: itertools.zip_longest(
-        *lists, fillvalue=fillvalue),
-    "urldecode": lambda s: unquote_plus(_text(s)), "urlsplit": urlsplit_filter,
+    "zip": _zip, "zip_longest": _zip_longest,
+    "urlsplit": urlsplit_filter,
 }
+
 
 #: Ansible's filters that reach outside a template, refused by name
 REFUSED_FILTERS = {

@@ -14,21 +14,26 @@ from urllib.parse import urlsplit
 
 from unfurl_lite.errors import ExpressionError
 from unfurl_lite.expressions.ansible_filters import _flags, _text, compiled
+from unfurl_lite.model.narrow import is_list
 
 
 def _result(value: Any, name: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise ExpressionError(f"the '{name}' test expects a dictionary")
-    return value
+    found: Mapping[str, Any] = value
+    return found
 
 
 def _changed(result: Any) -> bool:
     result = _result(result, "changed")
     if "changed" in result:
         return bool(result.get("changed"))
-    items = result.get("results")
-    return isinstance(items, list) and any(
-        isinstance(r, Mapping) and r.get("changed") for r in items)
+    items: object = result.get("results")
+    return is_list(items) and any(_changed_item(r) for r in items)
+
+
+def _changed_item(result: Any) -> bool:
+    return isinstance(result, Mapping) and bool(_result(result, "changed").get("changed"))
 
 
 def _regex_test(kind: str) -> Callable[..., bool]:
@@ -100,7 +105,8 @@ def _is_nan(x: Any) -> bool:
         return False
 
 
-TESTS: dict[str, Callable[..., bool]] = {
+#: the tests of one value, a result or a path (typed: each lambda's argument is any value)
+_OF_ONE: dict[str, Callable[[Any], bool]] = {
     "failed": lambda r: bool(_result(r, "failed").get("failed", False)),
     "failure": lambda r: bool(_result(r, "failed").get("failed", False)),
     "succeeded": lambda r: not _result(r, "succeeded").get("failed", False),
@@ -108,27 +114,34 @@ TESTS: dict[str, Callable[..., bool]] = {
     "successful": lambda r: not _result(r, "successful").get("failed", False),
     "reachable": lambda r: not _result(r, "reachable").get("unreachable", False),
     "unreachable": lambda r: bool(_result(r, "unreachable").get("unreachable", False)),
-    "changed": _changed, "change": _changed,
     "skipped": lambda r: bool(_result(r, "skipped").get("skipped", False)),
     "skip": lambda r: bool(_result(r, "skip").get("skipped", False)),
     "finished": lambda r: _result(r, "finished").get("finished", 1) == 1,
     "started": lambda r: _result(r, "started").get("started", 1) == 1,
-    "match": _regex_test("match"), "search": _regex_test("search"),
-    "regex": _regex_test("search"),
-    "version": version_compare, "version_compare": version_compare,
-    "any": any, "all": all,
-    "truthy": _truthy, "falsy": lambda v, convert_bool=False: not _truthy(v, convert_bool),
+    "abs": lambda p: os.path.isabs(_text(p)), "is_abs": lambda p: os.path.isabs(_text(p)),
+    "urn": lambda v: urlsplit(_text(v)).scheme == "urn" and bool(urlsplit(_text(v)).path),
+    "vault_encrypted": lambda v: False,
+}
+#: the tests of a value and an argument (some optional)
+_OF_TWO: dict[str, Callable[[Any, Any], bool]] = {
+    "falsy": lambda v, convert_bool=False: not _truthy(v, convert_bool),
     "subset": lambda a, b: set(a) <= set(b), "issubset": lambda a, b: set(a) <= set(b),
     "superset": lambda a, b: set(a) >= set(b), "issuperset": lambda a, b: set(a) >= set(b),
     "contains": lambda seq, value: value in seq,
-    "nan": _is_nan, "isnan": _is_nan,
-    "abs": lambda p: os.path.isabs(_text(p)), "is_abs": lambda p: os.path.isabs(_text(p)),
     "uri": lambda v, schemes=None: bool(urlsplit(_text(v)).scheme) and (
         schemes is None or urlsplit(_text(v)).scheme in schemes),
     "url": lambda v, schemes=None: bool(urlsplit(_text(v)).scheme and urlsplit(
         _text(v)).netloc) and (schemes is None or urlsplit(_text(v)).scheme in schemes),
-    "urn": lambda v: urlsplit(_text(v)).scheme == "urn" and bool(urlsplit(_text(v)).path),
-    "vault_encrypted": lambda v: False,
+}
+TESTS: dict[str, Callable[..., bool]] = {
+    **_OF_ONE, **_OF_TWO,
+    "changed": _changed, "change": _changed,
+    "match": _regex_test("match"), "search": _regex_test("search"),
+    "regex": _regex_test("search"),
+    "version": version_compare, "version_compare": version_compare,
+    "any": any, "all": all,
+    "truthy": _truthy,
+    "nan": _is_nan, "isnan": _is_nan,
 }
 
 #: Ansible's tests that read the file system, refused by name
