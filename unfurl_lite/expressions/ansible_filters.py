@@ -490,6 +490,14 @@ def _split(value: Any, *args: Any) -> list[str]:
     return _text(value).split(*args)
 
 
+def _relpath(path: Any, start: Any = None) -> str:
+    return posixpath.relpath(_text(path), start or "/")
+
+
+def _permutations(items: Any, r: int | None = None) -> Any:
+    return itertools.permutations(items, r)
+
+
 def _product(*lists: Any, **kw: Any) -> Any:
     return itertools.product(*lists, **kw)
 
@@ -519,14 +527,12 @@ _OF_ONE: dict[str, Callable[[Any], Any]] = {
 }
 #: the filters of a value and an argument (some optional)
 _OF_TWO: dict[str, Callable[[Any, Any], Any]] = {
-    "relpath": lambda p, start=None: posixpath.relpath(_text(p), start or "/"),
     "pow": lambda x, y: math.pow(x, y),
-    "permutations": lambda items, r=None: itertools.permutations(items, r),
     "combinations": lambda items, r: itertools.combinations(items, r),
 }
 FILTERS: dict[str, Callable[..., Any]] = {
     **_OF_ONE, **_OF_TWO,
-    "split": _split,
+    "split": _split, "relpath": _relpath, "permutations": _permutations,
     "b64decode": b64decode, "b64encode": b64encode, "to_uuid": to_uuid,
     "to_json": to_json, "to_nice_json": to_nice_json, "from_json": from_json,
     "to_yaml": to_yaml, "to_nice_yaml": to_nice_yaml, "from_yaml": from_yaml,

@@ -124,15 +124,26 @@ _OF_ONE: dict[str, Callable[[Any], bool]] = {
 }
 #: the tests of a value and an argument (some optional)
 _OF_TWO: dict[str, Callable[[Any, Any], bool]] = {
-    "falsy": lambda v, convert_bool=False: not _truthy(v, convert_bool),
     "subset": lambda a, b: set(a) <= set(b), "issubset": lambda a, b: set(a) <= set(b),
     "superset": lambda a, b: set(a) >= set(b), "issuperset": lambda a, b: set(a) >= set(b),
     "contains": lambda seq, value: value in seq,
-    "uri": lambda v, schemes=None: bool(urlsplit(_text(v)).scheme) and (
-        schemes is None or urlsplit(_text(v)).scheme in schemes),
-    "url": lambda v, schemes=None: bool(urlsplit(_text(v)).scheme and urlsplit(
-        _text(v)).netloc) and (schemes is None or urlsplit(_text(v)).scheme in schemes),
 }
+
+
+def _falsy(value: Any, convert_bool: bool = False) -> bool:
+    return not _truthy(value, convert_bool)
+
+
+def _uri(value: Any, schemes: Any = None) -> bool:
+    return bool(urlsplit(_text(value)).scheme) and (
+        schemes is None or urlsplit(_text(value)).scheme in schemes)
+
+
+def _url(value: Any, schemes: Any = None) -> bool:
+    return bool(urlsplit(_text(value)).scheme and urlsplit(_text(value)).netloc) and (
+        schemes is None or urlsplit(_text(value)).scheme in schemes)
+
+
 TESTS: dict[str, Callable[..., bool]] = {
     **_OF_ONE, **_OF_TWO,
     "changed": _changed, "change": _changed,
@@ -140,7 +151,7 @@ TESTS: dict[str, Callable[..., bool]] = {
     "regex": _regex_test("search"),
     "version": version_compare, "version_compare": version_compare,
     "any": any, "all": all,
-    "truthy": _truthy,
+    "truthy": _truthy, "falsy": _falsy, "uri": _uri, "url": _url,
     "nan": _is_nan, "isnan": _is_nan,
 }
 
