@@ -28,7 +28,7 @@ from unfurl_lite.expressions.names import (
 )
 from unfurl_lite.model.entities import NodeTemplate, Operation
 from unfurl_lite.model.lineage import NORMATIVE_ATTRIBUTES, normative_name
-from unfurl_lite.model.narrow import is_list
+from unfurl_lite.model.narrow import is_list, is_mapping
 
 if TYPE_CHECKING:
     from unfurl_lite.model.ensemble import Ensemble
@@ -122,7 +122,7 @@ def _attributes_set(operation: Operation) -> frozenset[str] | None:
         value = operation.inputs.get(key)
         if value is None:
             continue
-        if not isinstance(value, Mapping):
+        if not is_mapping(value):
             return None  # rendered text, or a list naming instances
         spec = value.get("attributes") if key == "done" else value
         if key == "resultTemplate" and isinstance(value.get("attributes"), Mapping) and (
@@ -130,7 +130,7 @@ def _attributes_set(operation: Operation) -> frozenset[str] | None:
             spec = value["attributes"]
         if spec is None:
             continue
-        if not isinstance(spec, Mapping):
+        if not is_mapping(spec):
             return None
         names.update(str(k) for k in spec)
     return frozenset(names)
@@ -222,7 +222,7 @@ def _in_value(value: Any, scope: _Scope, post: bool,
               path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], str, str | None]]:
     if isinstance(value, str):
         yield from ((path, m, h) for m, h in _in_template(analyse(value), scope, post))
-    elif isinstance(value, Mapping):
+    elif is_mapping(value):
         for key, item in value.items():
             yield from _in_value(item, scope, post, (*path, key))
     elif isinstance(value, list | tuple):
@@ -373,17 +373,17 @@ def _path_of(doc: Any, ensemble: Ensemble, item: NameProblem) -> tuple[Any, ...]
         for section in ("node_types", "types")]
     for owner in owners:
         interfaces = _get(doc, (*owner, "interfaces"))
-        if not isinstance(interfaces, Mapping):
+        if not is_mapping(interfaces):
             continue
         for name, body in interfaces.items():
-            if canonical_interface(str(name)) != item.interface or not isinstance(body, Mapping):
+            if canonical_interface(str(name)) != item.interface or not is_mapping(body):
                 continue
             base = (*owner, "interfaces", name)
             for operation in ((*base, "operations", item.operation), (*base, item.operation)):
                 definition = _get(doc, operation)
                 if isinstance(definition, str):
                     return operation
-                if isinstance(definition, Mapping):
+                if is_mapping(definition):
                     inputs = (*operation, "inputs", item.key)
                     if _get(doc, inputs) is not None:
                         return (*inputs, *item.subpath)
@@ -395,7 +395,7 @@ def _path_of(doc: Any, ensemble: Ensemble, item: NameProblem) -> tuple[Any, ...]
 def _get(doc: Any, path: tuple[Any, ...]) -> Any:
     node = doc
     for part in path:
-        inside = (part in node if isinstance(node, Mapping) else
+        inside = (part in node if is_mapping(node) else
                   is_list(node) and isinstance(part, int) and 0 <= part < len(node))
         if not inside:
             return None

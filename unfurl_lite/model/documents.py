@@ -126,7 +126,7 @@ class SpecDoc(TypedDict, total=False):
     instances: YAMLMap
 
 
-class JobRecord(TypedDict, total=False):
+class JobEntry(TypedDict, total=False):
     """A job's own record: ``lastJob``, the first entry of its changes, jobs.tsv's line."""
 
     changeId: str
@@ -144,7 +144,7 @@ class JobRecord(TypedDict, total=False):
     changelog: str
 
 
-class TaskRecord(TypedDict, total=False):
+class TaskEntry(TypedDict, total=False):
     """One task as a job file (or changes file) records it, in Unfurl's key order."""
 
     changeId: str
@@ -177,7 +177,7 @@ class EnsembleDoc(TypedDict, total=False):
     metadata: YAMLMap
     spec: SpecDoc
     status: StatusSection
-    lastJob: JobRecord
+    lastJob: JobEntry
     jobsLog: str
-    changes: list[TaskRecord | JobRecord]
+    changes: list[TaskEntry | JobEntry]
     environment: YAMLMap

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from unfurl_lite.model.entities import Instance, Topology
 
 if TYPE_CHECKING:
-    from unfurl_lite.model.documents import JobRecord, SpecDoc
+    from unfurl_lite.model.documents import JobEntry, SpecDoc
 
 #: how the loader parses the file's text into a round-trip document: (text, file) -> document
 Parser = Callable[[str, str], Any]
@@ -39,7 +39,7 @@ class Ensemble:
     text: str  # the file as read: what the round-trip document and section rewrites start from
     topology: Topology
     instances: dict[str, Instance]  # recorded instances, in recorded order
-    last_job: JobRecord | None = None
+    last_job: JobEntry | None = None
     jobs_log: str = "jobs.tsv"
     spec: SpecDoc = field(default_factory=_no_spec)  # merged spec as plain data
     #: the file's own data as written (directives unapplied), for section rewrites

@@ -7,6 +7,7 @@ is walked outside the hottest loops (a call costs a little more than ``isinstanc
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, TypeAlias, TypeGuard
 
 #: a mapping read from YAML whose keys a user chooses and whose values are any YAML
@@ -23,3 +24,8 @@ def is_map(value: object) -> TypeGuard[YAMLMap]:
 def is_list(value: object) -> TypeGuard[YAMLList]:
     """``isinstance(value, list)``, for a YAML sequence."""
     return isinstance(value, list)
+
+
+def is_mapping(value: object) -> TypeGuard[Mapping[str, Any]]:
+    """``isinstance(value, Mapping)``: any mapping (a lazy one too), for reading."""
+    return isinstance(value, Mapping)

@@ -16,6 +16,7 @@ from typing import Any
 
 from unfurl_lite.errors import PlanError
 from unfurl_lite.model.entities import Instance
+from unfurl_lite.model.narrow import is_mapping
 
 GROUPS_KEY = "scalingGroups"
 
@@ -31,34 +32,37 @@ class ScalingEntity:
 
 
 def _topology(spec: Mapping[str, Any]) -> Mapping[str, Any]:
-    service = spec.get("service_template") or {}
-    return (service.get("topology_template") or {}) if isinstance(service, Mapping) else {}
+    service: object = spec.get("service_template") or {}
+    return (service.get("topology_template") or {}) if is_mapping(service) else {}
 
 
 def _policies(value: Any) -> list[Mapping[str, Any]]:
     """TOSCA writes policies as a mapping or as a list of one-key mappings."""
-    if isinstance(value, Mapping):
-        return [v for v in value.values() if isinstance(v, Mapping)]
+    if is_mapping(value):
+        return [v for v in value.values() if is_mapping(v)]
     found: list[Mapping[str, Any]] = []
-    for item in value or []:
-        if isinstance(item, Mapping):
-            found.extend(v for v in item.values() if isinstance(v, Mapping))
+    items: Iterable[Any] = value or []
+    for item in items:
+        if is_mapping(item):
+            found.extend(v for v in item.values() if is_mapping(v))
     return found
 
 
 def scaling_groups(spec: Mapping[str, Any]) -> dict[str, ScalingEntity]:
     """Every group a scaling policy targets, by name."""
     topology = _topology(spec)
-    groups = topology.get("groups") or {}
+    groups: object = topology.get("groups") or {}
     found: dict[str, ScalingEntity] = {}
     for policy in _policies(topology.get("policies")):
         if "scal" not in str(policy.get("type", "")).lower():
             continue
-        for target in policy.get("targets") or []:
-            group = groups.get(target) if isinstance(groups, Mapping) else None
-            if not isinstance(group, Mapping):
+        targets: Iterable[Any] = policy.get("targets") or []
+        for target in targets:
+            group = groups.get(target) if is_mapping(groups) else None
+            if not is_mapping(group):
                 continue
-            members = tuple(str(m) for m in group.get("members") or ())
+            listed: Iterable[Any] = group.get("members") or ()
+            members = tuple(str(m) for m in listed)
             found[str(target)] = ScalingEntity(
                 str(target), members, dict(policy.get("properties") or {}), True)
     return found
@@ -70,18 +74,21 @@ def find_entity(spec: Mapping[str, Any], name: str) -> ScalingEntity:
     if group is not None:
         return group
     topology = _topology(spec)
-    template = (topology.get("node_templates") or {}).get(name)
-    if not isinstance(template, Mapping):
+    templates: Mapping[str, Any] = topology.get("node_templates") or {}
+    template: object = templates.get(name)
+    if not is_mapping(template):
         from unfurl_lite.load.problems import did_you_mean
 
-        names = [*(topology.get("node_templates") or {}), *(topology.get("groups") or {})]
+        groups: Mapping[str, Any] = topology.get("groups") or {}
+        names = [*templates, *groups]
         raise PlanError(
             f"nothing to scale named {name!r}",
             hint=did_you_mean(name, names) or "give a node template or a scaling group: "
             + ", ".join(names[:10]) + (f" (and {len(names) - 10} more)" if len(names) > 10 else ""),
         )
-    scalable = ((template.get("capabilities") or {}).get("scalable") or {}).get("properties")
-    return ScalingEntity(name, (name,), dict(scalable or {}))
+    capabilities: Mapping[str, Any] = template.get("capabilities") or {}
+    scalable: Mapping[str, Any] = capabilities.get("scalable") or {}
+    return ScalingEntity(name, (name,), dict(scalable.get("properties") or {}))
 
 
 def number_of(name: str, base: str) -> int | None:
@@ -104,7 +111,7 @@ def next_name(base: str, taken: Iterable[str]) -> str:
 def group_id(instance: Instance, group: str) -> str:
     """The group instance ``instance`` belongs to (recorded, else from its name's number)."""
     recorded = instance.extra.get(GROUPS_KEY)
-    if isinstance(recorded, Mapping) and recorded.get(group):
+    if is_mapping(recorded) and recorded.get(group):
         return str(recorded[group])
     n = number_of(instance.name, instance.template)
     return group if not n else f"{group}_{n}"

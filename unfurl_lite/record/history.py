@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -287,7 +287,7 @@ def running_jobs(root: Path) -> list[JobRecord]:
     from unfurl_lite.record.liveness import pid_alive
 
     journals = list_journals(root)
-    found = []
+    found: list[JobRecord] = []
     for journal in journals:
         if journal.state not in RUNNING or not changeid.is_changeid(journal.change_id):
             continue
@@ -498,10 +498,10 @@ def status_at(text: str | None) -> dict[str, dict[str, Any]]:
         doc = YAML(typ="safe").load(text)
     except Exception:  # a version that does not parse has no status to show
         return {}
-    instances = ((doc or {}).get("status") or {}).get("instances") or {}
+    status: Mapping[str, Any] = (doc or {}).get("status") or {}
     found: dict[str, dict[str, Any]] = {}
-    for name, (record, _) in layout.flatten(instances).items():
-        ready = (record or {}).get("readyState") or {}
+    for name, (record, _) in layout.flatten(status.get("instances") or {}).items():
+        ready: Mapping[str, Any] = (record or {}).get("readyState") or {}
         found[str(name)] = {"status": ready.get("local"), "state": ready.get("state")}
     return found
 
@@ -509,7 +509,7 @@ def status_at(text: str | None) -> dict[str, dict[str, Any]]:
 def status_changes(
     before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]]
 ) -> list[dict[str, Any]]:
-    changes = []
+    changes: list[dict[str, Any]] = []
     for name in sorted(set(before) | set(after)):
         old, new = before.get(name), after.get(name)
         if old != new:
