@@ -148,6 +148,19 @@ def test_a_redeploy_known_to_have_nothing_to_do_imports_no_job_machinery(
     assert machinery == set()
 
 
+def test_a_deploy_of_plain_operations_imports_no_heavy_library(
+    small_project: Path, tmp_path: Path
+) -> None:
+    """A job whose operations' inputs are plain text renders nothing (no Jinja2), reads its
+    ensemble by lines (no ruamel), writes its records with the fast emitter and commits
+    with the ``git`` command (no GitPython); its digests use CPython's own hashes
+    (``_hashlib`` starts OpenSSL)."""
+    imported = _imported(["deploy", "--approve", "-q"], small_project, tmp_path)
+    heavy = _tops(imported) & {*HEAVY, "ruamel", "_ruamel_yaml", "_hashlib"}
+    assert not heavy, f"deploy imports {sorted(heavy)}"
+    assert "unfurl_lite.record.journal" in imported  # (the probe saw the job run)
+
+
 def test_every_dataclass_has_a_docstring() -> None:
     """``@dataclass`` gives an undocumented class a docstring made from
     ``inspect.signature``: about a millisecond per class at import, paid by every command

@@ -11,8 +11,6 @@ so they take part through an HMAC keyed with the clone's own key (never committe
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -20,6 +18,11 @@ from typing import Any
 
 from unfurl_lite.expressions.expr import Sensitive
 from unfurl_lite.security.taint import REDACTED, from_environment
+
+try:  # CPython's own SHA-1: importing hashlib starts OpenSSL, milliseconds of every job
+    from _sha1 import sha1
+except ImportError:  # another interpreter
+    from hashlib import sha1
 
 #: what gives the digest key (bytes), asked only when an environment value is digested;
 #: None, or a provider giving None, leaves such values out
@@ -52,6 +55,8 @@ def _digest_parts(value: Any, key: Key | None = None) -> Iterator[str]:
         if secret is None:
             yield REDACTED
         else:
+            import hmac  # (OpenSSL's start, for a value read from the environment only)
+
             yield "hmac:" + hmac.new(secret, _utf8(str(value)), "sha256").hexdigest()
     elif isinstance(value, Mapping):
         for name in sorted(value, key=str):
@@ -69,7 +74,7 @@ def _digest_parts(value: Any, key: Key | None = None) -> Iterator[str]:
 def digest(values: Iterable[Any], key: KeyProvider | None = None) -> str:
     """SHA1 over the values as Unfurl computes its digestValue (strings hash as themselves;
     environment values as their keyed HMAC when ``key`` gives a key)."""
-    sha = hashlib.sha1()
+    sha = sha1()
     keyed = Key(key)
     for value in values:
         for part in _digest_parts(value, keyed):
@@ -134,7 +139,7 @@ def input_digest(inputs: Mapping[str, Any], key: KeyProvider | None = None) -> t
 
 
 def spec_digest(spec: Mapping[str, Any]) -> str:
-    return hashlib.sha1(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()
+    return sha1(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def digestable(inputs: Mapping[str, Any]) -> dict[str, Any]:

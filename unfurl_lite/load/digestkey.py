@@ -10,7 +10,6 @@ repository there is no key, and environment values take no part in digests.
 from __future__ import annotations
 
 import os
-import secrets
 from collections.abc import Callable
 from pathlib import Path
 
@@ -45,7 +44,7 @@ def digest_key(project_root: Path) -> bytes | None:
         return bytes.fromhex(path.read_text(encoding="ascii").strip())
     except (OSError, ValueError):
         pass
-    key = secrets.token_bytes(32)
+    key = os.urandom(32)  # what secrets.token_bytes gives (secrets imports hmac: OpenSSL)
     temporary = path.with_name(f"{KEY_FILE}.{os.getpid()}.tmp")
     try:
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

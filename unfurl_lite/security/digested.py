@@ -17,8 +17,12 @@ redacts, replaces what is found.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
+
+try:  # CPython's own BLAKE2 (hashlib's, without the OpenSSL start importing it costs)
+    from _blake2 import blake2b
+except ImportError:  # another interpreter
+    from hashlib import blake2b
 
 DIGEST_BYTES = 16
 PREFIX = 4  # characters of a form digested on their own, to find where it may start
@@ -26,7 +30,7 @@ PREFIX = 4  # characters of a form digested on their own, to find where it may s
 
 def form_digest(key: bytes, text: str) -> str:
     data = text.encode("utf-8", "surrogatepass")
-    return hashlib.blake2b(data, key=key[:64], digest_size=DIGEST_BYTES).hexdigest()
+    return blake2b(data, key=key[:64], digest_size=DIGEST_BYTES).hexdigest()
 
 
 def entries(key: bytes, forms: Iterable[str]) -> list[str]:
@@ -40,7 +44,7 @@ class HashedForms:
     """Forms of secrets known by their keyed digests."""
 
     def __init__(self, key: bytes, known: Iterable[str] = ()) -> None:
-        self.keyed = hashlib.blake2b(key=key[:64], digest_size=DIGEST_BYTES)
+        self.keyed = blake2b(key=key[:64], digest_size=DIGEST_BYTES)
         #: length of the first characters -> their digest -> (form's length, its digest)
         self.starts: dict[int, dict[bytes, set[tuple[int, bytes]]]] = {}
         #: a job writes the same output to several records: found once

@@ -10,9 +10,7 @@ common transforms of it that templates and shells produce.
 from __future__ import annotations
 
 import base64
-import html
 import json
-import shlex
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any
@@ -53,6 +51,9 @@ def _b64_aligned(raw: bytes, urlsafe: bool) -> list[str]:
 @lru_cache(maxsize=1024)
 def variants(secret: str) -> tuple[str, ...]:
     """The secret and what jinja filters, shells and encoders commonly turn it into."""
+    import html  # (html.entities' table and shlex: for a job that knows a secret only)
+    import shlex
+
     forms = {
         secret,
         secret.upper(),
