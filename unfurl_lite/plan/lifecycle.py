@@ -156,6 +156,8 @@ def _steps_for(
                     break
             continue
         for req in template.requirements:
+            if not req.interfaces and not req.target_interfaces:
+                continue  # a relationship with no operation (most): nothing to look up
             peers: list[str] | None = None  # an O(N) scan: only when an operation needs it
             for interface, name, side in step.operations:
                 op = req.relationship_operation(interface, name, side)
