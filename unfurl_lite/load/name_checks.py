@@ -20,7 +20,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import Problem
-from unfurl_lite.expressions.analysis import MAPPING_METHODS, TemplateNames, analyse
+from unfurl_lite.expressions.analysis import (
+    MAPPING_METHODS,
+    TemplateNames,
+    analyse,
+    could_be_template,
+)
 from unfurl_lite.expressions.names import (
     OPERATION_VARIABLES,
     VIEW_FIELDS,
@@ -177,15 +182,24 @@ def find(ensemble: Ensemble, tasks: Iterable[Planned] | None = None,
         if once in seen:
             continue
         seen.add(once)
+        values = {**operation.run_inputs, **extra}
+        if all(_inert(value) for value in values.values()):
+            continue  # no template among them: nothing for the scan to find
         scope = _Scope(declared, template, operation, extra, relationship)
-        inputs = operation.run_inputs
-        for key, value in {**inputs, **extra}.items():
+        for key, value in values.items():
             if key in _POST_INPUTS and not post:
                 continue
             found += (NameProblem(template.name, operation.interface, operation.name, key, sub,
                                   message, hint)
                       for sub, message, hint in _in_value(value, scope, key in _POST_INPUTS))
     return found
+
+
+def _inert(value: Any) -> bool:
+    """A value with no template in it: a scalar, or text that cannot be one."""
+    if isinstance(value, str):
+        return not could_be_template(value)
+    return not is_mapping(value) and not isinstance(value, list | tuple)
 
 
 @dataclass
