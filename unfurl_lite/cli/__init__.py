@@ -25,6 +25,8 @@ def main(argv: list[str] | None = None) -> Any:
             sys.stdout.flush()
             os._exit(0)
         return 0
+    if argv is None and sys.argv[1:] in (["--help"], ["-h"]):
+        _help()
     import gc
 
     if argv is None:  # the command's own process: dataclasses' code compiled once
@@ -49,6 +51,24 @@ def main(argv: list[str] | None = None) -> Any:
         _exit_now(code)
     finally:
         gc.set_threshold(*thresholds)
+
+
+def _help() -> None:
+    """The command's top-level help: the text click wrote last time when its sources are
+    unchanged (:mod:`unfurl_lite.cli.helptext`), else click's, kept for next time."""
+    import os
+
+    from unfurl_lite.cli import helptext
+
+    text = helptext.cached()
+    if text is None:
+        from unfurl_lite.cli.main import help_text
+
+        text = help_text()
+        helptext.store(text)
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    os._exit(0)
 
 
 def _exit_now(code: Any) -> None:

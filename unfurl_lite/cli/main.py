@@ -177,6 +177,12 @@ def _escape_unencodable() -> None:
             stream.reconfigure(errors="backslashreplace")
 
 
+def help_text() -> str:
+    """What ``unfurl --help`` prints, as click's help option prints it."""
+    ctx = click.Context(cli, info_name="unfurl", **cli.context_settings)
+    return ctx.get_help() + "\n"
+
+
 def main(argv: list[str] | None = None) -> Any:
     from unfurl_lite.errors import UnfurlLiteError
 

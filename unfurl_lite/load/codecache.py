@@ -18,16 +18,16 @@ import atexit
 import dataclasses
 import marshal
 import os
-import stat
 import sys
 from types import CodeType
 from typing import Any
 
+from unfurl_lite.load import pycache
+
 #: marshalled code is only read back by the interpreter that wrote it
 FILE = f"dataclass-code.{sys.implementation.cache_tag}-{sys.version.split()[0]}.marshal"
 MAX_BYTES = 4 * 1024 * 1024
-PYCACHE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                       "__pycache__")
+PYCACHE = pycache.PYCACHE
 
 _compiled: dict[str, CodeType] = {}
 _added = 0  # texts compiled in this process and not yet in the file
@@ -41,34 +41,14 @@ def enable(directory: str = PYCACHE) -> None:
     atexit.register(_store, directory)
 
 
-def _trusted(info: os.stat_result, directory: str) -> bool:
-    """A regular file nobody but its owner can write, owned by us or by whoever owns the
-    package (whose bytecode the interpreter runs anyway)."""
-    if not stat.S_ISREG(info.st_mode) or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return False
-    try:
-        owner = os.stat(os.path.dirname(directory)).st_uid
-    except OSError:
-        return False
-    getuid = getattr(os, "getuid", None)
-    return getuid is None or info.st_uid in (getuid(), owner)
-
-
 def _read(path: str) -> dict[str, CodeType]:
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
+    payload = pycache.read(path, MAX_BYTES)
+    if payload is None:
         return {}
     try:
-        info = os.fstat(fd)
-        if not _trusted(info, os.path.dirname(path)) or info.st_size > MAX_BYTES:
-            return {}
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            found = marshal.loads(handle.read())
-    except (OSError, ValueError, EOFError, TypeError):  # what marshal raises on damage
+        found = marshal.loads(payload)
+    except (ValueError, EOFError, TypeError):  # what marshal raises on damage
         return {}
-    finally:
-        os.close(fd)
     if not isinstance(found, dict):
         return {}
     return {k: v for k, v in found.items() if isinstance(k, str) and type(v) is CodeType}
@@ -92,20 +72,11 @@ def _exec(source: Any, globals: Any = None, locals: Any = None) -> None:
 def _store(directory: str) -> None:
     """The compiled texts, written atomically when this process compiled new ones, where
     and when Python writes bytecode; silently skipped when they cannot be."""
-    if not _added or sys.dont_write_bytecode:
+    if not _added:
         return
-    from pathlib import Path
-
-    from unfurl_lite.load.yamlio import temp_file
-
     try:
         payload = marshal.dumps(dict(_compiled))
-        if len(payload) > MAX_BYTES:
-            return
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp = temp_file(Path(directory), ".dataclass-code.", mode=0o644)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(payload)
-        os.replace(tmp, os.path.join(directory, FILE))
-    except (OSError, ValueError):
+    except ValueError:
         return
+    if len(payload) <= MAX_BYTES:
+        pycache.write(directory, FILE, payload)
