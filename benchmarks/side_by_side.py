@@ -163,8 +163,8 @@ def make_repo(case: Path, into: Path) -> Path:
     """A scratch git repo holding the case's files (not its captures), one commit."""
     repo = into / case.name
     shutil.copytree(case, repo, ignore=shutil.ignore_patterns("expected", "case.yaml"))
-    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True,
-                   capture_output=True)
+    subprocess.run(["git", "init", "-q", "-b", "main", "--template="], cwd=repo, check=True,
+                   capture_output=True)  # no sample hooks: fewer files to write
     with open(repo / ".git" / "config", "a") as config:  # no git process for the identity
         config.write(_IDENTITY)
     for args in (["add", "-A"], ["commit", "-q", "-m", "the case"]):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, Project, ensemble_yaml, run_unfurl, shell_node
+from tests.conftest import ROOT, Project, ensemble_yaml, run_in_process, shell_node
 
 
 def _python(code: str, cwd: Path, **env: str) -> dict:
@@ -225,14 +225,14 @@ def test_the_ensemble_option_and_argument_name_the_same_thing(project: Project,
     project.write(ensemble_yaml(shell_node("a", "echo a")))
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    by_option = run_unfurl(elsewhere, "validate", "-e", str(project.ensemble))
-    by_argument = run_unfurl(elsewhere, "validate", str(project.ensemble))
+    by_option = run_in_process(elsewhere, "validate", "-e", str(project.ensemble))
+    by_argument = run_in_process(elsewhere, "validate", str(project.ensemble))
     assert by_option.returncode == by_argument.returncode == 0
     assert by_option.stdout == by_argument.stdout
-    deployed = run_unfurl(elsewhere, "deploy", "--approve", "-e", str(project.root))
+    deployed = run_in_process(elsewhere, "deploy", "--approve", "-e", str(project.root))
     assert deployed.returncode == 0, deployed.stderr
     assert project.local("a") == "ok"
-    both = run_unfurl(elsewhere, "status", str(project.ensemble), "-e", str(elsewhere))
+    both = run_in_process(elsewhere, "status", str(project.ensemble), "-e", str(elsewhere))
     assert both.returncode == 2 and "two ensembles given" in both.stderr
 
 

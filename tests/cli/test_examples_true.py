@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -56,12 +54,10 @@ def test_the_secrets_password_comes_from_db_password(init):
     assert password not in git(root, "log", "-p")
 
 
-def test_the_secrets_demo_default_applies_without_db_password(init):
+def test_the_secrets_demo_default_applies_without_db_password(init, monkeypatch):
     root = init("secrets")
-    env = {k: v for k, v in os.environ.items() if k != "DB_PASSWORD"}
-    result = subprocess.run([sys.executable, "-m", "unfurl_lite", "deploy", "--approve"], cwd=root,
-                            env={**env, "PYTHONPATH": str(Path(__file__).parents[2])},
-                            capture_output=True, text=True)
+    monkeypatch.delenv("DB_PASSWORD", raising=False)
+    result = run_in_process(root, "deploy", "--approve")
     assert result.returncode == 0, result.stderr
     expected = hashlib.sha256(b"demo-password-123\n").hexdigest()
     assert (root / "state" / "db.hash").read_text().split()[0] == expected

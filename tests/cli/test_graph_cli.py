@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from tests.conftest import ensemble_yaml, run_unfurl
+from tests.conftest import ensemble_yaml, run_in_process
 from tests.view.graph_parsing import parse_dot, parse_mermaid
 from unfurl_lite.view.diagram import PALETTE
 
@@ -140,7 +140,7 @@ def test_a_bad_ensemble_exits_1_with_the_usual_message(project, invoke):
 
 
 def test_missing_dot_exits_1_naming_the_package_and_writes_nothing(deployed, tmp_path):
-    result = run_unfurl(deployed.root, "graph", "--format", "svg", "-o", "topology.svg",
+    result = run_in_process(deployed.root, "graph", "--format", "svg", "-o", "topology.svg",
                         env={"PATH": str(tmp_path / "no-bin")})
 
     assert result.returncode == 1

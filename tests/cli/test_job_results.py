@@ -10,7 +10,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.conftest import InvokeIn, Project, init_example, run_unfurl
+from tests.conftest import InvokeIn, Project, init_example, run_in_process
 from tests.view.dashboard_helpers import ENSEMBLE
 from unfurl_lite.run.outcome import (
     CANCELLING,
@@ -33,13 +33,13 @@ def test_check_in_a_pipe_names_the_instance_it_found_absent(invoke_in: InvokeIn,
     root = init_example(invoke_in, tmp_path, "check-discover")
     assert invoke_in(root, "deploy", "--approve").exit_code == 0
     (root / "state" / "server").unlink()  # the server is gone
-    piped = run_unfurl(root, "check")  # stdout is a pipe, as in `unfurl check | cat`
+    piped = run_in_process(root, "check")  # stdout is no terminal, as in `unfurl check | cat`
     assert piped.returncode == 0, piped.stderr
     table = piped.stdout[piped.stdout.index("INSTANCE"):].splitlines()
     assert table[0].split() == ["INSTANCE", "STATUS", "STATE", "CHANGE"]
     # as Unfurl: a check that finds a deployed instance absent finds it deleted
     assert table[1].split() == ["server", "absent", "deleted", "ok", "->", "absent"]
-    document = json.loads(run_unfurl(root, "check", "--json").stdout)
+    document = json.loads(run_in_process(root, "check", "--json").stdout)
     assert document["changes"] == [{"instance": "server", "status": "absent",
                                     "state": "deleted", "was": "absent",
                                     "wasState": "deleted", "change": "unchanged"}]
@@ -67,7 +67,7 @@ def test_heal_says_why_it_skipped_once_and_its_plan_counts_what_its_summary_coun
         invoke_in: InvokeIn, tmp_path: Path):
     root = init_example(invoke_in, tmp_path, "scaled-web")
     assert invoke_in(root, "deploy", "--approve").exit_code == 0
-    result = run_unfurl(root, "heal", "web_1", "--approve")  # everything is healthy
+    result = run_in_process(root, "heal", "web_1", "--approve")  # everything is healthy
     assert result.returncode == 0, result.stderr
     out = result.stdout
     skipped = re.findall(r"^  (\d+) tasks skipped: (.+?) \(", out, re.M)
@@ -88,7 +88,7 @@ def test_a_failed_jobs_failures_are_each_said_once_with_their_whole_message(
         project: Project):
     project.write(ENSEMBLE.replace('echo configured', 'echo the disk is full ' + "x" * 300
                                    + ' >&2; exit 3'))
-    result = run_unfurl(project.root, "deploy", "--approve")
+    result = run_in_process(project.root, "deploy", "--approve")
     assert result.returncode == 64
     failure = [line for line in result.stdout.splitlines() if "db Standard.configure" in line]
     record = next((project.root / "jobs").glob("job*.yaml")).read_text()

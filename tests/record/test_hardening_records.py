@@ -319,7 +319,7 @@ def test_git_failing_at_commit_leaves_records_the_next_job_commits(
     assert staged_or_untracked(project)
     job = project.jobs_tsv()[0].split("\t")[0][:8]
 
-    again = run_unfurl(project.root, "deploy", "--approve", "--force")
+    again = run_in_process(project.root, "deploy", "--approve", "--force")
     assert again.returncode == 0, again.stderr
     assert f"Recording what job {job} left uncommitted" in "\n".join(project.commits())
     assert not [line for line in staged_or_untracked(project) if "jobs" in line]

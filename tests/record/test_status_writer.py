@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Invoke, Project, ensemble_yaml, git, run_unfurl
+from tests.conftest import Invoke, Project, ensemble_yaml, git, run_in_process, run_unfurl
 from unfurl_lite.load.jobslog import read_jobs_tsv
 from unfurl_lite.record.statusfile import STATUS_SECTIONS, users_part
 
@@ -102,7 +102,7 @@ def test_preflight_refuses_before_anything_runs(project: Project, invoke: Invoke
         n: {type: tosca:Root, interfaces: {Standard: {create: touch ran}}}
     """))
     (project.root / "jobs.tsv").mkdir()
-    result = run_unfurl(project.root, "deploy", "--approve")
+    result = run_in_process(project.root, "deploy", "--approve")
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert "jobsLog 'jobs.tsv' is a directory, not a file" in result.stderr
     assert not (project.root / "ran").exists()
