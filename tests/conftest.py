@@ -252,6 +252,21 @@ def project(tmp_path: Path, template_repo: Path) -> Project:
     return Project(root)
 
 
+def module_project(factory: pytest.TempPathFactory, template_repo: Path) -> Project:
+    """A project for a module-scoped fixture to prepare once (deploy it, say), which each
+    test then takes a copy of with :func:`copy_prepared` instead of running the same jobs."""
+    root = factory.mktemp("prepared") / "project"
+    shutil.copytree(template_repo, root, symlinks=True)
+    return Project(root)
+
+
+def copy_prepared(prepared: Path, project: Project) -> Project:
+    """The test's ``project`` made a copy of a project :func:`module_project` prepared (both
+    grew from the same template repository, so the copy lands over it whole)."""
+    shutil.copytree(prepared, project.root, symlinks=True, dirs_exist_ok=True)
+    return project
+
+
 Invoke = Callable[..., Result]
 
 

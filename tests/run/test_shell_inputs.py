@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import safe_load
+from tests.conftest import examples, safe_load
 from unfurl_lite.run.operations.shell import process_args
 
 UNFURL = Path(__file__).parent.parent / "data" / "unfurl120" / "shell-inputs"
@@ -53,7 +53,7 @@ words = st.lists(st.text(st.characters(codec="utf-8", exclude_characters="\0"), 
                  min_size=1, max_size=4)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(words, st.sampled_from([None, False, True, "/bin/bash"]), st.booleans())
 def test_a_list_without_a_shell_is_run_as_given(argv, shell, keeplines):
     args, executable = process_args(argv, shell, keeplines)
@@ -64,7 +64,7 @@ def test_a_list_without_a_shell_is_run_as_given(argv, shell, keeplines):
         assert (args, executable) == (argv, None)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.text(st.characters(codec="utf-8", exclude_characters="\0")), st.booleans())
 def test_a_string_through_a_shell_keeps_its_lines_only_with_keeplines(text, keeplines):
     args, executable = process_args(text, None, keeplines)

@@ -8,6 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import examples
 from unfurl_lite.security.redaction import _redacted, redact
 from unfurl_lite.security.taint import REDACTED, Sensitive, Tainted
 
@@ -39,7 +40,7 @@ TREES = st.recursive(
 )
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(tree=TREES, secrets=st.sampled_from([set(), [], (), {"ab"}]))
 def test_no_secret_known_redacts_as_the_general_walk(tree: Any, secrets: Any) -> None:
     assert redact(tree, secrets) == _redacted(tree, secrets, [], None)

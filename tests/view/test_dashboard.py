@@ -11,14 +11,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Project, git
+from tests.conftest import Project, copy_prepared, git, module_project
 from tests.view.dashboard_helpers import SECRET, Running, deployed, serving
 
 
+@pytest.fixture(scope="module")
+def deployed_once(tmp_path_factory: pytest.TempPathFactory, template_repo: Path) -> Path:
+    return deployed(module_project(tmp_path_factory, template_repo), times=1).root
+
+
 @pytest.fixture
-def site(project: Project) -> Running:
-    deployed(project, times=1)
-    with serving(project.ensemble) as running:
+def site(project: Project, deployed_once: Path) -> Running:
+    """A server in front of this test's own copy of the deployed project."""
+    with serving(copy_prepared(deployed_once, project).ensemble) as running:
         yield running
 
 
