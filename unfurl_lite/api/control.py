@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from unfurl_lite.errors import JobError, UnfurlLiteError
+from unfurl_lite.model.narrow import new_list
 from unfurl_lite.plan.tasks import Plan
 from unfurl_lite.run.observer import Observer
 from unfurl_lite.run.options import JobOptions, PlanOptions
@@ -43,7 +44,7 @@ class Resumption:
     options: JobOptions | None = None
     result: JobResult | None = None
     recorded: JobResult | None = None
-    committed_leftovers: list[str] = field(default_factory=list)
+    committed_leftovers: list[str] = field(default_factory=new_list)
 
     def exit_code(self) -> int:
         if self.summary == "declined":

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from unfurl_lite.errors import HistoryError
+from unfurl_lite.model.narrow import new_list
 from unfurl_lite.record import history as hist
 from unfurl_lite.record.history import Filters, JobRecord
 from unfurl_lite.security.redaction import redact_text
@@ -101,7 +102,7 @@ class Shown:
     job: JobRecord
     record: dict[str, Any] | None  # the job's or task's entry in the job file
     is_job: bool
-    tasks: list[dict[str, Any]] = field(default_factory=list)  # the job's task entries
+    tasks: list[dict[str, Any]] = field(default_factory=new_list)  # the job's task entries
     diff: str = ""  # the ensemble's diff in the job's commit
 
     def as_json(self) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from unfurl_lite.load.loader import load_ensemble
 from unfurl_lite.model import status_layout as layout
 from unfurl_lite.model.ensemble import Ensemble, with_inputs
 from unfurl_lite.model.lineage import full_name
+from unfurl_lite.model.narrow import new_dict
 from unfurl_lite.plan import verdicts
 from unfurl_lite.plan.tasks import Plan
 from unfurl_lite.record import lock, preflight, records, statusfile, tempfiles
@@ -58,7 +59,7 @@ class JobRequest:
     queue: bool = False  # wait for a job running on the ensemble to end, then plan
     custom: bool = False  # the workflow must be one of the topology's ``workflows:``
     #: topology inputs set for this job only (Unfurl's ``--var input_NAME VALUE``)
-    inputs: dict[str, Any] = field(default_factory=dict)
+    inputs: dict[str, Any] = field(default_factory=new_dict)
     #: an expression evaluated once the job is done (Unfurl's ``--query``)
     query: str | None = None
 

@@ -23,6 +23,7 @@ from unfurl_lite.expressions.lazy import (
     instance_name,
 )
 from unfurl_lite.expressions.names import did_you_mean
+from unfurl_lite.model.narrow import new_dict, new_set
 from unfurl_lite.security import taint
 from unfurl_lite.security.taint import Sensitive, Tainted
 
@@ -43,10 +44,10 @@ class EvalContext:
     host: Mapping[str, Any] | None = None
     source: Mapping[str, Any] | None = None
     target: Mapping[str, Any] | None = None
-    operation_inputs: Mapping[str, Any] = field(default_factory=dict)
+    operation_inputs: Mapping[str, Any] = field(default_factory=new_dict)
     lookup_node: Callable[[str], Mapping[str, Any] | None] = lambda name: None
-    extra: Mapping[str, Any] = field(default_factory=dict)
-    secrets: set[str] = field(default_factory=set)  # every sensitive value seen
+    extra: Mapping[str, Any] = field(default_factory=new_dict)
+    secrets: set[str] = field(default_factory=new_set)  # every sensitive value seen
     project_root: Path | None = None  # where `file` may read; None: no file reads
     allow_outside_paths: bool = False
     declared_env: frozenset[str] = frozenset()  # get_env names the spec declares
@@ -57,7 +58,7 @@ class EvalContext:
     template_reads: int = 0  # > 0 while a template reads TOPOLOGY.inputs
     topology: Topology | None = None  # for queries: the templates and their definitions
     instances: Mapping[str, Instance] | None = None  # for queries: every instance
-    metadata: Mapping[str, Any] = field(default_factory=dict)  # get_ensemble_metadata
+    metadata: Mapping[str, Any] = field(default_factory=new_dict)  # get_ensemble_metadata
     _world: World | None = field(default=None, repr=False, compare=False)
 
     def variables(self) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from typing import Any
 
 from unfurl_lite.model.entities import Instance, NodeTemplate, Requirement, Topology
 from unfurl_lite.model.lineage import as_mapping, parents
+from unfurl_lite.model.narrow import new_dict
 
 #: TOSCA 1.3's normative node types' own capabilities, in its definition's order
 NORMATIVE_NODE_CAPABILITIES: dict[str, tuple[tuple[str, str], ...]] = {
@@ -161,7 +162,7 @@ class InstanceGraph:
     children: dict[str | None, tuple[str, ...]]  # None: the root's
     capabilities: dict[str, tuple[CapabilityShape, ...]]
     requirements: dict[str, tuple[RelationshipShape, ...]]
-    incoming: dict[tuple[str, str], tuple[RelationshipShape, ...]] = field(default_factory=dict)
+    incoming: dict[tuple[str, str], tuple[RelationshipShape, ...]] = field(default_factory=new_dict)
 
     def descendants(self, name: str | None) -> Iterator[str]:
         for child in self.children.get(name, ()):

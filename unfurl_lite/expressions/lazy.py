@@ -61,7 +61,7 @@ class OperationInputs(_Over):
         return self._inputs[key]
 
 
-class Labelled(dict):
+class Labelled(dict[str, Any]):
     """A plain mapping a template reads, with the name an error gives it."""
 
     def __init__(self, values: Mapping[str, Any], label: str) -> None:

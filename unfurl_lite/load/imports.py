@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from unfurl_lite.errors import InputError, PathError, Problem
 from unfurl_lite.load import origins
 from unfurl_lite.load.problems import SERVICE, get_section, mapping, problem_at
-from unfurl_lite.model.narrow import is_list, is_map
+from unfurl_lite.model.narrow import is_list, is_map, new_list
 from unfurl_lite.security.paths import PROTECTED_HINT, PROTECTED_WHY, confine, protected_part
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ class _Context:
     """What resolving TOSCA imports carries along: files read, the chain, problems."""
     project_root: Path
     reads: dict[str, str | None]
-    problems: list[Problem] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=new_list)
     chain: tuple[Path, ...] = ()
 
 

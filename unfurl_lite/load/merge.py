@@ -31,7 +31,7 @@ from unfurl_lite.load.origins import (  # noqa: F401 (the merged document's orig
     put,
     source_file,
 )
-from unfurl_lite.model.narrow import YAMLMap, is_list, is_map
+from unfurl_lite.model.narrow import YAMLMap, is_list, is_map, new_dict, new_list
 from unfurl_lite.security.paths import PROTECTED_HINT, PROTECTED_WHY, protected_part
 
 ANCHOR_KEY = "+&"
@@ -121,17 +121,17 @@ class _Context:
     root: Any
     main_file: str
     project_root: Path
-    anchors: dict[str, tuple[Any, str]] = field(default_factory=dict)
+    anchors: dict[str, tuple[Any, str]] = field(default_factory=new_dict)
     includes: tuple[Path, ...] = ()
-    reads: dict[str, str | None] = field(default_factory=dict)
+    reads: dict[str, str | None] = field(default_factory=new_dict)
     resolving: tuple[int, ...] = ()
-    problems: list[Problem] = field(default_factory=list)
-    parsed: dict[Path, Any] = field(default_factory=dict)  # each include read once per load
+    problems: list[Problem] = field(default_factory=new_list)
+    parsed: dict[Path, Any] = field(default_factory=new_dict)  # each include read once per load
     nodes: int = 0  # nodes produced so far, includes and references expanded
     included_nodes: int = 0  # what the includes met so far add, once expanded
-    sizes: dict[Path, int] = field(default_factory=dict)  # a file's size, includes expanded
+    sizes: dict[Path, int] = field(default_factory=new_dict)  # a file's size, includes expanded
     fallback: Any = None  # the previous pass's result, for pointers into merged content
-    missing: list[_Missing] = field(default_factory=list)
+    missing: list[_Missing] = field(default_factory=new_list)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from unfurl_lite.errors import Problem
 from unfurl_lite.load.problems import did_you_mean, problem_at
 from unfurl_lite.model.builtin_workflows import REPLACEABLE, RESERVED
 from unfurl_lite.model.entities import NodeState, NodeTemplate, Operation
-from unfurl_lite.model.narrow import YAMLList, YAMLMap, is_list, is_map
+from unfurl_lite.model.narrow import YAMLList, YAMLMap, is_list, is_map, new_dict
 
 if TYPE_CHECKING:
     from unfurl_lite.model.documents import ServiceTemplateDoc, SpecDoc, TopologyTemplateDoc
@@ -39,7 +39,7 @@ class Activity:
     """One activity of a TOSCA workflow step."""
     kind: str  # one of ACTIVITIES
     value: str  # operation, state or workflow name
-    inputs: YAMLMap = field(default_factory=dict)
+    inputs: YAMLMap = field(default_factory=new_dict)
 
 
 @dataclass(frozen=True)

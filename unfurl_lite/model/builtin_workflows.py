@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from unfurl_lite.model.narrow import new_dict
+
 #: how a parameter's value is typed, read from ``-p NAME=VALUE`` and offered as an option:
 #: flag (true/false), text, integer, names (a list; ``a,b`` on the command line),
 #: mapping (a JSON object on the command line), argv (the words after ``--``)
@@ -78,7 +80,7 @@ class BuiltinWorkflow:
     parameters: tuple[Parameter, ...] = ()
     #: the CLI's commands for it, each with the parameters that spelling implies
     #: (Cloudify's ``uninstall`` deletes what has no delete operation)
-    commands: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    commands: Mapping[str, Mapping[str, Any]] = field(default_factory=new_dict)
     #: its tasks write the instances' change history (an ad hoc ``run`` does not)
     changes_history: bool = True
     #: it only looks (check, discover): nothing to approve before it runs

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from unfurl_lite.model.narrow import new_dict
+
 
 class Status(StrEnum):
     """Operational status, Unfurl's ``readyState.local``."""
@@ -158,7 +160,7 @@ class Operation:
     interface: str  # canonical short name: Standard, Install, Configure, Lifecycle...
     name: str
     implementation: Implementation | None  # None: declared but not mapped (does nothing)
-    inputs: dict[str, Any] = field(default_factory=dict)
+    inputs: dict[str, Any] = field(default_factory=new_dict)
     retry: Retry | None = None
     timeout: float | None = None
     # the implementation's ``environment``: Unfurl's rules (NAME, +NAME, -NAME, ^NAME),
@@ -192,11 +194,11 @@ class Requirement:
     name: str  # host, dependency, connection...
     node: str  # target template name
     relationship: str | None = None  # relationship type or template name
-    interfaces: Interfaces = field(default_factory=dict)  # relationship operations
+    interfaces: Interfaces = field(default_factory=new_dict)  # relationship operations
     optional: bool = False
     #: Cloudify's ``target_interfaces``: relationship_lifecycle operations run on the target
     #: (TOSCA's Configure interface names its target-side operations in ``interfaces``)
-    target_interfaces: Interfaces = field(default_factory=dict)
+    target_interfaces: Interfaces = field(default_factory=new_dict)
 
     def relationship_operation(self, interface: str, name: str, side: str) -> Operation | None:
         """The operation a relationship step runs on ``side`` (source or target): Cloudify's
@@ -217,11 +219,11 @@ class NodeType:
     """A node type as declared, before inheritance is applied."""
     name: str
     derived_from: str | tuple[str, ...] | None = None  # a tuple: Unfurl's list of parents
-    properties: dict[str, Any] = field(default_factory=dict)  # property definitions
-    interfaces: Interfaces = field(default_factory=dict)
-    metadata: dict[str, Any] = field(default_factory=dict)
-    attributes: dict[str, Any] = field(default_factory=dict)  # attribute definitions
-    interface_types: dict[str, str] = field(default_factory=dict)  # see NodeTemplate's
+    properties: dict[str, Any] = field(default_factory=new_dict)  # property definitions
+    interfaces: Interfaces = field(default_factory=new_dict)
+    metadata: dict[str, Any] = field(default_factory=new_dict)
+    attributes: dict[str, Any] = field(default_factory=new_dict)  # attribute definitions
+    interface_types: dict[str, str] = field(default_factory=new_dict)  # see NodeTemplate's
 
 
 @dataclass(frozen=True)
@@ -229,18 +231,18 @@ class NodeTemplate:
     """A node template with its type's interfaces and properties merged in."""
     name: str
     type: str
-    properties: dict[str, Any] = field(default_factory=dict)
+    properties: dict[str, Any] = field(default_factory=new_dict)
     requirements: tuple[Requirement, ...] = ()
-    interfaces: Interfaces = field(default_factory=dict)  # type's merged with the template's
-    metadata: dict[str, Any] = field(default_factory=dict)
+    interfaces: Interfaces = field(default_factory=new_dict)  # type's merged with the template's
+    metadata: dict[str, Any] = field(default_factory=new_dict)
     directives: tuple[str, ...] = ()
     priority: Priority = Priority.required
     type_lineage: tuple[str, ...] = ()  # its type and every ancestor, nearest first
     sensitive_properties: frozenset[str] = frozenset()
     default_instances: int = 1
-    attributes: dict[str, Any] = field(default_factory=dict)  # initial values, maybe expressions
+    attributes: dict[str, Any] = field(default_factory=new_dict)  # initial values, expressions
     #: interface type name -> the interface it types (``my.interfaces.Helm`` -> ``Install``)
-    interface_types: dict[str, str] = field(default_factory=dict)
+    interface_types: dict[str, str] = field(default_factory=new_dict)
     #: required requirements its type declares that no template matches: valid, but a job
     #: that would run one of its operations cannot be created (as Unfurl 1.2.0)
     missing_requirements: tuple[str, ...] = ()
@@ -276,14 +278,14 @@ class NodeTemplate:
 class Topology:
     """The templates, types and inputs of a service template, immutable once loaded."""
     templates: dict[str, NodeTemplate]
-    types: dict[str, NodeType] = field(default_factory=dict)
-    inputs: dict[str, Any] = field(default_factory=dict)  # resolved input values
+    types: dict[str, NodeType] = field(default_factory=new_dict)
+    inputs: dict[str, Any] = field(default_factory=new_dict)  # resolved input values
     sensitive_inputs: frozenset[str] = frozenset()
-    outputs: dict[str, Any] = field(default_factory=dict)
+    outputs: dict[str, Any] = field(default_factory=new_dict)
     #: the type and template definitions as written (``node_types``, ``relationship_types``,
     #: ``capability_types``, ``relationship_templates``, ``node_templates``; Unfurl's
     #: ``types:`` sorted into them), for what queries read: capabilities, relationships
-    definitions: dict[str, Any] = field(default_factory=dict)
+    definitions: dict[str, Any] = field(default_factory=new_dict)
 
 
 @dataclass
@@ -295,14 +297,14 @@ class Instance:
     status: Status = Status.unknown
     state: NodeState | None = None
     priority: Priority = Priority.required
-    attributes: dict[str, Any] = field(default_factory=dict)
+    attributes: dict[str, Any] = field(default_factory=new_dict)
     created: str | bool | None = None  # changeId of the task that created it; False: discovered
     last_config_change: str | None = None
     last_state_change: str | None = None
     protected: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)  # keys we read but do not interpret
+    extra: dict[str, Any] = field(default_factory=new_dict)  # keys we read but do not interpret
     #: requirement name -> the relationship instance (Unfurl's ``requirements:`` entries)
-    relationships: dict[str, Instance] = field(default_factory=dict)
+    relationships: dict[str, Instance] = field(default_factory=new_dict)
 
     @property
     def discovered(self) -> bool:

@@ -14,6 +14,7 @@ from typing import Any
 
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Instance, Status
+from unfurl_lite.model.narrow import new_list
 from unfurl_lite.plan.baselines import (
     RELATIONSHIP_INTERFACES,
     current_digest,
@@ -32,8 +33,8 @@ UNINSTALL_OPERATIONS = frozenset(
 class Drift:
     """What differs for one instance; ``unknown`` lists what could not be compared."""
 
-    changed: list[str] = field(default_factory=list)
-    unknown: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=new_list)
+    unknown: list[str] = field(default_factory=new_list)
 
     @property
     def drifted(self) -> bool:

@@ -16,7 +16,7 @@ from typing import Any
 
 from unfurl_lite.errors import PlanError
 from unfurl_lite.model.entities import Instance
-from unfurl_lite.model.narrow import is_mapping
+from unfurl_lite.model.narrow import is_mapping, new_dict
 
 GROUPS_KEY = "scalingGroups"
 
@@ -27,7 +27,7 @@ class ScalingEntity:
 
     name: str
     members: tuple[str, ...]
-    properties: dict[str, Any] = field(default_factory=dict)
+    properties: dict[str, Any] = field(default_factory=new_dict)
     is_group: bool = False
 
 

@@ -18,6 +18,7 @@ from unfurl_lite.model.entities import (
     Requirement,
     Status,
 )
+from unfurl_lite.model.narrow import new_dict, new_list
 
 # reasons, as Unfurl names them
 RECONFIGURE = "reconfigure"
@@ -68,7 +69,7 @@ class Task:
     source: str | None = None  # relationship source instance
     peer: str | None = None  # relationship target instance
     skip_when: Status | None = None  # skip if the instance already has this status
-    extra_inputs: dict[str, Any] = field(default_factory=dict)
+    extra_inputs: dict[str, Any] = field(default_factory=new_dict)
     allow_override: bool = True
     may_fail: bool = False  # a failure here neither fails the job nor blocks what follows
     guard: Guard | None = None
@@ -98,11 +99,11 @@ class Plan:
     """What a workflow will do: its tasks in order, and the instances it creates."""
     workflow: str
     tasks: list[Task]
-    new_instances: dict[str, Instance] = field(default_factory=dict)
-    notes: list[Note] = field(default_factory=list)
-    options: dict[str, Any] = field(default_factory=dict)
+    new_instances: dict[str, Instance] = field(default_factory=new_dict)
+    notes: list[Note] = field(default_factory=new_list)
+    options: dict[str, Any] = field(default_factory=new_dict)
     forget: tuple[str, ...] = ()  # instances dropped from status if the job leaves them gone
-    baselines: dict[str, dict[str, str]] = field(default_factory=dict)  # see workflows.update
+    baselines: dict[str, dict[str, str]] = field(default_factory=new_dict)  # see workflows.update
     #: False: the job records itself but leaves instances' status and changeIds alone
     affects_history: bool = True
     #: planned as Cloudify's install or uninstall (Unfurl's deploy and undeploy otherwise):
@@ -115,7 +116,7 @@ class Plan:
     #: templates gone from the spec that the plan still runs operations of (update's
     #: uninstall of a removed template, as its last commit defined it); planning leaves the
     #: ensemble as it was, so the job adds these to its own view of the topology
-    removed_templates: dict[str, NodeTemplate] = field(default_factory=dict)
+    removed_templates: dict[str, NodeTemplate] = field(default_factory=new_dict)
     #: decided from the ensemble's text and the options alone (no records, git history or
     #: rendered inputs read): the same text and options plan the same again (plan/verdicts.py)
     text_only: bool = False
@@ -137,9 +138,9 @@ class Builder:
     planners only name the other tasks it must follow."""
 
     workflow: str
-    tasks: list[Task] = field(default_factory=list)
-    last: dict[str, int] = field(default_factory=dict)  # instance -> its last task number
-    notes: list[Note] = field(default_factory=list)
+    tasks: list[Task] = field(default_factory=new_list)
+    last: dict[str, int] = field(default_factory=new_dict)  # instance -> its last task number
+    notes: list[Note] = field(default_factory=new_list)
 
     def add(
         self,

@@ -23,7 +23,7 @@ from unfurl_lite.load.jobslog import log_records
 from unfurl_lite.load.yamlio import MAX_FILE_BYTES
 from unfurl_lite.model import changeid
 from unfurl_lite.model import status_layout as layout
-from unfurl_lite.model.narrow import is_list, is_map
+from unfurl_lite.model.narrow import is_list, is_map, new_list
 from unfurl_lite.record import records
 from unfurl_lite.run.observer import RUNNING, execution_status
 
@@ -57,7 +57,7 @@ class JobRecord:
     start_commit: str = ""
     previous_id: str = ""
     changelog: str = ""
-    tasks: list[TaskLine] = field(default_factory=list)
+    tasks: list[TaskLine] = field(default_factory=new_list)
     workflow: str = ""
     job_file: Path | None = None
     commit: Commit | None = None

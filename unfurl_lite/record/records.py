@@ -18,7 +18,7 @@ from unfurl_lite.load.jobslog import last_job_id as last_job_id
 from unfurl_lite.model import changeid
 from unfurl_lite.model import status_layout as layout
 from unfurl_lite.model.entities import Instance, Status
-from unfurl_lite.model.narrow import is_list, is_map
+from unfurl_lite.model.narrow import is_list, is_map, new_list
 from unfurl_lite.run.observer import CANCELLING
 from unfurl_lite.security.redaction import redact
 
@@ -177,7 +177,7 @@ class JobFiles:
     jobs_tsv: Path | None  # None: the ensemble logs its jobs inline
     job_file: Path
     changes_file: Path | None = None
-    extra: list[Path] = field(default_factory=list)
+    extra: list[Path] = field(default_factory=new_list)
     #: ensemble.yaml as the job wrote it (a statusfile.Written), not a path to commit
     status: Any = field(default=None, compare=False)
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from unfurl_lite.errors import PlanError
 from unfurl_lite.model.builtin_workflows import BY_NAME, CUSTOM_TAKES, PARAMETERS, Kind
+from unfurl_lite.model.narrow import new_dict
 
 
 def coerce(name: str, value: Any, kind: Kind) -> Any:
@@ -135,7 +136,7 @@ class JobOptions:
     retries: int = 0
     retry_interval: float = 1.0
     #: what ``lastJob.options`` shows; {} means: work it out (:func:`recorded_options`)
-    recorded: dict[str, Any] = field(default_factory=dict)
+    recorded: dict[str, Any] = field(default_factory=new_dict)
 
     @property
     def parallelism(self) -> int:

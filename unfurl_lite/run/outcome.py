@@ -13,6 +13,7 @@ from typing import Any
 from unfurl_lite.expressions.reads import Reads
 from unfurl_lite.model.builtin_workflows import WORKFLOWS
 from unfurl_lite.model.entities import Instance, NodeState, Priority, Status
+from unfurl_lite.model.narrow import new_dict, new_list
 from unfurl_lite.plan.tasks import Plan, Task
 from unfurl_lite.run.observer import JobState, TaskState
 from unfurl_lite.run.operations.base import OperationResult
@@ -27,7 +28,7 @@ class TaskRun:
     state: TaskState = TaskState.pending
     change_id: str | None = None
     previous_id: str | None = None
-    inputs: dict[str, Any] = field(default_factory=dict)
+    inputs: dict[str, Any] = field(default_factory=new_dict)
     result: OperationResult | None = None
     status: Status | None = None  # the task's own outcome: ok, degraded, error, unknown
     changed: bool = False
@@ -39,7 +40,7 @@ class TaskRun:
     worker: str | None = None
     carried: bool = False  # finished in the job this one resumes; not run or recorded again
     interrupted: str | None = None  # the state it was in when its job process died
-    retries: list[str] = field(default_factory=list)  # why each rescheduled attempt failed
+    retries: list[str] = field(default_factory=new_list)  # why each rescheduled attempt failed
     #: its instance's status when it ended (Unfurl's task summary shows this one)
     target_status: Status | None = None
     #: (digestKeys, digestValue), taken while its inputs are whole: a journal keeps secrets
@@ -89,15 +90,15 @@ class JobResult:
     previous_id: str | None = None
     start_commit: str | None = None
     commit: str | None = None
-    written: list[str] = field(default_factory=list)
+    written: list[str] = field(default_factory=new_list)
     dryrun: bool = False
     not_committed: str | None = None  # why records that were written have no commit
     #: each instance's (status, node state) when the job started: what it changed
-    before: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    before: dict[str, tuple[str, str | None]] = field(default_factory=new_dict)
     #: ``--query``: the expression and its value once the job was done
     query: tuple[str, Any] | None = None
     #: the render phase failed (run/render_phase.py): the job was aborted, nothing ran
-    render_errors: list[str] = field(default_factory=list)
+    render_errors: list[str] = field(default_factory=new_list)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -131,7 +132,7 @@ class Resumed:
     instances: dict[str, Instance]
     runs: dict[int, TaskRun]
     #: keyed digests of the secrets the earlier job knew (security/digested.py)
-    secret_digests: list[str] = field(default_factory=list)
+    secret_digests: list[str] = field(default_factory=new_list)
 
 
 

@@ -31,6 +31,7 @@ from unfurl_lite.expressions.expr import evaluate
 from unfurl_lite.expressions.limits import RENDER_SECONDS
 from unfurl_lite.expressions.reads import Reads, watch_reads
 from unfurl_lite.model.entities import Instance, NodeTemplate, Priority, Status
+from unfurl_lite.model.narrow import new_dict, new_list
 from unfurl_lite.plan.tasks import Plan, Task
 from unfurl_lite.run.outcome import TaskRun
 from unfurl_lite.run.requests import RequestBuilder
@@ -46,10 +47,10 @@ class Rendered:
     """What the render phase found: ``errors`` (the job is aborted) and, per task that
     waits, the live values it read (``::db::url``) of instances other tasks change."""
 
-    errors: list[str] = field(default_factory=list)
-    waits: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=new_list)
+    waits: dict[int, tuple[str, ...]] = field(default_factory=new_dict)
     #: undeploy's tasks that cannot render, and why: left out of the job
-    dropped: dict[int, str] = field(default_factory=dict)
+    dropped: dict[int, str] = field(default_factory=new_dict)
 
 
 def renders_first(plan: Plan, task: Task, templates: Mapping[str, NodeTemplate]) -> bool:

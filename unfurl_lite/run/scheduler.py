@@ -23,6 +23,7 @@ from unfurl_lite.expressions.context import spec_secrets
 from unfurl_lite.model import changeid
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Instance, NodeState, Status
+from unfurl_lite.model.narrow import new_dict, new_list, new_set
 from unfurl_lite.plan.created import managed_tasks, plan_created
 from unfurl_lite.plan.tasks import Plan, Task
 from unfurl_lite.plan.topology import containers
@@ -72,28 +73,28 @@ class Scheduler:
     observer: Observer
     job_id: changeid.ChangeId
     cancel: threading.Event
-    instances: dict[str, Instance] = field(default_factory=dict)
-    runs: dict[int, TaskRun] = field(default_factory=dict)
-    waiting: dict[int, int] = field(default_factory=dict)
-    dependents: dict[int, list[int]] = field(default_factory=dict)
+    instances: dict[str, Instance] = field(default_factory=new_dict)
+    runs: dict[int, TaskRun] = field(default_factory=new_dict)
+    waiting: dict[int, int] = field(default_factory=new_dict)
+    dependents: dict[int, list[int]] = field(default_factory=new_dict)
     ready: deque[int] = field(default_factory=deque)
-    delayed: list[tuple[float, int]] = field(default_factory=list)
-    running: dict[Future[OperationResult], int] = field(default_factory=dict)
-    numbers: dict[int, int] = field(default_factory=dict)  # task -> its changeId's number
-    secrets: set[str] = field(default_factory=set)
-    env: dict[str, str] = field(default_factory=dict)
+    delayed: list[tuple[float, int]] = field(default_factory=new_list)
+    running: dict[Future[OperationResult], int] = field(default_factory=new_dict)
+    numbers: dict[int, int] = field(default_factory=new_dict)  # task -> its changeId's number
+    secrets: set[str] = field(default_factory=new_set)
+    env: dict[str, str] = field(default_factory=new_dict)
     resumed: Resumed | None = None
     cancelling: JobState | None = None
     wakeup: Future[None] = field(default_factory=Future)
-    newly_started: list[str] = field(default_factory=list)
+    newly_started: list[str] = field(default_factory=new_list)
     started_lock: threading.Lock = field(default_factory=threading.Lock)
     taken_down: set[str] | None = None
-    ensemble_metadata: Mapping[str, Any] = field(default_factory=dict)
+    ensemble_metadata: Mapping[str, Any] = field(default_factory=new_dict)
     requests: RequestBuilder = field(init=False)  # made by setup, once secrets are known
-    position: dict[int, int] = field(default_factory=dict)  # task -> its place in the plan
-    undecided: list[int] = field(default_factory=list)  # places of skip_when tasks not settled
-    deferred: list[int] = field(default_factory=list)  # tasks waiting on an undecided one
-    start_status: dict[str, Status] = field(default_factory=dict)  # each instance's, as planned
+    position: dict[int, int] = field(default_factory=new_dict)  # task -> its place in the plan
+    undecided: list[int] = field(default_factory=new_list)  # places of skip_when tasks not settled
+    deferred: list[int] = field(default_factory=new_list)  # tasks waiting on an undecided one
+    start_status: dict[str, Status] = field(default_factory=new_dict)  # each instance's, as planned
 
     def setup(self) -> None:
         self.prepare()

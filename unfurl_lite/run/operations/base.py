@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from unfurl_lite.model.narrow import new_dict, new_list
+
 #: Unfurl's message for a task asked to dry-run an operation that has no dry-run form
 DRYRUN_NOT_SUPPORTED = "could not run: dry run not supported"
 
@@ -22,13 +24,13 @@ class OperationRequest:
     class_name: str
     target: str  # instance name
     operation: str  # qualified, e.g. Standard.create
-    inputs: dict[str, Any] = field(default_factory=dict)
+    inputs: dict[str, Any] = field(default_factory=new_dict)
     cwd: str = "."
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=new_dict)
     timeout: float | None = None
     dryrun: bool = False
-    attributes: dict[str, Any] = field(default_factory=dict)
-    properties: dict[str, Any] = field(default_factory=dict)
+    attributes: dict[str, Any] = field(default_factory=new_dict)
+    properties: dict[str, Any] = field(default_factory=new_dict)
     queue: str | None = None  # agent queue, for distributed executors
     allow_outside_paths: bool = False  # cwd may leave the project (--allow-outside-paths)
     #: the task's number in its plan: the same in a job and the jobs that resume it (a
@@ -45,13 +47,13 @@ class OperationResult:
     #: default (Unfurl's Shell says nothing on success: only what the user says counts)
     said_modified: bool = False
     status: str | None = None  # an explicit operational status, e.g. from a check
-    attributes: dict[str, Any] = field(default_factory=dict)
-    outputs: dict[str, Any] = field(default_factory=dict)
+    attributes: dict[str, Any] = field(default_factory=new_dict)
+    outputs: dict[str, Any] = field(default_factory=new_dict)
     error: str | None = None
     retry: bool = False  # the operation asked to be tried again
     worker: str = "local"
     skipped: bool = False  # e.g. a dry run of a command without a dryrun form
-    resources: list[dict[str, Any]] = field(default_factory=list)  # discovered instances
+    resources: list[dict[str, Any]] = field(default_factory=new_list)  # discovered instances
     protected: bool | None = None  # a resultTemplate marked the target (un)protected
     #: False when the operation never started (no worker took it, the worker could not
     #: get the job's commit, it was cancelled while queued): nothing about its instance

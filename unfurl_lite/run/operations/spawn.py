@@ -107,7 +107,7 @@ def posix_spawn(executable: bytes, argv: list[bytes], env: list[bytes],
     return pid.value
 
 
-class Popen(subprocess.Popen):
+class Popen(subprocess.Popen[Any]):
     """``subprocess.Popen`` whose command starts through :func:`posix_spawn` when it can:
     waiting, reading its output, timeouts and kills are Popen's own."""
 

@@ -11,13 +11,14 @@ blocked it, not its instance's ``pending`` or ``error``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from unfurl_lite.model import changeid
-from unfurl_lite.model.narrow import is_map
+from unfurl_lite.model.narrow import is_map, new_dict, new_list
 from unfurl_lite.record import history as hist
 from unfurl_lite.record.journal import JournalFile
 from unfurl_lite.run.observer import execution_status
@@ -70,15 +71,15 @@ class JobPage:
     commit: str | None
     time: str  # when it started (ISO)
     running: bool
-    tasks: list[TaskView] = field(default_factory=list)
-    bars: list[Bar] = field(default_factory=list)
+    tasks: list[TaskView] = field(default_factory=new_list)
+    bars: list[Bar] = field(default_factory=new_list)
     measured: bool = True  # task times come from the job's journal
     has_journal: bool = False
     duration: float | None = None  # seconds, start to end of the job
     author: str = ""
     command: str = ""  # the equivalent command line
-    options: dict[str, Any] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)  # the plan's: what it left alone, and why
+    options: dict[str, Any] = field(default_factory=new_dict)
+    notes: list[str] = field(default_factory=new_list)  # the plan's: what it left alone, and why
     resumes: str = ""  # the job this one resumed
     resumed_by: str = ""  # the job that resumed (finished) this one
     resume_command: str = ""  # how to finish it, when nothing has yet
@@ -111,14 +112,15 @@ def recorded_page(root: Path, shown: Any, journal: JournalFile | None,
                   resumed_by: str = "") -> JobPage:
     """The page of a job in the history: ``shown`` is :func:`api.show`'s (redacted) job."""
     job = shown.job
-    record = shown.record or {}
+    record: Mapping[str, Any] = shown.record or {}
     job_state = _recorded_job_state(job, journal)
     journal_tasks = _paired(shown.tasks, journal.tasks if journal else [])
     tasks = [_recorded_task(entry, paired, job_state)
              for entry, paired in zip(shown.tasks, journal_tasks, strict=True)]
     started = record_time(str(record.get("startTime") or "")) or changeid.decode(job.change_id)
     ended = record_time(str(record.get("endTime") or ""))
-    options = dict(record.get("options") or {}) if isinstance(record.get("options"), dict) else {}
+    recorded_options: object = record.get("options")
+    options: dict[str, Any] = dict(recorded_options) if is_map(recorded_options) else {}
     page = JobPage(
         change_id=job.change_id,
         workflow=job.workflow,
@@ -177,9 +179,8 @@ def _paired(entries: list[dict[str, Any]],
 
 
 def _operation(entry: dict[str, Any]) -> str:
-    implementation = entry.get("implementation") or {}
-    operation = str(implementation.get("operation") or "") if isinstance(implementation,
-                                                                         dict) else ""
+    implementation: object = entry.get("implementation")
+    operation = str(implementation.get("operation") or "") if is_map(implementation) else ""
     if entry.get("interface") and operation:
         operation = f"{entry['interface']}.{operation}"
     return operation
@@ -207,7 +208,7 @@ def _recorded_task(entry: dict[str, Any], journal_task: dict[str, Any] | None,
         reason=str(entry.get("reason") or ""),
         outcome=outcome,
         state=state,
-        status=str(entry.get("status") or (entry.get("readyState") or {}).get("local") or ""),
+        status=str(entry.get("status") or _ready_local(entry)),
         why=str(entry.get("message") or "") or (
             DIED_FIRST if outcome == "not run" and job_state == "interrupted"
             else NOT_STARTED.get(outcome, "")),
@@ -232,22 +233,29 @@ def _never_started(journal_task: dict[str, Any] | None) -> bool:
 
 
 def _outcome_of_status(entry: dict[str, Any]) -> str:
-    status = str(entry.get("status") or (entry.get("readyState") or {}).get("local") or "")
+    status = str(entry.get("status") or _ready_local(entry))
     return "ok" if status in ("ok", "degraded") else "failed" if status else "not run"
+
+
+def _ready_local(entry: Mapping[str, Any]) -> str:
+    """A record's ``readyState.local`` ("" when it has none)."""
+    ready: object = entry.get("readyState")
+    return str(ready.get("local") or "") if is_map(ready) else ""
 
 
 def _from_journal(page: JobPage, journal: JournalFile) -> None:
     """What only the journal knows: the plan's options and notes, the job it resumed."""
-    plan_options = journal.data.get("planOptions") or {}
-    job_options = journal.data.get("jobOptions") or {}
+    plan_options: dict[str, Any] = journal.data.get("planOptions") or {}
+    job_options: dict[str, Any] = journal.data.get("jobOptions") or {}
     page.command = equivalent_command(page.workflow, plan_options, job_options)
     page.options = {**page.options, **{k: v for k, v in plan_options.items()
                                        if v not in (None, False, [], {}, "")}}
     for name in ("jobs", "retries"):
         if job_options.get(name):
             page.options.setdefault(name, job_options[name])
+    notes: list[Any] = journal.data.get("planNotes") or []
     page.notes = [f"{n.get('target')}: {n.get('message')}" if is_map(n) else str(n)
-                  for n in journal.data.get("planNotes") or []]
+                  for n in notes]
     page.resumes = str(journal.data.get("resumes") or "")
 
 
@@ -290,10 +298,9 @@ def _journal_task(task: dict[str, Any], alive: bool) -> TaskView:
         outcome = state if alive else "not run"
     else:
         outcome = "not run" if _never_started(task) else task_outcome(state, "")
-    result = task.get("result") if isinstance(task.get("result"), dict) else {}
-    outputs = (result or {}).get("outputs") if isinstance((result or {}).get("outputs"),
-                                                           dict) else {}
-    duration = (outputs or {}).get("duration")
+    result: object = task.get("result")
+    outputs: object = result.get("outputs") if is_map(result) else None
+    duration = outputs.get("duration") if is_map(outputs) else None
     started, ended = _moment(task.get("startedAt")), _moment(task.get("endedAt"))
     return TaskView(
         change_id=str(task.get("changeId") or ""),

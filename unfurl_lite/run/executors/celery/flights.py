@@ -13,6 +13,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
+from unfurl_lite.model.narrow import new_list
 from unfurl_lite.model.routing import DEFAULT_QUEUE
 from unfurl_lite.run.executors.celery.application import PROTOCOL, live_workers
 from unfurl_lite.run.operations.base import OperationRequest, OperationResult
@@ -52,7 +53,7 @@ class Flight:
     withdrawn: bool = False  # soft cancel gave it up before a worker started it
     dropped: int = 0  # copies workers dropped unstarted (the job looked ended...)
     noticed_at: float = 0.0  # last "waiting for a worker" notice
-    nodes: list[str] = field(default_factory=list)  # every node that started a run of it
+    nodes: list[str] = field(default_factory=new_list)  # every node that started a run of it
 
 
 class WorkerView:

@@ -30,6 +30,7 @@ from celery.concurrency.thread import TaskPool as _CeleryThreadPool
 
 import unfurl_lite.run.executors.celery.lineage as lineage
 from unfurl_lite.errors import JobError
+from unfurl_lite.model.narrow import new_dict, new_list
 from unfurl_lite.run.executors.celery.application import (
     BROKER_ENV,
     HEARTBEAT_SECONDS,
@@ -74,16 +75,16 @@ class WorkerState:
     broker: str  # its URL never reaches an operation
     backend: str = ""  # where results and leases are kept (the broker unless told)
     watchdog: Any = None
-    tasks: dict[str, ProcessTable] = field(default_factory=dict)  # Celery id -> its commands
-    clients: dict[str, Any] = field(default_factory=dict)
-    _scripts: dict[int, lineage.Scripts] = field(default_factory=dict)
+    tasks: dict[str, ProcessTable] = field(default_factory=new_dict)  # Celery id -> its commands
+    clients: dict[str, Any] = field(default_factory=new_dict)
+    _scripts: dict[int, lineage.Scripts] = field(default_factory=new_dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
-    leases: dict[int, _Lease] = field(default_factory=dict)  # held, renewed by one thread
+    leases: dict[int, _Lease] = field(default_factory=new_dict)  # held, renewed by one thread
     _renewing: threading.Thread | None = None
-    queues: list[str] = field(default_factory=list)  # the Celery queues its consumer takes
-    _places: dict[str, Places] = field(default_factory=dict)  # by job, the newest last
+    queues: list[str] = field(default_factory=new_list)  # the Celery queues its consumer takes
+    _places: dict[str, Places] = field(default_factory=new_dict)  # by job, the newest last
     #: called with Celery's consumer when the worker is ready, before it says so (consumer.py)
-    on_ready: list[Callable[[Any], None]] = field(default_factory=list)
+    on_ready: list[Callable[[Any], None]] = field(default_factory=new_list)
 
     def watch(self, pid: int, running: bool) -> None:
         if self.watchdog is not None:
