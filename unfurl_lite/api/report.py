@@ -113,7 +113,7 @@ def summary_notes(result: JobResult) -> list[str]:
         ours = run_outcome(run, str(result.state))
         if theirs is not None and theirs != ours:
             differ.setdefault((theirs, ours), []).append(task_name(run))
-    notes = []
+    notes: list[str] = []
     for (theirs, ours), tasks in differ.items():
         here = "succeeded" if ours == "ok" else ours
         why = ("it failed without saying whether it changed its instance" if theirs == "unknown"
@@ -157,7 +157,7 @@ def instance_changes(result: JobResult) -> list[InstanceChange]:
     order the job first touched them, with its status before and after."""
     names = dict.fromkeys(run.task.target for run in result.runs if run.counted)  # in order
     names.update(dict.fromkeys(n for n in result.instances if n not in result.before))
-    changes = []
+    changes: list[InstanceChange] = []
     for name in names:
         instance = result.instances.get(name)
         before = result.before.get(name)

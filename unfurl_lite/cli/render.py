@@ -55,7 +55,7 @@ def guard_text(task: Any) -> str:
     def tasks(numbers: tuple[int, ...]) -> str:
         return ("task " if len(numbers) == 1 else "one of tasks ") + ",".join(map(str, numbers))
 
-    parts = []
+    parts: list[str] = []
     if guard.if_failed:
         parts.append(f"if {tasks(guard.if_failed)} failed")
     if guard.if_ran:
@@ -288,7 +288,7 @@ def agent_report(run: Any, result: JobResult) -> dict[str, Any]:
 def run_output_text(result: JobResult) -> str:
     """An ad hoc run's point is what its command printed: each task's stdout and stderr,
     under a line naming the task, as Unfurl shows a run's output on the console."""
-    blocks = []
+    blocks: list[str] = []
     for r in result.runs:
         output = command_output(r, result) if r.counted else None
         if output is None:

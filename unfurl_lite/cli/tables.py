@@ -158,7 +158,7 @@ def prose(text: str, total: int | None) -> str:
     two more than its own (a plan's task, a footer line stay under their parent)."""
     if total is None:
         return text
-    lines = []
+    lines: list[str] = []
     for line in text.split("\n"):
         indent = line[: len(line) - len(line.lstrip(" "))]
         lines.append(wrap(line, total, indent + "  ") if line.strip() else line)

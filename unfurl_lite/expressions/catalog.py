@@ -267,7 +267,7 @@ def implementation(kind: Kind, name: str) -> Callable[..., Any] | None:
 
 def implemented(kind: Kind) -> dict[str, Callable[..., Any]]:
     """Every implemented name of a kind with its code (what the sandbox installs)."""
-    found = {}
+    found: dict[str, Callable[..., Any]] = {}
     for name in TABLES[kind]:
         function = implementation(kind, name)
         if function is not None:

@@ -23,6 +23,7 @@ from unfurl_lite.expressions.resolve import (
     map_value,
     resolve,
 )
+from unfurl_lite.model.narrow import is_list, is_mapping
 from unfurl_lite.security import taint
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ Function = Callable[[Any, Scope], Any]
 
 
 def _list(value: Any, name: str) -> list[Any]:
-    if not isinstance(value, list):
+    if not is_list(value):
         raise ExpressionError(f"{name}: expected a list, got {_shape(value)}")
     return value
 
@@ -76,7 +77,7 @@ def and_(arg: Any, scope: Scope) -> Any:
 
 def eq(arg: Any, scope: Scope) -> bool:
     args = map_value(arg, scope)
-    if not isinstance(args, list) or len(args) != 2:
+    if not is_list(args) or len(args) != 2:
         raise ExpressionError(f"eq: expected a list of two values, got {args!r}")
     return bool(args[0] == args[1])
 
@@ -85,7 +86,7 @@ def validate(arg: Any, scope: Scope) -> bool:
     import jsonschema
 
     args = map_value(arg, scope)
-    if not isinstance(args, list) or len(args) != 2 or not isinstance(args[1], Mapping):
+    if not is_list(args) or len(args) != 2 or not is_mapping(args[1]):
         raise ExpressionError("validate: expected [value, JSON schema]")
     try:
         jsonschema.validate(args[0], dict(args[1]))
@@ -100,7 +101,7 @@ def template(arg: Any, scope: Scope) -> Any:
     from unfurl_lite.expressions.sandbox import render_native
 
     args = map_value(arg, scope) if not isinstance(arg, str) else arg
-    if isinstance(args, Mapping) and "path" in args:
+    if is_mapping(args) and "path" in args:
         path = files.confined(str(args["path"]), files.project_dir(scope.ctx), scope.ctx,
                               "template: path")
         args = files.read_text(scope.ctx, path, str(args["path"]))
@@ -114,7 +115,7 @@ def template(arg: Any, scope: Scope) -> Any:
 def get_input(arg: Any, scope: Scope) -> Any:
     from unfurl_lite.expressions.expr import read_input
 
-    if isinstance(arg, list):
+    if is_list(arg):
         name, default, has_default = arg[0], arg[1] if len(arg) > 1 else None, True
     else:
         name, default, has_default = arg, None, False
@@ -131,7 +132,7 @@ def concat(arg: Any, scope: Scope) -> Any:
     from unfurl_lite.expressions.expr import built_text
 
     parts = map_value(arg, scope)
-    if not isinstance(parts, list):
+    if not is_list(parts):
         return parts
     sep = scope.kw.get("sep", "")
     if not isinstance(sep, str):
@@ -141,7 +142,7 @@ def concat(arg: Any, scope: Scope) -> Any:
 
 def token(arg: Any, scope: Scope) -> Any:
     args = map_value(arg, scope)
-    if not isinstance(args, list) or len(args) != 3:
+    if not is_list(args) or len(args) != 3:
         raise ExpressionError("token: expected [text, separator, index]")
     text, separator, index = args
     try:
@@ -162,7 +163,7 @@ def get_env(arg: Any, scope: Scope) -> Any:
         raise ExpressionError(
             "get_env without a name (the whole environment) is not supported",
             hint="name the variable: {get_env: NAME} or {get_env: [NAME, default]}")
-    if isinstance(arg, list):
+    if is_list(arg):
         name, default = arg[0], arg[1] if len(arg) > 1 else None
     else:
         name, default = arg, None
@@ -175,12 +176,12 @@ def get_env(arg: Any, scope: Scope) -> Any:
 
 def lookup(arg: Any, scope: Scope) -> Any:
     args = map_value(arg, scope)
-    if not isinstance(args, Mapping) or not args:
+    if not is_mapping(args) or not args:
         raise ExpressionError("lookup: expected {plugin: terms, option: value...}")
     (plugin, terms), *options = list(args.items())
     from unfurl_lite.expressions.lookups import run_lookup
 
-    found = run_lookup(str(plugin), terms if isinstance(terms, list) else [terms],
+    found = run_lookup(str(plugin), terms if is_list(terms) else [terms],
                        dict(options), scope)
     if not found:
         return None
@@ -213,7 +214,7 @@ def _label_function(flavour: str) -> Function:
 
 def urljoin(arg: Any, scope: Scope) -> Any:
     args = map_value(arg, scope)
-    if not isinstance(args, list) or not 2 <= len(args) <= 6:
+    if not is_list(args) or not 2 <= len(args) <= 6:
         raise ExpressionError("urljoin: expected [scheme, host, port?, path?, query?, fragment?]")
     try:
         return labels.urljoin(*args)
@@ -223,7 +224,7 @@ def urljoin(arg: Any, scope: Scope) -> Any:
 
 def generate_string(arg: Any, scope: Scope) -> str:
     options = map_value(arg, scope)
-    if not isinstance(options, Mapping):
+    if not is_mapping(options):
         raise ExpressionError("generate_string: expected {preset:, len:, ranges:}")
     return labels.generate_string(**{str(k): v for k, v in options.items()})
 
@@ -235,7 +236,7 @@ def to_env(arg: Any, scope: Scope) -> dict[str, str]:
         raise ExpressionError("to_env: update_os_environ is not supported",
                               hint="set variables for an operation with its `environment`")
     rules = map_value(arg or {}, scope)
-    if not isinstance(rules, Mapping):
+    if not is_mapping(rules):
         raise ExpressionError("to_env: expected a mapping of environment rules")
     from unfurl_lite.security.environment import apply_rules
 
@@ -291,7 +292,7 @@ def tempfile(arg: Any, scope: Scope) -> str:
 
 def _path_args(arg: Any, scope: Scope) -> list[Any]:
     args = map_value(arg, scope)
-    return args if isinstance(args, list) else [args]
+    return args if is_list(args) else [args]
 
 
 def abspath(arg: Any, scope: Scope) -> str:
@@ -309,7 +310,7 @@ def get_nodes_of_type(arg: Any, scope: Scope) -> list[Any]:
 
     type_name = str(map_value(arg, scope))
     world = scope.ctx.world()
-    found = []
+    found: list[Any] = []
     for name in world.graph.order:
         node = world.node(name)
         if isinstance(node, NodeEntity) and type_name in _lineage(node, scope):

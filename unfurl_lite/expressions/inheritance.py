@@ -30,7 +30,7 @@ class SuperValues(Mapping[str, Any]):
         self.assigned = as_mapping(template.get("properties"))
 
     def _defaults(self, key: str) -> list[tuple[str, Any]]:
-        found = []
+        found: list[tuple[str, Any]] = []
         for type_name in self.lineage:
             definition = as_mapping(as_mapping(as_mapping(
                 self.node_types.get(type_name)).get("properties")).get(key))

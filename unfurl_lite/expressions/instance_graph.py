@@ -348,7 +348,7 @@ class _Types:
     def _declared_capabilities(self, node_type: str) -> list[tuple[str, str]]:
         body = as_mapping(self.node_types.get(node_type))
         if "capabilities" in body or node_type in self.node_types:
-            found = []
+            found: list[tuple[str, str]] = []
             for name, definition in as_mapping(body.get("capabilities")).items():
                 type_name = (definition.get("type") if isinstance(definition, Mapping)
                              else definition)

@@ -149,7 +149,7 @@ def _subelements(terms: list[Any]) -> list[Any]:
     if len(terms) < 2:
         raise ExpressionError("lookup('subelements') expects a list and a key")
     items, key = terms[0], str(terms[1])
-    found = []
+    found: list[Any] = []
     for item in items if isinstance(items, list) else []:
         for sub in item.get(key, []) if isinstance(item, Mapping) else []:
             found.append([item, sub])

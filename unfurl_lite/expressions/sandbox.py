@@ -268,7 +268,7 @@ def escape_backslashes(text: str) -> str:
     if "\\" not in text or "{{" not in text:
         return text
     env = environment()
-    out = []
+    out: list[Any] = []
     inside = False
     for _, kind, value in env.lex(env.preprocess(text)):
         if kind == "variable_begin":

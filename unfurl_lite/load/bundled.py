@@ -16,7 +16,7 @@ def example_names() -> list[str]:
 
 def describe(name: str) -> str:
     """The first sentence of the example's opening comment: what it shows."""
-    lines = []
+    lines: list[str] = []
     for line in (EXAMPLES / name / "ensemble.yaml").read_text(encoding="utf-8").splitlines():
         if not line.startswith("#"):
             break

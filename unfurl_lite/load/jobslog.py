@@ -33,7 +33,7 @@ def escape_field(text: str) -> str:
     lone surrogate (not text, so not UTF-8) too (``\\ud800``)."""
     if text.isprintable() and "\\" not in text:
         return text
-    out = []
+    out: list[str] = []
     for char in text:
         if char in _ESCAPES:
             out.append(_ESCAPES[char])

@@ -236,7 +236,7 @@ def _in_value(value: Any, scope: _Scope, post: bool,
               path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], str, str | None]]:
     if isinstance(value, str):
         yield from ((path, m, h) for m, h in _in_template(analyse(value), scope, post))
-    elif is_mapping(value):
+    elif isinstance(value, Mapping):  # every value of every template: no call added
         for key, item in value.items():
             yield from _in_value(item, scope, post, (*path, key))
     elif isinstance(value, list | tuple):
@@ -357,7 +357,7 @@ def problems(ensemble: Ensemble, found: list[NameProblem]) -> list[Problem]:
     file = str(ensemble.path)
     doc = merge.expand(ensemble.document, ensemble.path, ensemble.project_root)
     doc = imports.apply(doc, ensemble.path, ensemble.project_root)
-    located = []
+    located: list[Problem] = []
     for item in found:
         path = _path_of(doc, ensemble, item)
         located.append(problem_at(doc, path, file, _prefix(item) + item.message, item.hint))

@@ -8,13 +8,13 @@ drift); the summary text in jobs.tsv is for people, so nothing here reads it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from unfurl_lite.errors import UnfurlLiteError
-from unfurl_lite.model.narrow import is_list
+from unfurl_lite.model.narrow import is_list, is_mapping
 
 log = logging.getLogger(__name__)
 
@@ -53,15 +53,15 @@ def _text(value: Any) -> str:
 
 
 def _records(data: Any) -> Iterator[TaskRecord]:
-    changes = data.get("changes") if isinstance(data, Mapping) else None
-    if not is_list(changes) or not changes or not isinstance(changes[0], Mapping):
+    changes = data.get("changes") if is_mapping(data) else None
+    if not is_list(changes) or not changes or not is_mapping(changes[0]):
         return
     workflow = _text(changes[0].get("workflow"))
     for entry in changes[1:]:
-        if not isinstance(entry, Mapping) or "target" not in entry:
+        if not is_mapping(entry) or "target" not in entry:
             continue
         implementation = entry.get("implementation")
-        operation = implementation.get("operation") if isinstance(implementation, Mapping) else None
+        operation = implementation.get("operation") if is_mapping(implementation) else None
         interface = entry.get("interface")
         yield TaskRecord(
             change_id=_text(entry.get("changeId")),
@@ -70,7 +70,7 @@ def _records(data: Any) -> Iterator[TaskRecord]:
             interface=str(interface) if interface else None,
             reason=_text(entry.get("reason")),
             class_name=_text(implementation.get("className"))
-            if isinstance(implementation, Mapping) else "",
+            if is_mapping(implementation) else "",
             digest_value=_text(entry.get("digestValue")),
             succeeded=entry.get("state") == "succeeded",
             workflow=workflow,

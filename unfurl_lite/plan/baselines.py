@@ -19,7 +19,7 @@ from unfurl_lite.load.jobslog import log_records
 from unfurl_lite.load.taskrecords import TaskRecord, task_records
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Operation
-from unfurl_lite.model.narrow import is_list, is_map
+from unfurl_lite.model.narrow import is_list, is_map, is_mapping
 from unfurl_lite.plan.tasks import CHECK, DISCOVER, RUN
 from unfurl_lite.plan.topology import is_present
 
@@ -149,12 +149,12 @@ def _recorded_reads(ensemble: Ensemble, change_id: str) -> dict[str, Any] | None
             data = yamlio.parse_plain(yamlio.read_text(path))
         except (UnfurlLiteError, YAMLError, ValueError, OSError):
             return None
-        changes = data.get("changes") if isinstance(data, Mapping) else None
+        changes = data.get("changes") if is_mapping(data) else None
         for entry in changes if is_list(changes) else []:
-            if isinstance(entry, Mapping) and entry.get("changeId") == change_id:
+            if is_mapping(entry) and entry.get("changeId") == change_id:
                 found = dict(entry.get("inputs") or {})
                 for dep in entry.get("dependencies") or []:
-                    if isinstance(dep, Mapping) and "ref" in dep:
+                    if is_mapping(dep) and "ref" in dep:
                         found[str(dep["ref"])] = dep.get("expected")
                 return found
     return None
@@ -228,7 +228,7 @@ def changed_operations(
 def spec_baseline(ensemble: Ensemble, name: str) -> dict[str, str]:
     """The digests of the instance's node operations as the spec now has them."""
     template = ensemble.topology.templates[ensemble.instances[name].template]
-    digests = {}
+    digests: dict[str, str] = {}
     for interface, ops in template.interfaces.items():
         for op in ops.values():
             if op.implementation is not None and interface not in RELATIONSHIP_INTERFACES:

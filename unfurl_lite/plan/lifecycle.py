@@ -200,7 +200,7 @@ def unfurl_phases(instance: Instance, has_create: bool) -> frozenset[str]:
     missing = status in (Status.unknown, Status.absent, Status.pending) \
         and state != NodeState.stopped
     initial = state is None or state == NodeState.creating
-    asked = []
+    asked: list[str] = []
     if missing or (status == Status.error and initial):
         if has_create:
             asked.append("create")

@@ -87,7 +87,7 @@ def select_filtered(
     for name in node_instance_ids:
         if name not in instances:
             raise PlanError(f"no instance named {name!r}", hint="run `unfurl status` to list them")
-    chosen = []
+    chosen: list[str] = []
     for name, instance in instances.items():
         template = ensemble.topology.templates.get(instance.template)
         if template is None:

@@ -114,7 +114,7 @@ def _top_members(ensemble: Ensemble, entity: ScalingEntity) -> set[str]:
     """Members not hosted (transitively) on another member: the others come with them."""
     templates = ensemble.topology.templates
     members = set(entity.members)
-    top = set()
+    top: set[str] = set()
     for member in members:
         host, seen = templates[member].host, {member}
         while host is not None and host in templates and host not in members | seen:

@@ -119,7 +119,7 @@ class _Expansion:
         return None
 
     def targets(self, step: Step) -> list[Instance]:
-        found = []
+        found: list[Instance] = []
         for instance in self.instances.values():
             template = self.ensemble.topology.templates.get(instance.template)
             if template is None or not matches(template, step.target):

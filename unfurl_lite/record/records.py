@@ -18,7 +18,7 @@ from unfurl_lite.load.jobslog import last_job_id as last_job_id
 from unfurl_lite.model import changeid
 from unfurl_lite.model import status_layout as layout
 from unfurl_lite.model.entities import Instance, Status
-from unfurl_lite.model.narrow import is_list, is_map, new_list
+from unfurl_lite.model.narrow import YAMLList, YAMLMap, is_list, is_map, new_list
 from unfurl_lite.run.observer import CANCELLING
 from unfurl_lite.security.redaction import redact
 
@@ -135,9 +135,9 @@ def update_status(
     ``inline_changes`` (an ensemble logging its jobs inline) the tasks are appended to its
     ``changes:`` list and no ``jobsLog`` is written, as Unfurl does."""
     forgotten = set(forgotten)
-    status = document.get("status")
-    if not is_map(status):
-        status = {}
+    found_status: object = document.get("status")
+    status: YAMLMap = found_status if is_map(found_status) else {}
+    if status is not found_status:
         document["status"] = status
     status.setdefault("inputs", {})
     status.setdefault("outputs", {})
@@ -145,9 +145,8 @@ def update_status(
         status["outputs"] = dict(outputs)
     if inputs:  # and its inputs' values
         status["inputs"] = dict(inputs)
-    recorded = status.get("instances")
-    if not is_map(recorded):
-        recorded = {}
+    found_instances: object = status.get("instances")
+    recorded: YAMLMap = found_instances if is_map(found_instances) else {}
     found = layout.flatten(recorded, detach=True)
     records = {n: r for n, (r, _) in found.items() if n not in forgotten}
     parents: dict[str, str | None] = {n: p for n, (_, p) in found.items()}
@@ -159,9 +158,8 @@ def update_status(
     if jobs_log is not None:
         document["jobsLog"] = jobs_log
     if inline_changes is not None:
-        logged = document.get("changes")
-        if not is_list(logged):
-            logged = []
+        found_log: object = document.get("changes")
+        logged: YAMLList = found_log if is_list(found_log) else []
         logged.extend(redact(dict(c), secrets) for c in inline_changes)  # a CommentedSeq stays
         document["changes"] = logged
 
@@ -205,7 +203,7 @@ def write_job_files(
     redacted: dict[int, Any] = {}
 
     def once(entry: Mapping[str, Any]) -> dict[str, Any]:
-        out = {}
+        out: dict[str, Any] = {}
         for key, value in entry.items():
             if id(value) not in redacted:
                 redacted[id(value)] = redact(value, secrets)

@@ -110,7 +110,7 @@ def replan(ensemble: Ensemble, journal: JournalFile) -> Plan:
         )
     start = restore_instances(journal.data.get("startInstances") or {})
     at_start = dataclasses.replace(ensemble, instances=start)
-    options = journal.data.get("planOptions") or {}
+    options: dict[str, Any] = journal.data.get("planOptions") or {}
     plan = build(at_start, str(journal.data["workflow"]), options)
     planned = [
         (t.number, t.target, t.operation.qualified_name if t.operation else None)
@@ -127,7 +127,7 @@ def replan(ensemble: Ensemble, journal: JournalFile) -> Plan:
 
 
 def job_options(journal: JournalFile) -> JobOptions:
-    saved = journal.data.get("jobOptions") or {}
+    saved: dict[str, Any] = journal.data.get("jobOptions") or {}
     return JobOptions(
         retries=int(saved.get("retries") or 0),
         jobs=int(saved.get("jobs") or 0),
@@ -142,7 +142,7 @@ def interrupted_result(ensemble: Ensemble, journal: JournalFile, plan: Plan) -> 
     """The killed job as it stood: in-flight tasks failed with an unknown outcome."""
     instances = restore_instances(journal.data.get("instances") or {})
     by_number = {t["number"]: t for t in journal.tasks}
-    runs = []
+    runs: list[TaskRun] = []
     for task in plan.tasks:
         run = restore_run(TaskRun(task), by_number[task.number])
         instance = instances.get(task.target)

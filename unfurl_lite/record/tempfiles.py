@@ -21,7 +21,7 @@ from unfurl_lite.record.liveness import pid_alive
 
 def sweep(directories: Iterable[Path]) -> list[Path]:
     """Remove the temp files of dead writers in ``directories``; the paths removed."""
-    removed = []
+    removed: list[Path] = []
     for directory in dict.fromkeys(directories):
         try:
             names = os.listdir(directory)

@@ -16,6 +16,7 @@ from unfurl_lite.expressions.lazy import Labelled
 from unfurl_lite.expressions.reads import Reads
 from unfurl_lite.load import yamlio
 from unfurl_lite.model.entities import Instance, NodeTemplate, Operation, Topology
+from unfurl_lite.model.narrow import is_list, is_mapping
 from unfurl_lite.model.tosca_values import type_problem
 from unfurl_lite.run.operations.base import OperationResult
 from unfurl_lite.security.taint import Sensitive, tainted_copy
@@ -47,7 +48,7 @@ def apply_post_inputs(
     done = inputs.get("done")
     try:
         values = evaluate(done, ctx) if done is not None else None
-        if values is not None and not isinstance(values, Mapping):
+        if values is not None and not is_mapping(values):
             raise ExpressionError(
                 "`done` must be a mapping (status, modified, success, outputs...)")
     except Exception:
@@ -103,9 +104,9 @@ def result_variables(
     if kind == "Template":
         if done is not None and "result" in done:
             given = done["result"]
-            return dict(given) if isinstance(given, Mapping) else {}
+            return dict(given) if is_mapping(given) else {}
         run = inputs.get("run")
-        if isinstance(run, Mapping):
+        if is_mapping(run):
             return dict(run)
         return {"run": run, "outputs": done.get("outputs") if done else None}
     if kind == "Shell":
@@ -188,7 +189,7 @@ def _apply_done(values: Mapping[str, Any], result: OperationResult) -> None:
     if isinstance(values.get("attributes"), Mapping):
         result.attributes.update(values["attributes"])
     if isinstance(values.get("resources"), list):
-        result.resources.extend(dict(r) for r in values["resources"] if isinstance(r, Mapping))
+        result.resources.extend(dict(r) for r in values["resources"] if is_mapping(r))
 
 
 #: what an item of a resultTemplate may say about an instance (Unfurl's update_instances)
@@ -202,9 +203,9 @@ def _apply_updates(updates: Any, result: OperationResult) -> None:
     one mapping for the target; a mapping of anything else is the target's attributes."""
     if updates is None:
         return
-    if isinstance(updates, list):
+    if is_list(updates):
         for item in updates:
-            if not isinstance(item, Mapping):
+            if not is_mapping(item):
                 continue
             name = str(item.get("name", "SELF"))
             if name in (".self", "SELF"):
@@ -212,7 +213,7 @@ def _apply_updates(updates: Any, result: OperationResult) -> None:
             else:
                 result.resources.append({**dict(item), "name": name, "createdByTask": True})
         return
-    if not isinstance(updates, Mapping):
+    if not is_mapping(updates):
         raise ExpressionError("resultTemplate must produce a mapping of attributes")
     special = {"attributes", "readyState", "status", "modified", "protected", "outputs"}
     if set(updates) & special and set(updates) <= INSTANCE_SPEC_KEYS:
@@ -226,7 +227,7 @@ def _apply_self(spec: Mapping[str, Any], result: OperationResult) -> None:
     if isinstance(spec.get("outputs"), Mapping):
         result.outputs.update(spec["outputs"])
     ready = spec.get("readyState", spec.get("status"))
-    if isinstance(ready, Mapping):
+    if is_mapping(ready):
         ready = ready.get("local")
     if ready:
         result.status = str(ready).lower()

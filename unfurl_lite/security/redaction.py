@@ -38,7 +38,7 @@ def _b64_aligned(raw: bytes, urlsafe: bool) -> list[str]:
     secret's bytes only (every group but those it shares with what comes before and
     after)."""
     encode = base64.urlsafe_b64encode if urlsafe else base64.b64encode
-    pieces = []
+    pieces: list[str] = []
     for offset in range(3):
         encoded = encode(b"\0" * offset + raw).decode()
         whole_groups = (offset + len(raw)) // 3 * 4  # groups without a byte that follows

@@ -226,7 +226,7 @@ def _instance_edges(
     by_template: Mapping[str, list[str]],
     hosts: Mapping[str, str],
 ) -> list[GraphEdge]:
-    edges = []
+    edges: list[GraphEdge] = []
     for req in template.requirements:
         peers = by_template.get(req.node, [])
         if req.is_host and inst.name in hosts:

@@ -232,7 +232,7 @@ def _shifts(edges: list[GraphEdge]) -> list[float]:
         pair = frozenset((edge.source, edge.target))
         pairs[pair] = pairs.get(pair, 0) + 1
     seen: dict[frozenset[str], int] = {}
-    shifts = []
+    shifts: list[float] = []
     for edge in edges:
         pair = frozenset((edge.source, edge.target))
         index = seen.get(pair, 0)

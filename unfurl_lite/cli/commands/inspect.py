@@ -56,7 +56,7 @@ def status(ensemble: str | None, as_json: bool) -> None:
     rows = []
     for row in report["instances"]:
         effective = row["effective"] if row["effective"] != row["status"] else ""
-        marks = []
+        marks: list[str] = []
         if row["drift"]["drifted"]:
             marks.append("* " + "; ".join(row["drift"]["changes"]))
         elif row["drift"]["unknown"]:

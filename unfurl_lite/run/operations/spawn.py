@@ -140,7 +140,7 @@ class Popen(subprocess.Popen[Any]):
                 process_group)
             return
         sys.audit("subprocess.Popen", program, argv, cwd, env)
-        environment = []
+        environment: list[bytes] = []
         for key, value in env.items():
             name = os.fsencode(key)
             if b"=" in name:

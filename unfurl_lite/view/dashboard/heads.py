@@ -41,7 +41,7 @@ def journal_heads(root: Path) -> dict[str, dict[str, Any]]:
     from unfurl_lite.record.journal import PREFIX
     from unfurl_lite.record.records import JOBS_DIR
 
-    heads = {}
+    heads: dict[str, dict[str, Any]] = {}
     for path in sorted((root / JOBS_DIR).glob(f"{PREFIX}*.yaml")):
         head = journal_head(path)
         if head.get("changeId"):

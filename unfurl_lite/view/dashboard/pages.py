@@ -72,7 +72,7 @@ def history(ensemble: Path, instance: str | None = None) -> list[dict[str, Any]]
     long it took, the command that ran it, and the resume that finished it."""
     found = heads.journal_heads(live.project_root(ensemble))
     resumed = heads.resumers(found)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for job in api.history(ensemble, Filters(instance=instance or None)):
         row = job.as_json()
         head = found.get(job.change_id, {})

@@ -76,9 +76,14 @@ def _seconds(delta: float) -> str:
     return f"{delta:.3f}s" if delta < 10 else f"{delta:.1f}s"
 
 
+def _started(bar: Bar) -> datetime:
+    """A started bar's start (the sort key of the bars that have one)."""
+    return bar.start or datetime.min
+
+
 def timeline_svg(bars: list[Bar], now: datetime | None = None) -> str:
     """The chart; an empty string when no task has a time (it started, or was settled)."""
-    timed = sorted((b for b in bars if b.start is not None), key=lambda b: b.start)  # type: ignore[arg-type,return-value]
+    timed = sorted((b for b in bars if b.start is not None), key=_started)
     unstarted = [b for b in bars if b.start is None]
     moments = [m for b in bars for m in (b.start, b.end) if m is not None]
     if not moments:

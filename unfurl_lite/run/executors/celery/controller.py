@@ -334,7 +334,7 @@ class CeleryExecutor:
             held = self.client.mget(keys)
         except Exception:  # the broker is away: no copy can start either
             return flights
-        unstarted = []
+        unstarted: list[Flight] = []
         for flight, holder in zip(flights, held, strict=True):
             celery_id, _, node = lineage.text(holder).removesuffix(" done").partition(" ")
             if holder and celery_id == flight.celery_id:

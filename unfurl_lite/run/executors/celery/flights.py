@@ -98,7 +98,7 @@ class WorkerView:
         """The compatible workers of ``queue`` that would run the project in a fresh
         worktree of each commit (another machine, not started in a clone of it): files
         operations leave in the project directory there do not outlive the commit."""
-        names = []
+        names: list[str] = []
         for node in sorted(self.serving(queue)):
             info = self.workers.get(node) or {}
             here = info.get("machine") == source.get("machine") and info.get("project") != "git"
