@@ -16,7 +16,7 @@ import pytest
 from tests import sources
 from tests.conftest import ROOT, Project, ensemble_yaml, git, run_unfurl, shell_node
 from unfurl_lite.errors import GitError
-from unfurl_lite.load import gitrepo
+from unfurl_lite.load import gitobjects, gitrepo
 
 REAL_GIT = shutil.which("git") or "git"
 WATCHED = ("LC_ALL", "LANGUAGE", "GIT_TERMINAL_PROMPT", "GIT_PAGER", "GIT_EDITOR",
@@ -132,17 +132,32 @@ def test_a_failing_command_names_itself_and_gits_message(tmp_path: Path) -> None
 def test_file_at_keeps_the_text_byte_for_byte(project: Project) -> None:
     project.write("one\n\n\n", name="notes.txt")
     head = git(project.root, "rev-parse", "HEAD").strip()
-    assert gitrepo.file_at(project.root, head, "notes.txt") == "one\n\n\n"
-    assert gitrepo.file_at(project.root, head, "missing.txt") is None
+    assert gitobjects.file_at(project.root, head, "notes.txt") == "one\n\n\n"
+    assert gitobjects.file_at(project.root, head[:10], "notes.txt") == "one\n\n\n"
+    assert gitobjects.file_at(project.root, head, "missing.txt") is None
+    assert gitobjects.file_at(project.root, "0" * 40, "notes.txt") is None
+    assert gitobjects.file_at(project.root, "no-such-branch", "notes.txt") is None
+
+
+def test_file_at_reads_paths_relative_to_a_subdirectory(project: Project) -> None:
+    project.write("inner\n", name="sub/notes.txt")
+    head = git(project.root, "rev-parse", "HEAD").strip()
+    assert gitobjects.file_at(project.root / "sub", head, "notes.txt") == "inner\n"
+
+
+def test_history_reads_nothing_outside_a_repository(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("x\n")
+    assert gitobjects.file_at(tmp_path, "HEAD", "notes.txt") is None
 
 
 def test_versions_lists_a_files_texts_newest_first(project: Project, tmp_path: Path) -> None:
     for text in ("v1\n", "v2\n", "v3\n"):
         project.write(text, name="sub/spec.yaml")
-    assert list(gitrepo.versions(project.root / "sub" / "spec.yaml", 2)) == ["v3\n", "v2\n"]
+    assert list(gitobjects.versions(project.root / "sub" / "spec.yaml", 2)) == ["v3\n", "v2\n"]
+    assert list(gitobjects.versions(project.root / "sub" / "never.yaml", 2)) == []
     outside = tmp_path / "outside"
     outside.mkdir()
-    assert list(gitrepo.versions(outside / "spec.yaml", 5)) == []
+    assert list(gitobjects.versions(outside / "spec.yaml", 5)) == []
 
 
 def test_commit_takes_only_the_given_paths(project: Project) -> None:
@@ -192,9 +207,19 @@ def test_no_module_but_the_git_layer_runs_git() -> None:
     assert _git_commands(package / "load" / "gitrepo.py") != []
 
 
-def test_gitpython_is_not_a_dependency() -> None:
+def test_gitpython_reads_history_and_nothing_else() -> None:
+    """GitPython is a dependency for one job: reading earlier versions of files (one
+    cat-file process for many reads); jobs run the git command (see above)."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert not [d for d in project["dependencies"] if d.lower().startswith("gitpython")]
+    assert [d for d in project["dependencies"] if d.lower().startswith("gitpython")]
+    importers = set()
+    for path in sources.python_files(ROOT / "unfurl_lite"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(n == "git" or n.startswith("git.") for n in names):
+                importers.add(path.relative_to(ROOT).as_posix())
+    assert importers == {"unfurl_lite/load/gitobjects.py"}
 
 
 def test_update_uninstalls_a_removed_template_of_an_ensemble_in_a_subdirectory(

@@ -1,4 +1,5 @@
-"""The one way the package reaches git: every git process starts here, and nowhere else.
+"""The one way a job reaches git: every git process a command starts, starts here (reading
+earlier versions of files goes through GitPython, in :mod:`gitobjects`).
 
 Each runs the ``git`` command itself (GitPython's import, with the two ``git version``
 processes it starts to probe git, cost a job more CPU than all its git commands), with a
@@ -14,7 +15,6 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -342,12 +342,6 @@ def commits_adding(root: Path, *pathspecs: str) -> list[tuple[Commit, list[str]]
     return found
 
 
-def file_at(root: Path, commit: str, path: str) -> str | None:
-    """A file's text at a commit (``path`` relative to ``root``), None if it was not there."""
-    outcome = run(root, "show", f"{commit}:./{path}", strip=False)
-    return outcome.stdout if outcome.ok else None
-
-
 def diff(root: Path, path: str, base: str | None, head: str | None) -> str:
     """``git diff`` of one file between two commits; head None is the working tree; base
     None is the commit's own change (its diff against its parent)."""
@@ -360,23 +354,6 @@ def diff(root: Path, path: str, base: str | None, head: str | None) -> str:
         raise GitError(outcome.error(args[0]),
                        hint="list the jobs and their commits with `unfurl history`")
     return outcome.stdout
-
-
-def versions(path: Path, depth: int) -> Iterator[str]:
-    """A file's text at each of the last ``depth`` commits that changed it, newest first,
-    read one at a time; nothing outside a work tree or without git."""
-    try:
-        top = toplevel(path.parent)
-        if not top:
-            return
-        relative = str(path.resolve().relative_to(Path(top).resolve()))
-        log = run(top, "log", f"-n{depth}", "--format=%H", "--", relative)
-    except (GitError, ValueError):
-        return
-    for commit in log.stdout.split() if log.ok else ():
-        shown = run(top, "show", f"{commit}:{relative}", strip=False)
-        if shown.ok:
-            yield shown.stdout
 
 
 # -------------------------------------------------------------------- a worker's checkout

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
-from unfurl_lite.load import gitrepo
+from unfurl_lite.load import gitobjects
 
 if TYPE_CHECKING:
     from unfurl_lite.model.documents import EnsembleDoc
@@ -34,7 +34,7 @@ def removed_with_links(
     found: dict[str, NodeTemplate] = {}
     links: dict[str, tuple[Requirement, ...]] = {}
     wanted = set(names)
-    for text in gitrepo.versions(ensemble.path, DEPTH):
+    for text in gitobjects.versions(ensemble.path, DEPTH):
         old = _templates(ensemble, text)
         here = [n for n in wanted if n in old]
         for name in here:

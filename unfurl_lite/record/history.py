@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from unfurl_lite.errors import ChangeIdError, HistoryError
-from unfurl_lite.load import gitrepo
+from unfurl_lite.load import gitobjects, gitrepo
 from unfurl_lite.load.gitrepo import Commit
 from unfurl_lite.load.jobslog import log_records
 from unfurl_lite.load.yamlio import MAX_FILE_BYTES
@@ -479,7 +479,7 @@ def job_entries(job: JobRecord) -> list[dict[str, Any]]:
 
 def file_at(root: Path, commit: str, path: str) -> str | None:
     """A file's text at a commit (``path`` relative to ``root``), None if it was not there."""
-    return gitrepo.file_at(root, commit, path)
+    return gitobjects.file_at(root, commit, path)
 
 
 def ensemble_diff(root: Path, ensemble: str, base: str | None, head: str | None) -> str:
