@@ -74,11 +74,17 @@ def remember(ensemble: Ensemble, workflow: str, options: Mapping[str, Any],
 def plan_next(ensemble: Ensemble, text: str, data: dict[str, Any] | None, workflow: str,
               options: Mapping[str, Any]) -> None:
     """After a job wrote ``text`` (``data``) over ``ensemble``: plan ``workflow`` on it as
-    the next command would, and remember the plan if it has nothing to do."""
+    the next command would, and remember the plan if it has nothing to do. A plan it
+    refuses is the next command's to say: the job that asks is done and committed."""
     if data is None or ensemble.merged or parsecache.directory() is None:
         return
+    from unfurl_lite.errors import UnfurlLiteError
     from unfurl_lite.load.builder import with_recorded
     from unfurl_lite.plan.registry import build
 
     after = with_recorded(ensemble, text, data)
-    remember(after, workflow, options, build(after, workflow, options))
+    try:
+        plan = build(after, workflow, options)
+    except UnfurlLiteError:
+        return
+    remember(after, workflow, options, plan)
