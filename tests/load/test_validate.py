@@ -71,7 +71,7 @@ def test_realistic_unfurl_ensemble_is_accepted(tmp_path: Path) -> None:
     problems = problems_in(tmp_path, """\
         metadata: {uri: "git-local://abc:ensemble/ensemble.yaml"}
         user_notes: [top-level keys are the user's, as in Unfurl]
-        environment: {variables: {FOO: bar}}
+        environment: {inputs: {domain: example.org}}
         spec:
           inputs: {domain: example.com}
           service_template:

@@ -178,8 +178,12 @@ def test_a_waiting_plan_keeps_every_order_and_waits_where_it_can(drawn):
     numbers = [t.number for t in out.tasks]
     assert sorted(numbers) == [n for n, _, _ in tasks]  # the same tasks
     place = {n: i for i, n in enumerate(numbers)}
+    waiting = {plan.tasks[n - 1].target for n in waits}
     for task in out.tasks:
-        assert set(task.after) >= set(plan.tasks[task.number - 1].after)
+        # an order is dropped only to break a deadlock, as Unfurl does: a task of an
+        # instance another waits on no longer follows the waiting instance's tasks
+        dropped = set(plan.tasks[task.number - 1].after) - set(task.after)
+        assert all(plan.tasks[b - 1].target in waiting for b in dropped)
         assert all(place[b] < place[task.number] for b in task.after)  # order kept
         if task.number in waits:
             assert task.waits_on == values[task.number]
@@ -201,3 +205,19 @@ def _followers_of(plan, number: int) -> set[int]:
                 found.add(task.number)
                 todo.append(task.number)
     return found
+
+
+def test_an_instance_whose_requirement_waits_on_it_goes_first():
+    """Unfurl's heuristic (tests/test_plan.py): my_server requires my_block_storage, whose
+    create reads my_server's public_address: my_server's create no longer waits for the
+    storage's, which waits for it instead (unfurl-cases 198)."""
+    from unfurl_lite.model.entities import Implementation, Operation
+    from unfurl_lite.plan.tasks import Plan, Task
+    from unfurl_lite.run.render_phase import waiting_plan
+
+    op = Operation("Standard", "create", Implementation("Template"))
+    plan = Plan("deploy", [Task(1, "storage", "storage", op, "add", "deploy"),
+                           Task(2, "server", "server", op, "add", "deploy", after=(1,)),
+                           Task(3, "storage", "storage", op, "add", "deploy", after=(1, 2))])
+    out = waiting_plan(plan, {1: ("::server::public_address",)})
+    assert [(t.number, t.after) for t in out.tasks] == [(2, ()), (1, (2,)), (3, (1, 2))]

@@ -232,6 +232,29 @@ def make_context(
     return ctx
 
 
+def relationship_view(ctx: EvalContext, source: str, requirement: str,
+                      attributes: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """SELF in a relationship's operation, as Unfurl gives it: the relationship instance
+    (its type's property defaults, then its template's or the requirement's properties,
+    then the ``attributes`` its operations set), named as Unfurl names it; None when the
+    source has no such requirement."""
+    from unfurl_lite.expressions.instance_graph import graph_for  # relationship ops only
+
+    if ctx.topology is None or ctx.instances is None:
+        return None
+    graph = graph_for(ctx.topology, ctx.instances)
+    shape = next((r for r in graph.requirements.get(source, ())
+                  if r.requirement == requirement), None)
+    if shape is None:
+        return None
+    raw = {**shape.properties, **attributes}
+    fixed = {"name": shape.name, "type": shape.type, "template": shape.name,
+             "properties": LazyValues(dict(shape.properties), lambda k, v: evaluate(v, ctx)),
+             "attributes": dict(attributes)}
+    return InstanceView({**raw, **fixed}, lambda k, v: v if k in fixed or k in attributes
+                        else evaluate(v, ctx), shape.name, shape.name)
+
+
 def known_secrets(inputs: Mapping[str, Any], template: NodeTemplate | None) -> set[str]:
     """The secrets a task on an instance of ``template`` knows before anything renders:
     the topology's sensitive ``inputs`` (as :func:`wrapped_inputs` gives them) and the

@@ -147,6 +147,7 @@ class RelationshipShape:
     lineage: tuple[str, ...]
     capability: str | None  # the target's capability it connects to
     properties: Mapping[str, Any]
+    requirement: str = ""  # the requirement's own name (``name`` may be its template's)
 
     def is_a(self, type_name: str) -> bool:
         return type_name in self.lineage
@@ -407,7 +408,7 @@ class _Types:
         capability = self._target_capability(
             capabilities.get(target, ()) if target else (), wanted, lineage)
         return RelationshipShape(source, name, target, type_name, lineage, capability,
-                                 properties)
+                                 properties, requirement.name)
 
     def _target_capability(self, shapes: tuple[CapabilityShape, ...], wanted: Any,
                            lineage: tuple[str, ...]) -> str | None:

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
         StatusSection,
         TopologyTemplateDoc,
     )
+    from unfurl_lite.model.tosca_values import DataTypes
 
 #: Cloudify's interfaces by their short names: a template overriding only an operation's
 #: inputs keeps its type's implementation there
@@ -62,6 +63,7 @@ SENSITIVE_TYPES = ("unfurl.datatypes.Sensitive", "sensitive", "tosca.datatypes.C
 def build(file: Path, text: str, data: EnsembleDoc) -> Ensemble:
     """The model of an ensemble from its plain data: types, templates with their inherited
     interfaces and properties, requirements matched, and the recorded instances."""
+    data = structure.normalised(data)
     spec: SpecDoc = data.get("spec") or {}
     service: ServiceTemplateDoc = spec.get("service_template") or {}
     topology_tpl: TopologyTemplateDoc = service.get("topology_template") or {}
@@ -72,9 +74,10 @@ def build(file: Path, text: str, data: EnsembleDoc) -> Ensemble:
     relationship_templates: YAMLMap = topology_tpl.get("relationship_templates") or {}
     node_templates: dict[str, NodeTemplateDoc] = topology_tpl.get("node_templates") or {}
     inherited: dict[str, _Inherited] = {}  # by type: computed once, not once per template
+    data_types = _data_types(service)
     templates = {
         name: _node_template(name, d or {}, types, relationship_templates, relationship_types,
-                             cache=inherited)
+                             cache=inherited, data_types=data_types)
         for name, d in node_templates.items()
     }
     if any(_declares_requirements(d) for d in node_types.values()) or any(
@@ -83,7 +86,7 @@ def build(file: Path, text: str, data: EnsembleDoc) -> Ensemble:
         for name, implied in structure.implied_requirements(service).items():
             templates[name] = _node_template(
                 name, node_templates[name] or {}, types, relationship_templates,
-                relationship_types, implied,
+                relationship_types, implied, data_types=data_types,
             )
     templates = _not_required_ignored(templates, topology_tpl.get("root"))
     inputs, sensitive_inputs = _inputs(topology_tpl.get("inputs") or {}, spec.get("inputs") or {})
@@ -128,6 +131,22 @@ def _recorded(data: EnsembleDoc, spec: SpecDoc) -> dict[str, Any]:
     }
 
 
+def _data_types(service: ServiceTemplateDoc) -> DataTypes | None:
+    """The data types the document declares, or None when it declares none (the common
+    case: a property of a normative data type keeps the value it was given)."""
+    declared: dict[str, Any] = dict(service.get("data_types") or {})
+    types = service.get("types")
+    if is_map(types):
+        nodes, relationships = structure.split_types(types)
+        declared.update({k: v for k, v in types.items()
+                         if k not in nodes and k not in relationships})
+    if not declared:
+        return None
+    from unfurl_lite.model.tosca_values import DataTypes  # (rare: off a cold plan's path)
+
+    return DataTypes(declared)
+
+
 def _definitions(service: ServiceTemplateDoc, node_types: dict[str, Any],
                  relationship_types: dict[str, Any],
                  topology_tpl: TopologyTemplateDoc) -> dict[str, Any]:
@@ -140,6 +159,7 @@ def _definitions(service: ServiceTemplateDoc, node_types: dict[str, Any],
         "node_types": node_types,
         "relationship_types": relationship_types,
         "capability_types": capability_types,
+        "data_types": {**capability_types, **(service.get("data_types") or {})},
         "relationship_templates": topology_tpl.get("relationship_templates") or {},
         "node_templates": topology_tpl.get("node_templates") or {},
     }
@@ -275,6 +295,7 @@ def _node_template(
     relationship_types: dict[str, Any],
     implied: list[tuple[str, dict[str, Any], str | None]] | None = None,
     cache: dict[str, _Inherited] | None = None,
+    data_types: DataTypes | None = None,
 ) -> NodeTemplate:
     """One node template with what its type's ancestors give it (interfaces, property and
     attribute definitions, root first, the template's own last), as TOSCA inherits them."""
@@ -292,6 +313,11 @@ def _node_template(
     interfaces = _merge_interfaces(interfaces, _interfaces(declared))
     interfaces = _apply_defaults(interfaces, declared.get("defaults"))
     properties = {**properties, **(data.get("properties") or {})}
+    if data_types is not None:
+        from unfurl_lite.model.tosca_values import with_defaults
+
+        properties = {key: with_defaults(property_defs.get(key), value, data_types)
+                      for key, value in properties.items()}
     attributes = {**attributes, **(data.get("attributes") or {})}
     metadata: YAMLMap = data.get("metadata") or {}
     priority: object = data.get("priority") or metadata.get("priority") or "required"

@@ -62,7 +62,7 @@ def _fast_load(text: str, file: str) -> dict[str, Any] | None:
     """Valid plain data through the C parser, or None when only the round trip can apply
     merge directives or say where a problem is. A document too large for the round trip
     has its problems said here, by path (and a syntax error at its line)."""
-    from unfurl_lite.load import guard, imports, validate
+    from unfurl_lite.load import guard, imports, structure, validate
 
     guard.check_text(text, file)  # its refusals are final: no slower parse follows
     large = guard.estimated_values(text) > guard.MAX_ROUND_TRIP_VALUES
@@ -89,6 +89,7 @@ def _fast_load(text: str, file: str) -> dict[str, Any] | None:
         raise
     if not isinstance(data, dict) or directives or imports.has_imports(data):
         return None
+    data = structure.normalised(data)
     problems = validate.check(data, file)
     if problems and large:
         raise InputError(problems, summary=f"{Path(file).name} is not a valid ensemble")
@@ -114,7 +115,7 @@ def _parse_guarded(text: str, file: str) -> tuple[Any, bool]:
 
 
 def _round_trip_load(file: Path, text: str) -> Ensemble:
-    from unfurl_lite.load import guard, imports, merge, validate
+    from unfurl_lite.load import guard, imports, merge, structure, validate
 
     with guard.round_trip_budget():  # the ensemble, its includes and imports
         guard.check_round_trip(text, str(file))
@@ -123,7 +124,7 @@ def _round_trip_load(file: Path, text: str) -> Ensemble:
             raise InputError(Problem("the ensemble must be a YAML mapping", file=str(file), line=1))
         reads: dict[str, str | None] = {}
         merged = merge.expand(document, file, file.parent, reads=reads)
-        merged = imports.apply(merged, file, file.parent, reads=reads)
+        merged = structure.normalised(imports.apply(merged, file, file.parent, reads=reads))
         problems = validate.check(merged, str(file))
         if problems:
             raise InputError(problems, summary=f"{file.name} is not a valid ensemble")

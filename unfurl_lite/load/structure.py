@@ -51,6 +51,46 @@ def _kind(name: str, types: dict[str, Any]) -> str:
     return "other"
 
 
+def normalised(data: Any) -> Any:
+    """The ensemble's data as Unfurl reads it before validating: its own ``environment``
+    section's inputs merged over ``spec.inputs`` (Unfurl's order; ``--var`` goes over
+    both), and templates written inline in ``spec.instances`` made node templates. The
+    data itself when it has neither (the common case copies nothing)."""
+    if not isinstance(data, dict):
+        return data
+    environment = data.get("environment")
+    given = environment.get("inputs") if isinstance(environment, dict) else None
+    if isinstance(given, dict) and given and isinstance(data.get("spec"), dict):
+        spec = data["spec"]
+        data = {**data, "spec": {**spec, "inputs": {**as_mapping(spec.get("inputs")), **given}}}
+    return hoist_inline_templates(data)
+
+
+def hoist_inline_templates(data: dict[str, Any]) -> dict[str, Any]:
+    """The ensemble's data with each ``spec.instances`` entry whose ``template`` is a
+    mapping (a template written inline, as Unfurl's own tests declare instances) turned
+    into a node template of the instance's name, as Unfurl does; the data unchanged when
+    there is none (the common case copies nothing)."""
+    spec = as_mapping(data.get("spec"))
+    declared = spec.get("instances")
+    if not isinstance(declared, dict) or not any(
+        isinstance(r, dict) and isinstance(r.get("template"), dict) for r in declared.values()
+    ):
+        return data
+    service = dict(as_mapping(spec.get("service_template")))
+    topology = dict(as_mapping(service.get("topology_template")))
+    node_templates = dict(as_mapping(topology.get("node_templates")))
+    instances = {}
+    for name, record in declared.items():
+        if isinstance(record, dict) and isinstance(record.get("template"), dict):
+            node_templates.setdefault(name, record["template"])
+            record = {**record, "template": name}
+        instances[name] = record
+    topology["node_templates"] = node_templates
+    service["topology_template"] = topology
+    return {**data, "spec": {**spec, "service_template": service, "instances": instances}}
+
+
 def spec_instance_record(record: Any) -> InstanceRecord:
     """The status record of an instance declared in the spec, as Unfurl creates it: ready
     (``ok``) unless it says otherwise, created by the topology itself."""

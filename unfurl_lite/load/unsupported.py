@@ -56,6 +56,20 @@ def _unsupported_structure(doc: Any, file: str) -> Iterator[Problem]:
         if path[-1] in parent and parent[path[-1]]:
             yield problem_at(doc, path, file, message, hint)
     yield from _unsupported_directives(doc, file)
+    yield from _unsupported_environment(doc, file)
+
+
+def _unsupported_environment(doc: Any, file: str) -> Iterator[Problem]:
+    """An ensemble's own ``environment:`` section: its ``inputs`` are read (merged over
+    ``spec.inputs``, as Unfurl does); the rest of what Unfurl merges into the job's
+    environment from it (variables, secrets, locals, connections...) is refused by name."""
+    for key, value in mapping(mapping(doc).get("environment")).items():
+        if key != "inputs" and value not in (None, {}, []):
+            yield problem_at(
+                doc, ("environment", key), file,
+                f"Unfurl's `environment.{key}` in an ensemble is not supported",
+                "give topology inputs under `environment.inputs` or `spec.inputs`; set "
+                "environment variables in the operation's `environment`")
 
 
 #: template directives built here, as Unfurl 1.2.0 defines them (docs/ensemble-format.md)

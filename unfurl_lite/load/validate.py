@@ -61,7 +61,7 @@ def semantic_problems(doc: Any, file: str) -> list[Problem]:
                           _requirement_cycles, _undeclared_interfaces, _untyped_type_interfaces,
                           _unknown_operations, _unsupported_implementations,
                           _duplicate_templates, _workflows, _cloudify_unsupported,
-                          _unknown_filters, _topology_root, _jobs_log):
+                          _unknown_filters, _topology_root, _jobs_log, _values):
             problems += check_one(view, file)
     return problems
 
@@ -83,6 +83,22 @@ def _jobs_log(doc: Any, file: str) -> Iterator[Problem]:
         jobs_log_path(Path(file).parent, value, allow_outside=True)
     except PathError as exc:
         yield problem_at(doc, ("jobsLog",), file, exc.message, exc.hint)
+
+
+def _values(doc: Any, file: str) -> Iterator[Problem]:
+    """Values against their types' constraints and data types: only a document that
+    declares either has such checks (most do not: a cold plan skips the module)."""
+    service = get_section(doc, SERVICE)
+    declared = ("constraints", "entry_schema", "key_schema")
+    if not service.get("data_types") and not mapping(service.get("types")) and not any(
+            key in mapping(d) for key in declared
+            for body in [*mapping(service.get("node_types")).values(),
+                         {"properties": get_section(doc, (*TOPOLOGY, "inputs"))}]
+            for d in mapping(mapping(body).get("properties")).values()):
+        return iter(())
+    from unfurl_lite.load import value_checks
+
+    return value_checks.value_problems(doc, file)
 
 
 def _unknown_filters(doc: Any, file: str) -> Iterator[Problem]:

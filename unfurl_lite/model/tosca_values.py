@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
 
+from unfurl_lite.model.constraints import constraints_problem
+
 _VERSION = re.compile(r"^\d+\.\d+(\.\d+)?(\.[0-9A-Za-z_]+)?(-\d+)?$")
 _SCALAR = re.compile(r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*[A-Za-z]+\s*$")
 _SCALAR_TYPES = ("scalar-unit.size", "scalar-unit.time", "scalar-unit.frequency",
@@ -90,33 +92,201 @@ def _short_name(type_name: str) -> str:
     return type_name
 
 
-def type_problem(definition: Any, value: Any) -> str | None:
-    """Why ``value`` does not fit ``definition`` (a property or attribute definition),
-    in toscaparser's words; None when it does (a null is judged elsewhere)."""
-    if value is None or not isinstance(definition, Mapping):
+#: TOSCA's and Unfurl's data types whose fields are known here (the others accept any value)
+NORMATIVE_DATA_TYPES: dict[str, dict[str, Any]] = {
+    "tosca.datatypes.Root": {},
+    "tosca.datatypes.Credential": {"derived_from": "tosca.datatypes.Root", "properties": {
+        "protocol": {"type": "string", "required": False},
+        "token_type": {"type": "string", "default": "password"},
+        "token": {"type": "string"},
+        "keys": {"type": "map", "required": False, "entry_schema": {"type": "string"}},
+        "user": {"type": "string", "required": False}}},
+    "tosca.datatypes.network.PortDef": {"derived_from": "integer",
+                                        "constraints": [{"in_range": [1, 65535]}]},
+    "unfurl.datatypes.EnvVar": {"derived_from": "tosca.datatypes.Root", "type": "string"},
+    "unfurl.datatypes.EnvironmentVariables": {"derived_from": "tosca.datatypes.Root",
+                                              "metadata": {"additionalProperties": True}},
+}
+_MAX_DEPTH = 32  # data types nested in data types: a cycle stops here
+
+
+def _convert(type_name: str, value: Any) -> Any:
+    """The value as toscaparser hands it to a property's constraints: text that is a
+    number, as that number."""
+    try:
+        if type_name == "integer" and not isinstance(value, int):
+            return int(value)
+        if type_name in ("float", "number") and not isinstance(value, int | float):
+            return float(value)
+    except (TypeError, ValueError, OverflowError):
+        pass
+    return value
+
+
+class DataTypes:
+    """The data types a document declares (``data_types:``, and those of ``types:``) with
+    TOSCA's and Unfurl's own: each one's fields (its ancestors' first), the simple type it
+    refines, its constraints."""
+
+    def __init__(self, declared: Mapping[str, Any] | None = None) -> None:
+        self.declared = {**NORMATIVE_DATA_TYPES, **dict(declared or {})}
+
+    def chain(self, name: str) -> list[Mapping[str, Any]]:
+        """The type's definition and its ancestors', the root's first."""
+        found: list[Mapping[str, Any]] = []
+        current: Any = name
+        while isinstance(current, str) and current in self.declared and len(found) < _MAX_DEPTH:
+            body = self.declared[current]
+            if not isinstance(body, Mapping) or any(b is body for b in found):
+                break
+            found.append(body)
+            current = body.get("derived_from")
+        return list(reversed(found))
+
+    def value_type(self, name: str) -> str | None:
+        """The simple type a data type refines (``derived_from: string``, or Unfurl's
+        ``type: string``), None for a data type with fields."""
+        current: Any = name
+        for _ in range(_MAX_DEPTH):
+            if not isinstance(current, str):
+                return None
+            short = _short_name(current)
+            if short in _CHECKS:
+                return short
+            body = self.declared.get(current)
+            if not isinstance(body, Mapping):
+                return None
+            if isinstance(body.get("type"), str):
+                return _short_name(body["type"])
+            current = body.get("derived_from")
         return None
+
+    def fields(self, name: str) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for body in self.chain(name):
+            out.update(body.get("properties") or {})
+        return out
+
+    def is_open(self, name: str) -> bool:
+        return any((body.get("metadata") or {}).get("additionalProperties")
+                   for body in self.chain(name) if isinstance(body.get("metadata"), Mapping))
+
+    def knows(self, name: str) -> bool:
+        return name in self.declared and name not in _OPAQUE
+
+
+#: normative data types whose values toscaparser reads its own way: accepted as given
+_OPAQUE = frozenset({"tosca.datatypes.network.PortSpec", "tosca:PortSpec"})
+_NO_TYPES = DataTypes()
+
+
+def is_expression(value: Any, functions: frozenset[str]) -> bool:
+    """A value computed when read (a function's one-key mapping, a Jinja2 template):
+    judged once evaluated, not as written."""
+    if isinstance(value, str):
+        return "{{" in value or "{%" in value
+    return isinstance(value, Mapping) and any(str(k) in functions for k in value)
+
+
+def type_problem(definition: Any, value: Any, data_types: DataTypes | None = None,
+                 name: str = "", functions: frozenset[str] = frozenset(),
+                 _field: bool = False, _depth: int = 0) -> str | None:
+    """Why ``value`` does not fit ``definition`` (a property or attribute definition
+    named ``name``), in toscaparser's words: its type (a simple type, a list or map entry
+    by entry, a data type field by field), then its constraints; None when it fits (a
+    null, or an expression among ``functions``, is judged elsewhere)."""
+    if value is None or not isinstance(definition, Mapping) or _depth > _MAX_DEPTH \
+            or is_expression(value, functions):
+        return None
+    types = data_types or _NO_TYPES
     type_name = definition.get("type")
     if not isinstance(type_name, str):
         return None
-    check = _CHECKS.get(_short_name(type_name))
-    if check is None:
+    short = _short_name(type_name)
+    simple = short if short in _CHECKS else types.value_type(type_name)
+    if simple is not None:
+        check = _CHECKS[simple]
+        if not check[0](value):
+            return f'"{value}" is not {check[1]}.'
+        found = _entries_problem(definition, value, simple, types, functions, _depth)
+        if found is None and simple != short:  # a data type refining a simple type
+            found = _datatype_constraints(types, type_name, value, name)
+    elif types.knows(type_name):
+        found = _fields_problem(types, type_name, value, functions, _depth)
+    else:
         return None
-    test, word = check
-    if not test(value):
-        return f'"{value}" is not {word}.'
+    if found is not None:
+        return found
+    checked = value if _field else _convert(simple or "", value)
+    return constraints_problem(definition.get("constraints"), checked, name,
+                               simple or short, each=_field)
+
+
+def _entries_problem(definition: Mapping[str, Any], value: Any, simple: str, types: DataTypes,
+                     functions: frozenset[str], depth: int) -> str | None:
     entries: Sequence[Any] = ()
-    if isinstance(value, list) and _short_name(type_name) == "list":
+    if isinstance(value, list) and simple == "list":
         entries = value
-    elif isinstance(value, Mapping) and _short_name(type_name) == "map":
+    elif isinstance(value, Mapping) and simple == "map":
         entries = list(value.values())
     schema = definition.get("entry_schema")
     if isinstance(schema, str):
         schema = {"type": schema}
     for entry in entries if isinstance(schema, Mapping) else ():
-        found = type_problem(schema, entry)
+        found = type_problem(schema, entry, types, "None", functions, True, depth + 1)
         if found is not None:
             return found
     return None
 
 
-__all__ = ["type_problem"]
+def _datatype_constraints(types: DataTypes, type_name: str, value: Any, name: str) -> str | None:
+    chain = types.chain(type_name)
+    constraints = chain[-1].get("constraints") if chain else None
+    return constraints_problem(constraints, value, name or "", types.value_type(type_name) or "")
+
+
+def _fields_problem(types: DataTypes, type_name: str, value: Any, functions: frozenset[str],
+                    depth: int) -> str | None:
+    if not isinstance(value, Mapping):
+        return f'{value} must be of type "{type_name}".'  # toscaparser's TypeMismatchError
+    fields = types.fields(type_name)
+    if not types.is_open(type_name):
+        for key in value:
+            if key not in fields:
+                return (f'Data value of type "{type_name}" contains unknown field "{key}". '
+                        "Refer to the definition to verify valid values.")
+    missing = [k for k, d in fields.items() if isinstance(d, Mapping) and k not in value
+               and d.get("default") is None and d.get("required", True) is not False]
+    if missing:
+        return f'Data value of type "{type_name}" is missing required field "{missing}".'
+    for key, item in value.items():
+        found = type_problem(fields.get(key), item, types, str(key), functions, True, depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
+def with_defaults(definition: Any, value: Any, data_types: DataTypes | None) -> Any:
+    """``value`` with the defaults of its data type's fields it leaves out (toscaparser
+    fills them in when it validates the value), nested data types too; the value itself
+    when there is nothing to add."""
+    types = data_types or _NO_TYPES
+    if not isinstance(definition, Mapping) or not isinstance(value, Mapping):
+        return value
+    type_name = definition.get("type")
+    if not isinstance(type_name, str) or not types.knows(type_name) \
+            or types.value_type(type_name) is not None:
+        return value
+    fields = types.fields(type_name)
+    out = dict(value)
+    for key, field_def in fields.items():
+        if not isinstance(field_def, Mapping):
+            continue
+        if key not in out and field_def.get("default") is not None:
+            out[key] = field_def["default"]
+        elif key in out:
+            out[key] = with_defaults(field_def, out[key], types)
+    return out if out != value else value
+
+
+__all__ = ["DataTypes", "is_expression", "type_problem", "with_defaults"]

@@ -384,7 +384,10 @@ def task_summary(run: TaskRun, type_name: str, status: str, priority: str) -> st
     task = run.task
     op = task.operation
     impl = op.implementation.unfurl_class_name if op and op.implementation else "none"
-    subject = task.peer if task.requirement is not None and task.peer else task.target
+    # a relationship's operation runs on the relationship instance, named after its
+    # requirement (``local_storage``), as Unfurl names it in the summary
+    subject = task.requirement.name if task.requirement is not None and task.source \
+        else task.target
     if task.requirement is None and task.template and task.template != subject:
         subject = f"{subject} ({task.template})"  # as Unfurl names an instance of another
     return (

@@ -156,18 +156,38 @@ def waiting_plan(plan: Plan, waits: Mapping[int, tuple[str, ...]]) -> Plan:
     after = {t.number: list(t.after) for t in plan.tasks}
     for number, values in waits.items():
         instances = {v[2:].partition("::")[0] for v in values}
+        waiting = by_number[number].target
         for other in plan.tasks:
-            if other.target in instances and not other.is_passthrough \
-                    and other.number not in after[number] \
-                    and not _reaches(after, other.number, number):
+            if other.target not in instances or other.is_passthrough \
+                    or other.number in after[number]:
+                continue
+            if _reaches(after, other.number, number):
+                # Unfurl breaks the deadlock: an instance whose requirement waits on its
+                # live values goes first (the order requirements give yields)
+                _yield(after, other.number, {t.number for t in plan.tasks
+                                             if t.target == waiting})
+            if not _reaches(after, other.number, number):
                 after[number].append(other.number)
     deferred = _followers(after, set(waits))
     position = {t.number: i for i, t in enumerate(plan.tasks)}
     order = _ordered([t.number for t in plan.tasks if t.number not in deferred], after,
                      position) + _ordered([n for n in position if n in deferred], after, position)
     tasks = [replace(by_number[n], after=tuple(after[n]), waits_on=waits.get(n, ()))
-             if n in waits else by_number[n] for n in order]
+             if n in waits or tuple(after[n]) != by_number[n].after else by_number[n]
+             for n in order]
     return replace(plan, tasks=tasks)
+
+
+def _yield(after: dict[int, list[int]], number: int, waiting: set[int]) -> None:
+    """``number`` and the tasks it follows no longer follow the ``waiting`` instance's."""
+    seen, todo = set(), [number]
+    while todo:
+        current = todo.pop()
+        if current in seen or current in waiting:
+            continue
+        seen.add(current)
+        after[current] = [b for b in after[current] if b not in waiting]
+        todo.extend(after[current])
 
 
 def without(plan: Plan, dropped: Mapping[int, str]) -> Plan:

@@ -20,6 +20,7 @@ from unfurl_lite.expressions.context import (
     known_secrets,
     make_context,
     plain_inputs,
+    relationship_view,
     render_inputs,
     wrapped_inputs,
 )
@@ -33,6 +34,7 @@ from unfurl_lite.model.routing import agent_of
 from unfurl_lite.run.operations.base import OperationRequest, OperationResult
 from unfurl_lite.run.options import JobOptions
 from unfurl_lite.run.outcome import TaskRun
+from unfurl_lite.run.relationships import relationship_instance
 from unfurl_lite.run.results import apply_post_inputs
 from unfurl_lite.security import environment as openv
 from unfurl_lite.security.taint import secrets_in
@@ -77,6 +79,12 @@ class RequestBuilder:
         ctx.env_passthrough = self.options.env_passthrough
         ctx.metadata = self.metadata
         ctx.cancel = self.cancel  # a render stops when the job is cancelled
+        if task.requirement is not None and task.source:
+            link = relationship_instance(self.instances, task, attach=False)
+            view = relationship_view(ctx, task.source, task.requirement.name,
+                                     link.attributes if link is not None else {})
+            if view is not None:
+                ctx.self_view = view
         return ctx
 
     def request(self, run: TaskRun, instance: Instance) -> OperationRequest:

@@ -15,9 +15,10 @@ from unfurl_lite.expressions.expr import EvalContext, evaluate
 from unfurl_lite.expressions.lazy import Labelled
 from unfurl_lite.expressions.reads import Reads
 from unfurl_lite.load import yamlio
+from unfurl_lite.load.builder import SENSITIVE_TYPES
 from unfurl_lite.model.entities import Instance, NodeTemplate, Operation, Topology
 from unfurl_lite.model.narrow import is_list, is_mapping
-from unfurl_lite.model.tosca_values import type_problem
+from unfurl_lite.model.tosca_values import DataTypes, type_problem
 from unfurl_lite.run.operations.base import OperationResult
 from unfurl_lite.security.taint import Sensitive, tainted_copy
 
@@ -286,15 +287,35 @@ def check_types(topology: Topology, instance: Instance, result: OperationResult)
     that name refuses (``"blue-3" is not a map.``) fails the task; the value is kept, and
     the instance's status is unknown unless the operation said otherwise."""
     template = topology.templates.get(instance.template)
-    if not result.success or template is None or not result.attributes:
+    if template is None or not result.attributes:
         return
+    _mark_sensitive(topology, template, result)
+    if not result.success:
+        return
+    data_types = DataTypes(topology.definitions.get("data_types"))
     for key, value in result.attributes.items():
-        found = type_problem(declared(topology, template, key), value)
+        found = type_problem(declared(topology, template, key), value, data_types, key)
         if found is not None:
             result.success, result.modified = False, None
             result.error = (f'Validation failure while evaluating "{key}" on '
                             f'"{instance.name}": {found}')
             return
+
+
+def _mark_sensitive(topology: Topology, template: NodeTemplate, result: OperationResult) -> None:
+    """As Unfurl: a value set on a name its type declares sensitive (a property or an
+    attribute with ``metadata: {sensitive: true}`` or a sensitive type) is a secret, kept
+    redacted wherever it is written (unfurl-cases 201: ``private_address``)."""
+    for key, value in result.attributes.items():
+        if value is None or isinstance(value, Sensitive) or not isinstance(
+                value, str | int | float):
+            continue
+        definition = declared(topology, template, key)
+        metadata = definition.get("metadata") if isinstance(definition, Mapping) else None
+        if key in template.sensitive_properties or (isinstance(definition, Mapping) and (
+                definition.get("type") in SENSITIVE_TYPES
+                or (isinstance(metadata, Mapping) and metadata.get("sensitive") is True))):
+            result.attributes[key] = Sensitive(str(value))
 
 
 def declared(topology: Topology, template: NodeTemplate, key: str) -> Any:

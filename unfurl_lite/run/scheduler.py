@@ -522,8 +522,11 @@ class Scheduler:
         if not observing:
             run.previous_id = rules.previous_id(last_change, rules.last_change(instance))
         run.status = Status.error  # Unfurl: a task that failed is `error`, whatever its target
-        if result.outputs.get("timeout") or (result.error or "").startswith("resultTemplate/"):
-            run.changed = True  # Unfurl: a timed-out operation or a failed resultTemplate
+        if result.outputs.get("timeout") or ((result.error or "").startswith("resultTemplate/")
+                                             and run.prior_state != instance.state):
+            # Unfurl: a timed-out operation, or a failed resultTemplate that moved its
+            # instance's state (a re-run that leaves it where it was changed nothing)
+            run.changed = True
         self.complete(run, TaskState.failed, result.error)
 
     def adopt(self, creator: Task, names: list[str]) -> None:

@@ -1,0 +1,2 @@
+def double(ctx, args):
+    return args * 2

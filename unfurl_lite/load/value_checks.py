@@ -1,0 +1,89 @@
+"""The values a document gives against the types that declare them, as toscaparser
+checks them when Unfurl 1.2.0 loads a service template: a node template's property
+values (their type, a data type's fields, list and map entries, constraints such as
+``in_range`` and ``valid_values``) and the topology's inputs. A value Unfurl would refuse
+("The value "64" of property "cpus" is out of range "(min:1, max:16)".") is refused at
+``validate``; a value computed when read (a function, a template) is judged when a task
+sets it (run/results.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import cache
+from typing import Any
+
+from unfurl_lite.errors import Problem
+from unfurl_lite.expressions import catalog
+from unfurl_lite.load.problems import SERVICE, TOPOLOGY, get_section, mapping, problem_at
+from unfurl_lite.model.lineage import lineage
+from unfurl_lite.model.tosca_values import DataTypes, type_problem
+
+_HINT = "give a value its declared type and constraints accept (the type's definition says which)"
+
+
+@cache
+def _functions() -> frozenset[str]:
+    """Every name that makes a one-key mapping an expression: TOSCA's functions, Unfurl's
+    ``eval``/``ref``/``q`` and its expression functions."""
+    return frozenset({*catalog.FUNCTIONS, "eval", "ref", "q", "get_input", "get_property",
+                      "get_attribute", "concat", "join", "token", "get_nodes_of_type",
+                      "get_operation_output", "get_artifact", "get_env", "has_env"})
+
+
+def value_problems(doc: Any, file: str) -> Iterator[Problem]:
+    """Each template property and topology input whose value its definition refuses."""
+    service = get_section(doc, SERVICE)
+    node_types = mapping(service.get("node_types"))
+    declared = {**{k: v for k, v in mapping(service.get("types")).items()
+                   if k not in node_types}, **mapping(service.get("data_types"))}
+    inputs_defs = get_section(doc, (*TOPOLOGY, "inputs"))
+    if not declared and not _has_constraints(node_types) and not _has_constraints(
+            {"inputs": {"properties": inputs_defs}}):
+        return  # nothing here toscaparser would judge beyond the simple types
+    data_types = DataTypes(declared)
+    functions = _functions()
+    templates = get_section(doc, (*TOPOLOGY, "node_templates"))
+    for name, body in templates.items():
+        body = mapping(body)
+        definitions = _property_definitions(body.get("type"), node_types)
+        for key, value in mapping(body.get("properties")).items():
+            definition = definitions.get(key)
+            found = type_problem(definition, _as_given(definition, value), data_types,
+                                 str(key), functions)
+            if found is not None:
+                yield problem_at(doc, (*TOPOLOGY, "node_templates", name, "properties", key),
+                                 file, f'{found} in node template "{name}"', _HINT)
+    inputs = mapping(mapping(doc.get("spec")).get("inputs"))
+    for key, definition in inputs_defs.items():
+        value = inputs.get(key, mapping(definition).get("default"))
+        found = type_problem(definition, _as_given(definition, value), data_types, str(key),
+                             functions)
+        if found is not None:
+            yield problem_at(doc, (*TOPOLOGY, "inputs", key), file,
+                             f'{found} (topology input "{key}")', _HINT)
+
+
+def _as_given(definition: Any, value: Any) -> Any:
+    """toscaparser reads a number or a boolean given for a ``string`` property as text."""
+    if mapping(definition).get("type") in ("string", "tosca:string") \
+            and isinstance(value, int | float | bool):
+        return str(value)
+    return value
+
+
+def _has_constraints(node_types: dict[str, Any]) -> bool:
+    return any("constraints" in mapping(d) or "entry_schema" in mapping(d)
+               for body in node_types.values()
+               for d in mapping(mapping(body).get("properties")).values())
+
+
+def _property_definitions(type_name: Any, node_types: dict[str, Any]) -> dict[str, Any]:
+    """The property definitions a template of ``type_name`` has, its type's last."""
+    out: dict[str, Any] = {}
+    for name in reversed(lineage(type_name, node_types)):
+        out.update(mapping(mapping(node_types.get(name)).get("properties")))
+    return out
+
+
+__all__ = ["value_problems"]
