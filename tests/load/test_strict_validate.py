@@ -296,3 +296,27 @@ def test_a_random_misspelling_is_reported_with_its_line_and_never_runs(
     assert deployed.exit_code == 64, deployed.output
     assert f"'{wrong}'" in deployed.output and "nothing was run" in deployed.output
     assert not (root / "ran.txt").exists() and not (root / "jobs.tsv").exists()
+
+
+def test_names_an_eval_gives_its_templates_are_known(project, invoke) -> None:
+    """``foreach``/``select`` give ``item``, ``key`` and ``value``, ``vars`` its names, to
+    the templates inside the ``eval`` (unfurl-cases 224, 225); outside it they are unknown."""
+    import json
+
+    doubled = {"eval": ".::b", "foreach": "{{ item * 2 }}"}
+    templated = {"eval": {"template": "{% if flag %}{{ word }}{% endif %}"},
+                 "vars": {"flag": True, "word": "yes"}}
+    app = {"app": {
+        "type": "tosca.nodes.Root", "properties": {"b": [1, 2]},
+        "interfaces": {"Standard": {"configure": {"implementation": "Template", "inputs": {
+            "doubled": doubled, "templated": templated,
+            "resultTemplate": {"attributes": {"d": "{{ inputs.doubled }}",
+                                              "t": "{{ inputs.templated }}"}}}}}}}}
+    project.write(ensemble_yaml(json.dumps(app)))
+    assert invoke("validate").exit_code == 0
+    assert invoke("deploy", "--approve").exit_code == 0
+    assert project.status()["app"]["attributes"] == {"d": [2, 4], "t": "yes"}
+    project.write(ensemble_yaml(json.dumps({"app": {
+        "type": "tosca.nodes.Root", "interfaces": {"Standard": {"configure": {
+            "implementation": "Template", "inputs": {"x": "{{ item }}"}}}}}})))
+    assert "'item' is undefined" in invoke("validate").output

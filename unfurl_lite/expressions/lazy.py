@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, overload
 
 from unfurl_lite.errors import ExpressionError
 
@@ -120,6 +120,12 @@ class LazyValues(Mapping[str, Any]):
                     self._partial[key] = LazyValues(
                         raw, lambda _, item: self._evaluator(key, item), self._label)
                 return self._partial[key]
+            if isinstance(raw, list) and raw:  # `d: ["2", {eval: a::d::0}]`: its other items
+                if key not in self._partial:
+                    self._partial[key] = LazyValues(
+                        {str(i): item for i, item in enumerate(raw)},
+                        lambda _, item: self._evaluator(key, item), self._label)
+                return _Items(self._partial[key], len(raw))
             raise ExpressionError(f"{key!r} refers to itself (a circular reference)")
         self._busy.add(key)
         try:
@@ -147,6 +153,27 @@ class LazyValues(Mapping[str, Any]):
         raise SecurityError("values read by a template cannot be changed")
 
     update = pop = popitem = setdefault = clear = _read_only  # as the sandbox says of a dict
+
+
+class _Items(Sequence[Any]):
+    """A list read while its own evaluation is under way: each item evaluated when read."""
+
+    def __init__(self, values: LazyValues, length: int) -> None:
+        self._values, self._length = values, length
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Any]: ...
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(self._length)[index]]
+        if not -self._length <= index < self._length:
+            raise IndexError(index)
+        return self._values[str(index % self._length)]
+
+    def __len__(self) -> int:
+        return self._length
 
 
 class InstanceView(LazyValues):

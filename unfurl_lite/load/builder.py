@@ -47,7 +47,6 @@ if TYPE_CHECKING:
         StatusSection,
         TopologyTemplateDoc,
     )
-    from unfurl_lite.model.tosca_values import DataTypes
 
 #: Cloudify's interfaces by their short names: a template overriding only an operation's
 #: inputs keeps its type's implementation there
@@ -74,7 +73,7 @@ def build(file: Path, text: str, data: EnsembleDoc) -> Ensemble:
     relationship_templates: YAMLMap = topology_tpl.get("relationship_templates") or {}
     node_templates: dict[str, NodeTemplateDoc] = topology_tpl.get("node_templates") or {}
     inherited: dict[str, _Inherited] = {}  # by type: computed once, not once per template
-    data_types = _data_types(service)
+    data_types = structure.data_types(service)
     templates = {
         name: _node_template(name, d or {}, types, relationship_templates, relationship_types,
                              cache=inherited, data_types=data_types)
@@ -129,22 +128,6 @@ def _recorded(data: EnsembleDoc, spec: SpecDoc) -> dict[str, Any]:
         "changes": _inline_changes(data),
         "inline_log": isinstance(data.get("changes"), list) and not data.get("jobsLog"),
     }
-
-
-def _data_types(service: ServiceTemplateDoc) -> DataTypes | None:
-    """The data types the document declares, or None when it declares none (the common
-    case: a property of a normative data type keeps the value it was given)."""
-    declared: dict[str, Any] = dict(service.get("data_types") or {})
-    types = service.get("types")
-    if is_map(types):
-        nodes, relationships = structure.split_types(types)
-        declared.update({k: v for k, v in types.items()
-                         if k not in nodes and k not in relationships})
-    if not declared:
-        return None
-    from unfurl_lite.model.tosca_values import DataTypes  # (rare: off a cold plan's path)
-
-    return DataTypes(declared)
 
 
 def _definitions(service: ServiceTemplateDoc, node_types: dict[str, Any],
@@ -295,7 +278,7 @@ def _node_template(
     relationship_types: dict[str, Any],
     implied: list[tuple[str, dict[str, Any], str | None]] | None = None,
     cache: dict[str, _Inherited] | None = None,
-    data_types: DataTypes | None = None,
+    data_types: structure.DataTypes | None = None,
 ) -> NodeTemplate:
     """One node template with what its type's ancestors give it (interfaces, property and
     attribute definitions, root first, the template's own last), as TOSCA inherits them."""

@@ -232,26 +232,35 @@ class _Scope:
         return root, None
 
 
-def _in_value(value: Any, scope: _Scope, post: bool,
-              path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], str, str | None]]:
+#: what ``foreach`` and ``select`` give the templates they evaluate, as Unfurl does
+_EACH = frozenset({"item", "key", "value"})
+
+
+def _in_value(value: Any, scope: _Scope, post: bool, path: tuple[Any, ...] = (),
+              given: frozenset[str] = frozenset(),
+              ) -> Iterator[tuple[tuple[Any, ...], str, str | None]]:
     if isinstance(value, str):
-        yield from ((path, m, h) for m, h in _in_template(analyse(value), scope, post))
+        yield from ((path, m, h) for m, h in _in_template(analyse(value), scope, post, given))
     elif isinstance(value, Mapping):  # every value of every template: no call added
+        if "eval" in value or "ref" in value:  # its `vars`, and foreach's and select's names
+            given = given | frozenset(str(k) for k in value.get("vars") or ()
+                                      if isinstance(value.get("vars"), Mapping)) | _EACH
         for key, item in value.items():
-            yield from _in_value(item, scope, post, (*path, key))
+            yield from _in_value(item, scope, post, (*path, key), given)
     elif isinstance(value, list | tuple):
         for index, item in enumerate(value):
-            yield from _in_value(item, scope, post, (*path, index))
+            yield from _in_value(item, scope, post, (*path, index), given)
 
 
-def _in_template(names: TemplateNames, scope: _Scope,
-                 post: bool) -> Iterator[tuple[str, str | None]]:
+def _in_template(names: TemplateNames, scope: _Scope, post: bool,
+                 given: frozenset[str] = frozenset()) -> Iterator[tuple[str, str | None]]:
     if names.syntax_error or (not names.free and not names.reads):
         return
     guarded = {r.root for r in names.reads if r.guarded and not r.path}
     if not post:
         for name in names.free:
-            if name in OPERATION_VARIABLES or name in _GLOBALS or name in guarded:
+            if name in OPERATION_VARIABLES or name in _GLOBALS or name in guarded \
+                    or name in given:
                 continue
             if any(r.root == name and r.path and r.path[0].startswith("_")
                    for r in names.reads):

@@ -1,6 +1,7 @@
 """Sections Unfurl 1.2.0 allows beyond TOSCA's: a service template's ``types:`` (types of
-any kind in one section, told apart by what they derive from) and ``spec.instances``
-(instances declared in the spec, which exist without being deployed)."""
+any kind in one section, told apart by what they derive from; its data types with those of
+``data_types:``), ``spec.instances`` (instances declared in the spec, which exist without
+being deployed, their templates possibly inline) and the ensemble's ``environment.inputs``."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from unfurl_lite.model.narrow import is_list, is_map
 
 if TYPE_CHECKING:
     from unfurl_lite.model.documents import InstanceRecord, NodeTypeDoc
+    from unfurl_lite.model.tosca_values import DataTypes
 
 #: what Unfurl records as ``created`` for an instance declared in the spec
 SPEC_CREATED = "::root"
@@ -49,6 +51,24 @@ def _kind(name: str, types: dict[str, Any]) -> str:
     if current.startswith(("tosca.nodes.", "unfurl.nodes.")) or "." not in current:
         return "node"
     return "other"
+
+
+def data_types(service: Any) -> DataTypes | None:
+    """The data types a service template declares (``data_types:``, and those of Unfurl's
+    ``types:``), or None when it declares none (the common case: a property of a normative
+    data type keeps the value it was given)."""
+    service = as_mapping(service)
+    declared: dict[str, Any] = dict(as_mapping(service.get("data_types")))
+    types = service.get("types")
+    if isinstance(types, dict):
+        nodes, relationships = split_types(types)
+        declared.update({k: v for k, v in types.items()
+                         if k not in nodes and k not in relationships})
+    if not declared:
+        return None
+    from unfurl_lite.model.tosca_values import DataTypes  # (rare: off a cold plan's path)
+
+    return DataTypes(declared)
 
 
 def normalised(data: Any) -> Any:

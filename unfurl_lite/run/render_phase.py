@@ -163,9 +163,13 @@ def waiting_plan(plan: Plan, waits: Mapping[int, tuple[str, ...]]) -> Plan:
                 continue
             if _reaches(after, other.number, number):
                 # Unfurl breaks the deadlock: an instance whose requirement waits on its
-                # live values goes first (the order requirements give yields)
+                # live values goes first (the order requirements give yields), when that
+                # is what stands between them
+                kept = {n: list(b) for n, b in after.items()}
                 _yield(after, other.number, {t.number for t in plan.tasks
-                                             if t.target == waiting})
+                                             if t.target == waiting}, by_number)
+                if _reaches(after, other.number, number):
+                    after = kept
             if not _reaches(after, other.number, number):
                 after[number].append(other.number)
     deferred = _followers(after, set(waits))
@@ -178,15 +182,18 @@ def waiting_plan(plan: Plan, waits: Mapping[int, tuple[str, ...]]) -> Plan:
     return replace(plan, tasks=tasks)
 
 
-def _yield(after: dict[int, list[int]], number: int, waiting: set[int]) -> None:
-    """``number`` and the tasks it follows no longer follow the ``waiting`` instance's."""
+def _yield(after: dict[int, list[int]], number: int, waiting: set[int],
+           planned: Mapping[int, Task]) -> None:
+    """``number`` and the tasks it follows no longer follow the ``waiting`` instance's
+    in the plan's own order (what another wait added stays)."""
     seen, todo = set(), [number]
     while todo:
         current = todo.pop()
         if current in seen or current in waiting:
             continue
         seen.add(current)
-        after[current] = [b for b in after[current] if b not in waiting]
+        after[current] = [b for b in after[current]
+                          if b not in waiting or b not in planned[current].after]
         todo.extend(after[current])
 
 
