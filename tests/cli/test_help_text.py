@@ -46,39 +46,34 @@ def test_the_width_is_clicks(monkeypatch: pytest.MonkeyPatch, columns: str, widt
     assert helptext.width() == width
 
 
-def _package(tmp_path: Path) -> Path:
-    package = tmp_path / "package"
+@pytest.fixture
+def stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+    """A help text stored at width 68 for a package of five sources: (cache, package)."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    monkeypatch.setenv("COLUMNS", "70")
+    package, cache = tmp_path / "package", tmp_path / "__pycache__"
     (package / "cli" / "commands").mkdir(parents=True)
     (package / "model").mkdir()
     for name in ("cli/main.py", "cli/commands/jobs.py", "model/builtin_workflows.py",
                  "__init__.py"):
         (package / name).write_text("# source\n")
-    return package
+    assert helptext.cached(str(cache), str(package)) is None
+    helptext.store("Usage: unfurl\n", str(cache), str(package))
+    return str(cache), str(package)
 
 
 def test_a_changed_source_or_width_makes_click_write_it_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    stored: tuple[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sys, "dont_write_bytecode", False)
-    monkeypatch.setenv("COLUMNS", "70")
-    package, cache = _package(tmp_path), tmp_path / "__pycache__"
-    assert helptext.cached(str(cache), str(package)) is None
-    helptext.store("Usage: unfurl\n", str(cache), str(package))
-    assert helptext.cached(str(cache), str(package)) == "Usage: unfurl\n"
+    assert helptext.cached(*stored) == "Usage: unfurl\n"
     monkeypatch.setenv("COLUMNS", "90")
-    assert helptext.cached(str(cache), str(package)) is None
+    assert helptext.cached(*stored) is None
     monkeypatch.setenv("COLUMNS", "70")
-    (package / "cli" / "commands" / "jobs.py").write_text("# a new option\n")
-    assert helptext.cached(str(cache), str(package)) is None
+    (Path(stored[1]) / "cli" / "commands" / "jobs.py").write_text("# a new option\n")
+    assert helptext.cached(*stored) is None
 
 
-def test_a_help_file_anyone_may_write_is_not_read(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(sys, "dont_write_bytecode", False)
-    monkeypatch.setenv("COLUMNS", "70")
-    package, cache = _package(tmp_path), tmp_path / "__pycache__"
-    helptext.store("Usage: unfurl\n", str(cache), str(package))
-    [stored] = cache.glob("help-*.txt")
-    stored.chmod(0o666)
-    assert helptext.cached(str(cache), str(package)) is None
+def test_a_help_file_anyone_may_write_is_not_read(stored: tuple[str, str]) -> None:
+    [path] = Path(stored[0]).glob("help-*.txt")
+    path.chmod(0o666)
+    assert helptext.cached(*stored) is None

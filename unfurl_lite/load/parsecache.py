@@ -30,7 +30,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from unfurl_lite.load import schemacheck
+from unfurl_lite.load import pycache, schemacheck
 from unfurl_lite.model.narrow import is_map
 
 try:  # CPython's own SHA-256: importing hashlib starts OpenSSL, a few ms of every command
@@ -142,22 +142,9 @@ def _usable_directory(root: Path) -> bool:
 def _read_entry(path: Path) -> bytes | None:
     """The entry's bytes, unless it is not a regular file of ours (a symlink, another
     user's, readable or writable by others)."""
-    try:
-        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-        fd = os.open(path, flags)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if (not stat.S_ISREG(info.st_mode) or not _owned_privately(info)
-                or info.st_mode & 0o077 or not info.st_mode & stat.S_IRUSR):
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            return handle.read()
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+    return pycache.read_if(path, lambda info: stat.S_ISREG(info.st_mode)
+                           and _owned_privately(info) and not info.st_mode & 0o077
+                           and bool(info.st_mode & stat.S_IRUSR))
 
 
 def get(file: Path, text: str) -> Any:

@@ -14,6 +14,10 @@ import os
 import stat
 import sys
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 PYCACHE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                        "__pycache__")
 
@@ -33,13 +37,21 @@ def trusted(info: os.stat_result, directory: str) -> bool:
 
 def read(path: str, max_bytes: int) -> bytes | None:
     """The file's bytes, or None when it is missing, not to be trusted or too large."""
+    return read_if(path, lambda info: trusted(info, os.path.dirname(path))
+                   and info.st_size <= max_bytes)
+
+
+def read_if(path: str | os.PathLike[str], accept: Callable[[os.stat_result], bool]
+            ) -> bytes | None:
+    """The bytes of the file at ``path`` (never through a symlink, never blocking on a
+    FIFO) when ``accept`` takes what the open file is; None otherwise."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        fd = os.open(path, flags)
     except OSError:
         return None
     try:
-        info = os.fstat(fd)
-        if not trusted(info, os.path.dirname(path)) or info.st_size > max_bytes:
+        if not accept(os.fstat(fd)):
             return None
         with os.fdopen(fd, "rb", closefd=False) as handle:
             return handle.read()
