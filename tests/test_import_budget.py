@@ -52,6 +52,7 @@ PLAN_OURS = {
     "unfurl_lite.load.guard", "unfurl_lite.load.imports", "unfurl_lite.load.interface_checks",
     "unfurl_lite.load.loader", "unfurl_lite.load.origins",  # (merge: only with directives)
     "unfurl_lite.load.parsecache", "unfurl_lite.load.plainyaml",
+    "unfurl_lite.load.pycache",  # (the parse cache's guarded read: os and stat only)
     "unfurl_lite.load.positions", "unfurl_lite.load.problems",
     "unfurl_lite.load.schema_problems", "unfurl_lite.load.schemacheck",
     "unfurl_lite.load.structure", "unfurl_lite.load.type_checks",
