@@ -11,6 +11,7 @@ from unfurl_lite.errors import UnfurlLiteError
 from unfurl_lite.expressions.limits import budgeted
 from unfurl_lite.load.loader import load_ensemble
 from unfurl_lite.model.ensemble import Ensemble
+from unfurl_lite.model.narrow import is_map
 from unfurl_lite.plan.tasks import Plan
 from unfurl_lite.run.options import PlanOptions
 
@@ -274,8 +275,8 @@ def _without_secrets(document: dict[str, Any], loaded: Ensemble) -> dict[str, An
 
 
 def _section(mapping: Any, key: str) -> dict[str, Any]:
-    found = mapping.get(key) if isinstance(mapping, dict) else None
-    return found if isinstance(found, dict) else {}
+    found = mapping.get(key) if is_map(mapping) else None
+    return found if is_map(found) else {}
 
 
 def _plain_value(value: Any) -> bool:

@@ -302,7 +302,7 @@ def get_property(args: Any, ctx: EvalContext) -> Any:
     if ref == "HOST":
         return _host_property(first, path, ctx)
     entity = _entity(str(ref), ctx)
-    properties = entity.get("properties") or {}
+    properties: Mapping[str, Any] = entity.get("properties") or {}
     name = instance_name(entity)
     if first in properties:
         return _walk(properties, [first, *path], name, "property")
@@ -331,7 +331,8 @@ def _host_property(first: Any, path: list[Any], ctx: EvalContext) -> Any:
     world = ctx.world()
     host = ctx.current_entity().parent
     while host is not None and getattr(host, "kind", "") == "NodeInstance":
-        properties = (world.view(host.name) or {}).get("properties") or {}
+        view: Mapping[str, Any] = world.view(host.name) or {}
+        properties: Mapping[str, Any] = view.get("properties") or {}
         if first in properties:
             return _walk(properties, [first, *path], host.name, "property")
         host = host.parent

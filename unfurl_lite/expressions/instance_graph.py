@@ -331,7 +331,7 @@ class _Types:
                     order.append(name)
         assigned = as_mapping(as_mapping(self.node_templates.get(template.name)).get(
             "capabilities"))
-        shapes = []
+        shapes: list[CapabilityShape] = []
         for name in order:
             type_name = declared[name]
             properties = self.capability_defaults(type_name)

@@ -140,7 +140,7 @@ def plan_deploy(
         wanted -= {n for n in instances if n not in ensemble.instances}
     builder = Builder("deploy")
     # as Unfurl: a default template nothing requires is left out, unless asked for by name
-    unrequired = frozenset() if instance_names or template else unrequired_defaults(
+    unrequired: frozenset[str] = frozenset() if instance_names or template else unrequired_defaults(
         ensemble.topology)
     note_directives(ensemble, instances, builder, unrequired)
     wanted -= {n for n, i in instances.items()
@@ -207,7 +207,7 @@ def plan_deploy(
         )
     # as Unfurl: a job that runs something records every instance it planned for, even one
     # with nothing to run (it stays pending); a job that runs nothing records none
-    kept = wanted if builder.last else set()
+    kept: set[str] = wanted if builder.last else set()
     new = {n: i for n, i in instances.items() if n not in ensemble.instances and n in kept}
     if not prune:
         plan = builder.plan(new, force=force)
@@ -383,7 +383,7 @@ def _plan_removals(
                                 delete_without_operation)
             if name in wanted else "skipped: not selected by the job"
             for name in instances}
-    keepers = set() if force else {
+    keepers: set[str] = set() if force else {
         name for name, why in kept.items()
         if why and _keeps_what_it_needs(instances, deps, name)
     }
@@ -487,7 +487,7 @@ def plan_install_operation(
         builder.add(name, template_of.name, op, reason, ())
     # as Unfurl: a job that runs something records every instance it planned for, one
     # without the operation too (pending, never touched)
-    kept = wanted if builder.last else set()
+    kept: set[str] = wanted if builder.last else set()
     new = {n: i for n, i in instances.items() if n not in ensemble.instances and n in kept}
     return builder.plan(new)
 

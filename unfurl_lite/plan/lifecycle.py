@@ -211,7 +211,7 @@ def unfurl_phases(instance: Instance, has_create: bool) -> frozenset[str]:
         asked.append("configure")
     if initial or state != NodeState.started:
         asked.append("start")
-    phases = set()
+    phases: set[str] = set()
     for phase in asked:
         if state is not None and not _entered(state, phase):
             continue

@@ -420,7 +420,7 @@ def list_journals(root: Path, damaged: list[Path] | None = None) -> list[Journal
     cannot be read (random bytes, not a journal) is skipped with a warning, once per
     process, and listed in ``damaged``: readers go on, and whoever guards a killed job's
     lock can tell its journal was there."""
-    found = []
+    found: list[JournalFile] = []
     for path in sorted((root / records.JOBS_DIR).glob(f"{PREFIX}*.yaml")):
         try:
             journal = read_journal(path)

@@ -226,7 +226,7 @@ def read_journal(path: Path) -> dict[str, Any] | None:
             break  # torn by a crash: nothing after it was written either
         if int(event.pop("seq", 0)) > held:
             events.append(event)
-    tasks = data.get("tasks") or []
+    tasks: list[dict[str, Any]] = data.get("tasks") or []
     data["tasks"] = tasks
     by_number = {t.get("number"): i for i, t in enumerate(tasks)}
     for event in events:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from unfurl_lite.errors import JobError, LockError, StorageError, UnfurlLiteError
 from unfurl_lite.load.yamlio import fsync, temp_file
+from unfurl_lite.model.narrow import is_map
 from unfurl_lite.record import interrupted
 from unfurl_lite.record.liveness import pid_alive
 
@@ -53,7 +54,7 @@ def read_lock(path: Path) -> LockInfo | None:
         if len(text) > MAX_LOCK_BYTES:
             raise ValueError("too large for a lock")
         data = json.loads(text)
-        if not isinstance(data, dict):
+        if not is_map(data):
             raise ValueError("not a lock")
         return LockInfo(
             pid=int(data.get("pid", -1)),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 
 from unfurl_lite.model.entities import Instance, NodeState, Status
+from unfurl_lite.model.narrow import is_map
 from unfurl_lite.run.operations.base import OperationResult
 from unfurl_lite.security.characters import control_character
 
@@ -30,7 +31,7 @@ def add_discovered(
                 "character", name)
             continue
         ready = resource.get("status") or resource.get("readyState")
-        if isinstance(ready, dict):
+        if is_map(ready):
             ready = ready.get("local")
         status = str(ready or "ok").lower()
         known = instances.get(name)
@@ -45,8 +46,8 @@ def add_discovered(
         made = bool(resource.get("createdByTask"))  # by a resultTemplate: it created it
         if made and not ready:
             status = str(Status.unknown)
-        spec = (resource.get("readyState") or {}) if made else {}
-        state = str(spec.get("state")) if isinstance(spec, dict) else None
+        spec: object = (resource.get("readyState") or {}) if made else {}
+        state = str(spec.get("state")) if is_map(spec) else None
         instances[name] = Instance(
             name=name,
             template=str(resource.get("template") or name),

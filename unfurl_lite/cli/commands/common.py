@@ -9,7 +9,7 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, cast
 
 import click
 
@@ -76,7 +76,7 @@ def instance_names(ensemble: str | None) -> list[str]:
     if path.is_dir():
         path = path / "ensemble.yaml"
     try:
-        doc = YAML(typ="safe").load(path.read_text())
+        doc = cast(Any, YAML(typ="safe").load(path.read_text()))  # parsed: any YAML
         spec = doc.get("spec") or {}
         templates = ((spec.get("service_template") or {}).get("topology_template") or {}).get(
             "node_templates"
@@ -286,7 +286,8 @@ def verbosity(ctx: click.Context, quiet: bool = False, verbose: int = 0) -> int:
     """-1 quiet, 0 normal, 1+ verbose: from the command's own flags or the group's."""
     if quiet:
         return -1
-    group = (ctx.find_root().obj or {}).get("verbose", 0)
+    options: dict[str, Any] = ctx.find_root().obj or {}
+    group: int = options.get("verbose", 0)
     return group if group < 0 else group + int(verbose or 0)
 
 

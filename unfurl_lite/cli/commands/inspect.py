@@ -207,7 +207,7 @@ def show_change(change_id: str, ensemble: str | None, no_diff: bool, as_json: bo
     if found.is_job and entries:
         click.echo("tasks:")
         for entry in entries:
-            impl = entry.get("implementation") or {}
+            impl: dict[str, Any] = entry.get("implementation") or {}
             outcome = entry.get("status") or entry.get("state") or ""  # blocked: no status
             click.echo(
                 f"  {entry.get('changeId') or '-':<12}"

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from unfurl_lite.model.narrow import is_map
 from unfurl_lite.run.operations.base import OperationRequest, OperationResult
 from unfurl_lite.run.operations.processes import ProcessTable
 
@@ -34,7 +35,8 @@ def run_operation(
         pretend = request.inputs.get("dryrun")
         if not pretend:  # no dry-run form: the job decides what that means for its workflow
             return OperationResult(success=True, modified=False, skipped=True)
-        if isinstance(pretend, dict):
+        if is_map(pretend):
             run = pretend
-    outputs = dict(run) if isinstance(run, dict) else ({"result": run} if run is not None else {})
+    outputs: dict[str, Any] = dict(run) if is_map(run) else (
+        {"result": run} if run is not None else {})
     return OperationResult(success=True, modified=None, outputs=outputs)

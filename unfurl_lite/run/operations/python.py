@@ -21,6 +21,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from unfurl_lite.model.narrow import is_map
 from unfurl_lite.run.operations.base import OperationRequest, OperationResult, RetryOperation
 from unfurl_lite.run.operations.output import last_line, tail
 from unfurl_lite.run.operations.processes import ProcessTable, kill
@@ -61,7 +62,8 @@ def run(request: OperationRequest, processes: ProcessTable | None = None) -> Ope
          "sys_path": [p for p in sys.path if p]},  # imports resolve as in this process
         default=str,
     )
-    env = {**request.env, **{str(k): str(v) for k, v in (request.inputs.get("env") or {}).items()}}
+    given: dict[str, Any] = request.inputs.get("env") or {}
+    env = {**request.env, **{str(k): str(v) for k, v in given.items()}}
     read_end, write_end = os.pipe()
     try:
         process = subprocess.Popen(
@@ -166,7 +168,7 @@ def child_main(fd: int) -> None:
 def _result(returned: Any) -> OperationResult:
     if returned is None:
         return OperationResult(success=True, modified=True)
-    if not isinstance(returned, dict):
+    if not is_map(returned):
         return OperationResult(success=True, modified=True, outputs={"result": returned})
     return OperationResult(
         success=bool(returned.get("success", True)),

@@ -110,7 +110,8 @@ def run(request: OperationRequest, processes: ProcessTable | None = None,
             skipped=True,
             outputs={"dryrun": "not run: the command has no dryrun form"},
         )
-    env = {**request.env, **{str(k): str(v) for k, v in (inputs.get("env") or {}).items()}}
+    given: dict[str, Any] = inputs.get("env") or {}
+    env = {**request.env, **{str(k): str(v) for k, v in given.items()}}
     timeout = inputs.get("timeout", request.timeout)
     try:
         cwd = (places or Places()).confined(request)

@@ -189,7 +189,7 @@ def running_journals(ensemble: Path) -> list[JournalFile]:
     from unfurl_lite.record.records import JOBS_DIR
 
     root = project_root(ensemble)
-    found = []
+    found: list[JournalFile] = []
     for path in sorted((root / JOBS_DIR).glob(f"{PREFIX}*.yaml"))[-RECENT:]:
         try:
             journal = read_journal(path)
