@@ -54,34 +54,32 @@ class StatusSection(TypedDict, total=False):
     inputs: YAMLMap
 
 
-class NodeTypeDoc(TypedDict, total=False):
+class _NodeDoc(TypedDict, total=False):
+    """What a node type and a node template both declare (a template's values, a type's
+    definitions)."""
+
+    description: str
+    metadata: YAMLMap
+    properties: YAMLMap
+    attributes: YAMLMap
+    interfaces: YAMLMap
+    requirements: YAMLList
+    capabilities: YAMLMap
+    artifacts: YAMLMap
+
+
+class NodeTypeDoc(_NodeDoc, total=False):
     """A node (or relationship) type as written under ``node_types:``/``types:``."""
 
     derived_from: str | list[str]
-    description: str
-    metadata: YAMLMap
-    properties: YAMLMap
-    attributes: YAMLMap
-    interfaces: YAMLMap
-    requirements: YAMLList
-    capabilities: YAMLMap
-    artifacts: YAMLMap
     valid_target_types: list[str]
 
 
-class NodeTemplateDoc(TypedDict, total=False):
+class NodeTemplateDoc(_NodeDoc, total=False):
     """A node template as written under ``node_templates:``."""
 
     type: str
-    description: str
-    metadata: YAMLMap
     directives: list[str]
-    properties: YAMLMap
-    attributes: YAMLMap
-    interfaces: YAMLMap
-    requirements: YAMLList
-    capabilities: YAMLMap
-    artifacts: YAMLMap
     imported: str
 
 
