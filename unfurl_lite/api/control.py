@@ -22,7 +22,7 @@ from typing import Any
 from unfurl_lite.errors import JobError, UnfurlLiteError
 from unfurl_lite.model.narrow import new_list
 from unfurl_lite.plan.tasks import Plan
-from unfurl_lite.run.observer import Observer
+from unfurl_lite.run.observer import CANCELLING, Observer
 from unfurl_lite.run.options import JobOptions, PlanOptions
 from unfurl_lite.run.outcome import JobResult
 
@@ -269,7 +269,6 @@ def cancel(ensemble: str | Path | None = None, *, force: bool = False,
 
 def _cancelling(root: Path, change_id: str | None) -> bool:
     from unfurl_lite.record.journal import list_journals
-    from unfurl_lite.run.observer import CANCELLING
 
     return bool(change_id) and any(
         j.change_id == change_id and j.state in ("cancelled", *CANCELLING)

@@ -13,19 +13,20 @@ from pathlib import Path
 from typing import Any
 
 from unfurl_lite.errors import HistoryError
+from unfurl_lite.load.jobslog import jobs_log_setting
+from unfurl_lite.model import changeid
 from unfurl_lite.model.narrow import new_list
 from unfurl_lite.record import history as hist
 from unfurl_lite.record.history import Filters, JobRecord
-from unfurl_lite.security.redaction import redact_text
+from unfurl_lite.security.paths import jobs_log_path
+from unfurl_lite.security.redaction import redact, redact_text
 
 
 def ensemble_paths(ensemble: str | Path | None) -> tuple[Path, Path]:
     """The ensemble file and its jobs log, without loading (or validating) the spec, so
     history and the dashboard stay fast and readable even when the spec is broken; the
     log is resolved, and refused, as every job resolves it (``jobs_log_path``)."""
-    from unfurl_lite.load.jobslog import jobs_log_setting
     from unfurl_lite.load.loader import resolve_path
-    from unfurl_lite.security.paths import jobs_log_path
 
     path = resolve_path(ensemble)
     try:
@@ -113,8 +114,6 @@ class Shown:
 def show(change_id: str, ensemble: str | Path | None = None, with_diff: bool = True) -> Shown:
     """The job or task ``change_id`` names: its record, its tasks, and the diff of the
     ensemble in the commit that recorded it."""
-    from unfurl_lite.model import changeid
-    from unfurl_lite.security.redaction import redact
 
     path, jobs_tsv = ensemble_paths(ensemble)
     root = path.parent

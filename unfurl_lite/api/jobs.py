@@ -18,14 +18,14 @@ from typing import Any
 
 from unfurl_lite.api.project import make_plan
 from unfurl_lite.api.remembered import rememberable
-from unfurl_lite.errors import STORAGE_ERRNOS, StorageError, storage_error
+from unfurl_lite.errors import STORAGE_ERRNOS, GitError, StorageError, storage_error
 from unfurl_lite.expressions.digest import spec_digest
 from unfurl_lite.expressions.limits import budgeted
 from unfurl_lite.expressions.outputs import evaluate_query, topology_inputs, topology_outputs
 from unfurl_lite.load import name_checks
 from unfurl_lite.load.digestkey import key_provider
 from unfurl_lite.load.gitrepo import Repo, find_repo, identity_problem
-from unfurl_lite.load.loader import load_ensemble
+from unfurl_lite.load.loader import load_ensemble, resolve_path
 from unfurl_lite.model import status_layout as layout
 from unfurl_lite.model.ensemble import Ensemble, with_inputs
 from unfurl_lite.model.lineage import full_name
@@ -88,7 +88,6 @@ def wait_for_turn(path: str | Path | None, on_wait: Callable[[str], None] | None
     """Wait for the job running on this ensemble (if any) to end, so the next is planned
     from what it left; ``on_wait`` hears who is being waited for. While it waits the job
     is listed as ``queued`` (Cloudify's execution status) by history and the dashboard."""
-    from unfurl_lite.load.loader import resolve_path
     from unfurl_lite.record import queue
 
     resolved = resolve_path(path)
@@ -113,7 +112,6 @@ def check_dirty(repo: Repo | None, ensemble: Ensemble, mode: str) -> list[Path]:
 def _prepare_git(repo: Repo, ensemble: Ensemble) -> None:
     """Before any operation runs: a stale index.lock would only fail the job's commit at
     the end, so it is refused now; records an earlier job left uncommitted are committed."""
-    from unfurl_lite.errors import GitError
     from unfurl_lite.record.leftovers import commit_leftovers
 
     stale = repo.stale_index_lock()

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from unfurl_lite.errors import UnfurlLiteError
+from unfurl_lite.errors import InputError, UnfurlLiteError
 from unfurl_lite.expressions.limits import budgeted
 from unfurl_lite.load.loader import load_ensemble
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.narrow import is_map
 from unfurl_lite.plan.tasks import Plan
 from unfurl_lite.run.options import PlanOptions
+from unfurl_lite.security.taint import REDACTED, secrets_in
 
 EXAMPLE_ENSEMBLE = """\
 apiVersion: unfurl/v1alpha1
@@ -73,7 +75,6 @@ def init(directory: str | Path = ".", source: str | None = None) -> Created:
     Inside an existing git repository the project is added to that repository (unless the
     repository ignores ``directory``); elsewhere ``directory`` becomes a new one.
     """
-    import shutil
 
     from unfurl_lite.load import bundled
     from unfurl_lite.load.gitrepo import find_repo, identity_problem, init_repo, is_ignored
@@ -161,7 +162,6 @@ def _refuse_links_out(source: Path) -> None:
     """Symlinks are copied as symlinks; one that leads outside the source directory would
     put (or point the new repository at) files that are not the project's, so it is
     refused before anything is copied."""
-    from unfurl_lite.errors import UnfurlLiteError
 
     base = source.resolve()
     for directory, dirs, files in os.walk(source):
@@ -190,7 +190,6 @@ def examples() -> list[tuple[str, str]]:
 def validate(ensemble: str | Path | None = None) -> Ensemble:
     """The ensemble, validated: syntax, schema and references, then the names its
     templates read (every problem in one :class:`~unfurl_lite.errors.InputError`)."""
-    from unfurl_lite.errors import InputError
     from unfurl_lite.load import name_checks
     from unfurl_lite.security.paths import confine_records
 
@@ -252,7 +251,6 @@ def _without_secrets(document: dict[str, Any], loaded: Ensemble) -> dict[str, An
     so is every other place the spec's secrets appear."""
     from unfurl_lite.expressions.context import spec_secrets, wrapped_inputs
     from unfurl_lite.security.redaction import redact
-    from unfurl_lite.security.taint import REDACTED, secrets_in
 
     topology = loaded.topology
     secrets = spec_secrets(topology) | set(secrets_in(wrapped_inputs(topology)))

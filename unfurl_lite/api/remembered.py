@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from unfurl_lite.errors import PlanError
 from unfurl_lite.plan.tasks import Plan
 from unfurl_lite.run.options import PlanOptions
 
@@ -29,7 +30,6 @@ def remembered_plan(
     text as it is now, found without loading the ensemble; None when the job must be
     planned (:func:`~unfurl_lite.api.jobs.run_job`): also for a job that waits its turn
     (``queue``) or answers a ``query`` from the loaded ensemble."""
-    from unfurl_lite.errors import PlanError
     from unfurl_lite.load import yamlio
     from unfurl_lite.load.loader import resolve_path
     from unfurl_lite.plan import verdicts

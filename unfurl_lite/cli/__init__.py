@@ -5,7 +5,10 @@ one call of :mod:`unfurl_lite.api`.
 
 from __future__ import annotations
 
+import atexit
+import os
 import sys
+import threading
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -20,7 +23,6 @@ def main(argv: list[str] | None = None) -> Any:
 
         print(version_text())
         if argv is None:  # the command's process: nothing else to tear down
-            import os
 
             sys.stdout.flush()
             os._exit(0)
@@ -56,7 +58,6 @@ def main(argv: list[str] | None = None) -> Any:
 def _help() -> None:
     """The command's top-level help: the text click wrote last time when its sources are
     unchanged (:mod:`unfurl_lite.cli.helptext`), else click's, kept for next time."""
-    import os
 
     from unfurl_lite.cli import helptext
 
@@ -79,8 +80,6 @@ def _exit_now(code: Any) -> None:
     a thousand tasks, after all its work is done and its output written. The exit
     functions run and the streams are flushed first; with a thread that is not a daemon
     still running (whose end Python would wait for) the interpreter ends as usual."""
-    import os
-    import threading
 
     if isinstance(code, int) or code is None:
         status = code or 0
@@ -90,7 +89,6 @@ def _exit_now(code: Any) -> None:
     if any(t.is_alive() and not t.daemon for t in threading.enumerate()
            if t is not threading.main_thread()):
         sys.exit(status)
-    import atexit
 
     atexit._run_exitfuncs()  # logging's shutdown, temporary directories' removal
     for stream in (sys.stdout, sys.stderr):

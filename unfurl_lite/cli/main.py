@@ -9,6 +9,8 @@ option) exits 2, as click and Unfurl do; anything else is a bug and keeps its tr
 from __future__ import annotations
 
 import importlib
+import io
+import json
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -17,6 +19,7 @@ import click
 
 from unfurl_lite.cli.commands.unfurl_options import global_options
 from unfurl_lite.cli.version import version_text
+from unfurl_lite.errors import UnfurlLiteError
 from unfurl_lite.model.builtin_workflows import WORKFLOWS
 
 
@@ -87,7 +90,6 @@ class LazyGroup(click.Group):
         return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
-        from unfurl_lite.errors import UnfurlLiteError
 
         try:
             try:
@@ -170,7 +172,6 @@ def cli(ctx: click.Context, verbose: int, quiet: bool, no_color: bool) -> None:
 def _escape_unencodable() -> None:
     """A value that is not valid text (a lone surrogate an operation returned) is printed
     escaped (``\\ud800``), as the records hold it, instead of failing the command."""
-    import io
 
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper):
@@ -184,7 +185,6 @@ def help_text() -> str:
 
 
 def main(argv: list[str] | None = None) -> Any:
-    from unfurl_lite.errors import UnfurlLiteError
 
     try:
         return cli.main(args=argv, prog_name="unfurl", standalone_mode=False)
@@ -230,7 +230,6 @@ def wants_json(args: list[str]) -> bool:
 
 def _error_json(exc: Exception) -> str:
     """An error as the one JSON document a ``--json`` caller parses from stdout."""
-    import json
 
     from unfurl_lite.errors import InputError, UnfurlLiteError
 

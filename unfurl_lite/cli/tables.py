@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -76,7 +77,6 @@ def stream_width(stream: object) -> int | None:
 
 
 def terminal_width() -> int:
-    import shutil
 
     return environment_width() or shutil.get_terminal_size().columns
 

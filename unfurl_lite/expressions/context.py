@@ -8,6 +8,7 @@ template can touch them.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -150,7 +151,6 @@ def spec_secrets(topology: Topology) -> set[str]:
     ones (:func:`topology_secrets`), sensitive inputs given as expressions (evaluated
     now), and the value of every variable it names with ``get_env``. A job knows these
     before its first task; ``resume`` derives them again before recording a killed job."""
-    import os
 
     found = topology_secrets(topology)
     ctx = EvalContext(self_view={}, inputs=wrapped_inputs(topology))

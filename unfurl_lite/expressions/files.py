@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import codecs
+import io
 import json
 import os
 import shutil
@@ -226,7 +227,6 @@ def temp_file(contents: Any, suffix: Any = None, encoding: Any = None) -> str:
 
 
 def _yaml_text(value: Any) -> str:
-    import io
 
     from ruamel.yaml import YAML
 

@@ -14,7 +14,9 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import ExpressionError
-from unfurl_lite.expressions import files, labels
+from unfurl_lite.expressions import catalog, files, labels
+from unfurl_lite.expressions.entities import NodeEntity
+from unfurl_lite.expressions.query import parse_query
 from unfurl_lite.expressions.resolve import (
     Scope,
     eval_for_function,
@@ -306,7 +308,6 @@ def get_dir(arg: Any, scope: Scope) -> str:
 
 
 def get_nodes_of_type(arg: Any, scope: Scope) -> list[Any]:
-    from unfurl_lite.expressions.entities import NodeEntity
 
     type_name = str(map_value(arg, scope))
     world = scope.ctx.world()
@@ -324,7 +325,6 @@ def _lineage(node: Any, scope: Scope) -> tuple[str, ...]:
 
 
 def get_attribute(arg: Any, scope: Scope) -> Any:
-    from unfurl_lite.expressions.query import parse_query
 
     args = list(map_value(arg, scope))
     if len(args) < 2:
@@ -362,7 +362,6 @@ def get_property(arg: Any, scope: Scope) -> Any:
 
 
 def is_function_defined(arg: Any, scope: Scope) -> bool:
-    from unfurl_lite.expressions import catalog
 
     return catalog.implementation("function", str(map_value(arg, scope))) is not None
 

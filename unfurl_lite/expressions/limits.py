@@ -11,6 +11,7 @@ import contextlib
 import contextvars
 import functools
 import re
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -333,7 +334,6 @@ def render_limits(deadline: float | None, limit: float,
     """While a template renders: stop it at its deadline (``limit`` seconds from now when
     None), when the job's render budget is spent, or as soon as the job is cancelled
     (``cancel``: an Event), whichever comes first."""
-    import sys
 
     now = time.monotonic()
     spend = budget.get()

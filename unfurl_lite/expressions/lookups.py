@@ -7,6 +7,7 @@ rules). The catalog (:mod:`.catalog`) says which plugin is which, and why the ot
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -92,7 +93,6 @@ def _pure_plugin(name: str) -> Any:
 
 
 def _pure(plugin: str, terms: list[Any], options: Mapping[str, Any]) -> list[Any]:
-    import itertools
 
     if plugin == "items":
         return _flat(terms)

@@ -8,6 +8,7 @@ the allow-list, ``file`` inside the project, and Unfurl's own filters.
 
 from __future__ import annotations
 
+import ast
 import functools
 import itertools
 import os
@@ -32,7 +33,7 @@ from unfurl_lite.expressions.limits import (
 from unfurl_lite.expressions.scope import current_ctx
 from unfurl_lite.security import redaction, taint
 from unfurl_lite.security.environment import PROJECT_VARIABLES, allowed
-from unfurl_lite.security.paths import PROTECTED
+from unfurl_lite.security.paths import PROTECTED, confine, read_regular_file
 
 if TYPE_CHECKING:
     from unfurl_lite.expressions.expr import EvalContext
@@ -224,7 +225,6 @@ def env_lookup(*names: Any, default: Any = "", **options: Any) -> list[Any]:
 
 def file_global(name: str) -> str:
     """``{{ file('config/app.ini') }}``: a file's text, only from inside the project."""
-    from unfurl_lite.security.paths import confine, read_regular_file
 
     ctx = current_ctx.get()
     if ctx is None or ctx.project_root is None:
@@ -403,7 +403,6 @@ def render_native(text: str, ctx: EvalContext) -> Any:
 
 def native_value(rendered: str) -> Any:
     """Ansible's ``ansible_native_concat`` applied to a rendered text."""
-    import ast
 
     if not rendered:
         return rendered

@@ -12,16 +12,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from unfurl_lite.errors import UnfurlLiteError
-from unfurl_lite.expressions.digest import digestable, input_digest
+from unfurl_lite.errors import ExpressionError, UnfurlLiteError
+from unfurl_lite.expressions.digest import digest, digestable, input_digest
 from unfurl_lite.load.digestkey import key_provider
 from unfurl_lite.load.jobslog import log_records
-from unfurl_lite.load.taskrecords import TaskRecord, task_records
+from unfurl_lite.load.taskrecords import JOBS_DIR, TaskRecord, task_records
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Operation
 from unfurl_lite.model.narrow import is_list, is_map, is_mapping
 from unfurl_lite.plan.tasks import CHECK, DISCOVER, RUN
 from unfurl_lite.plan.topology import is_present
+from unfurl_lite.security.taint import env_variables
 
 RELATIONSHIP_INTERFACES = ("Configure", "RelationshipLifecycle")
 #: tasks that observe or run ad hoc: what they ran with is not what was deployed
@@ -123,9 +124,7 @@ def current_digest(ensemble: Ensemble, instance: str, op: Operation, keys: str =
 def environment_read(ensemble: Ensemble, instance: str, op: Operation) -> tuple[str, ...]:
     """The environment variables the operation's inputs read now (for the plan to say why
     it reconfigures: Unfurl's digests cover them, and so do ours, keyed)."""
-    from unfurl_lite.errors import ExpressionError
     from unfurl_lite.expressions.context import make_context, render_inputs
-    from unfurl_lite.security.taint import env_variables
 
     ctx = make_context(ensemble.topology, ensemble.instances, instance)
     try:
@@ -142,7 +141,6 @@ def _recorded_reads(ensemble: Ensemble, change_id: str) -> dict[str, Any] | None
     from ruamel.yaml import YAMLError
 
     from unfurl_lite.load import yamlio
-    from unfurl_lite.load.taskrecords import JOBS_DIR
 
     for path in (ensemble.project_root / JOBS_DIR).glob(f"job*-{change_id[:8]}.yaml"):
         try:
@@ -164,9 +162,7 @@ def changed_reads(ensemble: Ensemble, instance: str, op: Operation, change_id: s
     """The digest keys (inputs, and values read such as ``::svc::greeting``) whose value
     differs from what the task ``change_id`` ran with, for the plan to say why an operation
     runs again; empty when that cannot be told."""
-    from unfurl_lite.errors import ExpressionError
     from unfurl_lite.expressions.context import make_context, render_inputs
-    from unfurl_lite.expressions.digest import digest
     from unfurl_lite.expressions.reads import operation_reads
 
     def value_digest(value: Any) -> str:
@@ -196,7 +192,6 @@ def changed_reads(ensemble: Ensemble, instance: str, op: Operation, change_id: s
 
 def digest_now(ensemble: Ensemble, instance: str, op: Operation, keys: str = "") -> str | None:
     """:func:`current_digest`, or None when the inputs cannot be rendered now."""
-    from unfurl_lite.errors import ExpressionError
 
     try:
         return current_digest(ensemble, instance, op, keys)

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from unfurl_lite.errors import ExpressionError, UnfurlLiteError
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Instance, Status
 from unfurl_lite.model.narrow import new_list
@@ -62,7 +63,6 @@ def deployed_baselines(ensemble: Ensemble) -> dict[str, dict[str, tuple[str, str
 def instance_drift(
     ensemble: Ensemble, instance: Instance, recorded: Mapping[str, tuple[str, str]]
 ) -> Drift:
-    from unfurl_lite.errors import ExpressionError, UnfurlLiteError
 
     drift = Drift()
     if instance.status in (Status.absent, Status.pending) or instance.discovered:

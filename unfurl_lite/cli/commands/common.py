@@ -9,6 +9,7 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any, cast
 
 import click
@@ -66,7 +67,6 @@ def quiet_collector() -> Iterator[None]:
 
 def instance_names(ensemble: str | None) -> list[str]:
     """Template and instance names, read cheaply (no validation) for shell completion."""
-    from pathlib import Path
 
     from ruamel.yaml import YAML
 

@@ -3,6 +3,8 @@ cancel`` stops a job running in another process (found through the lock file).""
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from typing import Any
 
 import click
@@ -47,7 +49,6 @@ def resume(ctx: click.Context, changeid: str | None, ensemble: str | None, force
     terminal it shows what is left to run and asks first (-a: do not ask); without one
     it goes on, since the job was approved when it started.
     """
-    import contextlib
 
     from unfurl_lite import api
     from unfurl_lite.cli import render
@@ -66,7 +67,6 @@ def resume(ctx: click.Context, changeid: str | None, ensemble: str | None, force
 
     def confirm(left: Any) -> bool:
         """What is left to run, shown; asked about only where someone can answer."""
-        import sys
 
         title = f"{left.workflow} (what is left to run)"
         shown_plan = render.plan_tree(left, title) if tty else render.plan_text(left, title)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import click
@@ -48,7 +49,6 @@ def worker(name: str | None, queues: tuple[str, ...], concurrency: int | None,
     runs each task in the job's project at the job's commit, and never passes the broker's
     URL to an operation.
     """
-    import os
 
     from unfurl_lite.api.distributed import serve_worker
 

@@ -6,6 +6,7 @@ picture goes to stdout unless ``-o`` names a file, which is written whole or not
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
@@ -45,7 +46,6 @@ def graph(
         raise click.UsageError("--json and --format contradict each other: give one")
     topology = view.load_graph(ensemble, instances=instances)
     if as_json:
-        import json
 
         text = json.dumps(view.as_json(topology), indent=2, ensure_ascii=False) + "\n"
     elif format_ == "svg":

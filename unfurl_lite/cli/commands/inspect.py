@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import click
 
 from unfurl_lite.cli.commands.common import echo_json, ensemble_option, is_terminal, show
+from unfurl_lite.cli.terminal import colour_disabled
 
 JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 ENSEMBLE_OPTION = ensemble_option(positional=False)
@@ -15,7 +17,6 @@ ENSEMBLE_OPTION = ensemble_option(positional=False)
 def _table(title: str, columns: list[Any], rows: list[list[str]]) -> Any:
     """Aligned columns fitted to the terminal (to $COLUMNS, if set, in a pipe or log)."""
     from unfurl_lite.cli import tables
-    from unfurl_lite.cli.terminal import colour_disabled
 
     if is_terminal():
         return tables.plain(title, columns, rows, tables.terminal_width(),
@@ -158,7 +159,6 @@ def history(
 def compact_summary(summary: str) -> str:
     """Unfurl's summary without its zero counts, for a narrow table:
     ``4 tasks (2 changed, 4 ok, 0 failed, …)`` is ``4 tasks (2 changed, 4 ok)``."""
-    import re
 
     inner = re.search(r"\((.*)\)", summary)
     if inner is None:

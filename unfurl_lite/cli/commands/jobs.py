@@ -10,6 +10,8 @@ The CLI and the library therefore plan and record the same job the same way.
 
 from __future__ import annotations
 
+import contextlib
+import difflib
 import os
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -138,7 +140,6 @@ def run_instead(ctx: click.Context, parameter: Parameter, named: str, ensemble: 
     """A parameter naming another workflow to run instead (Cloudify's update can): the
     spec is already the new one, so running the named workflow is what Cloudify does
     after storing the new deployment plan."""
-    import difflib
 
     names = {spelled: (w, dict(w.commands.get(spelled) or {}))
              for w in (BY_NAME[n] for n in parameter.runs_instead)
@@ -182,7 +183,6 @@ def execute_workflow(
 ) -> None:
     """Plan ``workflow``, show the plan, ask when it must, run the job and show its
     result; the exit code is the job's (``--jobexitcode``)."""
-    import contextlib
 
     from unfurl_lite import api
 

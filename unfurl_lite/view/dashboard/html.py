@@ -15,8 +15,12 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
+from unfurl_lite.errors import ChangeIdError, HistoryError
+from unfurl_lite.model import changeid
+from unfurl_lite.record.history import iso
 from unfurl_lite.view.dashboard import live, pages
 from unfurl_lite.view.dashboard.timeline import status_of, timeline_svg
+from unfurl_lite.view.diagram import status_colour, status_stroke
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -34,7 +38,6 @@ def environment() -> Environment:
     env.filters["duration"] = duration
     env.filters["changeid_time"] = changeid_time
     env.filters["clock"] = lambda moment: moment.astimezone(UTC).strftime("%H:%M:%S.%f")[:12]
-    from unfurl_lite.view.diagram import status_colour, status_stroke
 
     env.globals.update(colour=status_colour, stroke=status_stroke, status_of=status_of)
     return env
@@ -57,9 +60,6 @@ def duration(seconds: float | None) -> str:
 
 def changeid_time(change_id: str | None) -> str:
     """The time a changeId encodes (ISO), as a job's page shows it."""
-    from unfurl_lite.errors import ChangeIdError
-    from unfurl_lite.model import changeid
-    from unfurl_lite.record.history import iso
 
     try:
         return iso(changeid.decode(str(change_id)))
@@ -85,7 +85,6 @@ def overview(ensemble: Path, instances: bool = False) -> str:
 
 
 def history(ensemble: Path, instance: str | None) -> str:
-    from unfurl_lite.errors import HistoryError
 
     try:
         jobs, problem = pages.history(ensemble, instance), ""

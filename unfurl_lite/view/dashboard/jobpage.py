@@ -11,6 +11,7 @@ blocked it, not its instance's ``pending`` or ``error``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from unfurl_lite.model import changeid
+from unfurl_lite.model.builtin_workflows import BY_NAME, PARAMETERS
 from unfurl_lite.model.narrow import is_map, new_dict, new_list
 from unfurl_lite.record import history as hist
 from unfurl_lite.record.journal import JournalFile
@@ -351,7 +353,6 @@ def equivalent_command(workflow: str, plan_options: dict[str, Any],
     """The command line that runs this job again, spelled as the CLI takes it: Unfurl's
     workflows with their flags, Cloudify's parameters as ``-p name=value``, a custom TOSCA
     workflow through ``run --workflow``."""
-    from unfurl_lite.model.builtin_workflows import BY_NAME, PARAMETERS
 
     declared = BY_NAME.get(workflow)
     custom = bool(workflow) and declared is None
@@ -394,7 +395,6 @@ def equivalent_command(workflow: str, plan_options: dict[str, Any],
 
 def _text(value: Any) -> str:
     """A parameter's value as ``-p`` reads it (YAML: JSON is YAML)."""
-    import json
 
     if isinstance(value, bool):
         return "true" if value else "false"

@@ -16,8 +16,10 @@ from typing import Any
 
 from unfurl_lite.model import changeid
 from unfurl_lite.record import history as hist
-from unfurl_lite.record.journal import JournalFile, journal_path, read_journal
+from unfurl_lite.record.journal import PREFIX, JournalFile, journal_path, read_journal
 from unfurl_lite.record.journal_format import events_path
+from unfurl_lite.record.liveness import pid_alive
+from unfurl_lite.record.records import JOBS_DIR
 from unfurl_lite.run.observer import RUNNING, execution_status
 
 POLL = 0.1  # seconds between looks at the journal's files
@@ -101,7 +103,6 @@ def summary(ensemble: Path, job_id: str) -> dict[str, Any] | None:
 
 
 def alive(journal: JournalFile) -> bool:
-    from unfurl_lite.record.liveness import pid_alive
 
     return pid_alive(journal.pid)
 
@@ -185,8 +186,6 @@ def _holds_lock(ensemble: Path, job_id: str) -> bool:
 def running_journals(ensemble: Path) -> list[JournalFile]:
     """Journals of the jobs running now (started, process alive), newest first; only the
     newest journals are read, since a running job's is always among them."""
-    from unfurl_lite.record.journal import PREFIX
-    from unfurl_lite.record.records import JOBS_DIR
 
     root = project_root(ensemble)
     found: list[JournalFile] = []
@@ -246,7 +245,6 @@ def project_events(
 
 def _dir_stamp(directory: Path) -> tuple[Any, ...]:
     """The newest journals' stamps: a new job, or a task moving in a running one."""
-    from unfurl_lite.record.journal import PREFIX
 
     try:
         newest = sorted(directory.glob(f"{PREFIX}*.yaml"))[-RECENT:]

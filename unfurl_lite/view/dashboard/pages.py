@@ -17,6 +17,7 @@ from unfurl_lite.errors import ChangeIdError, UnfurlLiteError
 from unfurl_lite.model import changeid
 from unfurl_lite.record import history as hist
 from unfurl_lite.record.history import Filters
+from unfurl_lite.record.journal import restore_instances
 from unfurl_lite.record.resume import RESUMABLE
 from unfurl_lite.view.dashboard import heads, jobpage, live
 from unfurl_lite.view.dashboard.jobpage import JobPage
@@ -56,7 +57,6 @@ def overview(ensemble: Path, instances: bool = False) -> dict[str, Any]:
 
 def with_journal_instances(ensemble: Any, journal: Any) -> Any:
     """The ensemble with its instances as a running job's journal has them now."""
-    from unfurl_lite.record.journal import restore_instances
 
     now = restore_instances(journal.data.get("instances") or {})
     return dataclasses.replace(ensemble, instances={**ensemble.instances, **now})

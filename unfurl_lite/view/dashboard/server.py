@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from unfurl_lite.errors import UnfurlLiteError
-from unfurl_lite.view.dashboard import html, live
+from unfurl_lite import api
+from unfurl_lite.errors import HistoryError, UnfurlLiteError
+from unfurl_lite.view.dashboard import html, live, pages
 from unfurl_lite.view.dashboard.pages import NotFound
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
@@ -190,7 +191,6 @@ class Handler(BaseHTTPRequestHandler):
         self._page(HTTPStatus.OK, html.job(self.server.ensemble, match.group(1)))
 
     def job_events(self, match: re.Match[str], query: dict[str, str]) -> None:
-        from unfurl_lite.view.dashboard import pages
 
         page = pages.job_page(self.server.ensemble, match.group(1))  # 404 if unknown
         self._stream(live.job_events(self.server.ensemble, page.change_id, self.server.stop))
@@ -209,13 +209,10 @@ class Handler(BaseHTTPRequestHandler):
         self._send(HTTPStatus.OK, path.read_bytes(), STATIC_TYPES[path.suffix])
 
     def api_status(self, match: re.Match[str], query: dict[str, str]) -> None:
-        from unfurl_lite import api
 
         self._json(api.status(self.server.ensemble))
 
     def api_history(self, match: re.Match[str], query: dict[str, str]) -> None:
-        from unfurl_lite.errors import HistoryError
-        from unfurl_lite.view.dashboard import pages
 
         try:
             self._json(pages.jobs(self.server.ensemble, query.get("instance")))
@@ -223,7 +220,6 @@ class Handler(BaseHTTPRequestHandler):
             raise NotFound(exc.format()) from None
 
     def api_job(self, match: re.Match[str], query: dict[str, str]) -> None:
-        from unfurl_lite.view.dashboard import pages
 
         self._json(pages.job_json(pages.job_page(self.server.ensemble, match.group(1))))
 
