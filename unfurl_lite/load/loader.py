@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from unfurl_lite.errors import InputError, LimitExceeded, Problem
 from unfurl_lite.load import parsecache, yamlio
 from unfurl_lite.load.builder import build
 from unfurl_lite.model.ensemble import Ensemble
+
+if TYPE_CHECKING:
+    from unfurl_lite.model.documents import EnsembleDoc
 
 ENSEMBLE_FILE = "ensemble.yaml"
 
@@ -48,7 +51,7 @@ def load_ensemble(path: str | Path | None = None) -> Ensemble:
         if data is None:
             return _round_trip_load(file, text)
         parsecache.put(file, text, data)
-    ensemble = build(file, text, data)
+    ensemble = build(file, text, cast("EnsembleDoc", data))  # parsed: the ensemble's shape
     ensemble.merged = raw is not None
     ensemble.plain = raw if raw is not None else data
     return ensemble

@@ -418,8 +418,8 @@ def _path_of(doc: Any, ensemble: Ensemble, item: NameProblem) -> tuple[Any, ...]
 def _get(doc: Any, path: tuple[Any, ...]) -> Any:
     node = doc
     for part in path:
-        inside = (part in node if is_mapping(node) else
-                  is_list(node) and isinstance(part, int) and 0 <= part < len(node))
+        inside = (part in node if isinstance(node, Mapping) else
+                  isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node))
         if not inside:
             return None
         node = node[part]

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from unfurl_lite.errors import ChangeIdError, HistoryError
 from unfurl_lite.load import gitobjects, gitrepo
@@ -154,7 +154,7 @@ def inline_log(ensemble: Path | None) -> tuple[list[Any] | None, dict[str, Any] 
     from ruamel.yaml import YAML
 
     try:
-        doc = cast(Any, YAML(typ="safe").load(text))  # parsed: any YAML
+        doc = YAML(typ="safe").load(text)
     except Exception:  # any damage in an old file: its changes are not listed
         return None, None
     if not is_map(doc) or not isinstance(doc.get("changes"), list):
@@ -495,13 +495,15 @@ def status_at(text: str | None) -> dict[str, dict[str, Any]]:
     from ruamel.yaml import YAML
 
     try:
-        doc = cast(Any, YAML(typ="safe").load(text))  # parsed: any YAML
+        doc = YAML(typ="safe").load(text)
     except Exception:  # a version that does not parse has no status to show
         return {}
-    status: Mapping[str, Any] = (doc or {}).get("status") or {}
+    document: Mapping[str, Any] = doc or {}
+    status: Mapping[str, Any] = document.get("status") or {}
     found: dict[str, dict[str, Any]] = {}
     for name, (record, _) in layout.flatten(status.get("instances") or {}).items():
-        ready: Mapping[str, Any] = (record or {}).get("readyState") or {}
+        recorded: Mapping[str, Any] = record or {}
+        ready: Mapping[str, Any] = recorded.get("readyState") or {}
         found[str(name)] = {"status": ready.get("local"), "state": ready.get("state")}
     return found
 
@@ -527,7 +529,7 @@ def written_secrets(text: str | None) -> set[str]:
     from ruamel.yaml import YAML
 
     try:
-        doc = cast(Any, YAML(typ="safe").load(text))  # parsed: any YAML
+        doc = YAML(typ="safe").load(text)
     except Exception:  # unparsable: nothing to learn (the current secrets still apply)
         return set()
     found: set[str] = set()

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import click
 
@@ -76,12 +76,13 @@ def instance_names(ensemble: str | None) -> list[str]:
     if path.is_dir():
         path = path / "ensemble.yaml"
     try:
-        doc = cast(Any, YAML(typ="safe").load(path.read_text()))  # parsed: any YAML
-        spec = doc.get("spec") or {}
-        templates = ((spec.get("service_template") or {}).get("topology_template") or {}).get(
-            "node_templates"
-        ) or {}
-        instances = layout.flatten((doc.get("status") or {}).get("instances") or {})
+        doc = YAML(typ="safe").load(path.read_text())
+        spec: dict[str, Any] = doc.get("spec") or {}
+        service: dict[str, Any] = spec.get("service_template") or {}
+        topology: dict[str, Any] = service.get("topology_template") or {}
+        templates: dict[str, Any] = topology.get("node_templates") or {}
+        status: dict[str, Any] = doc.get("status") or {}
+        instances = layout.flatten(status.get("instances") or {})
     except Exception:  # completion must never fail loudly
         return []
     return sorted({str(n) for n in [*templates, *instances] if not str(n).startswith("+")})
