@@ -154,6 +154,24 @@ def waiting_plan(plan: Plan, waits: Mapping[int, tuple[str, ...]]) -> Plan:
         return plan
     by_number = {t.number: t for t in plan.tasks}
     after = {t.number: list(t.after) for t in plan.tasks}
+    # a deadlock broken for one wait can free an order an earlier wait had to skip
+    while _add_waits(plan, waits, by_number, after):
+        pass
+    deferred = _followers(after, set(waits))
+    position = {t.number: i for i, t in enumerate(plan.tasks)}
+    order = _ordered([t.number for t in plan.tasks if t.number not in deferred], after,
+                     position) + _ordered([n for n in position if n in deferred], after, position)
+    tasks = [replace(by_number[n], after=tuple(after[n]), waits_on=waits.get(n, ()))
+             if n in waits or tuple(after[n]) != by_number[n].after else by_number[n]
+             for n in order]
+    return replace(plan, tasks=tasks)
+
+
+def _add_waits(plan: Plan, waits: Mapping[int, tuple[str, ...]], by_number: Mapping[int, Task],
+               after: dict[int, list[int]]) -> bool:
+    """One pass putting each waiting task after the tasks of what it waits for, unless that
+    would make a cycle; whether it added an order."""
+    added = False
     for number, values in waits.items():
         instances = {v[2:].partition("::")[0] for v in values}
         waiting = by_number[number].target
@@ -169,17 +187,12 @@ def waiting_plan(plan: Plan, waits: Mapping[int, tuple[str, ...]]) -> Plan:
                 _yield(after, other.number, {t.number for t in plan.tasks
                                              if t.target == waiting}, by_number)
                 if _reaches(after, other.number, number):
-                    after = kept
+                    after.clear()
+                    after.update(kept)
             if not _reaches(after, other.number, number):
                 after[number].append(other.number)
-    deferred = _followers(after, set(waits))
-    position = {t.number: i for i, t in enumerate(plan.tasks)}
-    order = _ordered([t.number for t in plan.tasks if t.number not in deferred], after,
-                     position) + _ordered([n for n in position if n in deferred], after, position)
-    tasks = [replace(by_number[n], after=tuple(after[n]), waits_on=waits.get(n, ()))
-             if n in waits or tuple(after[n]) != by_number[n].after else by_number[n]
-             for n in order]
-    return replace(plan, tasks=tasks)
+                added = True
+    return added
 
 
 def _yield(after: dict[int, list[int]], number: int, waiting: set[int],
