@@ -170,6 +170,8 @@ def run_job(
         for t in plan.tasks if t.operation is not None and t.number not in ran
         and t.workflow != "undeploy"])  # undeploy leaves out what it cannot render
     if not confirm(ensemble, plan):
+        if not (plan.tasks or request.options.dryrun or request.locked):
+            lock.refuse_interrupted(ensemble.path)
         return None
     todo = len([t for t in plan.tasks if t.number not in resumed.runs]) if resumed \
         else len(plan.runnable)

@@ -11,7 +11,7 @@ from typing import Any
 from unfurl_lite.errors import InputError, UnfurlLiteError
 from unfurl_lite.expressions.limits import budgeted
 from unfurl_lite.load.loader import load_ensemble
-from unfurl_lite.model.ensemble import Ensemble
+from unfurl_lite.model.ensemble import LOCK_NAME, Ensemble
 from unfurl_lite.model.narrow import is_map
 from unfurl_lite.plan.tasks import Plan
 from unfurl_lite.run.options import PlanOptions
@@ -48,7 +48,7 @@ spec:
 
 #: What every project's .gitignore holds (the lock file of a running job among them).
 GITIGNORE_LINES = (
-    "jobs/*.log", "tosca_repositories", ".unfurl-lite.lock", ".unfurl-lite.queue-*")
+    "jobs/*.log", "tosca_repositories", LOCK_NAME, ".unfurl-lite.queue-*")
 
 
 

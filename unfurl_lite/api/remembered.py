@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from unfurl_lite.errors import PlanError
+from unfurl_lite.model.ensemble import LOCK_NAME
 from unfurl_lite.plan.tasks import Plan
 from unfurl_lite.run.options import PlanOptions
 
@@ -41,4 +42,6 @@ def remembered_plan(
     except PlanError:  # said by run_job, after the ensemble's own problems
         return None
     file = resolve_path(ensemble)
+    if (file.parent / LOCK_NAME).exists():  # a job runs, or was killed: plan it (api/jobs)
+        return None
     return verdicts.recall(file, yamlio.read_text(file), workflow, given)

@@ -15,6 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.model.entities import Instance, Topology
 
+#: beside the ensemble while a job runs on it, and left by a job that was killed: its
+#: records are not in the ensemble yet (record/lock.py writes it)
+LOCK_NAME = ".unfurl-lite.lock"
+
 if TYPE_CHECKING:
     from unfurl_lite.model.documents import JobEntry, SpecDoc
 

@@ -302,7 +302,7 @@ def running_jobs(root: Path) -> list[JobRecord]:
             change_id=journal.change_id, status="", start_time="", summary=summary,
             workflow=str(journal.data.get("workflow") or ""), state=journal.state,
         ))  # fmt: skip
-    holder = lock.read_lock(root / lock.LOCK_NAME)
+    holder = lock.holder(root)
     if holder is not None and holder.alive and holder.pid > 0 and not any(
         j.change_id == holder.change_id for j in journals
     ):

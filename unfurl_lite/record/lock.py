@@ -19,11 +19,11 @@ from pathlib import Path
 
 from unfurl_lite.errors import JobError, LockError, StorageError, UnfurlLiteError
 from unfurl_lite.load.yamlio import fsync, temp_file
+from unfurl_lite.model.ensemble import LOCK_NAME
 from unfurl_lite.model.narrow import is_map
 from unfurl_lite.record import interrupted
 from unfurl_lite.record.liveness import pid_alive
 
-LOCK_NAME = ".unfurl-lite.lock"
 MAX_LOCK_BYTES = 64 * 1024  # a lock is a line of JSON: anything larger is not one of ours
 
 
@@ -43,6 +43,11 @@ class LockInfo:
 
 def lock_path(ensemble_path: Path) -> Path:
     return ensemble_path.parent / LOCK_NAME
+
+
+def holder(directory: Path) -> LockInfo | None:
+    """Who holds the lock of the ensemble in ``directory``, if anyone."""
+    return read_lock(directory / LOCK_NAME)
 
 
 def read_lock(path: Path) -> LockInfo | None:
@@ -118,13 +123,26 @@ def acquire(ensemble_path: Path, command: str, take_stale: bool = False) -> Path
                 "it with: unfurl cancel",
             )
         if not take_stale:
-            raise LockError(
-                f"stale lock {path}: {describe(info)} is no longer running "
-                "(it was killed or crashed)",
-                hint=f"{finish_advice(ensemble_path.parent)} (or, to abandon it, delete {path})",
-            )
+            raise _stale(ensemble_path, info)
         path.unlink(missing_ok=True)
     raise LockError(f"could not take the lock {path}", hint="try again")
+
+
+def _stale(ensemble_path: Path, info: LockInfo) -> LockError:
+    path = lock_path(ensemble_path)
+    return LockError(
+        f"stale lock {path}: {describe(info)} is no longer running (it was killed or crashed)",
+        hint=f"{finish_advice(ensemble_path.parent)} (or, to abandon it, delete {path})",
+    )
+
+
+def refuse_interrupted(ensemble_path: Path) -> None:
+    """Raise what :func:`acquire` would when a killed job left its lock: a job with
+    nothing to do takes no lock, yet its plan was made from records the killed job had
+    not finished writing ("already ok" for what it had deleted)."""
+    info = read_lock(lock_path(ensemble_path))
+    if info is not None and not (info.alive and info.pid != -1):
+        raise _stale(ensemble_path, info)
 
 
 def wait_until_free(ensemble_path: Path, poll: float = 0.1) -> LockInfo | None:

@@ -77,7 +77,7 @@ def being_recorded(root: Path, path: Path) -> bool:
     between its ``git add`` and ``git commit``)? Ensembles sharing a repository deploy
     at once."""
     for directory in path.parents:
-        info = lock.read_lock(directory / lock.LOCK_NAME)
+        info = lock.holder(directory)
         if info is not None and info.alive and info.pid not in (-1, os.getpid()):
             return True
         if directory == root:
