@@ -56,6 +56,8 @@ def missing_message(obj: Any, name: Any, missing_variable: bool = False) -> str:
             keys = [k for k in obj if isinstance(k, str)][:10_000]
         except Exception:  # a lazy mapping that cannot list its keys: no suggestion
             keys = []
+        if VIEW_FIELDS.issubset(keys):  # an instance: its own names first, as validate says
+            keys = [k for k in keys if k not in VIEW_FIELDS] or keys
         close = did_you_mean(str(name), keys)
         if close:
             return f"{text}; {close}"
