@@ -33,7 +33,7 @@ from unfurl_lite.model.entities import (
     canonical_interface,
 )
 from unfurl_lite.model.lineage import NORMATIVE_ATTRIBUTES, ancestry, normative_name, parents
-from unfurl_lite.model.narrow import YAMLList, YAMLMap, is_list, is_map
+from unfurl_lite.model.narrow import YAMLList, YAMLMap, YAMLValue, is_list, is_map
 
 if TYPE_CHECKING:
     from unfurl_lite.model.documents import (
@@ -530,7 +530,7 @@ def _operation(
     )
     impl_map: YAMLMap = implementation if is_map(implementation) else {}
     timeout = impl_map.get("timeout", definition.get("timeout", inputs.get("timeout")))
-    environment = impl_map.get("environment")
+    environment: YAMLValue = impl_map.get("environment")
     outputs = definition.get("outputs")
     return Operation(
         interface,

@@ -20,7 +20,7 @@ import marshal
 import os
 import sys
 from types import CodeType
-from typing import Any
+from typing import Any, cast
 
 from unfurl_lite.load import pycache
 
@@ -51,7 +51,8 @@ def _read(path: str) -> dict[str, CodeType]:
         return {}
     if not isinstance(found, dict):
         return {}
-    return {k: v for k, v in found.items() if isinstance(k, str) and type(v) is CodeType}
+    entries = cast("dict[Any, Any]", found)  # anything marshal wrote: each entry checked
+    return {k: v for k, v in entries.items() if isinstance(k, str) and type(v) is CodeType}
 
 
 def _exec(source: Any, globals: Any = None, locals: Any = None) -> None:

@@ -16,6 +16,8 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from unfurl_lite.model.narrow import type_of
+
 WIDTH = 80  # yamlio's ruamel width, which is Unfurl's
 ENTRY_INDENT = 2  # the keys of a mapping in a top-level list: a record's entries
 _INDICATORS = frozenset("#,[]{}&*!|>'\"%@`")
@@ -54,7 +56,7 @@ def dump(data: Any, memo: dict[tuple[str, int, int], tuple[str, int]] | None = N
     changes file hold the same task entries, one with fewer keys): the text of each entry's
     key and value, emitted once for both. It is keyed by the value's identity, so the
     documents must share their values and stay unchanged until the last is dumped."""
-    if type(data) is not dict or not data:
+    if type_of(data) is not dict or not data:
         return None
     writer = _Writer(memo)
     try:
@@ -95,7 +97,7 @@ _SHORT = 160  # longer strings are seldom repeated: not kept
 
 
 def _pair(w: _Writer, key: Any, value: Any, indent: int) -> None:
-    kind = type(value)
+    kind = type_of(value)
     if kind in _SCALARS:
         if kind is str and len(value) > _SHORT:
             _emit_pair(w, key, value, indent)
@@ -127,9 +129,9 @@ def _pair(w: _Writer, key: Any, value: Any, indent: int) -> None:
 def _flat(mapping: dict[Any, Any]) -> tuple[Any, ...] | None:
     """A mapping of short scalars as a key for :data:`_PAIRS` (with the values' types:
     ``True == 1``), or None."""
-    items = []
+    items: list[tuple[Any, type[Any], Any]] = []
     for key, value in mapping.items():
-        kind = type(value)
+        kind = type_of(value)
         if kind not in _SCALARS or (kind is str and len(value) > _SHORT):
             return None
         items.append((key, kind, value))
@@ -143,7 +145,7 @@ def _emit_pair(w: _Writer, key: Any, value: Any, indent: int) -> None:
     w.whitespace = False
     if value is None:
         return
-    kind = type(value)
+    kind = type_of(value)
     if kind is dict:
         if not value:
             w.put(" {}")
@@ -166,7 +168,7 @@ def _sequence(w: _Writer, items: list[Any], indent: int) -> None:
             w.newline(indent)
         w.put("-")
         w.whitespace = False
-        kind = type(item)
+        kind = type_of(item)
         if item is None:
             w.put(" ")
         elif kind is dict:

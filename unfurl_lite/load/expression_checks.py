@@ -15,7 +15,7 @@ from unfurl_lite.errors import Problem
 from unfurl_lite.expressions import catalog
 from unfurl_lite.expressions.analysis import could_be_template
 from unfurl_lite.load.problems import mapping, problem_at
-from unfurl_lite.model.narrow import is_map
+from unfurl_lite.model.narrow import YAMLContainer, YAMLValue, is_map
 
 #: parts of a spec that are never evaluated
 _NOT_EVALUATED = frozenset({"metadata", "description"})
@@ -73,7 +73,8 @@ def _any_expression(value: Any) -> bool:
     """The quick pass: whether any string could be a template or any mapping an
     expression (most specs have few; a large spec is mostly plain strings)."""
     functions = catalog.top_level_functions()
-    stack: list[tuple[Any, Any]] = [(None, value)]
+    stack: list[tuple[Any, YAMLContainer]] = [(None, value)]
+    child: YAMLValue
     while stack:
         key, item = stack.pop()
         if isinstance(item, dict) and (("eval" in item or "ref" in item) or (
@@ -89,7 +90,8 @@ def _any_expression(value: Any) -> bool:
 
 
 def _walk(spec: Any, inputs: frozenset[str]) -> Iterator[Found]:
-    stack: list[tuple[tuple[Any, ...], Any]] = [(("spec",), spec)]
+    stack: list[tuple[tuple[Any, ...], YAMLContainer]] = [(("spec",), spec)]
+    item: YAMLValue
     while stack:  # only containers are pushed
         path, value = stack.pop()
         if isinstance(value, dict) and path[-1] not in _NAMED:

@@ -14,11 +14,16 @@ import contextvars
 import datetime
 import re
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from unfurl_lite.errors import InputError, LimitExceeded, Problem
 from unfurl_lite.load.positions import location
 from unfurl_lite.security.characters import control_character
+
+if TYPE_CHECKING:
+    from ruamel.yaml.nodes import Node
+
+    from unfurl_lite.model.narrow import YAMLScalar
 
 MAX_EXPANDED_NODES = 1_000_000  # nodes with every alias expanded (an alias bomb)
 MAX_EXPANDED_CHARS = 50_000_000  # characters of keys and strings with every alias expanded
@@ -33,6 +38,8 @@ _KEY_ENDS = (": ", ":\n", ":\t", ":\r", '":', "':")
 _BRACKETS = re.compile(r"[\[\]{}]")
 PLAIN_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:omap")
 SCALARS = (str, int, float, bool, type(None), datetime.date)
+#: a node of a document as parsed: its keys may be of any kind until ``check`` has refused them
+_Parsed: TypeAlias = "Mapping[Any, Any] | list[Any] | YAMLScalar"
 
 
 def check_text(text: str, filename: str) -> None:
@@ -176,12 +183,12 @@ def check_aliases(text: str, filename: str) -> None:
         _measure_composed(root, filename)
 
 
-def _measure_composed(root: Any, filename: str) -> None:
+def _measure_composed(root: Node, filename: str) -> None:
     from ruamel.yaml.nodes import MappingNode, SequenceNode
 
     sizes: dict[int, tuple[int, int]] = {}  # id -> (nodes, characters) with aliases expanded
     on_path: set[int] = set()
-    stack: list[tuple[Any, bool]] = [(root, False)]
+    stack: list[tuple[Node, bool]] = [(root, False)]
     while stack:
         node, leaving = stack.pop()
         if leaving:
@@ -203,25 +210,25 @@ def _measure_composed(root: Any, filename: str) -> None:
         stack.extend((child, False) for child in _children(node))
 
 
-def _children(node: Any) -> list[Any]:
+def _children(node: Node) -> list[Node]:
     from ruamel.yaml.nodes import SequenceNode
 
     return node.value if isinstance(node, SequenceNode) else [
         item for pair in node.value for item in pair]
 
 
-def _composed_size(node: Any, children: list[Any], sizes: dict[int, tuple[int, int]],
+def _composed_size(node: Node, children: list[Node], sizes: dict[int, tuple[int, int]],
                    filename: str) -> tuple[int, int]:
     """Nodes and characters of ``node`` as constructed: each alias a copy of its anchor,
     a merge key (``<<: *a``) the merged mappings' pairs (not a key and a mapping)."""
     from ruamel.yaml.nodes import MappingNode, SequenceNode
 
-    def size(child: Any) -> tuple[int, int]:
+    def size(child: Node) -> tuple[int, int]:
         found = sizes.get(id(child))
         return found if found is not None else (1, len(str(child.value)))
 
     total, chars = 1, 0
-    merged: list[Any] = []
+    merged: list[Node] = []
     if isinstance(node, MappingNode):
         for key, value in node.value:
             if key.tag == "tag:yaml.org,2002:merge":
@@ -257,7 +264,7 @@ def check(document: Any, filename: str) -> None:
     sizes: dict[int, tuple[int, int, int]] = {}  # id -> (expanded size, height, characters)
     in_progress: set[int] = set()
     free: set[int] = set()  # data whose keys are not names (an operation's attributes)
-    stack: list[tuple[Any, bool]] = [(document, False)]
+    stack: list[tuple[_Parsed, bool]] = [(document, False)]
     aliased = False  # some node is met twice: the document uses aliases
     while stack:
         node, expanded = stack.pop()
@@ -283,6 +290,7 @@ def check(document: Any, filename: str) -> None:
         in_progress.add(key)
         stack.append((node, True))
         data = key in free
+        v: _Parsed  # a value as parsed: narrowed below by isinstance
         if isinstance(node, Mapping):
             for k, v in node.items():
                 if not isinstance(k, str):
@@ -306,17 +314,20 @@ def check(document: Any, filename: str) -> None:
                     )
                 stack.append((v, False))
         else:
+            items: list[_Parsed] = node
             if data:
-                free.update(id(v) for v in node if isinstance(v, Mapping | list))
-            stack.extend((v, False) for v in node)
+                free.update(id(v) for v in items if isinstance(v, Mapping | list))
+            stack.extend((v, False) for v in items)
 
 
 def _measure(
-    node: Any, sizes: dict[int, tuple[int, int, int]], filename: str, aliased: bool = False
+    node: Mapping[Any, Any] | list[Any], sizes: dict[int, tuple[int, int, int]], filename: str,
+    aliased: bool = False,
 ) -> tuple[int, int, int]:
     """Nodes, height and characters of ``node`` with every alias in it expanded: a big
     string repeated by thousands of aliases is small as parsed and huge once copied."""
     total, height, chars = 1, 0, 0
+    children: list[_Parsed]
     if isinstance(node, Mapping):
         chars += sum(len(k) for k in node if isinstance(k, str))
         children = list(node.values())

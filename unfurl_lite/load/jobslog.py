@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from unfurl_lite.model.narrow import is_map
+from unfurl_lite.model.narrow import YAMLValue, is_map
 from unfurl_lite.security.characters import is_control
 
 #: characters a jobs.tsv field may not hold raw: they would start a line, end a cell, or
@@ -200,8 +200,8 @@ def _text(value: Any) -> str:
 
 
 def _task_record(entry: Mapping[str, Any]) -> dict[str, str]:
-    implementation = entry.get("implementation")
-    ready = entry.get("readyState")
+    implementation: YAMLValue = entry.get("implementation")
+    ready: YAMLValue = entry.get("readyState")
     return {
         "changeId": _text(entry.get("changeId")),
         "previousId": _text(entry.get("previousId")),
@@ -222,7 +222,7 @@ def _job_record(job_id: str, tasks: list[dict[str, str]],
     """A job line for the tasks of one job: the ensemble's ``lastJob`` when it is that job,
     else what its tasks tell (Unfurl writes no job entries inline)."""
     if last_job and last_job.get("changeId") == job_id:
-        ready = last_job.get("readyState")
+        ready: YAMLValue = last_job.get("readyState")
         record = {"changeId": job_id}
         if last_job.get("previousId"):
             record["previousId"] = _text(last_job["previousId"])

@@ -20,6 +20,7 @@ from unfurl_lite.model.ensemble import Ensemble
 
 if TYPE_CHECKING:
     from unfurl_lite.model.documents import EnsembleDoc
+    from unfurl_lite.model.narrow import YAMLValue
 
 ENSEMBLE_FILE = "ensemble.yaml"
 
@@ -71,6 +72,7 @@ def _fast_load(text: str, file: str) -> dict[str, Any] | None:
     large = guard.estimated_values(text) > guard.MAX_ROUND_TRIP_VALUES
     if large and _DIRECTIVES.search(text):
         guard.check_round_trip(text, file)  # refused now, not after a plain parse
+    data: YAMLValue
     try:
         guard.check_aliases(text, file)  # before a loader copies merged keys
         data, directives = _parse_guarded(text, file)
@@ -92,11 +94,11 @@ def _fast_load(text: str, file: str) -> dict[str, Any] | None:
         raise
     if not isinstance(data, dict) or directives or imports.has_imports(data):
         return None
-    data = structure.normalised(data)
-    problems = validate.check(data, file)
+    normal: dict[str, Any] = structure.normalised(data)
+    problems = validate.check(normal, file)
     if problems and large:
         raise InputError(problems, summary=f"{Path(file).name} is not a valid ensemble")
-    return None if problems else data
+    return None if problems else normal
 
 
 def _parse_guarded(text: str, file: str) -> tuple[Any, bool]:
@@ -122,7 +124,7 @@ def _round_trip_load(file: Path, text: str) -> Ensemble:
 
     with guard.round_trip_budget():  # the ensemble, its includes and imports
         guard.check_round_trip(text, str(file))
-        document = yamlio.parse(text, str(file))
+        document: YAMLValue = yamlio.parse(text, str(file))
         if not isinstance(document, dict):
             raise InputError(Problem("the ensemble must be a YAML mapping", file=str(file), line=1))
         reads: dict[str, str | None] = {}

@@ -31,7 +31,14 @@ from unfurl_lite.load.origins import (  # noqa: F401 (the merged document's orig
     put,
     source_file,
 )
-from unfurl_lite.model.narrow import YAMLMap, is_list, is_map, new_dict, new_list
+from unfurl_lite.model.narrow import (
+    YAMLMap,
+    YAMLValue,
+    is_list,
+    is_map,
+    new_dict,
+    new_list,
+)
 from unfurl_lite.security.paths import PROTECTED_HINT, PROTECTED_WHY, protected_part
 
 ANCHOR_KEY = "+&"
@@ -83,9 +90,11 @@ def _delete_path(doc: Any, path: Path_) -> None:
     """Unfurl drops the whole mapping that holds an optional reference that found nothing."""
     if not path:
         return
-    parent, last = _lookup(doc, path[:-1]), path[-1]
+    parent: YAMLValue = _lookup(doc, path[:-1])
+    last = path[-1]
     if isinstance(parent, dict):
-        parent.pop(last, None)
+        if isinstance(last, str):  # (an index names nothing in a mapping)
+            parent.pop(last, None)
     elif is_list(parent) and isinstance(last, int) and last < len(parent):
         del parent[last]
 
@@ -103,15 +112,20 @@ def _delete_stray_markers(node: YAMLMap) -> None:
 
 def has_directives(doc: Any) -> bool:
     """Whether any mapping key is a merge directive (``+...``), i.e. expand would change it."""
-    stack = [doc]
+    stack: list[YAMLValue] = [doc]
+    child: YAMLValue
     while stack:
         node = stack.pop()
         if is_map(node):
             if any(isinstance(key, str) and key.startswith("+") for key in node):
                 return True
-            stack.extend(v for v in node.values() if isinstance(v, dict | list))
+            for child in node.values():
+                if isinstance(child, dict | list):
+                    stack.append(child)
         elif is_list(node):
-            stack.extend(v for v in node if isinstance(v, dict | list))
+            for child in node:
+                if isinstance(child, dict | list):
+                    stack.append(child)
     return False
 
 

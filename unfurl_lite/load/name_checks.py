@@ -33,7 +33,7 @@ from unfurl_lite.expressions.names import (
 )
 from unfurl_lite.model.entities import NodeTemplate, Operation
 from unfurl_lite.model.lineage import NORMATIVE_ATTRIBUTES, normative_name
-from unfurl_lite.model.narrow import is_list, is_mapping
+from unfurl_lite.model.narrow import YAMLValue, is_list, is_mapping
 
 if TYPE_CHECKING:
     from unfurl_lite.model.ensemble import Ensemble
@@ -236,7 +236,7 @@ class _Scope:
 _EACH = frozenset({"item", "key", "value"})
 
 
-def _in_value(value: Any, scope: _Scope, post: bool, path: tuple[Any, ...] = (),
+def _in_value(value: YAMLValue, scope: _Scope, post: bool, path: tuple[Any, ...] = (),
               given: frozenset[str] = frozenset(),
               ) -> Iterator[tuple[tuple[Any, ...], str, str | None]]:
     if isinstance(value, str):
@@ -416,11 +416,14 @@ def _path_of(doc: Any, ensemble: Ensemble, item: NameProblem) -> tuple[Any, ...]
 
 
 def _get(doc: Any, path: tuple[Any, ...]) -> Any:
-    node = doc
+    node: YAMLValue = doc
     for part in path:
-        inside = (part in node if isinstance(node, Mapping) else
-                  isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node))
-        if not inside:
+        if isinstance(node, Mapping):
+            if part not in node:
+                return None
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        else:
             return None
-        node = node[part]
     return node

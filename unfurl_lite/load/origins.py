@@ -84,7 +84,8 @@ def new_seq(src: CommentedSeq | None, file: str) -> CommentedSeq:
     return out
 
 
-def put(dst: Any, key: Any, value: Any, src: Any, src_key: Any, file: str | None) -> None:
+def put(dst: CommentedMap | CommentedSeq, key: Any, value: Any, src: Any, src_key: Any,
+        file: str | None) -> None:
     """Store value under key, carrying over the position and file it was read from."""
     if isinstance(dst, list):  # a new_seq
         dst.append(value)
@@ -92,10 +93,9 @@ def put(dst: Any, key: Any, value: Any, src: Any, src_key: Any, file: str | None
         dst[key] = value
     data = getattr(getattr(src, "lc", None), "data", None)
     if data and src_key in data:
-        own: Any = dst  # a CommentedSeq or CommentedMap: both keep positions in .lc
-        if own.lc.data is None:
-            own.lc.data = {}
-        own.lc.data[key] = list(data[src_key])
+        if dst.lc.data is None:  # a CommentedSeq or CommentedMap: both keep positions in .lc
+            dst.lc.data = {}
+        dst.lc.data[key] = list(data[src_key])
     origin = getattr(dst, _ORIGIN)
     owner = source_file(src, src_key) if src is not None else None
     origin[key] = owner or file
@@ -103,6 +103,6 @@ def put(dst: Any, key: Any, value: Any, src: Any, src_key: Any, file: str | None
 
 def note_merge(node: Any, key: Any, definitions: list[Definition]) -> None:
     if definitions:
-        merged = getattr(node, _MERGED, None) or {}
+        merged: dict[Any, list[Definition]] = getattr(node, _MERGED, None) or {}
         merged[key] = definitions
         setattr(node, _MERGED, merged)

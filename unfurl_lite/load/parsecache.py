@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from unfurl_lite.load import pycache, schemacheck
-from unfurl_lite.model.narrow import is_map
+from unfurl_lite.model.narrow import YAMLValue, is_map
 
 try:  # CPython's own SHA-256: importing hashlib starts OpenSSL, a few ms of every command
     from _sha256 import sha256
@@ -164,7 +164,7 @@ def get(file: Path, text: str) -> Any:
     if (not is_map(entry) or "data" not in entry
             or entry.get("key") != _identity(file, text)):
         return None
-    deps = entry.get("deps") or {}
+    deps: YAMLValue = entry.get("deps") or {}
     if not is_map(deps):
         return None
     project = file.parent

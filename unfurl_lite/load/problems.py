@@ -9,7 +9,7 @@ from unfurl_lite.errors import Problem
 from unfurl_lite.expressions.names import did_you_mean  # noqa: F401 (checks import it here)
 from unfurl_lite.load import positions
 from unfurl_lite.load.origins import format_path, source_file
-from unfurl_lite.model.narrow import YAMLMap
+from unfurl_lite.model.narrow import YAMLMap, YAMLValue, is_map
 
 SERVICE = ("spec", "service_template")
 TOPOLOGY = (*SERVICE, "topology_template")
@@ -18,11 +18,13 @@ TOPOLOGY = (*SERVICE, "topology_template")
 def locate(doc: Any, path: tuple[Any, ...] | list[Any], file: str) -> tuple[str, int | None,
                                                                              int | None]:
     """(file, line, column) of a path in the merged document, down to the deepest known node."""
-    node, container, key = doc, None, None
+    node: YAMLValue = doc
+    container: YAMLValue = None
+    key = None
     for part in path:
-        if (isinstance(node, dict) and part in node) or (
-            isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
-        ):
+        if isinstance(node, dict) and part in node:  # noqa: SIM114 (each index typed apart)
+            container, key, node = node, part, node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
             container, key, node = node, part, node[part]
         else:
             break
@@ -42,7 +44,7 @@ def problem_at(
 
 
 def mapping(value: Any) -> YAMLMap:
-    return value if isinstance(value, dict) else {}
+    return value if is_map(value) else {}
 
 
 def get_section(doc: Any, path: tuple[Any, ...]) -> YAMLMap:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from unfurl_lite.errors import Problem
 from unfurl_lite.load import schemacheck, yamlio
 from unfurl_lite.load.problems import did_you_mean, mapping, problem_at
-from unfurl_lite.model.narrow import is_list, is_map
+from unfurl_lite.model.narrow import is_list, is_map, type_of
 
 if TYPE_CHECKING:  # jsonschema is imported only to explain a document the quick check refused
     import jsonschema
@@ -44,7 +44,7 @@ def _quick_check() -> schemacheck.Check:
 
 
 def schema_problems(doc: Any, file: str) -> Iterator[Problem]:
-    plain = doc if type(doc) is dict else yamlio.to_plain(doc)
+    plain: Any = doc if type_of(doc) is dict else yamlio.to_plain(doc)
     if _quick_check()(plain):
         return
     seen: set[tuple[str | None, str]] = set()
@@ -134,7 +134,8 @@ def _article(name: str) -> str:
 def _kind(value: Any) -> str:
     names = {dict: "mapping", list: "list", str: "string", bool: "boolean", type(None): "null",
              int: "integer", float: "number"}
-    return names.get(type(value), type(value).__name__)
+    kind = type_of(value)
+    return names.get(kind, kind.__name__)
 
 
 def _short(value: Any) -> str:

@@ -13,7 +13,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from unfurl_lite.model.narrow import type_of
+
+if TYPE_CHECKING:
+    from unfurl_lite.model.narrow import YAMLValue
 
 #: the ensemble's JSON schema, shipped in the package (read as a file: importing
 #: importlib.resources costs more than the read)
@@ -70,7 +75,7 @@ def compile_schema(root: dict[str, Any]) -> Check:
         if schema is False:
             return _never
         keys = {key: value for key, value in schema.items() if key not in _ANNOTATIONS}
-        checks = []
+        checks: list[Check] = []
         if _OBJECT_KEYWORDS & keys.keys():
             strict = keys.get("type") == "object"  # the type checked in the same call
             if strict:
@@ -114,7 +119,7 @@ def _object(schema: dict[str, Any], build: Callable[[Any], Check], strict: bool)
     least = schema.get("minProperties", 0)
     most = schema.get("maxProperties")
 
-    def check_object(v: Any) -> bool:
+    def check_object(v: YAMLValue) -> bool:
         if not isinstance(v, dict):
             return not strict
         for name, item in v.items():
@@ -150,7 +155,7 @@ def _keyword(key: str, value: Any, build: Callable[[Any], Check],
         if each is _always:
             return _always
 
-        def every_item(v: Any) -> bool:
+        def every_item(v: YAMLValue) -> bool:
             if not isinstance(v, list):
                 return True
             for item in v:  # noqa: SIM110 (a loop: no generator per call)
@@ -165,7 +170,7 @@ def _keyword(key: str, value: Any, build: Callable[[Any], Check],
         kind_of = _KIND_OF
 
         def any_option(v: Any) -> bool:
-            for option in by_kind[kind_of.get(type(v)) or _kind(v)]:  # noqa: SIM110
+            for option in by_kind[kind_of.get(type_of(v)) or _kind(v)]:  # noqa: SIM110
                 if option(v):
                     return True
             return False
@@ -198,7 +203,7 @@ def _kind(value: Any) -> str:
     return "null"
 
 
-def _may_accept(schema: Any, accepted: set[str], root: dict[str, Any]) -> bool:
+def _may_accept(schema: YAMLValue, accepted: set[str], root: dict[str, Any]) -> bool:
     """Whether ``schema`` may accept a value of one of the JSON types ``accepted`` (an
     anyOf branch whose ``type`` rules the value out is not tried)."""
     for _ in range(20):  # a chain of $refs to a $ref... ends in a schema or gives up
@@ -214,7 +219,7 @@ def _may_accept(schema: Any, accepted: set[str], root: dict[str, Any]) -> bool:
     return bool(accepted & ({kinds} if isinstance(kinds, str) else set(kinds)))
 
 
-def _same(value: Any, option: Any) -> bool:
+def _same(value: YAMLValue, option: YAMLValue) -> bool:
     """JSON equality: true is not 1, 1.0 is 1."""
     if isinstance(value, bool) or isinstance(option, bool):
         return isinstance(value, bool) and isinstance(option, bool) and value == option

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, cast
 
 from unfurl_lite.model.lineage import as_mapping, capabilities_of, lineage, matching_capability
-from unfurl_lite.model.narrow import is_list, is_map
+from unfurl_lite.model.narrow import YAMLValue, is_list, is_map
 
 if TYPE_CHECKING:
     from unfurl_lite.model.documents import InstanceRecord, NodeTypeDoc
@@ -59,7 +59,7 @@ def data_types(service: Any) -> DataTypes | None:
     data type keeps the value it was given)."""
     service = as_mapping(service)
     declared: dict[str, Any] = dict(as_mapping(service.get("data_types")))
-    types = service.get("types")
+    types: YAMLValue = service.get("types")
     if isinstance(types, dict):
         nodes, relationships = split_types(types)
         declared.update({k: v for k, v in types.items()
@@ -71,15 +71,15 @@ def data_types(service: Any) -> DataTypes | None:
     return DataTypes(declared)
 
 
-def normalised(data: Any) -> Any:
+def normalised(data: YAMLValue) -> Any:
     """The ensemble's data as Unfurl reads it before validating: its own ``environment``
     section's inputs merged over ``spec.inputs`` (Unfurl's order; ``--var`` goes over
     both), and templates written inline in ``spec.instances`` made node templates. The
     data itself when it has neither (the common case copies nothing)."""
     if not isinstance(data, dict):
         return data
-    environment = data.get("environment")
-    given = environment.get("inputs") if isinstance(environment, dict) else None
+    environment: YAMLValue = data.get("environment")
+    given: YAMLValue = environment.get("inputs") if isinstance(environment, dict) else None
     if isinstance(given, dict) and given and isinstance(data.get("spec"), dict):
         spec = data["spec"]
         data = {**data, "spec": {**spec, "inputs": {**as_mapping(spec.get("inputs")), **given}}}
@@ -92,15 +92,16 @@ def hoist_inline_templates(data: dict[str, Any]) -> dict[str, Any]:
     into a node template of the instance's name, as Unfurl does; the data unchanged when
     there is none (the common case copies nothing)."""
     spec = as_mapping(data.get("spec"))
-    declared = spec.get("instances")
+    declared: YAMLValue = spec.get("instances")
     if not isinstance(declared, dict) or not any(
-        isinstance(r, dict) and isinstance(r.get("template"), dict) for r in declared.values()
+        is_map(r) and is_map(r.get("template")) for r in declared.values()
     ):
         return data
     service = dict(as_mapping(spec.get("service_template")))
     topology = dict(as_mapping(service.get("topology_template")))
     node_templates = dict(as_mapping(topology.get("node_templates")))
-    instances = {}
+    instances: dict[str, Any] = {}
+    record: YAMLValue
     for name, record in declared.items():
         if isinstance(record, dict) and isinstance(record.get("template"), dict):
             node_templates.setdefault(name, record["template"])

@@ -22,7 +22,7 @@ from unfurl_lite.load.problems import (
 )
 from unfurl_lite.load.type_checks import requirements_of
 from unfurl_lite.model.entities import OPERATION_KINDS, canonical_interface
-from unfurl_lite.model.narrow import is_list, is_map
+from unfurl_lite.model.narrow import YAMLValue, is_list, is_map
 
 #: Unfurl sections unfurl-lite refuses by name, with why and what to do
 _UNSUPPORTED_SECTIONS: dict[tuple[str, ...], tuple[str, str]] = {
@@ -206,7 +206,8 @@ def _unsupported_implementations(doc: Any, file: str) -> Iterator[Problem]:
                 for part in subpath:
                     definition = mapping(definition).get(part)
                 short = isinstance(definition, str)  # `create: COMMAND`, TOSCA's short form
-                implementation = definition if short else mapping(definition).get("implementation")
+                implementation: YAMLValue = (definition if short
+                                             else mapping(definition).get("implementation"))
                 if (isinstance(implementation, dict) and implementation.get("className")
                         in OPERATION_KINDS and _INSPECTED_KEYS.isdisjoint(implementation)):
                     continue  # the everyday `{className: Shell}`: nothing below can object

@@ -15,6 +15,8 @@ from unfurl_lite.errors import InputError, Problem
 if TYPE_CHECKING:
     from ruamel.yaml import YAML
 
+    from unfurl_lite.model.narrow import YAMLValue
+
 MAX_FILE_BYTES = 20 * 1024 * 1024
 
 #: ``UNFURL_LITE_FSYNC=off`` writes records without forcing them to disk: a killed process
@@ -272,7 +274,7 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def to_plain(data: Any) -> Any:
+def to_plain(data: YAMLValue) -> Any:
     """Deep-copy ruamel containers into plain dicts and lists (for JSON, hashing, jinja)."""
     if isinstance(data, dict):
         return {str(k): to_plain(v) for k, v in data.items()}
