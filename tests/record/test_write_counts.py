@@ -29,6 +29,7 @@ class Writes:
         self.files: Counter[str] = Counter()
         self.rewrites: Counter[str] = Counter()
         self.appends: Counter[str] = Counter()
+        self.task_events: list[dict[str, Any]] = []
 
 
 @pytest.fixture
@@ -44,6 +45,7 @@ def writes(monkeypatch: pytest.MonkeyPatch) -> Writes:
         task = event.get("task")
         if isinstance(task, dict):
             seen.events[task["number"]] += 1
+            seen.task_events.append(task)
         else:
             seen.other_events.append(event)
         append(self, event, seq)
@@ -82,6 +84,39 @@ def test_a_task_is_at_most_two_journal_events(
     assert len(writes.events) == TASKS
     assert max(writes.events.values()) <= 2
     assert writes.other_events == [{"state": "succeeded", "status": "ok"}]  # the job's end
+
+
+def test_an_outcome_event_says_only_what_changed_and_reads_back_whole(
+    project: Project, invoke: Invoke, writes: Writes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The event a task's outcome writes holds the fields that changed since its first
+    (not the inputs it was sent with again); the journal read back from those events, as
+    resume reads a killed job's, has every task's whole record."""
+    from unfurl_lite.record import journal
+
+    recorded: list[journal.JournalFile] = []
+    real = journal.Journal.mark_recorded
+
+    def read_first(self: journal.Journal) -> None:  # the events, before the final rewrite
+        assert self.path is not None
+        recorded.append(journal.read_journal(self.path))
+        real(self)
+
+    monkeypatch.setattr(journal.Journal, "mark_recorded", read_first)
+    _deploy(project, invoke)
+    first: dict[int, dict[str, Any]] = {}
+    for event in writes.task_events:
+        if event["number"] not in first:
+            first[event["number"]] = event
+            assert "inputs" in event and "result" not in event
+        else:
+            assert "inputs" not in event and "digest" not in event
+            assert event["result"]["success"] and event["state"] == "succeeded"
+            assert {"number", "target", "operation"} <= event.keys()
+    [read] = recorded
+    assert [t["state"] for t in read.tasks] == ["succeeded"] * TASKS
+    assert all(t["inputs"] == {"command": "exit 0"} and t["digest"] and t["startedAt"]
+               and t["result"]["success"] for t in read.tasks)
 
 
 def test_the_journal_is_rewritten_whole_once_and_each_record_written_once(
@@ -163,3 +198,27 @@ def test_an_events_file_its_recorded_journal_holds_is_swept_by_the_next_job(
     project.write(ensemble_yaml(more + shell_node("last", "exit 0")))
     assert invoke("deploy", "--approve").exit_code == 0
     assert newer.exists()  # not yet in the journal: resume needs it
+
+
+def test_job_files_of_a_job_that_knows_no_secret_still_redact_a_marked_value(
+    tmp_path: Path,
+) -> None:
+    """A job that knows no secret writes its entries as they are, unless one holds a
+    marked value (a Sensitive attribute a resultTemplate set): that one is redacted, and
+    the rest is written as the redacting road writes it."""
+    from unfurl_lite.record.records import write_job_files
+    from unfurl_lite.security.taint import REDACTED, Sensitive
+
+    def written(value: Any) -> tuple[str, str]:
+        shared = {"changeId": "A0", "attributes": {"password": value, "port": 80}}
+        entries = [{"changeId": "A00", "workflow": "deploy"}, shared]
+        job, changes = tmp_path / "job.yaml", tmp_path / "changes.yaml"
+        write_job_files(job, changes, "../ensemble.yaml", entries, [entries[0], shared], set())
+        return job.read_text(), changes.read_text()
+
+    plain = written("hunter2-long")
+    marked = written(Sensitive("hunter2-long"))
+    assert "hunter2-long" in plain[0] and "hunter2-long" in plain[1]
+    for text in marked:
+        assert "hunter2" not in text and REDACTED in text
+    assert marked[0] == plain[0].replace("hunter2-long", REDACTED)

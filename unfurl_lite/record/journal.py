@@ -146,6 +146,9 @@ class Journal(Observer):
         self.whole: set[int] = set()  # tasks whose full record this attempt is in the events
         #: each task's last full record, with what it was made from (see :meth:`_record`)
         self.made: dict[int, tuple[dict[str, Any], tuple[Any, ...], int]] = {}
+        #: each task's full record as the events now hold it (what a later event of the
+        #: same attempt need only say the changes to); emptied when the file is rewritten
+        self.written: dict[int, dict[str, Any]] = {}
         self.events: journal_format.EventLog | None = None
         # what a resume needs to redact what this job derived (the job it resumes too)
         self.data[journal_format.SECRET_DIGESTS] = list(secret_digests or [])
@@ -182,14 +185,22 @@ class Journal(Observer):
                 touched.update(n for n in list(self.instances) if n not in self.known)
             names = [n for n in touched if n and n in self.instances]
             self.known.update(names)
-            full = (run.result is not None or task.number not in self.whole
+            in_events = task.number in self.whole
+            full = (run.result is not None or not in_events
                     or run.state not in (TaskState.sent, TaskState.started))
             if run.state == TaskState.rescheduled:
                 self.whole.discard(task.number)  # the next attempt starts with a full record
             elif full:
                 self.whole.add(task.number)
+            if full:
+                record = self._record(run)
+                last = self.written.get(task.number) if in_events else None
+                self.written[task.number] = record
+                body = record if last is None else changed_fields(last, record)
+            else:
+                body = task_progress(run)
             event = {
-                "task": self._record(run) if full else task_progress(run),
+                "task": body,
                 "instances": snapshot_instances(
                     {n: self.instances[n] for n in names}, self.secrets
                 ),
@@ -213,8 +224,13 @@ class Journal(Observer):
         carried instead of redacting every task again."""
         made = self.made.get(run.task.number)
         now = _fingerprint(run)
-        if made is not None and made[1] == now and made[2] == len(self.secrets):
-            return made[0]
+        if made is not None and made[2] == len(self.secrets):
+            if made[1] == now:
+                return made[0]
+            if all(made[1][i] == now[i] for i in _SAME_INPUTS):  # redacted once an attempt
+                record = task_record(run, self.secrets, self.key, inputs=made[0]["inputs"])
+                self.made[run.task.number] = (record, _fingerprint(run), len(self.secrets))
+                return record
         record = task_record(run, self.secrets, self.key)
         self.made[run.task.number] = (record, _fingerprint(run), len(self.secrets))
         return record
@@ -285,6 +301,7 @@ class Journal(Observer):
             self._new_digests()
             data[journal_format.SECRET_DIGESTS] = list(self.data[journal_format.SECRET_DIGESTS])
             self.known = set(data["instances"])
+            self.written.clear()  # the events that follow start from the whole file
             if self.events is not None:
                 self.events.close()
                 self.events = None
@@ -301,6 +318,26 @@ def _fingerprint(run: TaskRun) -> tuple[Any, ...]:
             run.prior_state, run.started_at, run.ended_at, run.message, run.carried,
             run.interrupted, len(run.retries), run.worker, id(run.inputs), run.digest,
             id(run.result))
+
+
+#: the fingerprint's changeId, attempts and the inputs' identity: the same inputs
+_SAME_INPUTS = (1, 3, 14)
+#: what an event says of its task whatever changed: which task it is, and its state
+_HEAD = ("number", "target", "operation", "state")
+
+
+def changed_fields(last: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+    """What a task's event says when the events already hold its full record ``last``
+    for this attempt: the fields that changed, which the reader merges over it (an outcome
+    event without the inputs it was sent with: about half the JSON). The full ``record``
+    when its inputs changed or a field went away (a record with inputs replaces)."""
+    if last.get("inputs") != record.get("inputs") or not record.keys() >= last.keys():
+        return record
+    out = {key: record[key] for key in _HEAD}
+    for key, value in record.items():
+        if key not in out and (key not in last or last[key] != value):
+            out[key] = value
+    return out
 
 
 def task_head(run: TaskRun) -> dict[str, Any]:
@@ -332,9 +369,10 @@ def task_progress(run: TaskRun) -> dict[str, Any]:
 
 
 def task_record(run: TaskRun, secrets: set[str],
-                key: KeyProvider | None = None) -> dict[str, Any]:
+                key: KeyProvider | None = None, inputs: Any = None) -> dict[str, Any]:
     """A task as the journal records it: its state, attempts and times, and its result's
-    outputs with every secret the job knows redacted."""
+    outputs with every secret the job knows redacted (``inputs``: the task's inputs as
+    an earlier record redacted them with the same secrets)."""
     if run.inputs and run.digest is None and key is not None:
         records.task_digest(run, key)
     record: dict[str, Any] = {
@@ -352,7 +390,7 @@ def task_record(run: TaskRun, secrets: set[str],
         "interrupted": run.interrupted,
         "retries": redact(list(run.retries), secrets),
         "worker": run.worker,
-        "inputs": yamlio.to_plain(redact(run.inputs, secrets)),
+        "inputs": yamlio.to_plain(redact(run.inputs, secrets)) if inputs is None else inputs,
         "digest": list(run.digest) if run.digest else None,
     }
     if run.result is not None:

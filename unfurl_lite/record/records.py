@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.expressions.digest import KeyProvider, digestable, input_digest
 from unfurl_lite.expressions.reads import Reads, dependency_records, plain_reads, reads_digest
-from unfurl_lite.load import yamlio
+from unfurl_lite.load import emit, yamlio
 from unfurl_lite.load.jobslog import escape_field
 from unfurl_lite.load.jobslog import last_job_id as last_job_id
 from unfurl_lite.model import changeid
@@ -199,7 +199,21 @@ def write_job_files(
     """The job's file (``entries``: the job, then every task in detail) and its changes
     file (``changes``: the job, then what ran, as :func:`summary_entry` gives it). The two
     share their values, so each value is redacted once and each task entry's text is
-    emitted once for both files."""
+    emitted once for both files. A job that knows no secret writes plain data as it is:
+    redaction would copy it unchanged, and a marked value (Sensitive, Tainted) or an
+    object with a record form is not plain, which the direct emitter refuses, so such a
+    document is redacted first as any other."""
+    memo: dict[Any, Any] = {}
+    if not secrets and not getattr(secrets, "hashed", None):
+        job_text = emit.dump({"manifest": manifest, "changes": list(entries)}, memo)
+        changes_text = None if job_text is None or changes_file is None else \
+            emit.dump({"manifest": manifest, "changes": list(changes)}, memo)
+        if job_text is not None and (changes_file is None or changes_text is not None):
+            yamlio.atomic_write(job_file, job_text)
+            if changes_file is not None and changes_text is not None:
+                yamlio.atomic_write(changes_file, changes_text)
+            return
+        memo.clear()
     redacted: dict[int, Any] = {}
 
     def once(entry: Mapping[str, Any]) -> dict[str, Any]:
@@ -210,7 +224,6 @@ def write_job_files(
             out[key] = redacted[id(value)]
         return out
 
-    memo: dict[Any, Any] = {}
     job_body = {"manifest": manifest, "changes": [once(e) for e in entries]}
     yamlio.atomic_write(job_file, yamlio.dump(job_body, memo))
     if changes_file is not None:
