@@ -174,6 +174,9 @@ class Journal(Observer):
         self.write()
 
     def task_changed(self, run: TaskRun) -> None:
+        """One event, written before the transition takes effect: the task's full record
+        the first time this attempt (what resume needs of a task killed in flight), then
+        the fields that changed, with the instances it touched."""
         if self.path is None or run.state in self.skipped:
             return
         with self.lock:
