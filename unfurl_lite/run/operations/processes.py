@@ -13,9 +13,18 @@ import signal
 import subprocess
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Protocol
 
 KILL_GRACE_SECONDS = 5.0
+
+
+class Running(Protocol):
+    """A started command as a kill-cancel sees it: ``subprocess.Popen`` or ``piped.Child``."""
+
+    @property
+    def pid(self) -> int: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
 
 #: told of each command's process group as it starts (True) and ends (False)
 Watcher = Callable[[int, bool], None]
@@ -26,13 +35,13 @@ class ProcessTable:
 
     def __init__(self, watch: Watcher | None = None) -> None:
         # keyed by the process: two jobs' tasks may share a changeId (ensembles apart)
-        self._running: dict[int, tuple[str, subprocess.Popen[Any]]] = {}
+        self._running: dict[int, tuple[str, Running]] = {}
         self._lock = threading.Lock()
         #: a Celery worker's watchdog kills these groups if the worker itself dies
         self.watch = watch
 
     @contextlib.contextmanager
-    def running(self, task_id: str, process: subprocess.Popen[Any]) -> Iterator[None]:
+    def running(self, task_id: str, process: Running) -> Iterator[None]:
         """``process`` is in the table while the block runs."""
         with self._lock:
             self._running[id(process)] = (task_id, process)
@@ -70,7 +79,7 @@ class ProcessTable:
         return [task_id for task_id, _ in running]
 
 
-def kill(process: subprocess.Popen[Any], grace: float = KILL_GRACE_SECONDS) -> None:
+def kill(process: Running, grace: float = KILL_GRACE_SECONDS) -> None:
     """SIGTERM the command's process group, then SIGKILL after ``grace`` seconds."""
     try:
         os.killpg(process.pid, signal.SIGTERM)

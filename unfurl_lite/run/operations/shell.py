@@ -15,9 +15,14 @@ import time
 from typing import Any
 
 from unfurl_lite.errors import PathError
+from unfurl_lite.run.operations import piped
 from unfurl_lite.run.operations.base import OperationRequest, OperationResult
 from unfurl_lite.run.operations.output import OUTPUT_LIMIT, last_line, strip_ansi, tail
-from unfurl_lite.run.operations.processes import KILL_GRACE_SECONDS, ProcessTable, kill
+from unfurl_lite.run.operations.processes import (
+    KILL_GRACE_SECONDS,
+    ProcessTable,
+    kill,
+)
 from unfurl_lite.run.operations.spawn import Popen
 from unfurl_lite.security.paths import confine
 
@@ -92,6 +97,29 @@ def utf8(value: Any) -> Any:
     return value.encode("utf-8", "surrogateescape") if isinstance(value, str) else value
 
 
+def _start(args: Any, shell: str | None, cwd: str, env: dict[bytes, bytes]) -> piped.Child | Popen:
+    """The command started: on raw pipes (``piped``) when its program is a path, else
+    through ``Popen`` (a program found on PATH, a C library without posix_spawn's calls)."""
+    argv: list[bytes] = [shell.encode("utf-8", "surrogateescape"), b"-c", args] if shell \
+        else list(args)
+    if argv and b"/" in argv[0] and piped.available():
+        return piped.start(argv[0], argv, piped.environment(env), cwd)
+    return Popen(  # started outside the GIL: parallel tasks use the cores
+        args,
+        shell=shell is not None,
+        executable=shell,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",  # whatever the locale: the ensemble and records are UTF-8
+        errors="backslashreplace",  # binary output is recorded escaped: \xff
+        start_new_session=True,
+    )
+
+
 def run(request: OperationRequest, processes: ProcessTable | None = None,
         places: Places | None = None) -> OperationResult:
     """Run the command; while it runs it is in ``processes``, the executor's table that a
@@ -125,20 +153,7 @@ def run(request: OperationRequest, processes: ProcessTable | None = None,
         )
     started = time.monotonic()
     try:
-        process = Popen(  # started outside the GIL: parallel tasks use the cores
-            utf8(args),
-            shell=executable is not None,
-            executable=executable,
-            cwd=cwd,
-            env={utf8(k): utf8(v) for k, v in env.items()},
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            encoding="utf-8",  # whatever the locale: the ensemble and records are UTF-8
-            errors="backslashreplace",  # binary output is recorded escaped: \xff
-            start_new_session=True,
-        )
+        process = _start(utf8(args), executable, cwd, {utf8(k): utf8(v) for k, v in env.items()})
     except (OSError, ValueError) as exc:
         return OperationResult(
             success=False, modified=False, error=f"could not start command: {exc}"
@@ -151,7 +166,7 @@ def run(request: OperationRequest, processes: ProcessTable | None = None,
             kill(process)
             stdout, stderr = process.communicate()
             timed_out = True
-    code = process.returncode
+    code = process.wait()  # reaped: the exit code
     stdout, stderr = strip_ansi(stdout or ""), strip_ansi(stderr or "")  # records stay plain
     outputs = {
         "returncode": code,
