@@ -71,17 +71,22 @@ def check_text(text: str, filename: str) -> None:
 #: (200,000 of them crash it); the document's own depth limit is far lower
 MAX_INDICATOR_COLUMN = 4 * MAX_DEPTH
 _DEEP_INDICATORS = re.compile(
-    rf"^(?=[ \t]*[-?:][ \t])[ \t?:-]{{{MAX_INDICATOR_COLUMN + 1},}}", re.M)
+    rf"(?=[ \t]*[-?:][ \t])[ \t?:-]{{{MAX_INDICATOR_COLUMN + 1},}}")
+#: the same after a newline: a search anchored on ``\n`` skips the positions inside lines,
+#: which ``^`` under re.M tries one by one (twice the time on a 5 MB ensemble)
+_DEEP_LINE = re.compile("\n" + _DEEP_INDICATORS.pattern)
 
 
 def _check_compact_nesting(text: str, filename: str) -> None:
-    found = _DEEP_INDICATORS.search(text)
+    found = _DEEP_INDICATORS.match(text) or _DEEP_LINE.search(text)
     if found is not None:
-        indicators = len(re.findall(r"[-?:](?=[ \t])", found.group()))
+        run = found.group().lstrip("\n")
+        start = found.end() - len(run)
+        indicators = len(re.findall(r"[-?:](?=[ \t])", run))
         raise InputError(Problem(
             f"nested more than {MAX_DEPTH} levels deep (a line opens {indicators} block "
-            f"collections, the last at column {len(found.group())})", file=filename,
-            line=text.count("\n", 0, found.start()) + 1, hint="flatten the document"))
+            f"collections, the last at column {len(run)})", file=filename,
+            line=text.count("\n", 0, start) + 1, hint="flatten the document"))
 
 
 #: values (keys and list items, counted in the text) of a document read by the round-trip

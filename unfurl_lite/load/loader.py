@@ -42,7 +42,13 @@ def resolve_path(path: str | Path | None) -> Path:
 
 
 def load_ensemble(path: str | Path | None = None) -> Ensemble:
-    file = resolve_path(path)
+    from unfurl_lite.load.plainyaml import no_collection  # (its module: the fast road's)
+
+    with no_collection():  # see there: parse, checks and build make no reference cycles
+        return _load(resolve_path(path))
+
+
+def _load(file: Path) -> Ensemble:
     text = yamlio.read_text(file)
     cached = parsecache.get(file, text)
     if cached is not None:

@@ -1,0 +1,31 @@
+"""The text guard names the line and column of a line of block indicators too deep to parse,
+wherever the line is (the first line of the text or any other)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from unfurl_lite.errors import InputError
+from unfurl_lite.load import guard
+
+DEEP = guard.MAX_INDICATOR_COLUMN // 2 + 1  # "- " pairs: past the column
+
+
+@settings(max_examples=25, deadline=None)
+@given(before=st.integers(min_value=0, max_value=4), indent=st.integers(0, 3),
+       indicator=st.sampled_from(["- ", "? ", ": ", "-\t"]))
+def test_a_deep_line_is_located_wherever_it_is(before: int, indent: int, indicator: str) -> None:
+    deep = " " * indent + indicator * DEEP + "x"
+    text = "".join(f"k{i}: v\n" for i in range(before)) + deep + "\nafter: 1\n"
+    with pytest.raises(InputError) as refused:
+        guard.check_text(text, "e.yaml")
+    [problem] = refused.value.problems
+    run = len(deep) - 1  # the indicators and the blanks before the x
+    assert (problem.line, problem.file) == (before + 1, "e.yaml")
+    assert f"opens {DEEP} block collections, the last at column {run})" in problem.message
+
+
+def test_a_line_just_under_the_column_passes() -> None:
+    guard.check_text("a: 1\n" + "- " * (guard.MAX_INDICATOR_COLUMN // 2) + "x\n", "e.yaml")
