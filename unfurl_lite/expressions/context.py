@@ -252,7 +252,8 @@ def relationship_view(ctx: EvalContext, source: str, requirement: str,
              "properties": LazyValues(dict(shape.properties), lambda k, v: evaluate(v, ctx)),
              "attributes": dict(attributes)}
     return InstanceView({**raw, **fixed}, lambda k, v: v if k in fixed or k in attributes
-                        else evaluate(v, ctx), shape.name, shape.name)
+                        else evaluate(v, ctx), shape.name, shape.name,
+                        f"{source}::.requirements::[.name={requirement}]")
 
 
 def known_secrets(inputs: Mapping[str, Any], template: NodeTemplate | None) -> set[str]:

@@ -180,13 +180,16 @@ class InstanceView(LazyValues):
     """An instance's values as templates see them (``SELF``, ``HOST``...): its attributes
     over its properties by name, as in Unfurl (``SELF.name`` is a property called
     ``name`` when there is one), then its own fields (``name``, ``template``, ``type``,
-    ``status``, ``state``); which instance it is, in ``instance``."""
+    ``status``, ``state``); which instance it is, in ``instance``; ``key``: how Unfurl
+    names it in a digest key, when not by ``instance`` (a relationship:
+    ``source::.requirements::[.name=r]``)."""
 
     def __init__(self, raw: Mapping[str, Any], evaluator: Callable[[str, Any], Any],
-                 instance: str, template: str | None) -> None:
+                 instance: str, template: str | None, key: str | None = None) -> None:
         super().__init__(raw, evaluator, f"instance {instance!r}")
         self.instance = instance
         self.template_name = template
+        self.key = key or instance
 
     def __getitem__(self, key: str) -> Any:
         if key in self._busy and key not in self._cache:  # the layer below says if it is

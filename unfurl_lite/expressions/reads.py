@@ -12,23 +12,29 @@ all at once, so this module evaluates them again, watching what is read.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from unfurl_lite.errors import UnfurlLiteError
+from unfurl_lite.expressions.context import INPUTS_LABEL
 from unfurl_lite.expressions.digest import (
     CONFIGURATOR_INPUTS,
     EXCLUDED,
     Key,
     KeyProvider,
     digest,
-    input_references,
     takes_part,
 )
 from unfurl_lite.expressions.expr import EvalContext, Sensitive, evaluate
-from unfurl_lite.expressions.lazy import InstanceView, LazyValues, instance_name, template_name
+from unfurl_lite.expressions.lazy import (
+    InstanceView,
+    Labelled,
+    LazyValues,
+    instance_name,
+    template_name,
+)
 from unfurl_lite.expressions.names import VIEW_FIELDS
 from unfurl_lite.expressions.resolve import is_ref
 from unfurl_lite.expressions.sandbox import is_template
@@ -47,6 +53,9 @@ class Reads:
 
     inputs: tuple[str, ...]
     dependencies: tuple[tuple[str, Any], ...] = ()
+    #: how many of ``inputs`` were resolved before the run (the environment's; a Shell's
+    #: render): what is resolved while it runs, its results too, follows in declared order
+    fixed: int = 0
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -61,6 +70,7 @@ class _Watch:
         self.inputs: list[str] = []
         self.values: dict[str, dict[str, Any]] = {}
         self.topology_inputs: Mapping[str, Any] = {}
+        self.known = 0  # how many instances the task knew before it read anything
 
     def read_input(self, name: str) -> None:
         if name not in self.inputs:
@@ -73,7 +83,7 @@ class _Watch:
 def _watched_view(view: Mapping[str, Any] | None, watch: _Watch) -> Mapping[str, Any] | None:
     if view is None:
         return None
-    name = str(instance_name(view))
+    name = _key(view)
     own = {*(view.get("attributes") or {}), *(view.get("properties") or {})}
 
     def noted(key: str, value: Any) -> Any:
@@ -83,7 +93,12 @@ def _watched_view(view: Mapping[str, Any] | None, watch: _Watch) -> Mapping[str,
             watch.read_value(name, key, value)
         return value
 
-    return InstanceView(view, noted, name, template_name(view))
+    return InstanceView(view, noted, str(instance_name(view)), template_name(view), name)
+
+
+def _key(view: Mapping[str, Any]) -> str:
+    """The instance a read is noted under, as Unfurl keys it (less its leading ``::``)."""
+    return str(getattr(view, "key", None) or instance_name(view))
 
 
 def _watched_attributes(view: Mapping[str, Any], name: str, watch: _Watch) -> Mapping[str, Any]:
@@ -126,7 +141,8 @@ def plain_reads(
         return None
     roots = set(CONFIGURATOR_INPUTS.get(kind, tuple(raw_inputs)))
     excluded = EXCLUDED.get(kind, frozenset())
-    return Reads(tuple(n for n in raw_inputs if n in roots and n not in excluded))
+    inputs = tuple(n for n in raw_inputs if n in roots and n not in excluded)
+    return Reads(inputs, (), 0 if kind == "Template" else len(inputs))
 
 
 def watch_reads(ctx: EvalContext) -> _Watch:
@@ -141,10 +157,15 @@ def watch_reads(ctx: EvalContext) -> _Watch:
         return value
 
     ctx.inputs = LazyValues(topology_inputs, input_read)
-    # Unfurl's task knows HOST (the root for a top-level instance), then SELF, before
-    # anything it reads: their reads come first in its digest keys
-    for view in (ctx.host, ctx.self_view):
-        watch.values.setdefault(str(instance_name(view)) if view else _ROOT, {})
+    # Unfurl's task knows HOST (the root for a top-level instance), then SELF, then a
+    # relationship's SOURCE and TARGET, before anything it reads: their reads come first
+    # in its digest keys, in that order
+    seen = (ctx.host, ctx.self_view) if ctx.source is None and ctx.target is None else (
+        ctx.host, ctx.self_view, ctx.source, ctx.target)
+    for index, view in enumerate(seen):
+        if view or index < 2:
+            watch.values.setdefault(_key(view) if view else _ROOT, {})
+    watch.known = len(watch.values)
     ctx.self_view = _watched_view(ctx.self_view, watch) or {}
     ctx.host = _watched_view(ctx.host, watch)
     ctx.source = _watched_view(ctx.source, watch)
@@ -155,21 +176,56 @@ def watch_reads(ctx: EvalContext) -> _Watch:
     return watch
 
 
-def merged_reads(reads: Reads | None, later: _Watch, ctx: EvalContext) -> Reads:
+def watched_inputs(rendered: Mapping[str, Any], later: _Watch, raw: Mapping[str, Any],
+                   reads: Reads | None, ctx: EvalContext) -> Mapping[str, Any]:
+    """An operation's rendered inputs as its ``done`` and ``resultTemplate`` read them
+    (``ctx`` watched by ``later``): Unfurl resolves an input when it is first read, so an
+    input they read, and what its expression reads, is digested then, and one they never
+    reach (an earlier attribute failed) is not. An input read before the run (``reads``)
+    is not evaluated again."""
+    return _NotedInputs(rendered, later, raw, set(reads.inputs) if reads else set(), ctx)
+
+
+class _NotedInputs(Labelled):
+    def __init__(self, values: Mapping[str, Any], watch: _Watch, raw: Mapping[str, Any],
+                 done: set[str], ctx: EvalContext) -> None:
+        super().__init__(values, INPUTS_LABEL)
+        self._watch, self._raw, self._done, self._ctx = watch, raw, done, ctx
+
+    def __getitem__(self, key: str) -> Any:
+        value = super().__getitem__(key)
+        if key not in self._done:
+            self._done.add(key)
+            self._watch.read_input(key)
+            if key in self._raw and not _plain(self._raw[key]):
+                _quietly(partial(evaluate, self._raw[key], self._ctx))
+        return value
+
+
+def merged_reads(reads: Reads | None, later: _Watch, ctx: EvalContext,
+                 kind: str = "", declared: Sequence[str] = ()) -> Reads:
     """``reads`` and what the operation's ``resultTemplate`` and ``done`` read once it ran
-    (watched by :func:`watch_reads`): Unfurl digests those too (``SELF.path`` in a
-    resultTemplate is ``::f::path``), grouped by instance as one task's reads are: HOST's
-    and SELF's first, then each instance in the order it was first read."""
+    (watched by :func:`watch_reads` and :func:`watched_inputs`): Unfurl digests those too
+    (an input they name, after those read before; ``SELF.path`` is ``::f::path``), grouped
+    by instance as one task's reads are: HOST's and SELF's first, then each instance in
+    the order it was first read."""
     def instance(expr: str) -> str:
-        return expr[2:].partition("::")[0]
+        return expr[2:].rpartition("::")[0]
 
     groups: dict[str, dict[str, Any]] = {
-        "root" if name == _ROOT else name: {} for name in list(later.values)[:2]}
+        "root" if name == _ROOT else name: {} for name in list(later.values)[:later.known]}
     earlier = reads.dependencies if reads is not None else ()
     for expr, value in (*earlier, *_dependencies(later, later.topology_inputs, ctx)):
         groups.setdefault(instance(expr), {}).setdefault(expr, value)
-    return Reads(reads.inputs if reads is not None else (),
-                 tuple(item for group in groups.values() for item in group.items()))
+    inputs = reads.inputs if reads is not None else ()
+    fixed = reads.fixed if reads is not None else 0
+    excluded = EXCLUDED.get(kind, frozenset())
+    running = {*inputs[fixed:], *(n for n in later.inputs if n not in excluded)}
+    running -= set(inputs[:fixed])
+    position = {name: index for index, name in enumerate(declared)}
+    inputs = (*inputs[:fixed], *sorted(running, key=lambda n: position.get(n, len(position))))
+    return Reads(inputs, tuple(item for group in groups.values() for item in group.items()),
+                 len(inputs))
 
 
 def operation_reads(
@@ -177,9 +233,12 @@ def operation_reads(
     environment: Mapping[str, Any] | None,
     kind: str,
     ctx: EvalContext,
+    recorded: Sequence[str] = (),
 ) -> Reads:
     """Evaluate the operation's environment and the inputs its kind resolves in a fresh
-    ``ctx`` (from ``make_context``; it is changed here), and return what they read."""
+    ``ctx`` (from ``make_context``; it is changed here), and return what they read.
+    ``recorded``: an earlier run's digest keys; the inputs among them are resolved too, as
+    Unfurl's check of that run resolves them (one its resultTemplate read)."""
     topology_inputs = ctx.inputs
     watch = watch_reads(ctx)
     order = list(raw_inputs)
@@ -197,21 +256,23 @@ def operation_reads(
     for name in roots:
         if name not in raw_inputs:
             continue
-        if name in _AFTER_RUN:
+        if name in _AFTER_RUN:  # what they read is known once they run: merged_reads
             watch.read_input(name)
-            for referenced in input_references(raw_inputs[name]):
-                if referenced in raw_inputs:
-                    _quietly(partial(lazy.__getitem__, referenced))
         elif kind == "Template" and name == "run":
             watch.read_input(name)
             for part in _rendered_parts(raw_inputs[name], _variables_read(raw_inputs)):
                 _quietly(partial(evaluate, part, ctx))
         else:
             _quietly(partial(lazy.__getitem__, name))
+    for name in recorded:
+        if name in raw_inputs and name not in watch.inputs and name not in _AFTER_RUN:
+            _quietly(partial(lazy.__getitem__, name))
     excluded = EXCLUDED.get(kind, frozenset())
     later = [name for name in order if name in watch.inputs and name not in early]
     inputs = tuple(name for name in (*early, *later) if name not in excluded)
-    return Reads(inputs, _dependencies(watch, topology_inputs, ctx))
+    fixed = len([name for name in early if name not in excluded])
+    return Reads(inputs, _dependencies(watch, topology_inputs, ctx),
+                 fixed if kind == "Template" else len(inputs))
 
 
 def _rendered_parts(run: Any, variables_read: bool) -> Iterator[Any]:
@@ -327,7 +388,7 @@ def recorded_keys_digest(
         elif key == "::root::inputs":
             values.append(_all_inputs(ctx.inputs, ctx))
         else:
-            instance, _, name = key[2:].partition("::")
+            instance, _, name = key[2:].rpartition("::")
             view = ctx.lookup_node(instance)
             try:
                 values.append(view[name] if view is not None and name in view else None)

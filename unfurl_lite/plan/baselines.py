@@ -114,7 +114,8 @@ def current_digest(ensemble: Ensemble, instance: str, op: Operation, keys: str =
     if reads is None:  # something is evaluated: watch what a second rendering reads
         watching = make_context(ensemble.topology, ensemble.instances, instance)
         watching.project_root = ensemble.project_root
-        reads = operation_reads(inputs, op.environment, op.implementation.kind, watching)
+        reads = operation_reads(inputs, op.environment, op.implementation.kind, watching,
+                                keys.split(","))
     if keys:
         value = recorded_keys_digest(keys, reads, rendered, ctx, key)
         return "changed: " + keys if value is None else value
@@ -178,7 +179,8 @@ def changed_reads(ensemble: Ensemble, instance: str, op: Operation, change_id: s
         rendered = digestable(render_inputs(inputs, {}, ctx))
         watching = make_context(ensemble.topology, ensemble.instances, instance)
         watching.project_root = ensemble.project_root
-        reads = operation_reads(inputs, op.environment, op.implementation.kind, watching)
+        reads = operation_reads(inputs, op.environment, op.implementation.kind, watching,
+                                list(recorded))
     except (ExpressionError, UnfurlLiteError):
         return []
     now = {**{k: rendered.get(k) for k in reads.inputs}, **dict(reads.dependencies)}

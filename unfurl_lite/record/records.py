@@ -288,6 +288,18 @@ def job_ready_state(result: JobResult) -> dict[str, str]:
     return {"local": "ok"} if status == "ok" else {"effective": status, "local": "ok"}
 
 
+def digest_put(run: TaskRun, target: str) -> str:
+    """Unfurl's digestPut: the attributes the task set, as expressions, less those it read
+    and then set to the value it read (Unfurl records a change, or a write it never read;
+    it joins a set, in no fixed order: sorted here)."""
+    read = dict(run.reads.dependencies) if run.reads else {}
+    _unset = object()
+    return ",".join(sorted(
+        f"{target}::{name}" for name, value in (run.result.attributes if run.result else {}).items()
+        if read.get(f"{target}::{name}", _unset) != value
+    ))
+
+
 def task_entry(
     run: TaskRun, instance: Instance | None, type_name: str, detailed: bool,
     key: KeyProvider | None = None,
@@ -323,11 +335,7 @@ def task_entry(
            if run.reads and dependency_records(run.reads) else {}),
         "digestKeys": digest_keys,
         "digestValue": digest_value,
-        # Unfurl's digestPut: the attributes the task set, as expressions (Unfurl joins a
-        # set, in no fixed order; sorted here)
-        "digestPut": ",".join(sorted(
-            f"{target}::{name}" for name in (run.result.attributes if run.result else {})
-        )),
+        "digestPut": digest_put(run, target),
         "summary": task_summary(
             run, type_name, str(run.target_status or status),
             str(instance.priority) if instance else "required",

@@ -26,7 +26,13 @@ from unfurl_lite.expressions.context import (
 )
 from unfurl_lite.expressions.expr import EvalContext, evaluate
 from unfurl_lite.expressions.limits import RENDER_SECONDS
-from unfurl_lite.expressions.reads import merged_reads, operation_reads, plain_reads, watch_reads
+from unfurl_lite.expressions.reads import (
+    merged_reads,
+    operation_reads,
+    plain_reads,
+    watch_reads,
+    watched_inputs,
+)
 from unfurl_lite.model import changeid
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Instance
@@ -171,10 +177,13 @@ class RequestBuilder:
         properties = frozenset(k for k in (template.properties if template else ())
                                if k not in instance.attributes)
         later = watch_reads(ctx)
+        raw = op.run_inputs | dict(run.task.extra_inputs)
+        ctx.operation_inputs = watched_inputs(run.inputs, later, raw, run.reads, ctx)
         ctx.extra = {"task": self.task_settings(run)}
         try:
             apply_post_inputs(run.inputs, result, ctx, op.implementation.kind, current,
                               properties)
         finally:
             self.secrets.update(ctx.secrets)
-            run.reads, run.digest = merged_reads(run.reads, later, ctx), None
+            run.reads = merged_reads(run.reads, later, ctx, op.implementation.kind, list(raw))
+            run.digest = None

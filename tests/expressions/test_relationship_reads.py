@@ -1,0 +1,126 @@
+"""What a relationship operation and a task's after-run hooks read, digested as Unfurl
+1.2.0 digests it (recorded with it: tests/data/unfurl-cases/198-test-plan-volume-attach-ok
+and 206, 224): a relationship's own values are keyed by its source's ``.requirements``, the
+task knows HOST, SELF, SOURCE and TARGET in that order whatever it reads first, an
+attribute read and set to the value it had is no ``digestPut``, and an input is digested
+when the resultTemplate reaches it, with what its expression reads."""
+
+from __future__ import annotations
+
+ATTACH = """\
+apiVersion: unfurl/v1alpha1
+kind: Ensemble
+spec:
+  service_template:
+    relationship_types:
+      Attach:
+        derived_from: tosca.relationships.AttachesTo
+        properties:
+          location: {default: /mnt}
+        interfaces:
+          Configure:
+            operations:
+              post_configure_target: >-
+                echo {{TARGET.vol}} {{SOURCE.public_address}} {{SELF.location}}
+    node_types:
+      Disk:
+        derived_from: tosca.nodes.Storage.BlockStorage
+        attributes:
+          vol: {type: string, default: v0}
+          kept: {type: string, default: same}
+          src: {type: string, default: {eval: .sources::storage::public_address}}
+    topology_template:
+      node_templates:
+        server:
+          type: tosca.nodes.Compute
+          properties: {name: server}
+          requirements:
+            - storage: {node: disk, relationship: {type: Attach}}
+          interfaces:
+            Standard:
+              create:
+                implementation: echo server
+                inputs:
+                  resultTemplate:
+                    readyState: ok
+                    attributes: {public_address: 10.0.0.1}
+        disk:
+          type: Disk
+          properties: {name: disk, size: 1 GB}
+          interfaces:
+            Standard:
+              create:
+                implementation: echo {{ SELF.kept }} {{ SELF.src }}
+                inputs:
+                  resultTemplate:
+                    readyState: ok
+                    attributes: {kept: same, vol: v1, fresh: new}
+"""
+
+
+def rows(project) -> dict[str, dict[str, str]]:
+    found = {}
+    for line in project.jobs_tsv()[1:]:
+        fields = dict(f.split("=", 1) for f in line.split("\t")[1:] if "=" in f)
+        found[f"{fields['target']}/{fields['operation']}"] = fields
+    return found
+
+
+def test_a_relationship_operation_keys_its_reads_as_unfurl(project, invoke):
+    project.write(ATTACH)
+    assert invoke("deploy", "--approve").exit_code == 0
+    attach = rows(project)["::server::.requirements::[.name=storage]/post_configure_target"]
+    # read TARGET, SOURCE, SELF; keyed SELF (the relationship), SOURCE, TARGET
+    assert attach["digestKeys"].split(",") == [
+        "command", "::server::.requirements::[.name=storage]::location",
+        "::server::public_address", "::disk::vol"]
+
+
+def test_an_attribute_read_then_set_to_its_value_is_no_digest_put(project, invoke):
+    project.write(ATTACH)
+    assert invoke("deploy", "--approve").exit_code == 0
+    create = rows(project)["::disk/create"]
+    assert create["digestKeys"] == "command,::disk::kept,::disk::src,::server::public_address"
+    # kept: read and set to the same value (no change); vol: changed; fresh: never read
+    assert set(create["digestPut"].split(",")) == {"::disk::vol", "::disk::fresh"}
+
+
+AFTER_RUN = """\
+apiVersion: unfurl/v1alpha1
+kind: Ensemble
+spec:
+  service_template:
+    node_types:
+      Worded:
+        derived_from: tosca.nodes.Root
+        properties:
+          word: {type: string, default: hello}
+    topology_template:
+      node_templates:
+        t:
+          type: Worded
+          interfaces:
+            Standard:
+              create:
+                implementation: Template
+                inputs:
+                  first: null
+                  listed: {eval: .::word}
+                  never: "{{ SELF.word }}"
+                  resultTemplate:
+                    attributes:
+                      seen: "{{ inputs.listed }}"
+                      bad: "{{ inputs.first[0] }}"
+                      unreached: "{{ inputs.never }}"
+"""
+
+
+def test_an_input_is_digested_when_the_result_template_reaches_it(project, invoke):
+    project.write(AFTER_RUN)
+    assert invoke("deploy", "--approve").exit_code == 64
+    create = rows(project)["::t/create"]
+    # the inputs the run resolved (here: the resultTemplate), in declared order, then the
+    # property `listed`'s query read; `first` fails the resultTemplate: `never` is not
+    # reached, so not resolved, so not digested
+    assert create["digestKeys"] == "first,listed,::t::word"
+    assert create["status"] == "error"
