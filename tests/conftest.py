@@ -42,6 +42,14 @@ os.environ["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
 #: tests/load/test_durable_writes.py turns it back on to check the writes that sync.
 os.environ.setdefault("UNFURL_LITE_FSYNC", "off")
 
+#: Every ``git commit`` starts ``git maintenance run --auto`` after it, a process that finds
+#: nothing to do in a repository of a few commits: thousands of processes a run. The suite's
+#: git runs without it (command-line configuration, as ``git -c`` would give it; a user's
+#: repository keeps its own).
+if "GIT_CONFIG_COUNT" not in os.environ:
+    os.environ.update(GIT_CONFIG_COUNT="1", GIT_CONFIG_KEY_0="maintenance.auto",
+                      GIT_CONFIG_VALUE_0="false")
+
 #: Property tests draw a quarter of their examples in the default run (the loop while
 #: working) and all of them with HYPOTHESIS_PROFILE=full, as CI's second pass runs every
 #: property test (``-m "slow or redis or hypothesis"``). A test that sets no count draws

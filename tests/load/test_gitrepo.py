@@ -214,7 +214,7 @@ def test_gitpython_reads_history_and_nothing_else() -> None:
     assert [d for d in project["dependencies"] if d.lower().startswith("gitpython")]
     importers = set()
     for path in sources.python_files(ROOT / "unfurl_lite"):
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in sources.nodes(path):
             names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
                      [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             if any(n == "git" or n.startswith("git.") for n in names):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import functools
 import os
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -75,9 +76,11 @@ def given_parameters(ctx: click.Context, workflow: BuiltinWorkflow, spelling: st
     return given
 
 
+@functools.cache
 def command_for(spelling: str) -> click.Command:
     """The command that ``spelling`` (``deploy``, ``install``, ``execute-operation``...)
-    names, with the options of its workflow's declaration."""
+    names, with the options of its workflow's declaration: made once per process (a click
+    command keeps no state between invocations; a library or a test invokes it often)."""
     workflow = workflow_of_command(spelling)
     if workflow is None:
         raise KeyError(spelling)
