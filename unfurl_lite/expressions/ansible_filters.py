@@ -16,7 +16,6 @@ import itertools
 import json
 import math
 import ntpath
-import operator
 import posixpath
 import random
 import re
@@ -24,11 +23,14 @@ import shlex
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import unquote_plus, urlsplit
 
 from unfurl_lite.errors import ExpressionError
 from unfurl_lite.expressions.yaml_filters import from_yaml, from_yaml_all, to_nice_yaml, to_yaml
+
+if TYPE_CHECKING:
+    from unfurl_lite.model.narrow import YAMLValue
 
 UUID_NAMESPACE_ANSIBLE = uuid.UUID("361E6D51-FAEC-444A-9079-341386DA8E2E")
 
@@ -39,7 +41,7 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else str(value)
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: YAMLValue) -> Any:
     """Mappings and lists as plain dicts and lists (the read-only views templates see)."""
     if isinstance(value, Mapping):
         return {k: _plain(v) for k, v in value.items()}
@@ -53,12 +55,13 @@ def _plain(value: Any) -> Any:
 
 class _Encoder(json.JSONEncoder):
     def default(self, o: Any) -> Any:
-        if isinstance(o, Mapping):
-            return dict(o)
-        if isinstance(o, datetime.date | datetime.datetime):
-            return o.isoformat()
-        if isinstance(o, set | tuple):
-            return list(o)
+        value: YAMLValue | set[Any] = o
+        if isinstance(value, Mapping):
+            return dict(value)
+        if isinstance(value, datetime.date | datetime.datetime):
+            return value.isoformat()
+        if isinstance(value, set | tuple):
+            return list(value)
         as_ref = getattr(o, "as_ref", None)
         if callable(as_ref):
             return as_ref()
@@ -259,11 +262,12 @@ def _merge(low: dict[Any, Any], high: dict[Any, Any], recursive: bool,
     if low == {} or low == high:
         return dict(high)
     merged = dict(low)
+    high_value: YAMLValue
     for key, high_value in high.items():
         if key not in merged:
             merged[key] = high_value
             continue
-        low_value = merged[key]
+        low_value: YAMLValue = merged[key]
         if isinstance(low_value, dict) and isinstance(high_value, dict):
             merged[key] = (_merge(low_value, high_value, recursive, list_merge)
                            if recursive else high_value)
@@ -319,7 +323,7 @@ def flatten(items: Any, levels: Any = None, skip_nulls: bool = True) -> list[Any
     return found
 
 
-def dict2items(mapping: Any, key_name: str = "key", value_name: str = "value") -> list[Any]:
+def dict2items(mapping: YAMLValue, key_name: str = "key", value_name: str = "value") -> list[Any]:
     if not isinstance(mapping, Mapping):
         raise ExpressionError(f"dict2items requires a dictionary, got {type(mapping).__name__}")
     return [{key_name: k, value_name: mapping[k]} for k in mapping]
@@ -335,7 +339,7 @@ def items2dict(items: Any, key_name: str = "key", value_name: str = "value") -> 
                               f"and {value_name!r}") from None
 
 
-def subelements(obj: Any, keys: Any, skip_missing: bool = False) -> list[Any]:
+def subelements(obj: YAMLValue, keys: Any, skip_missing: bool = False) -> list[Any]:
     elements = list(obj.values()) if isinstance(obj, Mapping) else list(obj) \
         if isinstance(obj, list) else None
     if elements is None:
@@ -354,7 +358,7 @@ def subelements(obj: Any, keys: Any, skip_missing: bool = False) -> list[Any]:
                 raise ExpressionError(f"subelements: could not find {key!r} in an item") from None
         if not isinstance(values, list):
             raise ExpressionError(f"subelements: the key {keys!r} should point to a list")
-        found.extend([element, value] for value in values)
+        found.extend([element, value] for value in cast("list[Any]", values))
     return found
 
 
@@ -363,6 +367,7 @@ def unique(items: Any, case_sensitive: Any = None, attribute: Any = None) -> lis
     unless ``case_sensitive``; by an ``attribute`` of each item when given."""
     seen: list[Any] = []
     found: list[Any] = []
+    item: YAMLValue
     for item in items:
         key = item[attribute] if attribute is not None and isinstance(item, Mapping) else item
         if isinstance(key, str) and not case_sensitive:
@@ -384,9 +389,10 @@ def _unique(items: Iterable[Any]) -> list[Any]:
 def _set_op(name: str) -> Callable[[Any, Any], Any]:
     def apply(a: Any, b: Any) -> Any:
         if isinstance(a, str) and isinstance(b, str):  # hashable (Ansible): as sets
-            return {"intersect": operator.and_, "difference": operator.sub,
-                    "symmetric_difference": operator.xor, "union": operator.or_}[name](
-                        set(a), set(b))
+            ops: dict[str, Callable[[set[str], set[str]], set[str]]] = {
+                "intersect": lambda x, y: x & y, "difference": lambda x, y: x - y,
+                "symmetric_difference": lambda x, y: x ^ y, "union": lambda x, y: x | y}
+            return ops[name](set(a), set(b))
         a, b = list(a), list(b)
         if name == "intersect":
             return _unique(x for x in a if x in b)
@@ -411,7 +417,8 @@ def extract(item: Any, container: Any, morekeys: Any = None) -> Any:
 def rekey_on_member(data: Any, key: Any, duplicates: str = "error") -> dict[Any, Any]:
     if duplicates not in ("error", "overwrite"):
         raise ExpressionError(f"rekey_on_member: unknown duplicates {duplicates!r}")
-    items = data.values() if isinstance(data, Mapping) else data
+    items: Iterable[Any] = (cast("Mapping[Any, Any]", data).values() if isinstance(data, Mapping)
+                            else data)
     found: dict[Any, Any] = {}
     for item in items:
         if not isinstance(item, Mapping) or key not in item:

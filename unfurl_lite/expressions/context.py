@@ -10,14 +10,18 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import ExpressionError
 from unfurl_lite.expressions.expr import EvalContext, evaluate
 from unfurl_lite.expressions.lazy import InstanceView, Labelled, LazyValues
 from unfurl_lite.model.entities import Instance, NodeTemplate, Topology
+from unfurl_lite.model.narrow import type_of
 from unfurl_lite.model.status_layout import HOSTED_ON
 from unfurl_lite.security.taint import Sensitive
+
+if TYPE_CHECKING:
+    from unfurl_lite.model.narrow import YAMLValue
 
 INPUTS_LABEL = "the operation has no input {name}"
 #: inputs evaluated after the operation, with its result (:mod:`unfurl_lite.run.results`)
@@ -39,7 +43,7 @@ def instance_view(
         instance.extra.get("properties") or {})
     for key in template.undeclared_properties if template else ():
         raw.pop(key, None)  # as Unfurl: a property no type declares is not there
-    sensitive = template.sensitive_properties if template else frozenset()
+    sensitive: frozenset[str] = template.sensitive_properties if template else frozenset()
 
     def property_value(key: str, value: Any) -> Any:
         if ctx_for is not None:
@@ -90,7 +94,7 @@ def wrapped_inputs(topology: Topology) -> dict[str, Any]:
     return {k: _wrap(v) if k in sensitive else v for k, v in topology.inputs.items()}
 
 
-def _wrap(value: Any) -> Any:
+def _wrap(value: YAMLValue) -> Any:
     if value is None:
         return None
     if isinstance(value, dict | list):
@@ -304,7 +308,7 @@ def plain_inputs(
     without an evaluation context. None when one needs evaluating."""
     merged = merged_inputs(raw, extra, allow_override)
     for value in merged.values():
-        kind = type(value)
+        kind = type_of(value)
         if kind is str:
             if "{{" in value or "{%" in value or "}}" in value or "%}" in value:
                 return None

@@ -14,10 +14,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from unfurl_lite.expressions.expr import Sensitive
 from unfurl_lite.security.taint import REDACTED, from_environment
+
+if TYPE_CHECKING:
+    from unfurl_lite.model.narrow import YAMLValue
 
 try:  # CPython's own SHA-1: importing hashlib starts OpenSSL, milliseconds of every job
     from _sha1 import sha1
@@ -45,10 +48,10 @@ class Key:
         return self._key
 
 
-def _digest_parts(value: Any, key: Key | None = None) -> Iterator[str]:
+def _digest_parts(value: YAMLValue, key: Key | None = None) -> Iterator[str]:
     form = getattr(value, "digest_form", None)
     if callable(form):  # a value digested as what it stands for (a temporary file: its text)
-        yield from _digest_parts(form(), key)
+        yield from _digest_parts(cast("YAMLValue", form()), key)
         return
     if isinstance(value, Sensitive):
         secret = key.get() if key is not None and from_environment(value) else None
@@ -107,7 +110,7 @@ EXCLUDED: dict[str, frozenset[str]] = {
 _REFERENCE = re.compile(r"\binputs\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*['\"]([^'\"]+)['\"]\s*\])")
 
 
-def input_references(value: Any) -> Iterator[str]:
+def input_references(value: YAMLValue) -> Iterator[str]:
     """Operation inputs a value's templates read (``inputs.x``, ``inputs['x']``)."""
     if isinstance(value, str):
         if "{{" in value or "{%" in value:

@@ -30,6 +30,7 @@ from unfurl_lite.security.taint import Sensitive, Tainted
 if TYPE_CHECKING:
     from unfurl_lite.expressions.entities import Entity, World
     from unfurl_lite.model.entities import Instance, NodeTemplate, Topology
+    from unfurl_lite.model.narrow import YAMLValue
 
 __all__ = ["EvalContext", "ExpressionError", "Sensitive", "evaluate"]
 
@@ -169,7 +170,7 @@ def _maybe_template(text: str) -> bool:
     return "{{" in text or "{%" in text or "}}" in text or "%}" in text
 
 
-def mark(value: Any, ctx: EvalContext, variable: str | None = None) -> Any:
+def mark(value: YAMLValue, ctx: EvalContext, variable: str | None = None) -> Any:
     """A value as a secret: text wrapped, every item of a list or mapping wrapped."""
     if isinstance(value, Mapping):
         return {k: mark(v, ctx, variable) for k, v in value.items()}
@@ -281,18 +282,18 @@ def _entity(ref: str, ctx: EvalContext) -> Mapping[str, Any]:
     return entity
 
 
-def _walk(value: Any, path: list[Any], owner: Any, what: str) -> Any:
+def _walk(value: YAMLValue, path: list[Any], owner: Any, what: str) -> Any:
     for key in path:
-        if (isinstance(value, Mapping) and key in value) or (
-            isinstance(value, list) and isinstance(key, int) and -len(value) <= key < len(value)
-        ):
+        if isinstance(value, Mapping) and key in value:  # noqa: SIM114 (each index typed apart)
+            value = value[key]
+        elif isinstance(value, list) and isinstance(key, int) and -len(value) <= key < len(value):
             value = value[key]
         else:
             raise ExpressionError(f"get_property: {owner} has no {what} {key!r}")
     return value
 
 
-def get_property(args: Any, ctx: EvalContext) -> Any:
+def get_property(args: YAMLValue, ctx: EvalContext) -> Any:
     """TOSCA's ``[entity, req_or_cap?, property, key_or_index*]``, as Unfurl 1.2.0 reads
     it: a property of the node, of its capability of that name, or (``HOST``) of the
     nearest host that has it."""

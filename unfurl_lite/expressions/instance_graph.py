@@ -13,11 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.model.entities import Instance, NodeTemplate, Requirement, Topology
 from unfurl_lite.model.lineage import as_mapping, parents
 from unfurl_lite.model.narrow import new_dict
+
+if TYPE_CHECKING:
+    from unfurl_lite.model.narrow import YAMLValue
 
 #: TOSCA 1.3's normative node types' own capabilities, in its definition's order
 NORMATIVE_NODE_CAPABILITIES: dict[str, tuple[tuple[str, str], ...]] = {
@@ -233,7 +236,7 @@ def build_graph(topology: Topology, instances: Mapping[str, Instance]) -> Instan
     incoming: dict[tuple[str, str], list[RelationshipShape]] = {}
     for name in _template_order(topology, instances):
         template = topology.templates.get(instances[name].template)
-        found = []
+        found: list[RelationshipShape] = []
         if template is None:
             requirements[name] = ()
             continue
@@ -350,6 +353,7 @@ class _Types:
         body = as_mapping(self.node_types.get(node_type))
         if "capabilities" in body or node_type in self.node_types:
             found: list[tuple[str, str]] = []
+            definition: YAMLValue
             for name, definition in as_mapping(body.get("capabilities")).items():
                 type_name = (definition.get("type") if isinstance(definition, Mapping)
                              else definition)
@@ -378,7 +382,7 @@ class _Types:
         definition = self.requirement_definition(template, requirement.name)
         assignment = _assignment(self.node_templates.get(template.name), requirement.name,
                                  requirement.node)
-        rel = assignment.get("relationship", definition.get("relationship"))
+        rel: YAMLValue = assignment.get("relationship", definition.get("relationship"))
         properties: dict[str, Any] = {}
         type_name = requirement.relationship
         name = requirement.name
@@ -420,7 +424,7 @@ class _Types:
                 if wanted in shape.lineage:
                     return shape.name
         for relationship in lineage:
-            valid = (as_mapping(self.relationship_types.get(relationship)).get(
+            valid: YAMLValue = (as_mapping(self.relationship_types.get(relationship)).get(
                 "valid_target_types") or NORMATIVE_RELATIONSHIPS.get(relationship, ((), ()))[1])
             for type_name in valid if isinstance(valid, list | tuple) else ():
                 for shape in shapes:
@@ -431,9 +435,9 @@ class _Types:
 
 def _assignment(template: Any, name: str, node: str) -> Mapping[str, Any]:
     """The template's own entry for a requirement (its relationship, capability)."""
-    entries = as_mapping(template).get("requirements")
+    entries: YAMLValue = as_mapping(template).get("requirements")
     for entry in entries if isinstance(entries, list) else ():
-        value = as_mapping(entry).get(name)
+        value: YAMLValue = as_mapping(entry).get(name)
         if isinstance(value, Mapping) and value.get("node", node) == node:
             return value
     return {}

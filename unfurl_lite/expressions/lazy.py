@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, TypeGuard, overload
 
 from unfurl_lite.errors import ExpressionError
+from unfurl_lite.model.narrow import is_mapping
+
+if TYPE_CHECKING:
+    from unfurl_lite.model.narrow import YAMLValue
 
 
 class _Over(Mapping[str, Any]):
@@ -72,19 +76,19 @@ class Labelled(dict[str, Any]):
 def instance_name(view: Any) -> str | None:
     """The name of the instance a view shows (a property may be called ``name``)."""
     name = getattr(view, "instance", None)
-    if name is None and isinstance(view, Mapping):
+    if name is None and is_mapping(view):
         name = view.get("name")
     return None if name is None else str(name)
 
 
 def template_name(view: Any) -> str | None:
     name = getattr(view, "template_name", None)
-    if name is None and isinstance(view, Mapping):
+    if name is None and is_mapping(view):
         name = view.get("template")
     return None if name is None else str(name)
 
 
-def _container(raw: Any) -> bool:
+def _container(raw: YAMLValue) -> TypeGuard[Mapping[str, Any]]:
     """A mapping of values (not itself an expression): read while its own evaluation is
     under way, its keys are evaluated one by one, as Unfurl's nested results are."""
     from unfurl_lite.expressions import catalog
@@ -113,7 +117,7 @@ class LazyValues(Mapping[str, Any]):
     def __getitem__(self, key: str) -> Any:
         if key in self._cache:
             return self._cache[key]
-        raw = self._raw[key]
+        raw: YAMLValue = self._raw[key]
         if key in self._busy:
             if _container(raw):  # `f: {a: 1, b: {eval: .::f::a}}`: its other keys, as Unfurl
                 if key not in self._partial:

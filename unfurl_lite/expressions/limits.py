@@ -15,10 +15,13 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import ExpressionError, RenderCancelled, RenderTimeout
 from unfurl_lite.security import taint
+
+if TYPE_CHECKING:
+    from unfurl_lite.model.narrow import YAMLValue
 
 MAX_TEMPLATE_RESULT = 1_000_000  # characters or items a template operation may build
 MAX_RENDER_BUILT = 20_000_000  # characters and items all the steps of one render may build
@@ -34,7 +37,7 @@ built: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar(
 )
 
 
-def too_big(value: Any) -> bool:
+def too_big(value: YAMLValue | bytes) -> bool:
     """Whether a value is over the limit for one value, counting it against the render's
     budget: many values each under the limit (``map('center', 999999)`` over a long
     list) must not add up to gigabytes either."""
@@ -61,7 +64,7 @@ _PRINTF = re.compile(r"%(\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?([a-zA-Z%])"
 _NUMBER = re.compile(r"\d+")
 
 
-def _printf_size(text: str, args: Any = ()) -> int:
+def _printf_size(text: str, args: YAMLValue = ()) -> int:
     """Characters ``text % args`` may produce beyond its own length: its widths and
     precisions, a ``*`` one taken from ``args`` as ``%`` takes it (``'%*d' % (10**9, 1)``)."""
     values = list(args) if isinstance(args, tuple | list) else [args]
@@ -129,7 +132,7 @@ def _int_bits(value: Any) -> int:
     return abs(value).bit_length() if isinstance(value, int) else 0
 
 
-def check_binop(operator: str, left: Any, right: Any) -> None:
+def check_binop(operator: str, left: YAMLValue, right: YAMLValue) -> None:
     if operator == "**" and isinstance(left, int) and isinstance(right, int):
         if abs(right) > 1000:
             raise _refuse("exponent larger than 1000 in a template")
@@ -245,7 +248,7 @@ def guarded_filter(name: str, function: Callable[..., Any]) -> Callable[..., Any
 
     @functools.wraps(function)
     def guarded(context: Any, *args: Any, **kwargs: Any) -> Any:
-        values = list(args)
+        values: list[YAMLValue | Iterator[Any]] = list(args)
         for index, item in enumerate(values):
             if isinstance(item, Iterator):  # see whether a generator yields secrets
                 values[index] = list(_bounded_items(item))

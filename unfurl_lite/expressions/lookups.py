@@ -16,6 +16,7 @@ from unfurl_lite.errors import ExpressionError
 
 if TYPE_CHECKING:
     from unfurl_lite.expressions.resolve import Scope
+    from unfurl_lite.model.narrow import YAMLValue
 
 def run_lookup(plugin: str, terms: list[Any], options: Mapping[str, Any],
                scope: Scope) -> list[Any]:
@@ -79,6 +80,7 @@ def _file(ctx: Any, name: str, options: Mapping[str, Any]) -> str:
 
 def _flat(terms: list[Any]) -> list[Any]:
     found: list[Any] = []
+    term: YAMLValue
     for term in terms:
         found.extend(term if isinstance(term, list) else [term])
     return found
@@ -148,8 +150,10 @@ def _sequence(term: str, options: Mapping[str, Any]) -> list[str]:
 def _subelements(terms: list[Any]) -> list[Any]:
     if len(terms) < 2:
         raise ExpressionError("lookup('subelements') expects a list and a key")
-    items, key = terms[0], str(terms[1])
+    items: YAMLValue = terms[0]
+    key = str(terms[1])
     found: list[Any] = []
+    item: YAMLValue
     for item in items if isinstance(items, list) else []:
         for sub in item.get(key, []) if isinstance(item, Mapping) else []:
             found.append([item, sub])

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import UnfurlLiteError
 from unfurl_lite.model.entities import Instance, Topology
 from unfurl_lite.security.taint import REDACTED, Sensitive, Tainted
 
+if TYPE_CHECKING:
+    from unfurl_lite.model.narrow import YAMLValue
 
-def _plain(value: Any, secrets: set[str]) -> Any:
+
+def _plain(value: YAMLValue, secrets: set[str]) -> Any:
     from unfurl_lite.security.redaction import redact
 
     if isinstance(value, Tainted):
@@ -42,6 +45,7 @@ def topology_outputs(
     ctx = _root_context(topology, instances, project_root)
     ctx.metadata = metadata or {}
     values: dict[str, Any] = {}
+    definition: YAMLValue
     for name, definition in topology.outputs.items():
         expression = definition.get("value") if isinstance(definition, Mapping) else definition
         values[str(name)] = _evaluated(expression, ctx, secrets)

@@ -15,7 +15,7 @@ import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import UnfurlLiteError
 from unfurl_lite.expressions.context import INPUTS_LABEL
@@ -38,6 +38,9 @@ from unfurl_lite.expressions.lazy import (
 from unfurl_lite.expressions.names import VIEW_FIELDS
 from unfurl_lite.expressions.resolve import is_ref
 from unfurl_lite.expressions.sandbox import is_template
+
+if TYPE_CHECKING:
+    from unfurl_lite.model.narrow import YAMLValue
 
 #: evaluated after the run, with its result: only what they name is read
 _AFTER_RUN = ("done", "resultTemplate")
@@ -84,7 +87,7 @@ def _watched_view(view: Mapping[str, Any] | None, watch: _Watch) -> Mapping[str,
     if view is None:
         return None
     name = _key(view)
-    own = {*(view.get("attributes") or {}), *(view.get("properties") or {})}
+    own: set[str] = {*(view.get("attributes") or {}), *(view.get("properties") or {})}
 
     def noted(key: str, value: Any) -> Any:
         if key == "attributes":
@@ -105,8 +108,8 @@ def _watched_attributes(view: Mapping[str, Any], name: str, watch: _Watch) -> Ma
     """What ``get_attribute`` reads: an attribute, else the property of that name (as
     Unfurl's attributes are layered over the properties); each read is noted, as Unfurl
     notes ``::db::url`` (``get_property`` reads are not)."""
-    attributes = view.get("attributes") or {}
-    properties = view.get("properties") or {}
+    attributes: Mapping[str, Any] = view.get("attributes") or {}
+    properties: Mapping[str, Any] = view.get("properties") or {}
 
     def noted(key: str, value: Any) -> Any:
         value = attributes[key] if key in attributes else properties[key]
@@ -121,7 +124,7 @@ def _quietly(read: Callable[[], Any]) -> None:
         read()  # an error: the real rendering reports it; this pass only watches
 
 
-def _plain(value: Any) -> bool:
+def _plain(value: YAMLValue) -> bool:
     if isinstance(value, str):
         return not is_template(value)
     if isinstance(value, list | tuple):
@@ -275,7 +278,7 @@ def operation_reads(
                  fixed if kind == "Template" else len(inputs))
 
 
-def _rendered_parts(run: Any, variables_read: bool) -> Iterator[Any]:
+def _rendered_parts(run: YAMLValue, variables_read: bool) -> Iterator[Any]:
     """The parts of a Template's ``run`` whose reads Unfurl records. It renders ``run``
     lazily: a string or an expression is evaluated then; a list's first item too (Unfurl
     checks it), not its others; a mapping's values are read when the result is used: by a
@@ -302,7 +305,7 @@ def _variables_read(raw_inputs: Mapping[str, Any]) -> bool:
         isinstance(done, Mapping) and "result" in done)
 
 
-def _queries(value: Any) -> Iterator[Any]:
+def _queries(value: YAMLValue) -> Iterator[Any]:
     if is_ref(value):
         yield value
     elif isinstance(value, Mapping):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from unfurl_lite.errors import ExpressionError
 from unfurl_lite.expressions import catalog
@@ -24,6 +24,7 @@ from unfurl_lite.expressions.query import Query, Segment, parse_query
 
 if TYPE_CHECKING:
     from unfurl_lite.expressions.expr import EvalContext
+    from unfurl_lite.model.narrow import YAMLValue
 
 #: keys a ``{eval: ...}``/``{ref: ...}`` mapping may have beside it
 REF_KEYS = frozenset({"vars", "trace", "foreach", "select", "strict"})
@@ -56,11 +57,16 @@ class External:
         return self.get()
 
 
+#: what an expression and its results are: YAML, and the entities and externals queries
+#: reach (declared so, a bare ``isinstance`` tells the checker what a mapping holds)
+Value: TypeAlias = "YAMLValue | Entity | External"
+
+
 def top_level_functions() -> frozenset[str]:
     return catalog.top_level_functions()
 
 
-def is_ref(value: Any) -> bool:
+def is_ref(value: Value) -> bool:
     """Whether a mapping is an expression Unfurl evaluates where it stands: ``{eval: ...}``
     or ``{ref: ...}`` with only ``vars``/``foreach``/``select``/``strict``/``trace`` beside
     it, or one of the functions that need no ``eval`` (``get_input``, ``concat``...)."""
@@ -171,7 +177,7 @@ def _lazy_value(value: Any, scope: Scope) -> Any:
 # --- evaluating values ------------------------------------------------------------------
 
 
-def map_value(value: Any, scope: Scope, want_list: bool = False) -> Any:
+def map_value(value: Value, scope: Scope, want_list: bool = False) -> Any:
     """A value with every expression in it evaluated (Unfurl's ``map_value``)."""
     from unfurl_lite.expressions.sandbox import is_template, render_native
 
@@ -192,7 +198,7 @@ def resolve(expr: Any, scope: Scope, want: str = "one") -> Any:
     return _finish(expr, ref_results(expr, scope), want)
 
 
-def _finish(expr: Any, results: list[Any], want: str) -> Any:
+def _finish(expr: Value, results: list[Any], want: str) -> Any:
     if want != "results":
         results = [r.get() if isinstance(r, External) else r for r in results]
     if want != "one" or (isinstance(expr, Mapping) and "foreach" in expr and _is_ref_form(expr)):
@@ -214,13 +220,13 @@ def _is_ref_form(expr: Mapping[str, Any]) -> bool:
     return bool(keys) and keys[0] not in top_level_functions()
 
 
-def _source(expr: Any) -> Any:
+def _source(expr: Value) -> Any:
     if isinstance(expr, Mapping) and _is_ref_form(expr):
         return expr.get("eval", expr.get("ref", expr))
     return expr
 
 
-def ref_results(expr: Any, scope: Scope) -> list[Any]:
+def ref_results(expr: Value, scope: Scope) -> list[Any]:
     """The results of ``{eval: ..., vars:, foreach:, select:}`` (or a bare expression)."""
     vars: dict[str, Any] = {}
     select = None
@@ -238,7 +244,7 @@ def ref_results(expr: Any, scope: Scope) -> list[Any]:
     return found
 
 
-def eval_ref(value: Any, scope: Scope) -> list[Any]:
+def eval_ref(value: Value, scope: Scope) -> list[Any]:
     """An expression's results: a function call, a query, a template, or a value."""
     from unfurl_lite.expressions.sandbox import is_template, render_native
 
@@ -285,12 +291,12 @@ def _call(name: str, mapping: Mapping[str, Any], scope: Scope) -> Any:
     return function(mapping[name], scope)
 
 
-def _short(value: Any) -> str:
+def _short(value: Value) -> str:
     text = repr(dict(value)) if isinstance(value, Mapping) else repr(value)
     return text if len(text) < 120 else text[:117] + "..."
 
 
-def results_of(value: Any, scope: Scope) -> list[Any]:
+def results_of(value: Value, scope: Scope) -> list[Any]:
     """A value as results (Unfurl's ``_eval_ref_results``): an expression's results, each
     item of a list one result, null none, anything else one result."""
     if is_ref(value):
@@ -318,14 +324,15 @@ def eval_for_function(value: Any, scope: Scope) -> Any:
 def for_each(select: Any, found: list[Any], scope: Scope) -> list[Any]:
     if select == "$true":
         return found
-    if len(found) == 1 and isinstance(found[0], list):
-        return _for_each(select, list(enumerate(found[0])), scope)
+    first: Value = found[0] if len(found) == 1 else None
+    if isinstance(first, list):
+        return _for_each(select, list(enumerate(first)), scope)
     return _for_each(select, list(enumerate(found)), scope)
 
 
 def for_each_function(arg: Any, scope: Scope) -> list[Any]:
     """``{eval: {foreach: ...}}`` over the current resource's items."""
-    current = scope.current
+    current: Value = scope.current
     if isinstance(current, Mapping):
         return _for_each(arg, list(current.items()), scope)
     if isinstance(current, list):
@@ -333,12 +340,13 @@ def for_each_function(arg: Any, scope: Scope) -> list[Any]:
     return _for_each(arg, [(0, current)], scope)
 
 
-def _for_each(select: Any, items: list[tuple[Any, Any]], scope: Scope) -> list[Any]:
+def _for_each(select: Value, items: list[tuple[Any, Any]], scope: Scope) -> list[Any]:
     """Unfurl's ``foreach``: each item evaluated in a scope of its own (``key``, ``item``,
     ``index``, ``break``/``continue``), mappings evaluated after the loop as Unfurl's lazy
     results are."""
+    value_expr: Value
     if isinstance(select, Mapping) and ("key" in select or "value" in select):
-        key_expr, value_expr = select.get("key"), select.get("value")
+        key_expr, value_expr = select.get("key"), cast("Value", select.get("value"))
     else:
         key_expr, value_expr = None, select
     later: list[Any] = []  # mappings evaluated after the loop, as Unfurl's lazy results are
@@ -426,7 +434,7 @@ def _singular(value: Any, segment: Segment) -> bool:
     return not isinstance(value, list) or isinstance(segment.key, int)
 
 
-def _items(value: Any) -> Iterable[Any]:
+def _items(value: Value) -> Iterable[Any]:
     if isinstance(value, Mapping):
         return list(value.values())
     if isinstance(value, list):
@@ -437,6 +445,7 @@ def _items(value: Any) -> Iterable[Any]:
 def _walk(values: Iterable[Any], segments: tuple[Segment, ...], scope: Scope) -> Iterator[Any]:
     first = segments[0]
     first_match = first.modifier == "?"
+    value: Value
     for value in values:
         if _singular(value, first):
             rest = segments[1:]
@@ -485,7 +494,7 @@ def _apply(value: Any, segment: Segment, scope: Scope) -> list[Any]:
     return [value]
 
 
-def _project(value: Any, key: Any, scope: Scope) -> Any:
+def _project(value: Value, key: Any, scope: Scope) -> Any:
     try:
         if isinstance(key, str) and key.startswith("$"):
             key = scope.var(key[1:])

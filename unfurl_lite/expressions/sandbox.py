@@ -14,7 +14,7 @@ import itertools
 import os
 import re
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from unfurl_lite.errors import ExpressionError, PathError, RenderCancelled, RenderTimeout
 from unfurl_lite.expressions import limits
@@ -37,6 +37,7 @@ from unfurl_lite.security.paths import PROTECTED, confine, read_regular_file
 
 if TYPE_CHECKING:
     from unfurl_lite.expressions.expr import EvalContext
+    from unfurl_lite.model.narrow import YAMLValue
 
 CREDENTIAL_STORES = PROTECTED  # path components file() never reads
 
@@ -44,7 +45,7 @@ CREDENTIAL_STORES = PROTECTED  # path components file() never reads
 def _secrets_read(value: Any, budget: int = 1000) -> bool | tuple[str, ...]:
     """Whether a value read by a template holds a secret (bounded, for huge attributes):
     True for one, the variables' names when it holds environment values only, or False."""
-    stack = [value]
+    stack: list[YAMLValue] = [value]
     variables: list[str] = []
     while stack and budget > 0:
         budget -= 1
@@ -281,7 +282,7 @@ def escape_backslashes(text: str) -> str:
     return "".join(out)
 
 
-def is_template(value: Any) -> bool:
+def is_template(value: object) -> TypeGuard[str]:
     """Unfurl's test: text holding ``{{``, ``}}``, ``{%`` or ``%}``."""
     return isinstance(value, str) and (
         "{{" in value or "{%" in value or "}}" in value or "%}" in value)
@@ -368,7 +369,7 @@ def native_output(pieces: Any) -> Any:
                                           iterator))
 
 
-def plain_value(value: Any) -> Any:
+def plain_value(value: YAMLValue | Iterator[Any]) -> Any:
     """A template's value with the read-only views it read as plain mappings."""
     if isinstance(value, LazyInputs | LazyValues):
         return {k: plain_value(value[k]) for k in value}

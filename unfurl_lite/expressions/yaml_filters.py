@@ -5,12 +5,15 @@ true), libyaml's layout on the way out."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import ExpressionError
 
+if TYPE_CHECKING:
+    from unfurl_lite.model.narrow import YAMLValue
 
-def _yaml_plain(value: Any) -> Any:
+
+def _yaml_plain(value: YAMLValue) -> Any:
     """Plain types for the dumper (secrets are text subclasses; views are mappings)."""
     if isinstance(value, Mapping):
         return {_yaml_plain(k): _yaml_plain(v) for k, v in value.items()}
