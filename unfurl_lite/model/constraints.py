@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence, Sized
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from unfurl_lite.model.narrow import YAMLValue
 
 _SCALAR = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z]+)\s*$")
 #: each scalar-unit type's units, by their multiple of the type's base unit
@@ -47,7 +50,7 @@ def _compare(test: Callable[[Any, Any], bool]) -> Callable[[Any, Any], bool]:
     return judge
 
 
-def _in_range(value: Any, bounds: Any) -> bool:
+def _in_range(value: YAMLValue, bounds: YAMLValue) -> bool:
     if not isinstance(bounds, Sequence) or isinstance(bounds, str) or len(bounds) != 2:
         return True
     low, high = (value[0], value[1]) if isinstance(value, list) and len(value) == 2 \
@@ -60,7 +63,7 @@ def _in_range(value: Any, bounds: Any) -> bool:
         return False
 
 
-def _valid_values(value: Any, allowed: Any) -> bool:
+def _valid_values(value: YAMLValue, allowed: YAMLValue) -> bool:
     if not isinstance(allowed, Sequence) or isinstance(allowed, str):
         return True
     if isinstance(value, list):
@@ -107,12 +110,14 @@ _RULES: dict[str, tuple[Callable[[Any, Any], bool], str]] = {
 _LENGTHS = ("length", "min_length", "max_length")
 
 
-def constraint_problem(constraint: Any, value: Any, name: str, type_name: str = "") -> str | None:
+def constraint_problem(constraint: YAMLValue, value: Any, name: str,
+                       type_name: str = "") -> str | None:
     """Why ``value`` (of the property ``name``, of TOSCA type ``type_name``) breaks
     ``constraint`` (a one-key mapping), in toscaparser's words; None when it holds or is
     a constraint this module does not judge (``schema``)."""
     if not isinstance(constraint, Mapping) or len(constraint) != 1:
         return None
+    bound: YAMLValue
     ((key, bound),) = constraint.items()
     rule = _RULES.get(str(key))
     if rule is None:
@@ -131,7 +136,7 @@ def constraint_problem(constraint: Any, value: Any, name: str, type_name: str = 
     return f'The value "{value}" of property "{name}" {detail}.'
 
 
-def constraints_problem(constraints: Any, value: Any, name: str, type_name: str = "",
+def constraints_problem(constraints: YAMLValue, value: YAMLValue, name: str, type_name: str = "",
                         each: bool = False) -> str | None:
     """The first of ``constraints`` that ``value`` breaks; with ``each`` (a data type's
     field, as toscaparser judges them) a list's entries one by one."""

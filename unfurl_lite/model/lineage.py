@@ -7,7 +7,10 @@ requirements, recording to name a relationship's capability.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from unfurl_lite.model.narrow import YAMLValue
 
 #: capabilities of TOSCA's normative node types (name -> capability type)
 _NORMATIVE_CAPABILITIES: dict[str, dict[str, str]] = {
@@ -70,6 +73,7 @@ def capabilities_of(type_name: Any, node_types: Mapping[str, Any]) -> dict[str, 
     for ancestor in reversed(lineage(type_name, node_types)):
         capabilities.update(_NORMATIVE_CAPABILITIES.get(ancestor, {}))
         declared = as_mapping(as_mapping(node_types.get(ancestor)).get("capabilities"))
+        body: YAMLValue
         for name, body in declared.items():
             capabilities[str(name)] = body.get("type") if isinstance(body, Mapping) else body
     return capabilities
@@ -84,11 +88,11 @@ def matching_capability(capabilities: Mapping[str, Any], wanted: Any) -> str | N
     return next((n for n, t in capabilities.items() if is_a(t, wanted)), None)
 
 
-def as_mapping(value: Any) -> Mapping[str, Any]:
+def as_mapping(value: YAMLValue) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def parents(derived_from: Any) -> tuple[str, ...]:
+def parents(derived_from: YAMLValue) -> tuple[str, ...]:
     """``derived_from`` as a tuple: one type, or Unfurl's list (multiple inheritance)."""
     if isinstance(derived_from, str):
         return (derived_from,)
@@ -126,6 +130,7 @@ def lineage(type_name: Any, node_types: Mapping[str, Any]) -> list[str]:
 def wanted_capability(
     template: Mapping[str, Any], node_types: Mapping[str, Any], requirement: str
 ) -> Any:
+    entries: YAMLValue
     for entries in [template.get("requirements")] + [
         as_mapping(node_types.get(t)).get("requirements")
         for t in lineage(template.get("type"), node_types)

@@ -7,10 +7,13 @@ flattens, recording nests.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.model.entities import Instance, NodeTemplate
 from unfurl_lite.model.narrow import is_map
+
+if TYPE_CHECKING:
+    from unfurl_lite.model.narrow import YAMLValue
 
 #: the key, in an instance's record, of the instances it hosts
 CHILDREN = "instances"
@@ -24,7 +27,7 @@ def flatten(recorded: Any, detach: bool = False) -> dict[str, tuple[Any, str | N
     records themselves (to rewrite them) rather than out of copies."""
     found: dict[str, tuple[Any, str | None]] = {}
 
-    def walk(entries: Any, parent: str | None) -> None:
+    def walk(entries: YAMLValue, parent: str | None) -> None:
         if not isinstance(entries, Mapping):
             return
         for name, record in entries.items():

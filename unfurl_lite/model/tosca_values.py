@@ -13,9 +13,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.model.constraints import constraints_problem
+
+if TYPE_CHECKING:
+    from unfurl_lite.model.narrow import YAMLValue
 
 _VERSION = re.compile(r"^\d+\.\d+(\.\d+)?(\.[0-9A-Za-z_]+)?(-\d+)?$")
 _SCALAR = re.compile(r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*[A-Za-z]+\s*$")
@@ -58,7 +61,7 @@ def _is_timestamp(value: Any) -> bool:
     return True
 
 
-def _is_range(value: Any) -> bool:
+def _is_range(value: YAMLValue) -> bool:
     if not isinstance(value, list) or len(value) != 2:
         return False
     bounds = [v for v in value if v != "UNBOUNDED"]
@@ -136,7 +139,7 @@ class DataTypes:
         found: list[Mapping[str, Any]] = []
         current: Any = name
         while isinstance(current, str) and current in self.declared and len(found) < _MAX_DEPTH:
-            body = self.declared[current]
+            body: YAMLValue = self.declared[current]
             if not isinstance(body, Mapping) or any(b is body for b in found):
                 break
             found.append(body)
@@ -153,7 +156,7 @@ class DataTypes:
             short = _short_name(current)
             if short in _CHECKS:
                 return short
-            body = self.declared.get(current)
+            body: YAMLValue = self.declared.get(current)
             if not isinstance(body, Mapping):
                 return None
             if isinstance(body.get("type"), str):
@@ -161,14 +164,14 @@ class DataTypes:
             current = body.get("derived_from")
         return None
 
-    def fields(self, name: str) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def fields(self, name: str) -> dict[str, YAMLValue]:
+        out: dict[str, YAMLValue] = {}
         for body in self.chain(name):
             out.update(body.get("properties") or {})
         return out
 
     def is_open(self, name: str) -> bool:
-        return any((body.get("metadata") or {}).get("additionalProperties")
+        return any(body["metadata"].get("additionalProperties")
                    for body in self.chain(name) if isinstance(body.get("metadata"), Mapping))
 
     def knows(self, name: str) -> bool:
@@ -180,7 +183,7 @@ _OPAQUE = frozenset({"tosca.datatypes.network.PortSpec", "tosca:PortSpec"})
 _NO_TYPES = DataTypes()
 
 
-def is_expression(value: Any, functions: frozenset[str]) -> bool:
+def is_expression(value: YAMLValue, functions: frozenset[str]) -> bool:
     """A value computed when read (a function's one-key mapping, a Jinja2 template):
     judged once evaluated, not as written."""
     if isinstance(value, str):
@@ -188,7 +191,7 @@ def is_expression(value: Any, functions: frozenset[str]) -> bool:
     return isinstance(value, Mapping) and any(str(k) in functions for k in value)
 
 
-def type_problem(definition: Any, value: Any, data_types: DataTypes | None = None,
+def type_problem(definition: YAMLValue, value: YAMLValue, data_types: DataTypes | None = None,
                  name: str = "", functions: frozenset[str] = frozenset(),
                  _field: bool = False, _depth: int = 0) -> str | None:
     """Why ``value`` does not fit ``definition`` (a property or attribute definition
@@ -222,14 +225,14 @@ def type_problem(definition: Any, value: Any, data_types: DataTypes | None = Non
                                simple or short, each=_field)
 
 
-def _entries_problem(definition: Mapping[str, Any], value: Any, simple: str, types: DataTypes,
+def _entries_problem(definition: Mapping[str, Any], value: YAMLValue, simple: str, types: DataTypes,
                      functions: frozenset[str], depth: int) -> str | None:
     entries: Sequence[Any] = ()
     if isinstance(value, list) and simple == "list":
         entries = value
     elif isinstance(value, Mapping) and simple == "map":
         entries = list(value.values())
-    schema = definition.get("entry_schema")
+    schema: YAMLValue = definition.get("entry_schema")
     if isinstance(schema, str):
         schema = {"type": schema}
     for entry in entries if isinstance(schema, Mapping) else ():
@@ -245,7 +248,7 @@ def _datatype_constraints(types: DataTypes, type_name: str, value: Any, name: st
     return constraints_problem(constraints, value, name or "", types.value_type(type_name) or "")
 
 
-def _fields_problem(types: DataTypes, type_name: str, value: Any, functions: frozenset[str],
+def _fields_problem(types: DataTypes, type_name: str, value: YAMLValue, functions: frozenset[str],
                     depth: int) -> str | None:
     if not isinstance(value, Mapping):
         return f'{value} must be of type "{type_name}".'  # toscaparser's TypeMismatchError
@@ -266,7 +269,7 @@ def _fields_problem(types: DataTypes, type_name: str, value: Any, functions: fro
     return None
 
 
-def with_defaults(definition: Any, value: Any, data_types: DataTypes | None) -> Any:
+def with_defaults(definition: YAMLValue, value: YAMLValue, data_types: DataTypes | None) -> Any:
     """``value`` with the defaults of its data type's fields it leaves out (toscaparser
     fills them in when it validates the value), nested data types too; the value itself
     when there is nothing to add."""
