@@ -193,7 +193,8 @@ def _heartbeats(url: str) -> tuple[dict[str, dict[str, Any]], dict[str, set[str]
         client.close()
     serving: dict[str, set[str]] = {}
     for node, info in workers.items():
-        for queue in info.get("queues") or []:
+        queues: list[Any] = info.get("queues") or []
+        for queue in queues:
             serving.setdefault(agent_queue(str(queue)), set()).add(node)
     return workers, serving
 

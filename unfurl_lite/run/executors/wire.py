@@ -6,13 +6,16 @@ A secret travels marked, so the other side wraps it again and keeps it out of re
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.run.operations.base import OperationRequest, OperationResult
 from unfurl_lite.security.taint import Sensitive, Tainted
 
+if TYPE_CHECKING:
+    from unfurl_lite.model.narrow import YAMLValue
 
-def encode(value: Any) -> Any:
+
+def encode(value: YAMLValue | set[Any] | frozenset[Any]) -> Any:
     """JSON-ready data; a secret becomes ``{"__sensitive__": text}`` (never plain text in
     a structure that could be mistaken for an ordinary value)."""
     if isinstance(value, Sensitive):
@@ -24,7 +27,7 @@ def encode(value: Any) -> Any:
     return value
 
 
-def decode(value: Any) -> Any:
+def decode(value: YAMLValue) -> Any:
     if isinstance(value, dict):
         if "__sensitive__" in value and set(value) <= {"__sensitive__", "tainted"}:
             cls = Tainted if value.get("tainted") else Sensitive

@@ -54,12 +54,16 @@ def install(app: Any) -> None:
         terminate_on_revoke(state)
         consumer = Consumer(state, state.queues, concurrency_of(ready), node)
         consumer.start()
-        signals.worker_shutting_down.connect(  # a warm shutdown: take no more tasks
-            lambda **kwargs: consumer.stop(wait=False), weak=False,
-            dispatch_uid=f"unfurl-stop-{node}")
-        signals.worker_shutdown.connect(  # ... and let the running ones end
-            lambda **kwargs: consumer.stop(wait=True), weak=False,
-            dispatch_uid=f"unfurl-end-{node}")
+        def take_no_more(**kwargs: Any) -> None:  # a warm shutdown: take no more tasks
+            consumer.stop(wait=False)
+
+        def let_them_end(**kwargs: Any) -> None:  # ... and let the running ones end
+            consumer.stop(wait=True)
+
+        signals.worker_shutting_down.connect(take_no_more, weak=False,
+                                             dispatch_uid=f"unfurl-stop-{node}")
+        signals.worker_shutdown.connect(let_them_end, weak=False,
+                                        dispatch_uid=f"unfurl-end-{node}")
 
     state.on_ready.append(start)
 

@@ -69,7 +69,8 @@ class WorkerView:
         self.workers = live_workers(self.client)
         serving: dict[str, set[str]] = {}
         for node, info in self.workers.items():
-            for queue in info.get("queues") or []:
+            queues: list[Any] = info.get("queues") or []
+            for queue in queues:
                 serving.setdefault(agent_queue(str(queue)), set()).add(node)
         self._serving = serving
 

@@ -15,9 +15,12 @@ import json
 import os
 import socket
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.run.executors.celery.application import REDACTED_ARGS, TASK_NAME
+
+if TYPE_CHECKING:
+    from unfurl_lite.model.narrow import YAMLValue
 
 #: what Celery puts in a message's embed when the task has no callbacks or chain
 _EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
@@ -52,15 +55,16 @@ def publish(client: Any, queue: str, celery_id: str, payload: dict[str, Any]) ->
     client.lpush(queue, task_message(celery_id, queue, payload))
 
 
-def parse(raw: bytes | str) -> tuple[str, str, list[Any]]:
+def parse(raw: bytes | str) -> tuple[str, str, list[YAMLValue]]:
     """(task id, task name, positional arguments) of a message on a queue's list."""
     message = json.loads(raw)
-    headers = message.get("headers") or {}
+    headers: dict[str, Any] = message.get("headers") or {}
     body: Any = message.get("body") or ""
-    if (message.get("properties") or {}).get("body_encoding") == "base64":
+    properties: dict[str, Any] = message.get("properties") or {}
+    if properties.get("body_encoding") == "base64":
         body = base64.b64decode(body)
-    decoded = json.loads(body)
-    args = decoded[0] if isinstance(decoded, list) and decoded else []
+    decoded: YAMLValue = json.loads(body)
+    args: list[Any] = decoded[0] if isinstance(decoded, list) and decoded else []
     return str(headers.get("id") or ""), str(headers.get("task") or ""), list(args or [])
 
 

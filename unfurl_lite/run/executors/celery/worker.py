@@ -30,7 +30,7 @@ from celery.concurrency.thread import TaskPool as _CeleryThreadPool
 
 import unfurl_lite.run.executors.celery.lineage as lineage
 from unfurl_lite.errors import JobError
-from unfurl_lite.model.narrow import new_dict, new_list
+from unfurl_lite.model.narrow import YAMLValue, new_dict, new_list
 from unfurl_lite.run.executors.celery.application import (
     BROKER_ENV,
     HEARTBEAT_SECONDS,
@@ -192,7 +192,7 @@ def run_task(state: WorkerState, payload: dict[str, Any], celery_id: str, node: 
     ``store``: a copy that ran stores its outcome in Celery's result backend in the
     lease's last step (the caller stores the others: a summary with ``dropped``, or an
     OperationFailed not ``stored``)."""
-    meta = payload.get("meta") or {}
+    meta: dict[str, Any] = payload.get("meta") or {}
     worker = worker_name(node)
     client = state.client(state.backend)
     reply = str(meta.get("reply") or "")
@@ -307,7 +307,7 @@ def redact_result(result: OperationResult, secrets: set[str]) -> OperationResult
     if not secrets:
         return result
 
-    def scrub(value: Any) -> Any:
+    def scrub(value: YAMLValue) -> Any:
         if isinstance(value, Sensitive):
             return value
         if isinstance(value, str):
