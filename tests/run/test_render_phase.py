@@ -221,3 +221,57 @@ def test_an_instance_whose_requirement_waits_on_it_goes_first():
                            Task(3, "storage", "storage", op, "add", "deploy", after=(1, 2))])
     out = waiting_plan(plan, {1: ("::server::public_address",)})
     assert [(t.number, t.after) for t in out.tasks] == [(2, ()), (1, (2,)), (3, (1, 2))]
+
+
+def _shell(name: str, operations: str) -> str:
+    return (f"        {name}:\n          type: nodes.Test\n          interfaces:\n"
+            f"            Standard:\n{operations}")
+
+
+def test_a_templated_task_is_rendered_once(project, invoke, monkeypatch, tmp_path):
+    """The render phase's render is the one the task runs with, and what the digest says
+    it read comes from the same evaluation: an input that makes a temporary file makes
+    one (it made three: the render phase's, the run's and the digest's). (The plan the
+    job remembers for the next deploy renders on its own, and is left out here.)"""
+    from unfurl_lite.expressions import files
+    from unfurl_lite.plan import verdicts
+
+    monkeypatch.setattr(verdicts, "plan_next", lambda *args, **kwargs: None)
+
+    temps = tmp_path / "temps"
+    temps.mkdir()
+    monkeypatch.setattr(files, "_TEMP", [temps])
+    project.write(HEAD + _shell("a", (
+        "              configure:\n"
+        "                implementation: {className: Shell}\n"
+        "                inputs:\n"
+        "                  command: 'cat {{ inputs.note }} > seen-{{ SELF.prop }}'\n"
+        "                  note: {eval: {tempfile: hello}}\n")))
+    result = invoke("deploy", "--approve")
+    assert result.exit_code == 0, result.output
+    assert len(list(temps.iterdir())) == 1
+    assert (project.root / "seen-declared").read_text() == "hello"
+    [job] = project.root.glob("jobs/job*.yaml")
+    assert "digestKeys: command,note,::a::prop" in job.read_text()
+
+
+def test_a_task_whose_render_read_what_an_earlier_task_changed_renders_again(
+    project, invoke
+):
+    """The configure task was rendered before create set the attribute that now shadows
+    the property it read: it runs with the value as it is when it starts."""
+    project.write(HEAD + _shell("a", (
+        "              create:\n"
+        "                implementation: {className: Shell}\n"
+        "                inputs:\n"
+        "                  command: 'true'\n"
+        "                  resultTemplate:\n"
+        "                    attributes:\n"
+        "                      prop: changed\n"
+        "              configure:\n"
+        "                implementation: {className: Shell}\n"
+        "                inputs:\n"
+        "                  command: 'echo {{ SELF.prop }} > seen'\n")))
+    result = invoke("deploy", "--approve")
+    assert result.exit_code == 0, result.output
+    assert (project.root / "seen").read_text().strip() == "changed"

@@ -273,12 +273,15 @@ def known_secrets(inputs: Mapping[str, Any], template: NodeTemplate | None) -> s
 
 
 def render_inputs(
-    raw: Mapping[str, Any], extra: Mapping[str, Any], ctx: EvalContext, allow_override: bool = True
+    raw: Mapping[str, Any], extra: Mapping[str, Any], ctx: EvalContext,
+    allow_override: bool = True, known: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Evaluate an operation's inputs now, just before it runs (post-inputs stay raw)."""
+    """Evaluate an operation's inputs now, just before it runs (post-inputs stay raw);
+    ``known``: values of some already evaluated in ``ctx``, taken as they are."""
     merged = merged_inputs(raw, extra, allow_override)
-    lazy = LazyValues(merged, lambda k, v: v if k in POST_INPUTS else evaluate(v, ctx),
-                      INPUTS_LABEL)
+    given = known or {}
+    lazy = LazyValues(merged, lambda k, v: v if k in POST_INPUTS else given[k] if k in given
+                      else evaluate(v, ctx), INPUTS_LABEL)
     ctx.operation_inputs = lazy  # `{{ inputs.a }}` in another input reads a's value
     rendered = Labelled({k: lazy[k] for k in merged}, INPUTS_LABEL)
     ctx.operation_inputs = rendered

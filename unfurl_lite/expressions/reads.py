@@ -65,15 +65,23 @@ class Reads:
         return (*self.inputs, *(expr for expr, _ in self.dependencies))
 
 
+#: an instance's own fields that never change while a job runs
+_STATIC_FIELDS = frozenset({"name", "template", "type"})
+
+
 class _Watch:
     """Collects reads: inputs by name, other values grouped by instance in the order
-    each instance was first read (as Unfurl's attribute manager does)."""
+    each instance was first read (as Unfurl's attribute manager does). ``unstable``: the
+    evaluation also saw what the values read do not pin down (an instance's status, a
+    key it lacks, its keys as a whole, the instances walked by a query), so only
+    evaluating it again can tell what it gives later."""
 
     def __init__(self) -> None:
         self.inputs: list[str] = []
         self.values: dict[str, dict[str, Any]] = {}
         self.topology_inputs: Mapping[str, Any] = {}
         self.known = 0  # how many instances the task knew before it read anything
+        self.unstable = False
 
     def read_input(self, name: str) -> None:
         if name not in self.inputs:
@@ -81,6 +89,35 @@ class _Watch:
 
     def read_value(self, instance: str, name: str, value: Any) -> None:
         self.values.setdefault(instance, {}).setdefault(name, value)
+
+
+class _Guarded(Mapping[str, Any]):
+    """A mapping an evaluation reads through, marking the watch unstable when what it
+    learns is more than the value of a key it has: a missing key, the keys themselves."""
+
+    def __init__(self, inner: Mapping[str, Any], watch: _Watch, every: bool = False) -> None:
+        self._inner, self._watch, self._every = inner, watch, every  # every: any read
+
+    def __getitem__(self, key: str) -> Any:
+        if self._every:
+            self._watch.unstable = True
+        try:
+            return self._inner[key]
+        except KeyError:
+            self._watch.unstable = True
+            raise
+
+    def __iter__(self) -> Iterator[str]:
+        self._watch.unstable = True
+        return iter(self._inner)
+
+    def __len__(self) -> int:
+        self._watch.unstable = True
+        return len(self._inner)
+
+    def __contains__(self, key: object) -> bool:
+        self._watch.unstable = True
+        return key in self._inner
 
 
 def _watched_view(view: Mapping[str, Any] | None, watch: _Watch) -> Mapping[str, Any] | None:
@@ -94,9 +131,12 @@ def _watched_view(view: Mapping[str, Any] | None, watch: _Watch) -> Mapping[str,
             return _watched_attributes(view, name, watch)
         if key not in _FIXED or key in own:
             watch.read_value(name, key, value)
+        elif key not in _STATIC_FIELDS:
+            watch.unstable = True
         return value
 
-    return InstanceView(view, noted, str(instance_name(view)), template_name(view), name)
+    return InstanceView(_Guarded(view, watch), noted, str(instance_name(view)),
+                        template_name(view), name)
 
 
 def _key(view: Mapping[str, Any]) -> str:
@@ -112,11 +152,16 @@ def _watched_attributes(view: Mapping[str, Any], name: str, watch: _Watch) -> Ma
     properties: Mapping[str, Any] = view.get("properties") or {}
 
     def noted(key: str, value: Any) -> Any:
-        value = attributes[key] if key in attributes else properties[key]
+        if key in attributes:
+            value = attributes[key]
+        else:  # (not what the instance's view gives by that name: an attribute may come)
+            watch.unstable = True
+            value = properties[key]
         watch.read_value(name, key, value)
         return value
 
-    return LazyValues({**dict.fromkeys(properties), **dict.fromkeys(attributes)}, noted)
+    keys = {**dict.fromkeys(properties), **dict.fromkeys(attributes)}
+    return LazyValues(_Guarded(keys, watch), noted)
 
 
 def _quietly(read: Callable[[], Any]) -> None:
@@ -169,12 +214,22 @@ def watch_reads(ctx: EvalContext) -> _Watch:
         if view or index < 2:
             watch.values.setdefault(_key(view) if view else _ROOT, {})
     watch.known = len(watch.values)
-    ctx.self_view = _watched_view(ctx.self_view, watch) or {}
+    watched = _watched_view(ctx.self_view, watch)  # (not `or`: that would ask its length)
+    ctx.self_view = {} if watched is None else watched
     ctx.host = _watched_view(ctx.host, watch)
     ctx.source = _watched_view(ctx.source, watch)
     ctx.target = _watched_view(ctx.target, watch)
     lookup = ctx.lookup_node
-    ctx.lookup_node = lambda name: _watched_view(lookup(name), watch)
+    instances = ctx.instances
+
+    def watched_lookup(name: str) -> Mapping[str, Any] | None:
+        if instances is None or name not in instances:  # a template's first instance
+            watch.unstable = True
+        return _watched_view(lookup(name), watch)
+
+    ctx.lookup_node = watched_lookup
+    if instances is not None:  # what queries walk
+        ctx.instances = _Guarded(instances, watch, every=True)
     watch.topology_inputs = topology_inputs
     return watch
 
@@ -242,17 +297,48 @@ def operation_reads(
     ``ctx`` (from ``make_context``; it is changed here), and return what they read.
     ``recorded``: an earlier run's digest keys; the inputs among them are resolved too, as
     Unfurl's check of that run resolves them (one its resultTemplate read)."""
-    topology_inputs = ctx.inputs
-    watch = watch_reads(ctx)
+    return evaluated_reads(raw_inputs, environment, kind, ctx, recorded).reads
+
+
+@dataclass
+class Evaluated:
+    """What :func:`evaluated_reads` found: what was read, the watch that saw it (``ctx``
+    goes on being watched), and the values of the inputs and environment it evaluated
+    without an error, which a render in the same ``ctx`` need not evaluate again."""
+
+    reads: Reads
+    watch: _Watch
+    inputs: dict[str, Any]
+    environment: dict[str, Any]
+
+
+def evaluated_reads(
+    raw_inputs: Mapping[str, Any],
+    environment: Mapping[str, Any] | None,
+    kind: str,
+    ctx: EvalContext,
+    recorded: Sequence[str] = (),
+    watch: _Watch | None = None,
+) -> Evaluated:
+    """:func:`operation_reads`, keeping the values it evaluated and its watch (``watch``:
+    the one :func:`watch_reads` already put on ``ctx``)."""
+    watch = watch or watch_reads(ctx)
+    topology_inputs = watch.topology_inputs
     order = list(raw_inputs)
+    found = Evaluated(Reads(()), watch, {}, {})
+
     def input_value(key: str, value: Any) -> Any:
         watch.read_input(key)
-        return evaluate(value, ctx)
+        found.inputs[key] = evaluate(value, ctx)
+        return found.inputs[key]
+
+    def environment_value(key: str, value: Any) -> None:
+        found.environment[key] = evaluate(value, ctx)
 
     lazy = LazyValues(raw_inputs, input_value)
     ctx.operation_inputs = lazy
-    for value in (environment or {}).values():
-        _quietly(partial(evaluate, value, ctx))
+    for key, value in (environment or {}).items():
+        _quietly(partial(environment_value, key, value))
     early = [name for name in order if name in watch.inputs]
 
     roots = CONFIGURATOR_INPUTS.get(kind, tuple(order))
@@ -274,8 +360,9 @@ def operation_reads(
     later = [name for name in order if name in watch.inputs and name not in early]
     inputs = tuple(name for name in (*early, *later) if name not in excluded)
     fixed = len([name for name in early if name not in excluded])
-    return Reads(inputs, _dependencies(watch, topology_inputs, ctx),
-                 fixed if kind == "Template" else len(inputs))
+    found.reads = Reads(inputs, _dependencies(watch, topology_inputs, ctx),
+                        fixed if kind == "Template" else len(inputs))
+    return found
 
 
 def _rendered_parts(run: YAMLValue, variables_read: bool) -> Iterator[Any]:

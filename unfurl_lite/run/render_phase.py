@@ -26,15 +26,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from unfurl_lite.errors import ExpressionError, RenderCancelled, UnfurlLiteError
-from unfurl_lite.expressions.context import plain_inputs, render_inputs
+from unfurl_lite.expressions.context import POST_INPUTS, plain_inputs, render_inputs
 from unfurl_lite.expressions.expr import evaluate
 from unfurl_lite.expressions.limits import RENDER_SECONDS
-from unfurl_lite.expressions.reads import Reads, watch_reads
+from unfurl_lite.expressions.reads import Reads, evaluated_reads, watch_reads
 from unfurl_lite.model.entities import Instance, NodeTemplate, Priority, Status
 from unfurl_lite.model.narrow import new_dict, new_list
 from unfurl_lite.plan.tasks import Plan, Task
 from unfurl_lite.run.outcome import TaskRun
-from unfurl_lite.run.requests import RequestBuilder
+from unfurl_lite.run.requests import RequestBuilder, Trial
 from unfurl_lite.run.results import keep_defaults_read
 
 #: an instance a task waited for is operational (deploy runs the task) with these
@@ -77,7 +77,7 @@ def render_all(plan: Plan, instances: dict[str, Instance], builder: RequestBuild
     for task in plan.tasks:
         if task.number in done or not renders_first(plan, task, templates):
             continue
-        error, read = _trial(task, instances[task.target], builder)
+        error, read, kept = _trial(task, instances[task.target], builder)
         if task.workflow == "undeploy":  # nothing waits: what is being removed stays put
             if error is not None:
                 found.dropped[task.number] = error
@@ -97,29 +97,43 @@ def render_all(plan: Plan, instances: dict[str, Instance], builder: RequestBuild
             op = task.operation
             assert op is not None
             found.errors.append(f"{task.target} {op.qualified_name}: {error}")
+        elif kept is not None:
+            builder.trials[task.number] = kept
     return found
 
 
-def _trial(task: Task, instance: Instance,
-           builder: RequestBuilder) -> tuple[str | None, dict[str, dict[str, Any]]]:
+def _trial(task: Task, instance: Instance, builder: RequestBuilder
+           ) -> tuple[str | None, dict[str, dict[str, Any]], Trial | None]:
     """Render the task's inputs (and environment) once, watching what is read: the error
-    it failed with (None: it rendered) and the values read, by instance."""
+    it failed with (None: it rendered), the values read, by instance, and the render
+    itself when the task may run with it (see :class:`requests.Trial`).
+
+    One evaluation serves both the render and what the operation read (its digest's
+    keys): the inputs and environment are evaluated in the order Unfurl resolves them,
+    watched, and the render takes the values that pass found."""
     op = task.operation
     assert op is not None and op.implementation is not None
     if op.environment is None and plain_inputs(
             op.run_inputs, task.extra_inputs, task.allow_override) is not None:
-        return None, {}  # nothing to evaluate: nothing can fail or be read
+        return None, {}, None  # nothing to evaluate: nothing can fail or be read
     run = TaskRun(task)
     ctx = builder.context(run)
     ctx.time_limit = op.timeout if op.timeout else RENDER_SECONDS
     ctx.deadline = time.monotonic() + ctx.time_limit
     ctx.extra = {**ctx.extra, "task": builder.task_settings(run)}
+    raw = op.run_inputs | dict(task.extra_inputs)
     watch = watch_reads(ctx)
-    error = None
+    error, kept = None, None
     try:
-        render_inputs(op.run_inputs, task.extra_inputs, ctx, task.allow_override)
-        for value in (op.environment or {}).values():
-            evaluate(value, ctx)
+        found = evaluated_reads(raw, op.environment, op.implementation.kind, ctx, watch=watch)
+        known = None if any(k in raw for k in POST_INPUTS) else found.inputs
+        inputs = render_inputs(op.run_inputs, task.extra_inputs, ctx, task.allow_override,
+                               known)
+        environment = {k: found.environment[k] if k in found.environment else evaluate(v, ctx)
+                       for k, v in (op.environment or {}).items()}
+        if not watch.unstable and op.implementation.kind != "Python":
+            kept = Trial(inputs, environment if op.environment is not None else None,
+                         found.reads, {n: dict(v) for n, v in watch.values.items()})
     except RenderCancelled:
         raise
     except (ExpressionError, UnfurlLiteError) as exc:
@@ -128,7 +142,7 @@ def _trial(task: Task, instance: Instance,
         error = f"{type(exc).__name__}: {exc}"
     finally:
         builder.secrets.update(ctx.secrets)
-    return error, {name: dict(values) for name, values in watch.values.items()}
+    return error, {name: dict(values) for name, values in watch.values.items()}, kept
 
 
 def _is_live(instance: Instance | None, templates: Mapping[str, NodeTemplate],

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from unfurl_lite.expressions.context import (
@@ -25,8 +25,10 @@ from unfurl_lite.expressions.context import (
     wrapped_inputs,
 )
 from unfurl_lite.expressions.expr import EvalContext, evaluate
+from unfurl_lite.expressions.lazy import Labelled
 from unfurl_lite.expressions.limits import RENDER_SECONDS
 from unfurl_lite.expressions.reads import (
+    Reads,
     merged_reads,
     operation_reads,
     plain_reads,
@@ -36,6 +38,7 @@ from unfurl_lite.expressions.reads import (
 from unfurl_lite.model import changeid
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Instance
+from unfurl_lite.model.narrow import new_dict
 from unfurl_lite.model.routing import agent_of
 from unfurl_lite.run.operations.base import OperationRequest, OperationResult
 from unfurl_lite.run.options import JobOptions
@@ -44,6 +47,46 @@ from unfurl_lite.run.relationships import relationship_instance
 from unfurl_lite.run.results import apply_post_inputs
 from unfurl_lite.security import environment as openv
 from unfurl_lite.security.taint import secrets_in
+
+
+@dataclass
+class Trial:
+    """A task's render in the render phase, which its run takes instead of rendering
+    again while the values it read are unchanged: kept only for a render whose result
+    those values decide (it read no instance's status, missing key or keys as a whole,
+    walked no query over the instances, and is not a Python operation's, whose code
+    reads the instance itself)."""
+
+    inputs: dict[str, Any]
+    environment: dict[str, Any] | None
+    reads: Reads
+    read: dict[str, dict[str, Any]]  # by instance: the values read
+
+    def fresh(self, ctx: EvalContext) -> bool:
+        """Whether every value the render read is what ``ctx`` reads now."""
+        instances = ctx.instances or {}
+        for name, values in self.read.items():
+            if not values or (name not in instances and name.startswith("\0")):
+                continue  # the root's inputs (get_input): fixed for the job
+            view = ctx.lookup_node(name) if name in instances else None
+            if view is None:
+                return False
+            try:
+                if any(view[key] != value for key, value in values.items()):
+                    return False
+            except Exception:  # what fails now rendered then: render again, and say why
+                return False
+        return _data(self.inputs) and _data(self.environment)
+
+
+def _data(value: Any) -> bool:
+    """Plain data (an evaluation may give a view or a lazy mapping, which read later)."""
+    kind = type(value)
+    if kind is dict or isinstance(value, Labelled):
+        return all(_data(v) for v in value.values())
+    if kind is list or kind is tuple:
+        return all(_data(v) for v in value)
+    return value is None or isinstance(value, str | int | float)
 
 
 @dataclass
@@ -59,6 +102,8 @@ class RequestBuilder:
     secrets: set[str]
     env: dict[str, str]
     metadata: Mapping[str, Any]
+    #: the render phase's renders a task's run may take (see :class:`Trial`), by number
+    trials: dict[int, Trial] = field(default_factory=new_dict)
 
     def task_settings(self, run: TaskRun) -> dict[str, Any]:
         """The ``task`` variable of templates, with the keys Unfurl's TaskView gives it."""
@@ -110,9 +155,13 @@ class RequestBuilder:
             self.secrets.update(known_secrets(wrapped_inputs(topology), template))
             plain = plain_inputs(inputs, task.extra_inputs, task.allow_override)
         environment, ctx = None, None
+        trial = self.trials.pop(task.number, None)
         if plain is not None:  # nothing to evaluate: no evaluation context to build
             run.inputs = plain
+        elif trial is not None and trial.fresh(self.context(run)):  # rendered once
+            run.inputs, environment, run.reads = trial.inputs, trial.environment, trial.reads
         else:
+            trial = None
             ctx = self.context(run)
             ctx.time_limit = op.timeout if op.timeout else RENDER_SECONDS
             ctx.deadline = began + ctx.time_limit
@@ -127,7 +176,8 @@ class RequestBuilder:
             finally:
                 self.secrets.update(ctx.secrets)
         raw = inputs | dict(task.extra_inputs)
-        run.reads = plain_reads(raw, op.environment, op.implementation.kind)
+        if trial is None:
+            run.reads = plain_reads(raw, op.environment, op.implementation.kind)
         if run.reads is None:  # something is evaluated: watch what it reads
             watching = self.context(run)
             if ctx is not None:
