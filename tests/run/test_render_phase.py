@@ -275,3 +275,21 @@ def test_a_task_whose_render_read_what_an_earlier_task_changed_renders_again(
     result = invoke("deploy", "--approve")
     assert result.exit_code == 0, result.output
     assert (project.root / "seen").read_text().strip() == "changed"
+
+
+def test_a_task_whose_render_read_a_file_renders_again_when_it_runs(project, invoke):
+    """What a file holds is not among the values a render read: an earlier task of the
+    job may write it, so the task reads it again when it runs."""
+    (project.root / "x").write_text("old")
+    project.write(HEAD + _shell("a", (
+        "              create:\n"
+        "                implementation: {className: Shell}\n"
+        "                inputs:\n"
+        "                  command: 'echo new > x'\n"
+        "              configure:\n"
+        "                implementation: {className: Shell}\n"
+        "                inputs:\n"
+        "                  command: \"echo {{ lookup('file', 'x') }} > seen\"\n")))
+    result = invoke("deploy", "--approve")
+    assert result.exit_code == 0, result.output
+    assert (project.root / "seen").read_text().strip() == "new"

@@ -60,6 +60,7 @@ class EvalContext:
     topology: Topology | None = None  # for queries: the templates and their definitions
     instances: Mapping[str, Instance] | None = None  # for queries: every instance
     metadata: Mapping[str, Any] = field(default_factory=new_dict)  # get_ensemble_metadata
+    on_file_read: Callable[[], None] | None = None  # a render's watch: a file's text was read
     _world: World | None = field(default=None, repr=False, compare=False)
 
     def variables(self) -> dict[str, Any]:

@@ -141,6 +141,8 @@ class ProjectFile(External):
 
 def read_text(ctx: EvalContext, path: Path, name: str, encoding: str = "utf-8") -> str:
     """A project file's text (never a credential store, bounded in size)."""
+    if ctx.on_file_read is not None:
+        ctx.on_file_read()
     from unfurl_lite.expressions.limits import MAX_TEMPLATE_RESULT
     from unfurl_lite.expressions.sandbox import CREDENTIAL_STORES
 

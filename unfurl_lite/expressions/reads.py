@@ -228,6 +228,11 @@ def watch_reads(ctx: EvalContext) -> _Watch:
         return _watched_view(lookup(name), watch)
 
     ctx.lookup_node = watched_lookup
+
+    def file_read() -> None:  # what a file holds may change while the job runs
+        watch.unstable = True
+
+    ctx.on_file_read = file_read
     if instances is not None:  # what queries walk
         ctx.instances = _Guarded(instances, watch, every=True)
     watch.topology_inputs = topology_inputs
