@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import heapq
+import queue
 import threading
 import time
 from collections import deque
 from collections.abc import Mapping
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -85,7 +86,10 @@ class Scheduler:
     env: dict[str, str] = field(default_factory=new_dict)
     resumed: Resumed | None = None
     cancelling: JobState | None = None
-    wakeup: Future[None] = field(default_factory=Future)
+    #: each operation's future as it completes, None when one has started: the loop's one
+    #: wait (``futures.wait`` hooked a waiter onto every running future at every turn)
+    arrived: queue.SimpleQueue[Future[OperationResult] | None] = field(
+        default_factory=queue.SimpleQueue)
     newly_started: list[str] = field(default_factory=new_list)
     started_lock: threading.Lock = field(default_factory=threading.Lock)
     taken_down: set[str] | None = None
@@ -95,10 +99,6 @@ class Scheduler:
     undecided: list[int] = field(default_factory=new_list)  # places of skip_when tasks not settled
     deferred: list[int] = field(default_factory=new_list)  # tasks waiting on an undecided one
     start_status: dict[str, Status] = field(default_factory=new_dict)  # each instance's, as planned
-
-    def setup(self) -> None:
-        self.prepare()
-        self.wire()
 
     def prepare(self) -> None:
         """The job's state and its request builder: enough to render a task."""
@@ -150,13 +150,11 @@ class Scheduler:
         """Called on the executor's thread: hand over to the loop, which owns the state."""
         with self.started_lock:
             self.newly_started.append(task_id)
-            if not self.wakeup.done():
-                self.wakeup.set_result(None)
+        self.arrived.put(None)
 
     def mark_started(self) -> None:
         with self.started_lock:
             started, self.newly_started = self.newly_started, []
-            self.wakeup = Future()
         by_id = {self.runs[n].change_id: self.runs[n] for n in self.running.values()}
         for task_id in started:
             run = by_id.get(task_id)
@@ -186,12 +184,11 @@ class Scheduler:
             if self.running:
                 # a signal handler only sets an event: poll it (a cancel may escalate)
                 timeout = min(timeout, CANCEL_POLL) if timeout is not None else CANCEL_POLL
-                waiting_on: list[Future[Any]] = [*self.running, self.wakeup]
-                done, _ = wait(waiting_on, timeout=timeout, return_when=FIRST_COMPLETED)
-                if self.wakeup.done():
+                done = self.arrivals(timeout)
+                if None in done:
                     self.mark_started()
                 for future in done:
-                    if future not in self.running:
+                    if future is None or future not in self.running:
                         continue
                     number = self.running.pop(future)
                     self.finish(number, result_of(future))
@@ -201,6 +198,17 @@ class Scheduler:
             while self.delayed and self.delayed[0][0] <= now:
                 _, number = heapq.heappop(self.delayed)
                 self.ready.append(number)
+
+    def arrivals(self, timeout: float) -> list[Future[OperationResult] | None]:
+        """What arrived within ``timeout`` seconds, and all that came with it."""
+        try:
+            done = [self.arrived.get(timeout=timeout)]
+        except queue.Empty:
+            return []
+        with contextlib.suppress(queue.Empty):
+            while True:
+                done.append(self.arrived.get_nowait())
+        return done
 
     def announce_cancel(self) -> None:
         """The job is being cancelled: say which kind, once per kind (a plain cancel may
@@ -385,7 +393,9 @@ class Scheduler:
             run.state = TaskState.started
             self.observer.task_started(run)
             self.observer.task_changed(run)
-        self.running[self.executor.submit(request)] = run.task.number
+        future = self.executor.submit(request)
+        self.running[future] = run.task.number
+        future.add_done_callback(self.arrived.put)
 
     def finish(self, number: int, result: OperationResult) -> None:
         """An operation's result arrived: retry it, or read its ``done``/``resultTemplate``
