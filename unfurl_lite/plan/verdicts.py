@@ -20,11 +20,14 @@ from __future__ import annotations
 import marshal
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.load import parsecache
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.plan.tasks import Note, Plan
+
+if TYPE_CHECKING:
+    from unfurl_lite.model.narrow import YAMLValue
 
 #: the packages whose code decides a plan (with the parse cache's own: load, model...)
 PLANNING = ("plan", "run")
@@ -47,12 +50,12 @@ def recall(file: Path, text: str, workflow: str,
     if payload is None:
         return None
     try:
-        entry = marshal.loads(payload)
+        entry: YAMLValue = marshal.loads(payload)
     except (ValueError, EOFError, TypeError):
         return None
     if not isinstance(entry, dict) or entry.get("key") != key:
         return None
-    notes = entry.get("notes")
+    notes: YAMLValue = entry.get("notes")
     if not isinstance(notes, list) or not all(
             isinstance(n, tuple) and len(n) == 2 and all(isinstance(p, str) for p in n)
             for n in notes):

@@ -13,14 +13,17 @@ import difflib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import PlanError
 from unfurl_lite.model.builtin_workflows import BY_NAME, CUSTOM_TAKES, PARAMETERS, Kind
 from unfurl_lite.model.narrow import new_dict
 
+if TYPE_CHECKING:
+    from unfurl_lite.model.narrow import YAMLValue
 
-def coerce(name: str, value: Any, kind: Kind) -> Any:
+
+def coerce(name: str, value: YAMLValue, kind: Kind) -> Any:
     """``value`` as a parameter of ``kind`` takes it (a ``-p`` value is read as YAML; a
     list of names may be given as ``a,b``); PlanError naming what was expected."""
 

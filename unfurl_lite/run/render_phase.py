@@ -213,7 +213,8 @@ def _yield(after: dict[int, list[int]], number: int, waiting: set[int],
            planned: Mapping[int, Task]) -> None:
     """``number`` and the tasks it follows no longer follow the ``waiting`` instance's
     in the plan's own order (what another wait added stays)."""
-    seen, todo = set(), [number]
+    seen: set[int] = set()
+    todo = [number]
     while todo:
         current = todo.pop()
         if current in seen or current in waiting:
@@ -239,7 +240,8 @@ def without(plan: Plan, dropped: Mapping[int, str]) -> Plan:
 
 def _reaches(after: Mapping[int, list[int]], start: int, goal: int) -> bool:
     """Whether ``start`` (transitively) follows ``goal``."""
-    seen, todo = set(), [start]
+    seen: set[int] = set()
+    todo = [start]
     while todo:
         number = todo.pop()
         if number == goal:

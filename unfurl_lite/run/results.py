@@ -17,7 +17,7 @@ from unfurl_lite.expressions.reads import Reads
 from unfurl_lite.load import yamlio
 from unfurl_lite.load.builder import SENSITIVE_TYPES
 from unfurl_lite.model.entities import Instance, NodeTemplate, Operation, Topology
-from unfurl_lite.model.narrow import is_list, is_mapping
+from unfurl_lite.model.narrow import YAMLValue, is_list, is_mapping
 from unfurl_lite.model.tosca_values import DataTypes, type_problem
 from unfurl_lite.run.operations.base import OperationResult
 from unfurl_lite.security.taint import Sensitive, tainted_copy
@@ -130,7 +130,7 @@ def result_variables(
     }
 
 
-def _command_text(command: Any, keeplines: bool) -> str | None:
+def _command_text(command: YAMLValue, keeplines: bool) -> str | None:
     """The command as Unfurl's ``cmd`` shows it: a list joined with spaces, a string with
     its line ends made spaces unless ``keeplines``."""
     if command is None:
@@ -310,8 +310,9 @@ def _mark_sensitive(topology: Topology, template: NodeTemplate, result: Operatio
         if value is None or isinstance(value, Sensitive) or not isinstance(
                 value, str | int | float):
             continue
-        definition = declared(topology, template, key)
-        metadata = definition.get("metadata") if isinstance(definition, Mapping) else None
+        definition: YAMLValue = declared(topology, template, key)
+        metadata: YAMLValue = (definition.get("metadata") if isinstance(definition, Mapping)
+                               else None)
         if key in template.sensitive_properties or (isinstance(definition, Mapping) and (
                 definition.get("type") in SENSITIVE_TYPES
                 or (isinstance(metadata, Mapping) and metadata.get("sensitive") is True))):
