@@ -11,9 +11,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from unfurl_lite import __version__
-from unfurl_lite.errors import JobError
+from unfurl_lite.errors import GitError, JobError
 
 START_WAIT_SECONDS = 30.0
 
@@ -72,7 +73,6 @@ def serve_worker(name: str | None = None, queues: tuple[str, ...] = (),
 
 
 def _clone_here() -> str | None:
-    from unfurl_lite.errors import GitError
     from unfurl_lite.load import gitrepo
 
     try:
@@ -240,8 +240,6 @@ def resume_executor(recorded: dict[str, Any], executor: str | None, broker: str 
 def _with_password(recorded: str) -> str:
     """The recorded broker URL (kept without its password) with the password of the
     broker this process is given (UNFURL_BROKER) when it is the same server."""
-    from urllib.parse import urlsplit
-
     if not recorded:
         return ""
     given = os.environ.get("UNFURL_BROKER") or ""

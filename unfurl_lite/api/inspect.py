@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from unfurl_lite.errors import HistoryError
+from unfurl_lite.errors import HistoryError, UnfurlLiteError
+from unfurl_lite.expressions.context import spec_secrets, wrapped_inputs
 from unfurl_lite.load.jobslog import jobs_log_setting
 from unfurl_lite.model import changeid
 from unfurl_lite.model.narrow import new_list
@@ -20,6 +21,7 @@ from unfurl_lite.record import history as hist
 from unfurl_lite.record.history import Filters, JobRecord
 from unfurl_lite.security.paths import jobs_log_path
 from unfurl_lite.security.redaction import redact, redact_text
+from unfurl_lite.security.taint import secrets_in
 
 
 def ensemble_paths(ensemble: str | Path | None) -> tuple[Path, Path]:
@@ -52,7 +54,6 @@ def history(ensemble: str | Path | None = None,
 def _known_instance(path: Path, jobs_tsv: Path, name: str) -> None:
     """No job touched ``name``: fine for an instance the spec or the history knows (not
     deployed yet, say), a HistoryError with a did-you-mean for a name nothing knows."""
-    from unfurl_lite.errors import HistoryError, UnfurlLiteError
     from unfurl_lite.load.loader import load_ensemble
     from unfurl_lite.load.problems import did_you_mean
 
@@ -73,9 +74,7 @@ def project_secrets(path: Path) -> set[str]:
     """The secrets the current spec holds (:func:`expressions.context.spec_secrets`, plus
     sensitive values inside its inputs), redacted again in case old records hold them."""
     try:
-        from unfurl_lite.expressions.context import spec_secrets, wrapped_inputs
         from unfurl_lite.load.loader import load_ensemble
-        from unfurl_lite.security.taint import secrets_in
 
         topology = load_ensemble(path).topology
         return spec_secrets(topology) | set(secrets_in(wrapped_inputs(topology)))

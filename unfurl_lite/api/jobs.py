@@ -9,6 +9,7 @@ ask for: no signal handlers, no garbage-collector settings (the CLI sets both).
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 from collections.abc import Callable
@@ -124,7 +125,6 @@ def _prepare_git(repo: Repo, ensemble: Ensemble) -> None:
     try:
         commit_leftovers(repo, ensemble)
     except GitError as exc:  # the job's own commit will meet (and explain) the same
-        import logging
 
         logging.getLogger(__name__).warning(
             "warning: records an earlier job left uncommitted stay so: %s", exc.message)

@@ -19,7 +19,7 @@ import click
 
 from unfurl_lite.cli.commands.unfurl_options import global_options
 from unfurl_lite.cli.version import version_text
-from unfurl_lite.errors import UnfurlLiteError
+from unfurl_lite.errors import STORAGE_ERRNOS, InputError, UnfurlLiteError, storage_error
 from unfurl_lite.model.builtin_workflows import WORKFLOWS
 
 
@@ -95,7 +95,6 @@ class LazyGroup(click.Group):
             try:
                 return super().invoke(ctx)
             except OSError as exc:  # a full disk or a read-only file anywhere: no traceback
-                from unfurl_lite.errors import STORAGE_ERRNOS, storage_error
 
                 if exc.errno not in STORAGE_ERRNOS:
                     raise
@@ -193,8 +192,6 @@ def main(argv: list[str] | None = None) -> Any:
         sys.exit(1)
     except click.ClickException as exc:
         if wants_json(sys.argv[1:] if argv is None else argv):
-            import json
-
             error = {"error": exc.format_message(), "hint": None, "exitCode": exc.exit_code}
             click.echo(json.dumps(error, indent=2))
         exc.show()
@@ -212,7 +209,6 @@ def main(argv: list[str] | None = None) -> Any:
 def _error_text(exc: Exception) -> str:
     """The error for a person, wrapped at spaces to stderr's width (its hint too)."""
     from unfurl_lite.cli.tables import prose, stream_width
-    from unfurl_lite.errors import InputError, UnfurlLiteError
 
     if isinstance(exc, InputError):
         text = exc.format()
@@ -230,8 +226,6 @@ def wants_json(args: list[str]) -> bool:
 
 def _error_json(exc: Exception) -> str:
     """An error as the one JSON document a ``--json`` caller parses from stdout."""
-
-    from unfurl_lite.errors import InputError, UnfurlLiteError
 
     data: dict[str, Any] = {"error": str(exc), "exitCode": 1}
     if isinstance(exc, UnfurlLiteError):

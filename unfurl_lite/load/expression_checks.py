@@ -13,8 +13,9 @@ from typing import Any
 
 from unfurl_lite.errors import Problem
 from unfurl_lite.expressions import catalog
-from unfurl_lite.expressions.analysis import could_be_template
-from unfurl_lite.load.problems import mapping, problem_at
+from unfurl_lite.expressions.analysis import analyse, could_be_template
+from unfurl_lite.expressions.names import did_you_mean
+from unfurl_lite.load.problems import TOPOLOGY, get_section, mapping, problem_at
 from unfurl_lite.model.narrow import YAMLContainer, YAMLValue, is_map
 
 #: parts of a spec that are never evaluated
@@ -44,16 +45,12 @@ def problems(doc: Any, file: str) -> Iterator[Problem]:
 
 
 def _declared_inputs(doc: Any) -> dict[Any, Any]:
-    from unfurl_lite.load.problems import TOPOLOGY, get_section
-
     return mapping(get_section(doc, TOPOLOGY).get("inputs"))
 
 
 def _required_inputs(doc: Any) -> Iterator[Found]:
     """A topology input declared without a default and given no value: Unfurl refuses
     the ensemble (MissingRequiredInputError), and so does validation here."""
-    from unfurl_lite.load.problems import TOPOLOGY
-
     given = mapping(mapping(mapping(doc).get("spec")).get("inputs"))
     for name, definition in _declared_inputs(doc).items():
         if not is_map(definition) or definition.get("required", True) is False:
@@ -132,8 +129,6 @@ def _mapping(path: tuple[Any, ...], value: dict[Any, Any],
 def _input_named(path: tuple[Any, ...], body: dict[Any, Any],
                  inputs: frozenset[str]) -> Iterator[Found]:
     """``get_input`` (or ``secret``) of an input the topology does not declare."""
-    from unfurl_lite.expressions.names import did_you_mean
-
     for function in ("get_input", "secret"):
         name = body.get(function)
         if isinstance(name, str) and name not in inputs and not could_be_template(name):
@@ -186,8 +181,6 @@ def _no_function(path: tuple[Any, ...], body: dict[Any, Any]) -> Iterator[Found]
 
 
 def _template(path: tuple[Any, ...], text: str) -> Iterator[Found]:
-    from unfurl_lite.expressions.analysis import analyse
-
     if not could_be_template(text):
         return
     names = analyse(text)

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from unfurl_lite.errors import Problem
+from unfurl_lite.errors import Problem, RenderRefused
 from unfurl_lite.expressions.analysis import (
     MAPPING_METHODS,
     TemplateNames,
@@ -31,7 +31,7 @@ from unfurl_lite.expressions.names import (
     VIEW_FIELDS,
     did_you_mean,
 )
-from unfurl_lite.model.entities import NodeTemplate, Operation
+from unfurl_lite.model.entities import NodeTemplate, Operation, canonical_interface
 from unfurl_lite.model.lineage import NORMATIVE_ATTRIBUTES, normative_name
 from unfurl_lite.model.narrow import YAMLValue, is_list, is_mapping
 
@@ -347,8 +347,6 @@ def _declared_hint(what: str, names: Iterable[str]) -> str:
 def refuse_job(ensemble: Ensemble, tasks: Iterable[Planned]) -> None:
     """Before a job runs anything: refuse it when an operation it would run reads a name
     that cannot exist (:class:`RenderRefused`, exit 64, nothing run or recorded)."""
-    from unfurl_lite.errors import RenderRefused
-
     found = find(ensemble, tasks, post=False)  # a resultTemplate fails its task, as Unfurl
     if found:
         raise RenderRefused(problems(ensemble, found), summary=(
@@ -385,8 +383,6 @@ _TOPOLOGY = (*_SERVICE, "topology_template")
 
 def _path_of(doc: Any, ensemble: Ensemble, item: NameProblem) -> tuple[Any, ...]:
     """The deepest path of the merged document that holds the value."""
-    from unfurl_lite.model.entities import canonical_interface
-
     template_path = (*_TOPOLOGY, "node_templates", item.template)
     if item.operation is None:
         return (*template_path, "properties", item.key, *item.subpath)

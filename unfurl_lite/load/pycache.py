@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
+from pathlib import Path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -66,7 +67,6 @@ def write(directory: str, name: str, payload: bytes) -> None:
     no bytecode or the directory cannot take it."""
     if sys.dont_write_bytecode:
         return
-    from pathlib import Path
 
     from unfurl_lite.load.yamlio import temp_file
 

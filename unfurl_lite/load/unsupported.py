@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from unfurl_lite.errors import Problem
+from unfurl_lite.expressions.names import did_you_mean
 from unfurl_lite.load.interface_checks import interface_owners, operations_of
 from unfurl_lite.load.problems import (
     SERVICE,
@@ -248,8 +249,6 @@ def _unknown_configurator(implementation: Any, has_command: bool) -> tuple[str, 
     """``implementation: Shel`` is a configurator's name misspelt, not a command: it is one
     word close to a configurator's name, or the operation gives its command as an input
     (Unfurl 1.2.0 then runs that command, whatever the name says)."""
-    from unfurl_lite.expressions.names import did_you_mean
-
     name = implementation.strip() if isinstance(implementation, str) else mapping(
         implementation).get("className")
     if not isinstance(name, str) or name in OPERATION_KINDS:

@@ -12,9 +12,10 @@ one list, in file order.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-from unfurl_lite.errors import Problem
+from unfurl_lite.errors import PathError, Problem
 from unfurl_lite.load import origins
 from unfurl_lite.load.interface_checks import (
     _undeclared_interfaces,
@@ -71,9 +72,6 @@ def _jobs_log(doc: Any, file: str) -> Iterator[Problem]:
     words of :func:`~unfurl_lite.security.paths.jobs_log_path`, which resolves it for jobs
     and readers (where symlinks lead, and whether it is a directory, is the file system's
     to say: checked when a job starts, not cached with the text's verdict)."""
-    from pathlib import Path
-
-    from unfurl_lite.errors import PathError
     from unfurl_lite.security.paths import jobs_log_path, protected_part
 
     value = mapping(doc).get("jobsLog")

@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from unfurl_lite.errors import InputError, Problem
+from unfurl_lite.errors import InputError, PathError, Problem
 
 if TYPE_CHECKING:
     from ruamel.yaml import YAML
@@ -97,7 +97,6 @@ def load_file(path: Path) -> Any:
 
 def read_text(path: Path) -> str:
     """The file's text, refusing what cannot be an ensemble before any parser sees it."""
-    from unfurl_lite.errors import PathError
     from unfurl_lite.security.paths import read_regular_file
 
     try:

@@ -20,7 +20,7 @@ from unfurl_lite.errors import ChangeIdError, HistoryError
 from unfurl_lite.load import gitobjects, gitrepo
 from unfurl_lite.load.gitrepo import Commit
 from unfurl_lite.load.jobslog import log_records
-from unfurl_lite.load.yamlio import MAX_FILE_BYTES
+from unfurl_lite.load.yamlio import MAX_FILE_BYTES, parse_plain
 from unfurl_lite.model import changeid
 from unfurl_lite.model import status_layout as layout
 from unfurl_lite.model.narrow import is_list, is_map, new_list
@@ -333,8 +333,6 @@ def _found_by(root: Path, job: JobRecord, instance: str) -> bool:
 
 
 def load_job_file(path: Path) -> list[dict[str, Any]]:
-    from unfurl_lite.load.yamlio import parse_plain
-
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
             raise ValueError(f"larger than {MAX_FILE_BYTES} bytes")

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from unfurl_lite.errors import UnfurlLiteError
+from unfurl_lite.expressions.context import spec_secrets
 from unfurl_lite.expressions.digest import KeyProvider, spec_digest
 from unfurl_lite.load import yamlio
 from unfurl_lite.load.builder import build_instance
@@ -99,8 +100,6 @@ class Journal(Observer):
         """The head of a job's journal, what a resume needs: workflow, plan and job options,
         executor, the instances as they stood and the spec's digest; the file is written
         with the job's first event (a job that runs nothing leaves no journal)."""
-        from unfurl_lite.expressions.context import spec_secrets
-
         self.root = ensemble.project_root
         self.key = key_provider(self.root)  # digests taken while the inputs are whole
         self.options = options
@@ -498,8 +497,6 @@ def _datetime(text: Any) -> datetime | None:
 
 def restore_run(run: TaskRun, record: dict[str, Any]) -> TaskRun:
     """Fill a fresh TaskRun (of the re-planned task) from its journal record."""
-    from unfurl_lite.run.observer import TaskState
-
     run.state = TaskState(record["state"])
     run.change_id = record.get("changeId")
     run.previous_id = record.get("previousId")

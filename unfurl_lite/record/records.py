@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any
 from unfurl_lite.expressions.digest import KeyProvider, digestable, input_digest
 from unfurl_lite.expressions.reads import Reads, dependency_records, plain_reads, reads_digest
 from unfurl_lite.load import emit, yamlio
-from unfurl_lite.load.jobslog import escape_field
+from unfurl_lite.load.jobslog import escape_field, read_jobs_tsv
 from unfurl_lite.load.jobslog import last_job_id as last_job_id
 from unfurl_lite.model import changeid
 from unfurl_lite.model import status_layout as layout
 from unfurl_lite.model.entities import Instance, Status
 from unfurl_lite.model.narrow import YAMLList, YAMLMap, is_list, is_map, new_list
 from unfurl_lite.run.observer import CANCELLING
-from unfurl_lite.security.redaction import redact
+from unfurl_lite.security.redaction import redact, redact_text
 
 if TYPE_CHECKING:
     from unfurl_lite.model.ensemble import Ensemble
@@ -233,15 +233,11 @@ def write_job_files(
 
 def missing_lines(path: Path, lines: list[str]) -> list[str]:
     """Those of ``lines`` whose changeId has no complete line in the log at ``path``."""
-    from unfurl_lite.load.jobslog import read_jobs_tsv
-
     logged = {record["changeId"] for record in read_jobs_tsv(path)}
     return [line for line in lines if line.split("\t", 1)[0] not in logged]
 
 
 def append_tsv(path: Path, lines: list[str], secrets: set[str]) -> None:
-    from unfurl_lite.security.redaction import redact_text
-
     yamlio.append_lines(path, "".join(redact_text(line, secrets) for line in lines))
 
 

@@ -34,8 +34,10 @@ from unfurl_lite.record.journal import (
     list_journals,
     restore_instances,
     restore_run,
+    snapshot_instances,
     task_record,
 )
+from unfurl_lite.record.journal_format import write_journal as write_whole
 from unfurl_lite.run.observer import JobState, TaskState
 from unfurl_lite.run.operations.base import OperationResult
 from unfurl_lite.run.options import JobOptions
@@ -191,11 +193,9 @@ def write_journal(journal: JournalFile, result: JobResult, **changes: object) ->
     data = dict(journal.data)
     data.update(changes)
     data["tasks"] = [task_record(r, result.secrets) for r in result.runs]
-    from unfurl_lite.record.journal import snapshot_instances
 
     data["instances"] = snapshot_instances(result.instances, result.secrets)
     journal.data = data
-    from unfurl_lite.record.journal_format import write_journal as write_whole
 
     write_whole(journal.path, data)
 

@@ -20,6 +20,7 @@ from unfurl_lite.model.entities import Instance, NodeTemplate, Operation, Topolo
 from unfurl_lite.model.narrow import YAMLValue, is_list, is_mapping
 from unfurl_lite.model.tosca_values import DataTypes, type_problem
 from unfurl_lite.run.operations.base import OperationResult
+from unfurl_lite.security.redaction import redact_text
 from unfurl_lite.security.taint import Sensitive, tainted_copy
 
 
@@ -249,8 +250,6 @@ def secret_names(resources: list[dict[str, Any]], secrets: set[str]) -> str | No
     template) derived from a secret would become a key of ensemble.yaml's status, and
     appear in git, ``status``, ``plan`` and ``graph`` in clear, where redaction never
     looks (names are not values). The task fails instead, naming the rule."""
-    from unfurl_lite.security.redaction import redact_text
-
     for resource in resources:
         for field in ("name", "template"):
             value = resource.get(field)

@@ -58,7 +58,7 @@ from unfurl_lite.run.executors.celery.flights import (
     short,
 )
 from unfurl_lite.run.executors.celery.messages import publish
-from unfurl_lite.run.executors.checkout import without_password
+from unfurl_lite.run.executors.checkout import source_of, without_password
 from unfurl_lite.run.executors.wire import decode_result, encode, encode_request
 from unfurl_lite.run.operations.base import OperationRequest, OperationResult
 from unfurl_lite.security.redaction import redact_text
@@ -255,7 +255,6 @@ class CeleryExecutor:
         """Where the job's project is, once per directory; its commit is published to
         the broker then, for workers that do not have it (see bundles.py)."""
         from unfurl_lite.run.executors.celery.bundles import publish
-        from unfurl_lite.run.executors.checkout import source_of
 
         if cwd not in self._sources:
             source = self._sources[cwd] = source_of(cwd)

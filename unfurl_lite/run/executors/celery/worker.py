@@ -27,6 +27,7 @@ from typing import Any
 
 from celery import signals
 from celery.concurrency.thread import TaskPool as _CeleryThreadPool
+from celery.utils.nodenames import worker_direct
 
 import unfurl_lite.run.executors.celery.lineage as lineage
 from unfurl_lite.errors import JobError
@@ -47,7 +48,7 @@ from unfurl_lite.run.executors.celery.application import (
     worker_version,
 )
 from unfurl_lite.run.executors.wire import decode, decode_request, encode_result
-from unfurl_lite.run.operations import ProcessTable
+from unfurl_lite.run.operations import ProcessTable, run_operation
 from unfurl_lite.run.operations.base import OperationRequest, OperationResult
 from unfurl_lite.run.operations.shell import Places
 from unfurl_lite.security.redaction import redact_text
@@ -279,7 +280,6 @@ def _run_here(request: OperationRequest, source: dict[str, str], worker: str,
               places: Places | None = None) -> OperationResult:
     import unfurl_lite.run.executors.celery.bundles as bundles
     import unfurl_lite.run.executors.checkout as checkout
-    from unfurl_lite.run.operations import run_operation
 
     def fetch(repository: Path, commit: str) -> bool:
         return bundles.fetch(client, repository, commit, source.get("root") or "")
@@ -427,8 +427,6 @@ def _on_after_setup(sender: Any = None, instance: Any = None, **kwargs: Any) -> 
     and this worker never takes tasks meant for another version's workers. The worker's
     own consumer (consumer.py) takes them; Celery's consumes only the worker's direct
     queue (``NODE.dq2``), which no controller sends to."""
-    from celery.utils.nodenames import worker_direct
-
     from unfurl_lite.run.executors.celery.flights import VERSION_MARK, celery_queue
 
     queues = instance.app.amqp.queues
