@@ -12,6 +12,7 @@ tests/load/test_gitrepo.py).
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -248,3 +249,52 @@ def test_no_import_cycles_even_through_function_local_imports():
     the shared piece belongs in a module below both. Lazy imports stay only to keep
     start-up cheap."""
     assert import_cycles(import_graph()) == []
+
+
+#: the one-line reason a function-local import gives (CONTRIBUTING.md, "Imports"): what it
+#: keeps off the command's start (``start-up:``) or a dependency that may be missing
+#: (``optional:``)
+LOCAL_IMPORT_REASON = re.compile(r"#\s*(start-up|optional):\s*\S")
+
+
+def local_imports_without_reason(path: Path) -> list[int]:
+    """Lines of the function-local imports of ``path`` that give no reason: none on their
+    own line, none on the comment line just above the run of imports they are part of."""
+    lines = sources.text(path).splitlines()
+    tree = sources.tree(path)
+    skip = _type_checking_only(tree)
+    local = [node for function in ast.walk(tree)
+             if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef)
+             for node in ast.walk(function)
+             if isinstance(node, ast.Import | ast.ImportFrom) and id(node) not in skip]
+    taken = {line for node in local for line in range(node.lineno, (node.end_lineno or 0) + 1)}
+    missing = []
+    for node in local:
+        above = node.lineno - 1
+        while above in taken:
+            above -= 1
+        own = "\n".join(lines[node.lineno - 1: node.end_lineno])
+        if not (LOCAL_IMPORT_REASON.search(own)
+                or (above and LOCAL_IMPORT_REASON.match(lines[above - 1].strip()))):
+            missing.append(node.lineno)
+    return sorted(set(missing))
+
+
+def test_a_local_import_without_a_reason_is_found(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text(
+        "import json\n\n"
+        "def a():\n    import csv  # start-up: csv only when a() runs\n\n"
+        "def b():\n    # start-up: only when b() runs\n    import csv\n    import json\n\n"
+        "def c():\n    import csv  # why not\n    x = 1\n    import json\n\n"
+        "def d():\n    try:\n        import yaml  # optional: yaml may be missing\n"
+        "    except ImportError:\n        pass\n")
+    assert local_imports_without_reason(module) == [12, 14]
+
+
+def test_every_function_local_import_says_why():
+    """An import inside a function hides what a module needs; it stays only for what it
+    keeps off the command's start (or for a dependency that may be missing), and says so."""
+    missing = {str(path.relative_to(PACKAGE.parent)): lines for _, path in _modules()
+               if (lines := local_imports_without_reason(path))}
+    assert missing == {}

@@ -99,7 +99,7 @@ __all__ = sorted([*EXPORTS, "__version__"])  # pyright: ignore[reportUnsupported
 
 def __getattr__(name: str) -> object:
     """PEP 562: import a name's module when the name is first used."""
-    import importlib  # here, not above: `import unfurl_lite` imports nothing
+    import importlib  # start-up: here, not above: `import unfurl_lite` imports nothing
 
     if name == "api":  # the facade module itself, for unfurl_lite.api.plan and friends
         value: object = importlib.import_module("unfurl_lite.api")
@@ -123,6 +123,7 @@ def _package_version() -> str:
     pyproject.toml when this is a source checkout (what its metadata would say), else
     the ``unfurl_lite-VERSION.dist-info`` directory on sys.path. Read from file and
     directory names, not importlib.metadata, so ``unfurl --version`` stays fast."""
+    # start-up: `import unfurl_lite` runs no import statement
     import os
     import sys
 

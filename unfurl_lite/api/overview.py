@@ -72,7 +72,7 @@ def instance_row(
 def status(ensemble: str | Path | Ensemble | None = None) -> dict[str, Any]:
     """The overview of every instance (loading the ensemble if given as a path): the whole
     of ``unfurl status --json`` (schema: unfurl_lite/schema/status.schema.json)."""
-    from unfurl_lite.load.loader import load_ensemble
+    from unfurl_lite.load.loader import load_ensemble  # start-up: only when status() runs
 
     return status_report(ensemble if isinstance(ensemble, Ensemble) else load_ensemble(ensemble))
 
@@ -121,7 +121,7 @@ def status_report(ensemble: Ensemble) -> dict[str, Any]:
 
 
 def _interrupted(ensemble: Ensemble) -> dict[str, Any] | None:
-    from unfurl_lite.record import interrupted
+    from unfurl_lite.record import interrupted  # start-up: only when _interrupted() runs
 
     found = interrupted.find(ensemble.project_root)
     if found is None:

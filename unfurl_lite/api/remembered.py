@@ -31,6 +31,7 @@ def remembered_plan(
     text as it is now, found without loading the ensemble; None when the job must be
     planned (:func:`~unfurl_lite.api.jobs.run_job`): also for a job that waits its turn
     (``queue``) or answers a ``query`` from the loaded ensemble."""
+    # start-up: only when remembered_plan() runs
     from unfurl_lite.load import yamlio
     from unfurl_lite.load.loader import resolve_path
     from unfurl_lite.plan import verdicts

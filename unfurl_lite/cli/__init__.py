@@ -19,7 +19,7 @@ def main(argv: list[str] | None = None) -> Any:
     """The ``unfurl`` entry point: ``--version`` is answered at once, everything else
     goes to the click group in :mod:`unfurl_lite.cli.main`."""
     if (sys.argv[1:] if argv is None else argv) == ["--version"]:
-        from unfurl_lite.cli.version import version_text
+        from unfurl_lite.cli.version import version_text  # start-up: only when main() runs
 
         print(version_text())
         if argv is None:  # the command's process: nothing else to tear down
@@ -29,13 +29,13 @@ def main(argv: list[str] | None = None) -> Any:
         return 0
     if argv is None and sys.argv[1:] in (["--help"], ["-h"]):
         _help()
-    import gc
+    import gc  # start-up: gc only when main() runs
 
     if argv is None:  # the command's own process: dataclasses' code compiled once
-        from unfurl_lite.load import codecache
+        from unfurl_lite.load import codecache  # start-up: only when main() runs
 
         codecache.enable()
-    from unfurl_lite.cli.main import main as run
+    from unfurl_lite.cli.main import main as run  # start-up: click only when main() runs
 
     # Parsing a large ensemble allocates hundreds of thousands of objects and almost no
     # reference cycles; at Python's default threshold (700) the collector rescans the
@@ -59,11 +59,11 @@ def _help() -> None:
     """The command's top-level help: the text click wrote last time when its sources are
     unchanged (:mod:`unfurl_lite.cli.helptext`), else click's, kept for next time."""
 
-    from unfurl_lite.cli import helptext
+    from unfurl_lite.cli import helptext  # start-up: only when _help() runs
 
     text = helptext.cached()
     if text is None:
-        from unfurl_lite.cli.main import help_text
+        from unfurl_lite.cli.main import help_text  # start-up: click only when _help() runs
 
         text = help_text()
         helptext.store(text)

@@ -115,7 +115,7 @@ class LazyGroup(click.Group):
     ) -> tuple[str | None, click.Command | None, list[str]]:
         name = args[0] if args else ""
         if name and not name.startswith("-") and name not in COMMANDS:
-            import difflib  # a misspelled command only: not on every command's imports
+            import difflib  # start-up: a misspelled command only: not on every command's imports
 
             close = difflib.get_close_matches(name, list(COMMANDS), n=1)
             hint = f" Did you mean {close[0]!r}?" if close else ""
@@ -130,7 +130,7 @@ def _completion(install: bool) -> Callable[[click.Context, click.Parameter, bool
     def callback(ctx: click.Context, param: click.Parameter, value: bool) -> None:
         if not value or ctx.resilient_parsing:
             return
-        from unfurl_lite.cli.completion import detect_shell
+        from unfurl_lite.cli.completion import detect_shell  # start-up: only when callback() runs
 
         completion = ctx.command.get_command(ctx, "completion") if isinstance(
             ctx.command, click.Group) else None
@@ -156,14 +156,14 @@ def _completion(install: bool) -> Callable[[click.Context, click.Parameter, bool
 @click.pass_context
 def cli(ctx: click.Context, verbose: int, quiet: bool, no_color: bool) -> None:
     """unfurl-lite: plan and run deployment jobs on a git-backed TOSCA ensemble."""
-    from unfurl_lite.load import parsecache
+    from unfurl_lite.load import parsecache  # start-up: only when cli() runs
 
     parsecache.enable()  # the command may use the user's cache; the library does not unasked
     _escape_unencodable()
     ctx.ensure_object(dict)
     ctx.obj["verbose"] = -1 if quiet else verbose
     if no_color:
-        from unfurl_lite.cli.terminal import disable_colour
+        from unfurl_lite.cli.terminal import disable_colour  # start-up: only when cli() runs
 
         disable_colour()
 
@@ -208,7 +208,7 @@ def main(argv: list[str] | None = None) -> Any:
 
 def _error_text(exc: Exception) -> str:
     """The error for a person, wrapped at spaces to stderr's width (its hint too)."""
-    from unfurl_lite.cli.tables import prose, stream_width
+    from unfurl_lite.cli.tables import prose, stream_width  # start-up: only when _error_text() runs
 
     if isinstance(exc, InputError):
         text = exc.format()

@@ -17,6 +17,7 @@ Found = tuple[tuple[Any, ...], str, str]
 
 
 def _special_keys(text: str) -> Iterator[str]:
+    # start-up: only when _special_keys() runs
     from unfurl_lite.expressions.query import Segment, parse_query
 
     def walk(segments: tuple[Segment, ...]) -> Iterator[str]:
@@ -32,6 +33,7 @@ def _special_keys(text: str) -> Iterator[str]:
 
 def query_problems(text: str) -> Iterator[Found]:
     """A query that cannot parse, or names a key no instance has."""
+    # start-up: only when query_problems() runs
     from unfurl_lite.expressions.entities import INTERNAL_KEYS, SPECIAL_KEYS
 
     try:
@@ -52,6 +54,7 @@ def query_problems(text: str) -> Iterator[Found]:
 
 def function_problems(name: str, body: Mapping[str, Any]) -> Iterator[Found]:
     """Options of an implemented function that stay refused here."""
+    # start-up: only when function_problems() runs
     from unfurl_lite.expressions.files import UNSUPPORTED_ENCODINGS
 
     if name == "file":
@@ -71,7 +74,7 @@ def function_problems(name: str, body: Mapping[str, Any]) -> Iterator[Found]:
         yield (("encoding",), f"tempfile: encoding {body['encoding']!r} is not supported",
                "use yaml, json or a text encoding")
     elif name == "lookup" and isinstance(body["lookup"], Mapping) and body["lookup"]:
-        from unfurl_lite.expressions import catalog
+        from unfurl_lite.expressions import catalog  # start-up: only when function_problems() runs
 
         plugin = str(next(iter(body["lookup"])))
         if not catalog.known("lookup", plugin):

@@ -242,7 +242,7 @@ def relationship_view(ctx: EvalContext, source: str, requirement: str,
     (its type's property defaults, then its template's or the requirement's properties,
     then the ``attributes`` its operations set), named as Unfurl names it; None when the
     source has no such requirement."""
-    from unfurl_lite.expressions.instance_graph import graph_for  # relationship ops only
+    from unfurl_lite.expressions.instance_graph import graph_for  # start-up: relationship ops only
 
     if ctx.topology is None or ctx.instances is None:
         return None

@@ -58,7 +58,7 @@ def _digest_parts(value: YAMLValue, key: Key | None = None) -> Iterator[str]:
         if secret is None:
             yield REDACTED
         else:
-            import hmac  # (OpenSSL's start, for a value read from the environment only)
+            import hmac  # start-up: OpenSSL's start, for a value read from the environment only
 
             yield "hmac:" + hmac.new(secret, _utf8(str(value)), "sha256").hexdigest()
     elif isinstance(value, Mapping):
@@ -148,6 +148,8 @@ def spec_digest(spec: Mapping[str, Any]) -> str:
 def digestable(inputs: Mapping[str, Any]) -> dict[str, Any]:
     """The inputs a digest covers: those known before the operation runs (not the
     post-run hooks, which are evaluated with its result)."""
-    from unfurl_lite.expressions.context import POST_INPUTS  # rendering's: load it when used
+    from unfurl_lite.expressions.context import (
+        POST_INPUTS,  # start-up: rendering's: load it when used
+    )
 
     return {k: v for k, v in inputs.items() if k not in POST_INPUTS}

@@ -85,7 +85,7 @@ def eq(arg: Any, scope: Scope) -> bool:
 
 
 def validate(arg: Any, scope: Scope) -> bool:
-    import jsonschema
+    import jsonschema  # start-up: jsonschema only when validate() runs
 
     args = map_value(arg, scope)
     if not is_list(args) or len(args) != 2 or not is_mapping(args[1]):
@@ -100,7 +100,7 @@ def validate(arg: Any, scope: Scope) -> bool:
 
 
 def template(arg: Any, scope: Scope) -> Any:
-    from unfurl_lite.expressions.sandbox import render_native
+    from unfurl_lite.expressions.sandbox import render_native  # start-up: only when template() runs
 
     args = map_value(arg, scope) if not isinstance(arg, str) else arg
     if is_mapping(args) and "path" in args:
@@ -115,7 +115,7 @@ def template(arg: Any, scope: Scope) -> Any:
 
 
 def get_input(arg: Any, scope: Scope) -> Any:
-    from unfurl_lite.expressions.expr import read_input
+    from unfurl_lite.expressions.expr import read_input  # start-up: only when get_input() runs
 
     if is_list(arg):
         name, default, has_default = arg[0], arg[1] if len(arg) > 1 else None, True
@@ -131,7 +131,7 @@ def get_input(arg: Any, scope: Scope) -> Any:
 
 
 def concat(arg: Any, scope: Scope) -> Any:
-    from unfurl_lite.expressions.expr import built_text
+    from unfurl_lite.expressions.expr import built_text  # start-up: only when concat() runs
 
     parts = map_value(arg, scope)
     if not is_list(parts):
@@ -159,7 +159,7 @@ def has_env(arg: Any, scope: Scope) -> bool:
 
 
 def get_env(arg: Any, scope: Scope) -> Any:
-    from unfurl_lite.expressions.expr import environment_value
+    from unfurl_lite.expressions.expr import environment_value  # start-up: only when get_env() runs
 
     if not arg:
         raise ExpressionError(
@@ -181,7 +181,7 @@ def lookup(arg: Any, scope: Scope) -> Any:
     if not is_mapping(args) or not args:
         raise ExpressionError("lookup: expected {plugin: terms, option: value...}")
     (plugin, terms), *options = list(args.items())
-    from unfurl_lite.expressions.lookups import run_lookup
+    from unfurl_lite.expressions.lookups import run_lookup  # start-up: only when lookup() runs
 
     found = run_lookup(str(plugin), terms if is_list(terms) else [terms],
                        dict(options), scope)
@@ -191,14 +191,14 @@ def lookup(arg: Any, scope: Scope) -> Any:
 
 
 def sensitive(arg: Any, scope: Scope) -> Any:
-    from unfurl_lite.expressions.expr import mark
+    from unfurl_lite.expressions.expr import mark  # start-up: only when sensitive() runs
 
     value = map_value(arg, scope)
     return None if value is None else mark(value, scope.ctx)
 
 
 def secret(arg: Any, scope: Scope) -> Any:
-    from unfurl_lite.expressions.expr import mark
+    from unfurl_lite.expressions.expr import mark  # start-up: only when secret() runs
 
     name = map_value(arg, scope)
     if name not in scope.ctx.inputs:
@@ -232,6 +232,7 @@ def generate_string(arg: Any, scope: Scope) -> str:
 
 
 def to_env(arg: Any, scope: Scope) -> dict[str, str]:
+    # start-up: only when to_env() runs
     from unfurl_lite.expressions.expr import declared_environment
 
     if scope.kw.get("update_os_environ"):
@@ -240,7 +241,7 @@ def to_env(arg: Any, scope: Scope) -> dict[str, str]:
     rules = map_value(arg or {}, scope)
     if not is_mapping(rules):
         raise ExpressionError("to_env: expected a mapping of environment rules")
-    from unfurl_lite.security.environment import apply_rules
+    from unfurl_lite.security.environment import apply_rules  # start-up: only when to_env() runs
 
     caller = declared_environment(scope.ctx)
     result = apply_rules(rules, {}, caller, substitute=_env_substitution(caller, rules))
@@ -251,6 +252,7 @@ def _env_substitution(caller: Mapping[str, str], rules: Mapping[str, Any]) -> Su
     """Unfurl's ``${NAME}`` in a ``to_env`` value: the variables set so far, then the
     caller's; text built from the caller's variables (secrets here, as ``get_env``'s,
     also once ``+NAME`` copied them) or from a secret is a secret too."""
+    # start-up: only when _env_substitution() runs
     from unfurl_lite.security.environment import substitute_references
 
     def substitute(text: str, so_far: Mapping[str, str]) -> str:
@@ -356,6 +358,7 @@ _TOSCA_KEYWORDS = {"SELF": ".", "SOURCE": ".source", "TARGET": ".target",
 
 
 def get_property(arg: Any, scope: Scope) -> Any:
+    # start-up: only when get_property() runs
     from unfurl_lite.expressions.expr import get_property as read
 
     return read(map_value(arg, scope), scope.ctx)

@@ -22,10 +22,12 @@ def run_lookup(plugin: str, terms: list[Any], options: Mapping[str, Any],
                scope: Scope) -> list[Any]:
     """``{eval: {lookup: {PLUGIN: TERMS, OPTION: VALUE}}}``: the catalog's plugin, in this
     scope; ``env`` reads what the spec names, as ``get_env`` does."""
+    # start-up: only when run_lookup() runs
     from unfurl_lite.expressions import catalog
     from unfurl_lite.expressions.scope import current_ctx
 
     if plugin.removeprefix("ansible.builtin.") == "env":
+        # start-up: only when run_lookup() runs
         from unfurl_lite.expressions.expr import environment_value
 
         default = options.get("default", "")
@@ -43,7 +45,7 @@ def run_lookup(plugin: str, terms: list[Any], options: Mapping[str, Any],
 
 
 def _context() -> Any:
-    from unfurl_lite.expressions.scope import current_ctx
+    from unfurl_lite.expressions.scope import current_ctx  # start-up: only when _context() runs
 
     ctx = current_ctx.get()
     if ctx is None:
@@ -59,6 +61,7 @@ def file_lookup(*terms: Any, **options: Any) -> list[str]:
 
 def unfurl_lookup(*terms: Any, **options: Any) -> list[Any]:
     """``lookup('unfurl', QUERY)``: each query's value (Unfurl's lookup plugin)."""
+    # start-up: only when unfurl_lookup() runs
     from unfurl_lite.expressions.resolve import Scope as _Scope
     from unfurl_lite.expressions.resolve import resolve
 
@@ -67,7 +70,7 @@ def unfurl_lookup(*terms: Any, **options: Any) -> list[Any]:
 
 
 def _file(ctx: Any, name: str, options: Mapping[str, Any]) -> str:
-    from unfurl_lite.expressions import files
+    from unfurl_lite.expressions import files  # start-up: only when _file() runs
 
     path = files.confined(name, files.project_dir(ctx), ctx, "lookup('file')")
     text = files.read_text(ctx, path, name)

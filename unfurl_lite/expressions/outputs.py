@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 
 def _plain(value: YAMLValue, secrets: set[str]) -> Any:
-    from unfurl_lite.security.redaction import redact
+    from unfurl_lite.security.redaction import redact  # start-up: only when _plain() runs
 
     if isinstance(value, Tainted):
         return redact(str(value), secrets)
@@ -67,6 +67,7 @@ def _root_context(
     topology: Topology, instances: Mapping[str, Instance], project_root: Any
 ) -> Any:
     """What outputs and queries are evaluated in: the topology's root, no SELF."""
+    # start-up: only when _root_context() runs
     from unfurl_lite.expressions.context import declared_env, make_context, wrapped_inputs
     from unfurl_lite.expressions.expr import EvalContext
 
@@ -85,6 +86,7 @@ def topology_inputs(
     topology: Topology, declared: Iterable[str], secrets: set[str]
 ) -> dict[str, Any]:
     """Each declared topology input's value (the spec's, else its default), evaluated."""
+    # start-up: only when topology_inputs() runs
     from unfurl_lite.expressions.context import declared_env, wrapped_inputs
     from unfurl_lite.expressions.expr import EvalContext
 
@@ -94,7 +96,7 @@ def topology_inputs(
 
 
 def _evaluated(expression: Any, ctx: Any, secrets: set[str]) -> Any:
-    from unfurl_lite.expressions.expr import evaluate
+    from unfurl_lite.expressions.expr import evaluate  # start-up: only when _evaluated() runs
 
     if expression is None:
         return None

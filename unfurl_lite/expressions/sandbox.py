@@ -85,6 +85,7 @@ def _environment() -> Any:
     """The one Jinja2 environment templates render in, made on first use (jinja2 is not
     imported at start-up): Jinja's immutable sandbox made loud about unsafe access, taint-
     aware and bounded."""
+    # start-up: jinja2, markupsafe only when _environment() runs
     from jinja2.exceptions import SecurityError
     from jinja2.nativetypes import NativeCodeGenerator
     from jinja2.sandbox import ImmutableSandboxedEnvironment
@@ -155,6 +156,7 @@ def _environment() -> Any:
                 raise SecurityError("template builds a value that is too large")
             return _note(_derive(result, owner, *args, *kwargs.values()))
 
+    # start-up: only when _environment() runs
     from unfurl_lite.expressions import catalog
     from unfurl_lite.expressions.names import strict_undefined
 
@@ -209,7 +211,7 @@ def lookup_global(plugin: str, *terms: Any, wantlist: bool = False, **options: A
 
 def query_global(plugin: str, *terms: Any, **options: Any) -> list[Any]:
     """Ansible's ``query('env', 'NAME', ...)`` (also ``q``): the plugin's values as a list."""
-    from unfurl_lite.expressions import catalog
+    from unfurl_lite.expressions import catalog  # start-up: only when query_global() runs
 
     function = catalog.implementation("lookup", str(plugin))
     if function is None:
@@ -297,6 +299,7 @@ def render_template(text: str, ctx: EvalContext, native: bool = False) -> Any:
     secret, the underlying error's text is withheld, since it may quote a value derived
     from the secret. Rendering stops at ``ctx.deadline`` (RENDER_SECONDS from now without
     one)."""
+    # start-up: jinja2, markupsafe only when render_template() runs
     from jinja2 import TemplateAssertionError, TemplateError, UndefinedError
     from jinja2.exceptions import SecurityError
 
@@ -362,7 +365,7 @@ def native_output(pieces: Any) -> Any:
     if second is None and callable(getattr(first, "digest_form", None)):
         return first  # (a temporary file's path keeps what it is digested as)
     if second is None and not isinstance(first, str):
-        from jinja2 import Undefined
+        from jinja2 import Undefined  # start-up: jinja2, markupsafe only when native_output() runs
 
         return str(first) if isinstance(first, Undefined) else plain_value(first)
     return bounded_concat(itertools.chain([first] if second is None else [first, second],
@@ -418,6 +421,7 @@ def native_value(rendered: str) -> Any:
 
 @functools.lru_cache(maxsize=1024)
 def _keeps_text(source: str) -> bool:
+    # start-up: jinja2, markupsafe only when _keeps_text() runs
     from jinja2 import TemplateError, nodes
 
     try:
@@ -435,7 +439,7 @@ _NO_SUCH = re.compile(r"No (filter|test) named '([^']*)'")
 
 def _unknown_name(exc: Exception, text: str, ctx: EvalContext) -> ExpressionError:
     """A filter or test this tool does not have, in the catalog's words."""
-    from unfurl_lite.expressions import catalog
+    from unfurl_lite.expressions import catalog  # start-up: only when _unknown_name() runs
 
     found = _NO_SUCH.search(str(exc))
     where = _safe(text, ctx)

@@ -237,6 +237,7 @@ def _has_block_indicator(text: str) -> bool:
 
 
 def _resolves_to_str(text: str) -> bool:
+    # start-up: only when _resolves_to_str() runs
     from unfurl_lite.load.plainyaml import implicit_type
 
     return implicit_type(text) == "str"

@@ -104,7 +104,7 @@ def _walk(spec: Any, inputs: frozenset[str]) -> Iterator[Found]:
 def _mapping(path: tuple[Any, ...], value: dict[Any, Any],
              inputs: frozenset[str]) -> Iterator[Found]:
     """An expression mapping: ``{eval: ...}`` with its keys, or a bare function."""
-    from unfurl_lite.expressions.checks import query_problems
+    from unfurl_lite.expressions.checks import query_problems  # start-up: only when _mapping() runs
 
     if "eval" in value or "ref" in value:
         head = "eval" if "eval" in value else "ref"
@@ -148,6 +148,7 @@ def _function(path: tuple[Any, ...], body: dict[Any, Any]) -> Iterator[Found]:
         if not catalog.known("function", str(key)):
             yield ((*path, key), *catalog.refusal("function", str(key)))
             return
+        # start-up: only when _function() runs
         from unfurl_lite.expressions.checks import function_problems
 
         yield from (((*path, *where), message, hint)
@@ -195,6 +196,7 @@ def _template(path: tuple[Any, ...], text: str) -> Iterator[Found]:
         if name != "?" and not catalog.known("lookup", name):
             yield (path, *catalog.refusal("lookup", name))
     if "eval" in names.filters or "ref" in names.filters:
+        # start-up: only when _template() runs
         from unfurl_lite.expressions.checks import query_problems
 
         for query in _QUERY_FILTERED.findall(text):
@@ -204,7 +206,7 @@ def _template(path: tuple[Any, ...], text: str) -> Iterator[Found]:
 
 def _builtins() -> tuple[frozenset[str], frozenset[str]]:
     """Jinja2's own filters and tests (those of the sandbox, less what the catalog adds)."""
-    from unfurl_lite.expressions.sandbox import environment
+    from unfurl_lite.expressions.sandbox import environment  # start-up: only when _builtins() runs
 
     env = environment()
     return frozenset(env.filters), frozenset(env.tests)

@@ -36,7 +36,7 @@ def _gitpython() -> ModuleType:
     saved = {name: os.environ.get(name) for name in quiet}
     os.environ.update(quiet)
     try:
-        import git  # lazy: GitPython costs ~70 ms of import, only history reads need it
+        import git  # start-up: lazy: GitPython costs ~70 ms of import, only history reads need it
     finally:
         for name, value in saved.items():
             if value is None:

@@ -74,7 +74,7 @@ def apply(doc: Any, file: Path, project_root: Path,
 def _merged_service(service: Any, imported: Sections, file: str) -> CommentedMap:
     """The service template with each type section's imported definitions first, then
     its own (which win); every definition keeps the file and line it was read from."""
-    from ruamel.yaml.comments import CommentedMap  # (a cold plan of plain data: no ruamel)
+    from ruamel.yaml.comments import CommentedMap  # start-up: a cold plan of plain data: no ruamel
 
     merged = origins.new_map(service if isinstance(service, CommentedMap) else None, file)
     for key in service:
@@ -100,7 +100,7 @@ def _merged_service(service: Any, imported: Sections, file: str) -> CommentedMap
 
 def _with_service(doc: Any, service: CommentedMap, file: str) -> CommentedMap:
     """A new document: ``doc`` with ``service`` as its spec's service template."""
-    from ruamel.yaml.comments import CommentedMap  # (a cold plan of plain data: no ruamel)
+    from ruamel.yaml.comments import CommentedMap  # start-up: a cold plan of plain data: no ruamel
 
     result = origins.new_map(doc if isinstance(doc, CommentedMap) else None, file)
     for key in doc:
@@ -204,7 +204,7 @@ def _load(doc: Any, where: tuple[Any, ...], file: str, base: Path, name: str,
         ctx.problems.extend(exc.problems)
         return {}
     if fragment:
-        from unfurl_lite.load import merge
+        from unfurl_lite.load import merge  # start-up: ruamel only when _load() runs
 
         parsed = merge._lookup(parsed, merge._split_pointer(fragment))
         if parsed is None:
@@ -223,6 +223,7 @@ def _load(doc: Any, where: tuple[Any, ...], file: str, base: Path, name: str,
 def _parse(target: Path, ctx: _Context) -> Any:
     """An imported file as read, its merge directives applied (merge is imported here:
     an ensemble without imports never needs it)."""
+    # start-up: ruamel only when _parse() runs
     from unfurl_lite.load import guard, merge, parsecache, yamlio
 
     text = yamlio.read_text(target)

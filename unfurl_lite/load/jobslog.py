@@ -158,7 +158,7 @@ def jobs_log_setting(text: str) -> Any:
     """An ensemble's top-level ``jobsLog:`` value, read without the rest of the spec: from
     its column-0 line when it has one (a column-0 key is top-level), else from the whole
     document (a flow-style top level), as the loader would read it; None when absent."""
-    from unfurl_lite.load import yamlio
+    from unfurl_lite.load import yamlio  # start-up: only when jobs_log_setting() runs
 
     if "jobsLog" not in text:
         return None

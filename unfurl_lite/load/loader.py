@@ -42,7 +42,7 @@ def resolve_path(path: str | Path | None) -> Path:
 
 
 def load_ensemble(path: str | Path | None = None) -> Ensemble:
-    from unfurl_lite.load.plainyaml import no_collection  # (its module: the fast road's)
+    from unfurl_lite.load.plainyaml import no_collection  # start-up: its module: the fast road's
 
     with no_collection():  # see there: parse, checks and build make no reference cycles
         return _load(resolve_path(path))
@@ -72,6 +72,7 @@ def _fast_load(text: str, file: str) -> dict[str, Any] | None:
     """Valid plain data through the C parser, or None when only the round trip can apply
     merge directives or say where a problem is. A document too large for the round trip
     has its problems said here, by path (and a syntax error at its line)."""
+    # start-up: only when _fast_load() runs
     from unfurl_lite.load import guard, imports, structure, validate
 
     guard.check_text(text, file)  # its refusals are final: no slower parse follows
@@ -91,7 +92,10 @@ def _fast_load(text: str, file: str) -> dict[str, Any] | None:
     except (RecursionError, ValueError, IndexError, OverflowError):
         return None
     except Exception as exc:  # ruamel's own, raised on the composer's road only:
-        from ruamel.yaml.error import MarkedYAMLError, YAMLError  # (block YAML needs no ruamel)
+        from ruamel.yaml.error import (  # start-up: block YAML needs no ruamel
+            MarkedYAMLError,
+            YAMLError,
+        )
 
         if isinstance(exc, MarkedYAMLError) and large:
             raise yamlio.syntax_error(exc, file) from None
@@ -111,14 +115,14 @@ def _parse_guarded(text: str, file: str) -> tuple[Any, bool]:
     """The plain data, checked by the guard (an InputError if it refuses it), and whether
     any key is a merge directive. The C parser's road answers both while it builds the
     data; what it cannot read goes through ruamel's safe loader and the separate walks."""
-    from unfurl_lite.load import guard, plainyaml
+    from unfurl_lite.load import guard, plainyaml  # start-up: only when _parse_guarded() runs
 
     try:
         found = plainyaml.load_guarded(text)
         return found.data, found.directives
     except (plainyaml.NeedsFullLoader, ImportError):
         pass
-    from unfurl_lite.load import merge  # (the fast road knows without it)
+    from unfurl_lite.load import merge  # start-up: the fast road knows without it
 
     data = yamlio.parse_plain(text)
     guard.check(data, file)
@@ -126,6 +130,7 @@ def _parse_guarded(text: str, file: str) -> tuple[Any, bool]:
 
 
 def _round_trip_load(file: Path, text: str) -> Ensemble:
+    # start-up: ruamel only when _round_trip_load() runs
     from unfurl_lite.load import guard, imports, merge, structure, validate
 
     with guard.round_trip_budget():  # the ensemble, its includes and imports

@@ -77,6 +77,7 @@ def code_stamp(package: Path, folders: tuple[str, ...] = VALIDATING) -> bytes:
 
 @lru_cache(maxsize=1)
 def _salt() -> bytes:
+    # start-up: __version__ reads the package's metadata when first asked
     from unfurl_lite import __version__
 
     schema = schemacheck.SCHEMA.read_bytes()
@@ -218,7 +219,7 @@ def put(file: Path, text: str, data: Any, deps: dict[str, str | None] | None = N
 def store(name: str, payload: bytes) -> None:
     """Keep ``payload`` as the entry ``name`` (private to the user, replaced whole);
     silently skipped when it cannot be stored."""
-    from unfurl_lite.load.yamlio import temp_file
+    from unfurl_lite.load.yamlio import temp_file  # start-up: only when store() runs
 
     root = directory()
     if root is None:

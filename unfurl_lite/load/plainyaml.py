@@ -119,7 +119,8 @@ def no_collection() -> Iterator[None]:
 
 @lru_cache(maxsize=1)
 def _composer_class() -> Any:
-    from _ruamel_yaml import CParser  # ruamel.yaml.clib; ImportError: use ruamel's loader
+    # start-up: ruamel only when _composer_class() runs
+    from _ruamel_yaml import CParser  # optional: ruamel.yaml.clib; ImportError: use ruamel's loader
     from ruamel.yaml.nodes import MappingNode, ScalarNode
 
     class Composer(CParser):

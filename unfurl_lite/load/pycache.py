@@ -68,7 +68,7 @@ def write(directory: str, name: str, payload: bytes) -> None:
     if sys.dont_write_bytecode:
         return
 
-    from unfurl_lite.load.yamlio import temp_file
+    from unfurl_lite.load.yamlio import temp_file  # start-up: only when write() runs
 
     try:
         os.makedirs(directory, exist_ok=True)

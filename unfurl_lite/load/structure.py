@@ -66,7 +66,7 @@ def data_types(service: Any) -> DataTypes | None:
                          if k not in nodes and k not in relationships})
     if not declared:
         return None
-    from unfurl_lite.model.tosca_values import DataTypes  # (rare: off a cold plan's path)
+    from unfurl_lite.model.tosca_values import DataTypes  # start-up: rare: off a cold plan's path
 
     return DataTypes(declared)
 

@@ -72,6 +72,7 @@ def _jobs_log(doc: Any, file: str) -> Iterator[Problem]:
     words of :func:`~unfurl_lite.security.paths.jobs_log_path`, which resolves it for jobs
     and readers (where symlinks lead, and whether it is a directory, is the file system's
     to say: checked when a job starts, not cached with the text's verdict)."""
+    # start-up: only when _jobs_log() runs
     from unfurl_lite.security.paths import jobs_log_path, protected_part
 
     value = mapping(doc).get("jobsLog")
@@ -94,13 +95,13 @@ def _values(doc: Any, file: str) -> Iterator[Problem]:
                          {"properties": get_section(doc, (*TOPOLOGY, "inputs"))}]
             for d in mapping(mapping(body).get("properties")).values()):
         return iter(())
-    from unfurl_lite.load import value_checks
+    from unfurl_lite.load import value_checks  # start-up: only when _values() runs
 
     return value_checks.value_problems(doc, file)
 
 
 def _unknown_filters(doc: Any, file: str) -> Iterator[Problem]:
-    from unfurl_lite.load import expression_checks
+    from unfurl_lite.load import expression_checks  # start-up: only when _unknown_filters() runs
 
     return expression_checks.problems(doc, file)
 
@@ -108,7 +109,7 @@ def _unknown_filters(doc: Any, file: str) -> Iterator[Problem]:
 def _with_types_section(doc: Any) -> Any:
     """``doc`` with the node and relationship types of Unfurl's ``types:`` section seen as
     if declared under ``node_types`` and ``relationship_types`` (a shallow view)."""
-    from unfurl_lite.load import structure
+    from unfurl_lite.load import structure  # start-up: only when _with_types_section() runs
 
     service = get_section(doc, SERVICE)
     if not mapping(service.get("types")):
@@ -123,7 +124,7 @@ def _with_types_section(doc: Any) -> Any:
 
 
 def _workflows(doc: Any, file: str) -> Iterator[Problem]:
-    from unfurl_lite.load import workflows
+    from unfurl_lite.load import workflows  # start-up: only when _workflows() runs
 
     return workflows.problems(doc, file)
 

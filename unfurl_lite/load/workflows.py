@@ -185,7 +185,7 @@ def problems(doc: Any, file: str) -> Iterator[Problem]:
 
 
 def _templates(doc: Any, file: str) -> dict[str, NodeTemplate]:
-    from unfurl_lite.load import builder, yamlio
+    from unfurl_lite.load import builder, yamlio  # start-up: only when _templates() runs
 
     try:
         return builder.build(Path(file), "", yamlio.to_plain(doc)).topology.templates
@@ -345,6 +345,7 @@ def _inline_cycles(at: Any, workflows: YAMLMap) -> Iterator[Problem]:
                     inlined.append(str(value.get("workflow") if is_map(value)
                                        else value))
         graph[name] = [n for n in inlined if n in workflows]
+    # start-up: only when _inline_cycles() runs
     from unfurl_lite.model.dependencies import find_cycles
 
     for cycle in find_cycles(graph):

@@ -95,6 +95,7 @@ def current_digest(ensemble: Ensemble, instance: str, op: Operation, keys: str =
     """The digestValue the operation would be recorded with if it ran now (with ``keys``,
     an earlier run's digestKeys: the digest of those, now, as Unfurl checks); raises the
     expression's error when its inputs cannot be rendered."""
+    # start-up: only when current_digest() runs
     from unfurl_lite.expressions.context import make_context, render_inputs
     from unfurl_lite.expressions.reads import (
         operation_reads,
@@ -125,6 +126,7 @@ def current_digest(ensemble: Ensemble, instance: str, op: Operation, keys: str =
 def environment_read(ensemble: Ensemble, instance: str, op: Operation) -> tuple[str, ...]:
     """The environment variables the operation's inputs read now (for the plan to say why
     it reconfigures: Unfurl's digests cover them, and so do ours, keyed)."""
+    # start-up: only when environment_read() runs
     from unfurl_lite.expressions.context import make_context, render_inputs
 
     ctx = make_context(ensemble.topology, ensemble.instances, instance)
@@ -139,9 +141,9 @@ def environment_read(ensemble: Ensemble, instance: str, op: Operation) -> tuple[
 def _recorded_reads(ensemble: Ensemble, change_id: str) -> dict[str, Any] | None:
     """What the task ``change_id`` read, from its job record: its inputs by name and the
     other values by Unfurl's expression (``::svc::greeting``)."""
-    from ruamel.yaml import YAMLError
+    from ruamel.yaml import YAMLError  # start-up: ruamel only when _recorded_reads() runs
 
-    from unfurl_lite.load import yamlio
+    from unfurl_lite.load import yamlio  # start-up: only when _recorded_reads() runs
 
     for path in (ensemble.project_root / JOBS_DIR).glob(f"job*-{change_id[:8]}.yaml"):
         try:
@@ -163,6 +165,7 @@ def changed_reads(ensemble: Ensemble, instance: str, op: Operation, change_id: s
     """The digest keys (inputs, and values read such as ``::svc::greeting``) whose value
     differs from what the task ``change_id`` ran with, for the plan to say why an operation
     runs again; empty when that cannot be told."""
+    # start-up: only when changed_reads() runs
     from unfurl_lite.expressions.context import make_context, render_inputs
     from unfurl_lite.expressions.reads import operation_reads
 

@@ -227,7 +227,7 @@ def _prune(
     """``deploy --prune``: the recorded instances the job did not plan for are deleted by
     undeploy's rules, after everything else. One whose template is gone from the spec is
     deleted with the operations its template had in the last commit that defined it."""
-    from unfurl_lite.load import previous
+    from unfurl_lite.load import previous  # start-up: only when _prune() runs
 
     gone = {i.template for n, i in ensemble.instances.items()
             if n in pruned and i.template not in ensemble.topology.templates}
@@ -260,6 +260,7 @@ def _reconfigure(
     ensemble: Ensemble, builder: Builder, name: str, template: NodeTemplate,
     changed: tuple[Operation, str], after: list[int],
 ) -> None:
+    # start-up: only when _reconfigure() runs
     from unfurl_lite.plan.baselines import changed_reads, environment_read
 
     op, since = changed
@@ -307,6 +308,7 @@ def _configure_changed(
     )
     if op is None or instance.discovered:
         return None
+    # start-up: only when _configure_changed() runs
     from unfurl_lite.plan.baselines import deployed_digests, digest_now, recorded_keys
 
     if not recorded:

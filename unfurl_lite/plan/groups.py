@@ -77,7 +77,7 @@ def find_entity(spec: Mapping[str, Any], name: str) -> ScalingEntity:
     templates: Mapping[str, Any] = topology.get("node_templates") or {}
     template: object = templates.get(name)
     if not is_mapping(template):
-        from unfurl_lite.load.problems import did_you_mean
+        from unfurl_lite.load.problems import did_you_mean  # start-up: only when find_entity() runs
 
         groups: Mapping[str, Any] = topology.get("groups") or {}
         names = [*templates, *groups]

@@ -151,7 +151,7 @@ def inline_log(ensemble: Path | None) -> tuple[list[Any] | None, dict[str, Any] 
         return None, None
     if not re.search(r"^changes:", text, re.MULTILINE):
         return None, None  # the common case, without parsing the file
-    from ruamel.yaml import YAML
+    from ruamel.yaml import YAML  # start-up: ruamel only when inline_log() runs
 
     try:
         doc = YAML(typ="safe").load(text)
@@ -281,6 +281,7 @@ def running_jobs(root: Path) -> list[JobRecord]:
     being cancelled) whose process is alive. A job whose process was killed before it
     recorded itself stays in its journal's state, as a Cloudify execution whose
     dispatcher died stays ``started``, until ``unfurl resume`` records it."""
+    # start-up: only when running_jobs() runs
     from unfurl_lite.record import lock, queue
     from unfurl_lite.record.interrupted import killed
     from unfurl_lite.record.journal import list_journals
@@ -490,7 +491,7 @@ def status_at(text: str | None) -> dict[str, dict[str, Any]]:
     """instance -> {status, state} from an ensemble's text (empty when there is none)."""
     if not text:
         return {}
-    from ruamel.yaml import YAML
+    from ruamel.yaml import YAML  # start-up: ruamel only when status_at() runs
 
     try:
         doc = YAML(typ="safe").load(text)
@@ -524,7 +525,7 @@ def written_secrets(text: str | None) -> set[str]:
     what changed), so each version's own secrets must be redacted from it."""
     if not text:
         return set()
-    from ruamel.yaml import YAML
+    from ruamel.yaml import YAML  # start-up: ruamel only when written_secrets() runs
 
     try:
         doc = YAML(typ="safe").load(text)
@@ -539,6 +540,7 @@ def written_secrets(text: str | None) -> set[str]:
 
 
 def _is_sensitive_definition(value: Any) -> bool:
+    # start-up: only when _is_sensitive_definition() runs
     from unfurl_lite.load.builder import SENSITIVE_TYPES
 
     if not is_map(value):

@@ -59,7 +59,7 @@ def save_status(ensemble: Ensemble, update: Callable[[Any], None]) -> Written:
     """Apply ``update`` (see :func:`records.update_status`) and write ensemble.yaml once;
     what was written and by which writer. Status and lastJob were redacted as they went
     in; the spec is the user's own text whichever writer ran."""
-    from unfurl_lite.load import parsecache
+    from unfurl_lite.load import parsecache  # start-up: only when save_status() runs
 
     written = render(ensemble, update)
     yamlio.atomic_write(ensemble.path, written.text)

@@ -278,6 +278,7 @@ def task_numbers(plan: Plan, runs: dict[int, TaskRun]) -> dict[int, int]:
 def resumed_secrets(secrets: set[str], root: Path, entries: list[str]) -> set[str]:
     """A resumed job redacts what the job it resumes derived, known by keyed digests (its
     journal never held them in clear; see security/digested.py)."""
+    # start-up: only when resumed_secrets() runs
     from unfurl_lite.load.digestkey import digest_key
     from unfurl_lite.security.digested import HashedForms, SecretSet
 

@@ -232,6 +232,7 @@ def fold_effective(
 
     A ``pending`` instance of an ``operationless`` template has nothing to wait for: as in
     Unfurl, its effective status is what its dependencies make it (``ok`` without any)."""
+    # start-up: only when fold_effective() runs
     from unfurl_lite.model.dependencies import topological_order
 
     effective: dict[str, Status] = {}

@@ -165,7 +165,7 @@ def instance_node(
 
 
 def template_graph(ensemble: Ensemble) -> Graph:
-    from unfurl_lite.plan.topology import operationless
+    from unfurl_lite.plan.topology import operationless  # start-up: only when template_graph() runs
 
     templates = ensemble.topology.templates
     idle = operationless(ensemble.topology)
@@ -187,6 +187,7 @@ def template_graph(ensemble: Ensemble) -> Graph:
 def instance_graph(ensemble: Ensemble) -> Graph:
     """Every instance (recorded, or pending for a template with none yet), each hosted one
     with its host, and an edge per requirement carrying its relationship instance's status."""
+    # start-up: only when instance_graph() runs
     from unfurl_lite.model.status_layout import host_instances
     from unfurl_lite.plan.topology import instance_graph as requires
     from unfurl_lite.plan.topology import operationless, planned_instances
@@ -288,7 +289,7 @@ def build_graph(ensemble: Ensemble, *, instances: bool = False) -> Graph:
 def load_graph(path: str | Path | None = None, *, instances: bool = False) -> Graph:
     """The graph of the ensemble at ``path`` (a file, its directory, or the current one),
     loaded and checked as ``unfurl validate`` does."""
-    from unfurl_lite.api.project import validate
+    from unfurl_lite.api.project import validate  # start-up: only when load_graph() runs
 
     return build_graph(validate(path), instances=instances)
 

@@ -35,7 +35,7 @@ def find_dot() -> str:
 
 
 def render(graph: Graph) -> str:
-    from unfurl_lite.view.dot import render as to_dot
+    from unfurl_lite.view.dot import render as to_dot  # start-up: only when render() runs
 
     options = LARGE_OPTIONS if len(graph.nodes) >= LARGE else ()
     return dot_to_svg(to_dot(graph), options)

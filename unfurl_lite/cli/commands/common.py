@@ -68,8 +68,9 @@ def quiet_collector() -> Iterator[None]:
 def instance_names(ensemble: str | None) -> list[str]:
     """Template and instance names, read cheaply (no validation) for shell completion."""
 
-    from ruamel.yaml import YAML
+    from ruamel.yaml import YAML  # start-up: ruamel only when instance_names() runs
 
+    # start-up: only when instance_names() runs
     from unfurl_lite.model import status_layout as layout
 
     path = Path(ensemble or ".")
@@ -89,6 +90,7 @@ def instance_names(ensemble: str | None) -> list[str]:
 
 
 def complete_instances(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    # start-up: click only when complete_instances() runs
     from click.shell_completion import CompletionItem
 
     ensemble = ctx.params.get("ensemble") or ctx.params.get("ensemble_flag")
@@ -259,7 +261,7 @@ def confirm_plan(
 def output_width() -> int | None:
     """The width to fit output to: the terminal's, or in a pipe ``COLUMNS`` when the
     environment sets it (None: as wide as the content)."""
-    from unfurl_lite.cli import tables
+    from unfurl_lite.cli import tables  # start-up: only when output_width() runs
 
     return tables.terminal_width() if is_terminal() else tables.environment_width()
 
@@ -267,7 +269,7 @@ def output_width() -> int | None:
 def say(text: str, err: bool = False) -> None:
     """Sentences for people, wrapped at spaces to the output's width (never inside a word,
     an id or a time), each continuation line indented under its own."""
-    from unfurl_lite.cli import tables
+    from unfurl_lite.cli import tables  # start-up: only when say() runs
 
     click.echo(tables.prose(text, output_width()), err=err)
 

@@ -50,6 +50,7 @@ def resume(ctx: click.Context, changeid: str | None, ensemble: str | None, force
     it goes on, since the job was approved when it started.
     """
 
+    # start-up: only when resume() runs
     from unfurl_lite import api
     from unfurl_lite.cli import render
     from unfurl_lite.cli.commands.jobs import show_result
@@ -102,7 +103,7 @@ def cancel(ensemble: str | None, force: bool, kill: bool, as_json: bool) -> None
     Plainly, running tasks finish, nothing new starts and the job is recorded cancelled;
     cancelling again does not escalate (use --force or --kill).
     """
-    from unfurl_lite import api
+    from unfurl_lite import api  # start-up: only when cancel() runs
 
     if force and kill:
         raise click.UsageError("give --force or --kill, not both")

@@ -23,6 +23,7 @@ from unfurl_lite.cli.commands.common import ensemble_option
               help="Write the document to this file instead of printing it.")
 def export(ensemble: str | None, format_: str | None, as_json: bool, out_file: str | None) -> None:
     """Print ENSEMBLE's expanded document: includes and merge directives applied."""
+    # start-up: only when export() runs
     from unfurl_lite import api
     from unfurl_lite.api.project import UNFURL_FORMATS
     from unfurl_lite.load import yamlio

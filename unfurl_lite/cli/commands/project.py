@@ -40,7 +40,7 @@ def planned_options(func: Any) -> Any:
 def _list_examples(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     if not value or ctx.resilient_parsing:
         return
-    from unfurl_lite import api
+    from unfurl_lite import api  # start-up: only when _list_examples() runs
 
     for name, description in api.examples():
         click.echo(f"{name:<16}{description}")
@@ -62,7 +62,7 @@ def init(directory: str, source: str | None, as_json: bool) -> None:
     Inside an existing git repository the project is added to that repository (unless the
     repository ignores DIRECTORY); elsewhere DIRECTORY becomes a new one.
     """
-    from unfurl_lite import api
+    from unfurl_lite import api  # start-up: only when init() runs
 
     created = api.init(directory, source)
     if as_json:
@@ -81,7 +81,7 @@ def init(directory: str, source: str | None, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def validate(ensemble: str | None, as_json: bool) -> None:
     """Check ENSEMBLE's syntax, schema and references; exit 1 with every problem found."""
-    from unfurl_lite import api
+    from unfurl_lite import api  # start-up: only when validate() runs
 
     loaded = api.validate(ensemble)
     warnings = [f"node template {t.name!r} is missing requirements: "
@@ -140,6 +140,7 @@ def plan(ctx: click.Context, ensemble: str | None, workflow: str, instances: tup
     """Show the tasks a workflow would run, in order, with the reason for each; run nothing.
     The job commands' options (--force, --template, --check, --repair...) plan as that job
     would; one the workflow does not take is refused, naming those it does."""
+    # start-up: only when plan() runs
     from unfurl_lite import api
     from unfurl_lite.cli import render
     from unfurl_lite.load.loader import load_ensemble
@@ -153,6 +154,7 @@ def plan(ctx: click.Context, ensemble: str | None, workflow: str, instances: tup
     result = api.plan(loaded, workflow, options, custom=custom)
     found = None
     if query:  # the expression machinery only when asked: a plain plan does not import it
+        # start-up: only when plan() runs
         from unfurl_lite.expressions.outputs import evaluate_query
 
         found = evaluate_query(loaded.topology, loaded.instances, query, set(),
@@ -184,7 +186,7 @@ def completion(shell: str | None, install: bool, as_json: bool) -> None:
 
     By hand: eval "$(unfurl completion bash)" in ~/.bashrc.
     """
-    from unfurl_lite.cli import completion as completing
+    from unfurl_lite.cli import completion as completing  # start-up: only when completion() runs
 
     if install:
         done = completing.install(shell or completing.detect_shell())
@@ -197,6 +199,7 @@ def completion(shell: str | None, install: bool, as_json: bool) -> None:
         else:
             click.echo(f"{done.shell} completion is already installed in {done.path}.")
         return
+    # start-up: click only when completion() runs
     from click.shell_completion import get_completion_class
 
     shell = shell or "bash"
@@ -214,6 +217,7 @@ def completion(shell: str | None, install: bool, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the version as JSON.")
 def version(as_json: bool) -> None:
     """Print the version and the project's git commit (Unfurl's `unfurl version`)."""
+    # start-up: __version__ reads the package's metadata when first asked
     from unfurl_lite import __version__
     from unfurl_lite.cli.version import version_text
 

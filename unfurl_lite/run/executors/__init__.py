@@ -56,13 +56,15 @@ def starts_on_submit(executor: Executor) -> bool:
 
 def make_executor(kind: str, jobs: int, **options: object) -> Executor:
     if kind == "local":
+        # start-up: only when make_executor() runs
         from unfurl_lite.run.executors.local import LocalExecutor
 
         return LocalExecutor(jobs)
     if kind == "celery":
+        # start-up: only when make_executor() runs
         from unfurl_lite.run.executors.celery import CeleryExecutor
 
         return CeleryExecutor(jobs=jobs, **options)  # type: ignore[no-any-return, unused-ignore]
-    from unfurl_lite.errors import JobError
+    from unfurl_lite.errors import JobError  # start-up: only when make_executor() runs
 
     raise JobError(f"unknown executor {kind!r}", hint="use --executor local or --executor celery")

@@ -20,11 +20,11 @@ def run_operation(
     starts is in ``processes``, the table of the executor that kill-cancels it. ``places``
     keeps the working directories already confined for this executor's job."""
     if request.kind == "Shell":
-        from unfurl_lite.run.operations import shell
+        from unfurl_lite.run.operations import shell  # start-up: only when run_operation() runs
 
         return shell.run(request, processes, places)
     if request.kind == "Python":
-        from unfurl_lite.run.operations import python
+        from unfurl_lite.run.operations import python  # start-up: only when run_operation() runs
 
         return python.run(request, processes)
     # Template: nothing runs; `run`/`done` were evaluated by the controller

@@ -267,6 +267,7 @@ def _from_journal(page: JobPage, journal: JournalFile) -> None:
 def journal_page(journal: JournalFile, alive: bool, resume_command: str) -> JobPage:
     """A job not (yet) in the history, from its journal: running, or killed before it was
     recorded (then every task that had not ended is shown as such)."""
+    # start-up: only when journal_page() runs
     from unfurl_lite.view.dashboard.live import shown_tasks
 
     tasks = [_journal_task(t, alive) for t in shown_tasks(journal)]
@@ -403,7 +404,7 @@ def _text(value: Any) -> str:
 
 
 def _quoted(word: str) -> str:
-    import shlex
+    import shlex  # start-up: shlex only when _quoted() runs
 
     return shlex.quote(word)
 

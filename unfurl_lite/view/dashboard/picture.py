@@ -21,6 +21,7 @@ def inline(svg: str) -> str:
 
 def picture_of(ensemble: Ensemble, instances: bool = False) -> tuple[str, str]:
     """(SVG, what drew it: "graphviz" or "built-in") of a loaded ensemble."""
+    # start-up: only when picture_of() runs
     from unfurl_lite.view.diagram import build_graph
     from unfurl_lite.view.formats import to_builtin_svg, to_svg
 
@@ -33,6 +34,6 @@ def picture_of(ensemble: Ensemble, instances: bool = False) -> tuple[str, str]:
 
 def topology_svg(ensemble: Path, instances: bool = False) -> tuple[str, str]:
     """:func:`picture_of` the ensemble at ``ensemble``; raises the loader's error."""
-    from unfurl_lite.api import load
+    from unfurl_lite.api import load  # start-up: only when topology_svg() runs
 
     return picture_of(load(ensemble), instances)

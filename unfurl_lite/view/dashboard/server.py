@@ -224,6 +224,7 @@ class Handler(BaseHTTPRequestHandler):
         self._json(pages.job_json(pages.job_page(self.server.ensemble, match.group(1))))
 
     def topology(self, match: re.Match[str], query: dict[str, str]) -> None:
+        # start-up: only when topology() runs
         from unfurl_lite.view.dashboard.picture import topology_svg
 
         svg, _ = topology_svg(self.server.ensemble, instances=query.get("view") == "instances")

@@ -56,6 +56,7 @@ def patch_kombu() -> None:
     (not a connection error) when it is asked to ack or restore; Celery's consumer calls
     that unrecoverable and the worker exits. Make it the connection error it is, so the
     consumer reconnects (the message is restored or sent again: at least once)."""
+    # start-up: kombu, redis, yaml only when patch_kombu() runs
     import redis.exceptions
     from kombu.transport import redis as kombu_redis
 
@@ -120,6 +121,7 @@ def protocol() -> int:
 
 
 def worker_version() -> str:
+    # start-up: __version__ reads the package's metadata when first asked
     from unfurl_lite import __version__
 
     return os.environ.get(VERSION_ENV) or __version__
@@ -160,7 +162,7 @@ def redacted_url(url: str) -> str:
 
 def check_broker(url: str, timeout: float = 3.0) -> None:
     """Fail at job start, clearly, when the broker cannot be reached."""
-    import redis.exceptions
+    import redis.exceptions  # start-up: redis only when check_broker() runs
 
     if not url.startswith(("redis://", "rediss://", "unix://")):
         raise JobError(

@@ -82,8 +82,9 @@ class CeleryExecutor:
         over, and the tasks that were in flight when they died: adopted if a copy runs or
         left a result, sent if none ever started, and if one started and died, failed as
         interrupted unless ``force``)."""
-        import redis
+        import redis  # start-up: redis only when __init__() runs
 
+        # start-up: __version__ reads the package's metadata when first asked
         from unfurl_lite import __version__
 
         url = self.url = broker_url(options.get("broker"))
@@ -254,6 +255,7 @@ class CeleryExecutor:
     def _source(self, cwd: str) -> dict[str, str]:
         """Where the job's project is, once per directory; its commit is published to
         the broker then, for workers that do not have it (see bundles.py)."""
+        # start-up: only when _source() runs
         from unfurl_lite.run.executors.celery.bundles import publish
 
         if cwd not in self._sources:

@@ -24,10 +24,13 @@ def make_app(broker: str | None = None, backend: str | None = None) -> Celery:
     and a worker that takes its tasks itself (consumer.py); the settings of Celery's own
     consumer (late acknowledgement, one task prefetched) apply to whatever else runs the
     task through it."""
-    from celery import Celery  # celery loads only when an app is built
+    from celery import Celery  # start-up: celery loads only when an app is built
 
+    # start-up: celery, click, kombu, yaml only when make_app() runs
     from unfurl_lite.run.executors.celery.consumer import install as take_tasks
-    from unfurl_lite.run.executors.celery.worker import install  # imports celery's worker side
+    from unfurl_lite.run.executors.celery.worker import (
+        install,  # start-up: imports celery's worker side
+    )
 
     patch_kombu()
     url = broker_url(broker)

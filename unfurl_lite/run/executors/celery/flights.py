@@ -78,6 +78,7 @@ class WorkerView:
         return self._serving.get(queue, set())
 
     def celery_queue(self, queue: str) -> str:
+        # start-up: __version__ reads the package's metadata when first asked
         from unfurl_lite import __version__
 
         return celery_queue(queue, __version__)
