@@ -223,9 +223,15 @@ def test_an_instance_whose_requirement_waits_on_it_goes_first():
     assert [(t.number, t.after) for t in out.tasks] == [(2, ()), (1, (2,)), (3, (1, 2))]
 
 
-def _shell(name: str, operations: str) -> str:
+def _shell(name: str, *operations: tuple[str, str, str]) -> str:
+    """A node of ``nodes.Test`` whose Standard operations run Shell commands:
+    (operation, command, further input lines at the inputs' indent)."""
+    ops = "".join(
+        f"              {op}:\n                implementation: {{className: Shell}}\n"
+        f"                inputs:\n                  command: {command}\n{extra}"
+        for op, command, extra in operations)
     return (f"        {name}:\n          type: nodes.Test\n          interfaces:\n"
-            f"            Standard:\n{operations}")
+            f"            Standard:\n{ops}")
 
 
 def test_a_templated_task_is_rendered_once(project, invoke, monkeypatch, tmp_path):
@@ -237,15 +243,11 @@ def test_a_templated_task_is_rendered_once(project, invoke, monkeypatch, tmp_pat
     from unfurl_lite.plan import verdicts
 
     monkeypatch.setattr(verdicts, "plan_next", lambda *args, **kwargs: None)
-
     temps = tmp_path / "temps"
     temps.mkdir()
     monkeypatch.setattr(files, "_TEMP", [temps])
     project.write(HEAD + _shell("a", (
-        "              configure:\n"
-        "                implementation: {className: Shell}\n"
-        "                inputs:\n"
-        "                  command: 'cat {{ inputs.note }} > seen-{{ SELF.prop }}'\n"
+        "configure", "'cat {{ inputs.note }} > seen-{{ SELF.prop }}'",
         "                  note: {eval: {tempfile: hello}}\n")))
     result = invoke("deploy", "--approve")
     assert result.exit_code == 0, result.output
@@ -255,41 +257,23 @@ def test_a_templated_task_is_rendered_once(project, invoke, monkeypatch, tmp_pat
     assert "digestKeys: command,note,::a::prop" in job.read_text()
 
 
-def test_a_task_whose_render_read_what_an_earlier_task_changed_renders_again(
-    project, invoke
+SHADOWS = ("                  resultTemplate:\n                    attributes:\n"
+           "                      prop: changed\n")
+
+
+@pytest.mark.parametrize(("create", "configure"), [
+    # create sets the attribute that now shadows the property configure's render read
+    (("'true'", SHADOWS), "'echo {{ SELF.prop }} > seen'"),
+    # what a file holds is not among the values read: an earlier task may write it
+    (("'echo changed > x'", ""), "\"echo {{ lookup('file', 'x') }} > seen\""),
+])
+def test_a_task_whose_render_an_earlier_task_changed_renders_again(
+    project, invoke, create, configure
 ):
-    """The configure task was rendered before create set the attribute that now shadows
-    the property it read: it runs with the value as it is when it starts."""
-    project.write(HEAD + _shell("a", (
-        "              create:\n"
-        "                implementation: {className: Shell}\n"
-        "                inputs:\n"
-        "                  command: 'true'\n"
-        "                  resultTemplate:\n"
-        "                    attributes:\n"
-        "                      prop: changed\n"
-        "              configure:\n"
-        "                implementation: {className: Shell}\n"
-        "                inputs:\n"
-        "                  command: 'echo {{ SELF.prop }} > seen'\n")))
+    """configure was rendered before create ran: it runs with what it reads as it is when
+    it starts."""
+    (project.root / "x").write_text("old")
+    project.write(HEAD + _shell("a", ("create", *create), ("configure", configure, "")))
     result = invoke("deploy", "--approve")
     assert result.exit_code == 0, result.output
     assert (project.root / "seen").read_text().strip() == "changed"
-
-
-def test_a_task_whose_render_read_a_file_renders_again_when_it_runs(project, invoke):
-    """What a file holds is not among the values a render read: an earlier task of the
-    job may write it, so the task reads it again when it runs."""
-    (project.root / "x").write_text("old")
-    project.write(HEAD + _shell("a", (
-        "              create:\n"
-        "                implementation: {className: Shell}\n"
-        "                inputs:\n"
-        "                  command: 'echo new > x'\n"
-        "              configure:\n"
-        "                implementation: {className: Shell}\n"
-        "                inputs:\n"
-        "                  command: \"echo {{ lookup('file', 'x') }} > seen\"\n")))
-    result = invoke("deploy", "--approve")
-    assert result.exit_code == 0, result.output
-    assert (project.root / "seen").read_text().strip() == "new"
