@@ -298,3 +298,40 @@ def test_every_function_local_import_says_why():
     missing = {str(path.relative_to(PACKAGE.parent)): lines for _, path in _modules()
                if (lines := local_imports_without_reason(path))}
     assert missing == {}
+
+
+#: declared parameters whose names are also ordinary words of other layers (an operation's
+#: ``command``/``inputs``/``operation``, a job's ``--force``/``--template``/``--instance``,
+#: Cloudify's check_status operation, the agent operation's ``install_agent_timeout``
+#: input, Unfurl's repair/prune/upgrade modes): the rule below is for the others
+ORDINARY_WORDS = {"command", "inputs", "operation", "force", "delta", "preview", "check",
+                  "instance_names", "check_status", "install_agent_timeout", "template",
+                  "repair", "prune", "upgrade"}
+#: taken by planners in two modules (undeploy's and heal's ignore_failure, heal's and
+#: update's force_reinstall): spelled in the declaration and each of those planners
+TWO_PLANNER_MODULES = {"ignore_failure", "force_reinstall"}
+
+
+def _spelled_in(name: str) -> set[str]:
+    word = re.compile(rf"\b{name}\b")
+    return {str(path.relative_to(PACKAGE)) for _, path in _modules()
+            if word.search(sources.text(path))}
+
+
+def test_a_workflow_parameter_is_spelled_in_its_declaration_and_its_planner_only():
+    """Adding a parameter to a workflow touches two files: its declaration and its planner
+    (issue 27). Every layer between (the CLI's options, ``-p``, PlanOptions, what a job
+    records) takes it from the declaration."""
+    from unfurl_lite.model.builtin_workflows import PARAMETERS, WORKFLOWS
+
+    spread = {}
+    for name in sorted(set(PARAMETERS) - ORDINARY_WORDS):
+        planners = {f"plan/{w.planner.partition(':')[0]}.py" for w in WORKFLOWS
+                    if name in w.takes}
+        spelled = _spelled_in(name)
+        limit = 1 + (len(planners) if name in TWO_PLANNER_MODULES else 1)
+        if not spelled <= {"model/builtin_workflows.py", *planners} or len(spelled) > limit:
+            spread[name] = sorted(spelled)
+    assert spread == {}
+    assert all(len({w.planner.partition(":")[0] for w in WORKFLOWS if n in w.takes}) == 2
+               for n in TWO_PLANNER_MODULES)

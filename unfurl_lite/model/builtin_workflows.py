@@ -299,7 +299,7 @@ WORKFLOWS: tuple[BuiltinWorkflow, ...] = (
                        "discover"))),
         commands={"update": {}}),
     BuiltinWorkflow(
-        "install_new_agents", "agents:plan_install_new_agents",
+        "install_new_agents", "operations:plan_install_new_agents",
         "Make sure a live worker serves each instance's agent queue.",
         "Make sure a live worker serves each selected instance's agent queue: register the "
         "one already serving it (checking its version) or start one; old ones keep running. "

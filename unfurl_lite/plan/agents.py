@@ -17,7 +17,6 @@ from unfurl_lite.errors import PlanError
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Implementation, Operation
 from unfurl_lite.model.routing import agent_of, own_agent
-from unfurl_lite.plan.operations import select_filtered
 from unfurl_lite.plan.tasks import Builder, Plan
 from unfurl_lite.plan.topology import is_present
 
@@ -47,20 +46,16 @@ def seconds(value: object) -> float:
     return total
 
 
-def plan_install_new_agents(
-    ensemble: Ensemble,
-    install_agent_timeout: object = "300s",
-    node_ids: Sequence[str] = (),
-    node_instance_ids: Sequence[str] = (),
-) -> Plan:
-    """Cloudify's install_new_agents: one task per selected instance with an agent of its
-    own, one at a time per agent queue (the second finds the worker the first started),
+def plan_agents(ensemble: Ensemble, selected: Sequence[str], install_agent_timeout: object) -> Plan:
+    """Cloudify's install_new_agents over the ``selected`` instances (its planner, with
+    Cloudify's filters, is in plan/operations.py): one task per instance with an agent of
+    its own, one at a time per agent queue (the second finds the worker the first started),
     each waiting at most ``install_agent_timeout``; an instance without one is noted."""
     timeout = seconds(install_agent_timeout)
     topology = ensemble.topology
     builder = Builder(INSTALL_NEW_AGENTS)
     last_on_queue: dict[str, int] = {}
-    for name in select_filtered(ensemble, (), node_ids, node_instance_ids):
+    for name in selected:
         instance = ensemble.instances[name]
         template = topology.templates[instance.template]
         agent = own_agent(template)

@@ -24,6 +24,7 @@ from unfurl_lite.model.entities import (
     Status,
     canonical_interface,
 )
+from unfurl_lite.plan.agents import plan_agents
 from unfurl_lite.plan.lifecycle import implemented
 from unfurl_lite.plan.tasks import RUN, Builder, Plan
 from unfurl_lite.plan.topology import instance_graph, is_present, planned_instances, select
@@ -100,6 +101,18 @@ def select_filtered(
             continue
         chosen.append(name)
     return chosen
+
+
+def plan_install_new_agents(
+    ensemble: Ensemble,
+    install_agent_timeout: object = "300s",
+    node_ids: Sequence[str] = (),
+    node_instance_ids: Sequence[str] = (),
+) -> Plan:
+    """Cloudify's install_new_agents on the instances its filters select (here, with every
+    workflow that takes them); plan/agents.py plans each one's agent."""
+    selected = select_filtered(ensemble, (), node_ids, node_instance_ids)
+    return plan_agents(ensemble, selected, install_agent_timeout)
 
 
 def _state_change(op: Operation) -> dict[str, Any]:
