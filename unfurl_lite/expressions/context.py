@@ -125,7 +125,7 @@ def declared_env(topology: Topology) -> frozenset[str]:
     if cached is not None and cached[0] is topology:
         return cached[1]
     names: set[str] = set()
-    stack: list[Any] = [topology.inputs]
+    stack: list[YAMLValue] = [topology.inputs]
     for template in topology.templates.values():
         for operations in template.interfaces.values():
             stack.extend(op.inputs for op in operations.values() if op is not None)

@@ -245,10 +245,10 @@ class NodeEntity(Entity):
 
     def attribute(self, key: Any) -> Any:
         view = self.view
-        attributes = view.get("attributes") or {}
+        attributes: Mapping[str, Any] = view.get("attributes") or {}
         if key in attributes:
             return attributes[key]
-        properties = view.get("properties") or {}
+        properties: Mapping[str, Any] = view.get("properties") or {}
         if key in properties:
             return properties[key]
         if key in self._normative_attributes():

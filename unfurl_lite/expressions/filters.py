@@ -21,6 +21,7 @@ from unfurl_lite.expressions.scope import current_ctx
 
 if TYPE_CHECKING:
     from unfurl_lite.expressions.expr import EvalContext
+    from unfurl_lite.model.narrow import YAMLValue
 
 
 def _ctx() -> EvalContext:
@@ -51,7 +52,7 @@ def map_value_filter(value: Any, **vars: Any) -> Any:
     return map_value(value, Scope(_ctx(), None, vars), want_list=True)
 
 
-def sensitive_filter(value: Any, *args: Any, **kwargs: Any) -> Any:
+def sensitive_filter(value: YAMLValue, *args: Any, **kwargs: Any) -> Any:
     """``{{ value | sensitive }}``: the value is a secret from here on (redacted)."""
     # start-up: only when sensitive_filter() runs
     from unfurl_lite.security.taint import mark_secret

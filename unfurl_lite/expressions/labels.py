@@ -14,10 +14,13 @@ import re
 import secrets
 import string
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, quote_plus
 
 from unfurl_lite.errors import ExpressionError
+
+if TYPE_CHECKING:
+    from unfurl_lite.model.narrow import YAMLValue
 
 LABEL_DEFAULTS: dict[str, Any] = {
     "allowed": r"\w", "max": 63, "case": "any", "replace": "", "start": "a-zA-Z",
@@ -77,7 +80,7 @@ def _char_class(chars: str) -> str:
     return inner
 
 
-def _label(value: Any, options: dict[str, Any]) -> Any:
+def _label(value: YAMLValue, options: dict[str, Any]) -> Any:
     """Unfurl's ``to_label`` of one value: mappings and lists label each item, text is cut to
     ``max`` with a digest so that distinct long names stay distinct."""
     opts = {**LABEL_DEFAULTS, **options}

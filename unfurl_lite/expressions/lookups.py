@@ -107,6 +107,7 @@ def _pure(plugin: str, terms: list[Any], options: Mapping[str, Any]) -> list[Any
         return [[i, v] for i, v in enumerate(_flat(terms))]
     if plugin == "dict":
         found: list[Any] = []
+        term: YAMLValue
         for term in terms:
             if not isinstance(term, Mapping):
                 raise ExpressionError("lookup('dict') expects a mapping")
