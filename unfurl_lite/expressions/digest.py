@@ -70,6 +70,8 @@ def _digest_parts(value: YAMLValue, key: Key | None = None) -> Iterator[str]:
             yield from _digest_parts(item, key)
     elif isinstance(value, str):
         yield value
+    elif value is None:  # Unfurl writes null as an empty file: nothing
+        return
     else:
         yield json.dumps(value, sort_keys=True, default=str)
 

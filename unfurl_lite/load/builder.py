@@ -32,7 +32,13 @@ from unfurl_lite.model.entities import (
     Topology,
     canonical_interface,
 )
-from unfurl_lite.model.lineage import NORMATIVE_ATTRIBUTES, ancestry, normative_name, parents
+from unfurl_lite.model.lineage import (
+    NORMATIVE_ATTRIBUTES,
+    ancestry,
+    normative_name,
+    parents,
+    undeclared_properties,
+)
 from unfurl_lite.model.narrow import YAMLList, YAMLMap, YAMLValue, is_list, is_map
 
 if TYPE_CHECKING:
@@ -52,10 +58,6 @@ if TYPE_CHECKING:
 #: inputs keeps its type's implementation there
 CLOUDIFY_INTERFACES = frozenset(
     short for name, short in INTERFACE_ALIASES.items() if name.startswith("cloudify."))
-#: TOSCA's normative node types that declare no property: a template whose type the
-#: document declares, derived only from those, drops the properties none declares (a
-#: template typed directly ``tosca.nodes.Root`` keeps them: docs/differences-from-unfurl.md)
-_PROPERTYLESS = frozenset({"tosca.nodes.Root", "tosca.nodes.Compute"})
 SENSITIVE_TYPES = ("unfurl.datatypes.Sensitive", "sensitive", "tosca.datatypes.Credential")
 
 
@@ -324,10 +326,11 @@ def _node_template(
         interface_types={**interface_types, **_interface_types(data.get("interfaces"))},
         missing_requirements=tuple(r for r, d, t in implied or ()
                                    if t is None and not structure.is_optional(d)),
-        undeclared_properties=frozenset(
-            k for k in data.get("properties") or () if k not in property_defs)
-        if type_name in types and all(t in types or t in _PROPERTYLESS for t in chain)
-        else frozenset(),
+        # a template typed directly with a normative type keeps its free-form properties
+        # (docs/differences-from-unfurl.md); get_property of one is refused at validate
+        undeclared_properties=undeclared_properties(
+            chain, property_defs, {t: types[t].metadata for t in chain if t in types},
+            data.get("properties") or (), metadata) if type_name in types else frozenset(),
     )
 
 

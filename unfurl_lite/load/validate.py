@@ -62,7 +62,8 @@ def semantic_problems(doc: Any, file: str) -> list[Problem]:
                           _requirement_cycles, _undeclared_interfaces, _untyped_type_interfaces,
                           _unknown_operations, _unsupported_implementations,
                           _duplicate_templates, _workflows, _cloudify_unsupported,
-                          _unknown_filters, _topology_root, _jobs_log, _values):
+                          _unknown_filters, _topology_root, _jobs_log, _values,
+                          _property_references):
             problems += check_one(view, file)
     return problems
 
@@ -98,6 +99,18 @@ def _values(doc: Any, file: str) -> Iterator[Problem]:
     from unfurl_lite.load import value_checks  # start-up: only when _values() runs
 
     return value_checks.value_problems(doc, file)
+
+
+def _property_references(doc: Any, file: str) -> Iterator[Problem]:
+    """``get_property`` of a property a template's type does not declare: only a document
+    that declares node types can have one judged (a cold plan of one that does not skips
+    the module)."""
+    service = get_section(doc, SERVICE)
+    if not service.get("node_types") and not mapping(service.get("types")):
+        return iter(())
+    from unfurl_lite.load import property_refs  # start-up: only for a document with types
+
+    return property_refs.problems(doc, file)
 
 
 def _unknown_filters(doc: Any, file: str) -> Iterator[Problem]:

@@ -6,7 +6,7 @@ requirements, recording to name a relationship's capability.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -31,6 +31,93 @@ _NORMATIVE_CAPABILITIES: dict[str, dict[str, str]] = {
     "tosca.nodes.DBMS": {"host": "tosca.capabilities.Container"},
     "tosca.nodes.Database": {"database_endpoint": "tosca.capabilities.Endpoint.Database"},
 }
+#: TOSCA's normative node types and Unfurl's own, as Unfurl 1.2.0 defines them (its TOSCA
+#: 1.3 definitions and tosca-ext.yaml): each one's parent, the properties it declares
+#: itself, and whether it takes any other (``metadata: {additionalProperties: true}``)
+NORMATIVE_PROPERTIES: dict[str, tuple[str | None, tuple[str, ...], bool]] = {
+    "tosca.nodes.Root": (None, (), False),
+    "tosca.nodes.Abstract.Storage": ("tosca.nodes.Root", ("name", "size"), False),
+    "tosca.nodes.Storage.BlockStorage": (
+        "tosca.nodes.Abstract.Storage", ("volume_id", "snapshot_id"), False),
+    "tosca.nodes.BlockStorage": ("tosca.nodes.Storage.BlockStorage", ("name",), False),
+    "tosca.nodes.Storage.ObjectStorage": ("tosca.nodes.Abstract.Storage", ("maxsize",), False),
+    "tosca.nodes.Abstract.Compute": ("tosca.nodes.Root", (), False),
+    "tosca.nodes.Compute": ("tosca.nodes.Abstract.Compute", (), False),
+    "tosca.nodes.SoftwareComponent": (
+        "tosca.nodes.Root", ("component_version", "admin_credential"), False),
+    "tosca.nodes.DBMS": ("tosca.nodes.SoftwareComponent", ("port", "root_password"), False),
+    "tosca.nodes.Database": ("tosca.nodes.Root", ("user", "port", "name", "password"), False),
+    "tosca.nodes.WebServer": ("tosca.nodes.SoftwareComponent", (), False),
+    "tosca.nodes.WebApplication": ("tosca.nodes.Root", ("context_root",), False),
+    "tosca.nodes.network.Network": ("tosca.nodes.Root", (
+        "ip_version", "cidr", "start_ip", "end_ip", "gateway_ip", "network_name",
+        "network_id", "segmentation_id", "network_type", "physical_network",
+        "dhcp_enabled"), False),
+    "tosca.nodes.network.Port": ("tosca.nodes.Root", (
+        "ip_address", "order", "is_default", "ip_range_start", "ip_range_end"), False),
+    "tosca.nodes.network.FloatingIP": (
+        "tosca.nodes.Root", ("floating_network", "floating_ip_address", "port_id"), False),
+    "tosca.nodes.ObjectStorage": ("tosca.nodes.Root", ("name", "size", "maxsize"), False),
+    "tosca.nodes.LoadBalancer": ("tosca.nodes.Root", ("algorithm",), False),
+    "tosca.nodes.Container.Runtime": ("tosca.nodes.SoftwareComponent", (), False),
+    "tosca.nodes.Container.Application": ("tosca.nodes.Root", (), False),
+    "tosca.nodes.Container.Runtime.Docker": ("tosca.nodes.Container.Runtime", (), False),
+    "tosca.nodes.Container.Application.Docker": (
+        "tosca.nodes.Container.Application", (), False),
+    "unfurl.nodes.Repository": ("tosca.nodes.Root", ("repository", "url", "credential"), False),
+    "unfurl.nodes.LocalRepository": ("unfurl.nodes.Repository", (), False),
+    "unfurl.nodes.ArtifactBuilder": ("tosca.nodes.Root", (), False),
+    "unfurl.nodes.ArtifactInstaller": ("tosca.nodes.Root", (), False),
+    "unfurl.nodes.Installer": ("tosca.nodes.Root", (), False),
+    "unfurl.nodes.Installation": ("tosca.nodes.Root", (), False),
+    "unfurl.nodes.Default": ("unfurl.nodes.Installation", (), True),
+    "unfurl.nodes.Generic": ("tosca.nodes.Root", (), True),
+    "unfurl.nodes.CloudAccount": ("tosca.nodes.Root", (), False),
+    "unfurl.nodes.CloudObject": ("tosca.nodes.Root", (), False),
+    "unfurl.nodes.AWSAccount": ("unfurl.nodes.CloudAccount", (), False),
+    "unfurl.nodes.AWSResource": ("unfurl.nodes.CloudObject", (), False),
+    "unfurl.nodes.AzureAccount": ("unfurl.nodes.CloudAccount", (), False),
+    "unfurl.nodes.AzureResource": ("unfurl.nodes.CloudObject", (), False),
+}
+
+
+def undeclared_properties(
+    chain: tuple[str, ...], declared: Mapping[str, Any],
+    own_types: Mapping[str, Mapping[str, Any] | None], given: Iterable[str],
+    template_metadata: Mapping[str, Any] | None = None,
+) -> frozenset[str]:
+    """The properties of ``given`` (a template's) that its type does not declare, which
+    Unfurl 1.2.0 leaves out (``SELF.x`` is missing, ``::t::x`` null). ``chain``: the type
+    and its ancestors, nearest first; ``declared``: the property definitions of the
+    document's types among them; ``own_types``: each of the document's types' metadata.
+    None are left out when a type in the chain is unknown here (it may declare anything) or
+    takes any property: ``metadata: {additionalProperties: true}`` on the template, else on
+    the nearest type with metadata (tosca-parser's rule)."""
+    metadata = template_metadata or {}
+    decided = "additionalProperties" in metadata
+    if decided and metadata["additionalProperties"]:
+        return frozenset()
+    names = set(declared)
+    for type_name in chain:
+        if type_name in own_types:
+            metadata = own_types[type_name] or {}
+            if metadata and not decided:
+                if metadata.get("additionalProperties"):
+                    return frozenset()
+                decided = True
+            continue
+        name: str | None = normative_name(type_name)
+        while name is not None:
+            entry = NORMATIVE_PROPERTIES.get(name)
+            if entry is None:
+                return frozenset()
+            name, properties, takes_any = entry
+            names.update(properties)
+            if takes_any and not decided:
+                return frozenset()
+    return frozenset(key for key in given if key not in names)
+
+
 #: attributes TOSCA's normative node types declare: null until an operation sets them
 NORMATIVE_ATTRIBUTES: dict[str, tuple[str, ...]] = {
     "tosca.nodes.Compute": ("private_address", "public_address", "networks", "ports"),

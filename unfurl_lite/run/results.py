@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from unfurl_lite.errors import ExpressionError
+from unfurl_lite.expressions import catalog
 from unfurl_lite.expressions.context import INPUTS_LABEL, POST_INPUTS
 from unfurl_lite.expressions.expr import EvalContext, evaluate
 from unfurl_lite.expressions.lazy import Labelled
@@ -62,7 +63,8 @@ def apply_post_inputs(
     failure: ExpressionError | None = None
     if template is not None:
         try:
-            _apply_updates(_rendered_updates(template, ctx), result)
+            updates, failure = _rendered_in_order(template, ctx)
+            _apply_updates(updates, result)
         except ExpressionError as exc:
             failure = exc
     if values is not None:
@@ -141,6 +143,50 @@ def _command_text(command: YAMLValue, keeplines: bool) -> str | None:
     text = str(command)
     text = text if keeplines else text.replace("\n", " ")
     return tainted_copy(text) if isinstance(command, Sensitive) else text
+
+
+def _rendered_in_order(template: Any, ctx: EvalContext,
+                       listed: bool = False) -> tuple[Any, ExpressionError | None]:
+    """A resultTemplate written as YAML (not as one text), rendered as Unfurl updates an
+    instance from it: item by item, the instance's fields before its attributes, then its
+    attributes one by one, so what renders before a failure is applied (and the failure
+    returned): Unfurl keeps the attributes set before the one that failed."""
+    if is_list(template):
+        items: list[Any] = []
+        for item in template:
+            rendered, failure = _rendered_in_order(item, ctx, listed=True)
+            items.append(rendered)
+            if failure is not None:
+                return items, failure
+        return items, None
+    if not _plain_mapping(template):
+        return _rendered_updates(template, ctx), None
+    fields = dict(template)
+    attributes = fields.pop("attributes", None)
+    special = {"readyState", "status", "modified", "protected", "outputs"}
+    if attributes is None and not listed and not (
+            set(fields) & special and set(fields) <= INSTANCE_SPEC_KEYS):
+        fields, attributes = {}, template  # a mapping of attributes alone
+    done: dict[str, Any] = {key: evaluate(value, ctx) for key, value in fields.items()}
+    if not _plain_mapping(attributes):
+        if attributes is not None:
+            done["attributes"] = evaluate(attributes, ctx)
+        return done, None
+    rendered_attributes: dict[str, Any] = {}
+    done["attributes"] = rendered_attributes
+    for key, value in attributes.items():
+        try:
+            rendered_attributes[key] = evaluate(value, ctx)
+        except ExpressionError as exc:
+            return done, exc
+    return done, None
+
+
+def _plain_mapping(value: Any) -> bool:
+    """A mapping of values, not itself an expression (``{eval: ...}``, ``{concat: ...}``)."""
+    if not is_mapping(value) or "eval" in value or "ref" in value:
+        return False
+    return not (len(value) == 1 and next(iter(value)) in catalog.top_level_functions())
 
 
 def _rendered_updates(template: Any, ctx: EvalContext) -> Any:
