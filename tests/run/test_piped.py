@@ -88,7 +88,7 @@ def test_a_kill_cancel_waits_on_another_thread(tmp_path: Path) -> None:
     """The operation's thread reads and reaps while the cancel's thread kills and waits:
     the exit code is the same on both sides and neither hangs."""
     table = ProcessTable()
-    child = piped.start(b"/bin/sh", [b"/bin/sh", b"-c", b"echo go; exec sleep 30"],
+    child = piped.start(b"/bin/sh", [b"/bin/sh", b"-c", b"echo go; : > said; exec sleep 30"],
                         piped.environment(ENV), str(tmp_path))
     outcome: list[tuple[str, str, int]] = []
 
@@ -99,7 +99,7 @@ def test_a_kill_cancel_waits_on_another_thread(tmp_path: Path) -> None:
 
     thread = threading.Thread(target=operation)
     thread.start()
-    while not table.task_ids():
+    while not table.task_ids() or not (tmp_path / "said").exists():
         threading.Event().wait(0.01)
     assert table.terminate_all(grace=5) == ["task"]
     thread.join(timeout=30)
