@@ -307,9 +307,6 @@ def test_every_function_local_import_says_why():
 ORDINARY_WORDS = {"command", "inputs", "operation", "force", "delta", "preview", "check",
                   "instance_names", "check_status", "install_agent_timeout", "template",
                   "repair", "prune", "upgrade"}
-#: taken by planners in two modules (undeploy's and heal's ignore_failure, heal's and
-#: update's force_reinstall): spelled in the declaration and each of those planners
-TWO_PLANNER_MODULES = {"ignore_failure", "force_reinstall"}
 
 
 def _spelled_in(name: str) -> set[str]:
@@ -329,9 +326,6 @@ def test_a_workflow_parameter_is_spelled_in_its_declaration_and_its_planner_only
         planners = {f"plan/{w.planner.partition(':')[0]}.py" for w in WORKFLOWS
                     if name in w.takes}
         spelled = _spelled_in(name)
-        limit = 1 + (len(planners) if name in TWO_PLANNER_MODULES else 1)
-        if not spelled <= {"model/builtin_workflows.py", *planners} or len(spelled) > limit:
+        if not spelled <= {"model/builtin_workflows.py", *planners} or len(spelled) > 2:
             spread[name] = sorted(spelled)
     assert spread == {}
-    assert all(len({w.planner.partition(":")[0] for w in WORKFLOWS if n in w.takes}) == 2
-               for n in TWO_PLANNER_MODULES)

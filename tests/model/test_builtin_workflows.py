@@ -35,9 +35,9 @@ def _planner(workflow: BuiltinWorkflow) -> inspect.Signature:
 def test_the_planner_takes_what_the_declaration_says_with_its_defaults(workflow):
     signature = _planner(workflow)
     taken = [name for name in signature.parameters if name != "ensemble"]
-    assert taken == list(workflow.takes)
+    assert taken == list(workflow.planner_takes)
     for parameter in workflow.parameters:
-        default = signature.parameters[parameter.name].default
+        default = signature.parameters[parameter.keyword or parameter.name].default
         if parameter.default is not None:
             assert default == parameter.default, parameter.name
         if parameter.required:

@@ -59,6 +59,10 @@ class Parameter:
     choices: tuple[str, ...] = ()
     #: other spellings of its option (Unfurl's, e.g. ``--destroyunmanaged``)
     aliases: tuple[str, ...] = ()
+    #: the planners' word for it where the user's (Cloudify's) name is not theirs: the
+    #: planners of several workflows then share one meaning under one name, and the
+    #: user's spelling has this declaration as its only home
+    keyword: str | None = None
 
     @property
     def flag(self) -> str | None:
@@ -94,6 +98,16 @@ class BuiltinWorkflow:
 
     def parameter(self, name: str) -> Parameter | None:
         return next((p for p in self.parameters if p.name == name), None)
+
+    def planner_keywords(self, given: Mapping[str, Any]) -> dict[str, Any]:
+        """``given`` (by the parameters' names) as its planner takes them."""
+        renamed = {p.name: p.keyword for p in self.parameters if p.keyword}
+        return {renamed.get(name, name): value for name, value in given.items()}
+
+    @property
+    def planner_takes(self) -> tuple[str, ...]:
+        """Its planner's keywords, in declaration order."""
+        return tuple(p.keyword or p.name for p in self.parameters)
 
     @property
     def takes(self) -> tuple[str, ...]:
@@ -187,7 +201,8 @@ WORKFLOWS: tuple[BuiltinWorkflow, ...] = (
         (INSTANCES,
          DESTROY_DISCOVERED,
          Parameter("ignore_failure", "flag",
-                   "Go on past failing instances (Cloudify's uninstall).", default=False),
+                   "Go on past failing instances (Cloudify's uninstall).", default=False,
+                   keyword="may_fail"),
          Parameter("delete_without_operation", "flag",
                    "Forget instances that have no delete operation (Cloudify's uninstall).",
                    default=False, option=None, cloudify=False),
@@ -252,13 +267,14 @@ WORKFLOWS: tuple[BuiltinWorkflow, ...] = (
                    argument="INSTANCE"),
          Parameter("diagnose_value", "text", "Why you are healing (shown in the plan)."),
          Parameter("ignore_failure", "flag",
-                   "Go on past failures in the uninstall part of a reinstall.", default=True),
+                   "Go on past failures in the uninstall part of a reinstall.", default=True,
+                   keyword="may_fail"),
          Parameter("check_status", "flag",
                    "Run check_status first; healthy instances are left alone.", default=True),
          Parameter("allow_reinstall", "flag",
                    "Reinstall what heal operations cannot fix (else fail).", default=True),
          Parameter("force_reinstall", "flag", "Skip check and heal: reinstall.",
-                   default=False)),
+                   default=False, keyword="always_reinstall")),
         commands={"heal": {}}),
     BuiltinWorkflow(
         "scale", "scale:plan_scale", "Add or remove instances of a template.",
@@ -289,7 +305,7 @@ WORKFLOWS: tuple[BuiltinWorkflow, ...] = (
          Parameter("skip_drift_check", "flag", "Do not run check_drift operations.",
                    default=False),
          Parameter("force_reinstall", "flag", "Reinstall changed instances, never update.",
-                   default=False),
+                   default=False, keyword="always_reinstall"),
          Parameter("skip_heal", "flag", "Do not check_status (and reinstall if unhealthy) "
                    "instances before updating them.", default=False),
          Parameter("workflow_id", "text", "Run this workflow (install, uninstall, heal, start, "

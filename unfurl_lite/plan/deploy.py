@@ -343,7 +343,7 @@ def plan_undeploy(
     ensemble: Ensemble,
     instance_names: Sequence[str] = (),
     destroy_discovered: bool = False,
-    ignore_failure: bool = False,
+    may_fail: bool = False,
     delete_without_operation: bool = False,
     force: bool = False,
     template: str | None = None,
@@ -357,7 +357,7 @@ def plan_undeploy(
         wanted = {n for n in wanted if instances[n].template == template}
     builder = Builder("undeploy")
     _plan_removals(ensemble, builder, instances, wanted, UNDEPLOY, force, destroy_discovered,
-                   ignore_failure, delete_without_operation)
+                   may_fail, delete_without_operation)
     plan = builder.plan({}, destroy_discovered=destroy_discovered)
     plan.cloudify = delete_without_operation
     return plan

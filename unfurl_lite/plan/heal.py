@@ -54,10 +54,10 @@ def plan_heal(
     ensemble: Ensemble,
     node_instance_id: str | None = None,
     diagnose_value: str | None = None,
-    ignore_failure: bool = True,
+    may_fail: bool = True,
     check_status: bool = True,
     allow_reinstall: bool = True,
-    force_reinstall: bool = False,
+    always_reinstall: bool = False,
 ) -> Plan:
     """check_status (or the last recorded one), then preheal/heal/postheal where defined,
     then reinstall what is still not healthy with everything contained in it (see
@@ -67,13 +67,13 @@ def plan_heal(
     builder = Builder(HEAL)
     if diagnose_value:
         builder.note(node_instance_id or "all", f"diagnosis: {diagnose_value}")
-    if force_reinstall:
+    if always_reinstall:
         _reinstall(builder, ensemble, instances, {n: ALWAYS for n in selected},
-                   allow_reinstall, ignore_failure)
+                   allow_reinstall, may_fail)
         return builder.plan({}, node_instance_id=node_instance_id)
     health = _health(builder, ensemble, instances, selected, check_status)
     reinstall = _heal_or_reinstall(builder, ensemble, instances, selected, health)
-    _reinstall(builder, ensemble, instances, reinstall, allow_reinstall, ignore_failure)
+    _reinstall(builder, ensemble, instances, reinstall, allow_reinstall, may_fail)
     return builder.plan({}, node_instance_id=node_instance_id)
 
 

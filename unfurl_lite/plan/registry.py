@@ -34,7 +34,7 @@ def build(ensemble: Ensemble, workflow: str, options: Mapping[str, Any] | None =
     given = dict(options or {})
     declared = BY_NAME.get(workflow)
     if declared is not None:
-        plan = planner(workflow)(ensemble, **given)
+        plan = planner(workflow)(ensemble, **declared.planner_keywords(given))
         plan.affects_history = declared.changes_history
         return creatable(ensemble, plan)
     if workflow in custom_names(ensemble.spec):

@@ -41,7 +41,7 @@ class UpdateOptions:
     skip_uninstall: bool = False
     skip_reinstall: bool = False
     skip_drift_check: bool = False
-    force_reinstall: bool = False
+    always_reinstall: bool = False
     skip_heal: bool = False
 
 
@@ -52,15 +52,16 @@ def plan_update(
     skip_uninstall: bool = False,
     skip_reinstall: bool = False,
     skip_drift_check: bool = False,
-    force_reinstall: bool = False,
+    always_reinstall: bool = False,
     skip_heal: bool = False,
     workflow_id: str | None = None,
 ) -> Plan:
     """The minimal change from what was deployed to what the spec now says. The keywords
-    are the workflow's declared parameters (the registry passes them by name); planning
+    are the workflow's declared parameters, as the registry passes them (by name, or by
+    the keyword its declaration gives, as ``always_reinstall``); planning
     reads them as one :class:`UpdateOptions`."""
     options = UpdateOptions(preview, skip_install, skip_uninstall, skip_reinstall,
-                            skip_drift_check, force_reinstall, skip_heal)
+                            skip_drift_check, always_reinstall, skip_heal)
     plan = _plan(ensemble, options)
     if workflow_id:
         plan.options["workflow_id"] = workflow_id
@@ -187,7 +188,7 @@ def _update_changed(
         # a failing check_drift means drift
         drifted: tuple[int, ...] = () if is_changed or drift_task is None else (drift_task,)
         baselines[name] = spec_baseline(ensemble, name)
-        if updates and not options.force_reinstall:
+        if updates and not options.always_reinstall:
             unhealthy: tuple[int, ...] = ()
             status_check = check_operation(template)
             if not options.skip_heal and status_check is not None:
