@@ -124,6 +124,10 @@ def plan_deploy(
     (a step with no operation does nothing, the instance goes through it)."""
     _choice("repair", repair, REPAIR_CHOICES)
     _choice("change-detection", change_detection, CHANGE_DETECTION_CHOICES)
+    if prune:  # it reads git's history
+        from unfurl_lite.plan.verdicts import stop_if_only_to_remember  # start-up: prune only
+
+        stop_if_only_to_remember()
     instances = in_plan_order(ensemble, planned_instances(ensemble))
     if check:  # as Unfurl's create_resource: a new instance starts unknown, so it is checked
         instances = {n: i if n in ensemble.instances or i.status != Status.pending
@@ -310,8 +314,10 @@ def _configure_changed(
         return None
     # start-up: only when _configure_changed() runs
     from unfurl_lite.plan.baselines import deployed_digests, digest_now, recorded_keys
+    from unfurl_lite.plan.verdicts import stop_if_only_to_remember
 
     if not recorded:
+        stop_if_only_to_remember()
         recorded.update(deployed_digests(ensemble) or {("", ""): ("", "")})
     last = recorded.get((instance.name, op.qualified_name))
     if last is None or not last[1]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import marshal
 from collections.abc import Mapping
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +34,20 @@ if TYPE_CHECKING:
 PLANNING = ("plan", "run")
 #: workflows a job plans again on the file it wrote: the command most often run next
 REPEATED = ("deploy",)
+#: set while a plan is made only to be remembered (:func:`plan_next`): a planner stops at
+#: the first step that makes its plan one that cannot be (rendering inputs for their
+#: digests, reading the records), rather than finish a plan nobody reads
+ONLY_TO_REMEMBER: ContextVar[bool] = ContextVar("only_to_remember", default=False)
+
+
+class NotRememberable(Exception):
+    """Raised by a planner under :data:`ONLY_TO_REMEMBER`; never leaves :func:`plan_next`."""
+
+
+def stop_if_only_to_remember() -> None:
+    """Called where a plan stops being decided from the text alone."""
+    if ONLY_TO_REMEMBER.get():
+        raise NotRememberable
 
 
 def _name(file: Path, text: str, workflow: str, options: Mapping[str, Any]) -> tuple[str, bytes]:
@@ -87,8 +102,11 @@ def plan_next(ensemble: Ensemble, text: str, data: dict[str, Any] | None, workfl
     from unfurl_lite.plan.registry import build
 
     after = with_recorded(ensemble, text, data)
+    only = ONLY_TO_REMEMBER.set(True)
     try:
         plan = build(after, workflow, options)
-    except UnfurlLiteError:
+    except (UnfurlLiteError, NotRememberable):
         return
+    finally:
+        ONLY_TO_REMEMBER.reset(only)
     remember(after, workflow, options, plan)
