@@ -6,9 +6,11 @@ Not part of the test suite: run on demand, with Unfurl 1.2.0 installed in a virt
 
 Each case is a folder holding an ``ensemble.yaml`` (and the files it includes) and an
 optional ``case.yaml`` (``description``, ``source``, ``env``: variables for every step,
-``steps``: a subset of STEPS, ``args``: per step, more arguments given to both tools (an
-option a case exercises, e.g. ``deploy: [--check]``), ``before``: per step, a shell command
-run in the scratch repo and committed before the step (e.g. an edit of the ensemble)).
+``steps``: a subset of STEPS and EXTRA_STEPS, in the order they run, ``compare``: what
+else to compare (``lastJob``: its workflow, readyState and summary), ``args``: per step,
+more arguments given to both tools (an option a case exercises, e.g. ``deploy:
+[--check]``), ``before``: per step, a shell command run in the scratch repo and committed
+before the step (e.g. an edit of the ensemble)).
 For each tool the case is copied into a scratch git repo
 and the steps run one after another: validate, plan, deploy, a second deploy, check,
 undeploy. After each step the harness takes a *snapshot*: the exit status, each
@@ -64,6 +66,7 @@ ARGS: dict[str, dict[str, list[str]]] = {
         "deploy2": ["deploy", "--approve", *_JOB, "ensemble.yaml"],
         "check": ["check", *_JOB, "ensemble.yaml"],
         "undeploy": ["undeploy", "--approve", *_JOB, "ensemble.yaml"],
+        "discover": ["discover", "--approve", *_JOB, "ensemble.yaml"],
     },
     "lite": {
         "validate": ["validate", "ensemble.yaml"],
@@ -72,8 +75,13 @@ ARGS: dict[str, dict[str, list[str]]] = {
         "deploy2": ["deploy", "--approve", *_JOB, "ensemble.yaml"],
         "check": ["check", "--approve", *_JOB, "ensemble.yaml"],
         "undeploy": ["undeploy", "--approve", *_JOB, "ensemble.yaml"],
+        "discover": ["discover", "--approve", *_JOB, "ensemble.yaml"],
     },
 }
+#: steps a case may name in its ``steps`` besides the default ones
+EXTRA_STEPS = ("discover",)
+#: what a case's ``compare`` may add to the snapshot: lastJob's fields (``lastJob``)
+LAST_JOB_KEYS = ("workflow", "readyState", "summary")
 
 #: A changeId: "A" + 7 time digits + 4 hex digits (Unfurl's form, and ours).
 CHANGE_ID = re.compile(r"\bA[0-9A-Za-z]{7}[0-9A-Fa-f]{4}\b")
@@ -288,9 +296,11 @@ def repo_label(repo: Path) -> re.Pattern[str]:
     return re.compile(rf"\b{re.escape(start)}[a-z0-9-]*")
 
 
-def snapshots(raw: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def snapshots(raw: dict[str, dict[str, Any]],
+              compare: Iterable[str] = ()) -> dict[str, dict[str, Any]]:
     """The comparable view of each step, in order: changeIds named after the step whose
-    job made them (so the same task in two runs has the same token)."""
+    job made them (so the same task in two runs has the same token); ``compare``: the
+    case's extra fields (``lastJob``)."""
     norm = Normaliser(Path("<repo>"))
     shots: dict[str, dict[str, Any]] = {}
     rows_before = 0
@@ -311,6 +321,9 @@ def snapshots(raw: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
             "jobs": rows[rows_before:],
             "committed": step_raw["committed"],
         })
+        if "lastJob" in compare:
+            last = (doc.get("lastJob") or {}) if isinstance(doc, dict) else {}
+            shots[step]["lastJob"] = {k: last.get(k) for k in LAST_JOB_KEYS if k in last}
         shots[step]["console"] = step_raw["console"]
         rows_before = len(rows)
     return shots
@@ -428,9 +441,9 @@ def differences(theirs: dict[str, dict[str, Any]], ours: dict[str, dict[str, Any
             if a is not b:
                 found.append(f"{step}: ran in {'Unfurl' if a else 'unfurl-lite'} only")
             continue
-        for key in ("exit", "committed", "outputs"):
-            if a[key] != b[key]:
-                found.append(f"{step}: {key}: Unfurl {a[key]!r}, here {b[key]!r}")
+        for key in ("exit", "committed", "outputs", "lastJob"):
+            if a.get(key) != b.get(key):
+                found.append(f"{step}: {key}: Unfurl {a.get(key)!r}, here {b.get(key)!r}")
         for name in sorted(set(a["instances"]) | set(b["instances"])):
             x, y = a["instances"].get(name), b["instances"].get(name)
             if x is None or y is None:
@@ -502,13 +515,15 @@ def load_expected(case: Path) -> dict[str, dict[str, Any]]:
                "ensemble": (expected / f"{step}.ensemble.yaml").read_text(),
                "jobs_tsv": (expected / f"{step}.jobs.tsv").read_text(),
                "committed": (expected / f"{step}.committed").read_text().strip() == "true"}
-        for step in STEPS if (expected / f"{step}.exit").exists()
+        for step in case_steps(case) if (expected / f"{step}.exit").exists()
     }
 
 
 def verdict_of(case: Path, theirs_raw: dict[str, dict[str, Any]],
                ours_raw: dict[str, dict[str, Any]]) -> tuple[str, list[str]]:
-    return classify(snapshots(theirs_raw), snapshots(ours_raw), case_steps(case))
+    compare = case_settings(case).get("compare") or ()
+    return classify(snapshots(theirs_raw, compare), snapshots(ours_raw, compare),
+                    case_steps(case))
 
 
 def markdown(rows: list[tuple[str, str, str, list[str]]]) -> str:

@@ -19,8 +19,10 @@ from typing import Any
 import pytest
 
 from benchmarks.side_by_side import (
+    EXTRA_STEPS,
     STEPS,
     all_cases,
+    case_settings,
     case_steps,
     classify,
     load_expected,
@@ -69,7 +71,8 @@ def check_case(case: Path, steps: tuple[str, ...], scratch: Path) -> None:
     ours = run_case(case, lite, scratch, steps)
     for step, raw in ours.items():
         assert "Traceback" not in raw["console"], f"{step}: {raw['console']}"
-    result, found = classify(snapshots(theirs), snapshots(ours), steps)
+    compare = case_settings(case).get("compare") or ()
+    result, found = classify(snapshots(theirs, compare), snapshots(ours, compare), steps)
     if result == "refused by Unfurl":
         assert all(raw["exit"] in (0, 1, 64) for raw in ours.values())
         return
@@ -90,9 +93,9 @@ def test_case_validates_as_in_unfurl(case: Path, tmp_path: Path) -> None:
     check_case(case, DEFAULT_STEPS, tmp_path)
 
 
-@pytest.mark.parametrize("case", params(STEPS, pytest.mark.slow))
+@pytest.mark.parametrize("case", params(STEPS + EXTRA_STEPS, pytest.mark.slow))
 def test_case_runs_as_in_unfurl_every_step(case: Path, tmp_path: Path) -> None:
-    check_case(case, STEPS, tmp_path)
+    check_case(case, STEPS + EXTRA_STEPS, tmp_path)
 
 
 def test_what_labels_make_of_volatile_values_is_normalised() -> None:
