@@ -31,7 +31,10 @@ def main(argv: list[str] | None = None) -> Any:
         _help()
     import gc  # start-up: gc only when main() runs
 
-    if argv is None:  # the command's own process: dataclasses' code compiled once
+    if argv is None:  # the command's own process: dataclasses' and patterns' code built once
+        from unfurl_lite.load import regexcache  # start-up: only when main() runs
+
+        regexcache.enable()  # first: dataclasses' own import compiles patterns
         from unfurl_lite.load import codecache  # start-up: only when main() runs
 
         codecache.enable()

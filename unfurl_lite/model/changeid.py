@@ -8,13 +8,13 @@ the job started 2026-11-22 18:34:09.65 UTC.
 
 from __future__ import annotations
 
-import string
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from unfurl_lite.errors import ChangeIdError
 
-DIGITS = string.digits + string.ascii_uppercase + string.ascii_lowercase
+#: base 62, spelled out (``string``'s constants cost an import)
+DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _VALUE = {c: i for i, c in enumerate(DIGITS)}
 EPOCH_YEAR = 2020
 TICKS_PER_SECOND = 62

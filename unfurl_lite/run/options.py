@@ -9,7 +9,6 @@ once in :mod:`unfurl_lite.model.builtin_workflows`.
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -116,6 +115,8 @@ class PlanOptions:
         takes = declared.takes if declared else CUSTOM_TAKES
         extra = sorted(set(self._given) - set(takes))
         if extra:
+            import difflib  # start-up: a misspelled parameter only, not every job's imports
+
             close = difflib.get_close_matches(extra[0], takes, n=1)
             raise PlanError(
                 f"{workflow} does not take the option(s) {', '.join(extra)}",

@@ -11,7 +11,6 @@ The CLI and the library therefore plan and record the same job the same way.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import functools
 import os
 from collections.abc import Callable, Mapping
@@ -149,6 +148,8 @@ def run_instead(ctx: click.Context, parameter: Parameter, named: str, ensemble: 
              for spelled in (*w.commands, w.name)}
     found = names.get(named.replace("-", "_")) or names.get(named)
     if found is None:
+        import difflib  # start-up: a misspelled workflow only, not every job's imports
+
         close = difflib.get_close_matches(named, list(names), n=1)
         raise click.BadParameter(
             f"no workflow {named!r} to run" + (f": did you mean {close[0]!r}?" if close

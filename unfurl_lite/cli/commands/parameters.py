@@ -10,7 +10,6 @@ Cloudify's ``-p`` overrides the workflow's defaults.
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -129,6 +128,8 @@ def workflow_parameters(
             raise click.BadParameter(
                 f"dry_run is not a parameter of {_typed(workflow)}: it is an option of "
                 "every execution, give --dry-run", param_hint="-p/--parameters")
+        import difflib  # start-up: a misspelled parameter only, not every command's imports
+
         close = difflib.get_close_matches(name, known, n=1) or difflib.get_close_matches(
             name.replace("-", "_"), known, n=1
         )
