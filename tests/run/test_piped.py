@@ -20,7 +20,7 @@ from unfurl_lite.run.operations.processes import ProcessTable, kill
 
 pytestmark = pytest.mark.skipif(not piped.available(), reason="Linux's libc")
 
-ENV = {b"PATH": b"/usr/bin:/bin", b"LC_ALL": b"C"}
+ENV = {"PATH": "/usr/bin:/bin", "LC_ALL": "C"}
 
 
 def _octal(data: bytes) -> str:
@@ -111,7 +111,7 @@ def test_refused_as_subprocess_refuses(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="embedded null byte"):
         piped.start(b"/bin/sh", [b"/bin/sh", b"-c", b"echo a\0b"], [], str(tmp_path))
     with pytest.raises(ValueError, match="illegal environment variable name"):
-        piped.environment({b"A=B": b"c"})
+        piped.environment({"A=B": "c"})
     missing = tmp_path / "gone"
     with pytest.raises(FileNotFoundError) as ours:
         piped.start(b"/bin/sh", [b"/bin/sh", b"-c", b"true"], [], str(missing))
@@ -138,3 +138,27 @@ def test_stdin_is_empty(tmp_path: Path) -> None:
 def test_the_command_leads_a_session_of_its_own(tmp_path: Path) -> None:
     out, _, _ = _ours(b'echo "$(($(cut -d" " -f6 /proc/$$/stat) == $$))"', tmp_path)
     assert out == "1\n"
+
+
+@given(st.lists(st.tuples(
+    st.text(st.characters(blacklist_characters="=\0", blacklist_categories=["Cs"]), min_size=1),
+    st.text(st.characters(blacklist_characters="\0", blacklist_categories=["Cs"]))),
+    max_size=8))
+@settings(max_examples=60)
+def test_environment_entries_are_the_encoded_pairs(pairs: list[tuple[str, str]]) -> None:
+    """Entries remembered from earlier commands are the bytes encoding would give now,
+    surrogate escapes (undecodable bytes the environment held) included, in order."""
+    env = dict(pairs)
+    expected = [f"{k}={v}".encode("utf-8", "surrogateescape") for k, v in env.items()]
+    assert piped.environment(env) == expected
+    assert piped.environment(env) == expected  # again, from what was remembered
+    assert piped.environment({"RAW": "caf\udce9"}) == [b"RAW=caf\xe9"]  # a byte kept as read
+    with pytest.raises(UnicodeEncodeError):  # a ValueError: the command is not started
+        piped.environment({"BAD": "\ud800"})
+
+
+def test_environment_entries_stay_bounded() -> None:
+    for number in range(piped._ENTRIES_KEPT * 2):
+        assert piped.environment({"UNFURL_CHANGEID": str(number)}) == [
+            f"UNFURL_CHANGEID={number}".encode()]
+    assert len(piped._ENTRIES) <= piped._ENTRIES_KEPT

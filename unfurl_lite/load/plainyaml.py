@@ -114,7 +114,33 @@ def no_collection() -> Iterator[None]:
         yield
     finally:
         if enabled:
+            if _freezing[0]:
+                gc.freeze()
+                _froze[0] = True
             gc.enable()
+
+
+#: callers inside :func:`loads_frozen`, and whether a load froze anything for them
+_freezing, _froze = [0], [False]
+
+
+@contextlib.contextmanager
+def loads_frozen() -> Iterator[None]:
+    """For a command that loads an ensemble, uses it and ends (validate, plan, a job): what
+    a load built is moved out of the collector's generations as the load ends
+    (``gc.freeze``) instead of being walked. The objects a load makes while the collector is
+    off all wait in its youngest generation, so the first collection after the load walked
+    every one of them and moved them on to be walked again (a seventh of validate's CPU at
+    N=10,000, 0.3 s). Unfrozen as the command ends: a library caller's heap is collected as
+    before, and a long-running process (a worker) does not enter this."""
+    _freezing[0] += 1
+    try:
+        yield
+    finally:
+        _freezing[0] -= 1
+        if not _freezing[0] and _froze[0]:
+            _froze[0] = False
+            gc.unfreeze()
 
 
 @lru_cache(maxsize=1)

@@ -203,6 +203,7 @@ def execute_workflow(
     request = job_request(workflow, ensemble_path, plan_options, job, custom)
     # start-up: only when execute_workflow() runs
     from unfurl_lite.cli import render
+    from unfurl_lite.load.plainyaml import loads_frozen
     from unfurl_lite.run.signals import JobControl, handle_signals
 
     control = JobControl()
@@ -216,7 +217,7 @@ def execute_workflow(
             return running.enter_context(render.ProgressObserver(console(), count))
         return render.LineObserver() if level >= 0 and not job.shows_json else None
 
-    with running:
+    with running, loads_frozen():
         result = api.run_job(
             request, confirm=plan_confirmation(ctx, workflow, job, tty, level),
             observe=observe, cancel=control,

@@ -82,8 +82,10 @@ def init(directory: str, source: str | None, as_json: bool) -> None:
 def validate(ensemble: str | None, as_json: bool) -> None:
     """Check ENSEMBLE's syntax, schema and references; exit 1 with every problem found."""
     from unfurl_lite import api  # start-up: only when validate() runs
+    from unfurl_lite.load.plainyaml import loads_frozen  # start-up: only when validate() runs
 
-    loaded = api.validate(ensemble)
+    with loads_frozen():
+        loaded = api.validate(ensemble)
     warnings = [f"node template {t.name!r} is missing requirements: "
                 f"{', '.join(t.missing_requirements)}: " + (
                     "jobs leave it out (its \"conditional\" directive)"
@@ -144,14 +146,16 @@ def plan(ctx: click.Context, ensemble: str | None, workflow: str, instances: tup
     from unfurl_lite import api
     from unfurl_lite.cli import render
     from unfurl_lite.load.loader import load_ensemble
+    from unfurl_lite.load.plainyaml import loads_frozen
     from unfurl_lite.model.ensemble import with_inputs
 
     given = {name: planned[name] for name in PLANNED
              if ctx.get_parameter_source(name) in GIVEN}
     options = api.PlanOptions(instance_names=instances, **given)
     custom = workflow not in ("deploy", "undeploy", "check", "discover")
-    loaded = with_inputs(load_ensemble(ensemble), job_inputs(variables))
-    result = api.plan(loaded, workflow, options, custom=custom)
+    with loads_frozen():
+        loaded = with_inputs(load_ensemble(ensemble), job_inputs(variables))
+        result = api.plan(loaded, workflow, options, custom=custom)
     found = None
     if query:  # the expression machinery only when asked: a plain plan does not import it
         # start-up: only when plan() runs

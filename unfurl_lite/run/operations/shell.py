@@ -97,7 +97,7 @@ def utf8(value: Any) -> Any:
     return value.encode("utf-8", "surrogateescape") if isinstance(value, str) else value
 
 
-def _start(args: Any, shell: str | None, cwd: str, env: dict[bytes, bytes]) -> piped.Child | Popen:
+def _start(args: Any, shell: str | None, cwd: str, env: dict[str, str]) -> piped.Child | Popen:
     """The command started: on raw pipes (``piped``) when its program is a path, else
     through ``Popen`` (a program found on PATH, a C library without posix_spawn's calls)."""
     argv: list[bytes] = [shell.encode("utf-8", "surrogateescape"), b"-c", args] if shell \
@@ -109,7 +109,7 @@ def _start(args: Any, shell: str | None, cwd: str, env: dict[bytes, bytes]) -> p
         shell=shell is not None,
         executable=shell,
         cwd=cwd,
-        env=env,
+        env={utf8(k): utf8(v) for k, v in env.items()},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -153,7 +153,7 @@ def run(request: OperationRequest, processes: ProcessTable | None = None,
         )
     started = time.monotonic()
     try:
-        process = _start(utf8(args), executable, cwd, {utf8(k): utf8(v) for k, v in env.items()})
+        process = _start(utf8(args), executable, cwd, env)
     except (OSError, ValueError) as exc:
         return OperationResult(
             success=False, modified=False, error=f"could not start command: {exc}"

@@ -36,22 +36,28 @@ _OPAQUE = 1024
 
 class _Libc:
     """The C library's posix_spawn and the calls that set up its file actions and
-    attributes; constructing it raises AttributeError where one is missing."""
+    attributes; constructing it raises AttributeError where one is missing.
+
+    Only the spawn itself lets go of the GIL: the set-up calls (a few instructions each)
+    are made through ``PyDLL``, which keeps it. Every call through ``CDLL`` releases the
+    lock and takes it back; with the scheduler's thread busy, taking it back can wait a
+    whole switch interval (5 ms), so eight trivial calls per start kept a command's thread
+    waiting longer than the command ran."""
 
     def __init__(self) -> None:
         libc = ctypes.CDLL(None, use_errno=True)
+        held = ctypes.PyDLL(None)  # the same functions, called without releasing the GIL
         self.spawn = libc.posix_spawn
-        self.actions_init = libc.posix_spawn_file_actions_init
-        self.actions_destroy = libc.posix_spawn_file_actions_destroy
-        self.add_dup2 = libc.posix_spawn_file_actions_adddup2
-        self.add_chdir = libc.posix_spawn_file_actions_addchdir_np
-        self.add_closefrom = libc.posix_spawn_file_actions_addclosefrom_np
-        self.attr_init = libc.posix_spawnattr_init
-        self.attr_destroy = libc.posix_spawnattr_destroy
-        self.set_flags = libc.posix_spawnattr_setflags
-        self.set_sigdefault = libc.posix_spawnattr_setsigdefault
-        self.sigemptyset = libc.sigemptyset
-        self.sigaddset = libc.sigaddset
+        self.actions_init = held.posix_spawn_file_actions_init
+        self.actions_destroy = held.posix_spawn_file_actions_destroy
+        self.add_dup2 = held.posix_spawn_file_actions_adddup2
+        self.add_chdir = held.posix_spawn_file_actions_addchdir_np
+        self.add_closefrom = held.posix_spawn_file_actions_addclosefrom_np
+        self.attr_init = held.posix_spawnattr_init
+        self.set_flags = held.posix_spawnattr_setflags
+        self.set_sigdefault = held.posix_spawnattr_setsigdefault
+        self.sigemptyset = held.sigemptyset
+        self.sigaddset = held.sigaddset
         self.set_flags.argtypes = [ctypes.c_char_p, ctypes.c_short]
 
 
@@ -70,28 +76,39 @@ def available() -> bool:
     return _libc() is not None
 
 
+@lru_cache(maxsize=2)
+def _attributes(new_session: bool) -> Any:
+    """The spawn's attributes, made once per process for each ``new_session`` (posix_spawn
+    only reads them, so threads share them): SIGPIPE and SIGXFSZ at their defaults, a new
+    session when asked."""
+    libc = _libc()
+    assert libc is not None
+    attributes = ctypes.create_string_buffer(_OPAQUE)
+    defaults = ctypes.create_string_buffer(_OPAQUE)
+    libc.attr_init(attributes)
+    libc.sigemptyset(defaults)
+    for number in _DEFAULTED:
+        libc.sigaddset(defaults, number)
+    libc.set_sigdefault(attributes, defaults)
+    libc.set_flags(attributes, _SETSIGDEF | (_SETSID if new_session else 0))
+    return attributes
+
+
 def posix_spawn(executable: bytes, argv: list[bytes], env: list[bytes],
                 cwd: str | bytes | os.PathLike[Any] | None, fds: tuple[int, int, int],
                 new_session: bool) -> int:
     """Start ``executable``; its process id. ``fds`` become its stdin, stdout and stderr."""
     libc = _libc()
     assert libc is not None
+    attributes = _attributes(new_session)
     actions = ctypes.create_string_buffer(_OPAQUE)
-    attributes = ctypes.create_string_buffer(_OPAQUE)
-    defaults = ctypes.create_string_buffer(_OPAQUE)
     libc.actions_init(actions)
-    libc.attr_init(attributes)
     try:
         if cwd is not None:
             libc.add_chdir(actions, os.fsencode(cwd))
         for target, fd in enumerate(fds):
             libc.add_dup2(actions, fd, target)
         libc.add_closefrom(actions, 3)
-        libc.sigemptyset(defaults)
-        for number in _DEFAULTED:
-            libc.sigaddset(defaults, number)
-        libc.set_sigdefault(attributes, defaults)
-        libc.set_flags(attributes, _SETSIGDEF | (_SETSID if new_session else 0))
         pid = ctypes.c_int()
         arguments = (ctypes.c_char_p * (len(argv) + 1))(*argv, None)
         environment = (ctypes.c_char_p * (len(env) + 1))(*env, None)
@@ -99,7 +116,6 @@ def posix_spawn(executable: bytes, argv: list[bytes], env: list[bytes],
                             arguments, environment)
     finally:
         libc.actions_destroy(actions)
-        libc.attr_destroy(attributes)
     if failed:  # named as subprocess names it: the directory, when it was what failed
         missing = cwd if cwd is not None and not os.path.isdir(cwd) else None
         raise OSError(failed, os.strerror(failed),
