@@ -27,21 +27,16 @@ HEAVY = ("git", "jinja2", "jsonschema", "rich", "markupsafe", "celery", "kombu",
 VERSION_BUDGET = {"unfurl_lite", "unfurl_lite.cli", "unfurl_lite.cli.version",
                   "unfurl_lite.load", "unfurl_lite.load.gitfiles"}  # the source's commit: os only
 
-#: (no ruamel: everyday block YAML is read by lines; the C composer's road is for the rest)
-PLAN_PACKAGES = {"click"}
+#: (no ruamel: everyday block YAML is read by lines; the C composer's road is for the rest;
+#: no click: `unfurl plan [ENSEMBLE]` is answered by cli/quick.py, as click would answer it)
+PLAN_PACKAGES: set[str] = set()
 PLAN_OURS = {
     "unfurl_lite", "unfurl_lite.errors",
     "unfurl_lite.exports",  # the api's table of names (importlib and sys only)
     "unfurl_lite.api", "unfurl_lite.api.project",
-    "unfurl_lite.cli", "unfurl_lite.cli.commands", "unfurl_lite.cli.commands.common",
-    "unfurl_lite.cli.commands.project", "unfurl_lite.cli.main",
-    "unfurl_lite.cli.render",
-    "unfurl_lite.cli.commands.unfurl_options",  # plan takes --var, --query, --output
-    # plan takes the job commands' options, made from the workflows' declarations
-    "unfurl_lite.cli.commands.parameters", "unfurl_lite.model.builtin_workflows",
+    "unfurl_lite.cli", "unfurl_lite.cli.quick", "unfurl_lite.cli.render",
+    "unfurl_lite.model.builtin_workflows",  # (the workflows' declarations: PlanOptions)
     "unfurl_lite.run.options",  # PlanOptions, checked against the declarations
-    "unfurl_lite.cli.terminal", "unfurl_lite.cli.version",
-    "unfurl_lite.load.gitfiles",  # (version: the source's commit, os only)
     "unfurl_lite.expressions", "unfurl_lite.expressions.analysis",
     "unfurl_lite.expressions.catalog", "unfurl_lite.expressions.names",
     "unfurl_lite.expressions.limits",  # a plan's templates render within one budget
@@ -69,8 +64,8 @@ PLAN_OURS = {
     "unfurl_lite.run", "unfurl_lite.run.observer",
     "unfurl_lite.security", "unfurl_lite.security.characters", "unfurl_lite.security.paths",
 }  # fmt: skip
-#: standard library modules beyond the interpreter's own start (click alone brings ~25)
-PLAN_STDLIB_MAX = 45
+#: standard library modules beyond the interpreter's own start (click alone brought ~25)
+PLAN_STDLIB_MAX = 25
 
 _PROBE = """
 import json, sys
@@ -128,6 +123,27 @@ def test_a_cold_plan_imports_only_its_budget(small_project: Path, tmp_path: Path
     assert ours <= PLAN_OURS, f"plan now imports {sorted(ours - PLAN_OURS)}"
     others = {m for m in imported - ours if m.split(".")[0] not in PLAN_PACKAGES}
     assert len(others) <= PLAN_STDLIB_MAX, sorted(others)
+
+
+def _command_imports(args: list[str], cwd: Path, tmp_path: Path) -> set[str]:
+    """Every module the ``unfurl`` command's own process imports (``-X importtime``),
+    stdout a pipe, as a script reads it."""
+    env = {**os.environ, "UNFURL_LITE_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
+    env.pop("_UNFURL_COMPLETE", None)
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "unfurl_lite", *args],
+                          capture_output=True, text=True, cwd=cwd, env=env, check=True)
+    return {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines()
+            if line.startswith("import time:") and line.count("|") == 2}
+
+
+def test_the_commands_plan_of_an_ensemble_imports_no_click(
+        small_project: Path, tmp_path: Path) -> None:
+    """`unfurl plan [ENSEMBLE]` is answered without click (cli/quick.py); an option takes
+    click's road, as every other command line does."""
+    quick = _command_imports(["plan", "ensemble.yaml"], small_project, tmp_path)
+    assert "unfurl_lite.cli.quick" in quick and not _tops(quick) & {"click", *HEAVY}
+    assert not _tops(_command_imports(["plan"], small_project, tmp_path)) & {"click"}
+    assert "click" in _command_imports(["plan", "-q", "ensemble.yaml"], small_project, tmp_path)
 
 
 def test_a_redeploy_known_to_have_nothing_to_do_imports_no_job_machinery(

@@ -16,8 +16,9 @@ if TYPE_CHECKING:
 
 
 def main(argv: list[str] | None = None) -> Any:
-    """The ``unfurl`` entry point: ``--version`` is answered at once, everything else
-    goes to the click group in :mod:`unfurl_lite.cli.main`."""
+    """The ``unfurl`` entry point: ``--version`` is answered at once, ``plan [ENSEMBLE]``
+    without click (:mod:`unfurl_lite.cli.quick`), everything else by the click group in
+    :mod:`unfurl_lite.cli.main`."""
     if (sys.argv[1:] if argv is None else argv) == ["--version"]:
         from unfurl_lite.cli.version import version_text  # start-up: only when main() runs
 
@@ -38,7 +39,15 @@ def main(argv: list[str] | None = None) -> Any:
         from unfurl_lite.load import codecache  # start-up: only when main() runs
 
         codecache.enable()
-    from unfurl_lite.cli.main import main as run  # start-up: click only when main() runs
+    args = sys.argv[1:] if argv is None else argv
+    from unfurl_lite.cli import quick  # start-up: only when main() runs
+
+    if quick.answers(args):  # `unfurl plan [ENSEMBLE]`: what click would do, without click
+
+        def run(argv: list[str] | None = None) -> Any:
+            return quick.run(args)
+    else:
+        from unfurl_lite.cli.main import main as run  # start-up: click only when main() runs
 
     # Parsing a large ensemble allocates hundreds of thousands of objects and almost no
     # reference cycles; at Python's default threshold (700) the collector rescans the

@@ -9,7 +9,6 @@ option) exits 2, as click and Unfurl do; anything else is a bug and keeps its tr
 from __future__ import annotations
 
 import importlib
-import io
 import json
 import sys
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from typing import Any
 import click
 
 from unfurl_lite.cli.commands.unfurl_options import global_options
+from unfurl_lite.cli.quick import error_text, escape_unencodable
 from unfurl_lite.cli.version import version_text
 from unfurl_lite.errors import STORAGE_ERRNOS, InputError, UnfurlLiteError, storage_error
 from unfurl_lite.model.builtin_workflows import WORKFLOWS
@@ -102,7 +102,7 @@ class LazyGroup(click.Group):
         except UnfurlLiteError as exc:
             if ctx.meta.get("unfurl.json"):
                 click.echo(_error_json(exc))
-            click.echo(_error_text(exc), err=True)
+            click.echo(error_text(exc), err=True)
             ctx.exit(exc.exit_code)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -159,22 +159,13 @@ def cli(ctx: click.Context, verbose: int, quiet: bool, no_color: bool) -> None:
     from unfurl_lite.load import parsecache  # start-up: only when cli() runs
 
     parsecache.enable()  # the command may use the user's cache; the library does not unasked
-    _escape_unencodable()
+    escape_unencodable()
     ctx.ensure_object(dict)
     ctx.obj["verbose"] = -1 if quiet else verbose
     if no_color:
         from unfurl_lite.cli.terminal import disable_colour  # start-up: only when cli() runs
 
         disable_colour()
-
-
-def _escape_unencodable() -> None:
-    """A value that is not valid text (a lone surrogate an operation returned) is printed
-    escaped (``\\ud800``), as the records hold it, instead of failing the command."""
-
-    for stream in (sys.stdout, sys.stderr):
-        if isinstance(stream, io.TextIOWrapper):
-            stream.reconfigure(errors="backslashreplace")
 
 
 def help_text() -> str:
@@ -199,24 +190,11 @@ def main(argv: list[str] | None = None) -> Any:
     except UnfurlLiteError as exc:
         if wants_json(sys.argv[1:] if argv is None else argv):
             click.echo(_error_json(exc))
-        click.echo(_error_text(exc), err=True)
+        click.echo(error_text(exc), err=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
         sys.exit(130)
-
-
-def _error_text(exc: Exception) -> str:
-    """The error for a person, wrapped at spaces to stderr's width (its hint too)."""
-    from unfurl_lite.cli.tables import prose, stream_width  # start-up: only when _error_text() runs
-
-    if isinstance(exc, InputError):
-        text = exc.format()
-    elif isinstance(exc, UnfurlLiteError):
-        text = f"error: {exc.format()}"
-    else:
-        text = f"error: {exc}"
-    return prose(text, stream_width(sys.stderr))
 
 
 def wants_json(args: list[str]) -> bool:

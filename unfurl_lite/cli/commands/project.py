@@ -15,11 +15,7 @@ from unfurl_lite.cli.commands.common import (
     show,
 )
 from unfurl_lite.cli.commands.parameters import GIVEN, click_parameter
-from unfurl_lite.cli.commands.unfurl_options import (
-    job_inputs,
-    output_options,
-    refused_options,
-)
+from unfurl_lite.cli.commands.unfurl_options import output_options, refused_options
 from unfurl_lite.model.builtin_workflows import BY_NAME
 
 #: the options plan takes as the job commands do: deploy's and undeploy's, each once
@@ -143,19 +139,12 @@ def plan(ctx: click.Context, ensemble: str | None, workflow: str, instances: tup
     The job commands' options (--force, --template, --check, --repair...) plan as that job
     would; one the workflow does not take is refused, naming those it does."""
     # start-up: only when plan() runs
-    from unfurl_lite import api
     from unfurl_lite.cli import render
-    from unfurl_lite.load.loader import load_ensemble
-    from unfurl_lite.load.plainyaml import loads_frozen
-    from unfurl_lite.model.ensemble import with_inputs
+    from unfurl_lite.cli.quick import plan_of
 
     given = {name: planned[name] for name in PLANNED
              if ctx.get_parameter_source(name) in GIVEN}
-    options = api.PlanOptions(instance_names=instances, **given)
-    custom = workflow not in ("deploy", "undeploy", "check", "discover")
-    with loads_frozen():
-        loaded = with_inputs(load_ensemble(ensemble), job_inputs(variables))
-        result = api.plan(loaded, workflow, options, custom=custom)
+    loaded, result = plan_of(ensemble, workflow, instances, variables, given)
     found = None
     if query:  # the expression machinery only when asked: a plain plan does not import it
         # start-up: only when plan() runs
