@@ -73,7 +73,7 @@ def _fast_load(text: str, file: str) -> dict[str, Any] | None:
     merge directives or say where a problem is. A document too large for the round trip
     has its problems said here, by path (and a syntax error at its line)."""
     # start-up: only when _fast_load() runs
-    from unfurl_lite.load import guard, imports, structure, validate
+    from unfurl_lite.load import expression_checks, guard, imports, structure, validate
 
     guard.check_text(text, file)  # its refusals are final: no slower parse follows
     large = guard.estimated_values(text) > guard.MAX_ROUND_TRIP_VALUES
@@ -105,7 +105,8 @@ def _fast_load(text: str, file: str) -> dict[str, Any] | None:
     if not isinstance(data, dict) or directives or imports.has_imports(data):
         return None
     normal: dict[str, Any] = structure.normalised(data)
-    problems = validate.check(normal, file)
+    with expression_checks.read_from(text):  # this text alone: no include, import or merge
+        problems = validate.check(normal, file)
     if problems and large:
         raise InputError(problems, summary=f"{Path(file).name} is not a valid ensemble")
     return None if problems else normal

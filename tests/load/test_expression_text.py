@@ -1,0 +1,60 @@
+"""The expression checks' quick pass may answer from the text a document was read from
+(``expression_checks.read_from``): it may say "no expression" only where the walk of the
+data finds none, whatever the text's spelling (quoted keys, escapes, anchors, flow style)."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import examples
+from unfurl_lite.expressions import catalog
+from unfurl_lite.load import expression_checks, plainyaml, yamlio
+
+FUNCTIONS = sorted(catalog.top_level_functions())
+KEYS = st.sampled_from(["eval", "ref", "name", "command", "properties", "x", *FUNCTIONS[:6]])
+SCALARS = st.one_of(st.sampled_from(["true", "{{ SELF.x }}", "{% if a %}b{% endif %}", "plain",
+                                     "eval: no", "a { {b} }", "ref"]),
+                    st.integers(), st.booleans())
+DATA = st.recursive(SCALARS, lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.dictionaries(KEYS, inner, max_size=3)), max_leaves=8)
+
+
+def _answers(text: str) -> tuple[bool, bool]:
+    """(the text's answer: no expression, the walk's answer: some expression)."""
+    doc = plainyaml.load(text)
+    spec = doc["spec"]
+    with expression_checks.read_from(text):
+        quick = expression_checks._none_in_text()
+    return quick, isinstance(spec, dict | list) and expression_checks._any_expression(spec)
+
+
+@given(DATA)
+@settings(max_examples=examples(200), deadline=None)
+def test_the_text_never_hides_an_expression_the_walk_finds(data: object) -> None:
+    document = {"spec": {"service_template": {"topology_template": {"node_templates": {
+        "a": {"type": "tosca.nodes.Root", "properties": {"p": data}}}}}}}
+    for text in (yamlio.dump(document), json.dumps(document)):  # block and flow styles
+        quick, found = _answers(text)
+        assert not (quick and found), text
+
+
+def test_spellings_that_hide_a_key_go_to_the_walk() -> None:
+    hidden = [
+        'spec: {p: {"ev\\x61l": ".x"}}\n',  # an escape spells eval
+        "spec:\n  a: &k eval\n  p: {*k : .x}\n",  # an alias is the key
+        "spec:\n  p:\n    'eval' : .x\n",  # quoted, a space before the colon
+        "spec:\n  p:\n    ? eval\n    : .x\n",  # an explicit key
+        "spec:\n  p: '{{ x }}'\n",
+    ]
+    for text in hidden:
+        quick, found = _answers(text)
+        assert found and not quick, text
+
+
+def test_a_plain_text_is_answered_without_the_walk() -> None:
+    text = "spec:\n  service_template:\n    node_templates:\n      a:\n        type: T\n"
+    assert _answers(text) == (True, False)
+    assert not expression_checks._none_in_text()  # outside read_from: the walk decides
