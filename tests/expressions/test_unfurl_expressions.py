@@ -77,6 +77,46 @@ _deliberate("every task has its operation and workflow folders here",
             {"at": "app", "v": {"eval": {"get_dir": "workflow"}}})
 
 
+_NAMES = "names-probes"
+_FS_TESTS = (("'data.txt'", "file"), ("'data.txt'", "exists"), ("'.'", "directory"),
+             ("'data.txt'", "is_file"), ("'.'", "is_dir"), ("'data.txt'", "link"),
+             ("'data.txt'", "is_link"), ("'/'", "mount"), ("'/'", "is_mount"),
+             ("'data.txt'", "link_exists"), ("'data.txt'", "same_file('data.txt')"),
+             ("'data.txt'", "is_same_file('./data.txt')"))
+_deliberate("Ansible's file-system tests are refused by name (templates do not read the "
+            "machine's files)", *({"at": "app", "v": f"{{{{ {path} is {test} }}}}"}
+                                  for path, test in _FS_TESTS))
+_deliberate("Ansible's filters and lookups that read the machine, its configuration, its "
+            "variables or Vault, run commands or change every render are refused by name",
+            *({"at": "app", "v": v} for v in (
+                "{{ '~' | expanduser }}", "{{ '$HOME' | expandvars }}", "{{ '.' | realpath }}",
+                "{{ '*.txt' | fileglob }}", "{{ 'pw' | password_hash('sha512', 'saltsalt') }}",
+                "{{ 'a' | vault('pw') }}", "{{ 'a' | unvault('pw') }}",
+                "{{ lookup('random_choice', 'a') }}", "{{ lookup('fileglob', '*.txt') }}",
+                "{{ lookup('first_found', ['data.txt']) }}",
+                "{{ lookup('csvfile', 'a file=data.csv delimiter=,') }}",
+                "{{ lookup('ini', 'key section=main file=data.ini') }}",
+                "{{ lookup('vars', 'SELF') }}", "{{ lookup('varnames', '^S') }}",
+                "{{ lookup('lines', 'echo hi') }}", "{{ lookup('pipe', 'echo hi') }}",
+                "{{ lookup('config', 'DEFAULT_TIMEOUT') }}",
+                "{{ lookup('unvault', 'data.txt') }}")))
+_deliberate("Unfurl's internal Python objects are refused by name", {"q": ".tmp_dir"})
+_deliberate("Jinja2's lipsum is refused by name (random text: every deploy would reconfigure)",
+            {"at": "app", "v": "{{ lipsum(1) | length > 0 }}"})
+_deliberate("`is filter` of a name nobody defines is false, as in Jinja2 (Ansible fails)",
+            {"at": "app", "v": "{{ 'nosuch' is filter }}"})
+_deliberate("map_value in a template gives each expression's results, as in a task's "
+            "inputs (tests/data/unfurl-cases/39-filters); the probe ran outside a task",
+            {"at": "app", "v": "{{ {'a': {'eval': '::app::.name'}} | mapValue }}"})
+_deliberate("`file(path)` is a template function here (docs/security.md; Unfurl 1.2.0 has "
+            "only the `file` eval function)", {"at": "app", "v": "{{ file('data.txt') }}"})
+_PROBE_VARS = {"d": {"copy": "c", "get": "g", "items": [1, 2], "keys": "k", "name": "n",
+                     "pop": "p", "update": "u", "values": "v"}, "l": [1, 2], "s": "text"}
+_deliberate("a method that changes a value is refused by the sandbox (Unfurl gives the "
+            "method)", *({"at": "app", "v": v, "vars": _PROBE_VARS}
+                         for v in ("{{ d.pop }}", "{{ d.update }}", "{{ l.append }}")))
+
+
 def key(probe: dict[str, Any]) -> str:
     return json.dumps({k: probe[k] for k in ("at", "q", "v", "vars") if k in probe},
                       sort_keys=True)
@@ -84,10 +124,14 @@ def key(probe: dict[str, Any]) -> str:
 
 def comparable(value: Any) -> Any:
     """Secrets are wrapped here (redacted in records) and plain values in Unfurl; an
-    error's text is each tool's own."""
+    error's text is each tool's own; a method is known by its name (its owner's Python
+    class and address are each tool's own)."""
     if isinstance(value, dict):
         if set(value) == {"error"}:
             return "<error>"
+        if set(value) == {"object", "repr"} and " method " in str(value["repr"]):
+            return {"method": str(value["repr"]).split(" method ")[1].split()[0]
+                    .rsplit(".", 1)[-1]}
         if set(value) == {"sensitive"}:
             return value["sensitive"]
         return {k: comparable(v) for k, v in value.items()}
@@ -98,7 +142,7 @@ def comparable(value: Any) -> Any:
 
 def _random(probe: dict[str, Any]) -> bool:
     text = json.dumps(probe.get("v"))
-    return "tempfile" in text or "generate_string" in text
+    return "tempfile" in text or "generate" in text
 
 
 def results_here(case: str, tmp_path: Path) -> list[tuple[dict[str, Any], dict[str, Any]]]:

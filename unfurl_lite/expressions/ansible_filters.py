@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import unquote_plus, urlsplit
 
 from unfurl_lite.errors import ExpressionError
+from unfurl_lite.expressions.scope import current_ctx
 from unfurl_lite.expressions.yaml_filters import from_yaml, from_yaml_all, to_nice_yaml, to_yaml
 
 if TYPE_CHECKING:
@@ -498,7 +499,13 @@ def _split(value: Any, *args: Any) -> list[str]:
 
 
 def _relpath(path: Any, start: Any = None) -> str:
-    return posixpath.relpath(_text(path), start or "/")
+    """Ansible's ``relpath``: from ``start``, else from where templates render (the
+    ensemble's folder, Unfurl's working directory)."""
+    if start:
+        return posixpath.relpath(_text(path), _text(start))
+    ctx = current_ctx.get()
+    base = str(ctx.project_root) if ctx is not None and ctx.project_root else "/"
+    return posixpath.relpath(posixpath.join(base, _text(path)), base)
 
 
 def _permutations(items: Any, r: int | None = None) -> Any:

@@ -46,6 +46,7 @@ _TESTS = "unfurl_lite.expressions.ansible_tests"
 _LOOKUPS = "unfurl_lite.expressions.lookups"
 _SANDBOX = "unfurl_lite.expressions.sandbox"
 _LIMITS = "unfurl_lite.expressions.limits"
+_GLOBALS = "unfurl_lite.expressions.template_globals"
 
 _NO_CONFIG = ("needs Unfurl's project configuration (unfurl.yaml, environments, "
               "repositories), which unfurl-lite does not have")
@@ -129,7 +130,7 @@ QUERY_KEYS: dict[str, Known] = {
 }
 
 #: query keys (``.name``) and Unfurl's internal objects a query may not reach
-QUERY_KEY_NAMES = "unfurl_lite.expressions.entities:SPECIAL_KEYS"
+QUERY_KEY_NAMES = "unfurl_lite.expressions.keys:SPECIAL_KEYS"
 
 _ANSIBLE_FILTERS = (
     "b64decode", "b64encode", "basename", "bool", "checksum", "combinations", "combine",
@@ -197,6 +198,13 @@ GLOBALS: dict[str, Known] = {
     "query": Known(f"{_SANDBOX}:query_global"),
     "q": Known(f"{_SANDBOX}:query_global"),
     "file": Known(f"{_SANDBOX}:file_global"),
+    "now": Known(f"{_GLOBALS}:now"),
+    "undef": Known(f"{_GLOBALS}:undef"),
+    "dict": Known(f"{_GLOBALS}:dict_global"),
+    "namespace": Known(f"{_GLOBALS}:namespace"),
+    "cycler": Known(f"{_GLOBALS}:cycler"),
+    "joiner": Known(f"{_GLOBALS}:joiner"),
+    "lipsum": _never(_CHANGES, "write the text in the template"),
 }
 
 _FILES = "reads files the sandbox's rules do not cover"

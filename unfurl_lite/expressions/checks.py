@@ -34,7 +34,7 @@ def _special_keys(text: str) -> Iterator[str]:
 def query_problems(text: str) -> Iterator[Found]:
     """A query that cannot parse, or names a key no instance has."""
     # start-up: only when query_problems() runs
-    from unfurl_lite.expressions.entities import INTERNAL_KEYS, SPECIAL_KEYS
+    from unfurl_lite.expressions.keys import INTERNAL_KEYS, SPECIAL_KEYS
 
     try:
         keys = list(_special_keys(text))

@@ -249,6 +249,9 @@ def make_world(ctx: EvalContext) -> World:
         changes = [c for c in (instance.last_config_change, instance.last_state_change) if c]
         return {"created": instance.created or None, "protected": instance.protected or None,
                 "last_change": max(changes) if changes else None,
+                "last_config_change": instance.last_config_change,
+                "last_state_change": instance.last_state_change,
+                "customized": instance.extra.get("customized"),
                 "priority": str(instance.priority), "status": str(instance.status),
                 "state": str(instance.state) if instance.state else None}
 
@@ -264,6 +267,7 @@ def make_world(ctx: EvalContext) -> World:
         if name in topology.templates else (),
         definitions=lambda: topology.definitions,
         deployment=root.name if root is not None else "",
+        project=str(root) if root is not None else "",
     )
 
 

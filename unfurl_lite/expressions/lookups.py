@@ -152,16 +152,62 @@ def _sequence(term: str, options: Mapping[str, Any]) -> list[str]:
 
 
 def _subelements(terms: list[Any]) -> list[Any]:
-    if len(terms) < 2:
-        raise ExpressionError("lookup('subelements') expects a list and a key")
-    items: YAMLValue = terms[0]
-    key = str(terms[1])
+    """Ansible's ``subelements``: each item with each element of its list under a (dotted)
+    key; the item is given without that key, as Ansible gives it. A mapping's values are
+    the items; an item marked ``skipped`` is left out; ``{skip_missing: true}`` as a third
+    term leaves out an item without the key instead of failing."""
+    if not 2 <= len(terms) <= 3 or not isinstance(terms[0], list | Mapping) or \
+            not isinstance(terms[1], str):
+        raise ExpressionError("lookup('subelements') expects a list (or a mapping), a key, "
+                              "and optionally {skip_missing: true}")
+    flags = terms[2] if len(terms) == 3 else {}
+    if not isinstance(flags, Mapping) or set(flags) - {"skip_missing"}:
+        raise ExpressionError("lookup('subelements'): the third term takes only skip_missing")
+    given: YAMLValue = terms[0]
+    items: list[Any]
+    if isinstance(given, Mapping):
+        if given.get("skipped", False) is not False:
+            return []
+        items = list(given.values())
+    else:
+        items = list(given) if isinstance(given, list) else []
+    keys = terms[1].split(".")
     found: list[Any] = []
-    item: YAMLValue
-    for item in items if isinstance(items, list) else []:
-        for sub in item.get(key, []) if isinstance(item, Mapping) else []:
-            found.append([item, sub])
+    for item in items:
+        if not isinstance(item, Mapping):
+            raise ExpressionError(f"lookup('subelements') expects a mapping, got {item!r}")
+        if item.get("skipped", False) is not False:
+            continue
+        rest, elements = _without_subelements(item, keys, bool(flags.get("skip_missing")))
+        found.extend([rest, element] for element in elements)
     return found
+
+
+def _without_subelements(item: Mapping[str, Any], keys: list[str],
+                         skip_missing: bool) -> tuple[Any, list[Any]]:
+    copy: dict[str, Any] = dict(item)
+    holder = copy
+    for depth, key in enumerate(keys):
+        if key not in holder:
+            if skip_missing:
+                return copy, []
+            raise ExpressionError(f"lookup('subelements'): could not find {key!r} key in "
+                                  f"iterated item {dict(holder)!r}")
+        value = holder[key]
+        if depth < len(keys) - 1:
+            if not isinstance(value, Mapping):
+                if skip_missing:
+                    return copy, []
+                raise ExpressionError(f"lookup('subelements'): the key {key} should point "
+                                      f"to a mapping, got {value!r}")
+            holder[key] = holder = dict(value)
+        elif not isinstance(value, list):
+            raise ExpressionError(f"lookup('subelements'): the key {key} should point to a "
+                                  f"list, got {value!r}")
+        else:
+            del holder[key]
+            return copy, value
+    return copy, []
 
 
 #: Ansible's lookup plugins that compute from their terms only

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, cast
 from unfurl_lite.errors import ExpressionError
 from unfurl_lite.expressions import catalog
 from unfurl_lite.expressions.entities import Entity
+from unfurl_lite.expressions.keys import read_key
 from unfurl_lite.expressions.query import Query, Segment, parse_query
 
 if TYPE_CHECKING:
@@ -503,7 +504,7 @@ def _project(value: Value, key: Any, scope: Scope) -> Any:
         if isinstance(value, Entity):
             scope.last = value
             if isinstance(key, str) and key.startswith("."):
-                found = value.special(key)
+                found = read_key(value, key)
             else:
                 found = value.attribute(key)
         elif isinstance(value, External):

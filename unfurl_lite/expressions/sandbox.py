@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 from unfurl_lite.errors import ExpressionError, PathError, RenderCancelled, RenderTimeout
 from unfurl_lite.expressions import limits
+from unfurl_lite.expressions.attributes import mapping_attribute
 from unfurl_lite.expressions.lazy import LazyInputs, LazyValues
 from unfurl_lite.expressions.limits import (
     MAX_TEMPLATE_RESULT,
@@ -108,6 +109,8 @@ def _environment() -> Any:
             )
 
         def getattr(self, obj: Any, attribute: str) -> Any:
+            if isinstance(obj, Mapping) and not attribute.startswith("_"):
+                return _note(mapping_attribute(self, obj, attribute, super().getattr))
             return _note(super().getattr(obj, attribute))
 
         def wrap_str_format(self, value: Any) -> Any:

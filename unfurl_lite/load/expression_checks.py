@@ -236,6 +236,10 @@ def _template(path: tuple[Any, ...], text: str) -> Iterator[Found]:
     for name in names.lookups:
         if name != "?" and not catalog.known("lookup", name):
             yield (path, *catalog.refusal("lookup", name))
+    for name in names.free:
+        found = catalog.entry("global", name)
+        if found is not None and found.refused:
+            yield (path, *catalog.refusal("global", name))
     if "eval" in names.filters or "ref" in names.filters:
         # start-up: only when _template() runs
         from unfurl_lite.expressions.checks import query_problems

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import Problem, RenderRefused
+from unfurl_lite.expressions import catalog
 from unfurl_lite.expressions.analysis import (
     MAPPING_METHODS,
     TemplateNames,
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from unfurl_lite.model.ensemble import Ensemble
 
 #: the globals a template may call (:mod:`unfurl_lite.expressions.catalog`)
-_GLOBALS = frozenset({"range", "get_env", "lookup", "query", "q", "file"})
+_GLOBALS = frozenset(name for name, known in catalog.GLOBALS.items() if known.impl)
 #: inputs evaluated after the operation ran: their variables are its result
 _POST_INPUTS = frozenset({"resultTemplate", "done"})
 #: TOSCA's normative node types whose every property and attribute is known here
