@@ -25,7 +25,7 @@ def _snapshot(root: Path) -> dict[str, bytes]:
     [
         ("{{ ''.__class__.__mro__ }}", "not allowed by the sandbox"),
         ("{{ ''.__class__.__mro__[1].__subclasses__() }}", "not allowed by the sandbox"),
-        ("{{ lipsum.__globals__ }}", "'lipsum' is undefined"),
+        ("{{ joiner.__globals__ }}", "not allowed by the sandbox"),
         ("{{ cycler.__init__.__globals__.os.popen('id').read() }}", "not allowed"),
         ("{{ self.__init__.__globals__ }}", "not allowed by the sandbox"),
         ("{{ SELF.__class__ }}", "not allowed by the sandbox"),
@@ -60,6 +60,19 @@ def test_template_escape_fails_cleanly(
     changed = {name for name in after if after[name] != before.get(name)}
     records = {n for n in after if n.startswith(("jobs/", "changes/"))}
     assert changed <= {"ensemble.yaml", "jobs.tsv"} | records
+
+
+def test_a_refused_global_stops_the_job_before_it_runs(project: Project,
+                                                       invoke: Invoke) -> None:
+    """``lipsum`` (whose ``__globals__`` once led out of Jinja2's sandbox) is refused by
+    name before anything runs."""
+    project.write(HEAD % repr("{{ lipsum.__globals__ }}"))
+    before = _snapshot(project.root)
+    result = invoke("deploy", "--approve", "--no-commit")
+    assert result.exit_code == 1
+    assert "Jinja2's template global 'lipsum' is not supported" in result.output
+    assert "Traceback" not in result.output
+    assert _snapshot(project.root) == before
 
 
 def test_file_reads_inside_the_project(project: Project, invoke: Invoke) -> None:

@@ -44,6 +44,7 @@ def mapping_attribute(env: Any, obj: Mapping[Any, Any], attribute: str,
             f"`.{attribute}` of a mapping is Unfurl's internal {attribute!r}, not the key "
             f"{attribute!r}: not supported",
             hint=f"read the key with ['{attribute}']")
-    if attribute in obj:
-        return env.getitem(obj, attribute)
-    return env.undefined(obj=obj, name=attribute)
+    found = env.getitem(obj, attribute)  # (read once: a lazy value is evaluated by reading)
+    if getattr(found, "__self__", None) in (obj, type(obj)):  # Jinja found a method instead
+        return env.undefined(obj=obj, name=attribute)
+    return found

@@ -329,9 +329,12 @@ def _owner(kind: Kind, name: str) -> str:
         return "Ansible's"
     if kind == "function" and name in _TOSCA_FUNCTIONS:
         return "TOSCA's"
+    if kind == "global":
+        return "Jinja2's" if name in _JINJA_GLOBALS else "Ansible's"
     return "Unfurl's"
 
 
+_JINJA_GLOBALS = frozenset({"range", "dict", "namespace", "cycler", "joiner", "lipsum"})
 _ANSIBLE_REFUSED = frozenset({"expanduser", "expandvars", "realpath", "fileglob",
                               "password_hash", "vault", "unvault", "random", "shuffle"})
 #: (random and shuffle are Ansible's too: the owner of their name in messages)
