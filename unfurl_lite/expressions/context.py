@@ -44,15 +44,15 @@ def instance_view(
     for key in template.undeclared_properties if template else ():
         raw.pop(key, None)  # as Unfurl: a property no type declares is not there
     sensitive: frozenset[str] = template.sensitive_properties if template else frozenset()
+    credentials = template.credential_properties if template else frozenset()
 
     def property_value(key: str, value: Any) -> Any:
         if ctx_for is not None:
-            ctx = ctx_for()
-            value = evaluate(value, ctx)
-            if key in sensitive and value is not None and not isinstance(value, Sensitive):
-                ctx.secrets.add(str(value))
-        if key in sensitive and value is not None and not isinstance(value, Sensitive):
-            value = Sensitive(str(value))
+            value = evaluate(value, ctx_for())
+        if key in sensitive and value is not None:
+            value = secret_form(value, key in credentials)
+            if ctx_for is not None:
+                ctx_for().secrets.update(secret_leaves(value))
         return value
 
     properties = LazyValues(raw, property_value, f"the properties of {instance.name!r}")
@@ -102,6 +102,44 @@ def _wrap(value: YAMLValue) -> Any:
     return Sensitive(str(value))
 
 
+#: the fields of a ``tosca.datatypes.Credential`` that are secret (the others say how to use it)
+CREDENTIAL_SECRETS = ("token", "keys")
+
+
+def secret_form(value: Any, credential: bool = False) -> Any:
+    """A sensitive property's value as templates see it: a scalar is a secret; a map or a
+    list keeps its shape (``SELF.credential.user`` reads a field) with its leaves secret,
+    of a Credential only its token and keys."""
+    if isinstance(value, Mapping) and not isinstance(value, Sensitive):
+        return {k: secret_form(v) if not credential or k in CREDENTIAL_SECRETS else v
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [secret_form(v) for v in value]
+    return value if value is None or isinstance(value, Sensitive) else Sensitive(str(value))
+
+
+def secret_leaves(value: Any) -> list[str]:
+    """The secrets in a value :func:`secret_form` made."""
+    if isinstance(value, Sensitive):
+        return [str(value)]
+    items = value.values() if isinstance(value, Mapping) else value if isinstance(
+        value, list) else ()
+    return [leaf for item in items for leaf in secret_leaves(item)]
+
+
+def _declared_secrets(template: NodeTemplate) -> set[str]:
+    """The secrets a template's sensitive properties hold as written (not expressions)."""
+    found: set[str] = set()
+    for key in template.sensitive_properties:
+        value = template.properties.get(key)
+        if key in template.credential_properties and isinstance(value, Mapping):
+            found.update(secret_leaves(secret_form(
+                {k: v for k, v in value.items() if isinstance(v, str | int | float)}, True)))
+        elif value is not None and not isinstance(value, dict | list):
+            found.add(str(value))
+    return found
+
+
 def topology_secrets(topology: Topology) -> set[str]:
     """Every secret the spec declares, known before any task runs, so output from any
     task (a command echoing ``$PASSWORD``) is redacted even if no template read it."""
@@ -111,10 +149,7 @@ def topology_secrets(topology: Topology) -> set[str]:
         if k in topology.sensitive_inputs and v is not None and not isinstance(v, dict | list)
     }
     for template in topology.templates.values():
-        for key in template.sensitive_properties:
-            value = template.properties.get(key)
-            if value is not None and not isinstance(value, dict | list):
-                found.add(str(value))
+        found |= _declared_secrets(template)
     return found
 
 
@@ -265,11 +300,7 @@ def known_secrets(inputs: Mapping[str, Any], template: NodeTemplate | None) -> s
     the topology's sensitive ``inputs`` (as :func:`wrapped_inputs` gives them) and the
     template's sensitive properties."""
     secrets = {str(v) for v in inputs.values() if isinstance(v, Sensitive)}
-    for key in template.sensitive_properties if template else ():
-        value = template.properties.get(key) if template else None
-        if value is not None and not isinstance(value, dict | list):
-            secrets.add(str(value))
-    return secrets
+    return secrets | _declared_secrets(template) if template else secrets
 
 
 def render_inputs(

@@ -58,7 +58,8 @@ if TYPE_CHECKING:
 #: inputs keeps its type's implementation there
 CLOUDIFY_INTERFACES = frozenset(
     short for name, short in INTERFACE_ALIASES.items() if name.startswith("cloudify."))
-SENSITIVE_TYPES = ("unfurl.datatypes.Sensitive", "sensitive", "tosca.datatypes.Credential")
+CREDENTIAL = "tosca.datatypes.Credential"
+SENSITIVE_TYPES = ("unfurl.datatypes.Sensitive", "sensitive", CREDENTIAL)
 
 
 def build(file: Path, text: str, data: EnsembleDoc) -> Ensemble:
@@ -112,8 +113,7 @@ def with_recorded(ensemble: Ensemble, text: str, data: dict[str, Any]) -> Ensemb
 
 
 def _recorded(data: EnsembleDoc, spec: SpecDoc) -> dict[str, Any]:
-    """The fields of an Ensemble that come from what jobs record (status, lastJob, the
-    log) rather than from the spec's templates."""
+    """An Ensemble's fields that jobs record (status, lastJob, the log), not the spec's."""
     status: StatusSection = data.get("status") or {}
     recorded: dict[str, tuple[InstanceRecord | None, str | None]] = status_layout.flatten(
         status.get("instances") or {})
@@ -320,7 +320,8 @@ def _node_template(
         priority=_PRIORITIES.get(priority, Priority.required)
         if isinstance(priority, str) else Priority.required,
         type_lineage=chain,
-        sensitive_properties=sensitive,
+        sensitive_properties=sensitive, credential_properties=frozenset(
+            k for k in sensitive if _mapping_at(property_defs, k).get("type") == CREDENTIAL),
         default_instances=_default_instances(data),
         attributes=attributes,
         interface_types={**interface_types, **_interface_types(data.get("interfaces"))},
@@ -415,6 +416,9 @@ def _mapping_at(mapping: YAMLMap, key: str) -> YAMLMap:
 
 
 def _merge_interfaces(base: Interfaces, override: Interfaces) -> Interfaces:
+    """``override``'s operations over ``base``'s. As Unfurl 1.2.0, one redeclared with no
+    implementation keeps its base's when that was a mapping with ``implementation:``, loses
+    it when a bare command ("no artifact or className set on operation"); Cloudify's keep."""
     merged = {name: dict(ops) for name, ops in base.items()}
     for name, ops in override.items():
         target = merged.setdefault(name, {})
@@ -424,11 +428,10 @@ def _merge_interfaces(base: Interfaces, override: Interfaces) -> Interfaces:
                 op = Operation(
                     interface=op.interface,
                     name=op.name,
-                    # as Unfurl 1.2.0: an operation redeclared without an implementation
-                    # does not inherit one ("no artifact or className set on operation");
-                    # Cloudify's interfaces keep the type's (its operation merging)
                     implementation=op.implementation or (
-                        inherited.implementation if name in CLOUDIFY_INTERFACES else None),
+                        inherited.implementation
+                        if not inherited.shorthand or name in CLOUDIFY_INTERFACES else None),
+                    shorthand=op.shorthand,
                     inputs={**inherited.inputs, **op.inputs},
                     retry=op.retry or inherited.retry,
                     timeout=op.timeout or inherited.timeout,
@@ -503,9 +506,8 @@ def _operation(
     if definition is None:
         return Operation(interface, name, None, dict(shared_inputs))
     if isinstance(definition, str):
-        return Operation(
-            interface, name, Implementation("Shell", primary=definition), dict(shared_inputs)
-        )
+        return Operation(interface, name, Implementation("Shell", primary=definition),
+                         dict(shared_inputs), shorthand=True)
     implementation = definition.get("implementation")
     impl: Implementation | None
     if implementation is None:

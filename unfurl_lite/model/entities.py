@@ -168,6 +168,10 @@ class Operation:
     environment: dict[str, Any] | None = None
     #: TOSCA's attribute mapping: output name -> the attribute it sets (None: not mapped)
     outputs: dict[str, str | None] | None = None
+    #: declared as a bare command string: as Unfurl 1.2.0, a redeclaration (by a derived
+    #: type or a template) that gives no implementation then has none; one declared as a
+    #: mapping keeps its implementation (unfurl-cases 237)
+    shorthand: bool = False
 
     @property
     def qualified_name(self) -> str:
@@ -239,6 +243,8 @@ class NodeTemplate:
     priority: Priority = Priority.required
     type_lineage: tuple[str, ...] = ()  # its type and every ancestor, nearest first
     sensitive_properties: frozenset[str] = frozenset()
+    #: those of them typed ``tosca.datatypes.Credential``: only its token and keys are secret
+    credential_properties: frozenset[str] = frozenset()
     default_instances: int = 1
     attributes: dict[str, Any] = field(default_factory=new_dict)  # initial values, expressions
     #: interface type name -> the interface it types (``my.interfaces.Helm`` -> ``Install``)

@@ -362,6 +362,9 @@ def add_uninstall_tasks(
     status and ``lastConfigChange`` stay, so a later undeploy deletes it again."""
     template = ensemble.topology.templates[instance.template]
     ops = _steps_for(UNINSTALL, ensemble, template, instance, instances)
+    if not mark_deleted and instance.state not in (NodeState.starting, NodeState.started):
+        # as Unfurl's undeploy: only a started (or starting) instance is stopped first
+        ops = [o for o in ops if o[1] is None or o[1].done != NodeState.stopped]
     deps = list(after)
     has_delete = any(o[1] is not None and o[1].done == NodeState.deleted for o in ops)
     if not has_delete and not mark_deleted:

@@ -159,16 +159,24 @@ def known_template(ensemble: Ensemble, name: str) -> None:
                         else "the templates are the topology's node_templates")
 
 
+def _instantiates(interface: str, operation: str) -> bool:
+    """Unfurl's ``aggregate_only``: only a Standard or Configure operation, or Install's
+    discover, makes a live resource; a check or a custom interface's operation does not."""
+    return interface in ("Standard", "Configure") or (interface, operation) == (
+        "Install", "discover")
+
+
 def operationless(topology: Topology) -> frozenset[str]:
-    """Templates with no implemented operation at all: deploy gives their instances no task,
-    so they stay ``pending`` and take their effective status from their dependencies."""
+    """Templates that are only the sum of their parts (no implemented operation that makes a
+    live resource): their instances stay ``pending`` and take their effective status from
+    their dependencies (``ok`` without any), as Unfurl."""
     return frozenset(
         name
         for name, template in topology.templates.items()
         if not any(
-            op.implementation is not None
-            for ops in template.interfaces.values()
-            for op in ops.values()
+            op.implementation is not None and _instantiates(interface, op_name)
+            for interface, ops in template.interfaces.items()
+            for op_name, op in ops.items()
         )
         and not any(
             op.implementation is not None

@@ -92,7 +92,7 @@ def render_all(plan: Plan, instances: dict[str, Instance], builder: RequestBuild
                 # from now on (null ones too), even if it never runs (unfurl-cases 192)
                 keep_defaults_read(instances, builder.ensemble.topology, Reads((), tuple(
                     (f"::{name}::{key}", value) for name, values in read.items()
-                    for key, value in values.items())))
+                    for key, value in values.items())), computed=False)
         elif error is not None:
             op = task.operation
             assert op is not None
@@ -291,14 +291,30 @@ def _ordered(numbers: list[int], after: Mapping[int, list[int]],
     return order
 
 
-def not_operational(task: Task, instances: Mapping[str, Instance]) -> str | None:
-    """Why a deploy task that waited for other instances never runs: one of them did not
-    end operational (Unfurl 1.2.0: "Never ran: non-operational dependencies")."""
+def not_operational(task: Task, instances: Mapping[str, Instance],
+                    runs: Mapping[int, TaskRun]) -> tuple[str, bool] | None:
+    """Why a deploy task that waited for values of other instances does not run (and
+    whether it renders first), as Unfurl 1.2.0: a value a task of this job set is
+    fulfilled, so the task renders (what it read is recorded, its instance starts its
+    step), then cannot run when that instance is not operational ("could not run: required
+    dependencies not ready: ::db::url is error"); a value nothing set, on an instance not
+    operational, means it never runs ("Never ran: non-operational dependencies")."""
     if not task.waits_on or task.workflow != "deploy":
         return None
-    down = [v for v in task.waits_on if (inst := instances.get(v[2:].partition("::")[0]))
-            is not None and inst.status not in OPERATIONAL]
-    return f"Never ran: non-operational dependencies: {down}" if down else None
+    set_now = {f"::{run.task.target}::{key}" for run in runs.values()
+               if run.result is not None and run.task.target != task.target
+               for key in run.result.attributes}
+    down = [(v, inst.status) for v in task.waits_on
+            if (inst := instances.get(v[2:].partition("::")[0])) is not None
+            and inst.status not in OPERATIONAL]
+    never = [v for v, _ in down if v not in set_now]
+    if never:
+        return f"Never ran: non-operational dependencies: {never}", False
+    if down:
+        missing = ", ".join(f"{v} is {'not set yet' if s == Status.pending else s}"
+                            for v, s in down)
+        return f"could not run: required dependencies not ready: {missing}", True
+    return None
 
 
 __all__ = ["ABORT_MESSAGE", "Rendered", "not_operational", "render_all", "waiting_plan",

@@ -11,7 +11,7 @@ from typing import Any
 
 from unfurl_lite.errors import ExpressionError
 from unfurl_lite.expressions import catalog
-from unfurl_lite.expressions.context import INPUTS_LABEL, POST_INPUTS
+from unfurl_lite.expressions.context import INPUTS_LABEL, POST_INPUTS, secret_leaves
 from unfurl_lite.expressions.expr import EvalContext, evaluate
 from unfurl_lite.expressions.lazy import Labelled
 from unfurl_lite.expressions.reads import Reads
@@ -309,21 +309,23 @@ def secret_names(resources: list[dict[str, Any]], secrets: set[str]) -> str | No
 
 
 def keep_defaults_read(
-    instances: Mapping[str, Instance], topology: Topology, reads: Reads | None
+    instances: Mapping[str, Instance], topology: Topology, reads: Reads | None,
+    computed: bool = True,
 ) -> None:
     """As Unfurl's attribute manager: an attribute a task read whose value came from its
     type's (or template's) declared default becomes the instance's own, recorded in its
-    status from then on, a null one too (tests/data/unfurl-cases/143-docs-node-type-override)."""
+    status from then on, a null one too (tests/data/unfurl-cases/143-docs-node-type-override),
+    and a default expression's value as the task that ran read it (249: ``concat`` of
+    properties; not ``computed`` by a render that waits, which reads it too early: 198);
+    one that holds a secret is evaluated again when read."""
     for expr, value in reads.dependencies if reads is not None else ():
         name, _, key = expr[2:].partition("::")
         instance = instances.get(name)
         if instance is None or not key or key in instance.attributes:
             continue
         template = topology.templates.get(instance.template)
-        # a plain declared value only: one an expression computed (perhaps from a secret)
-        # is evaluated again when read
-        if template is not None and key in template.attributes \
-                and template.attributes[key] == value and not isinstance(value, Sensitive):
+        if template is not None and key in template.attributes and not secret_leaves(value) \
+                and (computed or template.attributes[key] == value):
             instance.attributes[key] = value
 
 

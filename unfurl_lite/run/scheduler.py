@@ -27,7 +27,6 @@ from unfurl_lite.model.entities import Instance, NodeState, Status
 from unfurl_lite.model.narrow import new_dict, new_list, new_set
 from unfurl_lite.plan.created import managed_tasks, plan_created
 from unfurl_lite.plan.tasks import Plan, Task
-from unfurl_lite.plan.topology import containers
 from unfurl_lite.run import status as rules
 from unfurl_lite.run.discovery import add_discovered
 from unfurl_lite.run.executors import Executor, starts_on_submit
@@ -55,7 +54,7 @@ from unfurl_lite.run.render_phase import not_operational
 from unfurl_lite.run.requests import RequestBuilder
 from unfurl_lite.run.results import check_types, keep_defaults_read, map_outputs, secret_names
 from unfurl_lite.run.signals import JobControl
-from unfurl_lite.run.status import in_sequence, on_failure, on_start, on_success
+from unfurl_lite.run.status import in_sequence, needs, on_failure, on_start, on_success
 from unfurl_lite.security.environment import base_environment
 from unfurl_lite.security.redaction import redact_text
 
@@ -279,12 +278,20 @@ class Scheduler:
             return self.complete(run, TaskState.skipped, guard_why)
         if self.blocked(run):
             return
-        never = not_operational(task, self.instances)
-        if never is not None:  # as Unfurl: recorded, with its changeId, as an error
-            run.change_id = str(self.job_id.for_task(self.number_for(task)))
-            run.status = Status.error
-            return self.complete(run, TaskState.blocked, never)
         instance = self.instances[task.target]
+        never = not_operational(task, self.instances, self.runs)
+        if never is not None:  # as Unfurl: recorded, with its changeId, as an error
+            why, renders = never
+            if renders and self.plan.affects_history and not self.options.dryrun:
+                # rendered first: what it read, its digest and its start are recorded
+                self.assign_change(run, instance)
+                with contextlib.suppress(ExpressionError, UnfurlLiteError):
+                    self.requests.request(run, instance)
+                on_start(instance, task)
+                keep_defaults_read(self.instances, self.ensemble.topology, run.reads)
+            run.change_id = run.change_id or str(self.job_id.for_task(self.number_for(task)))
+            run.status = Status.error
+            return self.complete(run, TaskState.blocked, why)
         if task.skip_when is not None and instance.status == task.skip_when:
             if task.skip_when == Status.ok and task.workflow == "deploy" and instance.state in (
                 None, NodeState.initial
@@ -325,7 +332,8 @@ class Scheduler:
                 if not (task.guard and d in task.guard.if_failed)
                 if self.runs[d].state in (TaskState.failed, TaskState.blocked)
                 and not self.runs[d].task.may_fail
-                and self.needs(task, self.runs[d].task)
+                and needs(self.plan.cloudify, self.ensemble, self.instances, task,
+                          self.runs[d].task)
             ),
             None,
         )
@@ -344,7 +352,8 @@ class Scheduler:
                 and self.runs[d].task.target != task.target
                 and not self.runs[d].task.may_fail
                 and self.instances[self.runs[d].task.target].status == Status.error
-                and self.needs(task, self.runs[d].task)
+                and needs(self.plan.cloudify, self.ensemble, self.instances, task,
+                          self.runs[d].task)
             ),
             None,
         )
@@ -352,17 +361,6 @@ class Scheduler:
             self.complete(run, TaskState.blocked, f"{in_error} is in error")
             return True
         return False
-
-    def needs(self, task: Task, before: Task) -> bool:
-        """Whether ``task`` cannot run when ``before`` (a task it follows) did not succeed.
-        As Unfurl 1.2.0's deploy (its ``_dependency_check``): the instance's own earlier
-        steps and its hosts' tasks; a requirement that is not a host only orders the two,
-        and its failure makes the dependent's ``effective`` status error. Cloudify's
-        workflows, undeploy, custom workflows and relationship operations stop at any."""
-        if before.target == task.target or self.plan.cloudify or task.workflow != "deploy" \
-                or task.source is not None:
-            return True
-        return before.target in containers(self.ensemble, self.instances, task.target)
 
     def assign_change(self, run: TaskRun, instance: Instance) -> None:
         """The task's changeId, the change it follows (previousId) and the state its

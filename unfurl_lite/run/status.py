@@ -17,8 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
+from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Instance, NodeState, Priority, Status, effective_status
 from unfurl_lite.plan.tasks import Task
+from unfurl_lite.plan.topology import containers
 from unfurl_lite.run.operations.base import OperationResult
 
 
@@ -246,3 +248,18 @@ def fold_effective(
             own = Status.ok
         effective[name] = effective_status(own, deps)
     return effective
+
+
+def needs(cloudify: bool, ensemble: Ensemble, instances: Mapping[str, Instance],
+          task: Task, before: Task) -> bool:
+    """Whether ``task`` cannot run when ``before`` (a task it follows) did not succeed.
+    As Unfurl 1.2.0's deploy (its ``_dependency_check``): the instance's own earlier
+    steps and its hosts' tasks; a requirement that is not a host only orders the two,
+    and its failure makes the dependent's ``effective`` status error. Its undeploy goes
+    on to delete an instance whose dependent's delete failed (unfurl-cases 253).
+    Cloudify's workflows, custom workflows and relationship operations stop at any."""
+    if before.target == task.target or cloudify or task.source is not None \
+            or task.workflow not in ("deploy", "undeploy"):
+        return True
+    return task.workflow == "deploy" and before.target in containers(
+        ensemble, instances, task.target)
