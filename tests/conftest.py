@@ -57,10 +57,17 @@ if "GIT_CONFIG_COUNT" not in os.environ:
 FULL_EXAMPLES = os.environ.get("HYPOTHESIS_PROFILE") == "full"
 #: No deadline and no too-slow health check: speed is measured in benchmarks/, never asserted,
 #: and a shared machine's load made property tests fail on time alone.
-_UNTIMED = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
+_SLOW_CHECKS = [HealthCheck.too_slow]
+_UNTIMED = {"deadline": None, "suppress_health_check": _SLOW_CHECKS}
 settings.register_profile("full", max_examples=100, **_UNTIMED)
 settings.register_profile("quick", max_examples=25, **_UNTIMED)
 settings.load_profile("full" if FULL_EXAMPLES else "quick")
+
+
+def suppressed(*checks: HealthCheck) -> list[HealthCheck]:
+    """The profile's suppressed health checks and ``checks``: a test's own
+    ``suppress_health_check`` replaces the profile's list rather than adding to it."""
+    return [*_SLOW_CHECKS, *checks]
 
 
 def examples(full: int) -> int:

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import InvokeIn, init_example, run_in_process
@@ -25,7 +25,6 @@ WORD = st.one_of(
 )
 
 
-@settings(suppress_health_check=[HealthCheck.too_slow])  # a busy machine draws slowly
 @given(st.lists(st.lists(WORD, min_size=1, max_size=16), min_size=1, max_size=3),
        st.integers(min_value=0, max_value=6), st.integers(min_value=20, max_value=120))
 def test_prose_wraps_at_spaces_only(paragraphs: list[list[str]], indent: int, width: int):

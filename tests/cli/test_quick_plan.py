@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import ensemble_yaml, entry_point, shell_node
+from tests.conftest import ensemble_yaml, entry_point, shell_node, suppressed
 from unfurl_lite.cli import quick
 
 
@@ -58,8 +58,8 @@ def test_a_missing_ensemble_is_refused_alike(
         assert fast == slow and fast[0] == 1 and "not found" in fast[2]
 
 
-@settings(max_examples=10, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=10,
+          suppress_health_check=suppressed(HealthCheck.function_scoped_fixture))
 @given(names=st.lists(st.from_regex(r"[a-z][a-z0-9_-]{0,12}", fullmatch=True),
                       min_size=1, max_size=6, unique=True),
        command=st.sampled_from(["true", "exit 1", "echo 'a: b' # c"]),

@@ -41,7 +41,7 @@ def resolved(raw: dict[str, Any], key: str, seen: tuple[str, ...] = ()) -> Any:
     return value
 
 
-@settings(max_examples=examples(200), deadline=None)
+@settings(max_examples=examples(200))
 @given(st.dictionaries(st.sampled_from(KEYS), st.one_of(
     st.integers(0, 9), st.sampled_from(KEYS).map(lambda k: {"eval": k})), min_size=1))
 def test_keys_of_a_mapping_read_each_other_in_any_order(raw):

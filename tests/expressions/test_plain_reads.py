@@ -4,7 +4,7 @@ finds (digestKeys are compared with Unfurl's)."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from unfurl_lite.expressions.expr import EvalContext
@@ -18,7 +18,6 @@ PLAIN = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=F
                   st.lists(st.text(alphabet="abc ", max_size=4), max_size=3))
 
 
-@settings(deadline=None)  # the first example may load the template machinery
 @given(st.dictionaries(NAMES, PLAIN, max_size=6), st.sampled_from(["Shell", "Template", "Python"]))
 def test_plain_inputs_read_what_watching_finds(inputs, kind):
     fast = plain_reads(inputs, None, kind)

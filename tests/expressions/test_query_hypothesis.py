@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import examples
@@ -318,7 +318,7 @@ def same(nodes: dict[str, dict[str, Any]], text: str, at: str) -> None:
     assert got == expected, (text, at, nodes)
 
 
-@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150))
 @given(nodes=topologies(), text=queries(), at=st.sampled_from(NAMES))
 @example(nodes={"a": {"parent": None, "deps": [], "props": {"p": [1, 2]}},
                 "b": {"parent": "a", "deps": ["a"], "props": {"p": 1}}},

@@ -50,7 +50,7 @@ def test_an_unquoted_query_in_a_flow_mapping_is_evaluated(project, invoke):
 segment = st.text(alphabet="abcxyz_-.", min_size=1, max_size=6)
 
 
-@settings(max_examples=examples(60), deadline=None)
+@settings(max_examples=examples(60))
 @given(st.lists(segment, min_size=1, max_size=4), st.sampled_from(["eval", "q", "x"]))
 def test_flow_mappings_holding_colons_read_as_the_round_trip_reads_them(parts, key):
     text = f"a: {{{key}: ::{'::'.join(parts)}}}\nb: [1, {{c: d}}]\n"

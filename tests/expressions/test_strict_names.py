@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import ensemble_yaml, examples
+from tests.conftest import ensemble_yaml, examples, suppressed
 from unfurl_lite.errors import ExpressionError
 from unfurl_lite.expressions.context import make_context
 from unfurl_lite.expressions.names import did_you_mean
@@ -61,9 +61,8 @@ def _render(path: Path, text: str) -> str:
     return str(render_template(text, ctx))
 
 
-_SETTINGS = settings(max_examples=examples(60), deadline=None,
-                     suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                            HealthCheck.too_slow])
+_SETTINGS = settings(max_examples=examples(60),
+                     suppress_health_check=suppressed(HealthCheck.function_scoped_fixture))
 
 
 @_SETTINGS

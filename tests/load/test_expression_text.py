@@ -32,7 +32,7 @@ def _answers(text: str) -> tuple[bool, bool]:
 
 
 @given(DATA)
-@settings(max_examples=examples(200), deadline=None)
+@settings(max_examples=examples(200))
 def test_the_text_never_hides_an_expression_the_walk_finds(data: object) -> None:
     document = {"spec": {"service_template": {"topology_template": {"node_templates": {
         "a": {"type": "tosca.nodes.Root", "properties": {"p": data}}}}}}}

@@ -14,7 +14,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from hypothesis import HealthCheck, assume, example, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import REFERENCE, ROOT, Invoke, Project, ensemble_yaml, examples
@@ -22,8 +22,7 @@ from unfurl_lite.load import emit, parsecache, schema_problems, schemacheck, yam
 from unfurl_lite.load.loader import load_ensemble
 from unfurl_lite.record import sections
 
-SETTINGS = settings(max_examples=examples(100), deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(100))
 
 
 def ruamel_dump(data: Any) -> str:

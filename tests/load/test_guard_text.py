@@ -13,7 +13,7 @@ from unfurl_lite.load import guard
 DEEP = guard.MAX_INDICATOR_COLUMN // 2 + 1  # "- " pairs: past the column
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=25)
 @given(before=st.integers(min_value=0, max_value=4), indent=st.integers(0, 3),
        indicator=st.sampled_from(["- ", "? ", ": ", "-\t"]))
 def test_a_deep_line_is_located_wherever_it_is(before: int, indent: int, indicator: str) -> None:

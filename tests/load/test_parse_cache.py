@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import ensemble_yaml, examples, git, run_unfurl
+from tests.conftest import ensemble_yaml, examples, git, run_unfurl, suppressed
 from unfurl_lite.errors import InputError
 from unfurl_lite.load import parsecache
 from unfurl_lite.load.loader import load_ensemble
@@ -94,8 +94,8 @@ ENVS = st.one_of(st.none(), st.sampled_from(["a", "b", "c"]).map(
     lambda c: f"properties: {{cluster: {c}}}\n"))
 
 
-@settings(max_examples=examples(15), deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(15),
+          suppress_health_check=suppressed(HealthCheck.function_scoped_fixture))
 @given(envs=st.lists(ENVS, min_size=2, max_size=3),
        steps=st.lists(st.tuples(st.integers(0, 2), st.one_of(st.none(), ENVS)), max_size=5),
        optional=st.booleans())

@@ -96,7 +96,7 @@ def test_a_pattern_built_from_kept_code_is_the_one_re_builds(
         made.pattern, made.flags, made.groups, made.groupindex)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(st.sampled_from(PATTERNS), st.text(alphabet="aAbc1 \n@é.-_:&[{\\xé", max_size=40))
 def test_a_pattern_built_from_kept_code_matches_as_re_does(
         case: tuple[str | bytes, int], text: str) -> None:

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import ensemble_yaml, examples, safe_load
+from tests.conftest import ensemble_yaml, examples, safe_load, suppressed
 from tests.expressions.test_strict_names import NAMES, typo
 from unfurl_lite.expressions.analysis import MAPPING_METHODS
 from unfurl_lite.expressions.names import VIEW_FIELDS, did_you_mean
@@ -249,8 +249,8 @@ def test_attributes_an_operation_sets_are_known_to_later_templates(project, invo
 _READS = {"SELF": "SELF.{}", "inputs": "inputs.{}", "TOPOLOGY": "TOPOLOGY.inputs.{}"}
 
 
-@settings(max_examples=examples(20), deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=examples(20),
+          suppress_health_check=suppressed(HealthCheck.function_scoped_fixture))
 @given(declared=st.lists(NAMES, min_size=1, max_size=4, unique=True), data=st.data(),
        read=st.sampled_from(sorted(_READS)))
 def test_a_random_misspelling_is_reported_with_its_line_and_never_runs(

@@ -9,7 +9,7 @@ import inspect
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import Invoke, Project, ensemble_yaml, shell_node
@@ -75,7 +75,6 @@ def test_a_tosca_workflow_may_replace_deploy_and_undeploy_only():
             assert spelling in RESERVED or spelling == workflow.name
 
 
-@settings(suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(st.sampled_from(sorted(PARAMETERS)), st.one_of(
     st.none(), st.booleans(), st.integers(), st.text(max_size=8),
     st.lists(st.text(max_size=4), max_size=3), st.dictionaries(st.text(max_size=4),

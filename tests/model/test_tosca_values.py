@@ -50,7 +50,7 @@ def test_entries_are_checked_against_the_entry_schema():
         == '"1" is not a string.'
 
 
-@settings(max_examples=examples(200), deadline=None)
+@settings(max_examples=examples(200))
 @given(plain)
 def test_null_and_untyped_definitions_accept_every_value(value):
     assert type_problem({"type": "string"}, None) is None
@@ -59,7 +59,7 @@ def test_null_and_untyped_definitions_accept_every_value(value):
     assert type_problem({"type": "any"}, value) is None
 
 
-@settings(max_examples=examples(200), deadline=None)
+@settings(max_examples=examples(200))
 @given(plain)
 def test_each_value_fits_the_types_of_its_shape(value):
     """What YAML gives is accepted by the type of its own shape and refused by the
@@ -157,7 +157,7 @@ def test_a_data_type_that_derives_from_itself_does_not_loop():
     assert type_problem({"type": "a.A"}, {"x": "no"}, looping) == '"no" is not an integer.'
 
 
-@settings(max_examples=examples(200), deadline=None)
+@settings(max_examples=examples(200))
 @given(st.integers(-100, 100), st.integers(-100, 100), st.integers(-100, 100))
 def test_in_range_holds_exactly_between_its_bounds(value, low, high):
     found = constraint_problem({"in_range": [low, high]}, value, "p")

@@ -195,7 +195,7 @@ def topologies(draw: st.DrawFn) -> tuple[list[str], dict[str, list[str]], set[st
     return names, requires, protected
 
 
-@settings(max_examples=examples(40), deadline=None)
+@settings(max_examples=examples(40))
 @given(topologies(), st.booleans())
 def test_undeploy_never_deletes_what_a_kept_instance_needs(
     tmp_path_factory: pytest.TempPathFactory,

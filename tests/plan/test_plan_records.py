@@ -173,7 +173,7 @@ _VALUES = st.one_of(
 )
 
 
-@settings(max_examples=examples(150), deadline=None)
+@settings(max_examples=examples(150))
 @given(st.lists(st.fixed_dictionaries({
     "changeId": _VALUES, "target": _VALUES, "reason": _VALUES, "digestValue": _VALUES,
     "state": _VALUES, "interface": _VALUES, "summary": _VALUES,

@@ -72,7 +72,7 @@ def unfurl_template_order(spec: list[tuple[str, list[tuple[str, str]]]]) -> list
     return seen
 
 
-@settings(max_examples=examples(60), deadline=None)
+@settings(max_examples=examples(60))
 @given(topologies())
 def test_check_plans_templates_in_unfurls_order(spec) -> None:
     ensemble = load(ensemble_yaml("".join(node(n, needs) for n, needs in spec)))
@@ -95,7 +95,7 @@ def unfurl_removal_order(top: list[str], dependents: dict[str, list[str]]) -> li
     return order
 
 
-@settings(max_examples=examples(60), deadline=None)
+@settings(max_examples=examples(60))
 @given(topologies())
 def test_removal_visits_dependents_first_as_unfurl(spec) -> None:
     ensemble = load(ensemble_yaml("".join(node(n, needs) for n, needs in spec)))

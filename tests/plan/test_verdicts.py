@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import Invoke, Project, ensemble_yaml, shell_node
+from tests.conftest import Invoke, Project, ensemble_yaml, shell_node, suppressed
 from unfurl_lite.load import builder, loader
 
 
@@ -155,8 +155,8 @@ def test_a_damaged_entry_is_ignored(
 _OUTCOMES = st.lists(st.sampled_from(["exit 0", "exit 1"]), min_size=1, max_size=4)
 
 
-@settings(max_examples=4, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=4,
+          suppress_health_check=suppressed(HealthCheck.function_scoped_fixture))
 @given(outcomes=_OUTCOMES, force=st.booleans())
 def test_a_remembered_plan_is_what_planning_finds(
     outcomes: list[str], force: bool, tmp_path_factory: pytest.TempPathFactory,

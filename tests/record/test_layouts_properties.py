@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from tests.conftest import ensemble_yaml, examples
+from tests.conftest import ensemble_yaml, examples, suppressed
 from tests.record import layouts
 from unfurl_lite.api.jobs import JobRequest, run_job
 from unfurl_lite.load import yamlio
@@ -79,12 +79,10 @@ def test_the_issue_flow_example_is_recorded(tmp_path: Path) -> None:
 
 #: the default run draws a few layouts, the same every run (CI stays fast and
 #: reproducible); the slow run draws many, afresh each time
-FEW = settings(max_examples=6, deadline=None, derandomize=True, database=None,
-               suppress_health_check=[HealthCheck.too_slow,
-                                      HealthCheck.function_scoped_fixture])
-MANY = settings(max_examples=60, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow,
-                                       HealthCheck.function_scoped_fixture])
+FEW = settings(max_examples=6, derandomize=True, database=None,
+               suppress_health_check=suppressed(HealthCheck.function_scoped_fixture))
+MANY = settings(max_examples=60,
+                suppress_health_check=suppressed(HealthCheck.function_scoped_fixture))
 
 
 def check_layout(root: Path, topology: layouts.Topology) -> None:

@@ -61,7 +61,7 @@ def test_a_check_that_finds_what_was_recorded_changes_no_state(project: Project)
 DEPLOYED = [s for s in NodeState if s not in (NodeState.initial,)]
 
 
-@settings(max_examples=examples(60), deadline=None)
+@settings(max_examples=examples(60))
 @given(st.sampled_from(list(Status)), st.sampled_from([None, *NodeState]))
 def test_the_state_a_finding_gives(status: Status, state: NodeState | None) -> None:
     found = state_found(status, state)

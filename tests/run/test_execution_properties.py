@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
@@ -63,7 +63,7 @@ def all_files_load(root: Path) -> None:
 
 
 @pytest.mark.slow
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=12)
 @given(scenarios())
 # a dependent that ran beside its failed dependency is done: resuming after the fix runs
 # the dependency again, never the dependent (it once ran twice)

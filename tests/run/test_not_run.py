@@ -11,7 +11,7 @@ from concurrent.futures import Future
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import Project, examples
+from tests.conftest import Project, examples, suppressed
 from unfurl_lite.api import JobOptions, load, make_plan, record_job
 from unfurl_lite.run.job import run_plan
 from unfurl_lite.run.observer import TaskState
@@ -87,8 +87,8 @@ DONE = st.sampled_from([
 ])
 
 
-@settings(max_examples=examples(12), deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(12),
+          suppress_health_check=suppressed(HealthCheck.function_scoped_fixture))
 @given(done=DONE, workflow=st.sampled_from(["check", "deploy", "undeploy", "discover"]),
        deployed=st.booleans())
 def test_a_task_that_never_ran_changes_no_instance(project, tmp_path_factory, done, workflow,

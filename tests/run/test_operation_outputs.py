@@ -58,7 +58,7 @@ def test_an_output_not_produced_sets_nothing(project: Project) -> None:
 NAMES = st.from_regex(r"o_[a-z0-9_]{0,8}", fullmatch=True)  # never a function's name
 
 
-@settings(max_examples=examples(15), deadline=None)
+@settings(max_examples=examples(15))
 @given(st.dictionaries(NAMES, st.one_of(NAMES, st.none()), min_size=1, max_size=4))
 def test_each_mapped_output_lands_in_its_attribute(tmp_path_factory, mapping) -> None:
     import subprocess

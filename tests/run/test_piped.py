@@ -52,7 +52,7 @@ SPICY = st.sampled_from([b"\r\n", b"\r", b"\n", b"\xff", b"\xc3", b"\xc3\xa9", b
                          b"\xe2\x82\xac", b"\x1b[31m", b"\x00", b"a", b" "])
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=30)
 @given(out=st.lists(SPICY | st.binary(max_size=4), max_size=12).map(b"".join),
        err=st.lists(SPICY, max_size=6).map(b"".join),
        code=st.sampled_from([0, 1, 2, 75, 127, 255]))

@@ -163,7 +163,7 @@ def plans(draw: st.DrawFn) -> tuple[list[tuple[int, str, tuple[int, ...]]], dict
     return tasks, waits
 
 
-@settings(max_examples=examples(200), deadline=None)
+@settings(max_examples=examples(200))
 @given(plans())
 def test_a_waiting_plan_keeps_every_order_and_waits_where_it_can(drawn):
     from unfurl_lite.model.entities import Implementation, Operation

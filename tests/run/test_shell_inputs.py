@@ -53,7 +53,7 @@ words = st.lists(st.text(st.characters(codec="utf-8", exclude_characters="\0"), 
                  min_size=1, max_size=4)
 
 
-@settings(max_examples=examples(60), deadline=None)
+@settings(max_examples=examples(60))
 @given(words, st.sampled_from([None, False, True, "/bin/bash"]), st.booleans())
 def test_a_list_without_a_shell_is_run_as_given(argv, shell, keeplines):
     args, executable = process_args(argv, shell, keeplines)
@@ -64,7 +64,7 @@ def test_a_list_without_a_shell_is_run_as_given(argv, shell, keeplines):
         assert (args, executable) == (argv, None)
 
 
-@settings(max_examples=examples(60), deadline=None)
+@settings(max_examples=examples(60))
 @given(st.text(st.characters(codec="utf-8", exclude_characters="\0")), st.booleans())
 def test_a_string_through_a_shell_keeps_its_lines_only_with_keeplines(text, keeplines):
     args, executable = process_args(text, None, keeplines)

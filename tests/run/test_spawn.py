@@ -55,7 +55,7 @@ def test_glibc_starts_commands_outside_the_gil() -> None:
     assert spawn.available()
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=20)
 @given(
     env=st.dictionaries(st.from_regex(r"[A-Z][A-Z0-9_]{0,8}", fullmatch=True),
                         st.text(st.characters(min_codepoint=32, max_codepoint=0x2FF),

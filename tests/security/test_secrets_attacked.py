@@ -9,7 +9,7 @@ import json
 import textwrap
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import examples, git
@@ -137,7 +137,7 @@ def test_export_redacts_a_sensitive_input_from_an_ignored_include(project, invok
     assert exported["spec"]["inputs"]["db_password"] == REDACTED
 
 
-@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300))
 @given(secret=st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)),
                       min_size=8, max_size=40),
        prefix=st.binary(max_size=9), suffix=st.binary(max_size=9),

@@ -8,14 +8,14 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import examples
+from tests.conftest import examples, suppressed
 from unfurl_lite.errors import UnfurlLiteError
 from unfurl_lite.load import yamlio
 from unfurl_lite.load.loader import load_ensemble
 
 SETTINGS = settings(
-    max_examples=examples(50), deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
+    max_examples=examples(50),
+    suppress_health_check=suppressed(HealthCheck.function_scoped_fixture),
 )
 
 KEYS = st.sampled_from(
