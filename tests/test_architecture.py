@@ -300,29 +300,83 @@ def test_every_function_local_import_says_why():
     assert missing == {}
 
 
-#: declared parameters whose names are also ordinary words of other layers (an operation's
-#: ``command``/``inputs``/``operation``, a job's ``--force``/``--template``/``--instance``,
-#: Cloudify's check_status operation, the agent operation's ``install_agent_timeout``
-#: input, Unfurl's repair/prune/upgrade modes): the rule below is for the others
-ORDINARY_WORDS = {"command", "inputs", "operation", "force", "delta", "preview", "check",
-                  "instance_names", "check_status", "install_agent_timeout", "template",
-                  "repair", "prune", "upgrade"}
+#: declared parameters whose names are ordinary words of other layers, spelled there with
+#: their own meaning: an operation's ``command``, ``inputs`` and ``operation``, the
+#: ``force`` of a lock or a kill, the ``check`` operation and a check's findings, a node
+#: ``template``. The rule below is for every other parameter.
+ORDINARY_WORDS = {"command", "inputs", "operation", "force", "check", "template"}
+#: the methods a mapping is read by key with
+_KEY_READERS = {"get", "pop", "setdefault"}
+_NAMED = {ast.Name: "id", ast.arg: "arg", ast.keyword: "arg", ast.Attribute: "attr"}
+
+
+def _docstrings(tree: ast.Module) -> set[int]:
+    return {id(node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)}
+
+
+def _keys(node: ast.AST) -> list[ast.expr | None]:
+    """The expressions ``node`` uses as a mapping's keys (or compares)."""
+    if isinstance(node, ast.Dict):
+        return list(node.keys)
+    if isinstance(node, ast.Subscript):
+        return [node.slice]
+    if isinstance(node, ast.Compare):
+        return [node.left, *node.comparators]
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _KEY_READERS and node.args):
+        return [node.args[0]]
+    return []
+
+
+def parameter_spellings(path: Path, name: str) -> list[int]:
+    """Lines of ``path``'s code that carry the parameter ``name`` along: a variable, an
+    argument, a keyword or an attribute of that name, a mapping key or a comparison with
+    it, or the command line's spelling of it (``NAME=``, ``--name``). Prose (comments,
+    docstrings) is not code, and a string that is only the same word (a task's reason, an
+    operation's or a git command's name) is another concept."""
+    cli = re.compile(rf"(?<![\w-])(?:{name}=|--{name.replace('_', '-')}\b)")
+    prose = _docstrings(sources.tree(path))
+    found = set()
+    for node in sources.nodes(path):
+        if type(node) in _NAMED:
+            if getattr(node, _NAMED[type(node)]) == name:
+                found.add(getattr(node, "lineno", None) or node.value.lineno)  # type: ignore[attr-defined]
+        elif (isinstance(node, ast.Constant) and isinstance(node.value, str)
+              and id(node) not in prose and cli.search(node.value)):
+            found.add(node.lineno)
+        else:
+            found |= {key.lineno for key in _keys(node)
+                      if isinstance(key, ast.Constant) and key.value == name}
+    return sorted(found)
+
+
+def test_parameter_spellings_are_code_that_carries_the_parameter(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text(
+        '"""delta in prose"""\n'
+        'def f(delta):\n    """delta=1 in a docstring"""\n    return delta  # delta\n\n'
+        "x = opts['delta'] + opts.get('delta') + g(delta=1)\n"
+        "y = {'delta': 1}\nz = 'delta'\nif w == 'delta': pass\n"
+        "e = f'-p delta={1}'\nh = '--delta N'\nj = '--deltas, delta_x=1, timedelta'\n"
+        "k = obj.delta\n")
+    assert parameter_spellings(module, "delta") == [2, 4, 6, 7, 9, 10, 11, 13]
 
 
 def _spelled_in(name: str) -> set[str]:
-    word = re.compile(rf"\b{name}\b")
     return {str(path.relative_to(PACKAGE)) for _, path in _modules()
-            if word.search(sources.text(path))}
+            if name in sources.text(path) and parameter_spellings(path, name)}
 
 
 def test_a_workflow_parameter_is_spelled_in_its_declaration_and_its_planner_only():
     """Adding a parameter to a workflow touches two files: its declaration and its planner
     (issue 27). Every layer between (the CLI's options, ``-p``, PlanOptions, what a job
-    records) takes it from the declaration."""
-    from unfurl_lite.model.builtin_workflows import PARAMETERS, WORKFLOWS
+    records) takes it from the declaration. The job-wide selection every planner takes
+    (``CUSTOM_TAKES``: the CLI's ``--instance``) is the job layer's own."""
+    from unfurl_lite.model.builtin_workflows import CUSTOM_TAKES, PARAMETERS, WORKFLOWS
 
     spread = {}
-    for name in sorted(set(PARAMETERS) - ORDINARY_WORDS):
+    for name in sorted(set(PARAMETERS) - ORDINARY_WORDS - set(CUSTOM_TAKES)):
         planners = {f"plan/{w.planner.partition(':')[0]}.py" for w in WORKFLOWS
                     if name in w.takes}
         spelled = _spelled_in(name)

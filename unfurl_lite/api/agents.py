@@ -4,9 +4,10 @@ serves one node instance's agent queue, and report it.
 It runs as a Python operation (its own process, in the project directory) of the
 ``install_new_agents`` plan, through :func:`~unfurl_lite.api.distributed.ensure_agent`: a
 worker of this version already serving the queue is registered; otherwise a local one is
-started (``unfurl worker``, its log in ``jobs/worker-NAME.log``) and waited for up to
-``install_agent_timeout``. Workers already running, of this version or another, are never
-stopped, as Cloudify leaves the old agents installed.
+started (``unfurl worker``, its log in ``jobs/worker-NAME.log``) and waited for up to its
+``wait_seconds`` input (the workflow's install_agent_timeout, in seconds). Workers already
+running, of this version or another, are never stopped, as Cloudify leaves the old agents
+installed.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ def install_agent(context: dict[str, Any]) -> dict[str, Any]:
     Returns the report as the task's outputs."""
     inputs = context["inputs"]
     queue = str(inputs["queue"])
-    timeout = float(inputs.get("install_agent_timeout") or 300)
+    timeout = float(inputs.get("wait_seconds") or 300)
     if context.get("dryrun"):  # a dry run starts nothing: it says what it would do
         status = agent_status(queue)
         would = "already served" if status.ready else f"would start worker {queue}"

@@ -201,7 +201,7 @@ def _record_interrupted(ens: Any, journal: Any, plan: Plan, options: JobOptions,
 
     recorded = resuming.interrupted_result(ens, journal, plan)
     recorded.start_commit = repo.head() if repo else None
-    files = record_job(ens, recorded, options, repair=True,
+    files = record_job(ens, recorded, options, completing=True,
                        append_log=not (ens.inline_log
                                        and resuming.logged(ens, journal.change_id)))
     resuming.write_journal(journal, recorded, state=str(recorded.state), recorded=True,

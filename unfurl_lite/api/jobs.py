@@ -331,9 +331,9 @@ def _run_and_record(
 
 def record_job(
     ensemble: Ensemble, result: JobResult, options: JobOptions, append_log: bool = True,
-    repair: bool = False, spec_digest_at_start: str | None = None,
+    completing: bool = False, spec_digest_at_start: str | None = None,
 ) -> records.JobFiles:
-    """Write the job's records. ``repair`` (recording a killed job): jobs.tsv gets only
+    """Write the job's records. ``completing`` (recording a killed job): jobs.tsv gets only
     the job's lines it does not hold complete (an append torn by a crash or a power loss
     is completed from the journal, no line is written twice). ``spec_digest_at_start``:
     the spec's digest the journal took as the job started (the spec does not change while
@@ -369,7 +369,7 @@ def record_job(
         records.task_tsv_line(entry, run) for run, entry in zip(ran, summary_entries, strict=True)
     ]
     if append_log and files.jobs_tsv is not None:  # False: a crashed job's lines are there
-        if repair:
+        if completing:
             lines = records.missing_lines(files.jobs_tsv, lines)
         if lines:
             records.append_tsv(files.jobs_tsv, lines, result.secrets)

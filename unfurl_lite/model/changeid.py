@@ -52,8 +52,8 @@ class ChangeId:
 def ticks_of(moment: datetime) -> int:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    delta = moment.astimezone(UTC) - _EPOCH
-    micros = (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
+    since = moment.astimezone(UTC) - _EPOCH
+    micros = (since.days * 86400 + since.seconds) * 1_000_000 + since.microseconds
     return micros * TICKS_PER_SECOND // 1_000_000
 
 

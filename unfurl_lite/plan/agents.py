@@ -46,12 +46,11 @@ def seconds(value: object) -> float:
     return total
 
 
-def plan_agents(ensemble: Ensemble, selected: Sequence[str], install_agent_timeout: object) -> Plan:
+def plan_agents(ensemble: Ensemble, selected: Sequence[str], timeout: float) -> Plan:
     """Cloudify's install_new_agents over the ``selected`` instances (its planner, with
     Cloudify's filters, is in plan/operations.py): one task per instance with an agent of
     its own, one at a time per agent queue (the second finds the worker the first started),
-    each waiting at most ``install_agent_timeout``; an instance without one is noted."""
-    timeout = seconds(install_agent_timeout)
+    each waiting at most ``timeout`` seconds; an instance without one is noted."""
     topology = ensemble.topology
     builder = Builder(INSTALL_NEW_AGENTS)
     last_on_queue: dict[str, int] = {}
@@ -68,7 +67,7 @@ def plan_agents(ensemble: Ensemble, selected: Sequence[str], install_agent_timeo
             continue
         operation = Operation(
             "Agent", "install", Implementation(INSTALL_AGENT),
-            inputs={"queue": agent, "install_agent_timeout": timeout},
+            inputs={"queue": agent, "wait_seconds": timeout},
             timeout=timeout + MARGIN,
             environment={"+UNFURL_BROKER": None},  # where the workers meet
         )
@@ -76,7 +75,7 @@ def plan_agents(ensemble: Ensemble, selected: Sequence[str], install_agent_timeo
         task = builder.add(name, template.name, operation, AGENT_REASON,
                            [last_on_queue[agent]] if agent in last_on_queue else [])
         last_on_queue[agent] = task.number
-    plan = builder.plan({}, install_agent_timeout=timeout)
+    plan = builder.plan({})
     plan.affects_history = False  # agents are not part of an instance's status
     plan.local_only = True
     return plan

@@ -24,7 +24,7 @@ from unfurl_lite.model.entities import (
     Status,
     canonical_interface,
 )
-from unfurl_lite.plan.agents import plan_agents
+from unfurl_lite.plan.agents import plan_agents, seconds
 from unfurl_lite.plan.lifecycle import implemented
 from unfurl_lite.plan.tasks import RUN, Builder, Plan
 from unfurl_lite.plan.topology import instance_graph, is_present, planned_instances, select
@@ -112,7 +112,10 @@ def plan_install_new_agents(
     """Cloudify's install_new_agents on the instances its filters select (here, with every
     workflow that takes them); plan/agents.py plans each one's agent."""
     selected = select_filtered(ensemble, (), node_ids, node_instance_ids)
-    return plan_agents(ensemble, selected, install_agent_timeout)
+    timeout = seconds(install_agent_timeout)
+    plan = plan_agents(ensemble, selected, timeout)
+    plan.options["install_agent_timeout"] = timeout
+    return plan
 
 
 def _state_change(op: Operation) -> dict[str, Any]:

@@ -102,13 +102,28 @@ def _from_file(path: str) -> dict[str, Any]:
     return {str(k): v for k, v in data.items()}
 
 
-def _from_options(items: tuple[str, ...]) -> dict[str, Any]:
+#: a value of each kind, as ``-p`` reads it (YAML), for an example
+_EXAMPLE_VALUES = {"flag": "true", "integer": "2", "names": "[a, b]", "mapping": "{key: value}"}
+
+
+def example(workflow: BuiltinWorkflow) -> str:
+    """``-p NAME=VALUE`` spelled with the workflow's own first Cloudify parameter (one
+    that is not also its positional argument), so the example is one the command takes."""
+    taken = [p for p in workflow.parameters if p.cloudify]
+    first = next((p for p in taken if not p.argument), taken[0] if taken else None)
+    if first is None:
+        return "-p NAME=VALUE"
+    value = first.choices[0] if first.choices else _EXAMPLE_VALUES.get(first.kind, "VALUE")
+    return f"-p {first.name}={value}"
+
+
+def _from_options(workflow: BuiltinWorkflow, items: tuple[str, ...]) -> dict[str, Any]:
     found: dict[str, Any] = {}
     for item in items:
         name, sep, text = item.partition("=")
         if not sep or not name.strip():
             raise click.BadParameter(
-                f"{item!r}: give NAME=VALUE, e.g. -p delta=2", param_hint="-p"
+                f"{item!r}: give NAME=VALUE, e.g. {example(workflow)}", param_hint="-p"
             )
         found[name.strip()] = _yaml(text, f"-p {name.strip()}") if text.strip() else None
     return found
@@ -119,7 +134,7 @@ def workflow_parameters(
 ) -> dict[str, Any]:
     """The parameters given with --parameters and -p, checked against the workflow's
     Cloudify names and read as their declared types."""
-    given = {**_from_file(path or ""), **_from_options(items)}
+    given = {**_from_file(path or ""), **_from_options(workflow, items)}
     known = workflow.cloudify_names
     for name in given:
         if name in known:

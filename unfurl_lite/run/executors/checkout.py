@@ -186,9 +186,9 @@ def _local_path_elsewhere(url: str) -> bool:
     return "://" not in url and ":" not in url.split("/")[0] and not os.path.isdir(url)
 
 
-def _use(tree: Path, delta: int) -> None:
+def _use(tree: Path, users: int) -> None:
     with _use_lock:
-        _in_use[tree] = _in_use.get(tree, 0) + delta
+        _in_use[tree] = _in_use.get(tree, 0) + users
         if _in_use[tree] <= 0:
             del _in_use[tree]
 

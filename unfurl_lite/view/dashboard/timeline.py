@@ -72,8 +72,8 @@ def critical_path(bars: list[Bar], now: datetime | None = None) -> set[str]:
         chain.add(current.key)
 
 
-def _seconds(delta: float) -> str:
-    return f"{delta:.3f}s" if delta < 10 else f"{delta:.1f}s"
+def _seconds(took: float) -> str:
+    return f"{took:.3f}s" if took < 10 else f"{took:.1f}s"
 
 
 def _started(bar: Bar) -> datetime:
