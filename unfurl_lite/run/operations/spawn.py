@@ -41,8 +41,7 @@ class _Libc:
     Only the spawn itself lets go of the GIL: the set-up calls (a few instructions each)
     are made through ``PyDLL``, which keeps it. Every call through ``CDLL`` releases the
     lock and takes it back; with the scheduler's thread busy, taking it back can wait a
-    whole switch interval (5 ms), so eight trivial calls per start kept a command's thread
-    waiting longer than the command ran."""
+    whole switch interval (5 ms): fourteen trivial calls a start, each a chance to wait."""
 
     def __init__(self) -> None:
         libc = ctypes.CDLL(None, use_errno=True)
