@@ -22,7 +22,7 @@ import re
 import shlex
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import unquote_plus, urlsplit
 
@@ -40,6 +40,13 @@ def _text(value: Any) -> str:
     if isinstance(value, bytes):
         return value.decode("utf-8", "surrogateescape")
     return value if isinstance(value, str) else str(value)
+
+
+def _path(value: Any) -> str:
+    """A path as ``os.path`` takes it: Ansible's path filters and tests fail on others."""
+    if not isinstance(value, str | bytes):
+        raise ExpressionError(f"expected a path (text), not {type(value).__name__}")
+    return _text(value)
 
 
 def _plain(value: YAMLValue) -> Any:
@@ -90,7 +97,8 @@ def b64encode(value: Any, encoding: str = "utf-8") -> str:
 
 
 def b64decode(value: Any, encoding: str = "utf-8") -> str:
-    return base64.b64decode(_text(value).encode("utf-8")).decode(encoding, "surrogateescape")
+    text = _text(value).encode("utf-8", "surrogateescape")
+    return base64.b64decode(text).decode(encoding, "surrogateescape")
 
 
 def to_uuid(value: Any, namespace: Any = UUID_NAMESPACE_ANSIBLE) -> str:
@@ -388,13 +396,15 @@ def _unique(items: Iterable[Any]) -> list[Any]:
 
 
 def _set_op(name: str) -> Callable[[Any, Any], Any]:
+    """Ansible's set filters: as sets when both sides are hashable (text, numbers: which
+    fail as Ansible's do), else as lists, first occurrences kept."""
     def apply(a: Any, b: Any) -> Any:
-        if isinstance(a, str) and isinstance(b, str):  # hashable (Ansible): as sets
-            ops: dict[str, Callable[[set[str], set[str]], set[str]]] = {
+        hashable = isinstance(a, Hashable) and isinstance(b, Hashable)
+        if hashable:
+            ops: dict[str, Callable[[set[Any], set[Any]], set[Any]]] = {
                 "intersect": lambda x, y: x & y, "difference": lambda x, y: x - y,
                 "symmetric_difference": lambda x, y: x ^ y, "union": lambda x, y: x | y}
             return ops[name](set(a), set(b))
-        a, b = list(a), list(b)
         if name == "intersect":
             return _unique(x for x in a if x in b)
         if name == "difference":
@@ -495,7 +505,9 @@ def urlsplit_filter(value: Any, query: str = "") -> Any:
 
 
 def _split(value: Any, *args: Any) -> list[str]:
-    return _text(value).split(*args)
+    if not isinstance(value, str):  # (Ansible's is str.split itself)
+        raise ExpressionError(f"split expects text, not {type(value).__name__}")
+    return value.split(*args)
 
 
 def _relpath(path: Any, start: Any = None) -> str:
@@ -526,11 +538,11 @@ def _zip_longest(*lists: Any, fillvalue: Any = None) -> Any:
 
 #: the filters of one value (typed: each lambda's argument is any value)
 _OF_ONE: dict[str, Callable[[Any], Any]] = {
-    "basename": lambda p: posixpath.basename(_text(p)),
-    "dirname": lambda p: posixpath.dirname(_text(p)),
-    "splitext": lambda p: list(posixpath.splitext(_text(p))),
-    "win_basename": lambda p: ntpath.basename(_text(p)),
-    "win_dirname": lambda p: ntpath.dirname(_text(p)),
+    "basename": lambda p: posixpath.basename(_path(p)),
+    "dirname": lambda p: posixpath.dirname(_path(p)),
+    "splitext": lambda p: list(posixpath.splitext(_path(p))),
+    "win_basename": lambda p: ntpath.basename(_path(p)),
+    "win_dirname": lambda p: ntpath.dirname(_path(p)),
     "win_splitdrive": lambda p: list(ntpath.splitdrive(_text(p))),
     "commonpath": lambda paths: posixpath.commonpath([_text(p) for p in paths]),
     "normpath": lambda p: posixpath.normpath(_text(p)),

@@ -10,10 +10,10 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlparse
 
 from unfurl_lite.errors import ExpressionError
-from unfurl_lite.expressions.ansible_filters import _flags, _text, compiled
+from unfurl_lite.expressions.ansible_filters import _flags, _path, _text, compiled
 from unfurl_lite.model.narrow import is_list
 
 
@@ -118,8 +118,8 @@ _OF_ONE: dict[str, Callable[[Any], bool]] = {
     "skip": lambda r: bool(_result(r, "skip").get("skipped", False)),
     "finished": lambda r: _result(r, "finished").get("finished", 1) == 1,
     "started": lambda r: _result(r, "started").get("started", 1) == 1,
-    "abs": lambda p: os.path.isabs(_text(p)), "is_abs": lambda p: os.path.isabs(_text(p)),
-    "urn": lambda v: urlsplit(_text(v)).scheme == "urn" and bool(urlsplit(_text(v)).path),
+    "abs": lambda p: os.path.isabs(_path(p)), "is_abs": lambda p: os.path.isabs(_path(p)),
+    "urn": lambda v: _uri(v, ["urn"]),
     "vault_encrypted": lambda v: False,
 }
 #: the tests of a value and an argument (some optional)
@@ -134,14 +134,23 @@ def _falsy(value: Any, convert_bool: bool = False) -> bool:
     return not _truthy(value, convert_bool)
 
 
+def _parsed(value: Any) -> Any:
+    try:
+        return urlparse(value)
+    except Exception:  # (Ansible's rule: what cannot be parsed is no URI)
+        return None
+
+
 def _uri(value: Any, schemes: Any = None) -> bool:
-    return bool(urlsplit(_text(value)).scheme) and (
-        schemes is None or urlsplit(_text(value)).scheme in schemes)
+    """Ansible's ``uri``: anything ``urlparse`` takes (even text without a scheme), of one
+    of ``schemes`` when they are given."""
+    found = _parsed(value)
+    return found is not None and (not schemes or found.scheme in schemes)
 
 
 def _url(value: Any, schemes: Any = None) -> bool:
-    return bool(urlsplit(_text(value)).scheme and urlsplit(_text(value)).netloc) and (
-        schemes is None or urlsplit(_text(value)).scheme in schemes)
+    found = _parsed(value) if _uri(value, schemes) else None
+    return found is not None and bool(found.netloc or found.scheme in ("file", b"file"))
 
 
 TESTS: dict[str, Callable[..., bool]] = {

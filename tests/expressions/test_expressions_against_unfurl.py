@@ -1,0 +1,201 @@
+"""Generated expressions evaluated by Unfurl 1.2.0 itself and here: the same value (or both
+an error). Filters chained on generated values, tests, the eval functions that compute
+from their arguments, and queries over the query keys, on the `names-probes` ensemble
+(opt-in: needs Unfurl 1.2.0's virtualenv, UNFURL120_VENV;
+tests/data/unfurl120/queries/oracle.py answers for Unfurl)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import examples, unfurl120
+from tests.expressions.test_unfurl_expressions import comparable
+from tests.expressions.unfurl_probes import CASES, Probes, copy_case
+
+UNFURL = unfurl120()
+CASE = "names-probes"
+
+pytestmark = [
+    pytest.mark.unfurl120, pytest.mark.slow,
+    pytest.mark.skipif(not UNFURL.exists(),
+                       reason="set UNFURL120_VENV to a virtualenv with unfurl==1.2.0"),
+]
+
+SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-5, 5),
+                    st.sampled_from(["", "a", "B c", "1", "x,y", "true", " sp ", "a/b.txt"]))
+VALUES = st.recursive(SCALARS, lambda inner: st.one_of(
+    st.lists(inner, max_size=3),
+    st.dictionaries(st.sampled_from(["a", "b", "key", "value"]), inner, max_size=3)),
+    max_leaves=6)
+
+#: filters that compute from their input only, with arguments
+FILTERS = [
+    "abs", "b64encode", "b64decode", "basename", "bool", "capitalize", "combine({'a': 1})",
+    "count", "default('d')", "dict2items", "dictsort", "dirname", "first", "flatten",
+    "from_json", "from_yaml", "hash('md5')", "int", "float", "items2dict", "join(',')",
+    "last", "length", "list", "lower", "max", "min", "md5", "quote", "regex_escape",
+    "regex_replace('a', 'b')", "regex_search('a')", "reverse", "sha1", "sort", "string",
+    "sum", "title", "to_json", "to_nice_json", "to_yaml", "to_nice_yaml", "trim",
+    "ternary('y', 'n')", "type_debug", "unique", "upper", "wordcount", "difference([1])",
+    "union(['a'])", "intersect(['a'])", "map('string') | list", "select | list",
+    "reject | list", "splitext", "split(',')", "mandatory", "tojson", "to_uuid",
+    "urlencode", "batch(2) | list", "slice(2) | list", "center(5)", "indent(2)",
+    "truncate(5, leeway=0)", "replace('a', 'x')", "round", "items | list", "zip([1]) | list",
+]
+TESTS = ["defined", "none", "string", "number", "integer", "float", "mapping", "sequence",
+         "iterable", "boolean", "true", "false", "truthy", "falsy", "odd", "even",
+         "lower", "upper", "contains(1)", "in([1, 'a'])", "eq(1)", "match('a')",
+         "search('a')", "subset([1, 'a'])", "superset([])", "divisibleby(2)", "abs",
+         "is_abs", "uri", "url", "version('1.0', '>')"]
+
+
+def jinja(value: Any) -> str:
+    """``value`` written as a Jinja2 literal."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    if isinstance(value, list):
+        return "[" + ", ".join(jinja(v) for v in value) + "]"
+    return "{" + ", ".join(f"{jinja(k)}: {jinja(v)}" for k, v in value.items()) + "}"
+
+
+@st.composite
+def templates(draw: Any) -> str:
+    value = jinja(draw(VALUES))
+    if draw(st.booleans()):
+        test = draw(st.sampled_from(TESTS))
+        return f"{{{{ {value} is {'not ' if draw(st.booleans()) else ''}{test} }}}}"
+    chain = draw(st.lists(st.sampled_from(FILTERS), min_size=1, max_size=2))
+    text = "{{ (" + value + ") | " + " | ".join(chain) + " }}"
+    return draw(st.sampled_from([text, f"x {text} y"]))
+
+
+def functions() -> st.SearchStrategy[dict[str, Any]]:
+    texts = st.lists(st.sampled_from(["a", "b c", "-", "1", ""]), max_size=3)
+    return st.one_of(
+        st.builds(lambda c, t, e: {"eval": {"if": c, "then": t, "else": e}}, VALUES, VALUES,
+                  VALUES),
+        st.builds(lambda v: {"eval": {"and": v}}, st.lists(SCALARS, max_size=3)),
+        st.builds(lambda v: {"eval": {"or": v}}, st.lists(SCALARS, max_size=3)),
+        st.builds(lambda v: {"eval": {"not": v}}, VALUES),
+        st.builds(lambda a, b: {"eval": {"eq": [a, b]}}, VALUES, VALUES),
+        st.builds(lambda v, s: {"eval": {"concat": v, "sep": s}}, texts,
+                  st.sampled_from(["", ",", " - "])),
+        st.builds(lambda v: {"concat": v}, texts),
+        st.builds(lambda v: {"eval": {"q": v}}, VALUES),
+        st.builds(lambda v: {"eval": {"to_label": v}}, texts),
+        st.builds(lambda v: {"eval": {"to_dns_label": v}}, texts),
+        st.builds(lambda v: {"eval": {"to_kubernetes_label": v}}, texts),
+        st.builds(lambda v: {"eval": {"urljoin": v}}, texts),
+        st.builds(lambda t: {"eval": {"template": t}}, templates()),
+        st.builds(lambda v: {"eval": {"validate": [v, {"type": "string"}]}}, VALUES),
+    )
+
+
+#: query keys both define, less the listed deliberate differences (`.names`, the root's
+#: `.requirements`, later versions' `.owner`/`.super`) and the ensemble's own paths
+#: (`.base_dir`, `.last_config_change`...: each run's folder and change ids)
+KEYS = [".name", ".type", ".parents", ".ancestors", ".instances", ".descendants",
+        ".targets", ".sources", ".hosted_on", ".configured_by", ".capabilities",
+        ".relationships", ".source", ".target", ".capability", ".root", ".parent", ".apex",
+        ".status", ".local_status", ".state", ".priority", ".required", ".readonly",
+        ".present", ".operational", ".active", ".missing", ".tosca_name", ".tosca_id",
+        ".key", ".nested_name", ".nested_key", ".dependencies", ".customized", ".protected",
+        ".manual_override_status", ".imported", "..", "."]
+INSTANCES = ["volume", "server", "app", "db", "dbms"]
+ATTRIBUTES = ["name", "size", "location", "port", "nosuch", "0", "-1", "*"]
+
+
+@st.composite
+def queries(draw: Any) -> dict[str, Any]:
+    start = draw(st.sampled_from(["::root", "::*", ".", "", *(f"::{n}" for n in INSTANCES)]))
+    segment = st.one_of(
+        st.sampled_from(KEYS), st.sampled_from(ATTRIBUTES),
+        st.builds(lambda k: f"[{k}]", st.sampled_from([".name", "name", "size", ".present"])),
+        st.builds(lambda k, v: f"[{k}={v}]", st.sampled_from([".name", ".type", "name"]),
+                  st.sampled_from([*INSTANCES, "tosca.nodes.Compute", "db1"])))
+    parts = draw(st.lists(segment, min_size=1, max_size=3))
+    text = "::".join([start, *parts]) if start else "::".join(parts)
+    at = draw(st.sampled_from([None, *INSTANCES]))
+    return {"q": text, **({"at": at} if at else {})}
+
+
+class Oracle:
+    """Unfurl 1.2.0 evaluating probes, one process for the module."""
+
+    def __init__(self) -> None:
+        script = CASES / "oracle.py"
+        self.process = subprocess.Popen(
+            [str(UNFURL.parent / "python"), str(script), CASE], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            env={**os.environ, "PROBE_SECRET": "s3cr3t-value", "PROBE_PLAIN": "plain-value"})
+        assert self.process.stdout is not None
+        assert self.process.stdout.readline().strip() == "ready"
+
+    def evaluate(self, probe: dict[str, Any]) -> dict[str, Any]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(json.dumps(probe) + "\n")
+        self.process.stdin.flush()
+        answer: dict[str, Any] = json.loads(self.process.stdout.readline())
+        return answer
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Oracle, Probes]]:
+    folder = tmp_path_factory.mktemp("ours") / "project"
+    folder.mkdir()
+    ours = Probes(copy_case(CASE, folder))
+    oracle = Oracle()
+    cwd = Path.cwd()
+    os.chdir(folder)
+    try:
+        yield oracle, ours
+    finally:
+        os.chdir(cwd)
+        oracle.close()
+
+
+def _same(both: tuple[Oracle, Probes], probe: dict[str, Any]) -> None:
+    oracle, ours = both
+    theirs = {k: v for k, v in oracle.evaluate(probe).items() if k in ("value", "one", "list")}
+    here = ours.evaluate(probe)
+    assert comparable(here) == comparable(theirs), (probe, theirs, here)
+
+
+@settings(max_examples=examples(400))
+@given(text=templates())
+def test_templates_render_as_in_unfurl(both: tuple[Oracle, Probes], text: str) -> None:
+    _same(both, {"at": "app", "v": text})
+
+
+@settings(max_examples=examples(300))
+@given(value=functions())
+def test_eval_functions_give_unfurls_values(both: tuple[Oracle, Probes],
+                                            value: dict[str, Any]) -> None:
+    _same(both, {"at": "app", "v": value})
+
+
+@settings(max_examples=examples(400))
+@given(probe=queries())
+def test_queries_give_unfurls_results(both: tuple[Oracle, Probes],
+                                      probe: dict[str, Any]) -> None:
+    _same(both, probe)
