@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import safe_load
+from tests.load.test_validate import problems_in, templates
 from unfurl_lite.errors import ExpressionError
 from unfurl_lite.expressions.attributes import MAPPING_METHODS, UNFURL_INTERNALS
 from unfurl_lite.expressions.expr import EvalContext
@@ -60,3 +61,25 @@ def test_unfurls_own_machinery_is_refused_by_name(name: str) -> None:
     with pytest.raises(ExpressionError, match=f"`.{name}`"):
         _render(f"{{{{ d.{name} }}}}", d={name: 1})
     assert _render(f"{{{{ d['{name}'] }}}}", d={name: 1}) == 1
+
+
+@pytest.mark.parametrize("template, refused", [
+    ("{{ SELF.context }}", "`SELF.context`"),
+    ("{{ SELF.config.resolve }}", "`.resolve`"),
+    ("{{ inputs.defs }}", "`inputs.defs`"),
+    ("{{ inputs.validate }}", None),  # Unfurl's value, False
+    ("{{ SELF['context'] }}", None),  # the key
+    ("{% set ns = namespace(context=1) %}{{ ns.context }}", None),  # not a mapping's
+])
+def test_validate_refuses_unfurls_machinery_by_name(tmp_path: Path, template: str,
+                                                    refused: str | None) -> None:
+    body = ("app:\n  type: tosca.nodes.Root\n  properties:\n    context: 1\n"
+            "    config: {resolve: 2}\n  interfaces:\n    Standard:\n      create:\n"
+            "        implementation: Template\n        inputs:\n          validate: 1\n"
+            "          defs: 2\n          resultTemplate:\n            attributes:\n"
+            f"              a: \"{template}\"\n")
+    problems = [p.format() for p in problems_in(tmp_path, templates(body))]
+    if refused is None:
+        assert not any("Unfurl's internal" in p for p in problems), problems
+    else:
+        assert any(refused in p and "not supported" in p for p in problems), problems

@@ -40,6 +40,9 @@ class TemplateNames:
     reads: tuple[Read, ...] = ()
     assigned: frozenset[str] = frozenset()  # names the template sets (loops, set, macros)
     syntax_error: str | None = None
+    #: ``x.name`` reads (not ``x['name']``) from a variable: (the variable, the name, how
+    #: deep: ``inputs.validate`` is 1)
+    dotted: tuple[tuple[str, str, int], ...] = ()
 
 
 def could_be_template(text: str) -> bool:
@@ -75,10 +78,13 @@ def analyse(text: str) -> TemplateNames:
                          if n.ctx in ("store", "param"))
     guarded = _guarded_paths(tree)
     reads: dict[Read, None] = {}
+    dotted: dict[tuple[str, str, int], None] = {}
     for node in tree.find_all((nodes.Getattr, nodes.Getitem)):
         found = _path(node)
         if found is None or len(found) < 2:
             continue
+        if isinstance(node, nodes.Getattr):
+            dotted[(found[0], node.attr, len(found) - 1)] = None
         root, *path = found
         is_guarded = any(tuple(found[:n]) in guarded for n in range(2, len(found) + 1))
         reads[Read(root, tuple(path), is_guarded)] = None
@@ -88,7 +94,7 @@ def analyse(text: str) -> TemplateNames:
         free = tuple(sorted({n.name for n in tree.find_all(nodes.Name) if n.ctx == "load"}
                             - assigned))
     return TemplateNames(filters, tests, tuple(dict.fromkeys(lookups)), free,
-                         tuple(reads), assigned)
+                         tuple(reads), assigned, dotted=tuple(dotted))
 
 
 def _path(node: Any) -> tuple[str, ...] | None:

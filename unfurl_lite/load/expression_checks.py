@@ -240,6 +240,7 @@ def _template(path: tuple[Any, ...], text: str) -> Iterator[Found]:
         found = catalog.entry("global", name)
         if found is not None and found.refused:
             yield (path, *catalog.refusal("global", name))
+    yield from ((path, message, hint) for message, hint in _unfurl_machinery(names.dotted))
     if "eval" in names.filters or "ref" in names.filters:
         # start-up: only when _template() runs
         from unfurl_lite.expressions.checks import query_problems
@@ -247,6 +248,22 @@ def _template(path: tuple[Any, ...], text: str) -> Iterator[Found]:
         for query in _QUERY_FILTERED.findall(text):
             if query and not query.startswith("$"):
                 yield from ((path, message, hint) for _, message, hint in query_problems(query))
+
+
+def _unfurl_machinery(dotted: tuple[tuple[str, str, int], ...]) -> Iterator[tuple[str, str]]:
+    """``SELF.context``: on the mappings templates see, Unfurl 1.2.0 gives its own object
+    for these names, never the key (:mod:`unfurl_lite.expressions.attributes`)."""
+    from unfurl_lite.expressions.attributes import UNFURL_INTERNALS  # start-up: when checked
+    from unfurl_lite.expressions.names import OPERATION_VARIABLES  # start-up: when checked
+
+    for root, name, depth in dotted:
+        if root not in OPERATION_VARIABLES or name not in UNFURL_INTERNALS:
+            continue
+        if root == "inputs" and depth == 1 and name in ("validate", "applyTemplates"):
+            continue  # Unfurl's value (False, True): given here too
+        written = f"{root}.{name}" if depth == 1 else f"{root}. ... .{name}"
+        yield (f"`{written}`: `.{name}` of a mapping is Unfurl's internal {name!r}, "
+               f"not the key {name!r}: not supported", f"read the key with ['{name}']")
 
 
 def _builtins() -> tuple[frozenset[str], frozenset[str]]:
