@@ -12,9 +12,7 @@ tests of tests/expressions/test_expressions_against_unfurl.py drive it.
 import json
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -23,22 +21,8 @@ import probe  # noqa: E402  (probe.py, beside this file)
 
 
 def deployed(case):
-    folder = os.path.join(HERE, case)
-    work = os.path.realpath(tempfile.mkdtemp())
-    probe.WORK[:] = [work]
-    for name in os.listdir(folder):
-        if name not in ("results.json", "ensemble.after.yaml", "probes.yaml"):
-            source = os.path.join(folder, name)
-            if os.path.isdir(source):
-                shutil.copytree(source, os.path.join(work, name))
-            else:
-                shutil.copy(source, work)
-    git = ["git", "-c", "user.email=a@b", "-c", "user.name=a"]
-    subprocess.run(["git", "init", "-q"], cwd=work, check=True)
-    subprocess.run([*git, "add", "-A"], cwd=work, check=True)
-    subprocess.run([*git, "commit", "-qm", "init"], cwd=work, check=True)
-    subprocess.run([probe.UNFURL, "--home", "", "deploy", "--approve", "--dirty=ok", "--commit",
-                    "ensemble.yaml"], cwd=work, capture_output=True, check=True)
+    work, deploy = probe.deploy_case(case)
+    deploy.check_returncode()
     from unfurl.localenv import LocalEnv
 
     os.chdir(work)

@@ -122,7 +122,9 @@ def evaluate(root, probe):
     return out
 
 
-def run_case(case):
+def deploy_case(case):
+    """The case's files in a fresh git repository, deployed by `unfurl deploy`: the
+    repository and the deploy's completed process."""
     folder = os.path.join(HERE, case)
     work = os.path.realpath(tempfile.mkdtemp())
     WORK[:] = [work]
@@ -141,6 +143,12 @@ def run_case(case):
     deploy = subprocess.run(
         [UNFURL, "--home", "", "deploy", "--approve", "--dirty=ok", "--commit", "ensemble.yaml"],
         cwd=work, env=env, capture_output=True, text=True)
+    return work, deploy
+
+
+def run_case(case):
+    folder = os.path.join(HERE, case)
+    work, deploy = deploy_case(case)
     if deploy.returncode:
         print(deploy.stdout[-3000:], deploy.stderr[-3000:], file=sys.stderr)
     shutil.copy(os.path.join(work, "ensemble.yaml"), os.path.join(folder, "ensemble.after.yaml"))
