@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import examples
 from unfurl_lite.run.operations import piped
 from unfurl_lite.run.operations.processes import ProcessTable, kill
 
@@ -144,7 +145,7 @@ def test_the_command_leads_a_session_of_its_own(tmp_path: Path) -> None:
     st.text(st.characters(blacklist_characters="=\0", blacklist_categories=["Cs"]), min_size=1),
     st.text(st.characters(blacklist_characters="\0", blacklist_categories=["Cs"]))),
     max_size=8))
-@settings(max_examples=60)
+@settings(max_examples=examples(100))
 def test_environment_entries_are_the_encoded_pairs(pairs: list[tuple[str, str]]) -> None:
     """Entries remembered from earlier commands are the bytes encoding would give now,
     surrogate escapes (undecodable bytes the environment held) included, in order."""
