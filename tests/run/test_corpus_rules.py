@@ -275,3 +275,76 @@ def test_a_task_that_waited_on_a_value_set_by_a_task_that_left_its_instance_in_e
     assert disk[0]["digestKeys"] == "command,::disk::address,::server::public_address"
     assert project.status()["disk"]["attributes"] == {"address": "10.1.2.3"}
     assert project.status()["disk"]["readyState"] == {"local": "pending", "state": "creating"}
+
+
+OUTPUT_READS_DEFAULT = HEAD + """\
+    node_types:
+      App:
+        derived_from: tosca:Root
+        properties:
+          region: {type: string}
+        attributes:
+          zone:
+            type: string
+            default: {concat: [{get_property: [SELF, region]}, "-a"]}
+          untouched:
+            type: string
+            default: {concat: [{get_property: [SELF, region]}, "-b"]}
+        interfaces:
+          Standard:
+            configure: echo configured
+    topology_template:
+      node_templates:
+        app:
+          type: App
+          properties: {region: eu-west-1}
+      outputs:
+        zone:
+          value: {get_attribute: [app, zone]}
+"""
+
+
+def test_an_attribute_default_an_output_read_is_recorded(project, invoke):
+    """As Unfurl 1.2.0 (unfurl-cases 201): outputs are evaluated through the attribute
+    manager the instances are saved from."""
+    project.write(OUTPUT_READS_DEFAULT)
+    assert invoke("deploy", "--approve").exit_code == 0
+    assert project.status()["app"]["attributes"] == {"zone": "eu-west-1-a"}
+
+
+WORKFLOW = HEAD + """\
+    topology_template:
+      node_templates:
+        db:
+          type: tosca:Root
+          interfaces:
+            Standard:
+              create: echo create
+              configure: echo configure
+      workflows:
+        deploy:
+          steps:
+            first:
+              target: db
+              activities:
+                - call_operation: Standard.create
+              on_success: second
+            second:
+              target: db
+              activities:
+                - call_operation: Standard.configure
+                - set_state: configured
+"""
+
+
+def test_a_workflow_settles_its_instance_at_its_last_operation(project, invoke):
+    """As Unfurl 1.2.0 (unfurl-cases 244, 41): status, ``created`` and the summary's status
+    come from the instance's last operation in the workflow, a set_state after it aside."""
+    project.write(WORKFLOW)
+    assert invoke("deploy", "--approve").exit_code == 0
+    found = rows(project)
+    assert [r["operation"] for r in found] == ["create", "configure"]
+    assert "status pending" in found[0]["summary"] and "status ok" in found[1]["summary"]
+    db = project.status()["db"]
+    assert db["created"] == project.jobs_tsv()[2].split("\t")[0]
+    assert db["readyState"] == {"local": "ok", "state": "configured"}

@@ -14,6 +14,7 @@ import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ from unfurl_lite.run.metadata import EnsembleMetadata
 from unfurl_lite.run.observer import JobState, Observer, Observers
 from unfurl_lite.run.options import JobOptions, PlanOptions, recorded_options
 from unfurl_lite.run.outcome import JobResult, Resumed
+from unfurl_lite.run.results import keep_defaults_read
 from unfurl_lite.run.signals import JobControl
 from unfurl_lite.security.paths import confine_records
 
@@ -383,7 +385,9 @@ def record_job(
             inline_changes=summary_entries if inline and append_log else None,
             outputs=topology_outputs(ensemble.topology, result.instances, result.secrets,
                                      ensemble.project_root,
-                                     EnsembleMetadata(ensemble.path, result.job_id)),
+                                     EnsembleMetadata(ensemble.path, result.job_id),
+                                     keep=partial(keep_defaults_read, result.instances,
+                                                  ensemble.topology)),
             inputs=topology_inputs(ensemble.topology, _declared_inputs(ensemble), result.secrets),
         ),
     )

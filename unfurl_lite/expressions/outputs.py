@@ -8,10 +8,11 @@ set yet) is null, as in Unfurl; a secret is redacted (Unfurl writes it as is).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import UnfurlLiteError
+from unfurl_lite.expressions.reads import Reads, watch_reads
 from unfurl_lite.model.entities import Instance, Topology
 from unfurl_lite.security.taint import REDACTED, Sensitive, Tainted
 
@@ -36,19 +37,26 @@ def _plain(value: YAMLValue, secrets: set[str]) -> Any:
 def topology_outputs(
     topology: Topology, instances: Mapping[str, Instance], secrets: set[str],
     project_root: Any = None, metadata: Mapping[str, Any] | None = None,
+    keep: Callable[[Reads], None] | None = None,
 ) -> dict[str, Any]:
     """Each output's value now (in the order the topology declares them); ``abspath`` and
     file paths resolve in ``project_root``; ``metadata`` is what ``get_ensemble_metadata``
-    gives (the job's, as in Unfurl)."""
+    gives (the job's, as in Unfurl). ``keep`` is given what they read: Unfurl evaluates
+    them through the attribute manager its instances are saved from, so an attribute
+    default an output read is recorded (unfurl-cases 201)."""
     if not topology.outputs:
         return {}
     ctx = _root_context(topology, instances, project_root)
     ctx.metadata = metadata or {}
+    watch = watch_reads(ctx) if keep is not None else None
     values: dict[str, Any] = {}
     definition: YAMLValue
     for name, definition in topology.outputs.items():
         expression = definition.get("value") if isinstance(definition, Mapping) else definition
         values[str(name)] = _evaluated(expression, ctx, secrets)
+    if keep is not None and watch is not None:
+        keep(Reads((), tuple((f"::{name}::{key}", value) for name, read in watch.values.items()
+                             for key, value in read.items())))
     return values
 
 

@@ -261,7 +261,10 @@ def replace_lifecycle(
         builder.note(instance.name, f"skipped: no step of workflow {builder.workflow!r} "
                                     "applies to it (step filters)")
         return True
-    last = max(numbers)
+    # the workflow ends for the instance with its last operation (Unfurl's tasks; a
+    # set_state after it is no task there): that one settles status and ``created``
+    last = max((n for n in numbers if builder.tasks[n - 1].operation is not None),
+               default=max(numbers))
     task = builder.tasks[last - 1]
     done = Status.ok if builder.workflow == "deploy" else Status.absent
     builder.tasks[last - 1] = dataclasses.replace(task, done_status=done)

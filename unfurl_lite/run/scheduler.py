@@ -514,7 +514,8 @@ class Scheduler:
             sequenced = in_sequence(task)
             run.changed = changed if observing or sequenced else bool(result.modified) or changed
             # what the instance's status was when the task ended (a check's own finding)
-            run.target_status = instance.status if sequenced or observing else None
+            run.target_status = instance.status if sequenced or observing \
+                or task.reason.startswith("step:") else None
             if not observing:
                 run.previous_id = rules.previous_id(last_change, rules.last_change(instance))
             added = add_discovered(self.instances, result, change_id, run.task.target)

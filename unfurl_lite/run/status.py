@@ -83,12 +83,14 @@ def on_success(instance: Instance, task: Task, result: OperationResult, change_i
         if result.modified is not False or moved:
             instance.last_config_change = change_id
         # Unfurl: an operation that brought the instance into being created it, even a
-        # Template that reports ``modified: false``
+        # Template that reports ``modified: false``; in a TOSCA workflow, the instance's
+        # last step (the workflow's end for it: unfurl-cases 244)
         if (
             instance.created is None
             and task.done_status != Status.absent
             and instance.status != Status.absent
             and (result.modified or moved)
+            and (task.done_status is not None or not task.reason.startswith("step:"))
         ):
             instance.created = change_id
     return (instance.status, instance.state) != before
