@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.model.entities import Instance, NodeTemplate, Requirement, Status
+from unfurl_lite.model.status_layout import host_instances
 
 if TYPE_CHECKING:
     from unfurl_lite.model.ensemble import Ensemble
@@ -165,7 +166,8 @@ def instance_node(
 
 
 def template_graph(ensemble: Ensemble) -> Graph:
-    from unfurl_lite.plan.topology import operationless  # start-up: only when template_graph() runs
+    # start-up: keeps plan.topology (10 modules) off diagram's import until template_graph() runs
+    from unfurl_lite.plan.topology import operationless
 
     templates = ensemble.topology.templates
     idle = operationless(ensemble.topology)
@@ -187,8 +189,7 @@ def template_graph(ensemble: Ensemble) -> Graph:
 def instance_graph(ensemble: Ensemble) -> Graph:
     """Every instance (recorded, or pending for a template with none yet), each hosted one
     with its host, and an edge per requirement carrying its relationship instance's status."""
-    # start-up: only when instance_graph() runs
-    from unfurl_lite.model.status_layout import host_instances
+    # start-up: keeps plan.topology (15 modules) off diagram's import until instance_graph() runs
     from unfurl_lite.plan.topology import instance_graph as requires
     from unfurl_lite.plan.topology import operationless, planned_instances
     from unfurl_lite.run.status import fold_effective
@@ -289,7 +290,7 @@ def build_graph(ensemble: Ensemble, *, instances: bool = False) -> Graph:
 def load_graph(path: str | Path | None = None, *, instances: bool = False) -> Graph:
     """The graph of the ensemble at ``path`` (a file, its directory, or the current one),
     loaded and checked as ``unfurl validate`` does."""
-    from unfurl_lite.api.project import validate  # start-up: only when load_graph() runs
+    from unfurl_lite.api.project import validate  # start-up: keeps api.project off diagram's import
 
     return build_graph(validate(path), instances=instances)
 

@@ -11,6 +11,7 @@ import subprocess
 
 from unfurl_lite.errors import ToolMissing, UnfurlLiteError
 from unfurl_lite.view.diagram import Graph
+from unfurl_lite.view.dot import render as to_dot
 
 #: seconds Graphviz may take: with the options below 1,000 templates take about 5 s
 TIMEOUT = 120.0
@@ -35,8 +36,6 @@ def find_dot() -> str:
 
 
 def render(graph: Graph) -> str:
-    from unfurl_lite.view.dot import render as to_dot  # start-up: only when render() runs
-
     options = LARGE_OPTIONS if len(graph.nodes) >= LARGE else ()
     return dot_to_svg(to_dot(graph), options)
 

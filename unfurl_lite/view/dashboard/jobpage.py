@@ -26,6 +26,7 @@ from unfurl_lite.record.journal import JournalFile
 from unfurl_lite.run.observer import execution_status
 from unfurl_lite.run.outcome import OUTCOMES, partition, partition_text, task_outcome
 from unfurl_lite.view.dashboard.heads import record_time
+from unfurl_lite.view.dashboard.live import shown_tasks
 from unfurl_lite.view.dashboard.timeline import Bar
 
 #: why a task that never started did not, by its outcome
@@ -267,9 +268,6 @@ def _from_journal(page: JobPage, journal: JournalFile) -> None:
 def journal_page(journal: JournalFile, alive: bool, resume_command: str) -> JobPage:
     """A job not (yet) in the history, from its journal: running, or killed before it was
     recorded (then every task that had not ended is shown as such)."""
-    # start-up: only when journal_page() runs
-    from unfurl_lite.view.dashboard.live import shown_tasks
-
     tasks = [_journal_task(t, alive) for t in shown_tasks(journal)]
     job_id = journal.change_id
     page = JobPage(
@@ -404,7 +402,7 @@ def _text(value: Any) -> str:
 
 
 def _quoted(word: str) -> str:
-    import shlex  # start-up: shlex only when _quoted() runs
+    import shlex  # start-up: keeps shlex (1 module) off jobpage's import
 
     return shlex.quote(word)
 

@@ -14,8 +14,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from unfurl_lite.api.inspect import ensemble_paths
 from unfurl_lite.model import changeid
 from unfurl_lite.record import history as hist
+from unfurl_lite.record import lock
+from unfurl_lite.record.interrupted import IN_FLIGHT_STATES, Interrupted
 from unfurl_lite.record.journal import PREFIX, JournalFile, journal_path, read_journal
 from unfurl_lite.record.journal_format import events_path
 from unfurl_lite.record.liveness import pid_alive
@@ -93,8 +96,6 @@ def _stamp(path: Path) -> tuple[float, int, float, int]:
 def summary(ensemble: Path, job_id: str) -> dict[str, Any] | None:
     """The job's line in jobs.tsv (or the inline ``changes:``) once recorded: its outcome
     and summary."""
-    from unfurl_lite.api.inspect import ensemble_paths  # start-up: only when summary() runs
-
     path, jobs_tsv = ensemble_paths(ensemble)
     for job in hist.read_jobs(jobs_tsv, path):
         if job.change_id == job_id:
@@ -110,9 +111,6 @@ def alive(journal: JournalFile) -> bool:
 def resume_command(journal: JournalFile) -> str:
     """What finishes a job killed before it was recorded: the same words ``unfurl status``
     and the lock's error give (``--force`` when tasks were running when it died)."""
-    # start-up: only when resume_command() runs
-    from unfurl_lite.record.interrupted import IN_FLIGHT_STATES, Interrupted
-
     in_flight = tuple(f"{t.get('target')} {t.get('operation')}" for t in journal.tasks
                       if t.get("state") in IN_FLIGHT_STATES)
     return Interrupted(journal.change_id, str(journal.data.get("workflow") or "?"),
@@ -177,10 +175,6 @@ def _ended(ensemble: Path, journal: JournalFile) -> dict[str, Any] | None:
 
 def _holds_lock(ensemble: Path, job_id: str) -> bool:
     """The job's process still holds the ensemble's lock: it is writing or committing."""
-    # start-up: only when _holds_lock() runs
-    from unfurl_lite.api.inspect import ensemble_paths
-    from unfurl_lite.record import lock
-
     info = lock.read_lock(lock.lock_path(ensemble_paths(ensemble)[0]))
     return info is not None and info.change_id == job_id and info.alive
 
@@ -210,8 +204,6 @@ def running(ensemble: Path) -> list[dict[str, Any]]:
 def jobs_log_stamp(ensemble: Path) -> list[float]:
     """jobs.tsv's modification time and size: a page drawn at one stamp reloads when the
     project's stream reports another (a job was recorded since)."""
-    from unfurl_lite.api.inspect import ensemble_paths  # start-up: only when jobs_log_stamp() runs
-
     _, jobs_tsv = ensemble_paths(ensemble)
     return list(_stamp(jobs_tsv)[:2])
 
@@ -221,8 +213,6 @@ def project_events(
 ) -> Iterator[tuple[str, dict[str, Any] | None]]:
     """``jobs`` whenever the running jobs or the last recorded job change (the overview
     and history reload then); keepalives between."""
-    from unfurl_lite.api.inspect import ensemble_paths  # start-up: only when project_events() runs
-
     _, jobs_tsv = ensemble_paths(ensemble)
     jobs_dir = project_root(ensemble) / "jobs"
     seen: tuple[Any, ...] | None = None

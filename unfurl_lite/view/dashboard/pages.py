@@ -21,6 +21,7 @@ from unfurl_lite.record.journal import restore_instances
 from unfurl_lite.record.resume import RESUMABLE
 from unfurl_lite.view.dashboard import heads, jobpage, live
 from unfurl_lite.view.dashboard.jobpage import JobPage
+from unfurl_lite.view.dashboard.picture import picture_of
 
 
 class NotFound(Exception):
@@ -38,8 +39,6 @@ def overview(ensemble: Path, instances: bool = False) -> dict[str, Any]:
     While a job runs, the ensemble on disk is as it was before the job (it is written when
     the job is recorded) and the job's journal holds the instances as its tasks left them:
     the page shows those, so it follows the job as its tasks finish."""
-    from unfurl_lite.view.dashboard.picture import picture_of  # start-up: only when overview() runs
-
     journals = live.running_journals(ensemble)
     running = [live.progress(j) for j in journals]
     try:

@@ -6,8 +6,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from unfurl_lite.api import load
 from unfurl_lite.errors import UnfurlLiteError
 from unfurl_lite.model.ensemble import Ensemble
+from unfurl_lite.view.diagram import build_graph
 
 _PROLOGUE = re.compile(r"^.*?(?=<svg\b)", re.DOTALL)
 _SCRIPT = re.compile(r"<script\b.*?</script\s*>", re.DOTALL | re.IGNORECASE)
@@ -21,8 +23,7 @@ def inline(svg: str) -> str:
 
 def picture_of(ensemble: Ensemble, instances: bool = False) -> tuple[str, str]:
     """(SVG, what drew it: "graphviz" or "built-in") of a loaded ensemble."""
-    # start-up: only when picture_of() runs
-    from unfurl_lite.view.diagram import build_graph
+    # start-up: keeps view.formats (17 modules) off picture's import until picture_of() runs
     from unfurl_lite.view.formats import to_builtin_svg, to_svg
 
     graph = build_graph(ensemble, instances=instances)
@@ -34,6 +35,4 @@ def picture_of(ensemble: Ensemble, instances: bool = False) -> tuple[str, str]:
 
 def topology_svg(ensemble: Path, instances: bool = False) -> tuple[str, str]:
     """:func:`picture_of` the ensemble at ``ensemble``; raises the loader's error."""
-    from unfurl_lite.api import load  # start-up: only when topology_svg() runs
-
     return picture_of(load(ensemble), instances)

@@ -28,6 +28,7 @@ from unfurl_lite import api
 from unfurl_lite.errors import HistoryError, UnfurlLiteError
 from unfurl_lite.view.dashboard import html, live, pages
 from unfurl_lite.view.dashboard.pages import NotFound
+from unfurl_lite.view.dashboard.picture import topology_svg
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
        "img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; "
@@ -224,9 +225,6 @@ class Handler(BaseHTTPRequestHandler):
         self._json(pages.job_json(pages.job_page(self.server.ensemble, match.group(1))))
 
     def topology(self, match: re.Match[str], query: dict[str, str]) -> None:
-        # start-up: only when topology() runs
-        from unfurl_lite.view.dashboard.picture import topology_svg
-
         svg, _ = topology_svg(self.server.ensemble, instances=query.get("view") == "instances")
         self._send(HTTPStatus.OK, svg.encode("utf-8"), "image/svg+xml")
 
