@@ -51,7 +51,7 @@ def _b64_aligned(raw: bytes, urlsafe: bool) -> list[str]:
 @lru_cache(maxsize=1024)
 def variants(secret: str) -> tuple[str, ...]:
     """The secret and what jinja filters, shells and encoders commonly turn it into."""
-    # start-up: html, shlex only when variants() runs
+    # start-up: keeps html, shlex (2 modules) off `deploy`, `check`, `status` until variants() runs
     import html  # start-up: html.entities' table and shlex: for a job that knows a secret only
     import shlex
 
