@@ -25,6 +25,8 @@ from unfurl_lite.model import changeid
 from unfurl_lite.model import status_layout as layout
 from unfurl_lite.model.narrow import is_list, is_map, new_list
 from unfurl_lite.record import records
+from unfurl_lite.record.interrupted import killed
+from unfurl_lite.record.liveness import pid_alive
 from unfurl_lite.run.observer import RUNNING, execution_status
 
 #: states of a job that has not ended: waiting for the lock, starting, running, cancelling
@@ -151,7 +153,7 @@ def inline_log(ensemble: Path | None) -> tuple[list[Any] | None, dict[str, Any] 
         return None, None
     if not re.search(r"^changes:", text, re.MULTILINE):
         return None, None  # the common case, without parsing the file
-    from ruamel.yaml import YAML  # start-up: ruamel only when inline_log() runs
+    from ruamel.yaml import YAML  # start-up: keeps ruamel (35 modules) off history's import
 
     try:
         doc = YAML(typ="safe").load(text)
@@ -281,11 +283,9 @@ def running_jobs(root: Path) -> list[JobRecord]:
     being cancelled) whose process is alive. A job whose process was killed before it
     recorded itself stays in its journal's state, as a Cloudify execution whose
     dispatcher died stays ``started``, until ``unfurl resume`` records it."""
-    # start-up: only when running_jobs() runs
+    # start-up: keeps record.lock, record.queue (20 modules) off `status` until running_jobs() runs
     from unfurl_lite.record import lock, queue
-    from unfurl_lite.record.interrupted import killed
     from unfurl_lite.record.journal import list_journals
-    from unfurl_lite.record.liveness import pid_alive
 
     journals = list_journals(root)
     found: list[JobRecord] = []
@@ -491,7 +491,7 @@ def status_at(text: str | None) -> dict[str, dict[str, Any]]:
     """instance -> {status, state} from an ensemble's text (empty when there is none)."""
     if not text:
         return {}
-    from ruamel.yaml import YAML  # start-up: ruamel only when status_at() runs
+    from ruamel.yaml import YAML  # start-up: keeps ruamel (35 modules) off history's import
 
     try:
         doc = YAML(typ="safe").load(text)
@@ -525,7 +525,7 @@ def written_secrets(text: str | None) -> set[str]:
     what changed), so each version's own secrets must be redacted from it."""
     if not text:
         return set()
-    from ruamel.yaml import YAML  # start-up: ruamel only when written_secrets() runs
+    from ruamel.yaml import YAML  # start-up: keeps ruamel (35 modules) off history's import
 
     try:
         doc = YAML(typ="safe").load(text)
@@ -540,7 +540,7 @@ def written_secrets(text: str | None) -> set[str]:
 
 
 def _is_sensitive_definition(value: Any) -> bool:
-    # start-up: only when _is_sensitive_definition() runs
+    # start-up: keeps load.builder off history's import until _is_sensitive_definition() runs
     from unfurl_lite.load.builder import SENSITIVE_TYPES
 
     if not is_map(value):

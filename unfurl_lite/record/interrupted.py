@@ -83,7 +83,7 @@ def lock_job_state(root: Path, change_id: str | None) -> str:
     """What a stale lock's job left: ``none`` (no journal: nothing ran), ``recorded`` (it
     was killed while committing), ``unrecorded``, or ``unreadable`` (a damaged journal:
     only a successful resume may then clear its lock)."""
-    # start-up: only when lock_job_state() runs
+    # start-up: keeps record.journal (68 modules) off `check` until lock_job_state() runs
     from unfurl_lite.record.journal import journal_path, list_journals
 
     if not change_id:
@@ -129,7 +129,8 @@ class Interrupted:
 
 def find(project_root: Path) -> Interrupted | None:
     """The newest killed job that nobody has resumed (see :func:`killed`)."""
-    from unfurl_lite.record.journal import list_journals  # start-up: only when find() runs
+    # start-up: keeps record.journal (68 modules) off `check`, `undeploy` until find() runs
+    from unfurl_lite.record.journal import list_journals
 
     try:
         journals = list_journals(project_root)

@@ -26,7 +26,7 @@ MODES = ("abort", "auto", "ok")
 def spec_files(ensemble: Ensemble) -> list[Path]:
     """The files the ensemble's spec is made of: the ensemble and every existing file its
     merge directives and TOSCA imports read, however deep."""
-    from unfurl_lite.load import imports, merge  # start-up: ruamel only when spec_files() runs
+    from unfurl_lite.load import imports, merge  # start-up: keeps ruamel (59 modules) off `deploy`
 
     reads: dict[str, str | None] = {}
     root = ensemble.project_root
@@ -50,7 +50,8 @@ def dirty_check(repo: Repo | None, ensemble: Ensemble, mode: str) -> list[Path]:
     everything = repo.dirty_files()
     dirty = everything
     if mode == "auto":
-        from unfurl_lite.record.leftovers import is_record  # start-up: only when dirty_check() runs
+        # start-up: keeps record.leftovers (62 modules) off repo's import until dirty_check() runs
+        from unfurl_lite.record.leftovers import is_record
 
         own = {repo.relative(ensemble.path), repo.relative(ensemble.jobs_tsv)}
         dirty = [f for f in dirty

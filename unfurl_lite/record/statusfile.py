@@ -59,7 +59,8 @@ def save_status(ensemble: Ensemble, update: Callable[[Any], None]) -> Written:
     """Apply ``update`` (see :func:`records.update_status`) and write ensemble.yaml once;
     what was written and by which writer. Status and lastJob were redacted as they went
     in; the spec is the user's own text whichever writer ran."""
-    from unfurl_lite.load import parsecache  # start-up: only when save_status() runs
+    # start-up: keeps load.parsecache (6 modules) off statusfile's import until save_status() runs
+    from unfurl_lite.load import parsecache
 
     written = render(ensemble, update)
     yamlio.atomic_write(ensemble.path, written.text)

@@ -46,7 +46,7 @@ def sweep(directories: Iterable[Path]) -> list[Path]:
 def project_directories(project_root: Path, jobs_tsv: Path | None = None) -> list[Path]:
     """Where a job writes atomically: the ensemble's directory, jobs/, changes/ and the
     jobs log's directory."""
-    # start-up: only when project_directories() runs
+    # start-up: keeps record.records off tempfiles's import until project_directories() runs
     from unfurl_lite.record.records import CHANGES_DIR, JOBS_DIR
 
     found = [project_root, project_root / JOBS_DIR, project_root / CHANGES_DIR]
