@@ -13,7 +13,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from unfurl_lite.errors import ExpressionError, UnfurlLiteError
+from unfurl_lite.expressions.context import make_context, render_inputs
 from unfurl_lite.expressions.digest import digest, digestable, input_digest
+from unfurl_lite.load import yamlio
 from unfurl_lite.load.digestkey import key_provider
 from unfurl_lite.load.jobslog import log_records
 from unfurl_lite.load.taskrecords import JOBS_DIR, TaskRecord, task_records
@@ -95,8 +97,7 @@ def current_digest(ensemble: Ensemble, instance: str, op: Operation, keys: str =
     """The digestValue the operation would be recorded with if it ran now (with ``keys``,
     an earlier run's digestKeys: the digest of those, now, as Unfurl checks); raises the
     expression's error when its inputs cannot be rendered."""
-    # start-up: only when current_digest() runs
-    from unfurl_lite.expressions.context import make_context, render_inputs
+    # start-up: keeps expressions.reads off baselines's import until current_digest() runs
     from unfurl_lite.expressions.reads import (
         operation_reads,
         plain_reads,
@@ -126,9 +127,6 @@ def current_digest(ensemble: Ensemble, instance: str, op: Operation, keys: str =
 def environment_read(ensemble: Ensemble, instance: str, op: Operation) -> tuple[str, ...]:
     """The environment variables the operation's inputs read now (for the plan to say why
     it reconfigures: Unfurl's digests cover them, and so do ours, keyed)."""
-    # start-up: only when environment_read() runs
-    from unfurl_lite.expressions.context import make_context, render_inputs
-
     ctx = make_context(ensemble.topology, ensemble.instances, instance)
     try:
         rendered = digestable(render_inputs(dict(op.inputs), {}, ctx))
@@ -141,9 +139,7 @@ def environment_read(ensemble: Ensemble, instance: str, op: Operation) -> tuple[
 def _recorded_reads(ensemble: Ensemble, change_id: str) -> dict[str, Any] | None:
     """What the task ``change_id`` read, from its job record: its inputs by name and the
     other values by Unfurl's expression (``::svc::greeting``)."""
-    from ruamel.yaml import YAMLError  # start-up: ruamel only when _recorded_reads() runs
-
-    from unfurl_lite.load import yamlio  # start-up: only when _recorded_reads() runs
+    from ruamel.yaml import YAMLError  # start-up: keeps ruamel (38 modules) off baselines's import
 
     for path in (ensemble.project_root / JOBS_DIR).glob(f"job*-{change_id[:8]}.yaml"):
         try:
@@ -165,8 +161,7 @@ def changed_reads(ensemble: Ensemble, instance: str, op: Operation, change_id: s
     """The digest keys (inputs, and values read such as ``::svc::greeting``) whose value
     differs from what the task ``change_id`` ran with, for the plan to say why an operation
     runs again; empty when that cannot be told."""
-    # start-up: only when changed_reads() runs
-    from unfurl_lite.expressions.context import make_context, render_inputs
+    # start-up: keeps expressions.reads off baselines's import until changed_reads() runs
     from unfurl_lite.expressions.reads import operation_reads
 
     def value_digest(value: Any) -> str:

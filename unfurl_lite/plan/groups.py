@@ -77,7 +77,8 @@ def find_entity(spec: Mapping[str, Any], name: str) -> ScalingEntity:
     templates: Mapping[str, Any] = topology.get("node_templates") or {}
     template: object = templates.get(name)
     if not is_mapping(template):
-        from unfurl_lite.load.problems import did_you_mean  # start-up: only when find_entity() runs
+        # start-up: keeps load.problems (9 modules) off `status` until find_entity() runs
+        from unfurl_lite.load.problems import did_you_mean
 
         groups: Mapping[str, Any] = topology.get("groups") or {}
         names = [*templates, *groups]

@@ -118,7 +118,8 @@ def _recorded_health(
 
 def _last_checks(ensemble: Ensemble) -> dict[str, tuple[str, bool]]:
     """instance -> (changeId, passed) of the last check_status (or Install.check) recorded."""
-    from unfurl_lite.load.taskrecords import task_records  # start-up: only when _last_checks() runs
+    # start-up: keeps load.taskrecords (7 modules) off heal's import until _last_checks() runs
+    from unfurl_lite.load.taskrecords import task_records
 
     found: dict[str, tuple[str, bool]] = {}
     wanted = {f"{i}.{o}" for i, o in CHECK_OPS} | {

@@ -23,6 +23,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from unfurl_lite.errors import UnfurlLiteError
 from unfurl_lite.load import parsecache
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.plan.tasks import Note, Plan
@@ -96,8 +97,7 @@ def plan_next(ensemble: Ensemble, text: str, data: dict[str, Any] | None, workfl
     refuses is the next command's to say: the job that asks is done and committed."""
     if data is None or ensemble.merged or parsecache.directory() is None:
         return
-    # start-up: only when plan_next() runs
-    from unfurl_lite.errors import UnfurlLiteError
+    # start-up: keeps load.builder, plan.registry (12 modules) off `redeploy` until plan_next() runs
     from unfurl_lite.load.builder import with_recorded
     from unfurl_lite.plan.registry import build
 
