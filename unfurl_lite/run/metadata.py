@@ -31,7 +31,7 @@ class EnsembleMetadata(Mapping[str, Any]):
 
     @cached_property
     def _values(self) -> dict[str, Any]:
-        # start-up: only when _values() runs
+        # start-up: keeps load.gitrepo (23 modules) off metadata's import until _values() runs
         from unfurl_lite.load.gitrepo import find_repo, remote_url
 
         values: dict[str, Any] = {"deployment": self._path.parent.name, "job": self._job}

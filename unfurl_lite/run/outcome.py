@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from unfurl_lite.expressions.reads import Reads
+from unfurl_lite.load.digestkey import digest_key
 from unfurl_lite.model.builtin_workflows import WORKFLOWS
 from unfurl_lite.model.entities import Instance, NodeState, Priority, Status
 from unfurl_lite.model.narrow import new_dict, new_list
@@ -278,8 +279,7 @@ def task_numbers(plan: Plan, runs: dict[int, TaskRun]) -> dict[int, int]:
 def resumed_secrets(secrets: set[str], root: Path, entries: list[str]) -> set[str]:
     """A resumed job redacts what the job it resumes derived, known by keyed digests (its
     journal never held them in clear; see security/digested.py)."""
-    # start-up: only when resumed_secrets() runs
-    from unfurl_lite.load.digestkey import digest_key
+    # start-up: keeps security.digested (2 modules) off `check` until resumed_secrets() runs
     from unfurl_lite.security.digested import HashedForms, SecretSet
 
     key = digest_key(root)

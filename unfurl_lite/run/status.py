@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
+from unfurl_lite.model.dependencies import topological_order
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Instance, NodeState, Priority, Status, effective_status
 from unfurl_lite.plan.tasks import Task
@@ -236,9 +237,6 @@ def fold_effective(
 
     A ``pending`` instance of an ``operationless`` template has nothing to wait for: as in
     Unfurl, its effective status is what its dependencies make it (``ok`` without any)."""
-    # start-up: only when fold_effective() runs
-    from unfurl_lite.model.dependencies import topological_order
-
     effective: dict[str, Status] = {}
     for name in topological_order(requires):
         if name not in instances:

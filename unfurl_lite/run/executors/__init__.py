@@ -10,6 +10,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Protocol
 
+from unfurl_lite.errors import JobError
 from unfurl_lite.run.operations.base import OperationRequest, OperationResult
 
 
@@ -56,15 +57,13 @@ def starts_on_submit(executor: Executor) -> bool:
 
 def make_executor(kind: str, jobs: int, **options: object) -> Executor:
     if kind == "local":
-        # start-up: only when make_executor() runs
+        # start-up: keeps run.executors.local (27 modules) off `check` until make_executor() runs
         from unfurl_lite.run.executors.local import LocalExecutor
 
         return LocalExecutor(jobs)
     if kind == "celery":
-        # start-up: only when make_executor() runs
+        # start-up: keeps run.executors.celery (1 module) off `deploy` until make_executor() runs
         from unfurl_lite.run.executors.celery import CeleryExecutor
 
         return CeleryExecutor(jobs=jobs, **options)  # type: ignore[no-any-return, unused-ignore]
-    from unfurl_lite.errors import JobError  # start-up: only when make_executor() runs
-
     raise JobError(f"unknown executor {kind!r}", hint="use --executor local or --executor celery")

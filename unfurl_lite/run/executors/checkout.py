@@ -49,7 +49,7 @@ Fetcher = Callable[[Path, str], bool]  # (repository, commit) -> fetched
 def source_of(cwd: str) -> dict[str, str]:
     """The controller's side: repository URL, commit, the project's identity (its root
     commit) and place in it, and this machine's identity."""
-    # start-up: only when source_of() runs
+    # start-up: keeps run.executors.celery.bundles off checkout's import until source_of() runs
     from unfurl_lite.run.executors.celery.bundles import root_commit
 
     try:
@@ -217,7 +217,7 @@ def own_clone_root() -> str:
 
 
 def _root_of(directory: str) -> str:
-    # start-up: only when _root_of() runs
+    # start-up: keeps run.executors.celery.bundles off checkout's import until _root_of() runs
     from unfurl_lite.run.executors.celery.bundles import root_commit
 
     if directory not in _roots:

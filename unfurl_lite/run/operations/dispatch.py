@@ -20,11 +20,13 @@ def run_operation(
     starts is in ``processes``, the table of the executor that kill-cancels it. ``places``
     keeps the working directories already confined for this executor's job."""
     if request.kind == "Shell":
-        from unfurl_lite.run.operations import shell  # start-up: only when run_operation() runs
+        # start-up: keeps run.operations.shell off dispatch's import until run_operation() runs
+        from unfurl_lite.run.operations import shell
 
         return shell.run(request, processes, places)
     if request.kind == "Python":
-        from unfurl_lite.run.operations import python  # start-up: only when run_operation() runs
+        # start-up: keeps run.operations.python (2 modules) off `deploy` until run_operation() runs
+        from unfurl_lite.run.operations import python
 
         return python.run(request, processes)
     # Template: nothing runs; `run`/`done` were evaluated by the controller

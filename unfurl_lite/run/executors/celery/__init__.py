@@ -75,7 +75,7 @@ def __getattr__(name: str) -> Any:
     """``app`` (Celery's ``-A`` looks it up): built on first use, then kept; the exported
     names imported when first used."""
     if name == "app":
-        # start-up: only when __getattr__() runs
+        # start-up: keeps run.executors.celery.factory off celery's import until __getattr__() runs
         from unfurl_lite.run.executors.celery.factory import make_app
 
         built = globals()["app"] = make_app()

@@ -56,7 +56,7 @@ def patch_kombu() -> None:
     (not a connection error) when it is asked to ack or restore; Celery's consumer calls
     that unrecoverable and the worker exits. Make it the connection error it is, so the
     consumer reconnects (the message is restored or sent again: at least once)."""
-    # start-up: kombu, redis, yaml only when patch_kombu() runs
+    # optional: redis, kombu's redis transport (distributed extra) until patch_kombu() runs
     import redis.exceptions
     from kombu.transport import redis as kombu_redis
 
@@ -162,7 +162,7 @@ def redacted_url(url: str) -> str:
 
 def check_broker(url: str, timeout: float = 3.0) -> None:
     """Fail at job start, clearly, when the broker cannot be reached."""
-    import redis.exceptions  # start-up: redis only when check_broker() runs
+    import redis.exceptions  # optional: redis (distributed extra, 144 modules)
 
     if not url.startswith(("redis://", "rediss://", "unix://")):
         raise JobError(

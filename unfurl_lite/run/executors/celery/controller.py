@@ -82,7 +82,7 @@ class CeleryExecutor:
         over, and the tasks that were in flight when they died: adopted if a copy runs or
         left a result, sent if none ever started, and if one started and died, failed as
         interrupted unless ``force``)."""
-        import redis  # start-up: redis only when __init__() runs
+        import redis  # optional: redis (distributed extra, 127 modules), off controller's import
 
         # start-up: __version__ reads the package's metadata when first asked
         from unfurl_lite import __version__
@@ -255,7 +255,7 @@ class CeleryExecutor:
     def _source(self, cwd: str) -> dict[str, str]:
         """Where the job's project is, once per directory; its commit is published to
         the broker then, for workers that do not have it (see bundles.py)."""
-        # start-up: only when _source() runs
+        # start-up: keeps run.executors.celery.bundles off controller's import until _source() runs
         from unfurl_lite.run.executors.celery.bundles import publish
 
         if cwd not in self._sources:

@@ -37,7 +37,7 @@ def password() -> str | None:
     found = ""
     path = os.environ.get(PASSWORD_FILE_ENV)
     if path:
-        from unfurl_lite.errors import JobError  # start-up: only when password() runs
+        from unfurl_lite.errors import JobError  # start-up: keeps errors off credentials's import
 
         try:
             found = (sys.stdin.read() if path == "-" else Path(path).read_text()).strip("\r\n")

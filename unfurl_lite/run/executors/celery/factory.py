@@ -26,7 +26,7 @@ def make_app(broker: str | None = None, backend: str | None = None) -> Celery:
     task through it."""
     from celery import Celery  # start-up: celery loads only when an app is built
 
-    # start-up: celery, click, kombu, yaml only when make_app() runs
+    # start-up: keeps amqp, billiard (214 modules) off factory's import until make_app() runs
     from unfurl_lite.run.executors.celery.consumer import install as take_tasks
     from unfurl_lite.run.executors.celery.worker import (
         install,  # start-up: imports celery's worker side

@@ -47,6 +47,7 @@ from unfurl_lite.run.executors.celery.application import (
     worker_name,
     worker_version,
 )
+from unfurl_lite.run.executors.watchdog import Watchdog
 from unfurl_lite.run.executors.wire import decode, decode_request, encode_result
 from unfurl_lite.run.operations import ProcessTable, run_operation
 from unfurl_lite.run.operations.base import OperationRequest, OperationResult
@@ -154,7 +155,7 @@ class WorkerState:
         return found
 
     def client(self, url: str) -> Any:
-        import redis  # start-up: redis only when client() runs
+        import redis  # optional: redis (distributed extra, 96 modules), off worker's import
 
         found = self.clients.get(url)
         if found is None:
@@ -278,7 +279,7 @@ def refusal(meta: dict[str, Any], worker: str) -> str | None:
 def _run_here(request: OperationRequest, source: dict[str, str], worker: str,
               state: WorkerState, processes: ProcessTable, client: Any,
               places: Places | None = None) -> OperationResult:
-    # start-up: only when _run_here() runs
+    # start-up: keeps run.executors.celery.bundles off worker's import until _run_here() runs
     import unfurl_lite.run.executors.celery.bundles as bundles
     import unfurl_lite.run.executors.checkout as checkout
 
@@ -428,7 +429,7 @@ def _on_after_setup(sender: Any = None, instance: Any = None, **kwargs: Any) -> 
     and this worker never takes tasks meant for another version's workers. The worker's
     own consumer (consumer.py) takes them; Celery's consumes only the worker's direct
     queue (``NODE.dq2``), which no controller sends to."""
-    # start-up: only when _on_after_setup() runs
+    # start-up: keeps run.executors.celery.flights off worker's import until _on_after_setup() runs
     from unfurl_lite.run.executors.celery.flights import VERSION_MARK, celery_queue
 
     queues = instance.app.amqp.queues
@@ -450,9 +451,6 @@ def _on_revoked(sender: Any = None, request: Any = None, terminated: bool = Fals
 
 def _on_worker_init(sender: Any = None, **kwargs: Any) -> None:
     """Keep the broker's URL out of every operation; start the watchdog."""
-    # start-up: only when _on_worker_init() runs
-    from unfurl_lite.run.executors.watchdog import Watchdog
-
     sys.setswitchinterval(SWITCH_INTERVAL)
     for name in BROKER_ENV:
         os.environ.pop(name, None)
@@ -462,7 +460,7 @@ def _on_worker_init(sender: Any = None, **kwargs: Any) -> None:
 def _on_worker_ready(sender: Any = None, **kwargs: Any) -> None:
     """Start taking tasks (``on_ready``: the consumer); then tell controllers and ``unfurl
     agents`` who we are, every few seconds."""
-    # start-up: only when _on_worker_ready() runs
+    # start-up: keeps run.executors.celery.flights off worker's import until _on_worker_ready() runs
     from unfurl_lite.run.executors.celery.flights import agent_queue
 
     state = state_of(sender.app)
@@ -472,7 +470,7 @@ def _on_worker_ready(sender: Any = None, **kwargs: Any) -> None:
     with contextlib.suppress(Exception):
         queues = sorted({agent_queue(name) for name in state.queues})
         client = state.client(state.backend)
-        # start-up: only when _on_worker_ready() runs
+        # start-up: keeps run.executors.checkout off worker's import until _on_worker_ready() runs
         import unfurl_lite.run.executors.checkout as checkout
 
         info = json.dumps({"node": node, "name": worker_name(node.partition("@")[0]),
