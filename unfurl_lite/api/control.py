@@ -22,6 +22,7 @@ from typing import Any
 from unfurl_lite.errors import JobError, UnfurlLiteError
 from unfurl_lite.model.narrow import new_list
 from unfurl_lite.plan.tasks import Plan
+from unfurl_lite.run import signals
 from unfurl_lite.run.observer import CANCELLING, Observer
 from unfurl_lite.run.options import JobOptions, PlanOptions
 from unfurl_lite.run.outcome import JobResult
@@ -90,7 +91,7 @@ def resume(
     the job stays resumable. ``observe(n)`` is called with the number of tasks left just
     before they run and returns the observer for the re-run.
     """
-    # start-up: only when resume() runs
+    # start-up: keeps api.jobs, load.gitrepo (62 modules) off control's import until resume() runs
     from unfurl_lite.api.jobs import JobRequest, load, run_job
     from unfurl_lite.load.gitrepo import find_repo
     from unfurl_lite.record import interrupted, lock, tempfiles
@@ -194,7 +195,7 @@ def _record_interrupted(ens: Any, journal: Any, plan: Plan, options: JobOptions,
                         notify: Callable[[str], None]) -> JobResult:
     """Record a killed job as it stood (its records, its journal marked recorded, its
     commit) before anything of it runs again, and release its stale lock."""
-    # start-up: only when _record_interrupted() runs
+    # start-up: keeps api.jobs (62 modules) off control's import until _record_interrupted() runs
     from unfurl_lite.api.jobs import record_job
     from unfurl_lite.record import interrupted
     from unfurl_lite.record import resume as resuming
@@ -216,7 +217,7 @@ def _record_interrupted(ens: Any, journal: Any, plan: Plan, options: JobOptions,
 
 def _executor_for(journal: Any, executor: str | None, broker: str | None,
                   in_flight: list[int], force: bool) -> Any:
-    # start-up: only when _executor_for() runs
+    # start-up: keeps api.distributed (11 modules) off control's import until _executor_for() runs
     from unfurl_lite.api.distributed import resume_executor
 
     return resume_executor(journal.data.get("executor") or {}, executor, broker, in_flight,
@@ -244,10 +245,9 @@ def cancel(ensemble: str | Path | None = None, *, force: bool = False,
     lock file). Plainly, running tasks finish and nothing new starts; ``force`` records the
     job cancelled at once and leaves running operations to finish; ``kill`` kills them. A
     second plain cancel does not escalate."""
-    # start-up: only when cancel() runs
+    # start-up: keeps load.loader, record.lock (10 modules) off control's import until cancel() runs
     from unfurl_lite.load.loader import resolve_path
     from unfurl_lite.record import lock
-    from unfurl_lite.run import signals
 
     if force and kill:
         raise UnfurlLiteError("give force or kill, not both")
@@ -272,7 +272,8 @@ def cancel(ensemble: str | Path | None = None, *, force: bool = False,
 
 
 def _cancelling(root: Path, change_id: str | None) -> bool:
-    from unfurl_lite.record.journal import list_journals  # start-up: only when _cancelling() runs
+    # start-up: keeps record.journal (17 modules) off control's import until _cancelling() runs
+    from unfurl_lite.record.journal import list_journals
 
     return bool(change_id) and any(
         j.change_id == change_id and j.state in ("cancelled", *CANCELLING)

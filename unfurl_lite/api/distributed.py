@@ -21,7 +21,7 @@ START_WAIT_SECONDS = 30.0
 
 def _celery() -> Any:
     try:
-        # start-up: only when _celery() runs
+        # start-up: keeps run.executors.celery off distributed's import until _celery() runs
         from unfurl_lite.run.executors import celery as distributed
     except ImportError as exc:
         raise JobError(
@@ -43,7 +43,7 @@ def serve_worker(name: str | None = None, queues: tuple[str, ...] = (),
     ``restart`` (the CLI's): if its command line or environment shows the broker's
     password, the process first starts itself again without it (credentials.py).
     """
-    # start-up: only when serve_worker() runs
+    # start-up: keeps run.executors.checkout off distributed's import until serve_worker() runs
     from unfurl_lite.run.executors import checkout
     from unfurl_lite.run.executors.celery import credentials
 
@@ -75,7 +75,7 @@ def serve_worker(name: str | None = None, queues: tuple[str, ...] = (),
 
 
 def _clone_here() -> str | None:
-    from unfurl_lite.load import gitrepo  # start-up: only when _clone_here() runs
+    from unfurl_lite.load import gitrepo  # start-up: keeps load.gitrepo off distributed's import
 
     try:
         return gitrepo.toplevel(os.getcwd()) or None
@@ -94,7 +94,7 @@ def start_worker(root: Path, name: str, queue: str, broker: str,
     """A detached ``unfurl worker`` for one queue; its log is jobs/worker-NAME.log."""
     log_path = root / "jobs" / f"worker-{name}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    # start-up: only when start_worker() runs
+    # start-up: keeps celery.credentials off distributed's import until start_worker() runs
     from unfurl_lite.run.executors.celery import credentials
 
     args = [sys.executable, "-m", "unfurl_lite", "worker", "--name", name, "--queue", queue]
@@ -119,7 +119,7 @@ def agents(ensemble: str | Path | None = None, broker: str | None = None, start:
     """The agent queues the ensemble's nodes name, each with its nodes and the live workers
     serving it (name and version); ``start`` first starts a local worker for each queue no
     live worker serves (a JobError if one does not come up)."""
-    # start-up: only when agents() runs
+    # start-up: keeps api.jobs (108 modules) off distributed's import until agents() runs
     from unfurl_lite.api.jobs import load
     from unfurl_lite.model import routing
 
@@ -185,9 +185,9 @@ def _version_of(info: dict[str, Any] | None) -> dict[str, Any]:
 
 def _heartbeats(url: str) -> tuple[dict[str, dict[str, Any]], dict[str, set[str]]]:
     """The live workers (node -> what it says of itself) and the agent queues they serve."""
-    import redis  # start-up: redis only when _heartbeats() runs
+    import redis  # optional: redis (distributed extra, 144 modules), off distributed's import
 
-    # start-up: only when _heartbeats() runs
+    # start-up: keeps run.executors.celery.flights off distributed's import until _heartbeats() runs
     from unfurl_lite.run.executors.celery.flights import agent_queue
 
     distributed = _celery()

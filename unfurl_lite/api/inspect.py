@@ -28,7 +28,8 @@ def ensemble_paths(ensemble: str | Path | None) -> tuple[Path, Path]:
     """The ensemble file and its jobs log, without loading (or validating) the spec, so
     history and the dashboard stay fast and readable even when the spec is broken; the
     log is resolved, and refused, as every job resolves it (``jobs_log_path``)."""
-    from unfurl_lite.load.loader import resolve_path  # start-up: only when ensemble_paths() runs
+    # start-up: keeps load.loader (8 modules) off inspect's import until ensemble_paths() runs
+    from unfurl_lite.load.loader import resolve_path
 
     path = resolve_path(ensemble)
     try:
@@ -54,7 +55,7 @@ def history(ensemble: str | Path | None = None,
 def _known_instance(path: Path, jobs_tsv: Path, name: str) -> None:
     """No job touched ``name``: fine for an instance the spec or the history knows (not
     deployed yet, say), a HistoryError with a did-you-mean for a name nothing knows."""
-    # start-up: only when _known_instance() runs
+    # start-up: keeps load.loader (8 modules) off `history` until _known_instance() runs
     from unfurl_lite.load.loader import load_ensemble
     from unfurl_lite.load.problems import did_you_mean
 
@@ -75,7 +76,7 @@ def project_secrets(path: Path) -> set[str]:
     """The secrets the current spec holds (:func:`expressions.context.spec_secrets`, plus
     sensitive values inside its inputs), redacted again in case old records hold them."""
     try:
-        # start-up: only when project_secrets() runs
+        # start-up: keeps load.loader (8 modules) off inspect's import until project_secrets() runs
         from unfurl_lite.load.loader import load_ensemble
 
         topology = load_ensemble(path).topology

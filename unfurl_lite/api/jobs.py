@@ -91,7 +91,7 @@ def wait_for_turn(path: str | Path | None, on_wait: Callable[[str], None] | None
     """Wait for the job running on this ensemble (if any) to end, so the next is planned
     from what it left; ``on_wait`` hears who is being waited for. While it waits the job
     is listed as ``queued`` (Cloudify's execution status) by history and the dashboard."""
-    from unfurl_lite.record import queue  # start-up: only when wait_for_turn() runs
+    from unfurl_lite.record import queue  # start-up: keeps record.queue (4 modules) off `deploy`
 
     resolved = resolve_path(path)
     info = lock.read_lock(lock.lock_path(resolved))
@@ -107,7 +107,7 @@ def check_dirty(repo: Repo | None, ensemble: Ensemble, mode: str) -> list[Path]:
     """``abort``: any uncommitted tracked change stops the job; ``auto``: only changes to
     files other than the ensemble, its records and its spec files do (the spec files are
     returned: the job's commit takes them along); ``ok``: never (see record/repo.py)."""
-    from unfurl_lite.record.repo import dirty_check  # start-up: only when check_dirty() runs
+    from unfurl_lite.record.repo import dirty_check  # start-up: keeps record.repo off `check`
 
     return dirty_check(repo, ensemble, mode)
 
@@ -115,7 +115,7 @@ def check_dirty(repo: Repo | None, ensemble: Ensemble, mode: str) -> list[Path]:
 def _prepare_git(repo: Repo, ensemble: Ensemble) -> None:
     """Before any operation runs: a stale index.lock would only fail the job's commit at
     the end, so it is refused now; records an earlier job left uncommitted are committed."""
-    # start-up: only when _prepare_git() runs
+    # start-up: keeps record.leftovers (4 modules) off `check`, `undeploy` until _prepare_git() runs
     from unfurl_lite.record.leftovers import commit_leftovers
 
     stale = repo.stale_index_lock()
@@ -209,7 +209,7 @@ def _run_locked(
     """With the ensemble's lock held: every check that could stop the job or its record
     (confinement, pre-flight, git's state and identity, a dirty spec) before the first
     operation runs, then the run and its record."""
-    from unfurl_lite.record.journal import Journal  # start-up: only when _run_locked() runs
+    from unfurl_lite.record.journal import Journal  # start-up: keeps record.journal off `check`
 
     repo = find_repo(ensemble.project_root)
     confine_records(ensemble.project_root, ensemble.jobs_log, request.options.allow_outside_paths)

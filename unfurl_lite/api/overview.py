@@ -18,6 +18,7 @@ from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Instance, Status
 from unfurl_lite.plan.drift import Drift, ensemble_drift
 from unfurl_lite.plan.topology import instance_graph, operationless, planned_instances
+from unfurl_lite.record import interrupted
 from unfurl_lite.record.history import iso
 from unfurl_lite.run.observer import CANCELLING
 from unfurl_lite.run.status import fold_effective
@@ -72,7 +73,8 @@ def instance_row(
 def status(ensemble: str | Path | Ensemble | None = None) -> dict[str, Any]:
     """The overview of every instance (loading the ensemble if given as a path): the whole
     of ``unfurl status --json`` (schema: unfurl_lite/schema/status.schema.json)."""
-    from unfurl_lite.load.loader import load_ensemble  # start-up: only when status() runs
+    # start-up: keeps load.loader (7 modules) off overview's import until status() runs
+    from unfurl_lite.load.loader import load_ensemble
 
     return status_report(ensemble if isinstance(ensemble, Ensemble) else load_ensemble(ensemble))
 
@@ -121,8 +123,6 @@ def status_report(ensemble: Ensemble) -> dict[str, Any]:
 
 
 def _interrupted(ensemble: Ensemble) -> dict[str, Any] | None:
-    from unfurl_lite.record import interrupted  # start-up: only when _interrupted() runs
-
     found = interrupted.find(ensemble.project_root)
     if found is None:
         return None

@@ -15,6 +15,7 @@ from unfurl_lite.model.ensemble import LOCK_NAME, Ensemble
 from unfurl_lite.model.narrow import is_map
 from unfurl_lite.plan.tasks import Plan
 from unfurl_lite.run.options import PlanOptions
+from unfurl_lite.security.paths import confine_records
 from unfurl_lite.security.taint import REDACTED, secrets_in
 
 EXAMPLE_ENSEMBLE = """\
@@ -76,7 +77,7 @@ def init(directory: str | Path = ".", source: str | None = None) -> Created:
     repository ignores ``directory``); elsewhere ``directory`` becomes a new one.
     """
 
-    # start-up: only when init() runs
+    # start-up: keeps load.bundled, load.gitrepo (10 modules) off `plan` until init() runs
     from unfurl_lite.load import bundled
     from unfurl_lite.load.gitrepo import find_repo, identity_problem, init_repo, is_ignored
 
@@ -86,7 +87,8 @@ def init(directory: str | Path = ".", source: str | None = None) -> Created:
         raise UnfurlLiteError(f"{ensemble} already exists", hint="choose an empty directory")
     origin = bundled.resolve_source(source) if source else None
     if source and origin is None:
-        from unfurl_lite.load.problems import did_you_mean  # start-up: only when init() runs
+        # start-up: keeps load.problems (7 modules) off `validate`, `export` until init() runs
+        from unfurl_lite.load.problems import did_you_mean
 
         names = ", ".join(bundled.example_names())
         close = did_you_mean(source, bundled.example_names())
@@ -183,7 +185,7 @@ def _refuse_links_out(source: Path) -> None:
 
 def examples() -> list[tuple[str, str]]:
     """The bundled examples ``init`` can start from: (name, one-line description)."""
-    from unfurl_lite.load import bundled  # start-up: only when examples() runs
+    from unfurl_lite.load import bundled  # start-up: keeps load.bundled (1 module) off `plan`
 
     return [(name, bundled.describe(name)) for name in bundled.example_names()]
 
@@ -191,9 +193,8 @@ def examples() -> list[tuple[str, str]]:
 def validate(ensemble: str | Path | None = None) -> Ensemble:
     """The ensemble, validated: syntax, schema and references, then the names its
     templates read (every problem in one :class:`~unfurl_lite.errors.InputError`)."""
-    # start-up: only when validate() runs
+    # start-up: keeps load.name_checks (7 modules) off `plan`, `export` until validate() runs
     from unfurl_lite.load import name_checks
-    from unfurl_lite.security.paths import confine_records
 
     loaded = load_ensemble(ensemble)
     # where the records would go, as a job will find it (a directory, a symlink into
@@ -212,11 +213,11 @@ def make_plan(ensemble: Ensemble, workflow: str, options: PlanOptions | None = N
     name must be one of the topology's ``workflows:`` (a built-in one, or a misspelling, is
     refused with the names that are)."""
     if custom:
-        # start-up: only when make_plan() runs
+        # start-up: keeps plan.tosca (13 modules) off `validate`, `export` until make_plan() runs
         from unfurl_lite.plan import tosca as tosca_workflows
 
         tosca_workflows.require(ensemble.spec, workflow)
-    from unfurl_lite.plan.registry import build  # start-up: only when make_plan() runs
+    from unfurl_lite.plan.registry import build  # start-up: keeps plan.registry off `validate`
 
     return build(ensemble, workflow, (options or PlanOptions()).for_workflow(workflow))
 
@@ -239,7 +240,7 @@ UNFURL_FORMATS = ("deployment", "blueprint", "environments", "deployments", "pyt
 def export(ensemble: str | Path | None = None) -> dict[str, Any]:
     """The validated ensemble's whole document with includes and merge directives applied,
     as plain data (what every command works from)."""
-    from unfurl_lite.load import merge, yamlio  # start-up: ruamel only when export() runs
+    from unfurl_lite.load import merge, yamlio  # start-up: keeps ruamel (45 modules) off `plan`
 
     loaded = load_ensemble(ensemble)
     if not loaded.merged:
@@ -252,7 +253,7 @@ def _without_secrets(document: dict[str, Any], loaded: Ensemble) -> dict[str, An
     """What ``export`` prints is read by people and pasted into tickets: a sensitive
     input's or property's value (from an included, git-ignored file too) is redacted, and
     so is every other place the spec's secrets appear."""
-    # start-up: only when _without_secrets() runs
+    # start-up: keeps expressions.context (7 modules) off `plan` until _without_secrets() runs
     from unfurl_lite.expressions.context import spec_secrets, wrapped_inputs
     from unfurl_lite.security.redaction import redact
 
@@ -283,7 +284,7 @@ def _section(mapping: Any, key: str) -> dict[str, Any]:
 
 def _plain_value(value: Any) -> bool:
     """A value that is the secret itself (not an expression or template that fetches it)."""
-    # start-up: only when _plain_value() runs
+    # start-up: keeps expressions.analysis (1 module) off `export` until _plain_value() runs
     from unfurl_lite.expressions.analysis import could_be_template
 
     if isinstance(value, str) and could_be_template(value):

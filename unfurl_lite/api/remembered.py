@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from unfurl_lite.errors import PlanError
+from unfurl_lite.load import yamlio
 from unfurl_lite.model.ensemble import LOCK_NAME
 from unfurl_lite.plan.tasks import Plan
 from unfurl_lite.run.options import PlanOptions
@@ -31,8 +32,7 @@ def remembered_plan(
     text as it is now, found without loading the ensemble; None when the job must be
     planned (:func:`~unfurl_lite.api.jobs.run_job`): also for a job that waits its turn
     (``queue``) or answers a ``query`` from the loaded ensemble."""
-    # start-up: only when remembered_plan() runs
-    from unfurl_lite.load import yamlio
+    # start-up: keeps load.loader (11 modules) off remembered's import until remembered_plan() runs
     from unfurl_lite.load.loader import resolve_path
     from unfurl_lite.plan import verdicts
 
