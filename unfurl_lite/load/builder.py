@@ -299,7 +299,7 @@ def _node_template(
     interfaces = _apply_defaults(interfaces, declared.get("defaults"))
     properties = {**properties, **(data.get("properties") or {})}
     if data_types is not None:
-        # start-up: only when _node_template() runs
+        # start-up: keeps model.tosca_values (4 modules) off `plan` until _node_template() runs
         from unfurl_lite.model.tosca_values import with_defaults
 
         properties = {key: with_defaults(property_defs.get(key), value, data_types)

@@ -204,7 +204,7 @@ def _load(doc: Any, where: tuple[Any, ...], file: str, base: Path, name: str,
         ctx.problems.extend(exc.problems)
         return {}
     if fragment:
-        from unfurl_lite.load import merge  # start-up: ruamel only when _load() runs
+        from unfurl_lite.load import merge  # start-up: keeps ruamel (49 modules) off `plan`
 
         parsed = merge._lookup(parsed, merge._split_pointer(fragment))
         if parsed is None:
@@ -223,7 +223,7 @@ def _load(doc: Any, where: tuple[Any, ...], file: str, base: Path, name: str,
 def _parse(target: Path, ctx: _Context) -> Any:
     """An imported file as read, its merge directives applied (merge is imported here:
     an ensemble without imports never needs it)."""
-    # start-up: ruamel only when _parse() runs
+    # start-up: keeps ruamel (49 modules) off `plan` until _parse() runs
     from unfurl_lite.load import guard, merge, parsecache, yamlio
 
     text = yamlio.read_text(target)

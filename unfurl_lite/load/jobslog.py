@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from unfurl_lite.load import yamlio
 from unfurl_lite.model.narrow import YAMLValue, is_map
 from unfurl_lite.security.characters import is_control
 
@@ -158,8 +159,6 @@ def jobs_log_setting(text: str) -> Any:
     """An ensemble's top-level ``jobsLog:`` value, read without the rest of the spec: from
     its column-0 line when it has one (a column-0 key is top-level), else from the whole
     document (a flow-style top level), as the loader would read it; None when absent."""
-    from unfurl_lite.load import yamlio  # start-up: only when jobs_log_setting() runs
-
     if "jobsLog" not in text:
         return None
     match = re.search(r"^jobsLog[ \t]*:.*$", text, re.MULTILINE)

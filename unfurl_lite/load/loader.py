@@ -72,7 +72,7 @@ def _fast_load(text: str, file: str) -> dict[str, Any] | None:
     """Valid plain data through the C parser, or None when only the round trip can apply
     merge directives or say where a problem is. A document too large for the round trip
     has its problems said here, by path (and a syntax error at its line)."""
-    # start-up: only when _fast_load() runs
+    # start-up: keeps load.expression_checks (26 modules) off `validate` until _fast_load() runs
     from unfurl_lite.load import expression_checks, guard, imports, structure, validate
 
     guard.check_text(text, file)  # its refusals are final: no slower parse follows
@@ -116,7 +116,7 @@ def _parse_guarded(text: str, file: str) -> tuple[Any, bool]:
     """The plain data, checked by the guard (an InputError if it refuses it), and whether
     any key is a merge directive. The C parser's road answers both while it builds the
     data; what it cannot read goes through ruamel's safe loader and the separate walks."""
-    from unfurl_lite.load import guard, plainyaml  # start-up: only when _parse_guarded() runs
+    from unfurl_lite.load import guard, plainyaml  # start-up: keeps load.guard off `redeploy`
 
     try:
         found = plainyaml.load_guarded(text)
@@ -131,7 +131,7 @@ def _parse_guarded(text: str, file: str) -> tuple[Any, bool]:
 
 
 def _round_trip_load(file: Path, text: str) -> Ensemble:
-    # start-up: ruamel only when _round_trip_load() runs
+    # start-up: keeps ruamel (61 modules) off `plan`, `validate` until _round_trip_load() runs
     from unfurl_lite.load import guard, imports, merge, structure, validate
 
     with guard.round_trip_budget():  # the ensemble, its includes and imports

@@ -359,7 +359,7 @@ def problems(ensemble: Ensemble, found: list[NameProblem]) -> list[Problem]:
     the type that declares the operation)."""
     if not found:
         return []
-    # start-up: ruamel only when problems() runs
+    # start-up: keeps ruamel, load.problems (55 modules) off `validate` until problems() runs
     from unfurl_lite.load import imports, merge
     from unfurl_lite.load.problems import problem_at
 

@@ -219,7 +219,8 @@ def put(file: Path, text: str, data: Any, deps: dict[str, str | None] | None = N
 def store(name: str, payload: bytes) -> None:
     """Keep ``payload`` as the entry ``name`` (private to the user, replaced whole);
     silently skipped when it cannot be stored."""
-    from unfurl_lite.load.yamlio import temp_file  # start-up: only when store() runs
+    # start-up: keeps load.yamlio (13 modules) off parsecache's import until store() runs
+    from unfurl_lite.load.yamlio import temp_file
 
     root = directory()
     if root is None:

@@ -145,7 +145,7 @@ def loads_frozen() -> Iterator[None]:
 
 @lru_cache(maxsize=1)
 def _composer_class() -> Any:
-    # start-up: ruamel only when _composer_class() runs
+    # start-up: keeps ruamel (36 modules) off `plan`, `validate` until _composer_class() runs
     from _ruamel_yaml import CParser  # optional: ruamel.yaml.clib; ImportError: use ruamel's loader
     from ruamel.yaml.nodes import MappingNode, ScalarNode
 

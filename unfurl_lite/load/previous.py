@@ -52,7 +52,7 @@ def removed_with_links(
 
 
 def _templates(ensemble: Ensemble, text: str) -> dict[str, Any]:
-    # start-up: ruamel only when _templates() runs
+    # start-up: keeps ruamel (68 modules) off previous's import until _templates() runs
     from unfurl_lite.load import builder, imports, merge, yamlio
 
     try:

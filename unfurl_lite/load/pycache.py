@@ -68,7 +68,8 @@ def write(directory: str, name: str, payload: bytes) -> None:
     if sys.dont_write_bytecode:
         return
 
-    from unfurl_lite.load.yamlio import temp_file  # start-up: only when write() runs
+    # start-up: keeps load.yamlio (13 modules) off pycache's import until write() runs
+    from unfurl_lite.load.yamlio import temp_file
 
     try:
         os.makedirs(directory, exist_ok=True)

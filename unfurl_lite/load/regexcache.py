@@ -14,11 +14,13 @@ trusted as the bytecode beside it is (:mod:`pycache`).
 
 from __future__ import annotations
 
+import _sre
 import atexit
 import marshal
 import os
 import re
 import sys
+from re import _compiler, _parser  # type: ignore[attr-defined]
 from typing import Any
 
 from unfurl_lite.load import pycache
@@ -53,8 +55,6 @@ def enable(directory: str = pycache.PYCACHE) -> None:
 
 def _build(entry: Entry) -> re.Pattern[Any] | None:
     """The engine's pattern object from its stored code; None if the engine refuses it."""
-    import _sre  # start-up: the engine itself, already loaded by re
-
     pattern, _, flags, code, groups, groupindex, indexgroup = entry
     try:
         return _sre.compile(pattern, flags, code, groups, groupindex, indexgroup)
@@ -98,8 +98,6 @@ def _noting(pattern: Any, flags: Any = 0) -> re.Pattern[Any]:
 def entry_for(pattern: str | bytes, flags: int) -> Entry | None:
     """What the engine is given for ``pattern`` (as ``re``'s compiler builds it), checked
     against ``re.compile``'s own result; None when they differ in anything visible."""
-    from re import _compiler, _parser  # type: ignore[attr-defined]  # start-up: only when storing
-
     try:
         parsed = _parser.parse(pattern, flags)
         code = _compiler._code(parsed, flags)

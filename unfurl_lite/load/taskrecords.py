@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from unfurl_lite.errors import UnfurlLiteError
+from unfurl_lite.load import yamlio
 from unfurl_lite.model.narrow import is_list, is_mapping
 
 log = logging.getLogger(__name__)
@@ -149,8 +150,6 @@ def _scan(text: str) -> dict[str, Any] | None:
 
 
 def _parse(text: str) -> Any:
-    from unfurl_lite.load import yamlio  # start-up: only when _parse() runs
-
     scanned = _scan(text)
     return scanned if scanned is not None else yamlio.parse_plain(text)
 
@@ -158,9 +157,7 @@ def _parse(text: str) -> Any:
 def task_records(project_root: Path) -> list[TaskRecord]:
     """Every recorded task of every job, oldest first (by changeId). A job file that cannot
     be read is skipped with a warning: it takes no part, as a damaged jobs.tsv line."""
-    from ruamel.yaml import YAMLError  # start-up: ruamel only when task_records() runs
-
-    from unfurl_lite.load import yamlio  # start-up: only when task_records() runs
+    from ruamel.yaml import YAMLError  # start-up: keeps ruamel off taskrecords's import
 
     found: list[TaskRecord] = []
     directory = project_root / JOBS_DIR

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from unfurl_lite.errors import PathError, Problem
-from unfurl_lite.load import origins
+from unfurl_lite.load import origins, structure, workflows
 from unfurl_lite.load.interface_checks import (
     _undeclared_interfaces,
     _unknown_operations,
@@ -43,6 +43,7 @@ from unfurl_lite.load.unsupported import (
     _unsupported_implementations,
     _unsupported_structure,
 )
+from unfurl_lite.security.paths import jobs_log_path, protected_part
 
 
 def check(doc: Any, file: str) -> list[Problem]:
@@ -73,9 +74,6 @@ def _jobs_log(doc: Any, file: str) -> Iterator[Problem]:
     words of :func:`~unfurl_lite.security.paths.jobs_log_path`, which resolves it for jobs
     and readers (where symlinks lead, and whether it is a directory, is the file system's
     to say: checked when a job starts, not cached with the text's verdict)."""
-    # start-up: only when _jobs_log() runs
-    from unfurl_lite.security.paths import jobs_log_path, protected_part
-
     value = mapping(doc).get("jobsLog")
     if not isinstance(value, str) or protected_part(value) is None:
         return
@@ -96,7 +94,7 @@ def _values(doc: Any, file: str) -> Iterator[Problem]:
                          {"properties": get_section(doc, (*TOPOLOGY, "inputs"))}]
             for d in mapping(mapping(body).get("properties")).values()):
         return iter(())
-    from unfurl_lite.load import value_checks  # start-up: only when _values() runs
+    from unfurl_lite.load import value_checks  # start-up: keeps load.value_checks off `plan`
 
     return value_checks.value_problems(doc, file)
 
@@ -114,7 +112,8 @@ def _property_references(doc: Any, file: str) -> Iterator[Problem]:
 
 
 def _unknown_filters(doc: Any, file: str) -> Iterator[Problem]:
-    from unfurl_lite.load import expression_checks  # start-up: only when _unknown_filters() runs
+    # start-up: keeps load.expression_checks off validate's import until _unknown_filters() runs
+    from unfurl_lite.load import expression_checks
 
     return expression_checks.problems(doc, file)
 
@@ -122,8 +121,6 @@ def _unknown_filters(doc: Any, file: str) -> Iterator[Problem]:
 def _with_types_section(doc: Any) -> Any:
     """``doc`` with the node and relationship types of Unfurl's ``types:`` section seen as
     if declared under ``node_types`` and ``relationship_types`` (a shallow view)."""
-    from unfurl_lite.load import structure  # start-up: only when _with_types_section() runs
-
     service = get_section(doc, SERVICE)
     if not mapping(service.get("types")):
         return doc
@@ -137,8 +134,6 @@ def _with_types_section(doc: Any) -> Any:
 
 
 def _workflows(doc: Any, file: str) -> Iterator[Problem]:
-    from unfurl_lite.load import workflows  # start-up: only when _workflows() runs
-
     return workflows.problems(doc, file)
 
 

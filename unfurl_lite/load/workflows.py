@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from unfurl_lite.errors import Problem
 from unfurl_lite.load.problems import did_you_mean, problem_at
 from unfurl_lite.model.builtin_workflows import REPLACEABLE, RESERVED
+from unfurl_lite.model.dependencies import find_cycles
 from unfurl_lite.model.entities import NodeState, NodeTemplate, Operation
 from unfurl_lite.model.narrow import YAMLList, YAMLMap, is_list, is_map, new_dict
 
@@ -185,7 +186,8 @@ def problems(doc: Any, file: str) -> Iterator[Problem]:
 
 
 def _templates(doc: Any, file: str) -> dict[str, NodeTemplate]:
-    from unfurl_lite.load import builder, yamlio  # start-up: only when _templates() runs
+    # start-up: keeps load.builder (6 modules) off workflows's import until _templates() runs
+    from unfurl_lite.load import builder, yamlio
 
     try:
         return builder.build(Path(file), "", yamlio.to_plain(doc)).topology.templates
@@ -345,9 +347,6 @@ def _inline_cycles(at: Any, workflows: YAMLMap) -> Iterator[Problem]:
                     inlined.append(str(value.get("workflow") if is_map(value)
                                        else value))
         graph[name] = [n for n in inlined if n in workflows]
-    # start-up: only when _inline_cycles() runs
-    from unfurl_lite.model.dependencies import find_cycles
-
     for cycle in find_cycles(graph):
         yield at((cycle[0],), f"workflows inline each other: {' -> '.join(cycle)}",
                  "an inline workflow cannot include itself")
