@@ -128,7 +128,7 @@ def ternary(value: Any, true_val: Any, false_val: Any, none_val: Any = None) -> 
 
 
 def mandatory(value: Any, msg: Any = None) -> Any:
-    from jinja2.runtime import Undefined  # start-up: jinja2, markupsafe only when mandatory() runs
+    from jinja2.runtime import Undefined  # start-up: keeps jinja2 off ansible_filters's import
 
     if isinstance(value, Undefined):
         if msg is not None:

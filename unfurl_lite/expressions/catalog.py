@@ -310,7 +310,8 @@ def known(kind: Kind, name: str, builtins: frozenset[str] = frozenset()) -> bool
 def refusal(kind: Kind, name: str, builtins: frozenset[str] = frozenset()) -> tuple[str, str]:
     """Why ``name`` cannot be used, and what to do: a refused entry's reason, or for a name
     nobody defines, a did-you-mean among the names that can be used."""
-    from unfurl_lite.expressions.names import did_you_mean  # start-up: only when refusal() runs
+    # start-up: keeps expressions.names (4 modules) off catalog's import until refusal() runs
+    from unfurl_lite.expressions.names import did_you_mean
 
     what = _WHAT[kind]
     found = entry(kind, name)

@@ -12,14 +12,12 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from unfurl_lite.errors import ExpressionError
+from unfurl_lite.expressions.query import Segment, parse_query
 
 Found = tuple[tuple[Any, ...], str, str]
 
 
 def _special_keys(text: str) -> Iterator[str]:
-    # start-up: only when _special_keys() runs
-    from unfurl_lite.expressions.query import Segment, parse_query
-
     def walk(segments: tuple[Segment, ...]) -> Iterator[str]:
         for segment in segments:
             if isinstance(segment.key, str) and segment.key.startswith(".") and \
@@ -33,7 +31,7 @@ def _special_keys(text: str) -> Iterator[str]:
 
 def query_problems(text: str) -> Iterator[Found]:
     """A query that cannot parse, or names a key no instance has."""
-    # start-up: only when query_problems() runs
+    # start-up: keeps expressions.keys (7 modules) off checks's import until query_problems() runs
     from unfurl_lite.expressions.keys import INTERNAL_KEYS, SPECIAL_KEYS
 
     try:
@@ -54,7 +52,7 @@ def query_problems(text: str) -> Iterator[Found]:
 
 def function_problems(name: str, body: Mapping[str, Any]) -> Iterator[Found]:
     """Options of an implemented function that stay refused here."""
-    # start-up: only when function_problems() runs
+    # start-up: keeps expressions.files off checks's import until function_problems() runs
     from unfurl_lite.expressions.files import UNSUPPORTED_ENCODINGS
 
     if name == "file":
@@ -74,7 +72,8 @@ def function_problems(name: str, body: Mapping[str, Any]) -> Iterator[Found]:
         yield (("encoding",), f"tempfile: encoding {body['encoding']!r} is not supported",
                "use yaml, json or a text encoding")
     elif name == "lookup" and isinstance(body["lookup"], Mapping) and body["lookup"]:
-        from unfurl_lite.expressions import catalog  # start-up: only when function_problems() runs
+        # start-up: keeps expressions.catalog off checks's import until function_problems() runs
+        from unfurl_lite.expressions import catalog
 
         plugin = str(next(iter(body["lookup"])))
         if not catalog.known("lookup", plugin):

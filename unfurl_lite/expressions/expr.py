@@ -23,6 +23,7 @@ from unfurl_lite.expressions.lazy import (
     instance_name,
 )
 from unfurl_lite.expressions.names import did_you_mean
+from unfurl_lite.model.entities import Topology
 from unfurl_lite.model.narrow import new_dict, new_set
 from unfurl_lite.security import taint
 from unfurl_lite.security.taint import Sensitive, Tainted
@@ -135,13 +136,14 @@ class _Functions:
         self._ctx = ctx
 
     def __getattr__(self, name: str) -> Any:
-        from unfurl_lite.expressions import catalog  # start-up: only when __getattr__() runs
+        # start-up: keeps expressions.catalog (1 module) off `export` until __getattr__() runs
+        from unfurl_lite.expressions import catalog
 
         if name.startswith("_") or catalog.entry("function", name) is None:
             raise AttributeError(name)
 
         def call(*args: Any, **options: Any) -> Any:  # Unfurl passes the arguments' tuple
-            # start-up: only when call() runs
+            # start-up: keeps expressions.resolve (8 modules) off `export` until call() runs
             from unfurl_lite.expressions.resolve import Scope, resolve
 
             return resolve({"eval": {name: args, **options}}, Scope(self._ctx, None, {}))
@@ -152,7 +154,7 @@ class _Functions:
 def evaluate(value: Any, ctx: EvalContext, depth: int = 0) -> Any:
     """Evaluate templates, TOSCA functions and ``{eval: ...}`` anywhere inside a value
     (Unfurl's ``map_value``)."""
-    # start-up: only when evaluate() runs
+    # start-up: keeps expressions.resolve (8 modules) off `export` until evaluate() runs
     from unfurl_lite.expressions.resolve import Scope, map_value
 
     if isinstance(value, Sensitive):
@@ -221,7 +223,7 @@ def environment_value(name: str, ctx: EvalContext) -> Any:
 def declared_environment(ctx: EvalContext) -> dict[str, str]:
     """The variables an expression may copy (``to_env``'s ``+NAME``): what operations
     get and what the spec declares."""
-    # start-up: only when declared_environment() runs
+    # start-up: keeps expressions.sandbox (8 modules) off `export` until declared_environment() runs
     from unfurl_lite.expressions.sandbox import env_allowed
 
     return {k: v for k, v in os.environ.items() if env_allowed(k, ctx)}
@@ -233,10 +235,9 @@ def declared_environment(ctx: EvalContext) -> dict[str, str]:
 def make_world(ctx: EvalContext) -> World:
     """What queries walk in ``ctx``: its instances (none without them), values read
     through ``ctx``'s views, so reads are watched as a template's are."""
-    # start-up: only when make_world() runs
+    # start-up: keeps expressions.entities (4 modules) off `export` until make_world() runs
     from unfurl_lite.expressions.entities import World
     from unfurl_lite.expressions.instance_graph import graph_for
-    from unfurl_lite.model.entities import Topology
 
     topology = ctx.topology or Topology(templates={})
     instances = ctx.instances or {}

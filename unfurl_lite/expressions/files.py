@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import ExpressionError, PathError
+from unfurl_lite.expressions import lazy
 from unfurl_lite.expressions.resolve import External
+from unfurl_lite.security.paths import confine, read_regular_file
 
 if TYPE_CHECKING:
     from unfurl_lite.expressions.expr import EvalContext
@@ -41,8 +43,6 @@ def project_dir(ctx: EvalContext) -> Path:
 
 
 def confined(path: str, base: Path, ctx: EvalContext, what: str) -> Path:
-    from unfurl_lite.security.paths import confine  # start-up: only when confined() runs
-
     project = project_dir(ctx)
     full = os.path.join(base, path)
     given = path if os.path.isabs(path) else os.path.relpath(full, project)
@@ -53,17 +53,11 @@ def confined(path: str, base: Path, ctx: EvalContext, what: str) -> Path:
 
 
 def instance_name(ctx: EvalContext) -> str:
-    # start-up: only when instance_name() runs
-    from unfurl_lite.expressions.lazy import instance_name as name_of
-
-    return name_of(ctx.self_view) or "root"
+    return lazy.instance_name(ctx.self_view) or "root"
 
 
 def template_name(ctx: EvalContext) -> str:
-    # start-up: only when template_name() runs
-    from unfurl_lite.expressions.lazy import template_name as name_of
-
-    return name_of(ctx.self_view) or instance_name(ctx)
+    return lazy.template_name(ctx.self_view) or instance_name(ctx)
 
 
 def folder(ctx: EvalContext, name: Any) -> Path:
@@ -145,7 +139,7 @@ def read_text(ctx: EvalContext, path: Path, name: str, encoding: str = "utf-8") 
     """A project file's text (never a credential store, bounded in size)."""
     if ctx.on_file_read is not None:
         ctx.on_file_read()
-    # start-up: only when read_text() runs
+    # start-up: keeps expressions.limits (13 modules) off files's import until read_text() runs
     from unfurl_lite.expressions.limits import MAX_TEMPLATE_RESULT
     from unfurl_lite.expressions.sandbox import CREDENTIAL_STORES
 
@@ -155,8 +149,6 @@ def read_text(ctx: EvalContext, path: Path, name: str, encoding: str = "utf-8") 
             f"refusing to read {name!r}: it is in a credential store ({store})",
             hint="git's own files, SSH keys and credential files are never readable from "
             "an expression; pass a secret with {eval: {get_env: NAME}} instead")
-    from unfurl_lite.security.paths import read_regular_file  # start-up: only when read_text() runs
-
     try:  # (a FIFO or device is refused from its stat: reading one would hang the job)
         data = read_regular_file(path, MAX_TEMPLATE_RESULT, f"file({name!r})")
     except PathError as exc:
@@ -233,7 +225,7 @@ def temp_file(contents: Any, suffix: Any = None, encoding: Any = None) -> str:
 
 def _yaml_text(value: Any) -> str:
 
-    from ruamel.yaml import YAML  # start-up: ruamel only when _yaml_text() runs
+    from ruamel.yaml import YAML  # start-up: keeps ruamel (38 modules) off files's import
 
     yaml = YAML(typ="safe", pure=True)
     yaml.default_flow_style = False

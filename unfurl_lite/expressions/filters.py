@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import ExpressionError
 from unfurl_lite.expressions.scope import current_ctx
+from unfurl_lite.security.environment import base_environment
+from unfurl_lite.security.taint import mark_secret
 
 if TYPE_CHECKING:
     from unfurl_lite.expressions.expr import EvalContext
@@ -35,7 +37,7 @@ def eval_filter(value: Any, *args: Any, **vars: Any) -> Any:
     """``{{ '::app::port' | eval }}``, ``{{ '$x' | eval(x=3) }}``, ``{{ q | eval(wantList=
     True) }}``: evaluate an expression as ``{eval: ...}`` does (keyword arguments are its
     variables)."""
-    # start-up: only when eval_filter() runs
+    # start-up: keeps expressions.resolve (10 modules) off filters's import until eval_filter() runs
     from unfurl_lite.expressions.resolve import Scope, resolve
 
     vars.pop("trace", None)
@@ -46,7 +48,7 @@ def eval_filter(value: Any, *args: Any, **vars: Any) -> Any:
 def map_value_filter(value: Any, **vars: Any) -> Any:
     """``{{ mapping | map_value }}``: evaluate every expression inside a value. In a
     template, as in Unfurl, an expression in it gives its list of results."""
-    # start-up: only when map_value_filter() runs
+    # start-up: keeps expressions.resolve off filters's import until map_value_filter() runs
     from unfurl_lite.expressions.resolve import Scope, map_value
 
     return map_value(value, Scope(_ctx(), None, vars), want_list=True)
@@ -54,9 +56,6 @@ def map_value_filter(value: Any, **vars: Any) -> Any:
 
 def sensitive_filter(value: YAMLValue, *args: Any, **kwargs: Any) -> Any:
     """``{{ value | sensitive }}``: the value is a secret from here on (redacted)."""
-    # start-up: only when sensitive_filter() runs
-    from unfurl_lite.security.taint import mark_secret
-
     if value is None:
         return None
     if isinstance(value, Mapping):
@@ -69,7 +68,7 @@ def sensitive_filter(value: YAMLValue, *args: Any, **kwargs: Any) -> Any:
 def abspath_filter(path: Any, relativeTo: Any = None, mkdir: bool = False) -> str:
     """``{{ 'files/app.conf' | abspath }}``, ``{{ 'x' | abspath('local') }}``: the
     absolute path in one of ``get_dir``'s folders, as text."""
-    # start-up: only when abspath_filter() runs
+    # start-up: keeps expressions.files off filters's import until abspath_filter() runs
     from unfurl_lite.expressions.files import absolute_path
 
     return absolute_path(_ctx(), path, relativeTo, mkdir)
@@ -77,7 +76,7 @@ def abspath_filter(path: Any, relativeTo: Any = None, mkdir: bool = False) -> st
 
 def get_dir_filter(relativeTo: Any, mkdir: bool = False) -> str:
     """``{{ 'artifacts' | get_dir }}``: a named folder of the current instance."""
-    # start-up: only when get_dir_filter() runs
+    # start-up: keeps expressions.files off filters's import until get_dir_filter() runs
     from unfurl_lite.expressions.files import absolute_path
 
     return absolute_path(_ctx(), "", relativeTo, mkdir)
@@ -86,16 +85,14 @@ def get_dir_filter(relativeTo: Any, mkdir: bool = False) -> str:
 def which_filter(command: Any) -> str | None:
     """``{{ 'helm' | which }}``: the command's path on the PATH operations get (null when
     none)."""
-    # start-up: only when which_filter() runs
-    from unfurl_lite.security.environment import base_environment
-
     path = base_environment(_ctx().env_passthrough).get("PATH", os.defpath)
     return shutil.which(str(command), path=path)
 
 
 def _label(flavour: str) -> Any:
     def convert(value: Any, **options: Any) -> Any:
-        from unfurl_lite.expressions.labels import label  # start-up: only when convert() runs
+        # start-up: keeps expressions.labels (9 modules) off filters's import until convert() runs
+        from unfurl_lite.expressions.labels import label
 
         return label(flavour, value, options)
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from unfurl_lite.errors import ExpressionError
 from unfurl_lite.expressions import catalog, files, labels
 from unfurl_lite.expressions.entities import NodeEntity
+from unfurl_lite.expressions.lookups import run_lookup
 from unfurl_lite.expressions.query import parse_query
 from unfurl_lite.expressions.resolve import (
     Scope,
@@ -27,6 +28,7 @@ from unfurl_lite.expressions.resolve import (
 )
 from unfurl_lite.model.narrow import is_list, is_mapping
 from unfurl_lite.security import taint
+from unfurl_lite.security.environment import apply_rules, substitute_references
 
 if TYPE_CHECKING:
     from unfurl_lite.security.environment import Substitute
@@ -85,7 +87,7 @@ def eq(arg: Any, scope: Scope) -> bool:
 
 
 def validate(arg: Any, scope: Scope) -> bool:
-    import jsonschema  # start-up: jsonschema only when validate() runs
+    import jsonschema  # start-up: keeps jsonschema, attr, attrs (66 modules) off functions's import
 
     args = map_value(arg, scope)
     if not is_list(args) or len(args) != 2 or not is_mapping(args[1]):
@@ -100,7 +102,8 @@ def validate(arg: Any, scope: Scope) -> bool:
 
 
 def template(arg: Any, scope: Scope) -> Any:
-    from unfurl_lite.expressions.sandbox import render_native  # start-up: only when template() runs
+    # start-up: keeps expressions.sandbox (8 modules) off functions's import until template() runs
+    from unfurl_lite.expressions.sandbox import render_native
 
     args = map_value(arg, scope) if not isinstance(arg, str) else arg
     if is_mapping(args) and "path" in args:
@@ -115,7 +118,8 @@ def template(arg: Any, scope: Scope) -> Any:
 
 
 def get_input(arg: Any, scope: Scope) -> Any:
-    from unfurl_lite.expressions.expr import read_input  # start-up: only when get_input() runs
+    # start-up: keeps expressions.expr (6 modules) off functions's import until get_input() runs
+    from unfurl_lite.expressions.expr import read_input
 
     if is_list(arg):
         name, default, has_default = arg[0], arg[1] if len(arg) > 1 else None, True
@@ -131,7 +135,8 @@ def get_input(arg: Any, scope: Scope) -> Any:
 
 
 def concat(arg: Any, scope: Scope) -> Any:
-    from unfurl_lite.expressions.expr import built_text  # start-up: only when concat() runs
+    # start-up: keeps expressions.expr (6 modules) off functions's import until concat() runs
+    from unfurl_lite.expressions.expr import built_text
 
     parts = map_value(arg, scope)
     if not is_list(parts):
@@ -159,7 +164,8 @@ def has_env(arg: Any, scope: Scope) -> bool:
 
 
 def get_env(arg: Any, scope: Scope) -> Any:
-    from unfurl_lite.expressions.expr import environment_value  # start-up: only when get_env() runs
+    # start-up: keeps expressions.expr (6 modules) off functions's import until get_env() runs
+    from unfurl_lite.expressions.expr import environment_value
 
     if not arg:
         raise ExpressionError(
@@ -181,8 +187,6 @@ def lookup(arg: Any, scope: Scope) -> Any:
     if not is_mapping(args) or not args:
         raise ExpressionError("lookup: expected {plugin: terms, option: value...}")
     (plugin, terms), *options = list(args.items())
-    from unfurl_lite.expressions.lookups import run_lookup  # start-up: only when lookup() runs
-
     found = run_lookup(str(plugin), terms if is_list(terms) else [terms],
                        dict(options), scope)
     if not found:
@@ -191,14 +195,16 @@ def lookup(arg: Any, scope: Scope) -> Any:
 
 
 def sensitive(arg: Any, scope: Scope) -> Any:
-    from unfurl_lite.expressions.expr import mark  # start-up: only when sensitive() runs
+    # start-up: keeps expressions.expr (6 modules) off functions's import until sensitive() runs
+    from unfurl_lite.expressions.expr import mark
 
     value = map_value(arg, scope)
     return None if value is None else mark(value, scope.ctx)
 
 
 def secret(arg: Any, scope: Scope) -> Any:
-    from unfurl_lite.expressions.expr import mark  # start-up: only when secret() runs
+    # start-up: keeps expressions.expr (6 modules) off functions's import until secret() runs
+    from unfurl_lite.expressions.expr import mark
 
     name = map_value(arg, scope)
     if name not in scope.ctx.inputs:
@@ -232,7 +238,7 @@ def generate_string(arg: Any, scope: Scope) -> str:
 
 
 def to_env(arg: Any, scope: Scope) -> dict[str, str]:
-    # start-up: only when to_env() runs
+    # start-up: keeps expressions.expr (6 modules) off functions's import until to_env() runs
     from unfurl_lite.expressions.expr import declared_environment
 
     if scope.kw.get("update_os_environ"):
@@ -241,8 +247,6 @@ def to_env(arg: Any, scope: Scope) -> dict[str, str]:
     rules = map_value(arg or {}, scope)
     if not is_mapping(rules):
         raise ExpressionError("to_env: expected a mapping of environment rules")
-    from unfurl_lite.security.environment import apply_rules  # start-up: only when to_env() runs
-
     caller = declared_environment(scope.ctx)
     result = apply_rules(rules, {}, caller, substitute=_env_substitution(caller, rules))
     return {k: taint.env_secret(v, k) if k not in rules else v for k, v in result.items()}
@@ -252,9 +256,6 @@ def _env_substitution(caller: Mapping[str, str], rules: Mapping[str, Any]) -> Su
     """Unfurl's ``${NAME}`` in a ``to_env`` value: the variables set so far, then the
     caller's; text built from the caller's variables (secrets here, as ``get_env``'s,
     also once ``+NAME`` copied them) or from a secret is a secret too."""
-    # start-up: only when _env_substitution() runs
-    from unfurl_lite.security.environment import substitute_references
-
     def substitute(text: str, so_far: Mapping[str, str]) -> str:
         lookup = {**caller, **so_far}
         result, used = substitute_references(text, lookup)
@@ -358,7 +359,7 @@ _TOSCA_KEYWORDS = {"SELF": ".", "SOURCE": ".source", "TARGET": ".target",
 
 
 def get_property(arg: Any, scope: Scope) -> Any:
-    # start-up: only when get_property() runs
+    # start-up: keeps expressions.expr (6 modules) off functions's import until get_property() runs
     from unfurl_lite.expressions.expr import get_property as read
 
     return read(map_value(arg, scope), scope.ctx)

@@ -192,7 +192,7 @@ def _names(entity: Entity) -> Any:
 
 
 def _super(entity: Entity) -> Any:
-    # start-up: only when _super() runs
+    # start-up: keeps expressions.inheritance (3 modules) off `deploy`, `check` until _super() runs
     from unfurl_lite.expressions.inheritance import super_values
 
     return super_values(entity)

@@ -91,7 +91,7 @@ def template_name(view: Any) -> str | None:
 def _container(raw: YAMLValue) -> TypeGuard[Mapping[str, Any]]:
     """A mapping of values (not itself an expression): read while its own evaluation is
     under way, its keys are evaluated one by one, as Unfurl's nested results are."""
-    from unfurl_lite.expressions import catalog  # start-up: only when _container() runs
+    from unfurl_lite.expressions import catalog  # start-up: keeps expressions.catalog off `export`
 
     if not isinstance(raw, Mapping) or not raw or "eval" in raw or "ref" in raw:
         return False
@@ -152,7 +152,7 @@ class LazyValues(Mapping[str, Any]):
         return repr(dict(self))
 
     def _read_only(self, *args: Any, **kwargs: Any) -> Any:
-        # start-up: jinja2, markupsafe only when _read_only() runs
+        # start-up: keeps jinja2, markupsafe (30 modules) off `deploy` until _read_only() runs
         from jinja2.exceptions import SecurityError
 
         raise SecurityError("values read by a template cannot be changed")

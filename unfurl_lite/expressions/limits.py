@@ -53,7 +53,7 @@ def too_big(value: YAMLValue | bytes) -> bool:
 
 
 def _refuse(what: str) -> Any:
-    # start-up: jinja2, markupsafe only when _refuse() runs
+    # start-up: keeps jinja2, markupsafe (30 modules) off `plan`, `validate` until _refuse() runs
     from jinja2.exceptions import SecurityError
 
     return SecurityError(f"{what} (a template may build values of at most "
@@ -106,7 +106,7 @@ def bounded_formatter(environment: Any) -> Any:
     """The formatter ``str.format`` and ``str.format_map`` get in the sandbox: each
     field's width and precision (nested ones, ``'{:>{}}'.format(1, 10**9)``, resolved)
     is checked before the field is built, and so is the running total."""
-    # start-up: jinja2, markupsafe only when bounded_formatter() runs
+    # start-up: keeps jinja2, markupsafe (31 modules) off `plan` until bounded_formatter() runs
     from jinja2.sandbox import SandboxedFormatter
 
     class BoundedFormatter(SandboxedFormatter):
@@ -213,7 +213,7 @@ def _filter_size(name: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) ->
 
 def _pass_first(passes: Any, context: Any) -> tuple[Any, ...]:
     """What jinja would hand a filter or test first, from the render's context."""
-    from jinja2.utils import _PassArg  # start-up: jinja2, markupsafe only when _pass_first() runs
+    from jinja2.utils import _PassArg  # start-up: keeps jinja2, markupsafe (30 modules) off `plan`
 
     if passes is _PassArg.context:
         return (context,)
@@ -229,7 +229,7 @@ def runtime_only(function: Callable[..., Any]) -> Callable[..., Any]:
     whose arguments are constants while it compiles, and keeps the result in the compiled
     template (``{{ {'get_input': 'pw'} | eval }}`` would keep the secret, in clear, for
     every later render, and ``'conf' | file`` the file as it was)."""
-    # start-up: jinja2, markupsafe only when runtime_only() runs
+    # start-up: keeps jinja2, markupsafe (30 modules) off `plan` until runtime_only() runs
     from jinja2.utils import _PassArg, pass_context
 
     passes = _PassArg.from_obj(function)
@@ -245,7 +245,7 @@ def guarded_filter(name: str, function: Callable[..., Any]) -> Callable[..., Any
     """A filter that refuses to build a huge value and taints what it derives from a
     secret (jinja calls filters directly, not through the sandbox's ``call``); called
     only while rendering (see :func:`runtime_only`)."""
-    # start-up: jinja2, markupsafe only when guarded_filter() runs
+    # start-up: keeps jinja2, markupsafe (30 modules) off `plan` until guarded_filter() runs
     from jinja2.utils import _PassArg, pass_context
 
     passes = _PassArg.from_obj(function)

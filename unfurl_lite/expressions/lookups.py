@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import ExpressionError
+from unfurl_lite.expressions import catalog
 
 if TYPE_CHECKING:
     from unfurl_lite.expressions.resolve import Scope
@@ -22,12 +23,11 @@ def run_lookup(plugin: str, terms: list[Any], options: Mapping[str, Any],
                scope: Scope) -> list[Any]:
     """``{eval: {lookup: {PLUGIN: TERMS, OPTION: VALUE}}}``: the catalog's plugin, in this
     scope; ``env`` reads what the spec names, as ``get_env`` does."""
-    # start-up: only when run_lookup() runs
-    from unfurl_lite.expressions import catalog
+    # start-up: keeps expressions.scope (3 modules) off lookups's import until run_lookup() runs
     from unfurl_lite.expressions.scope import current_ctx
 
     if plugin.removeprefix("ansible.builtin.") == "env":
-        # start-up: only when run_lookup() runs
+        # start-up: keeps expressions.expr (12 modules) off lookups's import until run_lookup() runs
         from unfurl_lite.expressions.expr import environment_value
 
         default = options.get("default", "")
@@ -45,7 +45,8 @@ def run_lookup(plugin: str, terms: list[Any], options: Mapping[str, Any],
 
 
 def _context() -> Any:
-    from unfurl_lite.expressions.scope import current_ctx  # start-up: only when _context() runs
+    # start-up: keeps expressions.scope (3 modules) off lookups's import until _context() runs
+    from unfurl_lite.expressions.scope import current_ctx
 
     ctx = current_ctx.get()
     if ctx is None:
@@ -61,7 +62,7 @@ def file_lookup(*terms: Any, **options: Any) -> list[str]:
 
 def unfurl_lookup(*terms: Any, **options: Any) -> list[Any]:
     """``lookup('unfurl', QUERY)``: each query's value (Unfurl's lookup plugin)."""
-    # start-up: only when unfurl_lookup() runs
+    # start-up: keeps expressions.resolve off lookups's import until unfurl_lookup() runs
     from unfurl_lite.expressions.resolve import Scope as _Scope
     from unfurl_lite.expressions.resolve import resolve
 
@@ -70,7 +71,8 @@ def unfurl_lookup(*terms: Any, **options: Any) -> list[Any]:
 
 
 def _file(ctx: Any, name: str, options: Mapping[str, Any]) -> str:
-    from unfurl_lite.expressions import files  # start-up: only when _file() runs
+    # start-up: keeps expressions.files (11 modules) off lookups's import until _file() runs
+    from unfurl_lite.expressions import files
 
     path = files.confined(name, files.project_dir(ctx), ctx, "lookup('file')")
     text = files.read_text(ctx, path, name)

@@ -66,7 +66,7 @@ def missing_message(obj: Any, name: Any, missing_variable: bool = False) -> str:
 
 def strict_undefined() -> type:
     """Jinja's ``StrictUndefined`` with the messages above."""
-    # start-up: jinja2, markupsafe only when strict_undefined() runs
+    # start-up: keeps jinja2, markupsafe (39 modules) off `plan` until strict_undefined() runs
     from jinja2 import StrictUndefined
     from jinja2.utils import missing
 

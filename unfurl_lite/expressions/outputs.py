@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 
 
 def _plain(value: YAMLValue, secrets: set[str]) -> Any:
-    from unfurl_lite.security.redaction import redact  # start-up: only when _plain() runs
+    # start-up: keeps security.redaction (2 modules) off outputs's import until _plain() runs
+    from unfurl_lite.security.redaction import redact
 
     if isinstance(value, Tainted):
         return redact(str(value), secrets)
@@ -75,7 +76,7 @@ def _root_context(
     topology: Topology, instances: Mapping[str, Instance], project_root: Any
 ) -> Any:
     """What outputs and queries are evaluated in: the topology's root, no SELF."""
-    # start-up: only when _root_context() runs
+    # start-up: keeps expressions.context off outputs's import until _root_context() runs
     from unfurl_lite.expressions.context import declared_env, make_context, wrapped_inputs
     from unfurl_lite.expressions.expr import EvalContext
 
@@ -94,7 +95,7 @@ def topology_inputs(
     topology: Topology, declared: Iterable[str], secrets: set[str]
 ) -> dict[str, Any]:
     """Each declared topology input's value (the spec's, else its default), evaluated."""
-    # start-up: only when topology_inputs() runs
+    # start-up: keeps expressions.context off outputs's import until topology_inputs() runs
     from unfurl_lite.expressions.context import declared_env, wrapped_inputs
     from unfurl_lite.expressions.expr import EvalContext
 
@@ -104,7 +105,8 @@ def topology_inputs(
 
 
 def _evaluated(expression: Any, ctx: Any, secrets: set[str]) -> Any:
-    from unfurl_lite.expressions.expr import evaluate  # start-up: only when _evaluated() runs
+    # start-up: keeps expressions.expr (6 modules) off outputs's import until _evaluated() runs
+    from unfurl_lite.expressions.expr import evaluate
 
     if expression is None:
         return None

@@ -180,7 +180,7 @@ def _lazy_value(value: Any, scope: Scope) -> Any:
 
 def map_value(value: Value, scope: Scope, want_list: bool = False) -> Any:
     """A value with every expression in it evaluated (Unfurl's ``map_value``)."""
-    # start-up: only when map_value() runs
+    # start-up: keeps expressions.sandbox (13 modules) off resolve's import until map_value() runs
     from unfurl_lite.expressions.sandbox import is_template, render_native
 
     if is_ref(value):
@@ -248,7 +248,7 @@ def ref_results(expr: Value, scope: Scope) -> list[Any]:
 
 def eval_ref(value: Value, scope: Scope) -> list[Any]:
     """An expression's results: a function call, a query, a template, or a value."""
-    # start-up: only when eval_ref() runs
+    # start-up: keeps expressions.sandbox (13 modules) off resolve's import until eval_ref() runs
     from unfurl_lite.expressions.sandbox import is_template, render_native
 
     if isinstance(value, Mapping):

@@ -21,7 +21,7 @@ def undef(hint: Any = None) -> Any:
     """Ansible's ``undef(hint)``: an undefined value that fails with ``hint`` when used
     (``| default`` and ``is defined`` see it as undefined), for a variable that must be
     overridden."""
-    from jinja2.runtime import Undefined  # start-up: jinja2 only when undef() runs
+    from jinja2.runtime import Undefined  # start-up: keeps jinja2 off template_globals's import
 
     from unfurl_lite.expressions.names import strict_undefined  # start-up: it imports jinja2
 
