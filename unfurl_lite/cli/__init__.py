@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> Any:
     without click (:mod:`unfurl_lite.cli.quick`), everything else by the click group in
     :mod:`unfurl_lite.cli.main`."""
     if (sys.argv[1:] if argv is None else argv) == ["--version"]:
-        from unfurl_lite.cli.version import version_text  # start-up: only when main() runs
+        from unfurl_lite.cli.version import version_text  # start-up: keeps cli.version off `plan`
 
         print(version_text())
         if argv is None:  # the command's process: nothing else to tear down
@@ -30,24 +30,24 @@ def main(argv: list[str] | None = None) -> Any:
         return 0
     if argv is None and sys.argv[1:] in (["--help"], ["-h"]):
         _help()
-    import gc  # start-up: gc only when main() runs
+    import gc  # start-up: keeps gc (1 module) off `--version`
 
     if argv is None:  # the command's own process: dataclasses' and patterns' code built once
-        from unfurl_lite.load import regexcache  # start-up: only when main() runs
+        from unfurl_lite.load import regexcache  # start-up: keeps load.regexcache off `--version`
 
         regexcache.enable()  # first: dataclasses' own import compiles patterns
-        from unfurl_lite.load import codecache  # start-up: only when main() runs
+        from unfurl_lite.load import codecache  # start-up: keeps load.codecache off `--version`
 
         codecache.enable()
     args = sys.argv[1:] if argv is None else argv
-    from unfurl_lite.cli import quick  # start-up: only when main() runs
+    from unfurl_lite.cli import quick  # start-up: keeps cli.quick (13 modules) off `--version`
 
     if quick.answers(args):  # `unfurl plan [ENSEMBLE]`: what click would do, without click
 
         def run(argv: list[str] | None = None) -> Any:
             return quick.run(args)
     else:
-        from unfurl_lite.cli.main import main as run  # start-up: click only when main() runs
+        from unfurl_lite.cli.main import main as run  # start-up: keeps click off `--version`
 
     # Parsing a large ensemble allocates hundreds of thousands of objects and almost no
     # reference cycles; at Python's default threshold (700) the collector rescans the
@@ -71,11 +71,11 @@ def _help() -> None:
     """The command's top-level help: the text click wrote last time when its sources are
     unchanged (:mod:`unfurl_lite.cli.helptext`), else click's, kept for next time."""
 
-    from unfurl_lite.cli import helptext  # start-up: only when _help() runs
+    from unfurl_lite.cli import helptext  # start-up: keeps cli.helptext (3 modules) off `--version`
 
     text = helptext.cached()
     if text is None:
-        from unfurl_lite.cli.main import help_text  # start-up: click only when _help() runs
+        from unfurl_lite.cli.main import help_text  # start-up: keeps click off `--version`
 
         text = help_text()
         helptext.store(text)

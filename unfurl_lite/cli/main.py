@@ -130,7 +130,8 @@ def _completion(install: bool) -> Callable[[click.Context, click.Parameter, bool
     def callback(ctx: click.Context, param: click.Parameter, value: bool) -> None:
         if not value or ctx.resilient_parsing:
             return
-        from unfurl_lite.cli.completion import detect_shell  # start-up: only when callback() runs
+        # start-up: keeps cli.completion (1 module) off `--help`, `validate` until callback() runs
+        from unfurl_lite.cli.completion import detect_shell
 
         completion = ctx.command.get_command(ctx, "completion") if isinstance(
             ctx.command, click.Group) else None
@@ -156,14 +157,15 @@ def _completion(install: bool) -> Callable[[click.Context, click.Parameter, bool
 @click.pass_context
 def cli(ctx: click.Context, verbose: int, quiet: bool, no_color: bool) -> None:
     """unfurl-lite: plan and run deployment jobs on a git-backed TOSCA ensemble."""
-    from unfurl_lite.load import parsecache  # start-up: only when cli() runs
+    from unfurl_lite.load import parsecache  # start-up: keeps load.parsecache off `--help`
 
     parsecache.enable()  # the command may use the user's cache; the library does not unasked
     escape_unencodable()
     ctx.ensure_object(dict)
     ctx.obj["verbose"] = -1 if quiet else verbose
     if no_color:
-        from unfurl_lite.cli.terminal import disable_colour  # start-up: only when cli() runs
+        # start-up: keeps cli.terminal (1 module) off `--help` until cli() runs
+        from unfurl_lite.cli.terminal import disable_colour
 
         disable_colour()
 

@@ -54,14 +54,14 @@ def run(args: list[str]) -> int | None:
     """The plan of ``args`` (see :func:`answers`) written as the click command writes it;
     None, or the exit code of an error said as the click group says it (as click's
     ``main`` returns them to a caller in Python)."""
-    from unfurl_lite.load import parsecache  # start-up: only when run() runs
+    from unfurl_lite.load import parsecache  # start-up: keeps load.parsecache off `--help`
 
     parsecache.enable()  # as the click group's callback does
     escape_unencodable()
     try:
         try:
             _, result = plan_of(args[1] if len(args) == 2 else None, "deploy", (), (), {})
-            # start-up: only when run() runs
+            # start-up: keeps cli.render (3 modules) off `--help`, `validate` until run() runs
             from unfurl_lite.cli.render import plan_text
 
             _echo(sys.stdout, plan_text(result))
@@ -88,7 +88,7 @@ def plan_of(ensemble: str | None, workflow: str, instances: tuple[str, ...],
             ) -> tuple[Ensemble, Plan]:
     """The ensemble loaded (with the job's ``--var`` inputs) and the workflow's plan: what
     ``unfurl plan`` shows, however it was asked."""
-    # start-up: only when plan_of() runs
+    # start-up: keeps api, load.loader (15 modules) off `--help` until plan_of() runs
     from unfurl_lite import api
     from unfurl_lite.load.loader import load_ensemble
     from unfurl_lite.load.plainyaml import loads_frozen
@@ -126,7 +126,8 @@ def escape_unencodable() -> None:
 
 def error_text(exc: Exception) -> str:
     """The error for a person, wrapped at spaces to stderr's width (its hint too)."""
-    from unfurl_lite.cli.tables import prose, stream_width  # start-up: only when error_text() runs
+    # start-up: keeps cli.tables (1 module) off `--help`, `plan`, `validate` until error_text() runs
+    from unfurl_lite.cli.tables import prose, stream_width
 
     if isinstance(exc, InputError):
         text = exc.format()

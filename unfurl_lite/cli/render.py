@@ -96,7 +96,7 @@ def plan_count(plan: Plan) -> str:
 
 
 def plan_tree(plan: Plan, title: str | None = None) -> Any:
-    # start-up: rich only when plan_tree() runs
+    # start-up: keeps rich (59 modules) off `plan`, `deploy`, `redeploy` until plan_tree() runs
     from rich.markup import escape
     from rich.tree import Tree
 
@@ -122,7 +122,7 @@ def plan_tree(plan: Plan, title: str | None = None) -> Any:
 def result_json(result: JobResult) -> dict[str, Any]:
     """A finished job as ``--json`` gives it: one document with the job's outcome and each
     task's, redacted, in the keys scripts read."""
-    # start-up: only when result_json() runs
+    # start-up: keeps api.report (65 modules) off `plan` until result_json() runs
     from unfurl_lite.api import report
     from unfurl_lite.security.redaction import redact
 
@@ -184,11 +184,11 @@ OUTCOME_STYLE = {
 def summary_table(result: JobResult) -> Any:
     """One row per counted task, each cell whole (nothing is cut or wrapped mid-word): the
     messages are in the footer under it, where they have the terminal's width."""
-    # start-up: rich only when summary_table() runs
+    # start-up: keeps rich (50 modules) off `plan`, `deploy`, `redeploy` until summary_table() runs
     from rich import box
     from rich.table import Table
 
-    from unfurl_lite.run.outcome import run_outcome  # start-up: only when summary_table() runs
+    from unfurl_lite.run.outcome import run_outcome  # start-up: keeps run.outcome off `plan`
 
     table = Table(title=f"Job {result.job_id} ({result.workflow}): {result.state}",
                   box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left")
@@ -215,7 +215,7 @@ def summary_text(result: JobResult) -> str:
     """Unfurl's summary line, the partition that adds up, the commit, then what did not
     simply succeed (each task once, messages whole and redacted) and, for check and
     discover, what they found in each instance."""
-    from unfurl_lite.api import report  # start-up: only when summary_text() runs
+    from unfurl_lite.api import report  # start-up: keeps api.report (65 modules) off `plan`
     duration = (result.ended_at - result.started_at).total_seconds()
     head = (
         f"Job {result.job_id} {result.workflow} {result.state} "
@@ -224,7 +224,7 @@ def summary_text(result: JobResult) -> str:
     if result.dryrun:
         head += " [dry run: nothing was recorded]"
     if result.render_errors:  # nothing ran: why, and nothing else to say
-        # start-up: only when summary_text() runs
+        # start-up: keeps run.render_phase (77 modules) off `plan` until summary_text() runs
         from unfurl_lite.run.render_phase import ABORT_MESSAGE
         return "\n".join([f"{ABORT_MESSAGE}:", *(f"  {_short(e, result)}"
                                                   for e in result.render_errors),
@@ -246,7 +246,7 @@ def summary_text(result: JobResult) -> str:
 def changes_table(result: JobResult, total: int | None) -> str:
     """What check or discover found in each instance, and what it was before: the point
     of those jobs, in every output mode (Unfurl prints a table of them too)."""
-    # start-up: only when changes_table() runs
+    # start-up: keeps api.report, cli.tables (65 modules) off `plan` until changes_table() runs
     from unfurl_lite.api import report
     from unfurl_lite.cli.tables import Column, plain
 
@@ -268,7 +268,7 @@ def query_text(expression: str, value: Any) -> str:
 
 def command_output(run: TaskRun, result: JobResult) -> dict[str, Any] | None:
     """What an ad hoc task's command printed (redacted), or None if it ran no command."""
-    # start-up: only when command_output() runs
+    # start-up: keeps security.redaction (6 modules) off `plan` until command_output() runs
     from unfurl_lite.security.redaction import redact_text
 
     outputs = run.result.outputs if run.result else {}
@@ -284,7 +284,8 @@ def command_output(run: TaskRun, result: JobResult) -> dict[str, Any] | None:
 def agent_report(run: Any, result: JobResult) -> dict[str, Any]:
     """install_new_agents' report for one instance: its queue, the workers serving it, the
     one it started (the task's outputs, without what it printed)."""
-    from unfurl_lite.security.redaction import redact  # start-up: only when agent_report() runs
+    # start-up: keeps security.redaction (6 modules) off `plan` until agent_report() runs
+    from unfurl_lite.security.redaction import redact
 
     outputs = run.result.outputs if run.result is not None else {}
     return redact({k: v for k, v in outputs.items() if k not in ("stdout", "stderr")},
@@ -312,7 +313,8 @@ def run_output_text(result: JobResult) -> str:
 
 
 def _short(message: str | None, result: JobResult) -> str:
-    from unfurl_lite.security.redaction import redact_text  # start-up: only when _short() runs
+    # start-up: keeps security.redaction (6 modules) off `plan`, `redeploy` until _short() runs
+    from unfurl_lite.security.redaction import redact_text
 
     if not message:
         return ""
@@ -335,7 +337,7 @@ class LineObserver(Observer):
         self.terminal: bool | None = None  # asked once: a pipe stays a pipe for the job
 
     def _emit(self, text: str) -> None:
-        # start-up: only when _emit() runs
+        # start-up: keeps cli.tables (12 modules) off `plan`, `redeploy`, `check` until _emit() runs
         from unfurl_lite.cli.tables import prose, stream_width, terminal_width
 
         with self.lock:
@@ -349,7 +351,7 @@ class LineObserver(Observer):
         self._emit(f"[{run.change_id}] {run.task.target}: {task_label(run.task)} started")
 
     def task_finished(self, run: TaskRun) -> None:
-        from unfurl_lite.api import report  # start-up: only when task_finished() runs
+        from unfurl_lite.api import report  # start-up: keeps api.report (65 modules) off `plan`
         if not run.counted:
             return
         why = report.why(run, str(run.state)) if run.state != TaskState.succeeded else ""
@@ -372,7 +374,7 @@ class ProgressObserver(Observer):
     """A live progress bar with the running tasks, for a terminal."""
 
     def __init__(self, console: Any, total: int) -> None:
-        # start-up: rich only when __init__() runs
+        # start-up: keeps rich (76 modules) off `plan`, `deploy`, `redeploy` until __init__() runs
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -411,7 +413,7 @@ class ProgressObserver(Observer):
             self._describe()
 
     def job_notice(self, message: str) -> None:
-        from rich.markup import escape  # start-up: rich only when job_notice() runs
+        from rich.markup import escape  # start-up: keeps rich (34 modules) off `plan`, `deploy`
 
         with self.lock:
             self.progress.console.print(f"[yellow]{escape(message)}[/yellow]")
@@ -423,7 +425,7 @@ class ProgressObserver(Observer):
                 self.progress.advance(self.bar)
             self._describe()
             if run.state in (TaskState.failed, TaskState.blocked):
-                from rich.markup import escape  # start-up: rich only when task_finished() runs
+                from rich.markup import escape  # start-up: keeps rich (34 modules) off `plan`
 
                 self.progress.console.print(
                     f"[red]{escape(run.task.target)} {escape(task_label(run.task))}: "

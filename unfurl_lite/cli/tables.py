@@ -142,7 +142,7 @@ def wrap(text: str, total: int | None, indent: str = "  ") -> str:
     date and time; continuation lines indented."""
     if total is None or len(text) <= total:
         return text
-    import textwrap  # start-up: textwrap only when wrap() runs
+    import textwrap  # start-up: keeps textwrap (1 module) off tables's import
 
     protected = _DATE_TIME.sub("\\1\0\\2", text)
     body = protected.lstrip(" ")

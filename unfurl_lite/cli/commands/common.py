@@ -18,6 +18,7 @@ from unfurl_lite.cli.commands.unfurl_options import output_options
 from unfurl_lite.cli.terminal import console as console  # the commands take them from here
 from unfurl_lite.cli.terminal import is_terminal as is_terminal
 from unfurl_lite.errors import ApprovalRequired
+from unfurl_lite.model import status_layout as layout
 from unfurl_lite.run.options import JobOptions
 
 ENSEMBLE_HELP = "The ensemble file, or its directory (default: ./ensemble.yaml)."
@@ -68,10 +69,7 @@ def quiet_collector() -> Iterator[None]:
 def instance_names(ensemble: str | None) -> list[str]:
     """Template and instance names, read cheaply (no validation) for shell completion."""
 
-    from ruamel.yaml import YAML  # start-up: ruamel only when instance_names() runs
-
-    # start-up: only when instance_names() runs
-    from unfurl_lite.model import status_layout as layout
+    from ruamel.yaml import YAML  # start-up: keeps ruamel (36 modules) off `validate`, `deploy`
 
     path = Path(ensemble or ".")
     if path.is_dir():
@@ -90,7 +88,7 @@ def instance_names(ensemble: str | None) -> list[str]:
 
 
 def complete_instances(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
-    # start-up: click only when complete_instances() runs
+    # start-up: keeps click.shell_completion off `validate`, `deploy`: only completion needs it
     from click.shell_completion import CompletionItem
 
     ensemble = ctx.params.get("ensemble") or ctx.params.get("ensemble_flag")
@@ -261,7 +259,7 @@ def confirm_plan(
 def output_width() -> int | None:
     """The width to fit output to: the terminal's, or in a pipe ``COLUMNS`` when the
     environment sets it (None: as wide as the content)."""
-    from unfurl_lite.cli import tables  # start-up: only when output_width() runs
+    from unfurl_lite.cli import tables  # start-up: keeps cli.tables (1 module) off `validate`
 
     return tables.terminal_width() if is_terminal() else tables.environment_width()
 
@@ -269,7 +267,7 @@ def output_width() -> int | None:
 def say(text: str, err: bool = False) -> None:
     """Sentences for people, wrapped at spaces to the output's width (never inside a word,
     an id or a time), each continuation line indented under its own."""
-    from unfurl_lite.cli import tables  # start-up: only when say() runs
+    from unfurl_lite.cli import tables  # start-up: keeps cli.tables (1 module) off `validate`
 
     click.echo(tables.prose(text, output_width()), err=err)
 

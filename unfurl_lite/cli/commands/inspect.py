@@ -7,8 +7,12 @@ from typing import Any
 
 import click
 
+from unfurl_lite import api
+from unfurl_lite.cli import tables
 from unfurl_lite.cli.commands.common import echo_json, ensemble_option, is_terminal, show
+from unfurl_lite.cli.tables import Column
 from unfurl_lite.cli.terminal import colour_disabled
+from unfurl_lite.load import yamlio
 
 JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 ENSEMBLE_OPTION = ensemble_option(positional=False)
@@ -16,8 +20,6 @@ ENSEMBLE_OPTION = ensemble_option(positional=False)
 
 def _table(title: str, columns: list[Any], rows: list[list[str]]) -> Any:
     """Aligned columns fitted to the terminal (to $COLUMNS, if set, in a pipe or log)."""
-    from unfurl_lite.cli import tables  # start-up: only when _table() runs
-
     if is_terminal():
         return tables.plain(title, columns, rows, tables.terminal_width(),
                             bold_header=not colour_disabled())
@@ -26,8 +28,6 @@ def _table(title: str, columns: list[Any], rows: list[list[str]]) -> Any:
 
 def _fitted(sentence: str) -> str:
     """A sentence under a table, wrapped to the same width (ids and times kept whole)."""
-    from unfurl_lite.cli import tables  # start-up: only when _fitted() runs
-
     width = tables.terminal_width() if is_terminal() else tables.environment_width()
     return tables.wrap(sentence, width)
 
@@ -48,8 +48,6 @@ def status(ensemble: str | None, as_json: bool) -> None:
     A `*` in DRIFT means the spec's inputs for an operation that deployed the instance
     changed since it ran (`unfurl deploy` does not re-run it by itself; see the docs).
     """
-    from unfurl_lite import api  # start-up: only when status() runs
-
     report = api.status(ensemble)
     if as_json:
         echo_json(report)
@@ -78,8 +76,6 @@ def status(ensemble: str | None, as_json: bool) -> None:
                 ", ".join(marks),
             ]
         )
-    from unfurl_lite.cli.tables import Column  # start-up: only when status() runs
-
     columns = [Column("INSTANCE", keep=True), Column("TEMPLATE"), Column("STATUS", keep=True),
                Column("EFFECTIVE"), Column("STATE"), Column("LAST CHANGE", keep=True),
                Column("TIME (UTC)", keep=True), Column("NOTES")]
@@ -95,7 +91,8 @@ def status(ensemble: str | None, as_json: bool) -> None:
     elif not report["interrupted"]:
         click.echo("No job has run yet: unfurl plan, then unfurl deploy.")
     if report["interrupted"]:
-        from unfurl_lite.record.interrupted import Interrupted  # start-up: only when status() runs
+        # start-up: keeps record.interrupted (4 modules) off inspect's import until status() runs
+        from unfurl_lite.record.interrupted import Interrupted
 
         job = report["interrupted"]
         click.echo(_fitted(Interrupted(job["changeId"], job["workflow"], job["pid"],
@@ -124,8 +121,7 @@ def history(
 
     Read from jobs.tsv, the jobs/ files and git log, so a fresh clone shows it all.
     """
-    # start-up: only when history() runs
-    from unfurl_lite import api
+    # start-up: keeps record.history (56 modules) off inspect's import until history() runs
     from unfurl_lite.record import history as hist
 
     jobs = api.history(ensemble, api.HistoryFilters(instance, since, workflow, limit))
@@ -148,8 +144,6 @@ def history(
         ]
         for job in jobs
     ]
-    from unfurl_lite.cli.tables import Column  # start-up: only when history() runs
-
     columns = [Column("CHANGEID", keep=True), Column("TIME (UTC)", keep=True),
                Column("WORKFLOW"), Column("EXECUTION", give=2), Column("STATUS", keep=True),
                Column("SUMMARY", give=1, short=compact_summary),
@@ -180,9 +174,7 @@ def compact_summary(summary: str) -> str:
 def show_change(change_id: str, ensemble: str | None, no_diff: bool, as_json: bool) -> None:
     """Show one job or task: its record, inputs (secrets redacted), outputs, and the diff
     of the ensemble in the job's commit."""
-    # start-up: only when show_change() runs
-    from unfurl_lite import api
-    from unfurl_lite.load import yamlio
+    # start-up: keeps record.history (56 modules) off inspect's import until show_change() runs
     from unfurl_lite.record import history as hist
 
     found = api.show(change_id, ensemble, with_diff=not no_diff)
@@ -241,8 +233,6 @@ def diff(first: str, second: str | None, ensemble: str | None, as_json: bool) ->
     """What a job changed in the ensemble (given one CHANGEID), or what changed between two
     jobs, or since a job (CHANGEID now): the instances whose status changed, then the git
     diff of the ensemble."""
-    from unfurl_lite import api  # start-up: only when diff() runs
-
     found = api.diff(first, second, ensemble)
     if as_json:
         echo_json(found.as_json())

@@ -18,6 +18,8 @@ from typing import Any
 
 import click
 
+from unfurl_lite import api
+from unfurl_lite.cli import render
 from unfurl_lite.cli.commands.common import (
     JobChoice,
     confirm_plan,
@@ -167,10 +169,6 @@ def run_instead(ctx: click.Context, parameter: Parameter, named: str, ensemble: 
 def show_plan(ctx: click.Context, workflow: str, ensemble: str | None,
               given: Mapping[str, Any], job: JobChoice) -> None:
     """The plan alone, as ``unfurl plan`` shows it (a parameter asked only to see it)."""
-    # start-up: only when show_plan() runs
-    from unfurl_lite import api
-    from unfurl_lite.cli import render
-
     plan = api.plan(ensemble, workflow, api.PlanOptions.from_mapping(given))
     if job.shows_json:
         echo_json(render.plan_json(plan))
@@ -189,8 +187,6 @@ def execute_workflow(
     """Plan ``workflow``, show the plan, ask when it must, run the job and show its
     result; the exit code is the job's (``--jobexitcode``)."""
 
-    from unfurl_lite import api  # start-up: only when execute_workflow() runs
-
     level = verbosity(ctx, job.quiet, job.verbose)
     tty = is_terminal()
     known = api.remembered_plan(
@@ -201,8 +197,7 @@ def execute_workflow(
         nothing_to_do(workflow, None, job, level)
         return
     request = job_request(workflow, ensemble_path, plan_options, job, custom)
-    # start-up: only when execute_workflow() runs
-    from unfurl_lite.cli import render
+    # start-up: keeps load.plainyaml (10 modules) off `redeploy` until execute_workflow() runs
     from unfurl_lite.load.plainyaml import loads_frozen
     from unfurl_lite.run.signals import JobControl, handle_signals
 
@@ -235,8 +230,6 @@ def job_request(workflow: str, ensemble_path: str | None, plan_options: Mapping[
     """The api's JobRequest for what the command line chose (the executor from
     ``UNFURL_EXECUTOR`` unless given); a broker given is also put in the environment, where
     operations that talk to it (agents) find it."""
-    from unfurl_lite import api  # start-up: only when job_request() runs
-
     if job.broker:
         os.environ["UNFURL_BROKER"] = job.broker
     return api.JobRequest(
@@ -259,8 +252,6 @@ def plan_confirmation(ctx: click.Context, workflow: str, job: JobChoice, tty: bo
     """The job's ``confirm``: show the plan, ask when it must (a workflow that changes
     something, not a dry run, with tasks), exit 1 when declined; False (run nothing)
     when the plan has no tasks."""
-    from unfurl_lite.cli import render  # start-up: only when plan_confirmation() runs
-
     declared = BY_NAME.get(workflow)
     read_only = declared is not None and declared.read_only
 
@@ -280,8 +271,6 @@ def plan_confirmation(ctx: click.Context, workflow: str, job: JobChoice, tty: bo
 def nothing_to_do(workflow: str, request: Any, job: JobChoice, level: int) -> None:
     """A job with no task: said so, and a ``--query`` answered from the records
     (``request`` None: a plan remembered, no query)."""
-    from unfurl_lite.cli import render  # start-up: only when nothing_to_do() runs
-
     found = None
     if request is not None and request.query:
         from unfurl_lite.api.jobs import query_ensemble  # start-up: the job's machinery, loaded
@@ -306,8 +295,6 @@ def show_result(
 ) -> None:
     """The job's result (a summary, or the JSON document), then its exit code; ``summary``
     False (``--output none``): only a ``--query``'s answer."""
-    from unfurl_lite.cli import render  # start-up: only when show_result() runs
-
     if as_json:
         data = render.result_json(result)
         if result.query is not None:

@@ -19,6 +19,7 @@ import click
 from click.core import ParameterSource
 
 from unfurl_lite.errors import PlanError
+from unfurl_lite.load import yamlio
 from unfurl_lite.model.builtin_workflows import PARAMETERS, BuiltinWorkflow, Parameter
 from unfurl_lite.run.options import coerce
 
@@ -83,15 +84,11 @@ def parameter_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _yaml(text: str, where: str) -> Any:
-    from unfurl_lite.load import yamlio  # start-up: only when _yaml() runs
-
     document = yamlio.parse(text, where)
     return yamlio.to_plain(document)
 
 
 def _from_file(path: str) -> dict[str, Any]:
-    from unfurl_lite.load import yamlio  # start-up: only when _from_file() runs
-
     data = _yaml(yamlio.read_text(Path(path)), path) if path else None
     if data is None:
         return {}

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from unfurl_lite import api
 from unfurl_lite.cli.commands.common import (
     complete_instances,
     echo_json,
@@ -16,6 +17,7 @@ from unfurl_lite.cli.commands.common import (
 )
 from unfurl_lite.cli.commands.parameters import GIVEN, click_parameter
 from unfurl_lite.cli.commands.unfurl_options import output_options, refused_options
+from unfurl_lite.cli.quick import plan_of
 from unfurl_lite.model.builtin_workflows import BY_NAME
 
 #: the options plan takes as the job commands do: deploy's and undeploy's, each once
@@ -36,8 +38,6 @@ def planned_options(func: Any) -> Any:
 def _list_examples(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     if not value or ctx.resilient_parsing:
         return
-    from unfurl_lite import api  # start-up: only when _list_examples() runs
-
     for name, description in api.examples():
         click.echo(f"{name:<16}{description}")
     ctx.exit()
@@ -58,8 +58,6 @@ def init(directory: str, source: str | None, as_json: bool) -> None:
     Inside an existing git repository the project is added to that repository (unless the
     repository ignores DIRECTORY); elsewhere DIRECTORY becomes a new one.
     """
-    from unfurl_lite import api  # start-up: only when init() runs
-
     created = api.init(directory, source)
     if as_json:
         echo_json(created.as_json())
@@ -77,8 +75,8 @@ def init(directory: str, source: str | None, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def validate(ensemble: str | None, as_json: bool) -> None:
     """Check ENSEMBLE's syntax, schema and references; exit 1 with every problem found."""
-    from unfurl_lite import api  # start-up: only when validate() runs
-    from unfurl_lite.load.plainyaml import loads_frozen  # start-up: only when validate() runs
+    # start-up: keeps load.plainyaml (10 modules) off project's import until validate() runs
+    from unfurl_lite.load.plainyaml import loads_frozen
 
     with loads_frozen():
         loaded = api.validate(ensemble)
@@ -138,16 +136,15 @@ def plan(ctx: click.Context, ensemble: str | None, workflow: str, instances: tup
     """Show the tasks a workflow would run, in order, with the reason for each; run nothing.
     The job commands' options (--force, --template, --check, --repair...) plan as that job
     would; one the workflow does not take is refused, naming those it does."""
-    # start-up: only when plan() runs
+    # start-up: keeps cli.render (2 modules) off `validate` until plan() runs
     from unfurl_lite.cli import render
-    from unfurl_lite.cli.quick import plan_of
 
     given = {name: planned[name] for name in PLANNED
              if ctx.get_parameter_source(name) in GIVEN}
     loaded, result = plan_of(ensemble, workflow, instances, variables, given)
     found = None
     if query:  # the expression machinery only when asked: a plain plan does not import it
-        # start-up: only when plan() runs
+        # start-up: keeps expressions.outputs (7 modules) off `validate` until plan() runs
         from unfurl_lite.expressions.outputs import evaluate_query
 
         found = evaluate_query(loaded.topology, loaded.instances, query, set(),
@@ -179,7 +176,8 @@ def completion(shell: str | None, install: bool, as_json: bool) -> None:
 
     By hand: eval "$(unfurl completion bash)" in ~/.bashrc.
     """
-    from unfurl_lite.cli import completion as completing  # start-up: only when completion() runs
+    # start-up: keeps cli.completion (1 module) off `validate` until completion() runs
+    from unfurl_lite.cli import completion as completing
 
     if install:
         done = completing.install(shell or completing.detect_shell())
@@ -192,7 +190,7 @@ def completion(shell: str | None, install: bool, as_json: bool) -> None:
         else:
             click.echo(f"{done.shell} completion is already installed in {done.path}.")
         return
-    # start-up: click only when completion() runs
+    # start-up: keeps click.shell_completion off `validate` until completion() runs
     from click.shell_completion import get_completion_class
 
     shell = shell or "bash"

@@ -126,7 +126,7 @@ def job_inputs(variables: tuple[tuple[str, str], ...]) -> dict[str, Any]:
     """The topology inputs ``--var input_NAME VALUE`` sets: VALUE read as YAML, as if it
     were written in the ensemble. Unfurl uses other variables only for its projects'
     settings, which unfurl-lite has none of: they are refused by name."""
-    from unfurl_lite.load import yamlio  # start-up: only when job_inputs() runs
+    from unfurl_lite.load import yamlio  # start-up: keeps load.yamlio (2 modules) off `--help`
 
     inputs: dict[str, Any] = {}
     for name, value in variables:
