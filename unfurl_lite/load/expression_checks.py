@@ -17,7 +17,7 @@ from typing import Any
 from unfurl_lite.errors import Problem
 from unfurl_lite.expressions import catalog
 from unfurl_lite.expressions.analysis import analyse, could_be_template
-from unfurl_lite.expressions.names import did_you_mean
+from unfurl_lite.expressions.names import OPERATION_VARIABLES, did_you_mean
 from unfurl_lite.load.problems import TOPOLOGY, get_section, mapping, problem_at
 from unfurl_lite.model.narrow import YAMLContainer, YAMLValue, is_map
 
@@ -254,8 +254,8 @@ def _template(path: tuple[Any, ...], text: str) -> Iterator[Found]:
 def _unfurl_machinery(dotted: tuple[tuple[str, str, int], ...]) -> Iterator[tuple[str, str]]:
     """``SELF.context``: on the mappings templates see, Unfurl 1.2.0 gives its own object
     for these names, never the key (:mod:`unfurl_lite.expressions.attributes`)."""
-    from unfurl_lite.expressions.attributes import UNFURL_INTERNALS  # start-up: when checked
-    from unfurl_lite.expressions.names import OPERATION_VARIABLES  # start-up: when checked
+    # start-up: keeps expressions.attributes off a `plan` whose document has no Jinja template
+    from unfurl_lite.expressions.attributes import UNFURL_INTERNALS
 
     for root, name, depth in dotted:
         if root not in OPERATION_VARIABLES or name not in UNFURL_INTERNALS:
