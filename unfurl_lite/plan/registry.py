@@ -38,7 +38,8 @@ def build(ensemble: Ensemble, workflow: str, options: Mapping[str, Any] | None =
         plan.affects_history = declared.changes_history
         return creatable(ensemble, plan)
     if workflow in custom_names(ensemble.spec):
-        from unfurl_lite.plan.tosca import plan_custom  # start-up: only a custom workflow needs it
+        # start-up: keeps plan.tosca off start/stop/heal/scale/update plans (deploy's loads it)
+        from unfurl_lite.plan.tosca import plan_custom
 
         return creatable(ensemble, plan_custom(ensemble, workflow, **given))
     raise PlanError(f"unknown workflow {workflow!r}", hint="choose one of: " + ", ".join(BY_NAME))

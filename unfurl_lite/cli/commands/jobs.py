@@ -273,7 +273,8 @@ def nothing_to_do(workflow: str, request: Any, job: JobChoice, level: int) -> No
     (``request`` None: a plan remembered, no query)."""
     found = None
     if request is not None and request.query:
-        from unfurl_lite.api.jobs import query_ensemble  # start-up: the job's machinery, loaded
+        # start-up: keeps api.jobs (the job's machinery, ~100 modules) off a no-op redeploy
+        from unfurl_lite.api.jobs import query_ensemble
 
         found = query_ensemble(request.ensemble, request.query, request.inputs)
     if job.shows_json:
