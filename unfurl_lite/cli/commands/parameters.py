@@ -100,7 +100,7 @@ def _from_file(path: str) -> dict[str, Any]:
 
 
 #: a value of each kind, as ``-p`` reads it (YAML), for an example
-_EXAMPLE_VALUES = {"flag": "true", "integer": "2", "names": "[a, b]", "mapping": "{key: value}"}
+_EXAMPLE_VALUES = {"flag": "true", "integer": "2", "names": "[a,b]", "mapping": "'{key: value}'"}
 
 
 def example(workflow: BuiltinWorkflow) -> str:
@@ -110,7 +110,9 @@ def example(workflow: BuiltinWorkflow) -> str:
     first = next((p for p in taken if not p.argument), taken[0] if taken else None)
     if first is None:
         return "-p NAME=VALUE"
-    value = first.choices[0] if first.choices else _EXAMPLE_VALUES.get(first.kind, "VALUE")
+    text_default = first.default if first.kind == "text" and first.default else None
+    value = (first.choices[0] if first.choices else text_default
+             or _EXAMPLE_VALUES.get(first.kind, "VALUE"))
     return f"-p {first.name}={value}"
 
 
