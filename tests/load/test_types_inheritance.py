@@ -181,3 +181,47 @@ def test_what_a_type_gives_is_worked_out_once_however_many_templates_have_it(
     assert built["n0"].properties == {"p": "d0"} and built["n4"].properties == {"p": "d1"}
     built["n0"].properties["p"] = "changed"
     assert built["n3"].properties == {"p": "d0"}
+
+
+@pytest.mark.parametrize(("declared", "inherits"), [
+    ("configure: echo from-type", False),
+    ("configure: {implementation: echo from-type}", True),
+    ("configure: {implementation: Template, inputs: {run: 1}}", True),
+    ("configure: {implementation: {className: Shell}, inputs: {command: echo x}}", True),
+])
+def test_an_override_inherits_a_mapping_operations_implementation_not_a_commands(
+        project: Project, declared: str, inherits: bool) -> None:
+    """toscaparser merges a template's (or a derived type's) redeclared operation over the
+    type's only when the type declares it as a mapping: an override of inputs alone then
+    runs the type's implementation (unfurl-cases 327-330, ``tweaked``); over a bare command
+    it inherits none (tests/data/unfurl120/15-imports-types/template-op-inputs-only)."""
+    project.write(f"""\
+        apiVersion: unfurl/v1alpha1
+        kind: Ensemble
+        spec:
+          service_template:
+            node_types:
+              T:
+                derived_from: tosca.nodes.Root
+                interfaces:
+                  Standard:
+                    {declared}
+              D:
+                derived_from: T
+                interfaces:
+                  Standard:
+                    configure: {{inputs: {{extra: 2}}}}
+            topology_template:
+              node_templates:
+                a:
+                  type: T
+                  interfaces:
+                    Standard:
+                      configure: {{inputs: {{extra: 1}}}}
+                b: {{type: D}}
+        """)
+    topology = load_ensemble(project.root).topology
+    for name, extra in (("a", 1), ("b", 2)):
+        op = topology.templates[name].interfaces["Standard"]["configure"]
+        assert (op.implementation is not None) is inherits
+        assert op.inputs["extra"] == extra
