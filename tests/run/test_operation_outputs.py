@@ -75,3 +75,59 @@ def test_each_mapped_output_lands_in_its_attribute(tmp_path_factory, mapping) ->
     project = Project(root)
     expected = {attr: outputs[name] for name, attr in mapping.items() if attr}
     assert project.status()["producer"].get("attributes", {}) == expected
+
+
+def test_the_list_form_self_attribute_maps_to_that_attribute(project: Project) -> None:
+    """TOSCA's ``[SELF, attribute]`` (unfurl-cases 300): the attribute, not the list's text."""
+    project.write(ensemble_yaml(producer("{url: 'http://x:81', size: 3}",
+                                         "{url: [SELF, endpoint], size: replicas}")))
+    proc = run_in_process(project.root, *JOB)
+    assert proc.returncode == 0, proc.stderr
+    assert project.status()["producer"]["attributes"] == {"endpoint": "http://x:81",
+                                                          "replicas": 3}
+
+
+def test_done_outputs_map_even_when_the_result_template_fails(project: Project) -> None:
+    """Unfurl maps ``done``'s outputs before the resultTemplate renders: a resultTemplate
+    that fails fails the task, the mapped attribute is set all the same (unfurl-cases 300)."""
+    project.write(ensemble_yaml("""\
+reader:
+  type: tosca.nodes.Root
+  interfaces:
+    Standard:
+      configure:
+        implementation: Template
+        inputs:
+          run: {seen: 2}
+          done:
+            outputs: {level: high}
+          resultTemplate:
+            attributes:
+              copied: "{{ outputs.level }}"
+        outputs:
+          level: level_attr
+"""))
+    proc = run_in_process(project.root, *JOB)
+    assert proc.returncode == 64, proc.stdout
+    assert project.status()["reader"]["attributes"] == {"level_attr": "high"}
+
+
+def test_outputs_mapped_to_state_and_status(project: Project) -> None:
+    """``.state`` sets the node state (the step's own end state then does not apply);
+    ``.status`` is replaced by the status the deploy step ends with, as in Unfurl 1.2.0
+    (unfurl-cases 314)."""
+    project.write(ensemble_yaml(producer("{health: degraded, phase: started}",
+                                         "{health: .status, phase: .state}")))
+    proc = run_in_process(project.root, *JOB)
+    assert proc.returncode == 0, proc.stderr
+    record = project.status()["producer"]
+    assert record["readyState"] == {"local": "ok", "state": "started"}
+    assert "attributes" not in record
+
+
+def test_a_mapping_unfurl_cannot_apply_is_refused_at_validate(project: Project) -> None:
+    project.write(ensemble_yaml(producer("{ip: 1}", "{ip: [HOST, public_ip]}")))
+    proc = run_in_process(project.root, "validate")
+    assert proc.returncode == 1
+    assert "operation output 'ip'" in proc.stderr and "not supported" in proc.stderr
+    assert "Traceback" not in proc.stderr

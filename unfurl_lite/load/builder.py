@@ -31,6 +31,7 @@ from unfurl_lite.model.entities import (
     Status,
     Topology,
     canonical_interface,
+    output_target,
 )
 from unfurl_lite.model.lineage import (
     NORMATIVE_ATTRIBUTES,
@@ -546,8 +547,7 @@ def _operation(
         retry=retry,
         timeout=float(timeout) if isinstance(timeout, int | float) else None,
         environment=dict(environment) if isinstance(environment, dict) and environment else None,
-        outputs={str(output): None if attribute is None else str(attribute)
-                 for output, attribute in outputs.items()}
+        outputs={str(output): output_target(attribute) for output, attribute in outputs.items()}
         if is_map(outputs) and outputs else None,
     )
 

@@ -206,6 +206,8 @@ def _unsupported_implementations(doc: Any, file: str) -> Iterator[Problem]:
                 definition: Any = mapping(body)
                 for part in subpath:
                     definition = mapping(definition).get(part)
+                yield from _output_mappings(doc, file, (*path, interface, *subpath),
+                                            definition)
                 short = isinstance(definition, str)  # `create: COMMAND`, TOSCA's short form
                 implementation: YAMLValue = (definition if short
                                              else mapping(definition).get("implementation"))
@@ -229,6 +231,22 @@ def _unsupported_implementations(doc: Any, file: str) -> Iterator[Problem]:
                             f"implementation key {key!r} is not supported by unfurl-lite",
                             "remove it (Unfurl's TOSCA extension; no equivalent here)",
                         )
+
+
+def _output_mappings(doc: Any, file: str, where: tuple[Any, ...],
+                     definition: Any) -> Iterator[Problem]:
+    """An operation's ``outputs:`` mapping in a form Unfurl 1.2.0 only fails on when the
+    task ends ("invalid or unsupported mapping for output"): refused up front."""
+    for output, target in mapping(mapping(definition).get("outputs")).items():
+        if target is None or isinstance(target, str) or (
+                isinstance(target, list) and len(target) == 2 and target[0] == "SELF"
+                and isinstance(target[1], str)):
+            continue
+        yield problem_at(
+            doc, (*where, "outputs", output), file,
+            f"the mapping of operation output {output!r} ({target!r}) is not supported",
+            "map an output to an attribute of the operation's instance: `NAME`, "
+            "`[SELF, NAME]`, or `.status` / `.state` (as Unfurl 1.2.0); null maps nothing")
 
 
 #: keys Unfurl allows in an implementation that unfurl-lite does not build

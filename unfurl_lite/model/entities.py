@@ -154,6 +154,22 @@ class Retry:
     backoff: float = 1.0
 
 
+#: what an operation output may be mapped to besides an attribute (Unfurl 1.2.0's
+#: ``_set_outputs``): the instance's operational status and its node state
+OUTPUT_TO_STATUS, OUTPUT_TO_STATE = ".status", ".state"
+
+
+def output_target(mapping: object) -> str | None:
+    """An operation output's mapping as Unfurl 1.2.0 reads it: an attribute name,
+    ``[SELF, name]`` (TOSCA's list form), ``.status`` or ``.state``; null maps nothing.
+    Any other form is kept as its text, for validate to refuse by name."""
+    if mapping is None:
+        return None
+    if isinstance(mapping, list) and len(mapping) == 2 and mapping[0] == "SELF":
+        return str(mapping[1])
+    return str(mapping)
+
+
 @dataclass(frozen=True)
 class Operation:
     """One operation of an interface, as declared on a template or type."""

@@ -44,7 +44,8 @@ from unfurl_lite.run.operations.base import OperationRequest, OperationResult
 from unfurl_lite.run.options import JobOptions
 from unfurl_lite.run.outcome import TaskRun
 from unfurl_lite.run.relationships import relationship_instance
-from unfurl_lite.run.results import apply_post_inputs
+from unfurl_lite.run.results import apply_post_inputs, map_outputs
+from unfurl_lite.run.status import in_sequence
 from unfurl_lite.security import environment as openv
 from unfurl_lite.security.taint import secrets_in
 
@@ -215,7 +216,15 @@ class RequestBuilder:
 
     def read_result(self, run: TaskRun, result: OperationResult) -> None:
         """Evaluate the task's ``done``/``resultTemplate`` against its result (what they
-        read is digested too, as in Unfurl); a context is built only when there is one."""
+        read is digested too, as in Unfurl), then map its outputs to attributes: even when
+        the resultTemplate failed, as Unfurl maps ``done``'s outputs first."""
+        try:
+            self._read_post_inputs(run, result)
+        finally:
+            map_outputs(run.task.operation, result, not in_sequence(run.task))
+
+    def _read_post_inputs(self, run: TaskRun, result: OperationResult) -> None:
+        """A context is built only when there is a ``done`` or a resultTemplate."""
         if not any(run.inputs.get(k) is not None for k in POST_INPUTS):
             return
         op = run.task.operation

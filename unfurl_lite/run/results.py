@@ -17,7 +17,14 @@ from unfurl_lite.expressions.lazy import Labelled
 from unfurl_lite.expressions.reads import Reads
 from unfurl_lite.load import yamlio
 from unfurl_lite.load.builder import SENSITIVE_TYPES
-from unfurl_lite.model.entities import Instance, NodeTemplate, Operation, Topology
+from unfurl_lite.model.entities import (
+    OUTPUT_TO_STATE,
+    OUTPUT_TO_STATUS,
+    Instance,
+    NodeTemplate,
+    Operation,
+    Topology,
+)
 from unfurl_lite.model.narrow import YAMLValue, is_list, is_mapping
 from unfurl_lite.model.tosca_values import DataTypes, type_problem
 from unfurl_lite.run.operations.base import OperationResult
@@ -213,13 +220,24 @@ def _rendered_updates(template: Any, ctx: EvalContext) -> Any:
     return tainted_copy(rendered) if tainted else rendered
 
 
-def map_outputs(operation: Operation | None, result: OperationResult) -> None:
+def map_outputs(operation: Operation | None, result: OperationResult,
+                status_kept: bool = True) -> None:
     """TOSCA's attribute mapping: each output the operation's ``outputs:`` maps (from
     ``done: {outputs}`` or a resultTemplate's ``outputs:``) sets that attribute of the
-    instance; one mapped to null sets nothing (it stays in the task's result)."""
+    instance; one mapped to null sets nothing (it stays in the task's result). As Unfurl
+    1.2.0, ``.state`` sets the node state and ``.status`` the status, unless the task ends
+    its workflow's step (``status_kept`` False), whose end status then replaces it."""
     for output, attribute in ((operation.outputs if operation else None) or {}).items():
-        if attribute and output in result.outputs:
-            result.attributes[attribute] = result.outputs[output]
+        if not attribute or output not in result.outputs:
+            continue
+        value = result.outputs[output]
+        if attribute == OUTPUT_TO_STATE:
+            result.state = str(value) if value else result.state
+        elif attribute == OUTPUT_TO_STATUS:
+            if value and status_kept and result.status is None:
+                result.status = str(value).lower()
+        else:
+            result.attributes[attribute] = value
 
 
 def _apply_done(values: Mapping[str, Any], result: OperationResult) -> None:

@@ -52,7 +52,7 @@ from unfurl_lite.run.relationships import (
 )
 from unfurl_lite.run.render_phase import not_operational
 from unfurl_lite.run.requests import RequestBuilder
-from unfurl_lite.run.results import check_types, keep_defaults_read, map_outputs, secret_names
+from unfurl_lite.run.results import check_types, keep_defaults_read, secret_names
 from unfurl_lite.run.signals import JobControl
 from unfurl_lite.run.status import in_sequence, needs, on_failure, on_start, on_success
 from unfurl_lite.security.environment import base_environment
@@ -409,7 +409,6 @@ class Scheduler:
         if not self.options.dryrun and not result.skipped:
             try:
                 self.requests.read_result(run, result)
-                map_outputs(run.task.operation, result)
                 check_types(self.ensemble.topology, self.instances[run.task.target], result)
                 if run.task.reason in OBSERVING and result.status:
                     # a check that reports a status has done its job, whatever its exit code

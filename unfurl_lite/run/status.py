@@ -30,6 +30,12 @@ def on_start(instance: Instance, task: Task) -> None:
         instance.state = task.running_state
 
 
+def _set_state(result: OperationResult) -> NodeState | None:
+    """The node state the operation set itself (an output mapped to ``.state``)."""
+    state = result.state
+    return NodeState(state) if state and state in NodeState.__members__ else None
+
+
 def _explicit_status(result: OperationResult) -> Status | None:
     if result.status and str(result.status).lower() in Status.__members__:
         return Status(str(result.status).lower())
@@ -49,8 +55,7 @@ def on_success(instance: Instance, task: Task, result: OperationResult, change_i
     first = instance.last_config_change is None and instance.last_state_change is None
     explicit = _explicit_status(result)
     attributes_changed = changes_attributes(instance, result)
-    if task.done_state is not None:
-        instance.state = task.done_state
+    instance.state = _set_state(result) or task.done_state or instance.state
     if explicit is not None:
         instance.status = explicit
         if task.reason == "check":
@@ -167,8 +172,7 @@ def _on_success_in_sequence(
     explicit = _explicit_status(result)
     touched = explicit is not None or (result.said_modified and result.modified is True) \
         or changes_attributes(instance, result)
-    if task.done_state is not None:
-        instance.state = task.done_state
+    instance.state = _set_state(result) or task.done_state or instance.state
     if explicit is not None:
         instance.status = explicit
         if explicit == Status.absent:

@@ -47,6 +47,9 @@ class OperationResult:
     #: default (Unfurl's Shell says nothing on success: only what the user says counts)
     said_modified: bool = False
     status: str | None = None  # an explicit operational status, e.g. from a check
+    #: a node state it set (an output mapped to ``.state``): the task's own end state
+    #: then does not apply, as in Unfurl
+    state: str | None = None
     attributes: dict[str, Any] = field(default_factory=new_dict)
     outputs: dict[str, Any] = field(default_factory=new_dict)
     error: str | None = None
