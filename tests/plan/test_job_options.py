@@ -214,3 +214,26 @@ def test_undeploy_never_deletes_what_a_kept_instance_needs(
     else:
         needed = dependencies.closure(requires, protected)
         assert deleted == set(names) - needed
+
+
+@pytest.mark.parametrize(("below", "repair", "dependent"), [
+    ("error", "error", "error"),
+    ("unknown", "error", "error"),
+    ("absent", "error", "error"),
+    ("degraded", "error", None),
+    ("degraded", "degraded", "degraded"),
+    ("error", "degraded", "degraded"),
+    ("error", "none", None),
+    ("ok", "error", None),
+])
+def test_an_ok_instance_that_requires_a_broken_one_is_repaired_as_in_effect(
+        tmp_path: Path, below: str, repair: str, dependent: str | None) -> None:
+    """Unfurl's plan reads an instance's effective status (its own folded with what it
+    requires): one that is ok but requires an instance in error, unknown or absent is in
+    error, and a deploy repairs it, reason ``error`` (unfurl-cases 304); a degraded
+    dependency degrades it."""
+    recorded = status({"base": below, "top": "ok"})
+    top = node("top", "base").replace("create: echo top", "configure: echo top")
+    path = ensemble(tmp_path, [node("base"), top], recorded)
+    reasons = {t: r for t, _, r in tasks(plan_of(path, repair=repair))}
+    assert reasons.get("top") == dependent

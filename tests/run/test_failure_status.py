@@ -155,3 +155,25 @@ def test_a_failing_check_leaves_its_instance_unknown(project, invoke):
     row = _task_rows(project.jobs_tsv(), 1)["sick"]
     assert row["status"] == "error" and "status unknown)" in row["summary"]
     assert "1 changed" in result.output
+
+
+def test_a_step_after_one_its_hosts_failure_blocked_is_recorded_as_unfurl_does(
+        project, invoke):
+    """The host's create fails: the hosted instance's create is blocked (a row, status
+    error, its state ``creating``), then its configure, blocked by that recorded step, ends
+    it ``error`` and ``created``; what requires it is ``effective: error``; and the next
+    deploy repairs that dependent too (reason error), as Unfurl 1.2.0 (unfurl-cases 304)."""
+    case = UNFURL.parent / "unfurl-cases" / "304-s3-blocked-by-failed-host"
+    project.write((case / "ensemble.yaml").read_text())
+    assert invoke("deploy", "--approve").exit_code == 64
+    rows = [(r.get("target"), r.get("operation"), r["status"]) for r in _rows(project.jobs_tsv())]
+    assert rows[1:] == [("::vm", "create", "error"), ("::service", "create", "error"),
+                        ("::service", "configure", "error"), ("::sidecar", "configure", "ok")]
+    ours = _ours(project)
+    assert ours["service"]["readyState"] == {"local": "error", "state": "creating"}
+    assert ours["service"]["created"] == (0, "0003")
+    assert ours["sidecar"]["readyState"]["effective"] == "error"
+    invoke("deploy", "--approve")
+    again = [(r.get("target"), r.get("operation"), r.get("status"))
+             for r in _rows(project.jobs_tsv())[6:]]
+    assert ("::sidecar", "configure", "ok") in again and ("::service", "create", "error") in again

@@ -152,6 +152,7 @@ def plan_deploy(
     idle: list[frozenset[str]] = []  # templates with no operation, found when first needed
     replaces = tosca.replacing(ensemble.spec, "deploy")
     recorded: dict[tuple[str, str], tuple[str, str]] = {}
+    effective: dict[str, Status] = {}  # each instance's effective status, found once
     for name in dependencies.topological_order(deps):
         if name not in wanted:
             continue
@@ -172,6 +173,7 @@ def plan_deploy(
             # as Unfurl: a deploy not limited to some instances runs only required ones
             builder.note(name, f"skipped: its priority is {instance.priority}, not required")
             continue
+        instance = _in_effect(instances, deps, name, effective)
         reason = _deploy_reason(instance, force, not skip_new, repair)
         after = [builder.last[d] for d in deps[name] if d in builder.last]
         directives = template_of.directives
@@ -452,6 +454,22 @@ def _keeps_what_it_needs(
         return False
     effective = _effective(instances, deps, name, set())
     return effective in (Status.ok, Status.degraded)
+
+
+def _in_effect(instances: dict[str, Instance], deps: dict[str, list[str]], name: str,
+               found: dict[str, Status]) -> Instance:
+    """The instance as Unfurl's plan sees it: its status is the effective one (its
+    ``status`` aggregates what it requires), so one that is ok but requires an instance in
+    error (or unknown, absent) is in error and repaired, reason ``error`` (unfurl-cases
+    304). A pending dependency is left to :func:`_waits_on_pending`. ``found``: the
+    statuses already folded (the loop goes in dependency order: each is folded once)."""
+    instance = instances[name]
+    below = [found[d] if d in found else instances[d].status
+             for d in deps.get(name, ()) if d in instances]
+    found[name] = status = effective_status(instance.status, below)
+    if status in (Status.error, Status.degraded) and status != instance.status:
+        return replace(instance, status=status)
+    return instance
 
 
 def _effective(

@@ -325,7 +325,7 @@ class Scheduler:
         """Complete the task as blocked when a task it follows failed (or was blocked), or
         left its instance in error (e.g. a resultTemplate that set readyState: error)."""
         task = run.task
-        failed_dep = next(
+        failed_dep = min(  # the instance's own earlier step first (its record follows it)
             (
                 d
                 for d in task.after
@@ -335,12 +335,13 @@ class Scheduler:
                 and needs(self.plan.cloudify, self.ensemble, self.instances, task,
                           self.runs[d].task)
             ),
-            None,
+            key=lambda d: self.runs[d].task.target != task.target, default=None,
         )
         if failed_dep is not None:
             dep, before = self.runs[failed_dep].task, self.runs[failed_dep]
-            if not before.not_run and (before.state == TaskState.failed
-                                       or (dep.target == task.target and before.changed)):
+            if not before.not_run and (before.state == TaskState.failed or (  # or recorded
+                    dep.target == task.target and (before.changed or (
+                        before.change_id and task.requirement is None)))):
                 self.block_on_own_failure(run, own=dep.target == task.target)
             self.complete(run, TaskState.blocked, f"{dep.name} on {dep.target} did not succeed")
             return True
@@ -470,7 +471,7 @@ class Scheduler:
         if not in_sequence(task) or not self.plan.affects_history or self.options.dryrun:
             return
         instance = self.instances[task.target]
-        if not own and (instance.status == Status.error or not rules.on_blocked(instance, task)):
+        if not own and not rules.on_blocked(instance, task):
             return
         run.change_id = str(self.job_id.for_task(self.number_for(task)))
         # its record lists the inputs it would have run with, as Unfurl's, when they render
