@@ -20,9 +20,10 @@ from collections.abc import Collection, Mapping, Sequence
 from unfurl_lite.model.dependencies import topological_order
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Instance, NodeState, Priority, Status, effective_status
-from unfurl_lite.plan.tasks import Task
+from unfurl_lite.plan.tasks import RECONFIGURE, Task
 from unfurl_lite.plan.topology import containers
 from unfurl_lite.run.operations.base import OperationResult
+from unfurl_lite.run.outcome import UNFURL_WORKFLOWS
 
 
 def on_start(instance: Instance, task: Task) -> None:
@@ -49,6 +50,8 @@ SEQUENCED_WORKFLOWS = frozenset({"deploy", "undeploy"})
 def on_success(instance: Instance, task: Task, result: OperationResult, change_id: str) -> bool:
     """Apply a successful task; returns True when the instance's status or state changed
     (in deploy and undeploy: when the task changed the instance, Unfurl's "changed")."""
+    if task.reason == RECONFIGURE and task.workflow == "deploy" and change_id:
+        return _on_reconfigure(instance, task, result, change_id)
     if in_sequence(task) and change_id:
         return _on_success_in_sequence(instance, task, result, change_id)
     before = (instance.status, instance.state)
@@ -79,7 +82,9 @@ def on_success(instance: Instance, task: Task, result: OperationResult, change_i
             # as a configuration change, telling it from a brand new one
             instance.last_config_change = change_id
             return True
-        if (instance.status, instance.state) != before:
+        # Unfurl 1.2.0 never records an observed change (lastStateChange): a check that
+        # only moved the status links nothing; Cloudify's check_status is heal's evidence
+        if (instance.status, instance.state) != before and task.workflow not in UNFURL_WORKFLOWS:
             instance.last_state_change = change_id
         if attributes_changed:  # Unfurl: an attribute it changed is a configuration change
             instance.last_config_change = change_id
@@ -188,6 +193,28 @@ def _on_success_in_sequence(
     if instance.created is None and present and (explicit is not None or final):
         instance.created = change_id
     return touched or final or instance.status != before
+
+
+def _on_reconfigure(
+    instance: Instance, task: Task, result: OperationResult, change_id: str
+) -> bool:
+    """A deploy's reconfigure of an instance already ok is no workflow step in Unfurl 1.2.0
+    (nothing finishes a workflow with it): only what the operation did counts. It is the
+    instance's last change when it said ``modified: true`` or changed attributes (Unfurl's
+    _update_last_change), and changed when that or its status moved; a Template that only
+    says ``status: ok`` again changes nothing (unfurl-cases 332)."""
+    before = instance.status
+    explicit = _explicit_status(result)
+    touched = (result.said_modified and result.modified is True) or changes_attributes(
+        instance, result)
+    instance.state = _set_state(result) or task.done_state or instance.state
+    if explicit is not None:
+        instance.status = explicit
+    if result.attributes:
+        instance.attributes.update(result.attributes)
+    if touched:
+        instance.last_config_change = change_id
+    return touched or instance.status != before
 
 
 def on_failure(
