@@ -235,3 +235,57 @@ def test_deploy_check_records_what_the_check_found(project: Project) -> None:
     assert operations(project) == [("found", "check")]
     assert project.local("found") == "ok"
     assert "created" not in project.status()["found"]  # the check found it: not created here
+
+
+#: every option of Unfurl 1.2.0's job commands (`unfurl COMMAND --help`, 1.2.0+3ea02871)
+UNFURL_JOB_OPTIONS = {
+    "deploy": "--approve --change-detection --check --commit --destroyunmanaged --dirty "
+              "--dryrun --force --instance --jobexitcode --message --output --prune --push "
+              "--query --repair --skip-new --starttime --template --trace --upgrade "
+              "--use-environment --var",
+    "undeploy": "--approve --commit --destroyunmanaged --dirty --dryrun --force --instance "
+                "--jobexitcode --message --output --push --query --starttime --template "
+                "--trace --use-environment --var",
+    "check": "--change-detection --commit --dirty --dryrun --force --instance --jobexitcode "
+             "--message --output --push --query --skip-new --starttime --template --trace "
+             "--use-environment --var",
+    "discover": "--approve --commit --dirty --dryrun --force --instance --jobexitcode "
+                "--message --output --push --query --starttime --template --trace "
+                "--use-environment --var",
+    "plan": "--change-detection --check --destroyunmanaged --force --instance --output "
+            "--prune --query --repair --skip-new --starttime --template --trace --upgrade "
+            "--use-environment --var --workflow",
+    "run": "--approve --commit --dirty --dryrun --host --instance --jobexitcode --message "
+           "--module --operation --output --push --query --save --starttime --trace "
+           "--use-environment --var",
+}
+UNFURL_JOB_OPTIONS["teardown"] = UNFURL_JOB_OPTIONS["undeploy"]
+#: a value for each of those options that takes one
+VALUES = {"--change-detection": ("skip",), "--dirty": ("ok",), "--instance": ("x",),
+          "--jobexitcode": ("error",), "--message": ("m",), "--output": ("text",),
+          "--query": ("::x",), "--repair": ("error",), "--starttime": ("1",),
+          "--template": ("x",), "--trace": ("1",), "--use-environment": ("x",),
+          "--var": ("a", "b"), "--workflow": ("deploy",), "--host": ("x",),
+          "--module": ("x",), "--operation": ("x",)}
+
+
+@pytest.mark.parametrize("command", sorted(UNFURL_JOB_OPTIONS))
+def test_every_option_of_unfurls_job_commands_is_known(invoke, command: str) -> None:
+    """Built or refused by name, never click's "No such option" (issue 28 §4): each is
+    parsed (``--help`` then answers before anything runs)."""
+    unknown = []
+    for option in UNFURL_JOB_OPTIONS[command].split():
+        result = invoke(command, option, *VALUES.get(option, ()), "--help")
+        if result.exit_code == 2 and "No such option" in result.output:
+            unknown.append(option)
+    assert unknown == []
+
+
+def test_teardown_is_undeploy(project: Project) -> None:
+    project.write(ensemble_yaml("a:\n  type: tosca.nodes.Root\n  interfaces:\n    Standard:\n"
+                                "      create: echo a\n      delete: echo a gone\n"))
+    assert run_in_process(project.root, "deploy", "--approve").returncode == 0
+    proc = run_in_process(project.root, "teardown", "--approve")
+    assert proc.returncode == 0, proc.stderr
+    assert project.local("a") == "absent"
+    assert operations(project)[-1] == ("a", "delete")

@@ -5,6 +5,7 @@ tests/data/unfurl-cases/69-template-done-outputs)."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -30,14 +31,19 @@ producer:
 """
 
 
-def test_done_outputs_set_the_mapped_attributes(project: Project) -> None:
-    project.write(ensemble_yaml(producer(
-        "{address: 10.0.0.5, port: 8080, unmapped: kept}",
-        "{address: ip_address, port: port, unmapped: null}")))
+@pytest.mark.parametrize(("mapping", "expected"), [
+    ("{address: ip_address, port: port, unmapped: null}",
+     {"ip_address": "10.0.0.5", "port": 8080}),
+    # TOSCA's list form (unfurl-cases 300): the attribute, not the list's text
+    ("{address: [SELF, endpoint], port: replicas}", {"endpoint": "10.0.0.5", "replicas": 8080}),
+])
+def test_done_outputs_set_the_mapped_attributes(
+        project: Project, mapping: str, expected: dict[str, object]) -> None:
+    project.write(ensemble_yaml(producer("{address: 10.0.0.5, port: 8080, unmapped: kept}",
+                                         mapping)))
     proc = run_in_process(project.root, *JOB)
     assert proc.returncode == 0, proc.stderr
-    assert project.status()["producer"]["attributes"] == {"ip_address": "10.0.0.5",
-                                                          "port": 8080}
+    assert project.status()["producer"]["attributes"] == expected
 
 
 def test_result_template_outputs_set_the_mapped_attributes(project: Project) -> None:
@@ -75,16 +81,6 @@ def test_each_mapped_output_lands_in_its_attribute(tmp_path_factory, mapping) ->
     project = Project(root)
     expected = {attr: outputs[name] for name, attr in mapping.items() if attr}
     assert project.status()["producer"].get("attributes", {}) == expected
-
-
-def test_the_list_form_self_attribute_maps_to_that_attribute(project: Project) -> None:
-    """TOSCA's ``[SELF, attribute]`` (unfurl-cases 300): the attribute, not the list's text."""
-    project.write(ensemble_yaml(producer("{url: 'http://x:81', size: 3}",
-                                         "{url: [SELF, endpoint], size: replicas}")))
-    proc = run_in_process(project.root, *JOB)
-    assert proc.returncode == 0, proc.stderr
-    assert project.status()["producer"]["attributes"] == {"endpoint": "http://x:81",
-                                                          "replicas": 3}
 
 
 def test_done_outputs_map_even_when_the_result_template_fails(project: Project) -> None:

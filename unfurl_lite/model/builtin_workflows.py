@@ -209,7 +209,8 @@ WORKFLOWS: tuple[BuiltinWorkflow, ...] = (
          replace(FORCE, help="Delete even what a kept instance (protected, or required "
                  "by one that stays) still needs."),
          TEMPLATE),
-        commands={"undeploy": {}, "uninstall": {"delete_without_operation": True}},
+        commands={"undeploy": {}, "teardown": {},  # teardown: Unfurl's other name for it
+                  "uninstall": {"delete_without_operation": True}},
         replaceable=True, ensemble_argument=True),
     BuiltinWorkflow(
         "check", "deploy:plan_check", "Check the live status of instances.",

@@ -36,6 +36,14 @@ REFUSED: dict[str, tuple[bool, str, str]] = {
                "run it on this machine: unfurl run -- COMMAND"),
     "--module": (True, "running an Ansible module is not supported",
                  "run a shell command: unfurl run -- COMMAND"),
+    # check's and discover's filters of Unfurl's (deploy builds its own, as parameters)
+    "--force": (False, "forcing a check or a discover is not supported: both run the "
+                "operation on every selected instance that has one",
+                "drop --force; limit the job with --template or --instance"),
+    "--skip-new": (False, "a check that leaves out instances no job created yet is not "
+                   "supported", "limit the check with --template or --instance"),
+    "--change-detection": (True, "--change-detection is not supported by check (a check "
+                           "reconfigures nothing)", "drop it"),
     # `unfurl`'s own options, before the command
     "--home": (True, "Unfurl's home project (.unfurl_home) is not supported",
                "drop --home (or give --home '', Unfurl's spelling of no home)"),
@@ -67,8 +75,9 @@ NOTHING_TO_TURN_OFF = {
 REFUSED_BY_COMMAND: dict[str, tuple[str, ...]] = {
     "deploy": ("--push", "--starttime", "--use-environment", "--trace"),
     "undeploy": ("--push", "--starttime", "--use-environment", "--trace"),
-    "check": ("--push", "--starttime", "--use-environment", "--trace"),
-    "discover": ("--push", "--starttime", "--use-environment", "--trace"),
+    "check": ("--push", "--starttime", "--use-environment", "--trace", "--force",
+              "--skip-new", "--change-detection"),
+    "discover": ("--push", "--starttime", "--use-environment", "--trace", "--force"),
     "run": ("--push", "--starttime", "--use-environment", "--trace", "--save", "--host",
             "--module"),
     "plan": ("--starttime", "--use-environment", "--trace"),
