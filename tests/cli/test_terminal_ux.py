@@ -37,6 +37,7 @@ JSON_CASES: dict[str, tuple[list[str], bool]] = {
     "deploy": (["deploy", "--approve"], False),
     "install": (["install", "--approve"], False),
     "undeploy": (["undeploy", "--approve"], True),
+    "teardown": (["teardown", "--approve"], True),
     "uninstall": (["uninstall", "--approve"], True),
     "check": (["check"], True),
     "discover": (["discover"], True),
