@@ -134,3 +134,18 @@ def test_each_variable_names_what_is_missing(project, invoke, text: str, named: 
     assert result.exit_code == 64, result.output
     assert named in result.output
     assert not (project.root / "ran.txt").exists()
+
+
+@given(st.text(min_size=1, max_size=12), st.lists(st.text(max_size=12), max_size=8))
+def test_a_suggestion_is_never_the_name_itself(word: str, choices: list[str]) -> None:
+    hint = did_you_mean(word, [*choices, word])
+    assert hint != f"did you mean {word!r}?"
+
+
+def test_a_result_variable_outside_its_configurator_says_where_it_is_given(tmp_path) -> None:
+    path = _project(tmp_path, {}, "true")
+    with pytest.raises(ExpressionError) as caught:
+        _render(path, "{{ outputs.stdout }}")
+    message = str(caught.value)
+    assert "'outputs' is undefined" in message and "did you mean 'outputs'" not in message
+    assert "resultTemplate" in message and "stdout" in message

@@ -137,6 +137,41 @@ def test_export_redacts_a_sensitive_input_from_an_ignored_include(project, invok
     assert exported["spec"]["inputs"]["db_password"] == REDACTED
 
 
+def test_export_redacts_a_sensitive_map_or_list_whole_and_a_credentials_secrets(
+        project, invoke) -> None:
+    project.write(textwrap.dedent(f"""\
+        apiVersion: unfurl/v1alpha1
+        kind: Ensemble
+        spec:
+          service_template:
+            node_types:
+              App:
+                derived_from: tosca.nodes.Root
+                properties:
+                  conn: {{type: map, metadata: {{sensitive: true}}}}
+                  keys: {{type: list, metadata: {{sensitive: true}}}}
+                  login: {{type: tosca.datatypes.Credential}}
+                  fetched: {{type: map, metadata: {{sensitive: true}}}}
+            topology_template:
+              node_templates:
+                app:
+                  type: App
+                  properties:
+                    conn: {{user: admin, password: map-{SECRET}}}
+                    keys: [list-{SECRET}]
+                    login: {{user: carol, token: cred-{SECRET}}}
+                    fetched: {{password: {{get_env: DB_PASSWORD}}}}
+        """))
+    result = invoke("export", "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert SECRET not in result.output
+    properties = json.loads(result.output)["spec"]["service_template"][
+        "topology_template"]["node_templates"]["app"]["properties"]
+    assert properties["conn"] == REDACTED and properties["keys"] == REDACTED
+    assert properties["login"] == {"user": "carol", "token": REDACTED}
+    assert properties["fetched"] == {"password": {"get_env": "DB_PASSWORD"}}  # where, not what
+
+
 @settings(max_examples=examples(300))
 @given(secret=st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)),
                       min_size=8, max_size=40),

@@ -254,7 +254,11 @@ def _without_secrets(document: dict[str, Any], loaded: Ensemble) -> dict[str, An
     input's or property's value (from an included, git-ignored file too) is redacted, and
     so is every other place the spec's secrets appear."""
     # start-up: keeps expressions.context (7 modules) off `plan` until _without_secrets() runs
-    from unfurl_lite.expressions.context import spec_secrets, wrapped_inputs
+    from unfurl_lite.expressions.context import (
+        CREDENTIAL_SECRETS,
+        spec_secrets,
+        wrapped_inputs,
+    )
     from unfurl_lite.security.redaction import redact
 
     topology = loaded.topology
@@ -271,7 +275,12 @@ def _without_secrets(document: dict[str, Any], loaded: Ensemble) -> dict[str, An
     for name, template in topology.templates.items():
         properties = _section(_section(_section(tosca, "node_templates"), name), "properties")
         for key in template.sensitive_properties:
-            if _plain_value(properties.get(key)):
+            value = properties.get(key)
+            if key in template.credential_properties and isinstance(value, dict):
+                for field in CREDENTIAL_SECRETS:  # a Credential keeps its shape
+                    if _plain_value(value.get(field)):
+                        value[field] = REDACTED
+            elif _plain_value(value):
                 properties[key] = REDACTED
     cleaned: dict[str, Any] = redact(document, secrets)
     return cleaned
@@ -283,10 +292,25 @@ def _section(mapping: Any, key: str) -> dict[str, Any]:
 
 
 def _plain_value(value: Any) -> bool:
-    """A value that is the secret itself (not an expression or template that fetches it)."""
-    # start-up: keeps expressions.analysis (1 module) off `export` until _plain_value() runs
-    from unfurl_lite.expressions.analysis import could_be_template
+    """A value that is the secret itself: a literal, or a list or map of literals (a
+    sensitive map is secret whole), not an expression or template that fetches it."""
+    return value is not None and not _computed(value)
 
-    if isinstance(value, str) and could_be_template(value):
-        return False
-    return value is not None and not isinstance(value, dict | list)
+
+def _computed(value: Any) -> bool:
+    """Whether any part of ``value`` is evaluated when read (a template, ``eval:`` or a
+    bare TOSCA function), so export may show it: it names where a secret comes from."""
+    # start-up: keeps expressions.analysis and .catalog off `export` until a sensitive value
+    from unfurl_lite.expressions.analysis import could_be_template
+    from unfurl_lite.expressions.catalog import top_level_functions
+
+    if isinstance(value, str):
+        return could_be_template(value)
+    if isinstance(value, dict):
+        if "eval" in value or (len(value) == 1 and str(next(iter(value))) in
+                               top_level_functions()):
+            return True
+        return any(_computed(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_computed(item) for item in value)
+    return False

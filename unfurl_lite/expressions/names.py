@@ -28,7 +28,9 @@ TEMPLATE_VARIABLES = OPERATION_VARIABLES | RESULT_VARIABLES | frozenset(
 
 def did_you_mean(word: str, choices: Iterable[Any]) -> str | None:
     """``did you mean 'workdir'?`` for the closest of ``choices``, or None."""
-    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
+    word = str(word)  # the name itself is no suggestion ("'outputs' ...; did you mean 'outputs'?")
+    close = difflib.get_close_matches(word, [str(c) for c in choices if str(c) != word],
+                                      n=1, cutoff=0.6)
     return f"did you mean {close[0]!r}?" if close else None
 
 
@@ -46,6 +48,10 @@ def missing_message(obj: Any, name: Any, missing_variable: bool = False) -> str:
     """``node 'app' has no attribute 'wrokdir'; did you mean 'workdir'?``"""
     if missing_variable:
         text = f"{name!r} is undefined"
+        if name in RESULT_VARIABLES:  # a real variable, but not of this operation's result
+            return (f"{text} here: a configurator's results are read by resultTemplate and "
+                    "done only, and only those it gives (Shell: stdout, stderr, returncode, "
+                    "error, timeout)")
         close = did_you_mean(str(name), TEMPLATE_VARIABLES)
         return f"{text}; {close}" if close else text
     label = describe(obj)
