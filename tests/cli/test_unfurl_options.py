@@ -260,6 +260,9 @@ UNFURL_JOB_OPTIONS = {
            "--use-environment --var",
 }
 UNFURL_JOB_OPTIONS["teardown"] = UNFURL_JOB_OPTIONS["undeploy"]
+UNFURL_JOB_OPTIONS["stop"] = ("--approve --commit --dirty --dryrun --force --instance "
+                              "--jobexitcode --message --output --push --query --starttime "
+                              "--template --trace --use-environment --var")
 #: a value for each of those options that takes one
 VALUES = {"--change-detection": ("skip",), "--dirty": ("ok",), "--instance": ("x",),
           "--jobexitcode": ("error",), "--message": ("m",), "--output": ("text",),
@@ -289,3 +292,13 @@ def test_teardown_is_undeploy(project: Project) -> None:
     assert proc.returncode == 0, proc.stderr
     assert project.local("a") == "absent"
     assert operations(project)[-1] == ("a", "delete")
+
+
+def test_stop_takes_the_ensemble_as_its_argument_as_unfurl(project: Project) -> None:
+    project.write(ensemble_yaml("a:\n  type: tosca.nodes.Root\n  interfaces:\n    Standard:\n"
+                                "      create: echo a\n      stop: echo a stopped\n"))
+    assert run_in_process(project.root, "deploy", "--approve").returncode == 0
+    proc = run_in_process(project.root, "stop", "--approve", "ensemble.yaml")
+    assert proc.returncode == 0, proc.stderr
+    assert operations(project)[-1] == ("a", "stop")
+    assert project.state("a") == "stopped"

@@ -160,7 +160,7 @@ def _start_or_stop(name: str, order: str) -> BuiltinWorkflow:
         f"instances, {order} first.", "cloudify",
         (Parameter("operation_parms", "mapping", "JSON object of inputs (operation_kwargs)."),
          IN_ORDER, *FILTERS),
-        commands={name: {}})
+        commands={name: {}}, ensemble_argument=True)  # `unfurl stop [ENSEMBLE]`, as Unfurl
 
 
 WORKFLOWS: tuple[BuiltinWorkflow, ...] = (

@@ -44,6 +44,8 @@ REFUSED: dict[str, tuple[bool, str, str]] = {
                    "supported", "limit the check with --template or --instance"),
     "--change-detection": (True, "--change-detection is not supported by check (a check "
                            "reconfigures nothing)", "drop it"),
+    "--template": (True, "--template is not supported by this command",
+                   "select the template's instances with --node-ids TEMPLATE"),
     # `unfurl`'s own options, before the command
     "--home": (True, "Unfurl's home project (.unfurl_home) is not supported",
                "drop --home (or give --home '', Unfurl's spelling of no home)"),
@@ -81,11 +83,18 @@ REFUSED_BY_COMMAND: dict[str, tuple[str, ...]] = {
     "run": ("--push", "--starttime", "--use-environment", "--trace", "--save", "--host",
             "--module"),
     "plan": ("--starttime", "--use-environment", "--trace"),
+    "stop": ("--push", "--starttime", "--use-environment", "--trace", "--force", "--template"),
+}
+#: where a command refuses an option for its own reason
+WHY_BY_COMMAND: dict[tuple[str, str], tuple[str, str]] = {
+    ("stop", "--force"): ("forcing a stop is not supported: stop runs the stop operation of "
+                          "every selected instance", "drop --force; choose instances with "
+                          "--instance or --node-ids"),
 }
 
 
-def _refuse(name: str) -> Callable[[click.Context, click.Parameter, Any], None]:
-    _, why, hint = REFUSED[name]
+def _refuse(name: str, command: str) -> Callable[[click.Context, click.Parameter, Any], None]:
+    why, hint = WHY_BY_COMMAND.get((command, name), REFUSED[name][1:])
 
     def callback(ctx: click.Context, param: click.Parameter, value: Any) -> None:
         if value in (None, False, ()) or ctx.resilient_parsing:
@@ -106,7 +115,7 @@ def refused_options(command: str) -> Decorator:
         for name in REFUSED_BY_COMMAND.get(command, ()):
             takes_value = REFUSED[name][0]
             func = click.option(
-                name, hidden=True, expose_value=False, callback=_refuse(name),
+                name, hidden=True, expose_value=False, callback=_refuse(name, command),
                 is_flag=not takes_value, default=None if takes_value else False,
             )(func)
         return func
@@ -157,6 +166,6 @@ def global_options(func: Callable[..., Any]) -> Callable[..., Any]:
         func = click.option(name, is_flag=True, hidden=True, expose_value=False,
                             help=help_text)(func)
     for name in REFUSED_GLOBALLY:
-        func = click.option(name, hidden=True, expose_value=False, callback=_refuse(name),
-                            default=None)(func)
+        func = click.option(name, hidden=True, expose_value=False,
+                            callback=_refuse(name, "unfurl"), default=None)(func)
     return func
