@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import ensemble_yaml, examples, suppressed
+from tests.conftest import SERVICE_HEAD, ensemble_yaml, examples, suppressed
 from unfurl_lite.errors import ExpressionError
 from unfurl_lite.expressions.context import make_context
 from unfurl_lite.expressions.names import did_you_mean
@@ -149,3 +149,31 @@ def test_a_result_variable_outside_its_configurator_says_where_it_is_given(tmp_p
     message = str(caught.value)
     assert "'outputs' is undefined" in message and "did you mean 'outputs'" not in message
     assert "resultTemplate" in message and "stdout" in message
+
+
+_READS_DATABASE = ("  interfaces:\n    Standard:\n      configure:\n"
+                   "        implementation: Template\n        inputs:\n"
+                   "          run: '{{ SELF.database.port }}'\n          done: {status: ok}\n")
+
+
+def test_a_requirement_read_as_an_attribute_is_named_as_a_requirement(project, invoke) -> None:
+    project.write(ensemble_yaml("db:\n  type: tosca.nodes.Root\n  properties: {port: 5}\n"
+                                "app:\n  type: tosca.nodes.Root\n"
+                                "  requirements:\n    - database: db\n" + _READS_DATABASE))
+    result = invoke("validate")
+    assert result.exit_code == 1, result.output
+    assert "'database' is a requirement" in result.output
+    assert "'.targets::database::NAME' | eval" in result.output
+    assert "unconnected" not in result.output
+
+
+def test_an_unconnected_requirement_read_as_an_attribute_says_so(project, invoke) -> None:
+    types = ("    node_types:\n      App:\n        derived_from: tosca.nodes.Root\n"
+             "        requirements:\n          - database:\n"
+             "              node: tosca.nodes.Database\n              occurrences: [0, 1]\n")
+    project.write(ensemble_yaml("app:\n  type: App\n" + _READS_DATABASE).replace(
+        SERVICE_HEAD, SERVICE_HEAD + types, 1))
+    result = invoke("validate")
+    assert result.exit_code == 1, result.output
+    assert "'database' is a requirement" in result.output
+    assert "template 'app' leaves it unconnected" in result.output

@@ -307,6 +307,15 @@ def _missing(root: str, path: tuple[str, ...],
         return
     if first not in keys:
         own = keys - VIEW_FIELDS
+        template = _template_of(root, scope)
+        if template is not None and first in _requirement_names(template, scope):
+            yield (f"{label} has no attribute {first!r}: {first!r} is a requirement, "
+                   f"read through what it connects to",
+                   f"{{{{ '.targets::{first}::NAME' | eval }}}} reads NAME of its target"
+                   + ("" if any(r.name == first for r in template.requirements)
+                      else f" (template {template.name!r} leaves it unconnected: "
+                           "connect it under the template's requirements)"))
+            return
         yield _named(f"{label} has no attribute {first!r}", first, own or keys,
                      _declared_hint("properties and attributes", own))
     elif first in ("properties", "attributes") and len(path) > 1 \
@@ -327,6 +336,18 @@ def _named(message: str, word: str, choices: Iterable[str],
     the hint ``otherwise``."""
     close = did_you_mean(word, sorted(choices))
     return (f"{message}; {close}", None) if close else (message, otherwise)
+
+
+def _requirement_names(template: NodeTemplate, scope: _Scope) -> set[str]:
+    """The requirements a template has or its types declare, connected or not."""
+    names = {r.name for r in template.requirements} | set(template.missing_requirements)
+    node_types = scope.declared.topology.definitions.get("node_types") or {}
+    for type_name in template.type_lineage:
+        body = node_types.get(type_name)
+        for entry in (body.get("requirements") or []) if isinstance(body, dict) else []:
+            if isinstance(entry, dict):
+                names.update(str(key) for key in entry)
+    return names
 
 
 def _template_of(root: str, scope: _Scope) -> NodeTemplate | None:
