@@ -302,3 +302,16 @@ def test_stop_takes_the_ensemble_as_its_argument_as_unfurl(project: Project) -> 
     assert proc.returncode == 0, proc.stderr
     assert operations(project)[-1] == ("a", "stop")
     assert project.state("a") == "stopped"
+
+
+def test_a_job_with_nothing_to_do_gives_a_jobs_json_keys(project: Project) -> None:
+    """A script reads one shape whether or not the job found work (``--output json``)."""
+    project.write(ensemble_yaml("a:\n  type: tosca.nodes.Root\n  interfaces:\n    Standard:\n"
+                                "      create: echo a\n"))
+    ran = run_in_process(project.root, "deploy", "--approve", "--output", "json")
+    idle = run_in_process(project.root, "deploy", "--approve", "--output", "json")
+    assert ran.returncode == idle.returncode == 0, ran.stderr + idle.stderr
+    job, nothing = json.loads(ran.stdout), json.loads(idle.stdout)
+    assert set(nothing) == set(job) - {"renderErrors", "instances"}  # the model not loaded
+    assert nothing["summary"] == "nothing to do" and nothing["tasks"] == []
+    assert nothing["counts"]["tasks"] == 0 and nothing["status"] == "ok"
