@@ -597,8 +597,16 @@ def test_a_message_delivered_again_while_it_runs_does_not_start_a_second_run(
         project, broker, workers):
     """The same message taken again while its task runs (a broker's redelivery, a copy
     put back) finds the task's lease held by its own run: it is dropped, unrun."""
-    slow = "mkdir -p ran && echo $UNFURL_WORKER >> ran/runs && touch ran/slow.started && sleep 4"
+    # the task runs until the copy has been dropped (not for a guessed time: a second
+    # worker starting under load takes longer than any fixed sleep)
+    slow = ("mkdir -p ran && echo $UNFURL_WORKER >> ran/runs && touch ran/slow.started && "
+            "i=0; while [ ! -e ran/release ] && [ $i -lt 900 ]; do sleep 0.1; i=$((i+1)); done")
     prepare(project, ensemble(node("slow", slow)))
+
+    def logs() -> str:
+        return "".join(log.read_text() for w in ("one", "two")
+                       if (log := project.root.parent / f"worker-{w}.log").exists())
+
     client = redis_client(broker)
     job = start_unfurl(project.root, "deploy", "--approve", "--executor", "celery",
                        "--broker", broker)
@@ -609,15 +617,16 @@ def test_a_message_delivered_again_while_it_runs_does_not_start_a_second_run(
         wait_for(lambda: (project.root / "ran" / "slow.started").exists(), job, limit=60)
         client.lpush(celery_queue("unfurl.management"), message)  # delivered again
         workers("two", "unfurl.management", concurrency=1, loglevel="INFO")
-        wait_for(lambda: queued(broker, "unfurl.management") == 0, job, limit=30)
+        wait_for(lambda: "not run: the same message was delivered again" in logs(), job,
+                 limit=60)
+        (project.root / "ran" / "release").touch()
         out, err = job.communicate(timeout=60)
     finally:
         if job.poll() is None:
             job.kill()
     assert job.returncode == 0, out + err
-    logs = "".join((project.root.parent / f"worker-{w}.log").read_text() for w in ("one", "two"))
-    assert logs.count("received") == 2  # the copy was taken (by either worker)...
-    assert "not run: the same message was delivered again" in logs  # ...and dropped
+    assert logs().count("received") == 2  # the copy was taken (by either worker)...
+    assert "not run: the same message was delivered again" in logs()  # ...and dropped
     assert (project.root / "ran" / "runs").read_text().split() == ["one"]
     assert project.local("slow") == "ok"
 
