@@ -41,9 +41,10 @@ DEPLOY_ONLY = {"--force", "--template", "--check", "--repair", "--skip-new",
 
 
 def long_options(command: click.Command) -> set[str]:
+    """The options a command shows (hidden ones are Unfurl's it refuses by name)."""
     names = set()
     for param in command.params:
-        if isinstance(param, click.Option):
+        if isinstance(param, click.Option) and not param.hidden:
             names |= {o for o in param.opts if o.startswith("--")}
     return names - {"--help"}
 
