@@ -43,10 +43,16 @@ def _text(value: Any) -> str:
 
 
 def _path(value: Any) -> str:
-    """A path as ``os.path`` takes it: Ansible's path filters and tests fail on others."""
+    """Text, as os.path takes it: Ansible's path filters and tests fail on others."""
     if not isinstance(value, str | bytes):
-        raise ExpressionError(f"expected a path (text), not {type(value).__name__}")
+        raise ExpressionError(f"expected text, not {type(value).__name__}")
     return _text(value)
+
+
+def _sequence(value: Any) -> Any:  # (Ansible's is_sequence)
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise ExpressionError(f"expects a sequence, not {type(value).__name__}")
+    return value
 
 
 def _plain(value: YAMLValue) -> Any:
@@ -489,7 +495,7 @@ def inverse_power(x: Any, base: Any = 2) -> float:
 def path_join(paths: Any) -> str:
     if isinstance(paths, str):
         return posixpath.join(paths)
-    return posixpath.join(*[_text(p) for p in paths])
+    return posixpath.join(*[_path(p) for p in paths])
 
 
 def urlsplit_filter(value: Any, query: str = "") -> Any:
@@ -511,13 +517,12 @@ def _split(value: Any, *args: Any) -> list[str]:
 
 
 def _relpath(path: Any, start: Any = None) -> str:
-    """Ansible's ``relpath``: from ``start``, else from where templates render (the
-    ensemble's folder, Unfurl's working directory)."""
+    """Ansible's: from ``start``, else from the ensemble's folder (Unfurl's cwd)."""
     if start:
-        return posixpath.relpath(_text(path), _text(start))
+        return posixpath.relpath(_path(path), _path(start))
     ctx = current_ctx.get()
     base = str(ctx.project_root) if ctx is not None and ctx.project_root else "/"
-    return posixpath.relpath(posixpath.join(base, _text(path)), base)
+    return posixpath.relpath(posixpath.join(base, _path(path)), base)
 
 
 def _permutations(items: Any, r: int | None = None) -> Any:
@@ -540,16 +545,16 @@ def _zip_longest(*lists: Any, fillvalue: Any = None) -> Any:
 _OF_ONE: dict[str, Callable[[Any], Any]] = {
     "basename": lambda p: posixpath.basename(_path(p)),
     "dirname": lambda p: posixpath.dirname(_path(p)),
-    "splitext": lambda p: list(posixpath.splitext(_path(p))),
+    "splitext": lambda p: posixpath.splitext(_path(p)),
     "win_basename": lambda p: ntpath.basename(_path(p)),
     "win_dirname": lambda p: ntpath.dirname(_path(p)),
-    "win_splitdrive": lambda p: list(ntpath.splitdrive(_text(p))),
-    "commonpath": lambda paths: posixpath.commonpath([_text(p) for p in paths]),
-    "normpath": lambda p: posixpath.normpath(_text(p)),
+    "win_splitdrive": lambda p: ntpath.splitdrive(_path(p)),
+    "commonpath": lambda paths: posixpath.commonpath([_path(p) for p in _sequence(paths)]),
+    "normpath": lambda p: posixpath.normpath(_path(p)),
     "md5": lambda d: get_hash(d, "md5"), "sha1": lambda d: get_hash(d, "sha1"),
     "checksum": lambda d: get_hash(d, "sha1"),
     "type_debug": lambda o: type(o).__name__,
-    "urldecode": lambda s: unquote_plus(_text(s)),
+    "urldecode": lambda s: unquote_plus(_path(s)),
 }
 #: the filters of a value and an argument (some optional)
 _OF_TWO: dict[str, Callable[[Any, Any], Any]] = {
