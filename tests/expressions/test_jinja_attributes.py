@@ -83,3 +83,15 @@ def test_validate_refuses_unfurls_machinery_by_name(tmp_path: Path, template: st
         assert not any("Unfurl's internal" in p for p in problems), problems
     else:
         assert any(refused in p and "not supported" in p for p in problems), problems
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("x {{ n }} y", "x None y"),  # a null inside text is its text, as Jinja2 (and Unfurl)
+    ("x {{ [none] | first }} y", "x None y"),
+    ("{{ n }}{{ n }}", "NoneNone"),
+    ("{{ n }}", None),  # the whole template one null: the value itself
+    ("{{ [none] | first }}", None),
+    ("", None),
+])
+def test_a_null_among_a_templates_pieces_is_kept(text: str, expected: object) -> None:
+    assert _render(text, n=None) == expected

@@ -358,18 +358,21 @@ def native_output(pieces: Any) -> Any:
     """The one value a template output (not text), else the output's text; null when it
     output nothing (Ansible's native types)."""
     iterator = iter(pieces)
-    first = next(iterator, None)
-    if first is None:
+    first: Any = next(iterator, _END)
+    if first is _END:
         return None
-    second = next(iterator, None)
-    if second is None and callable(getattr(first, "digest_form", None)):
+    second: Any = next(iterator, _END)  # a piece may itself be None: `x {{ none }} y` is "x None y"
+    if second is _END and callable(getattr(first, "digest_form", None)):
         return first  # (a temporary file's path keeps what it is digested as)
-    if second is None and not isinstance(first, str):
+    if second is _END and not isinstance(first, str):
         from jinja2 import Undefined  # start-up: keeps jinja2, markupsafe (30 modules) off `deploy`
 
         return str(first) if isinstance(first, Undefined) else plain_value(first)
-    return bounded_concat(itertools.chain([first] if second is None else [first, second],
+    return bounded_concat(itertools.chain([first] if second is _END else [first, second],
                                           iterator))
+
+
+_END = object()  # the end of a template's output pieces
 
 
 def plain_value(value: YAMLValue | Iterator[Any]) -> Any:
