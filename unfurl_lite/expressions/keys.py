@@ -59,22 +59,22 @@ def _sources(node: NodeEntity) -> dict[str, Any]:
     return _by_name([(shape.name, node.world.node(shape.source)) for shape in node.incoming()])
 
 
-def _hosted_on(node: NodeEntity) -> list[Entity]:
-    """Unfurl's walk: each requirement's target, kept when the relationship is a HostedOn,
-    and the walk continues through every target."""
+def _walk(node: NodeEntity, edges: Callable[[NodeEntity], Iterator[tuple[str | None, Any]]],
+          kind: str) -> list[Entity]:
+    """Unfurl's walk for ``.hosted_on`` and ``.configured_by``: every node an edge reaches,
+    kept when its relationship is a ``kind``, the walk going on through each."""
     found: list[Entity] = []
     seen: set[str] = set()
 
     def walk(current: NodeEntity) -> None:
-        for relationship in current.world.graph.requirements.get(current.name, ()):
-            target = relationship.target
-            if target is None or target in seen:
+        for name, relationship in edges(current):
+            if name is None or name in seen:
                 continue
-            seen.add(target)
-            entity = current.world.node(target)
+            seen.add(name)
+            entity = current.world.node(name)
             if not isinstance(entity, NodeEntity):
                 continue
-            if relationship.is_a(HOSTED_ON):
+            if relationship.is_a(kind):
                 found.append(entity)
             walk(entity)
 
@@ -82,26 +82,17 @@ def _hosted_on(node: NodeEntity) -> list[Entity]:
     return found
 
 
+def _hosted_on(node: NodeEntity) -> list[Entity]:
+    """Each requirement's target, kept when the relationship is a HostedOn."""
+    return _walk(node, lambda current: (
+        (r.target, r) for r in current.world.graph.requirements.get(current.name, ())),
+        HOSTED_ON)
+
+
 def _configured_by(node: NodeEntity) -> list[Entity]:
     """The sources that configure it (``unfurl.relationships.Configures``), through the
     sources of each source."""
-    found: list[Entity] = []
-    seen: set[str] = set()
-
-    def walk(current: NodeEntity) -> None:
-        for relationship in current.incoming():
-            if relationship.source in seen:
-                continue
-            seen.add(relationship.source)
-            source = current.world.node(relationship.source)
-            if not isinstance(source, NodeEntity):
-                continue
-            if relationship.is_a(CONFIGURES):
-                found.append(source)
-            walk(source)
-
-    walk(node)
-    return found
+    return _walk(node, lambda current: ((r.source, r) for r in current.incoming()), CONFIGURES)
 
 
 def _descendants(entity: Entity) -> list[Entity]:
