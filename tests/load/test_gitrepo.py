@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import tomllib
 from pathlib import Path
 
@@ -280,3 +281,22 @@ def test_head_is_read_however_git_stores_it(project: Project, tmp_path: Path) ->
     assert gitrepo.Repo(fresh).head() is None
     with pytest.raises(GitError, match="not in a git repository"):
         gitrepo.head_of(tmp_path)
+
+
+def test_a_commit_waits_for_another_git_process_holding_the_branch(project: Project) -> None:
+    """Jobs on two ensembles of one repository commit at once: git refuses the second
+    while the first holds the branch's ref ("cannot lock ref"); it is run again, as for the
+    index, instead of failing the job."""
+    path = project.write("a: 1\n", name="a.yaml")
+    path.write_text("a: 2\n")
+    branch = git(project.root, "symbolic-ref", "HEAD").strip()
+    lock = project.root / ".git" / f"{branch}.lock"
+    lock.write_text("")  # what a commit of another job holds while it moves the branch
+    release = threading.Timer(0.3, lock.unlink)
+    release.start()
+    try:
+        head = gitrepo.Repo(project.root).commit([path], "second job")
+    finally:
+        release.join()
+    assert git(project.root, "rev-parse", "HEAD").strip() == head
+    assert git(project.root, "log", "-1", "--format=%s").strip() == "second job"

@@ -30,6 +30,10 @@ ENV = {
     "GIT_EDITOR": ":",
     "GIT_OPTIONAL_LOCKS": "0",
 }
+#: what git says when another git process of this repository (a job on another of its
+#: ensembles) holds the index or moved a ref under it: the same command is run again
+#: (a pathspec commit read HEAD before the other commit moved it, and nothing changed)
+_CONTENDED = ("index.lock", "cannot lock ref", ".lock': File exists")
 INDEX_LOCK_WAIT = 30.0  # seconds a commit waits for another git process to release the index
 NETWORK_TIMEOUT = 300.0  # seconds a clone or fetch may take
 
@@ -170,9 +174,9 @@ class Repo:
                                  or "nothing added to commit" in outcome.stdout):  # LC_ALL=C
                 return
             stderr = outcome.stderr.strip() or outcome.stdout.strip()
-            if "index.lock" not in stderr or waited >= INDEX_LOCK_WAIT:
+            if not any(mark in stderr for mark in _CONTENDED) or waited >= INDEX_LOCK_WAIT:
                 raise commit_error(stderr, self.stale_index_lock())
-            stale = self.stale_index_lock()
+            stale = self.stale_index_lock() if "index.lock" in stderr else None
             if stale is not None:
                 raise commit_error(stderr, stale)
             time.sleep(delay)
