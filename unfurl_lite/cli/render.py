@@ -119,6 +119,18 @@ def plan_tree(plan: Plan, title: str | None = None) -> Any:
     return tree
 
 
+def idle_json(workflow: str, dryrun: bool) -> dict[str, Any]:
+    """A job with nothing to do, in :func:`result_json`'s keys (a script reads one shape);
+    its instances are left out: a remembered plan answers without loading the model."""
+    # start-up: keeps run.outcome (the job's model) off a no-op redeploy's text output
+    from unfurl_lite.run.outcome import partition, summary_counts
+
+    return {"changeId": None, "workflow": workflow, "state": "succeeded", "status": "ok",
+            "summary": "nothing to do", "counts": summary_counts([]), "partition": partition(()),
+            "summaryNotes": [], "commit": None, "notCommitted": None, "dryrun": dryrun,
+            "duration": 0.0, "tasks": [], "notes": [], "changes": []}
+
+
 def result_json(result: JobResult) -> dict[str, Any]:
     """A finished job as ``--json`` gives it: one document with the job's outcome and each
     task's, redacted, in the keys scripts read."""

@@ -277,15 +277,8 @@ def nothing_to_do(workflow: str, request: Any, job: JobChoice, level: int) -> No
         from unfurl_lite.api.jobs import query_ensemble
 
         found = query_ensemble(request.ensemble, request.query, request.inputs)
-    if job.shows_json:  # a job's keys (but the instances': not loaded): a script reads one shape
-        # start-up: keeps run.outcome (the job's model) off a no-op redeploy's text output
-        from unfurl_lite.run.outcome import partition, summary_counts
-
-        document: dict[str, Any] = {
-            "changeId": None, "workflow": workflow, "state": "succeeded", "status": "ok",
-            "summary": "nothing to do", "counts": summary_counts([]), "partition": partition(()),
-            "summaryNotes": [], "commit": None, "notCommitted": None, "dryrun": job.options.dryrun,
-            "duration": 0.0, "tasks": [], "notes": [], "changes": []}
+    if job.shows_json:
+        document = render.idle_json(workflow, job.options.dryrun)
         if request is not None and request.query:
             document.update(query=request.query, result=found)
         echo_json(document)
