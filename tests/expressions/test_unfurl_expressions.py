@@ -116,6 +116,16 @@ _deliberate("a method that changes a value is refused by the sandbox (Unfurl giv
             "method)", *({"at": "app", "v": v, "vars": _PROBE_VARS}
                          for v in ("{{ d.pop }}", "{{ d.update }}", "{{ l.append }}")))
 
+_deliberate("an option the label functions do not have is refused by name, at validate too "
+            "(Unfurl ignores it)",
+            {"at": "app", "v": "{{ 'abc' | to_label(foo=1) }}"},
+            {"at": "app", "v": "{{ 'a bc' | to_dns_label(foo=1) }}"},
+            {"at": "app", "v": {"eval": {"foo": 1, "to_label": "a b"}}},
+            {"at": "app", "v": {"eval": {"to_dns_label": "a b", "to_label": "x"}}})
+_deliberate("a label's character class may not end early with ']' (it would make the "
+            "option a whole regular expression)",
+            {"at": "app", "v": "{{ 'ab' | to_label(start='a-z]') }}"})
+
 
 def key(probe: dict[str, Any]) -> str:
     return json.dumps({k: probe[k] for k in ("at", "q", "v", "vars") if k in probe},

@@ -124,6 +124,9 @@ def test_a_required_input_without_value_stops_everything(project, invoke) -> Non
     ("\"{{ lookup('pipe', 'id') }}\"", "lookup plugin 'pipe' is not supported"),
     ("\"{{ query('nosuch', 'x') }}\"", "unknown lookup plugin 'nosuch'"),
     ("\"{{ 'x' | ansible.builtin.expandvars }}\"", "filter 'ansible.builtin.expandvars' is"),
+    ("\"{{ 'x' | to_label(seperator='-') }}\"", "'seperator' is not an option of the filter"),
+    ("\"{{ 'x' | to_dns_label(_wrapper=1) }}\"", "'_wrapper' is not an option of the filter"),
+    ("{eval: '0'}", "query '0' names nothing to read"),
 ])
 def test_every_function_and_filter_is_evaluated_or_refused_by_name(project, invoke, value,
                                                                    named) -> None:

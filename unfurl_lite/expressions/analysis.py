@@ -43,6 +43,8 @@ class TemplateNames:
     #: ``x.name`` reads (not ``x['name']``) from a variable: (the variable, the name, how
     #: deep: ``inputs.validate`` is 1)
     dotted: tuple[tuple[str, str, int], ...] = ()
+    #: the keyword arguments each filter is given: (the filter, the keyword)
+    filter_keywords: tuple[tuple[str, str], ...] = ()
 
 
 def could_be_template(text: str) -> bool:
@@ -68,6 +70,8 @@ def analyse(text: str) -> TemplateNames:
     except Exception as exc:  # nested too deep for the parser, and the like
         return TemplateNames(syntax_error=f"{type(exc).__name__}")
     filters = tuple(dict.fromkeys(f.name for f in tree.find_all(nodes.Filter)))
+    keywords = tuple(dict.fromkeys((f.name, k.key) for f in tree.find_all(nodes.Filter)
+                                   for k in f.kwargs))
     tests = tuple(dict.fromkeys(t.name for t in tree.find_all(nodes.Test)))
     lookups: list[str] = []
     for call in tree.find_all(nodes.Call):
@@ -94,7 +98,8 @@ def analyse(text: str) -> TemplateNames:
         free = tuple(sorted({n.name for n in tree.find_all(nodes.Name) if n.ctx == "load"}
                             - assigned))
     return TemplateNames(filters, tests, tuple(dict.fromkeys(lookups)), free,
-                         tuple(reads), assigned, dotted=tuple(dotted))
+                         tuple(reads), assigned, dotted=tuple(dotted),
+                         filter_keywords=keywords)
 
 
 def _path(node: Any) -> tuple[str, ...] | None:

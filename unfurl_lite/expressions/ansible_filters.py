@@ -220,8 +220,12 @@ _NESTED_QUANTIFIER = re.compile(r"\((?:[^()\\]|\\.)*[+*}](?:[^()\\]|\\.)*\)[+*{]
 
 
 def compiled(pattern: Any, flags: int = 0) -> re.Pattern[str]:
-    """A template's regular expression, refused when it could run for hours."""
-    text = _text(pattern)
+    """A template's regular expression, refused when it could run for hours; it is text,
+    as Python's ``re`` takes it under Ansible (a list or a number is an error there)."""
+    if not isinstance(pattern, str):
+        raise ExpressionError(f"a regular expression is text, not {type(pattern).__name__}: "
+                              f"{pattern!r}")
+    text = pattern
     if _NESTED_QUANTIFIER.search(text):
         raise ExpressionError(
             f"regular expression {text!r} repeats a repeated group, which can take "
@@ -303,14 +307,16 @@ def combine(*terms: Any, **kwargs: Any) -> Any:
     list_merge = kwargs.pop("list_merge", "replace")
     if kwargs:
         raise ExpressionError("combine: 'recursive' and 'list_merge' are the only options")
+    dictionaries = [_plain(d) for d in flatten(list(terms), levels=1)]
+    if not dictionaries:
+        return {}
+    if len(dictionaries) == 1:  # nothing to merge: as it is, mapping or not (as Ansible)
+        return dictionaries[0]
     if list_merge not in ("replace", "keep", "append", "prepend", "append_rp", "prepend_rp"):
         raise ExpressionError(f"combine: unknown list_merge {list_merge!r}")
-    dictionaries = [_plain(d) for d in flatten(list(terms), levels=1)]
     for item in dictionaries:
         if not isinstance(item, dict):
             raise ExpressionError(f"combine expects mappings, got {type(item).__name__}")
-    if not dictionaries:
-        return {}
     result = dictionaries[-1]
     for dictionary in reversed(dictionaries[:-1]):
         result = _merge(dictionary, result, recursive, list_merge)

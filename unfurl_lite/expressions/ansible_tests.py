@@ -36,12 +36,18 @@ def _changed_item(result: Any) -> bool:
     return isinstance(result, Mapping) and bool(_result(result, "changed").get("changed"))
 
 
+#: the methods of a compiled pattern Ansible's ``regex`` test may call by ``match_type``
+_MATCH_TYPES = ("search", "match", "fullmatch", "findall", "split", "finditer")
+
+
 def _regex_test(kind: str) -> Callable[..., bool]:
     def test(value: Any = "", pattern: str = "", ignorecase: bool = False,
              multiline: bool = False, match_type: str = kind) -> bool:
         found = compiled(pattern, _flags(ignorecase, multiline))
-        method = found.match if match_type == "match" else found.search
-        return bool(method(_text(value)))
+        if match_type not in _MATCH_TYPES:
+            raise ExpressionError(f"regex: match_type {match_type!r} is not a way to match",
+                                  hint="one of " + ", ".join(_MATCH_TYPES))
+        return bool(getattr(found, match_type)(_text(value)))
     return test
 
 

@@ -55,7 +55,7 @@ _NOT_IN_UNFURL = ("is not supported: Unfurl 1.2.0 has no such function and keeps
                   "mapping as it is")
 _CHANGES = "gives a different value on every render, so every deploy would reconfigure"
 _LABEL_OPTIONS = ("allowed", "replace", "start", "start_prepend", "end", "max", "case", "sep",
-                  "digest", "digestlen")
+                  "digest", "digestlen", "eager")
 
 
 def _never(why: str, hint: str = "", top_level: bool = False) -> Known:
@@ -101,7 +101,7 @@ FUNCTIONS: dict[str, Known] = {
     "lookup": _function("lookup"),
     "to_env": _function("to_env", options=("update_os_environ",)),
     "urljoin": _function("urljoin"),
-    "to_label": _function("to_label", options=_LABEL_OPTIONS),
+    "to_label": _function("to_label", options=(*_LABEL_OPTIONS, "_wrapper")),
     "to_dns_label": _function("to_dns_label", options=_LABEL_OPTIONS),
     "to_kubernetes_label": _function("to_kubernetes_label", options=_LABEL_OPTIONS),
     "to_googlecloud_label": _function("to_googlecloud_label", options=_LABEL_OPTIONS),

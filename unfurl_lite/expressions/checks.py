@@ -39,6 +39,11 @@ def query_problems(text: str) -> Iterator[Found]:
     except ExpressionError as exc:
         yield (), f"query {text!r}: {exc.message}", exc.hint or ""
         return
+    query = parse_query(text)
+    if query.absolute and len(query.segments) == 1:
+        yield ((), f"query {text!r} names nothing to read (Unfurl fails on it with an "
+               "IndexError)", "a query that starts with the index 0 starts at every "
+               "instance, as '::' does: write '::name' after it")
     for key in dict.fromkeys(keys):
         if key in SPECIAL_KEYS:
             continue

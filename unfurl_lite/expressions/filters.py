@@ -89,11 +89,26 @@ def which_filter(command: Any) -> str | None:
     return shutil.which(str(command), path=path)
 
 
+#: the positional parameters after the value Unfurl's label filters take: to_label's
+#: ``_wrapper`` and ``eager``, which do nothing when a template renders
+_POSITIONAL = {"to_label": ("_wrapper", "eager")}
+
+
 def _label(flavour: str) -> Any:
-    def convert(value: Any, **options: Any) -> Any:
+    def convert(value: Any, *args: Any, **options: Any) -> Any:
         # start-up: keeps expressions.labels (9 modules) off filters's import until convert() runs
         from unfurl_lite.expressions.labels import label
 
+        names = _POSITIONAL.get(flavour, ())
+        if len(args) > len(names):
+            raise ExpressionError(
+                f"{flavour} takes {len(names) or 'no'} positional argument"
+                f"{'' if len(names) == 1 else 's'} after its value, {len(args)} given",
+                hint=f"give its options by name: {flavour}(sep='-', max=20)")
+        for name, arg in zip(names, args, strict=False):
+            if name in options:
+                raise ExpressionError(f"{flavour} got {name!r} twice")
+            options[name] = arg
         return label(flavour, value, options)
 
     convert.__name__ = flavour

@@ -36,16 +36,26 @@ FLAVOURS: dict[str, dict[str, Any]] = {
                              "start": "[a-zA-Z]", "max": 63},
 }
 LABEL_OPTIONS = frozenset({*LABEL_DEFAULTS, "end"})
+#: Unfurl's own parameters of its label functions, which do nothing when a job runs
+#: (``eager`` is for its Python DSL; ``_wrapper``, to_label's, names the flavour)
+INERT_OPTIONS = {"to_label": frozenset({"eager", "_wrapper"})}
+_INERT_FLAVOUR_OPTIONS = frozenset({"eager"})
+
+
+def inert_options(flavour: str) -> frozenset[str]:
+    return INERT_OPTIONS.get(flavour, _INERT_FLAVOUR_OPTIONS)
 
 
 def label(flavour: str, value: Any, options: Mapping[str, Any]) -> Any:
     """``to_label``-style conversion of a string, a list (joined with ``sep``) or a mapping
     (its keys and values)."""
-    unknown = set(options) - LABEL_OPTIONS
+    inert = inert_options(flavour)
+    unknown = set(options) - LABEL_OPTIONS - inert
     if unknown:
         raise ExpressionError(f"{flavour}: unknown option(s) {', '.join(sorted(unknown))}",
                               hint="the options are: " + ", ".join(sorted(LABEL_OPTIONS)))
-    return _label(value, {**FLAVOURS[flavour], **options})
+    chosen = {k: v for k, v in options.items() if k not in inert}
+    return _label(value, {**FLAVOURS[flavour], **chosen})
 
 
 def _digest(text: str, case: str, salt: str | None) -> str:
@@ -72,9 +82,10 @@ _BRACKETS = re.compile(r"^\[(.*)\]$")
 
 
 def _char_class(chars: str) -> str:
-    """A character class as given (``a-z`` or ``[a-z]``), checked so it stays one."""
+    """A character class as given (``a-z`` or ``[a-z]``), checked so it stays one (a
+    ``[`` inside is one of its characters, a ``]`` would end it)."""
     inner = _BRACKETS.sub(r"\1", chars)
-    if re.search(r"(?<!\\)[\[\]]", inner):
+    if re.search(r"(?<!\\)\]", inner):
         raise ExpressionError(f"to_label: {chars!r} is not a character class",
                               hint="give characters and ranges, such as 'a-z0-9' or '[a-z]'")
     return inner
@@ -92,7 +103,9 @@ def _label(value: YAMLValue, options: dict[str, Any]) -> Any:
     limit = int(opts["max"])
     if limit < 1:
         raise ExpressionError("to_label: max must be at least 1")
-    digest_len = int(opts["digestlen"])
+    digest_len = opts["digestlen"]
+    if not isinstance(digest_len, int):
+        raise ExpressionError(f"to_label: digestlen must be a number, not {digest_len!r}")
     if digest_len == -1:
         digest_len = 2 if limit < 32 else 3
     max_digest = min(limit, digest_len) if digest_len else 0
@@ -123,7 +136,9 @@ def _label(value: YAMLValue, options: dict[str, Any]) -> Any:
 def _list_label(items: list[Any], opts: dict[str, Any], limit: int, max_digest: int) -> str:
     if not items:
         return ""
-    sep, case, salt = str(opts["sep"]), opts["case"], opts["digest"]
+    sep, case, salt = opts["sep"], opts["case"], opts["digest"]
+    if not isinstance(sep, str):
+        raise ExpressionError(f"to_label: sep must be text, not {sep!r}")
     room = limit - min(len(sep) * (len(items) - 1), limit - 1)
     each = max(room // len(items), 1)
     texts = [str(item) for item in items]

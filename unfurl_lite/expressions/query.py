@@ -46,9 +46,11 @@ class Query:
 
     @property
     def absolute(self) -> bool:
-        """``::name...``: starts from every instance, by name."""
+        """``::name...``: starts from every instance, by name. A first segment that is
+        the index ``0`` (``0::app``) starts there too: Unfurl tests the first key for
+        emptiness, and ``0`` is as empty as ``""``."""
         first = self.segments[0]
-        return first.key == "" and not first.predicates
+        return _empty(first.key) and not first.predicates
 
     @property
     def variable(self) -> str | None:
@@ -61,15 +63,17 @@ class Query:
         on each instance it is hosted on, the first found (Unfurl's implicit
         ``.ancestors``); inside ``foreach`` it is looked up on the item only."""
         first = self.segments[0]
-        if isinstance(first.key, int):
-            if first.key:
-                raise ExpressionError(
-                    f"query {self.text!r} cannot start with a list index",
-                    hint="start it with '::name', '.' or '$variable'")
-            return False
-        if first.key and first.key[0] in ".$":
+        if isinstance(first.key, int) and first.key:
+            raise ExpressionError(
+                f"query {self.text!r} cannot start with a list index",
+                hint="start it with '::name', '.' or '$variable'")
+        if isinstance(first.key, str) and first.key and first.key[0] in ".$":
             return False
         return bool(first.key or first.predicates)
+
+
+def _empty(key: Key) -> bool:
+    return key == "" or (isinstance(key, int) and key == 0)
 
 
 def _key(text: str) -> Key:

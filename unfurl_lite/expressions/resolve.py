@@ -416,8 +416,10 @@ def query_results(query: Query, scope: Scope) -> list[Any]:
     if query.absolute:
         start: Any = scope.ctx.world().all()
         segments = segments[1:]
-        if not segments:
-            raise ExpressionError(f"query {query.text!r} names nothing after '::'")
+        if not segments:  # `0` alone: Unfurl's IndexError
+            raise ExpressionError(f"query {query.text!r} names nothing to read",
+                                  hint="a query that starts with the index 0 starts at "
+                                  "every instance, as '::' does: write '::name' after it")
     elif query.variable is not None:
         start = scope.var(query.variable)
         if len(segments) == 1:

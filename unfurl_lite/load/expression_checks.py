@@ -223,6 +223,12 @@ def _no_function(path: tuple[Any, ...], body: dict[Any, Any]) -> Iterator[Found]
            "`eval:` to keep the mapping as data")
 
 
+#: filters that take the options of the eval function of their name (Unfurl ignores a
+#: misspelt one; here it is named)
+_LABEL_FILTERS = frozenset({"to_label", "to_dns_label", "to_kubernetes_label",
+                            "to_googlecloud_label"})
+
+
 def _template(path: tuple[Any, ...], text: str) -> Iterator[Found]:
     if not could_be_template(text):
         return
@@ -242,6 +248,11 @@ def _template(path: tuple[Any, ...], text: str) -> Iterator[Found]:
         if found is not None and found.refused:
             yield (path, *catalog.refusal("global", name))
     yield from ((path, message, hint) for message, hint in _unfurl_machinery(names.dotted))
+    for name, keyword in names.filter_keywords:
+        known = catalog.entry("function", name) if name in _LABEL_FILTERS else None
+        if known is not None and keyword not in known.options:
+            yield (path, f"{keyword!r} is not an option of the filter {name!r}",
+                   f"{name!r} takes " + ", ".join(sorted(known.options)))
     if "eval" in names.filters or "ref" in names.filters:
         # start-up: keeps expressions.checks (1 module) off `plan` until _template() runs
         from unfurl_lite.expressions.checks import query_problems
