@@ -13,7 +13,8 @@ from typing import Any
 from urllib.parse import urlparse
 
 from unfurl_lite.errors import ExpressionError
-from unfurl_lite.expressions.ansible_filters import _flags, _path, _text, compiled
+from unfurl_lite.expressions.ansible_filters import _path, _text
+from unfurl_lite.expressions.regex_filters import _flags, compiled
 from unfurl_lite.model.narrow import is_list
 
 

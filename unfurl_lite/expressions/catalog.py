@@ -42,6 +42,7 @@ class Known:
 _FUNCTIONS = "unfurl_lite.expressions.functions"
 _FILTERS = "unfurl_lite.expressions.filters"
 _ANSIBLE = "unfurl_lite.expressions.ansible_filters"
+_REGEX = "unfurl_lite.expressions.regex_filters"
 _TESTS = "unfurl_lite.expressions.ansible_tests"
 _LOOKUPS = "unfurl_lite.expressions.lookups"
 _SANDBOX = "unfurl_lite.expressions.sandbox"
@@ -137,8 +138,8 @@ _ANSIBLE_FILTERS = (
     "comment", "commonpath", "dict2items", "difference", "dirname", "extract", "flatten",
     "from_json", "from_yaml", "from_yaml_all", "hash", "human_readable", "human_to_bytes",
     "intersect", "items2dict", "log", "mandatory", "md5", "normpath", "path_join",
-    "permutations", "pow", "product", "quote", "regex_escape", "regex_findall",
-    "regex_replace", "regex_search", "rekey_on_member", "relpath", "root", "sha1", "split",
+    "permutations", "pow", "product", "quote", "rekey_on_member", "relpath", "root", "sha1",
+    "split",
     "splitext", "strftime", "subelements", "symmetric_difference", "ternary", "to_datetime",
     "to_json", "to_nice_json", "to_nice_yaml", "to_uuid", "to_yaml", "type_debug", "union",
     "unique", "urldecode", "urlsplit", "win_basename", "win_dirname", "win_splitdrive", "zip",
@@ -162,6 +163,8 @@ FILTERS: dict[str, Known] = {
     "to_kubernetes_label": Known(f"{_FILTERS}:to_kubernetes_label"),
     "to_googlecloud_label": Known(f"{_FILTERS}:to_googlecloud_label"),
     **{name: Known(f"{_ANSIBLE}:FILTERS[{name}]") for name in _ANSIBLE_FILTERS},
+    **{name: Known(f"{_REGEX}:FILTERS[{name}]") for name in (
+        "regex_escape", "regex_findall", "regex_replace", "regex_search")},
     "expanduser": _never("reads the user's home directory"),
     "expandvars": _never("reads the environment", "use get_env('NAME')"),
     "realpath": _never("reads the file system"),

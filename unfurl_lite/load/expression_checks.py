@@ -16,7 +16,7 @@ from typing import Any
 
 from unfurl_lite.errors import Problem
 from unfurl_lite.expressions import catalog
-from unfurl_lite.expressions.analysis import analyse, could_be_template
+from unfurl_lite.expressions.analysis import TemplateNames, analyse, could_be_template
 from unfurl_lite.expressions.names import OPERATION_VARIABLES, did_you_mean
 from unfurl_lite.load.problems import TOPOLOGY, get_section, mapping, problem_at
 from unfurl_lite.model.narrow import YAMLContainer, YAMLValue, is_map
@@ -248,11 +248,7 @@ def _template(path: tuple[Any, ...], text: str) -> Iterator[Found]:
         if found is not None and found.refused:
             yield (path, *catalog.refusal("global", name))
     yield from ((path, message, hint) for message, hint in _unfurl_machinery(names.dotted))
-    for name, keyword in names.filter_keywords:
-        known = catalog.entry("function", name) if name in _LABEL_FILTERS else None
-        if known is not None and keyword not in known.options:
-            yield (path, f"{keyword!r} is not an option of the filter {name!r}",
-                   f"{name!r} takes " + ", ".join(sorted(known.options)))
+    yield from ((path, message, hint) for message, hint in _filter_options(names))
     if "eval" in names.filters or "ref" in names.filters:
         # start-up: keeps expressions.checks (1 module) off `plan` until _template() runs
         from unfurl_lite.expressions.checks import query_problems
@@ -260,6 +256,14 @@ def _template(path: tuple[Any, ...], text: str) -> Iterator[Found]:
         for query in _QUERY_FILTERED.findall(text):
             if query and not query.startswith("$"):
                 yield from ((path, message, hint) for _, message, hint in query_problems(query))
+
+
+def _filter_options(names: TemplateNames) -> Iterator[tuple[str, str]]:
+    for name, keyword in names.filter_keywords:
+        known = catalog.entry("function", name) if name in _LABEL_FILTERS else None
+        if known is not None and keyword not in known.options:
+            yield (f"{keyword!r} is not an option of the filter {name!r}",
+                   f"{name!r} takes " + ", ".join(sorted(known.options)))
 
 
 def _unfurl_machinery(dotted: tuple[tuple[str, str, int], ...]) -> Iterator[tuple[str, str]]:
