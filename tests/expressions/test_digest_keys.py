@@ -247,6 +247,81 @@ def test_a_secret_read_takes_no_part_and_is_never_recorded(project, invoke):
     assert "s3cr3t-value" not in records and "::db::password" not in records
 
 
+def _secret_then(order: list[str]) -> str:
+    """A Template whose resultTemplate sets SELF's sensitive ``secret`` and reads the
+    inputs ``ports`` and ``plain`` (both templates naming SELF), in ``order``."""
+    attributes = {"secret": "secret: bar", "ports": "n: '{{ inputs.ports | length }}'",
+                  "plain": "m: '{{ inputs.plain }}'"}
+    lines = "".join(f"\n                      {attributes[name]}" for name in order)
+    return _with_types("""\
+        node_types:
+          T:
+            derived_from: tosca.nodes.Root
+            properties:
+              secret: {type: string, metadata: {sensitive: true}}
+              ports: {type: list}
+              plain: {type: string}
+        """, "", """\
+        a:
+          type: T
+          properties: {secret: foo, ports: [1, 2], plain: hello}
+          interfaces:
+            Standard:
+              create:
+                implementation: Template
+                inputs:
+                  ports: "{{ SELF['ports'] }}"
+                  plain: "{{ SELF.plain }}"
+                  resultTemplate:
+                    attributes:""" + lines + "\n")
+
+
+def _status(project) -> str:
+    return (project.root / "ensemble.yaml").read_text().split("\nstatus:", 1)[1]
+
+
+def test_an_input_naming_an_instance_after_its_secret_was_set_is_secret(project, invoke):
+    """Unfurl marks a template's result sensitive when the instance map it names holds a
+    resolved secret (unfurl-cases 201, 258): an input rendered after the resultTemplate
+    set SELF's sensitive attribute is left out of digestKeys and its text is redacted;
+    what is computed from it (``| length``) is not."""
+    project.write(_secret_then(["secret", "ports", "plain"]))
+    assert invoke("deploy", "--approve").exit_code == 0
+    assert _row(project, "create")["digestKeys"] == "::a::ports,::a::plain"
+    status = _status(project)
+    assert "n: 2" in status and "m: <<REDACTED>>" in status and "hello" not in status
+
+
+def test_an_input_rendered_before_the_secret_was_set_stays_plain(project, invoke):
+    project.write(_secret_then(["ports", "secret", "plain"]))
+    assert invoke("deploy", "--approve").exit_code == 0
+    assert _row(project, "create")["digestKeys"] == "ports,::a::ports,::a::plain"
+
+
+def test_a_secret_read_by_an_earlier_input_makes_a_later_one_secret(project, invoke):
+    """As Unfurl (unfurl-cases 258, db2): ``command`` reads ``pw``, which reads the
+    sensitive password, so ``command`` and ``other`` (read by the resultTemplate after the
+    run), which name SELF after it, are secret; the environment's read of it
+    (SECRET_READ above) does not count."""
+    project.write(SECRET_READ.split("        db:\n")[0] + textwrap.indent(textwrap.dedent("""\
+        db:
+          type: acme.Db
+          properties: {password: s3cr3t-value, user: admin}
+          interfaces:
+            Standard:
+              configure:
+                implementation: Shell
+                inputs:
+                  pw: "{{ SELF.password }}"
+                  command: "echo {{ SELF.user }} {{ inputs.pw | length }}"
+                  other: "{{ SELF.user }}"
+                  resultTemplate: {attributes: {o: "{{ inputs.other }}"}}
+        """), " " * 8))
+    assert invoke("deploy", "--approve").exit_code == 0
+    assert _row(project, "configure")["digestKeys"] == "::db::user"
+    assert "o: <<REDACTED>>" in _status(project)
+
+
 CAPTURE = Path(__file__).parent.parent / "data" / "unfurl120" / "16-digest-reads"
 
 

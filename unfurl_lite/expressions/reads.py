@@ -18,6 +18,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import UnfurlLiteError
+from unfurl_lite.expressions.analysis import analyse
 from unfurl_lite.expressions.context import INPUTS_LABEL
 from unfurl_lite.expressions.digest import (
     CONFIGURATOR_INPUTS,
@@ -59,6 +60,9 @@ class Reads:
     #: how many of ``inputs`` were resolved before the run (the environment's; a Shell's
     #: render): what is resolved while it runs, its results too, follows in declared order
     fixed: int = 0
+    #: instances a secret of which an input read (see :meth:`_Watch.hides`): what is
+    #: rendered later in the task through them is secret too
+    secret_read: frozenset[str] = frozenset()
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -82,6 +86,12 @@ class _Watch:
         self.topology_inputs: Mapping[str, Any] = {}
         self.known = 0  # how many instances the task knew before it read anything
         self.unstable = False
+        #: inputs Unfurl resolves as sensitive (see :meth:`hides`): not digested
+        self.hidden: set[str] = set()
+        #: instances a secret of which an input read, or a resultTemplate set, so far
+        self.secret_set: set[str] = set()
+        #: whether reads now count for :attr:`secret_set` (the environment's do not)
+        self.inputs_reading = True
 
     def read_input(self, name: str) -> None:
         if name not in self.inputs:
@@ -89,6 +99,24 @@ class _Watch:
 
     def read_value(self, instance: str, name: str, value: Any) -> None:
         self.values.setdefault(instance, {}).setdefault(name, value)
+        if self.inputs_reading and isinstance(value, Sensitive):
+            self.secret_set.add(instance)
+
+    def hides(self, raw: Any, ctx: EvalContext) -> bool:
+        """Whether Unfurl resolves the input ``raw`` as sensitive, so leaves it out of its
+        digest: a Jinja template that names an instance (``SELF``, ``HOST``, ``SOURCE``,
+        ``TARGET``) once a secret of that instance was resolved in this task (read by an
+        input, or set by the resultTemplate; not read by the environment), whatever it
+        reads of it. Unfurl marks a template's result sensitive when a value it referenced
+        holds a resolved secret, and naming the instance references its whole map
+        (unfurl-cases 201: ``{{ SELF['ports'] }}`` after the resultTemplate set the
+        sensitive ``private_address``; 258)."""
+        if not self.secret_set or not isinstance(raw, str) or not is_template(raw):
+            return False
+        views = {"SELF": ctx.self_view, "HOST": ctx.host, "SOURCE": ctx.source,
+                 "TARGET": ctx.target}
+        return any((view := views.get(name)) is not None and _key(view) in self.secret_set
+                   for name in analyse(raw).free)
 
 
 class _Guarded(Mapping[str, Any]):
@@ -240,16 +268,18 @@ def watch_reads(ctx: EvalContext) -> _Watch:
 
 
 def watched_inputs(rendered: Mapping[str, Any], later: _Watch, raw: Mapping[str, Any],
-                   reads: Reads | None, ctx: EvalContext) -> Mapping[str, Any]:
+                   reads: Reads | None, ctx: EvalContext) -> NotedInputs:
     """An operation's rendered inputs as its ``done`` and ``resultTemplate`` read them
     (``ctx`` watched by ``later``): Unfurl resolves an input when it is first read, so an
     input they read, and what its expression reads, is digested then, and one they never
     reach (an earlier attribute failed) is not. An input read before the run (``reads``)
     is not evaluated again."""
-    return _NotedInputs(rendered, later, raw, set(reads.inputs) if reads else set(), ctx)
+    if reads is not None:  # Unfurl's task keeps the instances' maps it rendered with
+        later.secret_set |= reads.secret_read
+    return NotedInputs(rendered, later, raw, set(reads.inputs) if reads else set(), ctx)
 
 
-class _NotedInputs(Labelled):
+class NotedInputs(Labelled):
     def __init__(self, values: Mapping[str, Any], watch: _Watch, raw: Mapping[str, Any],
                  done: set[str], ctx: EvalContext) -> None:
         super().__init__(values, INPUTS_LABEL)
@@ -260,9 +290,26 @@ class _NotedInputs(Labelled):
         if key not in self._done:
             self._done.add(key)
             self._watch.read_input(key)
+            if key in self._raw and self._watch.hides(self._raw[key], self._ctx):
+                self._watch.hidden.add(key)
             if key in self._raw and not _plain(self._raw[key]):
                 _quietly(partial(evaluate, self._raw[key], self._ctx))
-        return value
+        return _as_secret(value) if key in self._watch.hidden else value
+
+    def attribute_set(self, key: str, value: Any, secret: bool) -> None:
+        """The resultTemplate set SELF's ``key`` (``secret``: a name its type declares
+        sensitive): an input rendered after it that names SELF is sensitive in Unfurl."""
+        if secret or isinstance(value, Sensitive):
+            self._watch.secret_set.add(_key(self._ctx.self_view))
+
+
+def _as_secret(value: Any) -> Any:
+    """An input Unfurl resolved as sensitive, as a resultTemplate reads it: text is secret
+    (``{{ inputs.x }}`` is redacted); a list or mapping is left as it is, since what is
+    computed from it (``inputs.ports | length``) is not secret in Unfurl."""
+    if isinstance(value, str) and not isinstance(value, Sensitive):
+        return Sensitive(value)
+    return value
 
 
 def merged_reads(reads: Reads | None, later: _Watch, ctx: EvalContext,
@@ -283,12 +330,13 @@ def merged_reads(reads: Reads | None, later: _Watch, ctx: EvalContext,
     inputs = reads.inputs if reads is not None else ()
     fixed = reads.fixed if reads is not None else 0
     excluded = EXCLUDED.get(kind, frozenset())
-    running = {*inputs[fixed:], *(n for n in later.inputs if n not in excluded)}
+    running = {*inputs[fixed:], *(n for n in later.inputs
+                                  if n not in excluded and n not in later.hidden)}
     running -= set(inputs[:fixed])
     position = {name: index for index, name in enumerate(declared)}
     inputs = (*inputs[:fixed], *sorted(running, key=lambda n: position.get(n, len(position))))
     return Reads(inputs, tuple(item for group in groups.values() for item in group.items()),
-                 len(inputs))
+                 len(inputs), frozenset(later.secret_set))
 
 
 def operation_reads(
@@ -334,6 +382,8 @@ def evaluated_reads(
 
     def input_value(key: str, value: Any) -> Any:
         watch.read_input(key)
+        if watch.hides(value, ctx):
+            watch.hidden.add(key)
         found.inputs[key] = evaluate(value, ctx)
         return found.inputs[key]
 
@@ -342,8 +392,10 @@ def evaluated_reads(
 
     lazy = LazyValues(raw_inputs, input_value)
     ctx.operation_inputs = lazy
+    watch.inputs_reading = False  # as Unfurl: the environment's reads make no input secret
     for key, value in (environment or {}).items():
         _quietly(partial(environment_value, key, value))
+    watch.inputs_reading = True
     early = [name for name in order if name in watch.inputs]
 
     roots = CONFIGURATOR_INPUTS.get(kind, tuple(order))
@@ -363,10 +415,12 @@ def evaluated_reads(
             _quietly(partial(lazy.__getitem__, name))
     excluded = EXCLUDED.get(kind, frozenset())
     later = [name for name in order if name in watch.inputs and name not in early]
+    excluded = excluded | watch.hidden
     inputs = tuple(name for name in (*early, *later) if name not in excluded)
     fixed = len([name for name in early if name not in excluded])
     found.reads = Reads(inputs, _dependencies(watch, topology_inputs, ctx),
-                        fixed if kind == "Template" else len(inputs))
+                        fixed if kind == "Template" else len(inputs),
+                        frozenset(watch.secret_set))
     return found
 
 

@@ -44,7 +44,7 @@ from unfurl_lite.run.operations.base import OperationRequest, OperationResult
 from unfurl_lite.run.options import JobOptions
 from unfurl_lite.run.outcome import TaskRun
 from unfurl_lite.run.relationships import relationship_instance
-from unfurl_lite.run.results import apply_post_inputs, map_outputs
+from unfurl_lite.run.results import apply_post_inputs, map_outputs, secret_name
 from unfurl_lite.run.status import in_sequence
 from unfurl_lite.security import environment as openv
 from unfurl_lite.security.taint import secrets_in
@@ -237,11 +237,18 @@ class RequestBuilder:
                                if k not in instance.attributes)
         later = watch_reads(ctx)
         raw = op.run_inputs | dict(run.task.extra_inputs)
-        ctx.operation_inputs = watched_inputs(run.inputs, later, raw, run.reads, ctx)
+        noted = watched_inputs(run.inputs, later, raw, run.reads, ctx)
+        ctx.operation_inputs = noted
         ctx.extra = {"task": self.task_settings(run)}
+        topology = self.ensemble.topology
+
+        def attribute_set(key: str, value: Any) -> None:
+            noted.attribute_set(key, value, template is not None
+                                and secret_name(topology, template, key))
+
         try:
             apply_post_inputs(run.inputs, result, ctx, op.implementation.kind, current,
-                              properties)
+                              properties, attribute_set)
         finally:
             self.secrets.update(ctx.secrets)
             run.reads = merged_reads(run.reads, later, ctx, op.implementation.kind, list(raw))

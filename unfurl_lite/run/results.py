@@ -6,7 +6,7 @@ they belong to the run, not to expression evaluation.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from unfurl_lite.errors import ExpressionError
@@ -35,12 +35,14 @@ from unfurl_lite.security.taint import Sensitive, tainted_copy
 def apply_post_inputs(
     inputs: Mapping[str, Any], result: OperationResult, ctx: EvalContext, kind: str = "Shell",
     current: Mapping[str, Any] | None = None, properties: frozenset[str] = frozenset(),
+    on_set: Callable[[str, Any], None] | None = None,
 ) -> None:
     """Evaluate ``done`` and ``resultTemplate`` with the operation's result and fold them
     in. As Unfurl, a resultTemplate that fails to render fails the task, but what ``done``
     says (its status, ``modified``...) still applies. ``current``: SELF as the task found
     it, read without being recorded, and ``properties`` its template's properties that
-    are not yet attributes: an attribute set to the value of its property is dropped."""
+    are not yet attributes: an attribute set to the value of its property is dropped.
+    ``on_set``: told of each attribute as the resultTemplate renders it, in order."""
     if not any(inputs.get(k) is not None for k in POST_INPUTS):
         return
     outputs = result.outputs
@@ -70,7 +72,7 @@ def apply_post_inputs(
     failure: ExpressionError | None = None
     if template is not None:
         try:
-            updates, failure = _rendered_in_order(template, ctx)
+            updates, failure = _rendered_in_order(template, ctx, on_set=on_set)
             _apply_updates(updates, result)
         except ExpressionError as exc:
             failure = exc
@@ -152,8 +154,9 @@ def _command_text(command: YAMLValue, keeplines: bool) -> str | None:
     return tainted_copy(text) if isinstance(command, Sensitive) else text
 
 
-def _rendered_in_order(template: Any, ctx: EvalContext,
-                       listed: bool = False) -> tuple[Any, ExpressionError | None]:
+def _rendered_in_order(template: Any, ctx: EvalContext, listed: bool = False,
+                       on_set: Callable[[str, Any], None] | None = None,
+                       ) -> tuple[Any, ExpressionError | None]:
     """A resultTemplate written as YAML (not as one text), rendered as Unfurl updates an
     instance from it: item by item, the instance's fields before its attributes, then its
     attributes one by one, so what renders before a failure is applied (and the failure
@@ -161,7 +164,7 @@ def _rendered_in_order(template: Any, ctx: EvalContext,
     if is_list(template):
         items: list[Any] = []
         for item in template:
-            rendered, failure = _rendered_in_order(item, ctx, listed=True)
+            rendered, failure = _rendered_in_order(item, ctx, listed=True, on_set=on_set)
             items.append(rendered)
             if failure is not None:
                 return items, failure
@@ -186,6 +189,8 @@ def _rendered_in_order(template: Any, ctx: EvalContext,
             rendered_attributes[key] = evaluate(value, ctx)
         except ExpressionError as exc:
             return done, exc
+        if on_set is not None:
+            on_set(key, rendered_attributes[key])
     return done, None
 
 
@@ -375,13 +380,19 @@ def _mark_sensitive(topology: Topology, template: NodeTemplate, result: Operatio
         if value is None or isinstance(value, Sensitive) or not isinstance(
                 value, str | int | float):
             continue
-        definition: YAMLValue = declared(topology, template, key)
-        metadata: YAMLValue = (definition.get("metadata") if isinstance(definition, Mapping)
-                               else None)
-        if key in template.sensitive_properties or (isinstance(definition, Mapping) and (
-                definition.get("type") in SENSITIVE_TYPES
-                or (isinstance(metadata, Mapping) and metadata.get("sensitive") is True))):
+        if secret_name(topology, template, key):
             result.attributes[key] = Sensitive(str(value))
+
+
+def secret_name(topology: Topology, template: NodeTemplate, key: str) -> bool:
+    """Whether ``key`` is a name ``template``'s type declares sensitive (``metadata:
+    {sensitive: true}`` or a sensitive type), on a property or an attribute."""
+    definition: YAMLValue = declared(topology, template, key)
+    metadata: YAMLValue = (definition.get("metadata") if isinstance(definition, Mapping)
+                           else None)
+    return key in template.sensitive_properties or (isinstance(definition, Mapping) and (
+        definition.get("type") in SENSITIVE_TYPES
+        or (isinstance(metadata, Mapping) and metadata.get("sensitive") is True)))
 
 
 def declared(topology: Topology, template: NodeTemplate, key: str) -> Any:
