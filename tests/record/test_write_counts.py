@@ -30,6 +30,7 @@ class Writes:
         self.rewrites: Counter[str] = Counter()
         self.appends: Counter[str] = Counter()
         self.task_events: list[dict[str, Any]] = []
+        self.event_writes = 0  # writes of the events file (one may carry several events)
 
 
 @pytest.fixture
@@ -40,15 +41,20 @@ def writes(monkeypatch: pytest.MonkeyPatch) -> Writes:
     seen = Writes()
     append, atomic_write, append_lines = (journal_format.EventLog.append, yamlio.atomic_write,
                                           yamlio.append_lines)
+    event_write = journal_format.EventLog._write_locked
 
-    def counted_append(self: Any, event: dict[str, Any], seq: int) -> None:
+    def counted_append(self: Any, event: dict[str, Any], seq: int, hold: bool = False) -> None:
         task = event.get("task")
         if isinstance(task, dict):
             seen.events[task["number"]] += 1
             seen.task_events.append(task)
         else:
             seen.other_events.append(event)
-        append(self, event, seq)
+        append(self, event, seq, hold)
+
+    def counted_event_write(self: Any) -> None:
+        seen.event_writes += 1
+        event_write(self)
 
     def counted_write(path: Path, *args: Any, **kwargs: Any) -> None:
         name = f"{Path(path).parent.name}/{Path(path).name}"
@@ -62,6 +68,7 @@ def writes(monkeypatch: pytest.MonkeyPatch) -> Writes:
         append_lines(path, *args, **kwargs)
 
     monkeypatch.setattr(journal_format.EventLog, "append", counted_append)
+    monkeypatch.setattr(journal_format.EventLog, "_write_locked", counted_event_write)
     monkeypatch.setattr(yamlio, "atomic_write", counted_write)
     monkeypatch.setattr(yamlio, "append_lines", counted_lines)
     return seen
@@ -84,6 +91,9 @@ def test_a_task_is_at_most_two_journal_events(
     assert len(writes.events) == TASKS
     assert max(writes.events.values()) <= 2
     assert writes.other_events == [{"state": "succeeded", "status": "ok"}]  # the job's end
+    assert writes.event_writes <= sum(writes.events.values()) + 1
+    if jobs == "1":  # each outcome goes out with the next task's start: one write a task
+        assert writes.event_writes <= TASKS + 2
 
 
 def test_an_outcome_event_says_only_what_changed_and_reads_back_whole(

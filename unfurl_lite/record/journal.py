@@ -207,7 +207,7 @@ class Journal(Observer):
                     {n: self.instances[n] for n in names}, self.secrets
                 ),
             }
-            self._append_locked(event)
+            self._append_locked(event, hold=run.state not in _LEAVING)
 
     def job_changed(self, state: JobState) -> None:
         self.data["state"] = str(state)
@@ -252,7 +252,7 @@ class Journal(Observer):
         self.data[journal_format.SECRET_DIGESTS].extend(found)
         return found
 
-    def _append_locked(self, event: dict[str, Any]) -> None:
+    def _append_locked(self, event: dict[str, Any], hold: bool = False) -> None:
         assert self.path is not None
         found = self._new_digests()
         if found:
@@ -260,7 +260,13 @@ class Journal(Observer):
         self.seq += 1
         if self.events is None:
             self.events = journal_format.EventLog(self.path, SYNC_INTERVAL)
-        self.events.append(event, self.seq)
+        self.events.append(event, self.seq, hold=hold)
+
+    def flush(self) -> None:
+        """The outcomes held back are written: the job is about to wait."""
+        events = self.events
+        if events is not None:
+            events.flush()
 
     # -- the end of the job
 
@@ -322,6 +328,9 @@ def _fingerprint(run: TaskRun) -> tuple[Any, ...]:
             id(run.result))
 
 
+#: the states in which a task is about to leave the job (its operation sent): their
+#: events are written at once; an outcome's may wait for the next (see EventLog.append)
+_LEAVING = frozenset({TaskState.sending, TaskState.sent, TaskState.started})
 #: the fingerprint's changeId, attempts and the inputs' identity: the same inputs
 _SAME_INPUTS = (1, 3, 14)
 #: what an event says of its task whatever changed: which task it is, and its state
@@ -390,9 +399,9 @@ def task_record(run: TaskRun, secrets: set[str],
         "message": redact(run.message, secrets) if run.message else None,
         "carried": run.carried,
         "interrupted": run.interrupted,
-        "retries": redact(list(run.retries), secrets),
+        "retries": redact(list(run.retries), secrets) if run.retries else [],
         "worker": run.worker,
-        "inputs": yamlio.to_plain(redact(run.inputs, secrets)) if inputs is None else inputs,
+        "inputs": plain_redacted(run.inputs, secrets) if inputs is None else inputs,
         "digest": list(run.digest) if run.digest else None,
     }
     if run.result is not None:
@@ -400,12 +409,32 @@ def task_record(run: TaskRun, secrets: set[str],
             "success": run.result.success,
             "modified": run.result.modified,
             "error": redact(run.result.error, secrets) if run.result.error else None,
-            "outputs": yamlio.to_plain(redact(run.result.outputs, secrets)),
-            "attributes": yamlio.to_plain(redact(run.result.attributes, secrets)),
+            "outputs": plain_redacted(run.result.outputs, secrets),
+            "attributes": plain_redacted(run.result.attributes, secrets),
         }
         if not run.result.ran:
             record["result"]["ran"] = False
     return record
+
+
+_PLAIN_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def plain_redacted(value: Any, secrets: set[str]) -> Any:
+    """``to_plain(redact(value, secrets))``, in one walk when the job knows no secret: plain
+    data is copied as it is (keys made text, as ``to_plain`` makes them); anything else in
+    it (a marked value, a tuple, a subclass) goes through both, as before."""
+    if secrets or getattr(secrets, "hashed", None):
+        return yamlio.to_plain(redact(value, secrets))
+    kind = type(value)
+    if kind in _PLAIN_SCALARS:
+        return value
+    if kind is dict:
+        return {k if type(k) is str else str(k): plain_redacted(v, secrets)
+                for k, v in value.items()}
+    if kind is list:
+        return [plain_redacted(v, secrets) for v in value]
+    return yamlio.to_plain(redact(value, secrets))
 
 
 # ----------------------------------------------------------------------- reading back

@@ -18,7 +18,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from unfurl_lite.load import yamlio
 from unfurl_lite.record.liveness import pid_alive
@@ -63,8 +63,11 @@ def private_directory(directory: Path) -> None:
 class EventLog:
     """The open ``.events`` file of one journal, with a group commit.
 
-    Each event is written (and flushed to the kernel) before its transition takes effect,
-    so killing the process loses nothing. Forcing it to disk is batched and off the job's
+    Each event is written (to the kernel: one ``write`` on a raw descriptor, no buffer of
+    Python's) before anything outside the process depends on its transition, so killing
+    the process loses nothing: a task's start before its operation is sent, its outcome
+    at the latest before the next task starts or the job waits (``hold``; a kill before
+    that is a kill before the outcome). Forcing it to disk is batched and off the job's
     threads: one thread per log makes one fsync for every event written since the last
     one, at most one per ``sync_interval`` and within that interval of the first event it
     covers, so a power cut loses at most that much. An fsync per transition, and reopening
@@ -76,7 +79,8 @@ class EventLog:
     def __init__(self, journal: Path, sync_interval: float = 0.1) -> None:
         self.path = events_path(journal)
         self.sync_interval = sync_interval
-        self.handle: TextIO | None = None
+        self.fd: int | None = None
+        self.held: list[str] = []  # lines appended with ``hold``, not written yet
         self.synced = 0.0  # monotonic time of the last fsync
         self.pending = False  # events written since the last fsync began
         self.closed = False
@@ -84,27 +88,44 @@ class EventLog:
         self.lock = threading.Lock()
         self.wake = threading.Condition(self.lock)
 
-    def append(self, event: dict[str, Any], seq: int) -> None:
+    def append(self, event: dict[str, Any], seq: int, hold: bool = False) -> None:
+        """Write the event (with every line held before it) in one ``write``; ``hold``
+        keeps it back until the next event that is not held, or :meth:`flush`: the job
+        holds an outcome, which nothing outside the process depends on until the next
+        task starts or the job waits, so tasks that end together cost one write."""
+        line = _json({"seq": seq, **event}) + "\n"  # one line per event
         with self.lock:
-            try:
-                if self.handle is None:
-                    fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-                    os.fchmod(fd, 0o600)
-                    self.handle = open(fd, "a", encoding="utf-8",  # noqa: SIM115
-                                       errors=JSON_ERRORS)
-                self.handle.write(_json({"seq": seq, **event}) + "\n")  # one line per write
-                self.handle.flush()
-            except OSError as exc:
-                exc.filename = exc.filename or str(self.path)
-                raise
-            if not self.pending and yamlio.syncing():  # reaches the disk with the next fsync
-                self.pending = True
-                if self.syncer is None:
-                    self.syncer = threading.Thread(target=self._sync_loop, daemon=True,
-                                                   name="unfurl-journal-sync")
-                    self.syncer.start()
-                else:
-                    self.wake.notify()
+            self.held.append(line)
+            if not hold:
+                self._write_locked()
+
+    def flush(self) -> None:
+        """The held lines, written now (the job is about to wait, or to end)."""
+        with self.lock:
+            if self.held:
+                self._write_locked()
+
+    def _write_locked(self) -> None:
+        data = "".join(self.held).encode("utf-8", JSON_ERRORS)
+        self.held.clear()
+        try:
+            if self.fd is None:
+                self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                os.fchmod(self.fd, 0o600)
+            view = memoryview(data)
+            while view:  # a regular file takes it whole; a short write is finished
+                view = view[os.write(self.fd, view):]
+        except OSError as exc:
+            exc.filename = exc.filename or str(self.path)
+            raise
+        if not self.pending and yamlio.syncing():  # reaches the disk with the next fsync
+            self.pending = True
+            if self.syncer is None:
+                self.syncer = threading.Thread(target=self._sync_loop, daemon=True,
+                                               name="unfurl-journal-sync")
+                self.syncer.start()
+            else:
+                self.wake.notify()
 
     def _sync_loop(self) -> None:
         """The syncing thread: waits for events, lets the interval since the last fsync
@@ -117,11 +138,11 @@ class EventLog:
                 wait = self.sync_interval - (time.monotonic() - self.synced)
                 if wait > 0 and not self.closed:
                     self.wake.wait(wait)
-                if self.closed or self.handle is None:
+                if self.closed or self.fd is None:
                     return
                 self.pending = False
                 started = time.monotonic()
-                fd = os.dup(self.handle.fileno())  # close() may come while this one syncs
+                fd = os.dup(self.fd)  # close() may come while this one syncs
                 self.lock.release()
                 try:
                     with contextlib.suppress(OSError):  # the job's next write (or the final
@@ -132,14 +153,17 @@ class EventLog:
                 self.synced = started
 
     def close(self) -> None:
-        """Before the journal is rewritten whole (which removes this file)."""
+        """Before the journal is rewritten whole (which removes this file): the held
+        lines are written first."""
         with self.lock:
             self.closed = True
             self.wake.notify()
-            if self.handle is not None:
-                handle, self.handle = self.handle, None
-                with contextlib.suppress(OSError):  # a full disk: already reported
-                    handle.close()
+            with contextlib.suppress(OSError):  # a full disk: the rewrite that follows
+                if self.held:  # meets it and reports it
+                    self._write_locked()
+            if self.fd is not None:
+                fd, self.fd = self.fd, None
+                os.close(fd)
 
 
 def fold(data: dict[str, Any], event: dict[str, Any]) -> None:

@@ -100,7 +100,10 @@ def run_plan(
                         options.dryrun, rendered.errors)
     plan = scheduler.plan = waiting_plan(without(plan, rendered.dropped), rendered.waits)
     scheduler.wire()
-    scheduler.loop()
+    try:
+        scheduler.loop()
+    finally:
+        scheduler.observer.flush()  # the last outcomes, before anything follows the loop
     runs = [scheduler.runs[t.number] for t in plan.tasks]
     _settle_instances(scheduler.instances, plan, str(job_id), options.dryrun)
     cancelled = scheduler.cancel.is_set() and any(

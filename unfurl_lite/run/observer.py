@@ -85,6 +85,10 @@ class Observer:
 
     def job_changed(self, state: JobState) -> None: ...
 
+    def flush(self) -> None:
+        """The job is about to wait: anything held back is written now (the journal
+        holds a task's outcome until then, or until the next task starts)."""
+
     def job_notice(self, message: str) -> None:
         """Something the user should hear while the job runs (a task waits for a worker,
         a worker was lost); called on any thread."""
@@ -123,6 +127,10 @@ class Observers(Observer):
     def job_changed(self, state: JobState) -> None:
         for o in self.observers:
             o.job_changed(state)
+
+    def flush(self) -> None:
+        for o in self.observers:
+            o.flush()
 
     def job_notice(self, message: str) -> None:
         for o in self.observers:

@@ -180,6 +180,7 @@ class Scheduler:
             timeout = None
             if self.delayed:
                 timeout = max(0.0, self.delayed[0][0] - time.monotonic())
+            self.observer.flush()  # what ended reaches the journal before the job waits
             if self.running:
                 # a signal handler only sets an event: poll it (a cancel may escalate)
                 timeout = min(timeout, CANCEL_POLL) if timeout is not None else CANCEL_POLL
