@@ -60,6 +60,24 @@ def test_direct_emitter_writes_what_ruamel_writes(data: dict[str, Any]) -> None:
 
 
 @SETTINGS
+@given(key, st.integers(0, 4), st.sampled_from(["x", "it's", "a b", "ok "]),
+       st.integers(-3, 3), st.booleans())
+def test_a_scalar_at_the_edge_of_the_width_is_folded_as_ruamel_folds_it(
+    name: str, depth: int, word: str, slack: int, listed: bool
+) -> None:
+    """A pair laid out on one line (``key: value``) exactly when it fits: a value a few
+    characters either side of the line's width, plain or quoted, at any depth."""
+    indent = 2 * depth + (2 if listed else 0)
+    room = 80 - indent - len(name) - 2
+    value = (word * 80)[: max(1, room + slack)]
+    data: Any = {name: value}
+    for _ in range(depth):
+        data = {"k1": data}
+    document = {"changes": [data]} if listed else data
+    assert emit.dump(document) == ruamel_dump(document)
+
+
+@SETTINGS
 @given(st.lists(st.dictionaries(key, records, min_size=1, max_size=6), min_size=1, max_size=5),
        st.sets(key))
 def test_entries_emitted_once_for_two_files_read_as_emitted_twice(

@@ -68,21 +68,35 @@ def dump(data: Any, memo: dict[tuple[str, int, int], tuple[str, int]] | None = N
 
 
 def _mapping(w: _Writer, mapping: dict[Any, Any], indent: int) -> None:
-    first = True
+    """A key starts at ``indent`` whatever came before it (after a newline, after ``- ``,
+    or at the document's start), so a pair's text depends on nothing but the pair."""
     memo = w.memo if indent == ENTRY_INDENT else None
+    parts = w.parts
+    line_break = "\n" + " " * indent
+    first = True
     for key, value in mapping.items():
-        if not first:
-            w.newline(indent)
-        first = False
-        if memo is not None:  # a key starts at ``indent`` whatever came before it
+        if first:
+            first = False
+        else:
+            parts.append(line_break)
+        kind = type_of(value)
+        if kind in _SCALARS:
+            line = _one_line(key, kind, value, indent)
+            if line is not None:
+                parts.append(line)
+                w.column = indent + len(line)
+                w.whitespace = False
+                continue
+        w.column, w.whitespace = indent, True
+        if memo is not None:
             found = memo.get((key, id(value), indent))
             if found is not None:
-                w.parts.append(found[0])
+                parts.append(found[0])
                 w.column, w.whitespace = found[1], False
                 continue
-            start = len(w.parts)
+            start = len(parts)
             _pair(w, key, value, indent)
-            memo[(key, id(value), indent)] = ("".join(w.parts[start:]), w.column)
+            memo[(key, id(value), indent)] = ("".join(parts[start:]), w.column)
             continue
         _pair(w, key, value, indent)
 
@@ -124,6 +138,37 @@ def _pair(w: _Writer, key: Any, value: Any, indent: int) -> None:
     w.parts.append(found[0])
     w.column = found[1]
     w.whitespace = False
+
+
+#: keys known to be written plain (a record's few dozen names)
+_PLAIN_KEYS: set[str] = set()
+
+
+def _one_line(key: Any, kind: type[Any], value: Any, indent: int) -> str | None:
+    """The text of a scalar pair that fits on its line, laid out as :func:`_emit_pair`
+    lays it out (``key: value``, quoted where ruamel quotes), or None for the general road.
+    Most of a record's values are unique (changeIds, targets, digests): built here, they
+    neither pass through a writer of their own nor push the repeated pairs out of
+    :data:`_PAIRS`."""
+    if key not in _PLAIN_KEYS:
+        if type(key) is not str or _style(key) != "plain" or len(key) > WIDTH:
+            return None
+        if len(_PLAIN_KEYS) < _PAIRS_MAX:
+            _PLAIN_KEYS.add(key)
+    room = WIDTH - indent - len(key) - 2  # what is left after ``key: ``
+    if value is None:
+        return key + ":"
+    if kind is bool:
+        return key + (": true" if value else ": false")
+    if kind is int:
+        return f"{key}: {value}"
+    style = _style(value)
+    if style == "plain":
+        return key + ": " + value if len(value) <= room else None
+    if style == "single":
+        quoted = value.replace("'", "''")
+        return key + ": '" + quoted + "'" if len(quoted) + 2 <= room else None
+    return None
 
 
 def _flat(mapping: dict[Any, Any]) -> tuple[Any, ...] | None:
