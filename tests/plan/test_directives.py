@@ -291,3 +291,74 @@ def test_directives_continue_what_unfurl_deployed(project, invoke, scenario):
         assert result.exit_code == 0, result.output
         theirs = states(unfurl_status(DIRECTIVES / scenario / step))
         assert states(project.status()) == theirs, (step, result.output)
+
+
+CONNECTS = """\
+apiVersion: unfurl/v1alpha1
+kind: Ensemble
+spec:
+  service_template:
+    capability_types:
+      ClusterEndpoint:
+        derived_from: tosca.capabilities.Endpoint.Admin
+    relationship_types:
+      ConnectsToCluster:
+        derived_from: RELATIONSHIP_PARENT
+        valid_target_types: [ClusterEndpoint]
+    node_types:
+      Cluster:
+        derived_from: tosca.nodes.Root
+        capabilities:
+          endpoint: {type: ClusterEndpoint}
+    topology_template:
+      node_templates:
+        defaultCluster:
+          directives: [default]
+          type: Cluster
+        myCluster:
+          type: Cluster
+        other:
+          type: tosca.nodes.Root
+        client:
+          type: tosca.nodes.Root
+          requirements:
+            - connect:
+                relationship:
+                  type: RELATIONSHIP
+          interfaces:
+            Standard:
+              configure: echo {{ ".requirements::connect::.target::.name" | eval }}
+"""
+
+
+@pytest.mark.parametrize(("parent", "relationship", "target"), [
+    ("tosca.relationships.ConnectsTo", "ConnectsToCluster", "myCluster"),
+    # inherited valid_target_types: the nearest type in the lineage that declares them
+    ("tosca.relationships.ConnectsTo", "Child", "myCluster"),
+])
+def test_a_requirement_naming_only_its_relationship_matches_by_its_valid_targets(
+    project, invoke, parent: str, relationship: str, target: str
+) -> None:
+    """As Unfurl 1.2.0 (tests/test_tosca.py test_connections): a requirement with neither
+    ``node`` nor ``capability`` is matched through its relationship type's
+    ``valid_target_types`` (a capability type the document derives), preferring a template
+    without the ``default`` directive; ``other`` has no such capability."""
+    text = CONNECTS.replace("RELATIONSHIP_PARENT", parent).replace("RELATIONSHIP", relationship)
+    if relationship == "Child":
+        text = text.replace("    relationship_types:\n", "    relationship_types:\n"
+                            "      Child: {derived_from: ConnectsToCluster}\n")
+    project.write(text)
+    result = invoke("deploy", "--approve")
+    assert result.exit_code == 0, result.output
+    assert "defaultCluster: skipped" in result.output
+    assert target in project.status()
+
+
+def test_a_requirement_whose_relationship_targets_nothing_here_stays_missing(project, invoke):
+    project.write(CONNECTS.replace("RELATIONSHIP_PARENT", "tosca.relationships.ConnectsTo")
+                  .replace("RELATIONSHIP", "ConnectsToCluster")
+                  .replace("endpoint: {type: ClusterEndpoint}",
+                           "endpoint: {type: tosca.capabilities.Endpoint}"))
+    result = invoke("plan")
+    assert result.exit_code != 0
+    assert "missing requirements: connect" in result.output

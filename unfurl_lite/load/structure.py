@@ -5,9 +5,18 @@ being deployed, their templates possibly inline) and the ensemble's ``environmen
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Collection, Iterator, Mapping
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, cast
 
-from unfurl_lite.model.lineage import as_mapping, capabilities_of, lineage, matching_capability
+from unfurl_lite.model.lineage import (
+    as_mapping,
+    capabilities_of,
+    is_a,
+    lineage,
+    matching_capability,
+)
 from unfurl_lite.model.narrow import YAMLValue, is_list, is_map
 
 if TYPE_CHECKING:
@@ -16,6 +25,24 @@ if TYPE_CHECKING:
 
 #: what Unfurl records as ``created`` for an instance declared in the spec
 SPEC_CREATED = "::root"
+
+#: the topology inputs the job being loaded sets itself (``--var input_NAME VALUE``)
+_JOB_INPUTS: ContextVar[frozenset[str]] = ContextVar("job_inputs", default=frozenset())
+
+
+@contextlib.contextmanager
+def inputs_given(names: Collection[str]) -> Iterator[None]:
+    """While loading for a job that sets these topology inputs on its command line: a
+    required input among them is not missing (Unfurl checks inputs with ``--var``'s)."""
+    token = _JOB_INPUTS.set(frozenset(names))
+    try:
+        yield
+    finally:
+        _JOB_INPUTS.reset(token)
+
+
+def job_inputs() -> frozenset[str]:
+    return _JOB_INPUTS.get()
 
 
 def split_types(types: Any) -> tuple[dict[str, NodeTypeDoc], dict[str, NodeTypeDoc]]:
@@ -129,9 +156,12 @@ def implied_requirements(
     does not connect itself. As Unfurl does, a requirement is matched to the template its
     ``node`` names (a template, or the first template of that type) or else to the first
     template with the ``capability`` it asks for; a template with the ``default`` directive
-    only when no other template matches."""
+    only when no other template matches. A requirement that names neither is matched by its
+    relationship type's ``valid_target_types`` (tosca-parser's rule: a ``connect`` with only
+    ``relationship: {type: ConnectsToX}`` finds the template with that endpoint)."""
     service = as_mapping(service)
     node_types = {**split_types(service.get("types"))[0], **as_mapping(service.get("node_types"))}
+    targets = _TargetTypes(service)
     templates = as_mapping(as_mapping(service.get("topology_template")).get("node_templates"))
     lineages: dict[Any, list[str]] = {}
     capabilities: dict[Any, dict[str, Any]] = {}
@@ -161,7 +191,10 @@ def implied_requirements(
         for req, definition in definitions.items():
             if req in given:
                 continue
-            target = _match(str(name), definition, templates, node_types, lineages, capabilities)
+            if definition.get("node") is None and definition.get("capability") is None:
+                definition = {**definition, "capability": targets.of(definition)}
+            target = _match(str(name), definition, templates, node_types, lineages, capabilities,
+                            targets.is_a)
             found.setdefault(str(name), []).append((req, definition, target))
     return found
 
@@ -189,6 +222,7 @@ def _match(
     node_types: dict[str, Any],
     lineages: dict[Any, list[str]],
     capabilities: dict[Any, dict[str, Any]],
+    capability_is_a: Callable[[Any, str], bool] = is_a,
 ) -> str | None:
     """The template that satisfies a requirement left for matching: the node it names, else the
     one template with the wanted type and capability (one with Unfurl's ``default``
@@ -210,13 +244,63 @@ def _match(
         else:
             if type_name not in capabilities:
                 capabilities[type_name] = capabilities_of(type_name, node_types)
-            matched = matching_capability(capabilities[type_name], wanted) is not None
+            matched = matching_capability(capabilities[type_name], wanted) is not None or any(
+                capability_is_a(c, w) for c in capabilities[type_name].values()
+                for w in (wanted if isinstance(wanted, tuple) else ()))
         if not matched:
             continue
         if "default" not in _directives(body):
             return str(name)
         fallback = fallback or str(name)
     return fallback
+
+
+class _TargetTypes:
+    """The capability types a relationship type may target (``valid_target_types``, the
+    nearest in its lineage), and capability types' lineage through the document's own
+    ``capability_types``."""
+
+    def __init__(self, service: Mapping[str, Any]) -> None:
+        self.relationship_types = {**split_types(service.get("types"))[1],
+                                   **as_mapping(service.get("relationship_types"))}
+        topology = as_mapping(service.get("topology_template"))
+        self.relationship_templates = as_mapping(topology.get("relationship_templates"))
+        self.capability_types = as_mapping(service.get("capability_types"))
+
+    def of(self, definition: Mapping[str, Any]) -> tuple[str, ...] | None:
+        """The capability types a requirement's relationship may target; None when it
+        declares none (then nothing is matched, as before)."""
+        # start-up: the normative relationship table; a requirement naming neither node nor
+        # capability is rare
+        from unfurl_lite.expressions.instance_graph import NORMATIVE_RELATIONSHIPS
+
+        relationship: YAMLValue = definition.get("relationship")
+        current: Any = relationship.get("type") if isinstance(relationship, Mapping) \
+            else relationship
+        if isinstance(current, str) and current in self.relationship_templates:
+            current = as_mapping(self.relationship_templates[current]).get("type")
+        seen: set[str] = set()
+        while isinstance(current, str) and current not in seen:
+            seen.add(current)
+            body = as_mapping(self.relationship_types.get(current))
+            valid: YAMLValue = body.get("valid_target_types") if body else \
+                NORMATIVE_RELATIONSHIPS.get(current, ((), ()))[1]
+            if isinstance(valid, list | tuple) and valid:
+                return tuple(str(v) for v in valid)
+            current = body.get("derived_from") if body else next(
+                iter(NORMATIVE_RELATIONSHIPS.get(current, ((), ()))[0]), None)
+        return None
+
+    def is_a(self, capability_type: Any, wanted: str) -> bool:
+        seen: set[str] = set()
+        while isinstance(capability_type, str) and capability_type in self.capability_types \
+                and capability_type not in seen:
+            if capability_type == wanted:
+                return True
+            seen.add(capability_type)
+            capability_type = as_mapping(self.capability_types[capability_type]).get(
+                "derived_from")
+        return is_a(capability_type, wanted)
 
 
 def _directives(body: dict[str, Any]) -> list[Any]:
