@@ -144,6 +144,28 @@ def test_var_sets_topology_inputs_for_one_job(project: Project) -> None:
     assert operations(project)[-1] == ("app", "configure")
 
 
+def test_var_gives_a_required_input_the_file_leaves_without_a_value(project: Project) -> None:
+    """As Unfurl 1.2.0 (tests/test_remote_vars.py): a topology input with no default and no
+    value in the file is required, and ``--var input_NAME`` gives it; without it the
+    ensemble is refused, also after a job loaded it with the value (nothing cached)."""
+    project.write(APP.replace("domain: {type: string}", "domain: {type: string}\n"
+                              "        region: {type: string}").replace(
+        "        count: {value: {get_input: count}}",
+        "        count: {value: {get_input: count}}\n        region: {value: {get_input: region}}"))
+    proc = run_in_process(project.root, "plan", "--var", "input_region", "eu")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    code, out = deploy(project, "--var", "input_region", "eu")
+    assert code == 0, out
+    from ruamel.yaml import YAML
+
+    doc = YAML(typ="safe").load(project.ensemble.read_text())
+    assert doc["status"]["outputs"]["region"] == "eu"
+    for command in (["validate"], ["plan"], ["deploy", *JOB]):
+        proc = run_in_process(project.root, *command)
+        assert proc.returncode == 1, command
+        assert "topology input 'region' is required" in proc.stdout + proc.stderr
+
+
 def test_var_other_than_an_input_is_refused_by_name(project: Project) -> None:
     project.write(APP)
     code, out = deploy(project, "--var", "ENVIRONMENT", "prod")

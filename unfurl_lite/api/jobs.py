@@ -81,7 +81,7 @@ def query_ensemble(
     path: str | Path | None, expression: str, inputs: dict[str, Any] | None = None
 ) -> Any:
     """Unfurl's ``--query`` on the ensemble as it is recorded (a job that had nothing to do)."""
-    ensemble = with_inputs(load_ensemble(path), inputs or {})
+    ensemble = with_inputs(load_ensemble(path, given=list(inputs or ())), inputs or {})
     return evaluate_query(ensemble.topology, ensemble.instances, expression, set(),
                           ensemble.project_root)
 
@@ -162,7 +162,8 @@ def run_job(
         wait_for_turn(request.ensemble, on_wait=lambda job: notify and notify(
             f"Queued: waiting for {job} to end..."), command=request.workflow)
     planned_here = ensemble is None and plan is None and resumed is None
-    ensemble = with_inputs(ensemble or load_ensemble(request.ensemble), request.inputs)
+    ensemble = with_inputs(ensemble or load_ensemble(request.ensemble, given=list(request.inputs)),
+                           request.inputs)
     plan = plan or make_plan(ensemble, request.workflow, request.plan_options, request.custom)
     if planned_here and _rememberable(request):
         verdicts.remember(ensemble, request.workflow,

@@ -103,7 +103,7 @@ def plan_of(ensemble: str | None, workflow: str, instances: tuple[str, ...],
     options = api.PlanOptions(instance_names=instances, **given)
     custom = workflow not in ("deploy", "undeploy", "check", "discover")
     with loads_frozen():
-        loaded = with_inputs(load_ensemble(ensemble), inputs)
+        loaded = with_inputs(load_ensemble(ensemble, given=list(inputs)), inputs)
         return loaded, api.plan(loaded, workflow, options, custom=custom)
 
 

@@ -19,6 +19,7 @@ from unfurl_lite.expressions import catalog
 from unfurl_lite.expressions.analysis import TemplateNames, analyse, could_be_template
 from unfurl_lite.expressions.names import OPERATION_VARIABLES, did_you_mean
 from unfurl_lite.load.problems import TOPOLOGY, get_section, mapping, problem_at
+from unfurl_lite.load.structure import job_inputs
 from unfurl_lite.model.narrow import YAMLContainer, YAMLValue, is_map
 
 #: parts of a spec that are never evaluated
@@ -52,11 +53,14 @@ def _declared_inputs(doc: Any) -> dict[Any, Any]:
 
 
 def _required_inputs(doc: Any) -> Iterator[Found]:
-    """A topology input declared without a default and given no value: Unfurl refuses
-    the ensemble (MissingRequiredInputError), and so does validation here."""
+    """A topology input declared without a default and given no value (in the spec, or by
+    the job's ``--var input_NAME``): Unfurl refuses the ensemble (MissingRequiredInputError),
+    and so does validation here."""
     given = mapping(mapping(mapping(doc).get("spec")).get("inputs"))
+    on_command_line = job_inputs()
     for name, definition in _declared_inputs(doc).items():
-        if not is_map(definition) or definition.get("required", True) is False:
+        if not is_map(definition) or definition.get("required", True) is False \
+                or name in on_command_line:
             continue
         if given.get(name, definition.get("default")) is None:
             yield ((*TOPOLOGY, "inputs", name),

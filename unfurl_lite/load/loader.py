@@ -10,6 +10,7 @@ write back is parsed only when it is first asked for.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -41,23 +42,34 @@ def resolve_path(path: str | Path | None) -> Path:
     return candidate.resolve()
 
 
-def load_ensemble(path: str | Path | None = None) -> Ensemble:
+def load_ensemble(path: str | Path | None = None, given: Collection[str] = ()) -> Ensemble:
+    """The validated ensemble; ``given``: the topology inputs the job sets itself (``--var
+    input_NAME``), which a required input may lack in the file (such a load is not cached:
+    the file alone would not validate)."""
     from unfurl_lite.load.plainyaml import no_collection  # start-up: its module: the fast road's
 
     with no_collection():  # see there: parse, checks and build make no reference cycles
-        return _load(resolve_path(path))
+        if not given:
+            return _load(resolve_path(path))
+        from unfurl_lite.load import structure  # start-up: a job with --var input_NAME only
+
+        with structure.inputs_given(given):
+            ensemble = _load(resolve_path(path), cache=False)
+        ensemble.valid_alone = False
+        return ensemble
 
 
-def _load(file: Path) -> Ensemble:
+def _load(file: Path, cache: bool = True) -> Ensemble:
     text = yamlio.read_text(file)
-    cached = parsecache.get(file, text)
+    cached = parsecache.get(file, text) if cache else None
     if cached is not None:
         data, raw = cached["data"], cached["raw"]
     else:
         data, raw = _fast_load(text, str(file)), None
         if data is None:
-            return _round_trip_load(file, text)
-        parsecache.put(file, text, data)
+            return _round_trip_load(file, text, cache)
+        if cache:
+            parsecache.put(file, text, data)
     ensemble = build(file, text, cast("EnsembleDoc", data))  # parsed: the ensemble's shape
     ensemble.merged = raw is not None
     ensemble.plain = raw if raw is not None else data
@@ -130,7 +142,7 @@ def _parse_guarded(text: str, file: str) -> tuple[Any, bool]:
     return data, merge.has_directives(data)
 
 
-def _round_trip_load(file: Path, text: str) -> Ensemble:
+def _round_trip_load(file: Path, text: str, cache: bool = True) -> Ensemble:
     # start-up: keeps ruamel (61 modules) off `plan`, `validate` until _round_trip_load() runs
     from unfurl_lite.load import guard, imports, merge, structure, validate
 
@@ -151,5 +163,6 @@ def _round_trip_load(file: Path, text: str) -> Ensemble:
         if merge.has_directives(document) or imports.has_imports(document):
             ensemble.merged = True
             ensemble.plain = yamlio.to_plain(document)
-            parsecache.put(file, text, data, deps=reads, raw=ensemble.plain)
+            if cache:
+                parsecache.put(file, text, data, deps=reads, raw=ensemble.plain)
         return ensemble

@@ -50,6 +50,9 @@ class Ensemble:
     plain: dict[str, Any] | None = None
     #: merge directives made the model's data differ from ``plain``
     merged: bool = False
+    #: the file alone validates (False when a job's ``--var input_NAME`` gave a required
+    #: input it lacks: what the job writes is not remembered as valid)
+    valid_alone: bool = True
     #: the ensemble's own ``changes:`` list (Unfurl's inline job log), None when it has none
     changes: list[dict[str, Any]] | None = None
     #: jobs are logged in ``changes:`` (a list and no ``jobsLog``), as Unfurl does then

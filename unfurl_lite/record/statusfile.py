@@ -66,7 +66,7 @@ def save_status(ensemble: Ensemble, update: Callable[[Any], None]) -> Written:
     yamlio.atomic_write(ensemble.path, written.text)
     if written.note:
         log.warning("warning: %s", written.note)
-    if written.plain is not None and not ensemble.merged:
+    if written.plain is not None and not ensemble.merged and ensemble.valid_alone:
         parsecache.put(ensemble.path, written.text, written.plain)
     return written
 
