@@ -532,10 +532,9 @@ class Scheduler:
         if not observing:
             run.previous_id = rules.previous_id(last_change, rules.last_change(instance))
         run.status = Status.error  # Unfurl: a task that failed is `error`, whatever its target
-        if result.outputs.get("timeout") or ((result.error or "").startswith("resultTemplate/")
-                                             and run.prior_state != instance.state):
-            # Unfurl: a timed-out operation, or a failed resultTemplate that moved its
-            # instance's state (a re-run that leaves it where it was changed nothing)
+        if (result.error or "").startswith("resultTemplate/") and run.prior_state != instance.state:
+            # Unfurl: a failed resultTemplate that moved its instance's state (a re-run that
+            # leaves it where it was changed nothing, as a re-run that timed out again)
             run.changed = True
         self.complete(run, TaskState.failed, result.error)
 
