@@ -270,8 +270,7 @@ class _TargetTypes:
     def of(self, definition: Mapping[str, Any]) -> tuple[str, ...] | None:
         """The capability types a requirement's relationship may target; None when it
         declares none (then nothing is matched, as before)."""
-        # start-up: the normative relationship table; a requirement naming neither node nor
-        # capability is rare
+        # start-up: keeps expressions.instance_graph off the load until such a requirement
         from unfurl_lite.expressions.instance_graph import NORMATIVE_RELATIONSHIPS
 
         relationship: YAMLValue = definition.get("relationship")
