@@ -82,8 +82,26 @@ def test_a_second_process_reads_what_the_first_compiled(cache: Path) -> None:
     codecache._store(str(cache))
     [written] = cache.iterdir()
     assert written.name == codecache.FILE
-    assert codecache._read(str(written)) == codecache._compiled
-    assert codecache._compiled  # what the next start loads instead of compiling
+    kept = dict(codecache._compiled)
+    read = codecache._read(str(written))
+    assert read.keys() == kept.keys() and kept  # what the next start loads instead of compiling
+    codecache._compiled.clear()
+    codecache._compiled.update(read)
+    assert all(type(code) is bytes for code in read.values())  # made into code when needed
+    assert all(codecache.code_of(text) == code for text, code in kept.items())
+
+
+def test_kept_bytes_that_are_not_code_are_compiled_again(cache: Path) -> None:
+    """An entry whose bytes are damaged, or marshal something else, is dropped, and the
+    class's methods are compiled as dataclasses compiles them."""
+    made = _behaviour(*_classes())
+    codecache._store(str(cache))
+    texts = list(codecache._compiled)
+    codecache._compiled.clear()
+    codecache._compiled.update({texts[0]: b"\xff\x00", texts[1]: __import__("marshal").dumps(7)})
+    assert codecache.code_of(texts[0]) is None and codecache.code_of(texts[1]) is None
+    assert texts[0] not in codecache._compiled
+    assert _behaviour(*_classes()) == made
 
 
 def test_nothing_is_written_where_python_writes_no_bytecode(

@@ -29,19 +29,27 @@ FILE = f"dataclass-code.{sys.implementation.cache_tag}-{sys.version.split()[0]}.
 MAX_BYTES = 4 * 1024 * 1024
 PYCACHE = pycache.PYCACHE
 
-_compiled: dict[str, CodeType] = {}
+#: each text's code, or (read from the file and not used yet) its marshalled bytes
+_compiled: dict[str, CodeType | bytes] = {}
 _added = 0  # texts compiled in this process and not yet in the file
 
 
 def enable(directory: str = PYCACHE) -> None:
     """Compile dataclasses' methods through the cache from now on (call it before the
     model's modules are imported), and store the new ones when the process exits."""
-    _compiled.update(_read(os.path.join(directory, FILE)))
+    global _added
+    found = _read(os.path.join(directory, FILE))
+    _compiled.update(found)
+    if any(type(code) is CodeType for code in found.values()):
+        _added += 1  # a file of an earlier version (code, not bytes): written anew
     dataclasses.exec = _exec  # type: ignore[attr-defined]  # dataclasses' global, not the builtin
     atexit.register(_store, directory)
 
 
-def _read(path: str) -> dict[str, CodeType]:
+def _read(path: str) -> dict[str, CodeType | bytes]:
+    """The file's entries: each text with its code still marshalled, made into code only
+    when a class needs it (the file holds every command's classes, some 500 texts: reading
+    all their code cost a command 8 ms; a deploy uses a fifth of them)."""
     payload = pycache.read(path, MAX_BYTES)
     if payload is None:
         return {}
@@ -52,7 +60,24 @@ def _read(path: str) -> dict[str, CodeType]:
     if not isinstance(found, dict):
         return {}
     entries = cast("dict[Any, Any]", found)  # anything marshal wrote: each entry checked
-    return {k: v for k, v in entries.items() if isinstance(k, str) and type(v) is CodeType}
+    return {k: v for k, v in entries.items()
+            if isinstance(k, str) and (type(v) is bytes or type(v) is CodeType)}
+
+
+def code_of(source: str) -> CodeType | None:
+    """The code kept for ``source``, made from its bytes the first time it is asked for;
+    None when none is kept, or what is kept is not code (then it is dropped)."""
+    found = _compiled.get(source)
+    if type(found) is bytes:
+        try:
+            found = marshal.loads(found)
+        except (ValueError, EOFError, TypeError):
+            found = None
+        if type(found) is not CodeType:
+            del _compiled[source]
+            return None
+        _compiled[source] = found
+    return found if type(found) is CodeType else None
 
 
 def _exec(source: Any, globals: Any = None, locals: Any = None) -> None:
@@ -61,7 +86,7 @@ def _exec(source: Any, globals: Any = None, locals: Any = None) -> None:
     inherited from this module)."""
     global _added
     if type(source) is str:
-        code = _compiled.get(source)
+        code = code_of(source)
         if code is None:
             code = compile(source, "<string>", "exec", dont_inherit=True)
             _compiled[source] = code
@@ -76,7 +101,8 @@ def _store(directory: str) -> None:
     if not _added:
         return
     try:
-        payload = marshal.dumps(dict(_compiled))
+        payload = marshal.dumps({k: v if type(v) is bytes else marshal.dumps(v)
+                                 for k, v in _compiled.items()})
     except ValueError:
         return
     if len(payload) <= MAX_BYTES:

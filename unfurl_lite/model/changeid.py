@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 
 from unfurl_lite.errors import ChangeIdError
 
@@ -57,6 +58,7 @@ def ticks_of(moment: datetime) -> int:
     return micros * TICKS_PER_SECOND // 1_000_000
 
 
+@lru_cache(maxsize=64)
 def encode_ticks(ticks: int) -> str:
     seconds, fraction = divmod(ticks, TICKS_PER_SECOND)
     moment = _EPOCH + timedelta(seconds=seconds)

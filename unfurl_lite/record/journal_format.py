@@ -31,8 +31,11 @@ SECRET_DIGESTS = "secretDigests"
 JSON_ERRORS = "backslashreplace"
 
 
-#: one encoder for every event (json.dumps with options builds a new one each call)
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+#: one encoder for every event (json.dumps with options builds a new one each call); the
+#: journal's values are copies made for it, never cyclic: no check for cycles (a tenth
+#: of an event's encoding; a cycle would still fail, by recursion)
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str,
+                            check_circular=False)
 
 
 def _json(value: Any) -> str:

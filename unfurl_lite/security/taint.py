@@ -204,8 +204,13 @@ def tainted_copy(value: Any) -> Any:
     return Tainted(str(value))
 
 
+_PLAIN_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
 def secrets_in(value: Any) -> Iterator[str]:
     """Every secret inside a value (Tainted text is built from secrets, not one itself)."""
+    if type(value) in _PLAIN_LEAVES:  # the common case, told by its exact type: no secret
+        return
     if isinstance(value, Tainted):
         return
     if isinstance(value, Sensitive):
