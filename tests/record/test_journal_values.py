@@ -43,3 +43,24 @@ def test_a_secret_in_plain_text_is_still_redacted() -> None:
     secrets = {"s3cr3t-value"}
     copied = plain_redacted({"out": "token s3cr3t-value", 1: [Sensitive("x")]}, secrets)
     assert copied == {"out": "token <<REDACTED>>", "1": ["<<REDACTED>>"]}
+
+
+small = st.recursive(leaves, lambda inner: st.one_of(
+    st.lists(inner, max_size=2), st.dictionaries(keys, inner, max_size=2)), max_leaves=5)
+
+
+@given(st.dictionaries(st.text(max_size=3), small, max_size=2),
+       st.dictionaries(st.text(max_size=3), small, max_size=2))
+def test_a_snapshot_encoded_at_once_is_written_as_its_copy(attributes: dict[str, Any],
+                                                           extra: dict[str, Any]) -> None:
+    """Records encoded at once skip the copy of what is plain already: the journal's JSON
+    of them is the copy's, byte for byte."""
+    from unfurl_lite.model.entities import Instance
+    from unfurl_lite.record import journal_format
+    from unfurl_lite.record.journal import snapshot_instances
+
+    instance = Instance(name="db", template="db", attributes=attributes, extra=extra)
+    for secrets in (set(), {"s3cr3t-value"}):
+        copied = snapshot_instances({"db": instance}, secrets)
+        shared = snapshot_instances({"db": instance}, secrets, copy=False)
+        assert journal_format._json(shared) == journal_format._json(copied)

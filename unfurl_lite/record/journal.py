@@ -65,11 +65,35 @@ def journal_path(root: Path, job_id: str) -> Path:
     return root / records.JOBS_DIR / f"{PREFIX}{label}-{job_id[:8]}.yaml"
 
 
-def snapshot_instances(instances: dict[str, Instance], secrets: set[str]) -> dict[str, Any]:
-    return {
-        name: yamlio.to_plain(records.instance_record(i, None, None, secrets))
-        for name, i in list(instances.items())
-    }
+def snapshot_instances(instances: dict[str, Instance], secrets: set[str],
+                       copy: bool = True) -> dict[str, Any]:
+    """The instances' records as plain data. ``copy=False``, for records encoded at once:
+    what is plain already (an instance's own fields, plain attributes) is not copied again,
+    only checked: its JSON is what the copy's would be."""
+    if copy:
+        return {name: yamlio.to_plain(records.instance_record(i, None, None, secrets))
+                for name, i in list(instances.items())}
+    out: dict[str, Any] = {}
+    for name, instance in list(instances.items()):
+        record = records.instance_record(instance, None, None, secrets)
+        out[name] = record if _as_plain_items(record) else yamlio.to_plain(record)
+    return out
+
+
+def _as_plain_items(mapping: dict[Any, Any]) -> bool:
+    return all(type(k) is str and _as_plain(v) for k, v in mapping.items())
+
+
+def _as_plain(value: Any) -> bool:
+    """Plain data of exact types, text keys: what ``to_plain`` would copy unchanged."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or kind is float or value is None:
+        return True
+    if kind is dict:
+        return _as_plain_items(value)
+    if kind is list:
+        return all(_as_plain(v) for v in value)
+    return False
 
 
 def restore_instances(data: dict[str, Any]) -> dict[str, Instance]:
@@ -204,7 +228,7 @@ class Journal(Observer):
             event = {
                 "task": body,
                 "instances": snapshot_instances(
-                    {n: self.instances[n] for n in names}, self.secrets
+                    {n: self.instances[n] for n in names}, self.secrets, copy=False
                 ),
             }
             self._append_locked(event, hold=run.state not in _LEAVING)
@@ -302,7 +326,7 @@ class Journal(Observer):
             return
         with self.lock:
             data = dict(self.data)
-            data["instances"] = snapshot_instances(self.instances, self.secrets)
+            data["instances"] = snapshot_instances(self.instances, self.secrets, copy=False)
             start = not data["recorded"] and self.seq == 0
             data["tasks"] = [task_head(r) if start and r.state == TaskState.pending
                              else self._record(r) for r in list(self.runs)]
