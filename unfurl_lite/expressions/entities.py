@@ -66,6 +66,10 @@ class World:
     definitions: Callable[[], Mapping[str, Any]] = dict  # the types and templates as written
     deployment: str = ""
     project: str = ""  # the ensemble's folder (get_dir's base)
+    #: a raw value evaluated with an entity as where relative queries start (an artifact's)
+    evaluate_at: Callable[[Any, Entity], Any] = lambda value, entity: value
+    #: a value a query read of an entity without a view (an artifact's): (key, name, value)
+    note_read: Callable[[str, str, Any], None] = lambda key, name, value: None
 
     def __post_init__(self) -> None:
         self._nodes: dict[str, NodeEntity] = {}
@@ -348,6 +352,85 @@ class RelationshipEntity(_ShapedEntity):
     def parent(self) -> Entity | None:
         return self.capability
 
+
+#: the fields of an artifact definition Unfurl 1.2.0 makes its instance's attributes (each
+#: null when the definition leaves it out)
+ARTIFACT_FIELDS = ("file", "repository", "deploy_path", "version", "checksum",
+                   "checksum_algorithm", "mime_type", "file_extensions", "permissions",
+                   "intent", "target", "order", "contents")
+
+
+class ArtifactEntity(Entity):
+    """An artifact of a node instance (``.artifacts``): its definition's fields and
+    properties as attributes, evaluated with the artifact as where a relative query starts
+    (``contents: "{{ '.parent::.name' | eval }}"`` names its node), as Unfurl's
+    ArtifactInstance. ``a.intent`` in a template is the attribute, as Unfurl's properties."""
+
+    kind = "ArtifactInstance"
+
+    def __init__(self, world: World, owner: str, name: str, definition: Mapping[str, Any]):
+        super().__init__(world)
+        self.owner = owner
+        self.name = name
+        self.definition = definition
+        self.type = definition.get("type") or "tosca.artifacts.Root"
+
+    def __repr__(self) -> str:
+        return f"ArtifactInstance('{self.owner}~a~{self.name}')"
+
+    __str__ = __repr__
+
+    @property
+    def key(self) -> str:
+        return f"::{self.owner}::.artifacts::{self.name}"
+
+    @property
+    def parent(self) -> Entity | None:
+        return self.world.node(self.owner)
+
+    def attribute(self, key: Any) -> Any:
+        """A query's read: noted for change detection, as Unfurl keys it."""
+        value = self._value(key)
+        self.world.note_read(self.key[2:], key, value)
+        return value
+
+    def _value(self, key: Any) -> Any:
+        properties: Mapping[str, Any] = self.definition.get("properties") or {}
+        if key in properties:
+            return self.world.evaluate_at(properties[key], self)
+        if key in ARTIFACT_FIELDS:
+            return self.world.evaluate_at(self.definition.get(key), self)
+        raise KeyError(key)
+
+    def attribute_names(self) -> list[str]:
+        return list(dict.fromkeys([*ARTIFACT_FIELDS, *(self.definition.get("properties") or {})]))
+
+    def __getattr__(self, key: str) -> Any:  # `a.intent` in a template (not noted: Unfurl's)
+        if key.startswith("_") or key not in self.attribute_names():
+            raise AttributeError(key)
+        return self._value(key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ArtifactEntity) and other.key == self.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+
+def artifacts_of(node: NodeEntity) -> dict[str, ArtifactEntity]:
+    """A node instance's artifacts by name: those its type and its ancestors declare, then
+    its template's own (a name declared again is the nearer one's)."""
+    definitions = node.world.definitions()
+    node_types: Mapping[str, Any] = definitions.get("node_types") or {}
+    found: dict[str, Any] = {}
+    for type_name in reversed(node.world.lineage(node.template)):
+        declared = node_types.get(type_name)
+        found.update((declared.get("artifacts") or {}) if isinstance(declared, Mapping) else {})
+    template = (definitions.get("node_templates") or {}).get(node.template)
+    found.update((template.get("artifacts") or {}) if isinstance(template, Mapping) else {})
+    return {str(name): ArtifactEntity(node.world, node.name, str(name),
+                                      body if isinstance(body, Mapping) else {"file": body})
+            for name, body in found.items()}
 
 
 def nodes_named(world: World, names: Any) -> list[Entity]:

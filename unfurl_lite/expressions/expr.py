@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -62,6 +62,9 @@ class EvalContext:
     instances: Mapping[str, Instance] | None = None  # for queries: every instance
     metadata: Mapping[str, Any] = field(default_factory=new_dict)  # get_ensemble_metadata
     on_file_read: Callable[[], None] | None = None  # a render's watch: a file's text was read
+    #: a render's watch: a query read a value of an entity that has no view (an artifact)
+    on_read: Callable[[str, str, Any], None] | None = None
+    start: Entity | None = None  # where relative queries start when not SELF (an artifact)
     _world: World | None = field(default=None, repr=False, compare=False)
 
     def variables(self) -> dict[str, Any]:
@@ -100,6 +103,8 @@ class EvalContext:
 
     def current_entity(self) -> Entity:
         """Where a relative query starts: this instance (the root when none)."""
+        if self.start is not None:
+            return self.start
         world = self.world()
         name = instance_name(self.self_view) if self.self_view else None
         found = world.node(name) if name is not None else None
@@ -263,6 +268,8 @@ def make_world(ctx: EvalContext) -> World:
         inputs=lambda: inputs,
         outputs=dict,
         evaluate=lambda value: evaluate(value, ctx),
+        evaluate_at=lambda value, entity: evaluate(value, replace(ctx, start=entity)),
+        note_read=lambda key, name, value: ctx.on_read and ctx.on_read(key, name, value),
         instance_fields=fields,
         lineage=lambda name: topology.templates[name].type_lineage
         if name in topology.templates else (),

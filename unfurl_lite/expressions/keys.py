@@ -19,6 +19,7 @@ from unfurl_lite.expressions.entities import (
     RelationshipEntity,
     RootEntity,
     UnfurlEnum,
+    artifacts_of,
     nodes_named,
 )
 from unfurl_lite.expressions.instance_graph import CONFIGURES, HOSTED_ON
@@ -221,7 +222,7 @@ SPECIAL_KEYS: dict[str, _Key] = {
     "source": _Key(lambda e: e.source, (RelationshipEntity,)),
     "target": _Key(lambda e: e.target, (RelationshipEntity,)),
     "capability": _Key(lambda e: e.capability, (RelationshipEntity,)),
-    "artifacts": _Key(lambda e: {}),
+    "artifacts": _Key(lambda e: artifacts_of(e) if isinstance(e, NodeEntity) else {}),
     "repository": _Key(lambda e: None),
     "created": _Key(_field("created")),
     "protected": _Key(_field("protected")),

@@ -261,6 +261,7 @@ def watch_reads(ctx: EvalContext) -> _Watch:
         watch.unstable = True
 
     ctx.on_file_read = file_read
+    ctx.on_read = watch.read_value
     if instances is not None:  # what queries walk
         ctx.instances = _Guarded(instances, watch, every=True)
     watch.topology_inputs = topology_inputs
@@ -540,6 +541,9 @@ def recorded_keys_digest(
             instance, _, name = key[2:].rpartition("::")
             view = ctx.lookup_node(instance)
             try:
+                if view is None and ".artifacts::" in instance:  # an artifact's: a query
+                    values.append(evaluate({"eval": key}, ctx))
+                    continue
                 values.append(view[name] if view is not None and name in view else None)
             except UnfurlLiteError:
                 return None

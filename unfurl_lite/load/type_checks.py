@@ -201,3 +201,49 @@ def _topology_root(doc: Any, file: str) -> Iterator[Problem]:
                          f"unknown node {node!r} declared as the topology's root",
                          did_you_mean(node, templates)
                          or f"node templates are: {', '.join(map(str, templates))}")
+
+
+def _artifact_properties(doc: Any, file: str) -> Iterator[Problem]:
+    """An artifact's ``properties`` must be declared by its artifact type (the document's
+    ``artifact_types`` lineage; TOSCA's own ``tosca.artifacts.*`` declare none): Unfurl
+    1.2.0 refuses the ensemble otherwise (UnknownFieldError). A type declared nowhere here
+    is not judged."""
+    service = get_section(doc, SERVICE)
+    artifact_types = mapping(service.get("artifact_types"))
+    owners: list[tuple[tuple[Any, ...], Any]] = [
+        (("spec", "service_template", "node_types", name), body)
+              for name, body in mapping(service.get("node_types")).items()]
+    owners += [((*TOPOLOGY, "node_templates", name), body)
+               for name, body in get_section(doc, (*TOPOLOGY, "node_templates")).items()]
+    for path, body in owners:
+        for name, artifact in mapping(mapping(body).get("artifacts")).items():
+            given = mapping(mapping(artifact).get("properties"))
+            type_name = mapping(artifact).get("type") or "tosca.artifacts.Root"
+            declared = _artifact_type_properties(type_name, artifact_types)
+            if not given or declared is None:
+                continue
+            for prop in given:
+                if prop not in declared:
+                    yield problem_at(
+                        doc, (*path, "artifacts", name, "properties", prop), file,
+                        f"artifact {name!r}: property {prop!r} is not declared by its type "
+                        f"{type_name!r} (Unfurl: unknown field)",
+                        "declare it under the artifact type's `properties` (artifact_types),"
+                        " or remove it")
+
+
+def _artifact_type_properties(type_name: Any, artifact_types: Any) -> set[str] | None:
+    """The property names an artifact type and its ancestors declare; None when a type
+    in its lineage is neither the document's nor TOSCA's."""
+    names: set[str] = set()
+    seen: set[str] = set()
+    current: Any = type_name
+    while isinstance(current, str) and current not in seen:
+        seen.add(current)
+        body = artifact_types.get(current)
+        if body is None:
+            return names if current.startswith("tosca.artifacts.") else None
+        names.update(mapping(mapping(body).get("properties")))
+        derived: list[str] = list(parents(mapping(body).get("derived_from")))
+        current = derived[0] if derived else None
+    return names

@@ -32,6 +32,7 @@ from unfurl_lite.load.problems import (
 )
 from unfurl_lite.load.schema_problems import schema_problems
 from unfurl_lite.load.type_checks import (
+    _artifact_properties,
     _requirement_cycles,
     _requirement_targets,
     _topology_root,
@@ -64,7 +65,7 @@ def semantic_problems(doc: Any, file: str) -> list[Problem]:
                           _unknown_operations, _unsupported_implementations,
                           _duplicate_templates, _workflows, _cloudify_unsupported,
                           _unknown_filters, _topology_root, _jobs_log, _values,
-                          _property_references):
+                          _property_references, _artifact_properties):
             problems += check_one(view, file)
     return problems
 
