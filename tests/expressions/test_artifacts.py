@@ -100,9 +100,7 @@ def test_artifact_properties_must_be_declared_by_its_type(
     properties = "".join(f"\n          {name}: {{type: string}}" for name in sorted(declared))
     values = ", ".join(f"{name}: x" for name in sorted(given_))
     text = ENSEMBLE.replace("          flavor: {type: string}", properties.lstrip("\n") or "{}") \
-        .replace("    artifact_types:\n      Flavored:\n        derived_from: tosca.artifacts.Root\n"
-                 "        properties:\n", "    artifact_types:\n      Base:\n"
-                 "        derived_from: tosca.artifacts.Root\n        properties:\n") \
+        .replace("    artifact_types:\n      Flavored:\n", "    artifact_types:\n      Base:\n") \
         .replace("properties: {flavor: \"{{ '.name' | eval }}-vanilla\"}",
                  f"properties: {{{values}}}") \
         .replace("    node_types:\n", "      Flavored: {derived_from: Base}\n    node_types:\n", 1)
