@@ -126,6 +126,19 @@ _deliberate("a label's character class may not end early with ']' (it would make
             "option a whole regular expression)",
             {"at": "app", "v": "{{ 'ab' | to_label(start='a-z]') }}"})
 
+_deliberate("`$collection` in foreach is the list walked (Unfurl 1.2.0 gives its own "
+            "iterator: no length, empty once walked)",
+            {"at": "app", "v": {"eval": "::*::.name", "foreach": "{{ collection | length }}"}},
+            {"at": "app", "v": {"eval": "::*::.name", "foreach": "$collection"}})
+_deliberate("groupby's groups as a template's value are [grouper, items] pairs (Unfurl 1.2.0 "
+            "fails copying them)",
+            {"at": "app", "v": "{{ [{'a': 1, 'b': 2}, {'a': 1, 'b': 3}] | groupby('a') | list }}"},
+            {"at": "app", "v": "{{ [{'a': 1}, {'b': 3}] | groupby('a', default=0) | list }}"})
+_deliberate("a missing name written out as text inside a value is `Undefined` (Unfurl "
+            "writes Ansible's Python repr)",
+            {"at": "app", "v": "{{ [nosuch] | string }}"},
+            {"at": "app", "v": "{{ [nosuch] | pprint }}"})
+
 
 def key(probe: dict[str, Any]) -> str:
     return json.dumps({k: probe[k] for k in ("at", "q", "v", "vars") if k in probe},

@@ -22,7 +22,7 @@ import re
 import shlex
 import time
 import uuid
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import unquote_plus, urlsplit
 
@@ -50,7 +50,7 @@ def _path(value: Any) -> str:
 
 
 def _sequence(value: Any) -> Any:  # (Ansible's is_sequence)
-    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
         raise ExpressionError(f"expects a sequence, not {type(value).__name__}")
     return value
 
@@ -435,7 +435,7 @@ def inverse_power(x: Any, base: Any = 2) -> float:
 def path_join(paths: Any) -> str:
     if isinstance(paths, str):
         return posixpath.join(paths)
-    return posixpath.join(*[_path(p) for p in paths])
+    return posixpath.join(*[_path(p) for p in _sequence(paths)])
 
 
 def urlsplit_filter(value: Any, query: str = "") -> Any:

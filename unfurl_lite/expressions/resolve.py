@@ -347,11 +347,15 @@ def _for_each(select: Value, items: list[tuple[Any, Any]], scope: Scope) -> list
     """Unfurl's ``foreach``: each item evaluated in a scope of its own (``key``, ``item``,
     ``index``, ``break``/``continue``), mappings evaluated after the loop as Unfurl's lazy
     results are."""
+    if not isinstance(select, str | Mapping):  # (Unfurl 1.2.0 fails on it too)
+        raise ExpressionError(f"foreach: {_short(select)} is not an expression",
+                              hint="give a query, a template, or {key: EXPR, value: EXPR}")
     value_expr: Value
-    if isinstance(select, Mapping) and ("key" in select or "value" in select):
-        key_expr, value_expr = select.get("key"), cast("Value", select.get("value"))
-    else:
-        key_expr, value_expr = None, select
+    key_expr: Value = None
+    if isinstance(select, Mapping) and (select.get("key") or select.get("value")):
+        key_expr, value_expr = select.get("key") or None, cast("Value", select.get("value"))
+    else:  # (a mapping with neither, as Unfurl tests them, is the expression itself)
+        value_expr = select
     later: list[Any] = []  # mappings evaluated after the loop, as Unfurl's lazy results are
     pairs: list[tuple[Any, Any]] = []
     values: list[Any] = []
@@ -368,8 +372,9 @@ def _for_each(select: Value, items: list[tuple[Any, Any]], scope: Scope) -> list
                 break
             if name is CONTINUE:
                 continue
-        if value_expr is None:
-            continue
+        if not value_expr:  # Unfurl 1.2.0 fails here too (an assertion)
+            raise ExpressionError("foreach: a `key` needs a `value` beside it",
+                                  hint="foreach: {key: EXPR, value: EXPR}")
         if isinstance(value_expr, str):
             found = eval_ref(value_expr, item_scope)
         elif isinstance(value_expr, Mapping) and not is_ref(value_expr):
@@ -377,6 +382,9 @@ def _for_each(select: Value, items: list[tuple[Any, Any]], scope: Scope) -> list
             later.append(found[0])
         else:
             found = results_of(value_expr, item_scope)
+            if len(found) > 1 and key_expr is None:  # (Unfurl 1.2.0's AttributeError)
+                raise ExpressionError(f"foreach: the value {_short(value_expr)} gives "
+                                      "several results", hint="give a key beside it")
         if not found:
             continue
         if len(found) == 1:

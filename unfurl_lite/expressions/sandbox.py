@@ -13,7 +13,7 @@ import functools
 import itertools
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, MappingView
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from unfurl_lite.errors import ExpressionError, PathError, RenderCancelled, RenderTimeout
@@ -162,7 +162,8 @@ def _environment() -> Any:
     # start-up: keeps expressions.names (4 modules) off sandbox's import until _environment() runs
     from unfurl_lite.expressions.names import strict_undefined
 
-    env = Sandbox(autoescape=False, keep_trailing_newline=False, undefined=strict_undefined())
+    env = Sandbox(autoescape=False, keep_trailing_newline=False, undefined=strict_undefined(),
+                  finalize=finalize)
     env.globals.clear()  # no range, lipsum, cycler, joiner, namespace from jinja's defaults
     env.globals.update(catalog.implemented("global"))
     env.filters.update(catalog.implemented("filter"))  # Unfurl's own (eval, map_value...)
@@ -386,6 +387,32 @@ def plain_value(value: YAMLValue | Iterator[Any]) -> Any:
     if isinstance(value, Iterator) and not isinstance(value, str):
         return [plain_value(v) for v in itertools.islice(value, MAX_TEMPLATE_RESULT)]
     return value
+
+
+def finalize(value: Any) -> Any:
+    """Each ``{{ }}``'s value as Ansible's native environment finalizes it: an iterator,
+    a mapping's view or a range unrolled into a list, and a missing name anywhere inside
+    a list or mapping fails (``{{ [nosuch] }}``, ``map(attribute='x')`` of an item without
+    it), as the name alone does."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Iterator | MappingView | range):
+        value = list(itertools.islice(value, MAX_TEMPLATE_RESULT))
+    _fail_on_missing(value)
+    return value
+
+
+def _fail_on_missing(value: Any) -> None:
+    if isinstance(value, dict):
+        for item in value.values():
+            _fail_on_missing(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _fail_on_missing(item)
+    else:
+        fail = getattr(type(value), "_fail_with_undefined_error", None)
+        if fail is not None:
+            fail(value)
 
 
 #: filters whose result stays text (Ansible's ``STRING_TYPE_FILTERS``): asking for a string
