@@ -139,6 +139,14 @@ _deliberate("a missing name written out as text inside a value is `Undefined` (U
             {"at": "app", "v": "{{ [nosuch] | string }}"},
             {"at": "app", "v": "{{ [nosuch] | pprint }}"})
 
+_deliberate("an instance's name, type, template, status and state are readable from its "
+            "values when it has no property or attribute of that name (Unfurl fails)",
+            *({"at": at, "v": v} for at, v in (
+                ("app", "{{ HOST.name }}"), ("db", "{{ HOST.name }}"),
+                ("app", "{{ SELF.type }}"), ("app", "{{ SELF.status }}"),
+                ("app", "{{ SELF.state }}"), ("app", "{{ SELF.template }}"),
+                ("server", "{{ SELF.state }}"), ("app", "{{ NODES.app.name }}"))))
+
 
 def key(probe: dict[str, Any]) -> str:
     return json.dumps({k: probe[k] for k in ("at", "q", "v", "vars") if k in probe},

@@ -83,8 +83,9 @@ def instance_view(
             return properties[key]
         return fixed[key]
 
-    return InstanceView({**raw, **declared, **recorded, **fixed}, view_value, instance.name,
-                        instance.template)
+    own = {**raw, **declared, **recorded}
+    return InstanceView({**own, **fixed}, view_value, instance.name, instance.template,
+                        hidden=frozenset(fixed) - set(own))
 
 
 def wrapped_inputs(topology: Topology) -> dict[str, Any]:
@@ -292,7 +293,8 @@ def relationship_view(ctx: EvalContext, source: str, requirement: str,
              "attributes": dict(attributes)}
     return InstanceView({**raw, **fixed}, lambda k, v: v if k in fixed or k in attributes
                         else evaluate(v, ctx), shape.name, shape.name,
-                        f"{source}::.requirements::[.name={requirement}]")
+                        f"{source}::.requirements::[.name={requirement}]",
+                        hidden=frozenset(fixed) - set(raw))
 
 
 def known_secrets(inputs: Mapping[str, Any], template: NodeTemplate | None) -> set[str]:

@@ -18,11 +18,7 @@ from unfurl_lite.expressions.instance_graph import (
     InstanceGraph,
     RelationshipShape,
 )
-
-#: attributes TOSCA's normative node types declare (null until an operation sets them)
-NORMATIVE_ATTRIBUTES = {
-    "tosca.nodes.Compute": ("private_address", "public_address", "networks", "ports"),
-}
+from unfurl_lite.model.lineage import NORMATIVE_ATTRIBUTES
 
 
 class UnfurlEnum:

@@ -72,15 +72,16 @@ class EvalContext:
                              "outputs": {}}, "TOPOLOGY")
         names = {
             "SELF": self.self_view,
-            "HOST": self.host,
-            "SOURCE": self.source,
-            "TARGET": self.target,
+            # (hosted on nothing, an instance's HOST is the root's values, as in Unfurl)
+            "HOST": self.host if self.host is not None or self.instances is None else topology,
             "inputs": OperationInputs(self.operation_inputs),
             "TOPOLOGY": topology,
             "ROOT": topology,
-            "NODES": _Nodes(self),
+            "NODES": _Nodes(self, topology),
             "__unfurl": _Functions(self),
         }
+        if self.source is not None or self.target is not None:  # a relationship's only
+            names.update(SOURCE=self.source, TARGET=self.target)  # (as Unfurl)
         names.update(self.extra)
         return names
 
@@ -115,22 +116,28 @@ class EvalContext:
 
 
 class _Nodes(Mapping[str, Any]):
-    """``NODES.app.port`` in a template: each instance's values by its name."""
+    """``NODES.app.port`` in a template: each instance's values by its name, the root's
+    (``inputs``, ``outputs``) first, as ``root``, as in Unfurl."""
 
-    def __init__(self, ctx: EvalContext) -> None:
+    def __init__(self, ctx: EvalContext, root: Mapping[str, Any]) -> None:
         self.ctx = ctx
+        self.root = root
 
     def __getitem__(self, key: str) -> Any:
         view = self.ctx.lookup_node(key) if isinstance(key, str) else None
         if view is None:
+            if key == "root":
+                return self.root
             raise KeyError(key)
         return view
 
     def __iter__(self) -> Any:
-        return iter(self.ctx.instances or ())
+        instances = self.ctx.instances or {}
+        return iter(instances if "root" in instances else ("root", *instances))
 
     def __len__(self) -> int:
-        return len(self.ctx.instances or ())
+        instances = self.ctx.instances or {}
+        return len(instances) + ("root" not in instances)
 
 
 class _Functions:

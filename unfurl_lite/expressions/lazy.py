@@ -190,11 +190,29 @@ class InstanceView(LazyValues):
     ``source::.requirements::[.name=r]``)."""
 
     def __init__(self, raw: Mapping[str, Any], evaluator: Callable[[str, Any], Any],
-                 instance: str, template: str | None, key: str | None = None) -> None:
+                 instance: str, template: str | None, key: str | None = None,
+                 hidden: frozenset[str] = frozenset()) -> None:
         super().__init__(raw, evaluator, f"instance {instance!r}")
         self.instance = instance
         self.template_name = template
         self.key = key or instance
+        #: its own fields that are not properties or attributes: read by name, never
+        #: listed (Unfurl's SELF lists only those), so `SELF | list` is Unfurl's
+        self.hidden = hidden
+
+    def __iter__(self) -> Iterator[str]:
+        if not self.hidden:
+            return iter(self._raw)
+        return (key for key in self._raw if key not in self.hidden)
+
+    def __len__(self) -> int:
+        return len(self._raw) - len(self.hidden)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._raw and key not in self.hidden
+
+    def __bool__(self) -> bool:  # an instance is there, whatever values it has
+        return True
 
     def __getitem__(self, key: str) -> Any:
         if key in self._busy and key not in self._cache:  # the layer below says if it is

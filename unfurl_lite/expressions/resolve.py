@@ -382,9 +382,10 @@ def _for_each(select: Value, items: list[tuple[Any, Any]], scope: Scope) -> list
             later.append(found[0])
         else:
             found = results_of(value_expr, item_scope)
-            if len(found) > 1 and key_expr is None:  # (Unfurl 1.2.0's AttributeError)
-                raise ExpressionError(f"foreach: the value {_short(value_expr)} gives "
-                                      "several results", hint="give a key beside it")
+        if len(found) > 1 and key_expr is None:  # (Unfurl 1.2.0's AttributeError)
+            raise ExpressionError(f"foreach: the value {_short(value_expr)} gives several "
+                                  "results", hint="give a key beside it, or end the query "
+                                  "in one value")
         if not found:
             continue
         if len(found) == 1:

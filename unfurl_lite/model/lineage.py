@@ -118,9 +118,14 @@ def undeclared_properties(
     return frozenset(key for key in given if key not in names)
 
 
-#: attributes TOSCA's normative node types declare: null until an operation sets them
+#: attributes TOSCA's normative node types and Unfurl's own declare without a default
+#: (Unfurl 1.2.0's TOSCA 1.3 definitions and tosca-ext.yaml; tosca.nodes.Root's tosca_id,
+#: tosca_name and state are query keys): null until an operation sets them
 NORMATIVE_ATTRIBUTES: dict[str, tuple[str, ...]] = {
     "tosca.nodes.Compute": ("private_address", "public_address", "networks", "ports"),
+    "tosca.nodes.Storage.BlockStorage": ("volume_id",),
+    "tosca.nodes.network.Port": ("ip_address",),
+    "unfurl.nodes.CloudAccount": ("account_id",),
 }
 
 
