@@ -13,8 +13,8 @@ import functools
 import itertools
 import os
 import re
-from collections.abc import Iterator, Mapping, MappingView
-from typing import TYPE_CHECKING, Any, TypeGuard
+from collections.abc import Iterable, Iterator, Mapping, MappingView
+from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 from unfurl_lite.errors import ExpressionError, PathError, RenderCancelled, RenderTimeout
 from unfurl_lite.expressions import catalog, limits
@@ -397,7 +397,8 @@ def finalize(value: Any) -> Any:
     if isinstance(value, str):
         return value
     if isinstance(value, Iterator | MappingView | range):
-        value = list(itertools.islice(value, MAX_TEMPLATE_RESULT))
+        items = cast("Iterable[Any]", value)  # (each of them iterates)
+        value = list(itertools.islice(items, MAX_TEMPLATE_RESULT))
     _fail_on_missing(value)
     return value
 
