@@ -232,3 +232,45 @@ def test_job_files_of_a_job_that_knows_no_secret_still_redact_a_marked_value(
     for text in marked:
         assert "hunter2" not in text and REDACTED in text
     assert marked[0] == plain[0].replace("hunter2-long", REDACTED)
+
+
+def test_a_task_sent_carries_its_instances_node_state_not_its_whole_record(
+    project: Project, invoke: Invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The event written as a task is sent says the node state its start gave the instance
+    (``creating``), not the instance's record again; a journal read back as the job stood
+    then (as resume reads a killed job's) has the instance whole, in that state."""
+    from unfurl_lite.record import journal, journal_format
+
+    seen: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
+    real = journal_format.EventLog.append
+
+    def append(self: Any, event: dict[str, Any], seq: int, hold: bool = False) -> None:
+        real(self, event, seq, hold)
+        task = event.get("task")
+        if isinstance(task, dict) and task.get("state") == "started" and not seen:
+            self.flush()
+            seen.append((event, journal.read_journal(self.path.with_suffix(".yaml")).data))
+
+    monkeypatch.setattr(journal_format.EventLog, "append", append)
+    _deploy(project, invoke)
+    [(event, data)] = seen
+    target = event["task"]["target"]
+    assert "instances" not in event and event["states"] == {target: "creating"}
+    assert data is not None
+    record = data["instances"][target]
+    assert record["readyState"] == {"local": "pending", "state": "creating"}
+    assert record["template"] == target
+
+
+def test_folding_a_node_state_keeps_the_rest_of_the_record() -> None:
+    from unfurl_lite.record.journal_format import fold
+
+    data: dict[str, Any] = {"instances": {"db": {"template": "db", "readyState": {
+        "local": "ok", "state": "started"}, "created": "A01"}}}
+    fold(data, {"states": {"db": "deleting", "gone": "x"}})
+    assert data["instances"] == {"db": {"template": "db", "readyState": {
+        "local": "ok", "state": "deleting"}, "created": "A01"}}
+    fold(data, {"states": {"db": None}})
+    assert data["instances"]["db"]["readyState"] == {"local": "ok"}
+    assert "states" not in data

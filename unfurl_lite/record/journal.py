@@ -199,12 +199,14 @@ class Journal(Observer):
     def task_changed(self, run: TaskRun) -> None:
         """One event, written before the transition takes effect: the task's full record
         the first time this attempt (what resume needs of a task killed in flight), then
-        the fields that changed, with the instances it touched."""
+        the fields that changed, with the instances it touched (as it is sent, the node
+        state its start gave its instance: nothing else of an instance changes then)."""
         if self.path is None or run.state in self.skipped:
             return
         with self.lock:
             task = run.task
-            touched = {task.target, task.source, task.peer}
+            leaving = run.state in _LEAVING
+            touched = set() if leaving else {task.target, task.source, task.peer}
             if run.result is not None:
                 touched.update(str(r.get("name") or "") for r in run.result.resources)
             if len(self.known) < len(self.instances):  # instances created since the last write
@@ -225,13 +227,17 @@ class Journal(Observer):
                 body = record if last is None else changed_fields(last, record)
             else:
                 body = task_progress(run)
-            event = {
-                "task": body,
-                "instances": snapshot_instances(
-                    {n: self.instances[n] for n in names}, self.secrets, copy=False
-                ),
-            }
-            self._append_locked(event, hold=run.state not in _LEAVING)
+            event: dict[str, Any] = {"task": body}
+            if names or not leaving:
+                event["instances"] = snapshot_instances(
+                    {n: self.instances[n] for n in names}, self.secrets, copy=False)
+            target = self.instances.get(task.target) if leaving else None
+            if target is not None and task.target not in names:
+                # a task about to run changed its instance's node state only (creating):
+                # that, not the instance's whole record again (journal_format.fold)
+                event[journal_format.STATES] = {
+                    task.target: str(target.state) if target.state else None}
+            self._append_locked(event, hold=not leaving)
 
     def job_changed(self, state: JobState) -> None:
         self.data["state"] = str(state)

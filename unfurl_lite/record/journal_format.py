@@ -26,6 +26,8 @@ from unfurl_lite.record.liveness import pid_alive
 EVENTS = "events"
 #: keyed digests of the secrets the job knows (see security/digested.py)
 SECRET_DIGESTS = "secretDigests"
+#: instances' node states an event changes and nothing else of them: {name: state or null}
+STATES = "states"
 #: a value that is not valid text (a lone surrogate a Python operation returned) is
 #: written as its JSON escape (``\\ud800``), which reads back as the same value
 JSON_ERRORS = "backslashreplace"
@@ -184,12 +186,31 @@ def fold(data: dict[str, Any], event: dict[str, Any]) -> None:
     instances = event.get("instances")
     if isinstance(instances, dict):
         data.setdefault("instances", {}).update(instances)
+    states = event.get(STATES)
+    if isinstance(states, dict):
+        _fold_states(data.setdefault("instances", {}), states)
     digests = event.get(SECRET_DIGESTS)
     if isinstance(digests, list):  # they only ever grow: each event brings the new ones
         data.setdefault(SECRET_DIGESTS, []).extend(digests)
     for key, value in event.items():
-        if key not in ("task", "instances", SECRET_DIGESTS):
+        if key not in ("task", "instances", STATES, SECRET_DIGESTS):
             data[key] = value
+
+
+def _fold_states(instances: dict[str, Any], states: dict[str, Any]) -> None:
+    """An instance's node state in its record's readyState (none: no ``state``), the rest
+    of the record as the last event that held it whole left it."""
+    for name, state in states.items():
+        record = instances.get(name)
+        if not isinstance(record, dict):
+            continue
+        ready = record.get("readyState")
+        ready = dict(ready) if isinstance(ready, dict) else {}
+        if state is None:
+            ready.pop("state", None)
+        else:
+            ready["state"] = state
+        instances[name] = {**record, "readyState": ready}
 
 
 #: a journal (or its events) larger than this, or holding more JSON values (containers and

@@ -37,7 +37,7 @@ from unfurl_lite.expressions.reads import (
 )
 from unfurl_lite.model import changeid
 from unfurl_lite.model.ensemble import Ensemble
-from unfurl_lite.model.entities import Instance
+from unfurl_lite.model.entities import Instance, NodeTemplate
 from unfurl_lite.model.narrow import new_dict
 from unfurl_lite.model.routing import agent_of
 from unfurl_lite.run.operations.base import OperationRequest, OperationResult
@@ -105,6 +105,22 @@ class RequestBuilder:
     metadata: Mapping[str, Any]
     #: the render phase's renders a task's run may take (see :class:`Trial`), by number
     trials: dict[int, Trial] = field(default_factory=new_dict)
+    #: what each template gives every task on its instances, worked out for its first
+    #: (the spec does not change while a job runs): the secrets known before rendering,
+    #: those its properties hold, its agent's queue
+    _by_template: dict[str | None, tuple[set[str], list[str], str | None]] = field(
+        default_factory=new_dict, init=False, repr=False)
+
+    def _template_facts(self, template: NodeTemplate | None, name: str
+                        ) -> tuple[set[str], list[str], str | None]:
+        found = self._by_template.get(name)
+        if found is None:
+            topology = self.ensemble.topology
+            found = (known_secrets(wrapped_inputs(topology), template),
+                     list(secrets_in(template.properties)) if template else [],
+                     agent_of(topology, name))
+            self._by_template[name] = found
+        return found
 
     def task_settings(self, run: TaskRun) -> dict[str, Any]:
         """The ``task`` variable of templates, with the keys Unfurl's TaskView gives it."""
@@ -148,12 +164,13 @@ class RequestBuilder:
         began = time.monotonic()
         inputs = op.run_inputs
         template = self.ensemble.topology.templates.get(instance.template)
+        known, held, queue = self._template_facts(template, instance.template)
         properties = dict(template.properties) if template else {}
+        own_properties = True  # the template's: their secrets are known (``held``)
         attributes = dict(instance.attributes)
         plain = None
         if op.environment is None and op.implementation.kind != "Python":
-            topology = self.ensemble.topology
-            self.secrets.update(known_secrets(wrapped_inputs(topology), template))
+            self.secrets.update(known)
             plain = plain_inputs(inputs, task.extra_inputs, task.allow_override)
         environment, ctx = None, None
         trial = self.trials.pop(task.number, None)
@@ -171,6 +188,7 @@ class RequestBuilder:
                 run.inputs = render_inputs(inputs, task.extra_inputs, ctx, task.allow_override)
                 if op.implementation.kind == "Python":  # its code may read any: send values
                     properties = dict(ctx.self_view.get("properties") or {})
+                    own_properties = False
                     attributes = dict(ctx.self_view.get("attributes") or {})
                 if op.environment is not None:
                     environment = {k: evaluate(v, ctx) for k, v in op.environment.items()}
@@ -190,7 +208,7 @@ class RequestBuilder:
             run.reads = operation_reads(raw, op.environment, op.implementation.kind, watching)
         run.digest = None  # taken again from the new inputs and reads
         self.secrets.update(secrets_in(run.inputs))
-        self.secrets.update(secrets_in(properties))
+        self.secrets.update(held if own_properties else secrets_in(properties))
         self.secrets.update(secrets_in(attributes))
         env = {**self.env, "UNFURL_JOB": str(self.job_id), "UNFURL_CHANGEID": run.change_id or ""}
         if environment is not None:
@@ -209,7 +227,7 @@ class RequestBuilder:
             dryrun=self.options.dryrun,
             attributes=attributes,
             properties=properties,
-            queue=agent_of(self.ensemble.topology, instance.template),
+            queue=queue,
             allow_outside_paths=self.options.allow_outside_paths,
             number=task.number,
         )
