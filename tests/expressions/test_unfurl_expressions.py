@@ -147,6 +147,9 @@ _deliberate("an instance's name, type, template, status and state are readable f
                 ("app", "{{ SELF.state }}"), ("app", "{{ SELF.template }}"),
                 ("server", "{{ SELF.state }}"), ("app", "{{ NODES.app.name }}"))))
 
+_deliberate("is_function_defined is false for a function refused here (python)",
+            {"at": "app", "v": {"eval": {"is_function_defined": "python"}}})
+
 
 def key(probe: dict[str, Any]) -> str:
     return json.dumps({k: probe[k] for k in ("at", "q", "v", "vars") if k in probe},

@@ -80,7 +80,12 @@ def function_problems(name: str, body: Mapping[str, Any]) -> Iterator[Found]:
         # start-up: keeps expressions.catalog off checks's import until function_problems() runs
         from unfurl_lite.expressions import catalog
 
+        # start-up: keeps expressions.lookups off checks's import until function_problems() runs
+        from unfurl_lite.expressions.lookups import eval_form_refusal
+
         plugin = str(next(iter(body["lookup"])))
         if not catalog.known("lookup", plugin):
             message, hint = catalog.refusal("lookup", plugin)
             yield ("lookup", plugin), message, hint
+        elif (refused := eval_form_refusal(plugin)) is not None:
+            yield ("lookup", plugin), *refused

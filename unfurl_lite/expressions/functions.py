@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from unfurl_lite.errors import ExpressionError
 from unfurl_lite.expressions import catalog, files, labels
 from unfurl_lite.expressions.entities import NodeEntity
-from unfurl_lite.expressions.lookups import run_lookup
+from unfurl_lite.expressions.lookups import eval_form_refusal, run_lookup
 from unfurl_lite.expressions.query import parse_query
 from unfurl_lite.expressions.resolve import (
     Scope,
@@ -149,17 +149,24 @@ def concat(arg: Any, scope: Scope) -> Any:
 
 def token(arg: Any, scope: Scope) -> Any:
     args = map_value(arg, scope)
-    if not is_list(args) or len(args) != 3:
+    if not is_list(args) or len(args) < 3:  # (further items are ignored, as in Unfurl)
         raise ExpressionError("token: expected [text, separator, index]")
-    text, separator, index = args
+    text, separator, index = args[:3]
+    if not isinstance(text, str) or not isinstance(separator, str | None) or \
+            not isinstance(index, int):
+        raise ExpressionError("token: expected [text, separator, index]: text, the separator"
+                              " (null: any whitespace) and a whole number",
+                              hint=f"given {[type(a).__name__ for a in args[:3]]}")
     try:
-        value = str(text).split(str(separator))[int(index)]
+        value = text.split(separator)[index]
     except (IndexError, ValueError):
         raise ExpressionError(f"token: no item {index} in {text!r}") from None
     return taint.derived(value, taint.sources(text)) if taint.derives(text) else value
 
 
 def has_env(arg: Any, scope: Scope) -> bool:
+    if isinstance(arg, list | dict):  # (Unfurl 1.2.0: "unhashable type")
+        raise ExpressionError(f"has_env: expected a variable's name, not {arg!r}")
     return str(arg) in os.environ
 
 
@@ -187,6 +194,9 @@ def lookup(arg: Any, scope: Scope) -> Any:
     if not is_mapping(args) or not args:
         raise ExpressionError("lookup: expected {plugin: terms, option: value...}")
     (plugin, terms), *options = list(args.items())
+    refused = eval_form_refusal(str(plugin))
+    if refused is not None:
+        raise ExpressionError(refused[0], hint=refused[1])
     found = run_lookup(str(plugin), terms if is_list(terms) else [terms],
                        dict(options), scope)
     if not found:
@@ -222,6 +232,8 @@ def _label_function(flavour: str) -> Function:
 
 def urljoin(arg: Any, scope: Scope) -> Any:
     args = map_value(arg, scope)
+    if isinstance(args, str):  # its characters, as Unfurl 1.2.0 reads a text (a sequence)
+        args = list(args)
     if not is_list(args) or not 2 <= len(args) <= 6:
         raise ExpressionError("urljoin: expected [scheme, host, port?, path?, query?, fragment?]")
     try:
@@ -366,8 +378,11 @@ def get_property(arg: Any, scope: Scope) -> Any:
 
 
 def is_function_defined(arg: Any, scope: Scope) -> bool:
-
-    return catalog.implementation("function", str(map_value(arg, scope))) is not None
+    """Whether the function runs here (Unfurl's that are refused here are not defined)."""
+    name = map_value(arg, scope)
+    if isinstance(name, list | dict):  # (Unfurl 1.2.0: "unhashable type")
+        raise ExpressionError(f"is_function_defined: expected a function's name, not {name!r}")
+    return catalog.implementation("function", str(name)) is not None
 
 
 def quote(arg: Any, scope: Scope) -> Any:

@@ -19,6 +19,23 @@ if TYPE_CHECKING:
     from unfurl_lite.expressions.resolve import Scope
     from unfurl_lite.model.narrow import YAMLValue
 
+#: plugins that fail whenever the ``lookup`` eval function runs them in Unfurl 1.2.0 (it
+#: hands them their terms as a tuple, and they test for a list): refused by name
+EVAL_FORM_FAILS = {"dict": "with_dict expects a dict",
+                   "indexed_items": "with_indexed_items expects a list",
+                   "subelements": "subelements lookup expects a list of two or three items"}
+
+
+def eval_form_refusal(plugin: str) -> tuple[str, str] | None:
+    """(message, hint) when the eval function cannot run ``plugin`` as Unfurl cannot."""
+    reason = EVAL_FORM_FAILS.get(plugin.removeprefix("ansible.builtin."))
+    if reason is None:
+        return None
+    return (f"lookup: the {plugin!r} plugin is not supported from the `lookup` eval "
+            f"function (Unfurl 1.2.0 always fails there: {reason})",
+            f"use the template form: \"{{{{ lookup('{plugin}', ...) }}}}\"")
+
+
 def run_lookup(plugin: str, terms: list[Any], options: Mapping[str, Any],
                scope: Scope) -> list[Any]:
     """``{eval: {lookup: {PLUGIN: TERMS, OPTION: VALUE}}}``: the catalog's plugin, in this

@@ -203,7 +203,7 @@ def resolve(expr: Any, scope: Scope, want: str = "one") -> Any:
 def _finish(expr: Value, results: list[Any], want: str) -> Any:
     if want != "results":
         results = [r.get() if isinstance(r, External) else r for r in results]
-    if want != "one" or (isinstance(expr, Mapping) and "foreach" in expr and _is_ref_form(expr)):
+    if want != "one" or (isinstance(expr, Mapping) and expr.get("foreach") and _is_ref_form(expr)):
         return results
     strict = expr.get("strict") if isinstance(expr, Mapping) and _is_ref_form(expr) else None
     if not results:
@@ -241,7 +241,7 @@ def ref_results(expr: Value, scope: Scope) -> list[Any]:
     if "start" in vars:
         inner.current = inner.last = inner.var("start")
     found = eval_ref(source, inner)
-    if found and select is not None:
+    if found and select:  # (an empty foreach or select is none, as in Unfurl)
         found = for_each(select, found, inner)
     return found
 
