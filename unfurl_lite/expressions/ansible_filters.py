@@ -197,14 +197,18 @@ def rand(end: Any, start: Any = None, step: Any = None, seed: Any = None) -> Any
     if hasattr(end, "__iter__"):
         if start or step:
             raise ExpressionError("random: start and step can only be used with integers")
-        return rng.choice(list(end))
+        return rng.choice(end)  # (as Ansible: a mapping is indexed by position, and fails)
     raise ExpressionError("random can only be used on sequences and integers")
 
 
-def shuffle(items: Any, seed: Any = None) -> list[Any]:
-    items = list(items)
-    (random.Random(seed) if seed else random.SystemRandom()).shuffle(items)
-    return items
+def shuffle(items: Any, seed: Any = None) -> Any:
+    """Ansible's ``shuffle``: what cannot be a list is given back as it is."""
+    try:
+        shuffled = list(items)
+    except TypeError:
+        return items
+    (random.Random(seed) if seed else random.SystemRandom()).shuffle(shuffled)
+    return shuffled
 
 
 # --- collections --------------------------------------------------------------------------
@@ -318,19 +322,43 @@ def subelements(obj: YAMLValue, keys: Any, skip_missing: bool = False) -> list[A
 
 
 def unique(items: Any, case_sensitive: Any = None, attribute: Any = None) -> list[Any]:
-    """Ansible's ``unique``: a list, first occurrences kept; text compared without case
-    unless ``case_sensitive``; by an ``attribute`` of each item when given."""
-    seen: list[Any] = []
+    """Ansible's ``unique``: Jinja2's (first occurrences, text compared without case unless
+    ``case_sensitive``, by an ``attribute`` of each item, which each must have), or, when
+    an item cannot be hashed and neither option is given, each item compared whole."""
+    try:
+        return _jinja_unique(items, bool(case_sensitive), attribute)
+    except TypeError as exc:
+        if case_sensitive is False or attribute:
+            raise ExpressionError("unique: Jinja2's unique filter failed and Ansible's does "
+                                  f"not take case_sensitive=False or attribute: {exc}") from None
+        return _unique(items)
+
+
+def _jinja_unique(items: Any, case_sensitive: bool, attribute: Any) -> list[Any]:
+    seen: set[Any] = set()
     found: list[Any] = []
-    item: YAMLValue
     for item in items:
-        key = item[attribute] if attribute is not None and isinstance(item, Mapping) else item
+        key = item if attribute is None else _attribute_of(item, attribute)
         if isinstance(key, str) and not case_sensitive:
             key = key.lower()
         if key not in seen:
-            seen.append(key)
+            seen.add(key)
             found.append(item)
     return found
+
+
+def _attribute_of(item: Any, attribute: Any) -> Any:
+    """Jinja2's ``attribute=`` of an item: dotted keys, whole numbers as indexes."""
+    parts = str(attribute).split(".") if isinstance(attribute, str) else [attribute]
+    value = item
+    for part in parts:
+        key = int(part) if isinstance(part, str) and part.isdigit() else part
+        try:
+            value = value[key]
+        except (LookupError, TypeError):
+            raise ExpressionError(f"{type(value).__name__} value has no attribute or key "
+                                  f"{part!r}") from None
+    return value
 
 
 def _unique(items: Iterable[Any]) -> list[Any]:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from unfurl_lite.errors import ExpressionError
 from unfurl_lite.expressions.instance_graph import (
     CapabilityShape,
     InstanceGraph,
@@ -94,7 +95,10 @@ class AllInstances(Mapping[str, Any]):
     def __getitem__(self, key: Any) -> Any:
         if key == "root":
             return self.world.root
-        return self.world.node(key) if isinstance(key, str) else None
+        if not isinstance(key, str):  # `::0`: Unfurl fails on a name that is not text
+            raise ExpressionError(f"query '::{key}': an instance's name is text, not an index",
+                                  hint="write '::name'")
+        return self.world.node(key)
 
     def __iter__(self) -> Iterator[str]:
         yield "root"
