@@ -67,6 +67,7 @@ ARGS: dict[str, dict[str, list[str]]] = {
         "check": ["check", *_JOB, "ensemble.yaml"],
         "undeploy": ["undeploy", "--approve", *_JOB, "ensemble.yaml"],
         "discover": ["discover", "--approve", *_JOB, "ensemble.yaml"],
+        "stop": ["stop", "--approve", *_JOB, "ensemble.yaml"],
     },
     "lite": {
         "validate": ["validate", "ensemble.yaml"],
@@ -76,10 +77,11 @@ ARGS: dict[str, dict[str, list[str]]] = {
         "check": ["check", "--approve", *_JOB, "ensemble.yaml"],
         "undeploy": ["undeploy", "--approve", *_JOB, "ensemble.yaml"],
         "discover": ["discover", "--approve", *_JOB, "ensemble.yaml"],
+        "stop": ["stop", "--approve", *_JOB, "ensemble.yaml"],
     },
 }
 #: steps a case may name in its ``steps`` besides the default ones
-EXTRA_STEPS = ("discover",)
+EXTRA_STEPS = ("discover", "stop")
 #: what a case's ``compare`` may add to the snapshot: lastJob's fields (``lastJob``)
 LAST_JOB_KEYS = ("workflow", "readyState", "summary")
 

@@ -324,6 +324,14 @@ def test_stop_takes_the_ensemble_as_its_argument_as_unfurl(project: Project) -> 
     assert proc.returncode == 0, proc.stderr
     assert operations(project)[-1] == ("a", "stop")
     assert project.state("a") == "stopped"
+    # as Unfurl 1.2.0 (tests/test_undeploy.py test_stop; unfurl-cases 430): the task's
+    # reason is `stop`, the instance `pending`, and undeploy leaves it: it does not exist
+    assert "reason: stop" in project.jobs_tsv()[-1]
+    assert project.local("a") == "pending"
+    proc = run_in_process(project.root, "undeploy", "--approve")
+    assert proc.returncode == 0, proc.stderr
+    assert operations(project)[-1] == ("a", "stop")
+    assert project.state("a") == "stopped"
 
 
 def test_a_job_with_nothing_to_do_gives_a_jobs_json_keys(project: Project) -> None:

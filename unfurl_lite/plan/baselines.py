@@ -22,13 +22,13 @@ from unfurl_lite.load.taskrecords import JOBS_DIR, TaskRecord, task_records
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Operation
 from unfurl_lite.model.narrow import is_list, is_map, is_mapping
-from unfurl_lite.plan.tasks import CHECK, DISCOVER, RUN
+from unfurl_lite.plan.tasks import CHECK, DISCOVER, RUN, STOP_REASON
 from unfurl_lite.plan.topology import is_present
 from unfurl_lite.security.taint import env_variables
 
 RELATIONSHIP_INTERFACES = ("Configure", "RelationshipLifecycle")
 #: tasks that observe or run ad hoc: what they ran with is not what was deployed
-NOT_DEPLOYING = (CHECK, RUN, DISCOVER)
+NOT_DEPLOYING = (CHECK, RUN, DISCOVER, STOP_REASON)
 
 
 def _qualified(ensemble: Ensemble, instance: str, operation: str,

@@ -330,12 +330,13 @@ def _configure_changed(
 
 def is_removable(instance: Instance, destroy_discovered: bool = False) -> str | None:
     """Why undeploy leaves an instance alone, or None when it should be removed (as
-    Unfurl's should_delete: by its status; one ``deploy --prune`` deleted stays ``ok`` in
-    state ``deleted``, and is deleted again)."""
+    Unfurl's should_delete: by its status, so a stopped instance, ``pending``, is not
+    deleted (unfurl-cases 430); one ``deploy --prune`` deleted stays ``ok`` in state
+    ``deleted``, and is deleted again)."""
     if instance.status == Status.absent:
         return "skipped: already absent"
-    if instance.status == Status.pending and instance.state in (None, NodeState.initial):
-        return "skipped: never deployed"
+    if instance.status == Status.pending:
+        return "skipped: it does not exist (status pending: never deployed, or stopped)"
     if instance.discovered and not destroy_discovered:
         return "skipped: discovered, not created by unfurl (use --destroy-discovered)"
     if instance.protected:

@@ -26,7 +26,7 @@ from unfurl_lite.model.entities import (
 )
 from unfurl_lite.plan.agents import plan_agents, seconds
 from unfurl_lite.plan.lifecycle import implemented
-from unfurl_lite.plan.tasks import RUN, Builder, Plan
+from unfurl_lite.plan.tasks import RUN, STOP_REASON, Builder, Plan
 from unfurl_lite.plan.topology import instance_graph, is_present, planned_instances, select
 
 #: operation names ``unfurl run --operation`` finds without an interface (Unfurl's
@@ -147,6 +147,7 @@ def add_operation_tasks(
     missing: str = "error",
     after: Iterable[int] = (),
     instances: Mapping[str, Instance] | None = None,
+    reason: str = RUN,
 ) -> list[int]:
     """One task per selected instance; with dependency order, an instance also waits for
     the nearest selected instances it depends on through filtered-out ones. Given
@@ -195,7 +196,7 @@ def add_operation_tasks(
             name,
             template.name,
             op,
-            RUN,
+            reason,
             inherited | barrier,
             extra_inputs=dict(operation_kwargs or {}),
             allow_override=allow,
@@ -274,6 +275,7 @@ def _start_or_stop(
         run_by_dependency_order,
         reverse=workflow == "stop",
         missing="skip",
+        reason=STOP_REASON if workflow == "stop" else RUN,  # Unfurl's `stop`: reason stop
     )
     return builder.plan({})
 

@@ -27,6 +27,7 @@ REPAIR_ERROR = "error"  # Unfurl's reason for re-running the lifecycle of an `er
 ROLLBACK = "rollback"  # undoing a failed scale out (Cloudify's rollback)
 REPAIR_DEGRADED = "degraded"  # the same for a `degraded` one (deploy --repair degraded)
 PRUNE = "prune"  # deploy --prune deletes an instance the job did not plan for
+STOP_REASON = "stop"  # Unfurl's stop workflow (`unfurl stop`)
 ADD, UPDATE, REPAIR, FORCE, CHECK, DISCOVER, UNDEPLOY, RUN = (
     "add",
     "update",
