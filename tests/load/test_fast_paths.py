@@ -78,6 +78,23 @@ def test_a_scalar_at_the_edge_of_the_width_is_folded_as_ruamel_folds_it(
 
 
 @SETTINGS
+@given(st.lists(st.text(alphabet="ab:#(),.-", min_size=1, max_size=14).filter(str.strip),
+                min_size=2, max_size=40),
+       st.sampled_from([" ", "  ", ": "]), st.integers(0, 3))
+def test_a_long_quoted_value_is_folded_as_ruamel_folds_it(
+    words: list[str], separator: str, depth: int
+) -> None:
+    """A record's long single-quoted value (a task's ``summary``): folded word by word at
+    the width, whether single spaces separate its words (the joined-lines road) or runs
+    of them do."""
+    data: Any = {"summary": separator.join(w.strip() for w in words) + ": x"}
+    for _ in range(depth):
+        data = {"k1": data}
+    document = {"changes": [data]}
+    assert emit.dump(document) == ruamel_dump(document)
+
+
+@SETTINGS
 @given(st.lists(st.dictionaries(key, records, min_size=1, max_size=6), min_size=1, max_size=5),
        st.sets(key))
 def test_entries_emitted_once_for_two_files_read_as_emitted_twice(

@@ -325,6 +325,10 @@ def _single_quoted(w: _Writer, text: str, indent: int) -> None:
         w.put(quoted + "'")
         return
     parts, column, line_break = w.parts, w.column, "\n" + " " * indent
+    if "  " not in text and text[0] != " " and text[-1] != " ":
+        w.column = _single_spaced(parts, quoted.split(" "), column, line_break, indent) + 1
+        parts.append("'")
+        return
     position, last = 0, len(text)
     for token in _RUNS.split(text):
         if not token:
@@ -345,3 +349,24 @@ def _single_quoted(w: _Writer, text: str, indent: int) -> None:
         position += size
     parts.append("'")
     w.column = column + 1
+
+
+def _single_spaced(parts: list[str], words: list[str], column: int, line_break: str,
+                   indent: int) -> int:
+    """Words that single spaces separate (none at either end), folded as
+    :func:`_single_quoted` folds them: a space met past the width becomes the line break.
+    Each line is joined once instead of a part per word and space (a record's ``summary``,
+    one a task, is most of a job file's folding). The column after the last word."""
+    line = [words[0]]
+    column += len(words[0])
+    for word in words[1:]:
+        if column > WIDTH:
+            parts.append(" ".join(line))
+            parts.append(line_break)
+            line = [word]
+            column = indent + len(word)
+        else:
+            line.append(word)
+            column += 1 + len(word)
+    parts.append(" ".join(line))
+    return column
