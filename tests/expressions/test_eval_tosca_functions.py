@@ -38,3 +38,35 @@ def test_toscas_join_is_refused_by_name(project, invoke):
     assert "TOSCA's eval function 'join' is not supported: Unfurl 1.2.0 has no such" in \
         result.output
     assert "concat" in result.output  # the hint names what to write instead
+
+
+def test_get_property_of_host_finds_the_nearest_host_with_that_capability(project, invoke):
+    """tosca-parser's HOST (unfurl-cases 273, 278): ``[HOST, cap, prop]`` is the property
+    of the nearest host that has it, or whose capability ``cap`` has ``prop`` (the web
+    server's ``data_endpoint``, past the compute's properties); the capability's defaults
+    count (``protocol: tcp``)."""
+    project.write(ensemble_yaml("""\
+        vm:
+          type: tosca.nodes.Compute
+          capabilities: {host: {properties: {num_cpus: 2}}}
+        server:
+          type: tosca.nodes.WebServer
+          requirements: [{host: vm}]
+          capabilities: {data_endpoint: {properties: {port: 8080}}}
+        app:
+          type: tosca.nodes.WebApplication
+          requirements: [{host: server}]
+          interfaces:
+            Standard:
+              configure:
+                implementation: Template
+                inputs:
+                  resultTemplate:
+                    attributes:
+                      port: {get_property: [HOST, data_endpoint, port]}
+                      protocol: {get_property: [HOST, data_endpoint, protocol]}
+                      cpus: {get_property: [HOST, host, num_cpus]}
+        """))
+    result = invoke("deploy", "--approve")
+    assert result.exit_code == 0, result.output
+    assert project.status()["app"]["attributes"] == {"port": 8080, "protocol": "tcp", "cpus": 2}

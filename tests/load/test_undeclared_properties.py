@@ -9,10 +9,19 @@ difference). What a type declares: the document's types, TOSCA's normative ones 
 
 from __future__ import annotations
 
+import textwrap
+from pathlib import Path
+
 from hypothesis import given
 from hypothesis import strategies as st
 
-from unfurl_lite.model.lineage import NORMATIVE_PROPERTIES, undeclared_properties
+from unfurl_lite.load.loader import load_ensemble
+from unfurl_lite.model.lineage import (
+    NORMATIVE_DEFAULTS,
+    NORMATIVE_PROPERTIES,
+    normative_values,
+    undeclared_properties,
+)
 
 NAMES = st.text(alphabet="abcdefgh_", min_size=1, max_size=6)
 
@@ -121,3 +130,37 @@ def test_an_undeclared_property_is_not_seen_and_attributes_before_a_failure_are_
     # null digests as nothing, as Unfurl digests it (sha1 of no bytes)
     assert "\tdigestKeys=query\tdigestValue=da39a3ee5e6b4b0d3255bfef95601890afd80709\t" in row
     assert "\tdigestPut=::app::seen\t" in row
+
+
+def test_normative_defaults_are_declared_and_reach_templates_of_derived_types(
+        tmp_path: Path) -> None:
+    """Unfurl 1.2.0's TOSCA 1.3 definitions give a few normative properties defaults
+    (unfurl-cases 271, 273): a template of the type, or of a type of the document derived
+    from it, reads them unless it sets its own."""
+    for type_name, defaults in NORMATIVE_DEFAULTS.items():
+        name: str | None = type_name
+        declared: set[str] = set()
+        while name is not None:
+            name, own, _ = NORMATIVE_PROPERTIES[name]
+            declared.update(own)
+        assert set(defaults) <= declared, type_name
+    assert normative_values(("Mine", "tosca.nodes.network.Port"))[0] == {
+        "order": 0, "is_default": False}
+    assert normative_values(("tosca:BlockStorage",))[0] == {"size": "0 MB", "name": ""}
+    path = tmp_path / "ensemble.yaml"
+    path.write_text(textwrap.dedent("""\
+        apiVersion: unfurl/v1alpha1
+        kind: Ensemble
+        spec:
+          service_template:
+            node_types:
+              MyNet:
+                derived_from: tosca.nodes.network.Network
+            topology_template:
+              node_templates:
+                net: {type: MyNet, properties: {ip_version: 6}}
+                port: {type: tosca.nodes.network.Port}
+        """))
+    templates = load_ensemble(path).topology.templates
+    assert templates["net"].properties == {"ip_version": 6, "dhcp_enabled": True}
+    assert templates["port"].properties == {"order": 0, "is_default": False}

@@ -113,7 +113,7 @@ def test_realistic_unfurl_ensemble_is_accepted(tmp_path: Path) -> None:
                 app:
                   type: App
                   priority: optional
-                  properties: {password: {get_env: PASS}, anything: [1, {x: 2}]}
+                  properties: {password: {get_env: PASS}, token: t, anything: [1, {x: 2}]}
                   requirements:
                     - host: server
                     - dependency:

@@ -76,6 +76,19 @@ def test_template_limits_deploy_to_it_and_what_it_requires(tmp_path: Path) -> No
     assert set(plan.new_instances) == {"db", "app"}
 
 
+def test_template_limits_check_to_it_and_what_it_requires_as_deploy(tmp_path: Path) -> None:
+    """As Unfurl 1.2.0 (unfurl-cases 263: ``check --template web`` checks db, app and
+    web), check plans from deploy's templates; undeploy takes only the template's own."""
+    nodes = [node("db", check="ok"), node("cache", check="ok"), node("app", "db", check="ok"),
+             node("web", "app", check="ok")]
+    path = ensemble(tmp_path, nodes)
+    assert [t for t, _, _ in tasks(plan_of(path, "check", template="web"))] == [
+        "db", "app", "web"]
+    assert [t for t, _, _ in tasks(plan_of(path, "check", template="db"))] == ["db"]
+    recorded = ensemble(tmp_path, nodes, status({n: "ok" for n in ("db", "cache", "app", "web")}))
+    assert [t for t, _, _ in tasks(plan_of(recorded, "undeploy", template="web"))] == ["web"]
+
+
 def test_an_unknown_template_is_an_error_naming_it(tmp_path: Path) -> None:
     path = ensemble(tmp_path, [node("app")])
     with pytest.raises(PlanError, match=r"specified template not found: ap$") as caught:

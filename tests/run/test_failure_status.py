@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import Project, safe_load
+from tests.conftest import Project, ensemble_yaml, safe_load
 
 UNFURL = Path(__file__).parent.parent / "data" / "unfurl120"
 CASE = UNFURL / "16-failure-status"
@@ -177,3 +177,43 @@ def test_a_step_after_one_its_hosts_failure_blocked_is_recorded_as_unfurl_does(
     again = [(r.get("target"), r.get("operation"), r.get("status"))
              for r in _rows(project.jobs_tsv())[6:]]
     assert ("::sidecar", "configure", "ok") in again and ("::service", "create", "error") in again
+
+
+def test_a_failure_that_does_not_say_what_it_changed_leaves_its_instance_unknown(
+        project, invoke):
+    """As Unfurl 1.2.0 (unfurl-cases 260, 261): a command that cannot start (a list whose
+    first item is not an executable) and one whose ``done`` says ``success: false`` without
+    ``modified`` leave their instance ``unknown``, not created, as a command exiting
+    non-zero does; ``done: {success: false, modified: true}`` makes it ``error``."""
+    project.write(ensemble_yaml("""\
+        missing:
+          type: tosca.nodes.Root
+          interfaces:
+            Standard:
+              create:
+                implementation: {className: Shell}
+                inputs: {command: [no-such-tool-for-unfurl-lite, --version]}
+        denied:
+          type: tosca.nodes.Root
+          interfaces:
+            Standard:
+              create:
+                implementation: {className: Shell}
+                inputs: {command: echo ran, done: {success: false}}
+        broke:
+          type: tosca.nodes.Root
+          interfaces:
+            Standard:
+              create:
+                implementation: {className: Shell}
+                inputs: {command: echo ran, done: {success: false, modified: true}}
+        """))
+    result = invoke("deploy", "--approve")
+    assert result.exit_code == 64
+    ours = _ours(project)
+    for name in ("missing", "denied"):
+        assert ours[name]["readyState"] == {"local": "unknown", "state": "creating"}, name
+        assert ours[name]["created"] is None
+    assert ours["broke"]["readyState"]["local"] == "error"
+    assert ours["broke"]["created"] == (0, "0003")
+    assert "3 changed" in result.output

@@ -360,6 +360,12 @@ def _host_property(first: Any, path: list[Any], ctx: EvalContext) -> Any:
         properties: Mapping[str, Any] = view.get("properties") or {}
         if first in properties:
             return _walk(properties, [first, *path], host.name, "property")
+        if path:  # tosca-parser's: or the nearest host's capability that has the property
+            node = world.node(host.name)
+            for capability in getattr(node, "capabilities", ()):
+                if capability.name == first and path[0] in capability.attributes:
+                    return _walk(capability.attributes, path, f"{host.name}'s {first}",
+                                 "property")
         host = host.parent
     raise ExpressionError(f"get_property: no host of {instance_name(ctx.self_view)} has the "
                           f"property {first!r}")

@@ -34,9 +34,9 @@ from unfurl_lite.model.entities import (
     output_target,
 )
 from unfurl_lite.model.lineage import (
-    NORMATIVE_ATTRIBUTES,
     ancestry,
     normative_name,
+    normative_values,
     parents,
     undeclared_properties,
 )
@@ -258,11 +258,9 @@ def _inherit(type_name: str, types: dict[str, NodeType]) -> _Inherited:
         interfaces = _merge_interfaces(interfaces, node_type.interfaces)
         property_defs.update(node_type.properties)
         attribute_defs.update(node_type.attributes)
-    properties: YAMLMap = {key: d["default"] for key, d in property_defs.items()
-                           if is_map(d) and "default" in d}
-    attributes: dict[str, Any] = {  # declared, with no default: null, as in Unfurl
-        name: None for t in reversed(chain)
-        for name in NORMATIVE_ATTRIBUTES.get(normative_name(t), ())}
+    properties, attributes = normative_values(chain)
+    properties.update({key: d["default"] for key, d in property_defs.items()
+                       if is_map(d) and "default" in d})
     attributes.update({key: _default_of(d) for key, d in attribute_defs.items()})
     sensitive = frozenset(k for k, d in property_defs.items() if _is_sensitive(d))
     return _Inherited(chain, interfaces, property_defs, interface_types, properties, attributes,

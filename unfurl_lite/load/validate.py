@@ -65,7 +65,8 @@ def semantic_problems(doc: Any, file: str) -> list[Problem]:
                           _unknown_operations, _unsupported_implementations,
                           _duplicate_templates, _workflows, _cloudify_unsupported,
                           _unknown_filters, _topology_root, _jobs_log, _values,
-                          _property_references, _artifact_properties):
+                          _property_references, _artifact_properties,
+                          _required_properties):
             problems += check_one(view, file)
     return problems
 
@@ -98,6 +99,24 @@ def _values(doc: Any, file: str) -> Iterator[Problem]:
     from unfurl_lite.load import value_checks  # start-up: keeps load.value_checks off `plan`
 
     return value_checks.value_problems(doc, file)
+
+
+def _required_properties(doc: Any, file: str) -> Iterator[Problem]:
+    """A template missing a property its type requires (the module is loaded only for a
+    document that declares node types or uses a normative type that requires one)."""
+    service = get_section(doc, SERVICE)
+    if not service.get("node_types") and not mapping(service.get("types")) and not any(
+            isinstance(t, str) and any(word in t for word in _REQUIRING)
+            for t in (mapping(b).get("type") for b in mapping(
+                get_section(doc, (*TOPOLOGY, "node_templates"))).values())):
+        return iter(())
+    from unfurl_lite.load import required_properties  # start-up: only where one may be
+
+    return required_properties.problems(doc, file)
+
+
+#: words in the names of the normative types that require a property (Storage, FloatingIP)
+_REQUIRING = ("Storage", "FloatingIP")
 
 
 def _property_references(doc: Any, file: str) -> Iterator[Problem]:

@@ -139,7 +139,7 @@ NODE_INSTANCE_IDS = Parameter("node_instance_ids", "names", "Only these instance
 FILTERS = (TYPE_NAMES, NODE_IDS, NODE_INSTANCE_IDS)
 #: Unfurl's --template, which every Unfurl workflow takes
 TEMPLATE = Parameter("template", "text", "Limit the job to this template's instances (and, "
-                     "for deploy, what they require).", metavar="NAME", cloudify=False)
+                     "but for undeploy, what they require).", metavar="NAME", cloudify=False)
 #: Unfurl's --destroyunmanaged is its spelling of --destroy-discovered
 DESTROY_DISCOVERED = Parameter(
     "destroy_discovered", "flag",

@@ -80,6 +80,15 @@ NORMATIVE_PROPERTIES: dict[str, tuple[str | None, tuple[str, ...], bool]] = {
     "unfurl.nodes.AzureResource": ("unfurl.nodes.CloudObject", (), False),
 }
 
+#: the property defaults TOSCA's normative node types declare (Unfurl 1.2.0's TOSCA 1.3
+#: definitions; Unfurl's own types declare none): a template of one reads them
+NORMATIVE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "tosca.nodes.Abstract.Storage": {"size": "0 MB"},
+    "tosca.nodes.BlockStorage": {"name": ""},
+    "tosca.nodes.network.Network": {"ip_version": 4, "dhcp_enabled": True},
+    "tosca.nodes.network.Port": {"order": 0, "is_default": False},
+}
+
 
 def undeclared_properties(
     chain: tuple[str, ...], declared: Mapping[str, Any],
@@ -127,6 +136,26 @@ NORMATIVE_ATTRIBUTES: dict[str, tuple[str, ...]] = {
     "tosca.nodes.network.Port": ("ip_address",),
     "unfurl.nodes.CloudAccount": ("account_id",),
 }
+
+
+def normative_values(chain: Iterable[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What the normative types among ``chain`` (a type and its ancestors, nearest first)
+    give a template: their property defaults, and their declared attributes, null (as in
+    Unfurl, until an operation sets them)."""
+    names: list[str] = []  # the normative types, with their normative ancestors, root first
+    for type_name in reversed(tuple(chain)):
+        line: list[str] = []
+        name: str | None = normative_name(type_name)
+        while name is not None and name not in names and name not in line:
+            line.append(name)
+            name = NORMATIVE_PROPERTIES.get(name, (None,))[0]
+        names.extend(reversed(line))
+    properties: dict[str, Any] = {}
+    attributes: dict[str, Any] = {}
+    for name in names:
+        properties.update(NORMATIVE_DEFAULTS.get(name, {}))
+        attributes.update(dict.fromkeys(NORMATIVE_ATTRIBUTES.get(name, ())))
+    return properties, attributes
 
 
 def full_name(type_name: str, kind: str = "nodes") -> str:

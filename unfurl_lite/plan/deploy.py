@@ -492,12 +492,14 @@ def plan_install_operation(
     template: str | None = None,
 ) -> Plan:
     """check and discover: one Install operation per instance that has it, all in parallel
-    (``template``: only that template's instances)."""
+    (``template``: that template's instances and what they require, as deploy's: Unfurl
+    plans every workflow from the same templates; unfurl-cases 263)."""
     instances = in_plan_order(ensemble, planned_instances(ensemble))
     wanted = set(select(instances, instance_names)) if instance_names else set(instances)
     if template is not None:
         known_template(ensemble, template)
-        wanted = {n for n in wanted if instances[n].template == template}
+        wanted &= dependencies.closure(instance_graph(ensemble, instances), [
+            n for n, i in instances.items() if i.template == template])
     builder = Builder(workflow)
     for name, instance in instances.items():
         if name not in wanted:

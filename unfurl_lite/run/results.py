@@ -248,6 +248,10 @@ def map_outputs(operation: Operation | None, result: OperationResult,
 def _apply_done(values: Mapping[str, Any], result: OperationResult) -> None:
     if "success" in values:
         result.success = _truthy(values["success"])
+        if not result.success and "modified" not in values:
+            # as Unfurl: a failure that does not say what it changed leaves the instance
+            # ``unknown``, not created, as a failed command does (unfurl-cases 261)
+            result.modified = None
     if "modified" in values:
         result.modified = _truthy(values["modified"])
         result.said_modified = True

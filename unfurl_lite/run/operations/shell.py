@@ -155,8 +155,10 @@ def run(request: OperationRequest, processes: ProcessTable | None = None,
     try:
         process = _start(utf8(args), executable, cwd, env)
     except (OSError, ValueError) as exc:
+        # as Unfurl's Shell configurator (its run fails with the error): nothing says
+        # whether anything changed, so the instance becomes ``unknown`` (unfurl-cases 260)
         return OperationResult(
-            success=False, modified=False, error=f"could not start command: {exc}"
+            success=False, modified=None, error=f"could not start command: {exc}"
         )
     with (processes or ProcessTable()).running(request.task_id, process):
         try:
