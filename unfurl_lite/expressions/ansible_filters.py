@@ -245,11 +245,12 @@ def combine(*terms: Any, **kwargs: Any) -> Any:
     list_merge = kwargs.pop("list_merge", "replace")
     if kwargs:
         raise ExpressionError("combine: 'recursive' and 'list_merge' are the only options")
-    dictionaries = [_plain(d) for d in flatten(list(terms), levels=1)]
-    if not dictionaries:
+    given = flatten(list(terms), levels=1)
+    if not given:
         return {}
-    if len(dictionaries) == 1:  # nothing to merge: as it is, mapping or not (as Ansible)
-        return dictionaries[0]
+    if len(given) == 1:  # nothing to merge: as it is, mapping or not (as Ansible)
+        return given[0]
+    dictionaries = [_plain(d) for d in given]
     if list_merge not in ("replace", "keep", "append", "prepend", "append_rp", "prepend_rp"):
         raise ExpressionError(f"combine: unknown list_merge {list_merge!r}")
     for item in dictionaries:

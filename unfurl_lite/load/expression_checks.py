@@ -158,6 +158,9 @@ def _mapping(path: tuple[Any, ...], value: dict[Any, Any],
             if key not in ("eval", "ref") and not catalog.known("query_key", key):
                 # (Unfurl keeps such a mapping as data, unevaluated: said here instead)
                 yield ((*path, key), *catalog.refusal("query_key", key))
+        if value.get("trace") == "break":
+            yield ((*path, "trace"), "`trace: break` stops Unfurl in Python's debugger: not "
+                   "supported", "remove it, or give a trace level (trace: 1)")
         body = value[head]
         if isinstance(body, str) and not could_be_template(body):
             yield from (((*path, head, *where), message, hint)
