@@ -14,8 +14,10 @@ its last event carried, made again only if the task or the secrets changed since
 between each transition appends one line to its ``.events`` log: the task's record and
 the instances it touched; a task sent to an executor that starts it at once (the local
 one) and done is two lines, and the job's end one more.
-Each line is written before the transition takes effect (so killing the process loses
-nothing) and reaches the disk within 0.1 s (see :class:`journal_format.EventLog`).
+Each line is written before anything outside the process depends on its transition (a
+start before the operation is sent, an outcome with the next start or before the job
+waits), so killing the process loses nothing, and reaches the disk within 0.1 s (see
+:class:`journal_format.EventLog`).
 Rewriting the whole journal at every transition cost O(N) per task, O(N^2) per job
 (see journal_format.py).
 """
