@@ -176,6 +176,9 @@ def test_a_deploy_of_plain_operations_imports_no_heavy_library(
     heavy = _tops(imported) & {*HEAVY, "ruamel", "_ruamel_yaml", "_hashlib"}
     assert not heavy, f"deploy imports {sorted(heavy)}"
     assert "unfurl_lite.record.journal" in imported  # (the probe saw the job run)
+    # no query is walked: the query machinery stays out of the job's start
+    assert not imported & {"unfurl_lite.expressions.resolve", "unfurl_lite.expressions.entities",
+                           "unfurl_lite.expressions.instance_graph"}
 
 
 def test_every_dataclass_has_a_docstring() -> None:
