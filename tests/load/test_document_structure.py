@@ -135,7 +135,7 @@ def test_unknown_field_in_an_implementation_is_a_validation_error(project, invok
     assert "did you mean 'timeout'?" in result.output
 
 
-@pytest.mark.parametrize("key", ["preConditions", "invoke"])
+@pytest.mark.parametrize("key", ["invoke"])
 def test_implementation_keys_we_do_not_build_are_refused_by_name(project, invoke, key):
     text = (DATA / "implementation-unknown-key.yaml").read_text().replace(
         "timout: 5", f"{key}: x"
@@ -144,3 +144,17 @@ def test_implementation_keys_we_do_not_build_are_refused_by_name(project, invoke
     result = invoke("validate")
     assert result.exit_code == 1
     assert f"implementation key {key!r} is not supported" in result.output
+
+
+@pytest.mark.parametrize(("value", "said"), [
+    ("x", "preConditions must be a JSON schema (a mapping)"),
+    ("{type: 12}", "preConditions is not a valid JSON schema"),
+])
+def test_preconditions_that_are_no_json_schema_are_refused(project, invoke, value, said):
+    text = (DATA / "implementation-unknown-key.yaml").read_text().replace(
+        "timout: 5", f"preConditions: {value}"
+    )
+    project.write(text)
+    result = invoke("validate")
+    assert result.exit_code == 1
+    assert said in result.output

@@ -500,8 +500,7 @@ def _with_implementation(definition: Any, shared: Any) -> Any:
 def _operation(
     interface: str, name: str, definition: Any, shared_inputs: dict[str, Any]
 ) -> Operation:
-    """One operation in any of Unfurl's spellings (a command string, an implementation name, a
-    mapping with className/primary, inputs), the interface's shared inputs under its own."""
+    """One operation in any of Unfurl's spellings, the interface's shared inputs under its own."""
     if definition is None:
         return Operation(interface, name, None, dict(shared_inputs))
     if isinstance(definition, str):
@@ -521,7 +520,8 @@ def _operation(
         class_name, primary = implementation.get("className"), implementation.get("primary")
         if not class_name and isinstance(primary, str) and primary in OPERATION_KINDS:
             class_name, primary = primary, None  # `primary: Template`: Unfurl's configurator
-        impl = Implementation(class_name or "Shell", primary=primary)
+        impl = Implementation(class_name or "Shell", primary,
+                              Implementation.conditions(implementation))
     inputs: YAMLMap = {**shared_inputs, **(definition.get("inputs") or {})}
     retry_def = definition.get("retry") or _mapping_at(definition, "metadata").get("retry")
     retry = (

@@ -231,6 +231,12 @@ def _unsupported_implementations(doc: Any, file: str) -> Iterator[Problem]:
                             f"implementation key {key!r} is not supported by unfurl-lite",
                             "remove it (Unfurl's TOSCA extension; no equivalent here)",
                         )
+                if "preConditions" in mapping(implementation):
+                    why = _schema_problem(mapping(implementation)["preConditions"])
+                    if why is not None:
+                        yield problem_at(doc, (*where, "preConditions"), file, why,
+                                         "give a JSON schema the target's values must meet,"
+                                         " e.g. {required: [name]}")
 
 
 def _output_mappings(doc: Any, file: str, where: tuple[Any, ...],
@@ -250,9 +256,9 @@ def _output_mappings(doc: Any, file: str, where: tuple[Any, ...],
 
 
 #: keys Unfurl allows in an implementation that unfurl-lite does not build
-_UNSUPPORTED_IMPLEMENTATION_KEYS = ("preConditions", "invoke")
+_UNSUPPORTED_IMPLEMENTATION_KEYS = ("invoke",)
 #: the keys of an implementation mapping the checks here look at, beside ``className``
-_INSPECTED_KEYS = frozenset({"primary", *UNFURL_ONLY_IMPLEMENTATION_KEYS,
+_INSPECTED_KEYS = frozenset({"primary", "preConditions", *UNFURL_ONLY_IMPLEMENTATION_KEYS,
                              *_UNSUPPORTED_IMPLEMENTATION_KEYS})
 _IMPLEMENTATION_HINT = ("use `className: Shell` with the equivalent command (for example "
                         "`ansible-playbook site.yml`), `Template`, or a Python "
@@ -338,4 +344,18 @@ def _implementation_problem(implementation: Any,
                 ") nor a Python callable (package.module:function)"
                 + (guess[0].partition(";")[1] + guess[0].partition(";")[2]
                    if guess and ";" in guess[0] else ""))
+    return None
+
+
+def _schema_problem(conditions: Any) -> str | None:
+    """What is wrong with an implementation's ``preConditions`` as a JSON schema (Unfurl
+    checks the target's values against it before the operation runs)."""
+    if not isinstance(conditions, dict):
+        return f"preConditions must be a JSON schema (a mapping), not {conditions!r}"
+    from jsonschema import Draft7Validator, SchemaError  # start-up: only for preConditions
+
+    try:
+        Draft7Validator.check_schema(conditions)
+    except SchemaError as exc:
+        return f"preConditions is not a valid JSON schema: {exc.message}"
     return None

@@ -7,6 +7,7 @@ developer reading this module use the same words.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -134,6 +135,15 @@ class Implementation:
 
     class_name: str  # as written: "Shell", "unfurl.configurators...", "pkg.mod:func"
     primary: str | None = None  # a shell command given as a plain string implementation
+    #: Unfurl's ``preConditions``: a JSON schema the target's values must meet for the
+    #: operation to run, as JSON text (hashable); see :meth:`conditions`
+    preconditions: str | None = None
+
+    @staticmethod
+    def conditions(implementation: Any) -> str | None:
+        """An implementation mapping's ``preConditions`` as JSON text, None without them."""
+        given = implementation.get("preConditions") if isinstance(implementation, dict) else None
+        return json.dumps(given, sort_keys=True, default=str) if given else None
 
     @property
     def kind(self) -> str:

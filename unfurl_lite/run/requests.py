@@ -9,10 +9,11 @@ executor gets the same request and every result is read the same way.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from unfurl_lite.expressions.context import (
@@ -206,6 +207,11 @@ class RequestBuilder:
                 watching.time_limit = op.timeout if op.timeout else RENDER_SECONDS
             watching.deadline = time.monotonic() + watching.time_limit
             run.reads = operation_reads(raw, op.environment, op.implementation.kind, watching)
+        refused = unmet_preconditions(op.implementation.preconditions, attributes, properties)
+        if refused:  # as Unfurl: a task that could not run digests nothing
+            run.reads = Reads(())
+        elif op.implementation.preconditions and run.reads is not None:
+            run.reads = whole_target_read(run.reads, instance.name, attributes, properties)
         run.digest = None  # taken again from the new inputs and reads
         self.secrets.update(secrets_in(run.inputs))
         self.secrets.update(held if own_properties else secrets_in(properties))
@@ -230,6 +236,7 @@ class RequestBuilder:
             queue=queue,
             allow_outside_paths=self.options.allow_outside_paths,
             number=task.number,
+            refused=refused,
         )
 
     def read_result(self, run: TaskRun, result: OperationResult) -> None:
@@ -271,3 +278,38 @@ class RequestBuilder:
             self.secrets.update(ctx.secrets)
             run.reads = merged_reads(run.reads, later, ctx, op.implementation.kind, list(raw))
             run.digest = None
+
+
+def _target_values(attributes: Mapping[str, Any], properties: Mapping[str, Any]) -> dict[str, Any]:
+    """The target's map as Unfurl's ``target.attributes`` gives it: its attributes, then
+    its properties (by name) that no attribute overrides."""
+    return {**attributes, **{k: properties[k] for k in sorted(properties) if k not in attributes}}
+
+
+def unmet_preconditions(conditions: str | None, attributes: Mapping[str, Any],
+                        properties: Mapping[str, Any]) -> str | None:
+    """Why the target's values do not meet the operation's ``preConditions`` (a JSON
+    schema), in Unfurl's words; None when they do or it has none."""
+    if conditions is None:
+        return None
+    from jsonschema import Draft7Validator  # start-up: jsonschema only for preConditions
+
+    values = _target_values(attributes, properties)
+    errors = sorted(Draft7Validator(json.loads(conditions)).iter_errors(values),
+                    key=lambda e: [str(p) for p in e.absolute_path])
+    if not errors:
+        return None
+    said = "; ".join(f"{e.message} in {'.'.join(str(p) for p in e.absolute_path)}"
+                     for e in errors)
+    return f"could not run: invalid preconditions: {said}"
+
+
+def whole_target_read(reads: Reads, name: str, attributes: Mapping[str, Any],
+                      properties: Mapping[str, Any]) -> Reads:
+    """Unfurl checks ``preConditions`` against the target's whole map: each of its values
+    is read first (see :func:`_target_values`), so each is in the task's digest."""
+    seen = {expr for expr, _ in reads.dependencies}
+    first = tuple((f"::{name}::{key}", value)
+                  for key, value in _target_values(attributes, properties).items()
+                  if f"::{name}::{key}" not in seen)
+    return replace(reads, dependencies=first + reads.dependencies)

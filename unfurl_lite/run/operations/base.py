@@ -36,6 +36,8 @@ class OperationRequest:
     #: the task's number in its plan: the same in a job and the jobs that resume it (a
     #: distributed executor keys its lease on it)
     number: int = 0
+    #: why it may not run (its implementation's ``preConditions`` not met): it fails so
+    refused: str | None = None
 
 
 @dataclass

@@ -19,6 +19,9 @@ def run_operation(
     """Run one operation where this process is (a local thread or a worker); a command it
     starts is in ``processes``, the table of the executor that kill-cancels it. ``places``
     keeps the working directories already confined for this executor's job."""
+    if request.refused:  # as Unfurl's "could not run": no done, no resultTemplate
+        return OperationResult(success=False, modified=False, error=request.refused,
+                               skipped=not request.dryrun)
     if request.kind == "Shell":
         # start-up: keeps run.operations.shell off dispatch's import until run_operation() runs
         from unfurl_lite.run.operations import shell
