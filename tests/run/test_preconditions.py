@@ -7,6 +7,7 @@ and digests nothing; one that passes digests every value the check read."""
 from __future__ import annotations
 
 from tests.conftest import Project, run_in_process
+from tests.run.test_result_variables import rows  # jobs.tsv's task rows by target
 
 ENSEMBLE = """\
 apiVersion: unfurl/v1alpha1
@@ -42,15 +43,6 @@ spec:
           type: Sized
           properties: {size: big}
 """
-
-
-def rows(project: Project) -> dict[str, dict[str, str]]:
-    found = {}
-    for line in project.jobs_tsv():
-        fields = dict(f.split("=", 1) for f in line.split("\t")[1:] if "=" in f)
-        if "target" in fields:
-            found[fields["target"].removeprefix("::")] = fields
-    return found
 
 
 def test_preconditions_gate_the_operation(project: Project) -> None:
