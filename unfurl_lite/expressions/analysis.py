@@ -13,6 +13,8 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
+from unfurl_lite.errors import ExpressionError
+
 #: what a mapping offers besides its keys; reading these is never a missing key
 MAPPING_METHODS = frozenset(name for name in dir(dict) if not name.startswith("_"))
 #: a read under these is tested, not used: a missing name is fine
@@ -61,11 +63,12 @@ def analyse(text: str) -> TemplateNames:
     from jinja2 import TemplateSyntaxError, meta, nodes
 
     # start-up: keeps expressions.sandbox (16 modules) off `plan`, `validate` until analyse() runs
-    from unfurl_lite.expressions.sandbox import environment, escape_backslashes
+    from unfurl_lite.expressions.sandbox import escape_backslashes, with_overrides
 
     try:
-        tree = environment().parse(escape_backslashes(text))
-    except TemplateSyntaxError as exc:
+        env, body = with_overrides(text)
+        tree = env.parse(escape_backslashes(body, env))
+    except (TemplateSyntaxError, ExpressionError) as exc:
         return TemplateNames(syntax_error=str(exc))
     except Exception as exc:  # nested too deep for the parser, and the like
         return TemplateNames(syntax_error=f"{type(exc).__name__}")

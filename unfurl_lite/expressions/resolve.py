@@ -264,6 +264,8 @@ def eval_ref(value: Value, scope: Scope) -> list[Any]:
             result = _call(function_key, value, scope)
             if function_key in ("q", "sensitive"):  # kept whole, as Unfurl keeps them
                 return [result]
+            if function_key == "template":  # what a template rendered is final, as Unfurl's
+                return list(result) if isinstance(result, list) else [result]  # (unsafe text)
             return results_of(result, scope)
         if "ref" not in value and "eval" not in value:
             raise ExpressionError(

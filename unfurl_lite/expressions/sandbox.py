@@ -262,16 +262,54 @@ def environment() -> Any:
 def _compiled(text: str) -> Any:
     """Templates are compiled once per process: the same inputs render for every
     instance of a node template, and compiling costs more than rendering."""
-    return environment().from_string(escape_backslashes(text))
+    env, body = with_overrides(text)
+    return env.from_string(escape_backslashes(body, env))
 
 
-def escape_backslashes(text: str) -> str:
+#: what a template's ``#jinja2:`` first line may set (Ansible's overrides): Jinja2's syntax
+JINJA2_OVERRIDES = frozenset({
+    "block_start_string", "block_end_string", "variable_start_string", "variable_end_string",
+    "comment_start_string", "comment_end_string", "line_statement_prefix",
+    "line_comment_prefix", "trim_blocks", "lstrip_blocks", "newline_sequence",
+    "keep_trailing_newline"})
+
+
+def with_overrides(text: str) -> tuple[Any, str]:
+    """The environment a template renders in, and its text: a first line
+    ``#jinja2: variable_start_string: '<%', trim_blocks: False`` sets Jinja2's syntax for
+    the rest, as Ansible reads it (each value a Python literal)."""
+    if not text.startswith("#jinja2:"):
+        return environment(), text
+    line, _, body = text.partition("\n")
+    settings: dict[str, Any] = {}
+    for pair in line[len("#jinja2:"):].split(","):
+        key, colon, value = pair.partition(":")
+        key = key.strip()
+        if not colon or key not in JINJA2_OVERRIDES:
+            raise ExpressionError(
+                f"template: the override {pair.strip()!r} of its #jinja2: line is not "
+                "supported", hint="set " + ", ".join(sorted(JINJA2_OVERRIDES)) +
+                " as `key: 'value'`, separated by commas")
+        try:
+            settings[key] = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            raise ExpressionError(f"template: the override {pair.strip()!r} of its #jinja2: "
+                                  "line is not a literal", hint="quote text: key: '<%'") from None
+    return _overlay(tuple(sorted(settings.items()))), body
+
+
+@functools.lru_cache(maxsize=64)
+def _overlay(settings: tuple[tuple[str, Any], ...]) -> Any:
+    return environment().overlay(**dict(settings))
+
+
+def escape_backslashes(text: str, env: Any = None) -> str:
     """Ansible's rule for a backslash in a string inside ``{{ }}``: it is doubled, so
     ``regex_replace('\\d', ...)`` written once in YAML means the regex ``\\d`` (YAML and
     jinja would each read it otherwise)."""
-    if "\\" not in text or "{{" not in text:
+    env = env or environment()
+    if "\\" not in text or env.variable_start_string not in text:
         return text
-    env = environment()
     out: list[Any] = []
     inside = False
     for _, kind, value in env.lex(env.preprocess(text)):
@@ -456,8 +494,9 @@ def _keeps_text(source: str) -> bool:
     from jinja2 import TemplateError, nodes
 
     try:
-        body = environment().parse(escape_backslashes(source)).body
-    except TemplateError:
+        env, text = with_overrides(source)
+        body = env.parse(escape_backslashes(text, env)).body
+    except (TemplateError, ExpressionError):
         return False
     if len(body) != 1 or not isinstance(body[0], nodes.Output) or len(body[0].nodes) != 1:
         return False
