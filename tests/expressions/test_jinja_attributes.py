@@ -95,3 +95,22 @@ def test_validate_refuses_unfurls_machinery_by_name(tmp_path: Path, template: st
 ])
 def test_a_null_among_a_templates_pieces_is_kept(text: str, expected: object) -> None:
     assert _render(text, n=None) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("#jinja2: variable_start_string: '<%', variable_end_string: '%>'\n<% 1 + 1 %> {{ x }}",
+     "2 {{ x }}"),
+    ("#jinja2: block_start_string: '<%', block_end_string: '%>'\n<% if 1 %>y<% endif %>", "y"),
+    ("#jinja2: trim_blocks: False\n{% if 1 %}\nz{% endif %}", "\nz"),
+    ("#jinja2: trim_blocks: True\n{% if 1 %}\nz{% endif %}", "z"),
+])
+def test_a_jinja2_first_line_sets_the_syntax_as_ansible_reads_it(text: str,
+                                                                  expected: str) -> None:
+    assert render_template(text, EvalContext(self_view={}, inputs={})) == expected
+
+
+@pytest.mark.parametrize("line", ["#jinja2: autoescape: True", "#jinja2: finalize: None",
+                                  "#jinja2: trim_blocks True", "#jinja2: trim_blocks: yes"])
+def test_a_jinja2_first_line_sets_nothing_else(line: str) -> None:
+    with pytest.raises(ExpressionError, match="#jinja2: line"):
+        render_template(line + "\n{{ 1 }}", EvalContext(self_view={}, inputs={}))
