@@ -478,3 +478,21 @@ def test_what_a_template_run_read_is_digested_as_unfurl_does(project, invoke):
     attributes = {name: record.get("attributes") for name, record in project.status().items()}
     assert attributes["listed2"] == {"all": 3}  # {{ run }}: a list run's variable
     assert attributes["queried2"] == {"s": 3}
+
+
+def test_a_result_template_naming_an_instance_after_its_secret_was_read_is_secret(
+        project, invoke):
+    """Unfurl-cases 164: the resultTemplate reads SELF's sensitive password, so the next
+    attributes that name SELF (``{{ SELF.user }}``, even ``| length``) are secret as a
+    whole (redacted); its digest keeps the plain ``::db::user`` it read."""
+    case = Path(__file__).parent.parent / "data" / "unfurl-cases" / "164-docs-sensitive-property"
+    text = (case / "ensemble.yaml").read_text()
+    project.write(text.replace('user_copy: "{{ SELF.user }}"',
+                               'user_copy: "{{ SELF.user }}"\n'
+                               '                      ' 'port_copy: "{{ SELF.user | length }}"'))
+    result = invoke("deploy", "--approve")
+    assert result.exit_code == 0, result.output
+    attributes = project.status()["db"]["attributes"]
+    assert attributes["user_copy"] == "<<REDACTED>>"
+    assert attributes["port_copy"] == "<<REDACTED>>"
+    assert _row(project, "create")["digestKeys"] == "::db::user"

@@ -296,6 +296,15 @@ class NotedInputs(Labelled):
                 _quietly(partial(evaluate, self._raw[key], self._ctx))
         return _as_secret(value) if key in self._watch.hidden else value
 
+    def as_rendered(self, raw: Any, value: Any) -> Any:
+        """A resultTemplate's attribute ``raw`` rendered to ``value``, as Unfurl gives it:
+        secret as a whole when the template names an instance a secret of which was
+        resolved in this task (:meth:`_Watch.hides`; unfurl-cases 164: ``{{ SELF.user }}``
+        after ``{{ SELF.password }}``)."""
+        if value is None or isinstance(value, Sensitive) or not self._watch.hides(raw, self._ctx):
+            return value
+        return Sensitive(str(value)) if isinstance(value, str | int | float | bool) else value
+
     def attribute_set(self, key: str, value: Any, secret: bool) -> None:
         """The resultTemplate set SELF's ``key`` (``secret``: a name its type declares
         sensitive): an input rendered after it that names SELF is sensitive in Unfurl."""

@@ -267,9 +267,11 @@ class RequestBuilder:
         ctx.extra = {"task": self.task_settings(run)}
         topology = self.ensemble.topology
 
-        def attribute_set(key: str, value: Any) -> None:
+        def attribute_set(key: str, raw: Any, value: Any) -> Any:
+            value = noted.as_rendered(raw, value)
             noted.attribute_set(key, value, template is not None
                                 and secret_name(topology, template, key))
+            return value
 
         try:
             apply_post_inputs(run.inputs, result, ctx, op.implementation.kind, current,

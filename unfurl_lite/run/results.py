@@ -35,14 +35,15 @@ from unfurl_lite.security.taint import Sensitive, tainted_copy
 def apply_post_inputs(
     inputs: Mapping[str, Any], result: OperationResult, ctx: EvalContext, kind: str = "Shell",
     current: Mapping[str, Any] | None = None, properties: frozenset[str] = frozenset(),
-    on_set: Callable[[str, Any], None] | None = None,
+    on_set: Callable[[str, Any, Any], Any] | None = None,
 ) -> None:
     """Evaluate ``done`` and ``resultTemplate`` with the operation's result and fold them
     in. As Unfurl, a resultTemplate that fails to render fails the task, but what ``done``
     says (its status, ``modified``...) still applies. ``current``: SELF as the task found
     it, read without being recorded, and ``properties`` its template's properties that
     are not yet attributes: an attribute set to the value of its property is dropped.
-    ``on_set``: told of each attribute as the resultTemplate renders it, in order."""
+    ``on_set``: told of each attribute as the resultTemplate renders it, in order (its
+    expression and its value), it gives the value to set (a secret, as Unfurl marks it)."""
     if not any(inputs.get(k) is not None for k in POST_INPUTS):
         return
     outputs = result.outputs
@@ -155,7 +156,7 @@ def _command_text(command: YAMLValue, keeplines: bool) -> str | None:
 
 
 def _rendered_in_order(template: Any, ctx: EvalContext, listed: bool = False,
-                       on_set: Callable[[str, Any], None] | None = None,
+                       on_set: Callable[[str, Any, Any], Any] | None = None,
                        ) -> tuple[Any, ExpressionError | None]:
     """A resultTemplate written as YAML (not as one text), rendered as Unfurl updates an
     instance from it: item by item, the instance's fields before its attributes, then its
@@ -190,7 +191,7 @@ def _rendered_in_order(template: Any, ctx: EvalContext, listed: bool = False,
         except ExpressionError as exc:
             return done, exc
         if on_set is not None:
-            on_set(key, rendered_attributes[key])
+            rendered_attributes[key] = on_set(key, value, rendered_attributes[key])
     return done, None
 
 
