@@ -92,9 +92,13 @@ class _Watch:
         #: whether reads now count for :attr:`secret_set` (the environment's do not)
         self.inputs_reading = True
 
-    def read_input(self, name: str) -> None:
+    def read_input(self, name: str, raw: Any = None, ctx: EvalContext | None = None) -> None:
+        """``name`` was read; given its expression ``raw`` and the context it renders in,
+        it is also noted as hidden when Unfurl resolves it as sensitive (:meth:`hides`)."""
         if name not in self.inputs:
             self.inputs.append(name)
+        if ctx is not None and self.hides(raw, ctx):
+            self.hidden.add(name)
 
     def read_value(self, instance: str, name: str, value: Any) -> None:
         self.values.setdefault(instance, {}).setdefault(name, value)
@@ -289,9 +293,7 @@ class NotedInputs(Labelled):
         value = super().__getitem__(key)
         if key not in self._done:
             self._done.add(key)
-            self._watch.read_input(key)
-            if key in self._raw and self._watch.hides(self._raw[key], self._ctx):
-                self._watch.hidden.add(key)
+            self._watch.read_input(key, self._raw.get(key), self._ctx)
             if key in self._raw and not _plain(self._raw[key]):
                 _quietly(partial(evaluate, self._raw[key], self._ctx))
         return _as_secret(value) if key in self._watch.hidden else value
@@ -390,9 +392,7 @@ def evaluated_reads(
     found = Evaluated(Reads(()), watch, {}, {})
 
     def input_value(key: str, value: Any) -> Any:
-        watch.read_input(key)
-        if watch.hides(value, ctx):
-            watch.hidden.add(key)
+        watch.read_input(key, value, ctx)
         found.inputs[key] = evaluate(value, ctx)
         return found.inputs[key]
 

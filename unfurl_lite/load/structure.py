@@ -11,11 +11,13 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, cast
 
 from unfurl_lite.model.lineage import (
+    ancestry,
     as_mapping,
     capabilities_of,
     is_a,
     lineage,
     matching_capability,
+    parents,
 )
 from unfurl_lite.model.narrow import YAMLValue, is_list, is_map
 
@@ -291,15 +293,9 @@ class _TargetTypes:
         return None
 
     def is_a(self, capability_type: Any, wanted: str) -> bool:
-        seen: set[str] = set()
-        while isinstance(capability_type, str) and capability_type in self.capability_types \
-                and capability_type not in seen:
-            if capability_type == wanted:
-                return True
-            seen.add(capability_type)
-            capability_type = as_mapping(self.capability_types[capability_type]).get(
-                "derived_from")
-        return is_a(capability_type, wanted)
+        """Through the document's capability types, then TOSCA's and Unfurl's own."""
+        return any(is_a(name, wanted) for name in ancestry(capability_type, lambda t: parents(
+            as_mapping(self.capability_types.get(t)).get("derived_from"))))
 
 
 def _directives(body: dict[str, Any]) -> list[Any]:

@@ -17,7 +17,7 @@ from unfurl_lite.load.problems import (
     problem_at,
 )
 from unfurl_lite.model.dependencies import find_cycles
-from unfurl_lite.model.lineage import parents
+from unfurl_lite.model.lineage import ancestry, parents
 from unfurl_lite.model.narrow import is_list, is_map
 
 _TOSCA_NODES = (
@@ -236,14 +236,12 @@ def _artifact_type_properties(type_name: Any, artifact_types: Any) -> set[str] |
     """The property names an artifact type and its ancestors declare; None when a type
     in its lineage is neither the document's nor TOSCA's."""
     names: set[str] = set()
-    seen: set[str] = set()
-    current: Any = type_name
-    while isinstance(current, str) and current not in seen:
-        seen.add(current)
-        body = artifact_types.get(current)
+    for name in ancestry(type_name, lambda t: parents(
+            mapping(artifact_types.get(t)).get("derived_from"))):
+        body = artifact_types.get(name)
         if body is None:
-            return names if current.startswith("tosca.artifacts.") else None
+            if not name.startswith("tosca.artifacts."):
+                return None
+            continue
         names.update(mapping(mapping(body).get("properties")))
-        derived: list[str] = list(parents(mapping(body).get("derived_from")))
-        current = derived[0] if derived else None
     return names
