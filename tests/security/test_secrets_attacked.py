@@ -152,6 +152,7 @@ def test_export_redacts_a_sensitive_map_or_list_whole_and_a_credentials_secrets(
                   keys: {{type: list, metadata: {{sensitive: true}}}}
                   login: {{type: tosca.datatypes.Credential}}
                   fetched: {{type: map, metadata: {{sensitive: true}}}}
+                  pointed: {{type: map, metadata: {{sensitive: true}}}}
             topology_template:
               node_templates:
                 app:
@@ -161,6 +162,7 @@ def test_export_redacts_a_sensitive_map_or_list_whole_and_a_credentials_secrets(
                     keys: [list-{SECRET}]
                     login: {{user: carol, token: cred-{SECRET}}}
                     fetched: {{password: {{get_env: DB_PASSWORD}}}}
+                    pointed: {{password: {{ref: "::vault::password"}}}}
         """))
     result = invoke("export", "--format", "json")
     assert result.exit_code == 0, result.output
@@ -170,6 +172,7 @@ def test_export_redacts_a_sensitive_map_or_list_whole_and_a_credentials_secrets(
     assert properties["conn"] == REDACTED and properties["keys"] == REDACTED
     assert properties["login"] == {"user": "carol", "token": REDACTED}
     assert properties["fetched"] == {"password": {"get_env": "DB_PASSWORD"}}  # where, not what
+    assert properties["pointed"] == {"password": {"ref": "::vault::password"}}
 
 
 @settings(max_examples=examples(300))

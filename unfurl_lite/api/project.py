@@ -298,19 +298,17 @@ def _plain_value(value: Any) -> bool:
 
 
 def _computed(value: Any) -> bool:
-    """Whether any part of ``value`` is evaluated when read (a template, ``eval:`` or a
-    bare TOSCA function), so export may show it: it names where a secret comes from."""
-    # start-up: keeps expressions.analysis and .catalog off `export` until a sensitive value
+    """Whether any part of ``value`` is evaluated when read (a template, an expression
+    the resolver evaluates where it stands: ``eval:``, ``ref:``, a bare TOSCA function), so
+    export may show it: it names where a secret comes from."""
+    # start-up: keeps expressions.analysis and .resolve off `export` until a sensitive value
     from unfurl_lite.expressions.analysis import could_be_template
-    from unfurl_lite.expressions.catalog import top_level_functions
+    from unfurl_lite.expressions.resolve import is_ref
 
     if isinstance(value, str):
         return could_be_template(value)
     if isinstance(value, dict):
-        if "eval" in value or (len(value) == 1 and str(next(iter(value))) in
-                               top_level_functions()):
-            return True
-        return any(_computed(item) for item in value.values())
+        return is_ref(value) or any(_computed(item) for item in value.values())
     if isinstance(value, list):
         return any(_computed(item) for item in value)
     return False
