@@ -137,6 +137,8 @@ class Scheduler:
         self.position = {t.number: i for i, t in enumerate(self.plan.tasks)}
         self.undecided = [self.position[t.number] for t in self.plan.tasks
                           if t.skip_when is not None and not self.runs[t.number].carried]
+        if isinstance(self.cancel, JobControl):  # a cancel ends the loop's wait at once
+            self.cancel.wake = lambda: self.arrived.put(None)
         hear = None if starts_on_submit(self.executor) else self.operation_started
         self.executor.on_started = hear  # an executor that starts at once says nothing
         self.executor.on_notice = self.observer.job_notice

@@ -16,7 +16,7 @@ import contextlib
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import TYPE_CHECKING
 
@@ -29,13 +29,21 @@ FORCE_SIGNAL = signal.SIGUSR2
 
 
 class JobControl(threading.Event):
-    """The job's cancel event, which can also kill what the executor is running."""
+    """The job's cancel event, which can also kill what the executor is running.
+
+    Each change also calls ``wake``, which the scheduler sets to put a token on the queue
+    it waits on: a signal handler that runs while the scheduler is inside
+    ``SimpleQueue.get(timeout)`` and takes longer than what is left of that timeout (a
+    loaded machine, a thread to start) makes CPython 3.11's get wait with no timeout at
+    all, until an operation ends; the token ends that wait.
+    """
 
     def __init__(self) -> None:
         super().__init__()
         self.executor: Executor | None = None
         self.killed = threading.Event()
         self.forced = threading.Event()
+        self.wake: Callable[[], None] | None = None
 
     def attach_executor(self, executor: Executor) -> None:
         self.executor = executor
@@ -44,17 +52,26 @@ class JobControl(threading.Event):
 
     def cancel(self) -> None:
         self.set()
+        self._changed()
 
     def force(self) -> None:
         """Stop waiting for running operations: the job ends now, they run on."""
         self.forced.set()
         self.set()
+        self._changed()
 
     def kill(self) -> None:
+        first = not self.killed.is_set()
+        self.killed.set()
         self.set()
-        if not self.killed.is_set():
-            self.killed.set()
+        if first:
             self._kill_now()
+        self._changed()
+
+    def _changed(self) -> None:
+        wake = self.wake
+        if wake is not None:
+            wake()
 
     def _kill_now(self) -> None:
         executor = self.executor
