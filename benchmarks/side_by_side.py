@@ -531,7 +531,7 @@ def verdict_of(case: Path, theirs_raw: dict[str, dict[str, Any]],
 def markdown(rows: list[tuple[str, str, str, list[str]]]) -> str:
     lines = ["| case | source | result | what differs |", "| --- | --- | --- | --- |"]
     for name, source, verdict, found in rows:
-        what = "<br>".join(f.replace("|", "\\|") for f in found[:4])
+        what = "<br>".join(" ".join(f.split()).replace("|", "\\|") for f in found[:4])
         if len(found) > 4:
             what += f"<br>… {len(found) - 4} more"
         lines.append(f"| `{name}` | {source} | {verdict} | {what} |")
