@@ -1,5 +1,6 @@
 """The scheduler: tasks in dependency order on an executor, each result applied to its
-instance as it arrives, retries, guards, and the three kinds of cancel.
+instance as it arrives (:mod:`~unfurl_lite.run.settling`), retries, guards, and the three
+kinds of cancel.
 
 It lives only as long as one :func:`~unfurl_lite.run.job.run_plan`; the job process owns
 the ensemble, so every status decision is made here, never where the operation ran.
@@ -10,51 +11,32 @@ from __future__ import annotations
 import contextlib
 import heapq
 import queue
-import threading
 import time
-from collections import deque
-from collections.abc import Mapping
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from unfurl_lite.errors import ExpressionError, RenderCancelled, UnfurlLiteError
 from unfurl_lite.expressions.context import spec_secrets
-from unfurl_lite.model import changeid
-from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Instance, NodeState, Status
-from unfurl_lite.model.narrow import new_dict, new_list, new_set
-from unfurl_lite.plan.created import managed_tasks, plan_created
-from unfurl_lite.plan.tasks import Plan, Task
-from unfurl_lite.run import status as rules
-from unfurl_lite.run.discovery import add_discovered
-from unfurl_lite.run.executors import Executor, starts_on_submit
+from unfurl_lite.run.executors import starts_on_submit
 from unfurl_lite.run.metadata import EnsembleMetadata
-from unfurl_lite.run.observer import JobState, Observer, TaskState
-from unfurl_lite.run.operations.base import DRYRUN_NOT_SUPPORTED, OperationRequest, OperationResult
-from unfurl_lite.run.options import JobOptions
+from unfurl_lite.run.observer import JobState, TaskState
+from unfurl_lite.run.operations.base import OperationRequest, OperationResult
 from unfurl_lite.run.outcome import (
     OBSERVING,
-    UNFURL_WORKFLOWS,
-    Resumed,
     TaskRun,
     guard_fails,
     result_of,
     resumed_secrets,
     task_numbers,
 )
-from unfurl_lite.run.relationships import (
-    drop_if_unrequired,
-    on_relationship,
-    relationship_instance,
-    still_linked,
-)
+from unfurl_lite.run.relationships import relationship_instance
 from unfurl_lite.run.render_phase import not_operational
 from unfurl_lite.run.requests import RequestBuilder
 from unfurl_lite.run.results import check_types, keep_defaults_read, secret_names
+from unfurl_lite.run.settling import Settling
 from unfurl_lite.run.signals import JobControl
-from unfurl_lite.run.status import in_sequence, needs, on_failure, on_start, on_success
+from unfurl_lite.run.status import on_start, on_success
 from unfurl_lite.security.environment import base_environment
 from unfurl_lite.security.redaction import redact_text
 
@@ -62,42 +44,9 @@ CANCEL_POLL = 0.2  # seconds between looks at the cancel event while operations 
 EXPLICIT_RETRY_LIMIT = 3  # retries granted to an operation that asks for one (exit 75)
 
 
-@dataclass
-class Scheduler:
-    """The moving parts of one run; lives only as long as :func:`run_plan`."""
-
-    ensemble: Ensemble
-    plan: Plan
-    options: JobOptions
-    executor: Executor
-    observer: Observer
-    job_id: changeid.ChangeId
-    cancel: threading.Event
-    instances: dict[str, Instance] = field(default_factory=new_dict)
-    runs: dict[int, TaskRun] = field(default_factory=new_dict)
-    waiting: dict[int, int] = field(default_factory=new_dict)
-    dependents: dict[int, list[int]] = field(default_factory=new_dict)
-    ready: deque[int] = field(default_factory=deque)
-    delayed: list[tuple[float, int]] = field(default_factory=new_list)
-    running: dict[Future[OperationResult], int] = field(default_factory=new_dict)
-    numbers: dict[int, int] = field(default_factory=new_dict)  # task -> its changeId's number
-    secrets: set[str] = field(default_factory=new_set)
-    env: dict[str, str] = field(default_factory=new_dict)
-    resumed: Resumed | None = None
-    cancelling: JobState | None = None
-    #: each operation's future as it completes, None when one has started: the loop's one
-    #: wait (``futures.wait`` hooked a waiter onto every running future at every turn)
-    arrived: queue.SimpleQueue[Future[OperationResult] | None] = field(
-        default_factory=queue.SimpleQueue)
-    newly_started: list[str] = field(default_factory=new_list)
-    started_lock: threading.Lock = field(default_factory=threading.Lock)
-    taken_down: set[str] | None = None
-    ensemble_metadata: Mapping[str, Any] = field(default_factory=new_dict)
-    requests: RequestBuilder = field(init=False)  # made by setup, once secrets are known
-    position: dict[int, int] = field(default_factory=new_dict)  # task -> its place in the plan
-    undecided: list[int] = field(default_factory=new_list)  # places of skip_when tasks not settled
-    deferred: list[int] = field(default_factory=new_list)  # tasks waiting on an undecided one
-    start_status: dict[str, Status] = field(default_factory=new_dict)  # each instance's, as planned
+class Scheduler(Settling):
+    """When each task runs: ready in dependency order, started on the executor, its
+    result read as it arrives, retried, or settled without running."""
 
     def prepare(self) -> None:
         """The job's state and its request builder: enough to render a task."""
@@ -165,6 +114,10 @@ class Scheduler:
                 self.observer.task_changed(run)
 
     def loop(self) -> None:
+        """The job's one thread: start what is ready (within the executor's capacity),
+        wait on one queue for what arrives, hand each result to :meth:`finish`, move the
+        retries whose delay is over back to ready, and watch the cancel event (a signal
+        handler only sets it) until nothing is ready, running or delayed."""
         while self.ready or self.running or self.delayed:
             capacity = self.executor.capacity
             while self.ready and not self.cancel.is_set() and (
@@ -235,8 +188,6 @@ class Scheduler:
                 error="force-cancelled: left running, its outcome is unknown",
             )  # fmt: skip
             self.conclude(self.runs[number])
-
-    # -- a task's life
 
     def start(self, number: int) -> None:
         """Start a ready task, unless a task before it in plan order may still be skipped
@@ -323,48 +274,6 @@ class Scheduler:
             )
             return self.conclude(run)
         self.submit(run, instance, request)
-
-    def blocked(self, run: TaskRun) -> bool:
-        """Complete the task as blocked when a task it follows failed (or was blocked), or
-        left its instance in error (e.g. a resultTemplate that set readyState: error)."""
-        task = run.task
-        failed_dep = min(  # the instance's own earlier step first (its record follows it)
-            (
-                d
-                for d in task.after
-                if not (task.guard and d in task.guard.if_failed)
-                if self.runs[d].state in (TaskState.failed, TaskState.blocked)
-                and not self.runs[d].task.may_fail
-                and needs(self.plan.cloudify, self.ensemble, self.instances, task,
-                          self.runs[d].task)
-            ),
-            key=lambda d: self.runs[d].task.target != task.target, default=None,
-        )
-        if failed_dep is not None:
-            dep, before = self.runs[failed_dep].task, self.runs[failed_dep]
-            if not before.not_run and (before.state == TaskState.failed or (  # or recorded
-                    dep.target == task.target and (before.changed or (
-                        before.change_id and task.requirement is None)))):
-                self.block_on_own_failure(run, own=dep.target == task.target)
-            self.complete(run, TaskState.blocked, f"{dep.name} on {dep.target} did not succeed")
-            return True
-        in_error = next(
-            (
-                self.runs[d].task.target
-                for d in task.after
-                if self.runs[d].state == TaskState.succeeded
-                and self.runs[d].task.target != task.target
-                and not self.runs[d].task.may_fail
-                and self.instances[self.runs[d].task.target].status == Status.error
-                and needs(self.plan.cloudify, self.ensemble, self.instances, task,
-                          self.runs[d].task)
-            ),
-            None,
-        )
-        if in_error is not None and not self.options.dryrun:
-            self.complete(run, TaskState.blocked, f"{in_error} is in error")
-            return True
-        return False
 
     def assign_change(self, run: TaskRun, instance: Instance) -> None:
         """The task's changeId, the change it follows (previousId) and the state its
@@ -455,145 +364,3 @@ class Scheduler:
         self.observer.task_changed(run)
         heapq.heappush(self.delayed, (time.monotonic() + delay, run.task.number))
         return True
-
-    def number_for(self, task: Task) -> int:
-        """The task's changeId number: reserved in plan order, or (a task numbering did not
-        expect to run) the next after every reserved one."""
-        if task.number not in self.numbers:
-            self.numbers[task.number] = max(self.numbers.values(), default=0) + 1
-        return self.numbers[task.number]
-
-    def block_on_own_failure(self, run: TaskRun, own: bool = True) -> None:
-        """Unfurl 1.2.0: in deploy or undeploy, a task after a failed one on the same
-        instance (configure after a failed create) is blocked with an explicit ``error``:
-        its instance ends ``error`` and, if it was not yet, ``created`` by this task, which
-        gets a changeId and a record (``status=error``), even when the failure already left it
-        ``error``; counted changed when its status is not the one it had as the job was
-        planned (Unfurl's ``modified_target``). ``own=False``: see rules.on_blocked."""
-        task = run.task
-        if not in_sequence(task) or not self.plan.affects_history or self.options.dryrun:
-            return
-        instance = self.instances[task.target]
-        if not own and not rules.on_blocked(instance, task):
-            return
-        run.change_id = str(self.job_id.for_task(self.number_for(task)))
-        # its record lists the inputs it would have run with, as Unfurl's, when they render
-        with contextlib.suppress(Exception):
-            self.requests.request(run, instance)
-        if own:
-            on_failure(instance, task, OperationResult(False, False, status="error"),
-                       run.change_id, instance.state)
-        run.status, run.target_status = Status.error, instance.status
-        run.changed = own and self.start_status.get(task.target) != instance.status
-
-    def conclude(self, run: TaskRun) -> None:
-        result = run.result or OperationResult(success=False, modified=None)
-        instance = self.instances[run.task.target]
-        change_id = run.change_id or ""
-        if (self.options.dryrun and result.skipped and self.plan.workflow in UNFURL_WORKFLOWS
-                and not self.plan.cloudify):
-            # Unfurl fails a task whose operation has no dry-run form (Cloudify's preview
-            # workflows only list it)
-            result.success, result.error, result.skipped = False, DRYRUN_NOT_SUPPORTED, False
-        if self.options.dryrun or not self.plan.affects_history:
-            state = TaskState.succeeded if result.success else TaskState.failed
-            run.status = Status.ok if result.success else Status.error
-            run.changed = bool(result.modified) and not self.options.dryrun
-            return self.complete(run, state, result.error)
-        relationship = relationship_instance(self.instances, run.task, self.ensemble.spec)
-        if relationship is not None:
-            linked = result.success and still_linked(self.instances, run.task, self.leaving())
-            instance, task = relationship, on_relationship(run.task, instance, linked)
-        else:
-            task = run.task
-        if result.protected is not None:
-            instance.protected = result.protected
-        last_change = rules.change_before(instance, result)
-        observing = run.task.reason in OBSERVING
-        run.previous_id = None  # set below when the task replaced the instance's last change
-        if result.success:
-            changed = on_success(instance, task, result, change_id)
-            run.status = instance.status if observing else Status.ok
-            sequenced = in_sequence(task)
-            run.changed = changed if observing or sequenced else bool(result.modified) or changed
-            # what the instance's status was when the task ended (a check's own finding)
-            run.target_status = instance.status if sequenced or observing \
-                or task.reason.startswith("step:") else None
-            if not observing:
-                run.previous_id = rules.previous_id(last_change, rules.last_change(instance))
-            added = add_discovered(self.instances, result, change_id, run.task.target)
-            if added:
-                run.changed = True
-                self.adopt(run.task, added)
-            if relationship is not None:
-                drop_if_unrequired(self.ensemble.topology.templates, self.instances, run.task)
-            return self.complete(run, TaskState.succeeded)
-        changed = on_failure(instance, task, result, change_id, run.prior_state)
-        run.changed = bool(result.modified) or changed
-        run.target_status = instance.status if in_sequence(run.task) else None
-        if not observing:
-            run.previous_id = rules.previous_id(last_change, rules.last_change(instance))
-        run.status = Status.error  # Unfurl: a task that failed is `error`, whatever its target
-        if (result.error or "").startswith("resultTemplate/") and run.prior_state != instance.state:
-            # Unfurl: a failed resultTemplate that moved its instance's state (a re-run that
-            # leaves it where it was changed nothing, as a re-run that timed out again)
-            run.changed = True
-        self.complete(run, TaskState.failed, result.error)
-
-    def adopt(self, creator: Task, names: list[str]) -> None:
-        """A deploy task's resultTemplate created instances: those it left unmanaged go
-        through their own lifecycle in this job, a managed one is left to its creator (see
-        plan/created.py)."""
-        if creator.workflow != "deploy" or self.plan.cloudify or not self.plan.affects_history:
-            return
-        for task in managed_tasks(self.ensemble, self.instances, names, max(self.runs) + 1):
-            self.add_task(task, runs=False)
-            self.number_for(task)  # as Unfurl's reconfigure that found nothing to do
-            self.complete(self.runs[task.number], TaskState.skipped, "managed by its creator")
-        for task in plan_created(self.ensemble, self.instances, names, max(self.runs) + 1):
-            self.add_task(task)
-
-    def add_task(self, task: Task, runs: bool = True) -> None:
-        """A task planned while the job runs, last in plan order (``runs`` False: it is
-        settled at once)."""
-        self.plan.tasks.append(task)
-        self.runs[task.number] = TaskRun(task)
-        self.position[task.number] = len(self.position)
-        self.waiting[task.number] = len(task.after)
-        for before in task.after:
-            self.dependents.setdefault(before, []).append(task.number)
-        if runs and not task.after:
-            self.ready.append(task.number)
-
-    def leaving(self) -> set[str]:
-        """The instances this job takes down (asked only when an unlink ends)."""
-        if self.taken_down is None:
-            self.taken_down = {t.target for t in self.plan.tasks if t.done_status == Status.absent}
-        return self.taken_down
-
-    def not_run(self, run: TaskRun, result: OperationResult) -> None:
-        """An operation that never started changed nothing: its instance goes back to the
-        state it had before the task was sent, and the task fails with the reason (a check
-        whose ``done`` input would have set a status must not find anything)."""
-        result.success = False
-        if self.plan.affects_history and not self.options.dryrun:
-            self.instances[run.task.target].state = run.prior_state
-        run.status = Status.error
-        run.changed = False
-        run.target_status = (
-            self.instances[run.task.target].status if in_sequence(run.task) else None
-        )
-        reason = result.error or "no worker ran it"
-        self.complete(run, TaskState.failed, f"did not run: {reason}")
-
-    def complete(self, run: TaskRun, state: TaskState, message: str | None = None) -> None:
-        run.state = state
-        run.message = redact_text(message, self.secrets) if message else message
-        run.ended_at = datetime.now(UTC)
-        self.observer.task_finished(run)
-        self.observer.task_changed(run)
-        for dependent in self.dependents.get(run.task.number, ()):
-            self.waiting[dependent] -= 1
-            if self.waiting[dependent] == 0 and not self.runs[dependent].carried:
-                self.ready.append(dependent)  # a resumed job never runs a done task again
-

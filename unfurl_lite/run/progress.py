@@ -1,0 +1,88 @@
+"""What one run knows as it goes: each task's run, what waits on what, what is running.
+
+The scheduler's concerns (when a task runs: :mod:`~unfurl_lite.run.scheduler`; what its
+outcome does to the instances: :mod:`~unfurl_lite.run.settling`) read and change this one
+record; it lives only as long as one :func:`~unfurl_lite.run.job.run_plan`.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections import deque
+from collections.abc import Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from unfurl_lite.model import changeid
+from unfurl_lite.model.ensemble import Ensemble
+from unfurl_lite.model.entities import Instance, Status
+from unfurl_lite.model.narrow import new_dict, new_list, new_set
+from unfurl_lite.plan.tasks import Plan, Task
+from unfurl_lite.run.executors import Executor
+from unfurl_lite.run.observer import JobState, Observer, TaskState
+from unfurl_lite.run.operations.base import OperationResult
+from unfurl_lite.run.options import JobOptions
+from unfurl_lite.run.outcome import Resumed, TaskRun
+from unfurl_lite.run.requests import RequestBuilder
+from unfurl_lite.security.redaction import redact_text
+
+
+@dataclass
+class Progress:
+    """The moving parts of one run; lives only as long as :func:`run_plan`."""
+
+    ensemble: Ensemble
+    plan: Plan
+    options: JobOptions
+    executor: Executor
+    observer: Observer
+    job_id: changeid.ChangeId
+    cancel: threading.Event
+    instances: dict[str, Instance] = field(default_factory=new_dict)
+    runs: dict[int, TaskRun] = field(default_factory=new_dict)
+    waiting: dict[int, int] = field(default_factory=new_dict)
+    dependents: dict[int, list[int]] = field(default_factory=new_dict)
+    ready: deque[int] = field(default_factory=deque)
+    delayed: list[tuple[float, int]] = field(default_factory=new_list)
+    running: dict[Future[OperationResult], int] = field(default_factory=new_dict)
+    numbers: dict[int, int] = field(default_factory=new_dict)  # task -> its changeId's number
+    secrets: set[str] = field(default_factory=new_set)
+    env: dict[str, str] = field(default_factory=new_dict)
+    resumed: Resumed | None = None
+    cancelling: JobState | None = None
+    #: each operation's future as it completes, None when one has started: the loop's one
+    #: wait (``futures.wait`` hooked a waiter onto every running future at every turn)
+    arrived: queue.SimpleQueue[Future[OperationResult] | None] = field(
+        default_factory=queue.SimpleQueue)
+    newly_started: list[str] = field(default_factory=new_list)
+    started_lock: threading.Lock = field(default_factory=threading.Lock)
+    taken_down: set[str] | None = None
+    ensemble_metadata: Mapping[str, Any] = field(default_factory=new_dict)
+    requests: RequestBuilder = field(init=False)  # made by prepare, once secrets are known
+    position: dict[int, int] = field(default_factory=new_dict)  # task -> its place in the plan
+    undecided: list[int] = field(default_factory=new_list)  # places of skip_when tasks not settled
+    deferred: list[int] = field(default_factory=new_list)  # tasks waiting on an undecided one
+    start_status: dict[str, Status] = field(default_factory=new_dict)  # each instance's, as planned
+
+    def number_for(self, task: Task) -> int:
+        """The task's changeId number: reserved in plan order, or (a task numbering did not
+        expect to run) the next after every reserved one."""
+        if task.number not in self.numbers:
+            self.numbers[task.number] = max(self.numbers.values(), default=0) + 1
+        return self.numbers[task.number]
+
+    def complete(self, run: TaskRun, state: TaskState, message: str | None = None) -> None:
+        """The task has ended (run or not): observed, and the tasks that waited only on
+        it are ready."""
+        run.state = state
+        run.message = redact_text(message, self.secrets) if message else message
+        run.ended_at = datetime.now(UTC)
+        self.observer.task_finished(run)
+        self.observer.task_changed(run)
+        for dependent in self.dependents.get(run.task.number, ()):
+            self.waiting[dependent] -= 1
+            if self.waiting[dependent] == 0 and not self.runs[dependent].carried:
+                self.ready.append(dependent)  # a resumed job never runs a done task again
