@@ -84,7 +84,7 @@ def test_generated_ensembles_plan_alike(
     (["plan"], True), (["plan", "ensemble.yaml"], True), (["plan", "some dir"], True),
     (["plan", "-q", "ensemble.yaml"], False), (["plan", "--json"], False),
     (["plan", "--"], False), (["plan", "-"], False), (["plan", ""], False),
-    (["plan", "a.yaml", "b.yaml"], False), (["deploy"], False), ([], False),
+    (["plan", "a.yaml", "b.yaml"], False), (["deploy", "--json"], False), ([], False),
     (["--verbose", "plan"], False), (["validate", "ensemble.yaml"], False),
 ])
 def test_only_a_plan_with_every_option_at_its_default_takes_the_quick_road(

@@ -1,4 +1,5 @@
-"""``unfurl plan [ENSEMBLE]`` answered without click, as click would answer it.
+"""``unfurl plan [ENSEMBLE]`` and a job command with the everyday options answered
+without click, as click would answer them.
 
 A plan is the first look at an ensemble, and what scripts run before each job. Importing
 click and building the commands' options (click brings ``inspect``, ``uuid``, ``platform``,
@@ -9,6 +10,14 @@ command makes (:func:`plan_of`, shared with it) and writes what ``click.echo`` w
 Every other command line (an option, ``--``, a terminal on stdout, which gets rich's tree,
 shell completion, an unreadable path) goes to click, unchanged. Errors are said as the
 click group says them (:func:`error_text`), with the same exit codes.
+
+A job (``unfurl deploy --approve --dirty=ok -q [ENSEMBLE]``, what scripts and CI type) is
+answered the same way (:func:`job_line`): a workflow's command spelling with only the job
+options every script uses (``-a``/``--approve``, ``-q``/``--quiet``, ``--dirty``,
+``-j``/``--jobs``, ``--commit``/``--no-commit``, ``--dryrun``, ``--jobexitcode``) and its
+ensemble; the options' values are what click's command would have taken, and the job runs,
+shows and exits through :mod:`unfurl_lite.cli.jobflow`, the click command's own code. A job
+that would ask on a terminal goes to click.
 """
 
 from __future__ import annotations
@@ -17,29 +26,54 @@ import codecs
 import errno
 import io
 import os
-import re
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from unfurl_lite.cli.terminal import echo
 from unfurl_lite.errors import STORAGE_ERRNOS, InputError, UnfurlLiteError, storage_error
+from unfurl_lite.model.builtin_workflows import workflow_of_command
 
 if TYPE_CHECKING:
     from unfurl_lite.model.ensemble import Ensemble
     from unfurl_lite.plan.tasks import Plan
 
-#: what click.echo removes from text written to a stream that is not a terminal
-_STYLE = re.compile(r"\033\[[;?0-9]*[a-zA-Z]")
+#: the job options answered here: name -> (the value a flag sets, or the values an
+#: option takes; click's own checks refuse anything else, so it is left to click)
+_FLAGS = {"-a": ("approve", True), "--approve": ("approve", True),
+          "-q": ("quiet", True), "--quiet": ("quiet", True),
+          "--commit": ("commit", True), "--no-commit": ("commit", False),
+          "--dryrun": ("dryrun", True), "--dry-run": ("dryrun", True)}
+_CHOICES = {"--dirty": ("dirty", ("auto", "ok", "abort")),
+            "--jobexitcode": ("jobexitcode", ("error", "degraded", "never")),
+            "--jobs": ("jobs", None), "-j": ("jobs", None)}
+
+
+@dataclass
+class JobLine:
+    """A job command line as click's command would have read it."""
+
+    spelling: str  # the command typed: deploy, install, ...
+    ensemble: str | None = None
+    values: dict[str, Any] = field(default_factory=dict)  # option name -> value given
 
 
 def answers(args: list[str]) -> bool:
-    """Whether click would call ``plan`` with every option at its default for ``args``,
-    and write its text (stdout is not a terminal)."""
-    if not args or args[0] != "plan" or len(args) > 2:
+    """Whether click would call ``plan`` with every option at its default for ``args``, or
+    a job command with the options :func:`job_line` reads, and write its text (stdout is
+    not a terminal)."""
+    if not args or "_UNFURL_COMPLETE" in os.environ:  # click answers shell completion
         return False
-    if len(args) == 2 and (not args[1] or args[1].startswith("-")):
-        return False
-    if "_UNFURL_COMPLETE" in os.environ:  # click answers shell completion
-        return False
+    if args[0] == "plan":
+        if len(args) > 2 or (len(args) == 2 and (not args[1] or args[1].startswith("-"))):
+            return False
+        ensemble = args[1] if len(args) == 2 else None
+    else:
+        line = job_line(args)
+        if line is None:
+            return False
+        ensemble = line.ensemble
     stdout = sys.stdout
     try:
         if stdout.isatty() or codecs.lookup(stdout.encoding).name != "utf-8":
@@ -47,40 +81,126 @@ def answers(args: list[str]) -> bool:
     except (AttributeError, LookupError, TypeError, ValueError):
         return False
     # click.Path checks only that an existing path is readable
-    return len(args) == 1 or not os.path.exists(args[1]) or os.access(args[1], os.R_OK)
+    return ensemble is None or not os.path.exists(ensemble) or os.access(ensemble, os.R_OK)
+
+
+def job_line(args: list[str]) -> JobLine | None:
+    """``args`` read as click's command for a workflow would read them, when they name a
+    workflow's command that needs no parameter and only options of :data:`_FLAGS` and
+    :data:`_CHOICES` with values click takes (the last of a repeated one counts, as in
+    click); None for anything else, which click answers."""
+    workflow = workflow_of_command(args[0]) if args[0] != "run" else None  # run: --workflow
+    if workflow is None or any(p.required for p in workflow.parameters):
+        return None
+    line = JobLine(args[0])
+    words = iter(args[1:])
+    for word in words:
+        if word and not word.startswith("-") and workflow.ensemble_argument \
+                and line.ensemble is None:
+            line.ensemble = word
+            continue
+        taken = _option(word, words)
+        if taken is None:
+            return None
+        line.values[taken[0]] = taken[1]
+    if not line.values.get("approve") and sys.stdin.isatty():
+        return None  # a job that may ask: click's prompt
+    return line
+
+
+def _option(word: str, words: Iterator[str]) -> tuple[str, Any] | None:
+    """The option ``word`` (its value the next of ``words`` where it takes one) as
+    (name, value) as click reads it; None when it is not one of the answered options, or
+    its value is one click refuses."""
+    if word in _FLAGS:
+        return _FLAGS[word]
+    option, equals, value = word.partition("=")  # --dirty=ok; not -j=2 (click reads "=2")
+    if option not in _CHOICES or (equals and not option.startswith("--")):
+        return None
+    if not equals:
+        value = next(words, "")
+    name, allowed = _CHOICES[option]
+    if allowed is not None:
+        return (name, value) if value in allowed else None
+    # --jobs: a whole number from 1, as click.IntRange(min=1) reads it
+    return (name, int(value)) if value.isascii() and value.isdigit() and int(value) else None
 
 
 def run(args: list[str]) -> int | None:
-    """The plan of ``args`` (see :func:`answers`) written as the click command writes it;
-    None, or the exit code of an error said as the click group says it (as click's
-    ``main`` returns them to a caller in Python)."""
+    """The plan of ``args``, or its job (see :func:`answers`), written as the click command
+    writes it; None, or the exit code (an error's said as the click group says it), as
+    click's ``main`` returns them to a caller in Python."""
     from unfurl_lite.load import parsecache  # start-up: keeps load.parsecache off `--help`
 
     parsecache.enable()  # as the click group's callback does
     escape_unencodable()
     try:
         try:
+            if args[0] != "plan":
+                line = job_line(args)
+                assert line is not None  # answers() said so
+                return run_job(line)
             _, result = plan_of(args[1] if len(args) == 2 else None, "deploy", (), (), {})
             # start-up: keeps cli.render (3 modules) off `--help`, `validate` until run() runs
             from unfurl_lite.cli.render import plan_text
 
-            _echo(sys.stdout, plan_text(result))
+            echo(plan_text(result))
             return None
         except OSError as exc:  # a full disk or a read-only file anywhere: no traceback
             if exc.errno not in STORAGE_ERRNOS:
                 raise
             raise storage_error(exc) from None
     except UnfurlLiteError as exc:
-        _echo(sys.stderr, error_text(exc))
+        echo(error_text(exc), err=True)
         return exc.exit_code
     except (EOFError, KeyboardInterrupt):
-        _echo(sys.stderr, "")
-        _echo(sys.stderr, "Aborted.")
+        echo("", err=True)
+        echo("Aborted.", err=True)
         return 1
     except OSError as exc:  # a reader that went away (`| head`): 1, as click
         if exc.errno != errno.EPIPE:
             raise
         return 1
+
+
+def run_job(line: JobLine) -> int:
+    """The job of ``line`` run, shown and exited as the click command does it."""
+    # start-up: keeps cli.jobflow (the job's machinery) off `--help`, `plan` until run_job()
+    from unfurl_lite.cli.jobflow import JobChoice, execute
+
+    workflow = workflow_of_command(line.spelling)
+    assert workflow is not None  # job_line() found it
+    job = JobChoice.take(job_values(line))
+    level = -1 if job.quiet else 0
+    return execute(workflow.name, line.ensemble, job_parameters(line), job, level,
+                           tty=False)
+
+
+def job_parameters(line: JobLine) -> dict[str, Any]:
+    """The workflow's parameters click's command gives for ``line``: what the command's
+    spelling implies (Cloudify's ``install``), and no instance named."""
+    workflow = workflow_of_command(line.spelling)
+    assert workflow is not None  # job_line() found it
+    given: dict[str, Any] = dict(workflow.commands.get(line.spelling) or {})
+    if workflow.parameter("instance_names"):
+        given["instance_names"] = ()
+    return given
+
+
+def job_values(line: JobLine) -> dict[str, Any]:
+    """The values click's command hands over for ``line``: every job option at its
+    default (see :func:`unfurl_lite.cli.commands.common.job_options`) but those given."""
+    return {**JOB_DEFAULTS, **line.values}
+
+
+#: what click's job command gives for each job option not typed
+JOB_DEFAULTS: dict[str, Any] = {
+    "dryrun": False, "approve": False, "commit": True, "message": None, "dirty": "auto",
+    "jobs": None, "instances": (), "jobexitcode": "error", "queue": False, "retries": 0,
+    "env_passthrough": False, "allow_outside_paths": False, "executor": None,
+    "broker": None, "as_json": False, "verbose": 0, "quiet": False, "output": None,
+    "variables": (), "query": None,
+}
 
 
 def plan_of(ensemble: str | None, workflow: str, instances: tuple[str, ...],
@@ -105,14 +225,6 @@ def plan_of(ensemble: str | None, workflow: str, instances: tuple[str, ...],
     with loads_frozen():
         loaded = with_inputs(load_ensemble(ensemble, given=list(inputs)), inputs)
         return loaded, api.plan(loaded, workflow, options, custom=custom)
-
-
-def _echo(stream: Any, text: str) -> None:
-    """As ``click.echo`` writes a line to a stream that is not a terminal."""
-    if not stream.isatty():
-        text = _STYLE.sub("", text)
-    stream.write(text + "\n")
-    stream.flush()
 
 
 def escape_unencodable() -> None:

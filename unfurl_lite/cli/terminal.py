@@ -34,6 +34,26 @@ def is_terminal() -> bool:
     return sys.stdout.isatty() and os.environ.get("TERM") != "dumb"
 
 
+#: what click.echo removes from text written to a stream that is not a terminal
+ANSI_ESCAPE = re.compile(r"\033\[[;?0-9]*[a-zA-Z]")
+
+
+def echo(text: str, err: bool = False) -> None:
+    """A line on stdout (or stderr) as ``click.echo`` writes it: escapes removed when the
+    stream is not a terminal, flushed. Where click is loaded (its road) click writes it,
+    since click re-wraps a stream whose encoding is misconfigured; the quick road answers
+    only UTF-8 streams, where both write the same."""
+    click = sys.modules.get("click")
+    if click is not None:
+        click.echo(text, err=err)
+        return
+    stream = sys.stderr if err else sys.stdout
+    if not stream.isatty():
+        text = ANSI_ESCAPE.sub("", text)
+    stream.write(text + "\n")
+    stream.flush()
+
+
 def console(stderr: bool = False) -> Any:
     """A rich console for stdout (or stderr); without colour it emits no style escapes."""
     from rich.console import Console  # start-up: keeps rich (58 modules) off `validate`, `deploy`

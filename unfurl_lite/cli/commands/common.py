@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import gc
-import json
-import sys
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, fields
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
+from unfurl_lite.cli import jobflow
 from unfurl_lite.cli.commands.unfurl_options import output_options
+from unfurl_lite.cli.jobflow import JobChoice as JobChoice
+from unfurl_lite.cli.jobflow import echo_json as echo_json
+from unfurl_lite.cli.jobflow import quiet_collector as quiet_collector
+from unfurl_lite.cli.jobflow import show as show
 from unfurl_lite.cli.terminal import console as console  # the commands take them from here
 from unfurl_lite.cli.terminal import is_terminal as is_terminal
-from unfurl_lite.errors import ApprovalRequired
 from unfurl_lite.model import status_layout as layout
-from unfurl_lite.run.options import JobOptions
 
 ENSEMBLE_HELP = "The ensemble file, or its directory (default: ./ensemble.yaml)."
 ENSEMBLE_ARG = click.argument("ensemble", required=False, type=click.Path())
@@ -50,22 +48,6 @@ def ensemble_option(positional: bool = True) -> Callable[[Callable[..., Any]], C
     return decorate
 
 
-@contextlib.contextmanager
-def quiet_collector() -> Iterator[None]:
-    """A job allocates a long-lived record per task and almost no reference cycles, yet
-    Python's default thresholds rescan the growing heap every 700 allocations: at 10 000
-    tasks that was 15% of the job. The command's process is ours, so the model loaded so
-    far is frozen out of collection for the job (a library caller's heap is left alone)."""
-    thresholds = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(50_000, 20, 100)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*thresholds)
-        gc.unfreeze()
-
-
 def instance_names(ensemble: str | None) -> list[str]:
     """Template and instance names, read cheaply (no validation) for shell completion."""
 
@@ -93,45 +75,6 @@ def complete_instances(ctx: click.Context, param: click.Parameter, incomplete: s
 
     ensemble = ctx.params.get("ensemble") or ctx.params.get("ensemble_flag")
     return [CompletionItem(n) for n in instance_names(ensemble) if n.startswith(incomplete)]
-
-
-@dataclass(frozen=True)
-class JobChoice:
-    """What a job command was asked, beyond its workflow's parameters: the job's own
-    options (:class:`~unfurl_lite.run.options.JobOptions`), how to run it, and how to show
-    it. Options left unset keep the defaults the api and run layers give them."""
-
-    options: JobOptions
-    dirty: str = "auto"
-    instances: tuple[str, ...] = ()
-    approve: bool = False
-    queue: bool = False
-    executor: str | None = None
-    broker: str | None = None
-    as_json: bool = False
-    verbose: int = 0
-    quiet: bool = False
-    parameters: tuple[str, ...] = ()  # -p NAME=VALUE, as typed
-    parameters_file: str | None = None
-    variables: tuple[tuple[str, str], ...] = ()  # Unfurl's --var NAME VALUE, as typed
-    query: str | None = None  # Unfurl's --query: evaluated once the job is done
-    output: str | None = None  # Unfurl's --output: text, json (as --json) or none
-
-    @property
-    def shows_json(self) -> bool:
-        """The result is one JSON document on stdout (``--json`` or ``--output json``)."""
-        return self.as_json or self.output == "json"
-
-    @classmethod
-    def take(cls, values: dict[str, Any]) -> JobChoice:
-        """The job options among a command's values, removed from them."""
-        given = {name: values.pop(name) for name in _CHOICE if name in values}
-        jobs = {name: values.pop(name) for name in _JOB if name in values}
-        options = JobOptions(**{k: v for k, v in jobs.items() if v is not None})
-        choice: dict[str, Any] = {k: tuple(map(tuple, v)) if k == "variables"
-                                  else tuple(v) if isinstance(v, list | tuple) else v
-                                  for k, v in given.items() if v is not None}
-        return cls(options=options, **choice)
 
 
 def job_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -238,49 +181,20 @@ def confirm_plan(
     plan_text_or_tree: Any, approve: bool, needs_approval: bool, as_json: bool
 ) -> bool:
     """Show the plan; ask on a terminal; refuse (clearly) when nobody can be asked."""
-    if not as_json and plan_text_or_tree:
-        if isinstance(plan_text_or_tree, str):
-            say(plan_text_or_tree)
-        else:
-            show(plan_text_or_tree)
-    if approve or not needs_approval:
-        return True
-    if not sys.stdin.isatty():
-        raise ApprovalRequired(
-            "this job changes things and there is no terminal to confirm on",
-            hint="review the plan (unfurl plan) and pass --approve to run it",
-        )
-    if as_json and plan_text_or_tree:
-        console(stderr=True).print(plan_text_or_tree)
-    # with --json, stdout holds the result document only
-    return click.confirm("Run this job?", default=False, err=as_json)
+    return jobflow.confirm_plan(plan_text_or_tree, approve, needs_approval, as_json,
+                                is_terminal())
 
 
 def output_width() -> int | None:
     """The width to fit output to: the terminal's, or in a pipe ``COLUMNS`` when the
     environment sets it (None: as wide as the content)."""
-    from unfurl_lite.cli import tables  # start-up: keeps cli.tables (1 module) off `validate`
-
-    return tables.terminal_width() if is_terminal() else tables.environment_width()
+    return jobflow.output_width(is_terminal())
 
 
 def say(text: str, err: bool = False) -> None:
     """Sentences for people, wrapped at spaces to the output's width (never inside a word,
     an id or a time), each continuation line indented under its own."""
-    from unfurl_lite.cli import tables  # start-up: keeps cli.tables (1 module) off `validate`
-
-    click.echo(tables.prose(text, output_width()), err=err)
-
-
-def show(renderable: Any) -> None:
-    if isinstance(renderable, str):
-        click.echo(renderable)
-    else:
-        console().print(renderable)
-
-
-def echo_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, sort_keys=False, default=str))
+    jobflow.say(text, is_terminal(), err)
 
 
 def verbosity(ctx: click.Context, quiet: bool = False, verbose: int = 0) -> int:
@@ -290,8 +204,3 @@ def verbosity(ctx: click.Context, quiet: bool = False, verbose: int = 0) -> int:
     options: dict[str, Any] = ctx.find_root().obj or {}
     group: int = options.get("verbose", 0)
     return group if group < 0 else group + int(verbose or 0)
-
-
-#: the click names of the options JobChoice and JobOptions take
-_CHOICE = tuple(f.name for f in fields(JobChoice) if f.name != "options")
-_JOB = tuple(f.name for f in fields(JobOptions) if f.name not in ("recorded", "retry_interval"))

@@ -10,28 +10,20 @@ The CLI and the library therefore plan and record the same job the same way.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import click
 
 from unfurl_lite import api
-from unfurl_lite.cli import render
+from unfurl_lite.cli import jobflow, render
 from unfurl_lite.cli.commands.common import (
     JobChoice,
-    confirm_plan,
-    console,
     echo_json,
     ensemble_option,
     is_terminal,
     job_options,
-    output_width,
-    quiet_collector,
-    say,
-    show,
     verbosity,
 )
 from unfurl_lite.cli.commands.parameters import (
@@ -40,7 +32,7 @@ from unfurl_lite.cli.commands.parameters import (
     parameter_options,
     workflow_parameters,
 )
-from unfurl_lite.cli.commands.unfurl_options import job_inputs, refused_options
+from unfurl_lite.cli.commands.unfurl_options import refused_options
 from unfurl_lite.model.builtin_workflows import (
     BY_NAME,
     BuiltinWorkflow,
@@ -185,134 +177,16 @@ def execute_workflow(
     custom: bool = False,
 ) -> None:
     """Plan ``workflow``, show the plan, ask when it must, run the job and show its
-    result; the exit code is the job's (``--jobexitcode``)."""
-
+    result (:func:`unfurl_lite.cli.jobflow.execute`); the exit code is the job's
+    (``--jobexitcode``)."""
     level = verbosity(ctx, job.quiet, job.verbose)
-    tty = is_terminal()
-    known = api.remembered_plan(
-        ensemble_path, workflow, api.PlanOptions.from_mapping(plan_options), custom=custom,
-        inputs=job_inputs(job.variables), queue=job.queue, query=job.query)
-    if known is not None:  # nothing to do, known without loading the ensemble
-        plan_confirmation(ctx, workflow, job, tty, level)(None, known)
-        nothing_to_do(workflow, None, job, level)
-        return
-    request = job_request(workflow, ensemble_path, plan_options, job, custom)
-    # start-up: keeps load.plainyaml (10 modules) off `redeploy` until execute_workflow() runs
-    from unfurl_lite.load.plainyaml import loads_frozen
-    from unfurl_lite.run.signals import JobControl, handle_signals
-
-    control = JobControl()
-    running = contextlib.ExitStack()
-
-    def observe(count: int) -> Any:
-        """The job is about to run: Ctrl-C now means cancel, and progress is shown."""
-        running.enter_context(handle_signals(control))
-        running.enter_context(quiet_collector())
-        if tty and not job.shows_json and level >= 0:
-            return running.enter_context(render.ProgressObserver(console(), count))
-        return render.LineObserver() if level >= 0 and not job.shows_json else None
-
-    with running, loads_frozen():
-        result = api.run_job(
-            request, confirm=plan_confirmation(ctx, workflow, job, tty, level),
-            observe=observe, cancel=control,
-            notify=lambda message: say(message, err=True) if level >= 0 else None,
-        )
-    if result is None:  # confirmed, with nothing to run
-        nothing_to_do(workflow, request, job, level)
-        return
-    show_result(ctx, result, job.options.jobexitcode, job.shows_json, tty, level,
-                summary=job.output != "none")
-
-
-def job_request(workflow: str, ensemble_path: str | None, plan_options: Mapping[str, Any],
-                job: JobChoice, custom: bool) -> Any:
-    """The api's JobRequest for what the command line chose (the executor from
-    ``UNFURL_EXECUTOR`` unless given); a broker given is also put in the environment, where
-    operations that talk to it (agents) find it."""
-    if job.broker:
-        os.environ["UNFURL_BROKER"] = job.broker
-    return api.JobRequest(
-        ensemble=ensemble_path,
-        workflow=workflow,
-        plan_options=api.PlanOptions.from_mapping(plan_options),
-        options=job.options,
-        dirty=job.dirty,
-        executor=job.executor or os.environ.get("UNFURL_EXECUTOR", "local"),
-        executor_options={"broker": job.broker} if job.broker else None,
-        queue=job.queue,
-        custom=custom,
-        inputs=job_inputs(job.variables),
-        query=job.query,
-    )
-
-
-def plan_confirmation(ctx: click.Context, workflow: str, job: JobChoice, tty: bool,
-                      level: int) -> Callable[[Any, Any], bool]:
-    """The job's ``confirm``: show the plan, ask when it must (a workflow that changes
-    something, not a dry run, with tasks), exit 1 when declined; False (run nothing)
-    when the plan has no tasks."""
-    declared = BY_NAME.get(workflow)
-    read_only = declared is not None and declared.read_only
-
-    def confirm(ensemble: Any, plan: Any) -> bool:
-        needs_approval = not read_only and not job.options.dryrun and bool(plan.tasks)
-        shown = render.plan_tree(plan) if tty else render.plan_text(plan)
-        if level < 0 and (job.approve or not needs_approval):
-            shown = ""  # quiet: nobody has to read the plan before it runs
-        if not confirm_plan(shown, job.approve, needs_approval, job.shows_json):
-            click.echo("Cancelled: nothing was run.", err=True)
-            ctx.exit(1)
-        return bool(plan.tasks)
-
-    return confirm
-
-
-def nothing_to_do(workflow: str, request: Any, job: JobChoice, level: int) -> None:
-    """A job with no task: said so, and a ``--query`` answered from the records
-    (``request`` None: a plan remembered, no query)."""
-    found = None
-    if request is not None and request.query:
-        # start-up: keeps api.jobs (the job's machinery, ~100 modules) off a no-op redeploy
-        from unfurl_lite.api.jobs import query_ensemble
-
-        found = query_ensemble(request.ensemble, request.query, request.inputs)
-    if job.shows_json:
-        document = render.idle_json(workflow, job.options.dryrun)
-        if request is not None and request.query:
-            document.update(query=request.query, result=found)
-        echo_json(document)
-        return
-    if level >= 0 and job.output != "none":
-        click.echo("Nothing to do.")
-    if request is not None and request.query:
-        click.echo(render.query_text(request.query, found))
+    ctx.exit(jobflow.execute(workflow, ensemble_path, plan_options, job, level,
+                             is_terminal(), custom))
 
 
 def show_result(
     ctx: click.Context, result: Any, jobexitcode: str, as_json: bool, tty: bool, level: int = 0,
     summary: bool = True,
 ) -> None:
-    """The job's result (a summary, or the JSON document), then its exit code; ``summary``
-    False (``--output none``): only a ``--query``'s answer."""
-    if as_json:
-        data = render.result_json(result)
-        if result.query is not None:
-            data["query"], data["result"] = result.query
-        echo_json(data)
-        ctx.exit(result.exit_code(jobexitcode))
-    declared = BY_NAME.get(result.workflow)
-    if declared is not None and declared.shows_output and not result.dryrun:
-        output = render.run_output_text(result)
-        if output:
-            click.echo(output)
-    if summary and tty and level >= 0:
-        show(render.summary_table(result))
-    if summary:
-        say(render.summary_text(result))
-        found = render.changes_table(result, output_width())
-        if found:
-            show(found)
-    if result.query is not None:
-        click.echo(render.query_text(*result.query))
-    ctx.exit(result.exit_code(jobexitcode))
+    """The job's result (a summary, or the JSON document), then its exit code."""
+    ctx.exit(jobflow.show_result(result, jobexitcode, as_json, tty, level, summary))
