@@ -19,7 +19,11 @@ from unfurl_lite.load.problems import (
     mapping,
     problem_at,
 )
-from unfurl_lite.load.type_checks import NORMATIVE_NODE_TYPES, requirements_of
+from unfurl_lite.load.type_checks import (
+    NORMATIVE_NODE_TYPES,
+    requirements_of,
+    requirements_read_once,
+)
 from unfurl_lite.model.entities import (
     INTERFACE_ALIASES,
     INTERFACE_OPERATIONS,
@@ -37,12 +41,14 @@ _found: list[tuple[Any, Owners]] = []
 @contextmanager
 def owners_found_once(doc: Any) -> Iterator[None]:
     """While validating ``doc``: :func:`interface_owners` walks it once, not once per
-    check (a list per document; another document, or another thread's, walks as before)."""
-    _found[:] = [(doc, list(_owners(doc)))]
-    try:
-        yield
-    finally:
-        _found.clear()
+    check (a list per document; another document, or another thread's, walks as before),
+    and each template's requirements are read once (:func:`requirements_read_once`)."""
+    with requirements_read_once(doc):
+        _found[:] = [(doc, list(_owners(doc)))]
+        try:
+            yield
+        finally:
+            _found.clear()
 
 
 def interface_owners(doc: Any) -> Iterator[tuple[tuple[Any, ...], Any]]:

@@ -179,7 +179,7 @@ def find(ensemble: Ensemble, tasks: Iterable[Planned] | None = None,
                 for name, op, extra, relationship in tasks if name in templates]
     seen: set[tuple[str, int, str]] = set()
     for template, operation, extra, relationship in todo:
-        once = (template.name, id(operation), str(sorted(extra)))
+        once = (template.name, id(operation), str(sorted(extra)) if extra else "")
         if once in seen:
             continue
         seen.add(once)

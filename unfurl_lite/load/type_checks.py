@@ -5,6 +5,7 @@ itself, every requirement names a template that exists, and requirements form no
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from unfurl_lite.errors import Problem
@@ -134,14 +135,43 @@ def requirement_target(value: Any) -> str | None:
     return node if isinstance(node, str) else None
 
 
+Named = tuple[tuple[int, str, str], ...]
+#: each template body's requirements, read once while a document is validated: by the
+#: body's id, with the body itself (an id is only its while the body lives)
+_read: dict[int, tuple[Any, Named]] = {}
+
+
+@contextmanager
+def requirements_read_once(doc: Any) -> Iterator[None]:
+    """While validating ``doc``: five checks ask for each template's requirements, which
+    are read from its body once (a body of another document is read as before)."""
+    _read.clear()
+    _read.update((id(body), (body, _named(body)))
+                 for body in get_section(doc, (*TOPOLOGY, "node_templates")).values())
+    try:
+        yield
+    finally:
+        _read.clear()
+
+
 def requirements_of(body: Any) -> Iterator[tuple[int, str, str]]:
+    """(index, requirement name, node it names) of a template's requirements that name one."""
+    found = _read.get(id(body))
+    return iter(found[1] if found is not None and found[0] is body else _named(body))
+
+
+def _named(body: Any) -> Named:
     requirements = mapping(body).get("requirements")
-    for index, item in enumerate(requirements if is_list(requirements) else []):
+    if not is_list(requirements):
+        return ()
+    found = []
+    for index, item in enumerate(requirements):
         if is_map(item) and len(item) == 1:
             ((name, value),) = item.items()
             target = requirement_target(value)
             if target:
-                yield index, str(name), target
+                found.append((index, str(name), target))
+    return tuple(found)
 
 
 def _requirement_targets(doc: Any, file: str) -> Iterator[Problem]:
@@ -210,26 +240,32 @@ def _artifact_properties(doc: Any, file: str) -> Iterator[Problem]:
     is not judged."""
     service = get_section(doc, SERVICE)
     artifact_types = mapping(service.get("artifact_types"))
-    owners: list[tuple[tuple[Any, ...], Any]] = [
-        (("spec", "service_template", "node_types", name), body)
-              for name, body in mapping(service.get("node_types")).items()]
-    owners += [((*TOPOLOGY, "node_templates", name), body)
-               for name, body in get_section(doc, (*TOPOLOGY, "node_templates")).items()]
-    for path, body in owners:
-        for name, artifact in mapping(mapping(body).get("artifacts")).items():
-            given = mapping(mapping(artifact).get("properties"))
-            type_name = mapping(artifact).get("type") or "tosca.artifacts.Root"
-            declared = _artifact_type_properties(type_name, artifact_types)
-            if not given or declared is None:
-                continue
-            for prop in given:
-                if prop not in declared:
-                    yield problem_at(
-                        doc, (*path, "artifacts", name, "properties", prop), file,
-                        f"artifact {name!r}: property {prop!r} is not declared by its type "
-                        f"{type_name!r} (Unfurl: unknown field)",
-                        "declare it under the artifact type's `properties` (artifact_types),"
-                        " or remove it")
+    owners = [(("spec", "service_template", "node_types"), mapping(service.get("node_types"))),
+              ((*TOPOLOGY, "node_templates"), get_section(doc, (*TOPOLOGY, "node_templates")))]
+    for section, bodies in owners:
+        for owner, body in bodies.items():
+            artifacts = mapping(body).get("artifacts")
+            if artifacts:  # few have any: the path is made for those only
+                yield from _undeclared_artifact_properties(
+                    doc, file, (*section, owner), artifacts, artifact_types)
+
+
+def _undeclared_artifact_properties(doc: Any, file: str, path: tuple[Any, ...],
+                                    artifacts: Any, artifact_types: Any) -> Iterator[Problem]:
+    for name, artifact in mapping(artifacts).items():
+        given = mapping(mapping(artifact).get("properties"))
+        type_name = mapping(artifact).get("type") or "tosca.artifacts.Root"
+        declared = _artifact_type_properties(type_name, artifact_types)
+        if not given or declared is None:
+            continue
+        for prop in given:
+            if prop not in declared:
+                yield problem_at(
+                    doc, (*path, "artifacts", name, "properties", prop), file,
+                    f"artifact {name!r}: property {prop!r} is not declared by its type "
+                    f"{type_name!r} (Unfurl: unknown field)",
+                    "declare it under the artifact type's `properties` (artifact_types),"
+                    " or remove it")
 
 
 def _artifact_type_properties(type_name: Any, artifact_types: Any) -> set[str] | None:

@@ -1,0 +1,113 @@
+"""Validation reads each template's requirements once, however many checks ask for them,
+and gives the same answers as reading them anew (issue 29 goal 3: validate at N=10,000)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from unfurl_lite.load import type_checks, validate
+
+FILE = "ensemble.yaml"
+
+
+def document(templates: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "unfurl/v1alpha1", "kind": "Ensemble",
+            "spec": {"service_template": {"topology_template": {
+                "node_templates": templates}}}}
+
+
+def layered(count: int) -> dict[str, Any]:
+    templates: dict[str, Any] = {"n0": {"type": "tosca.nodes.Root"}}
+    for i in range(1, count):
+        templates[f"n{i}"] = {
+            "type": "tosca.nodes.Root",
+            "requirements": [{"dependency": f"n{i - 1}"},
+                             {"host": {"node": f"n{i // 2}",
+                                       "relationship": {"type": "tosca.relationships.HostedOn"}}}],
+            "interfaces": {"Standard": {"operations": {"create": "true"}}},
+        }
+    return document(templates)
+
+
+def test_each_templates_requirements_are_read_once_by_all_the_checks(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Five checks walk the requirements (targets, cycles, interface owners, relationship
+    owners, Cloudify's sides): a template's list is read once per validation."""
+    reads: list[int] = []
+    named = type_checks._named
+    monkeypatch.setattr(type_checks, "_named", lambda body: reads.append(id(body)) or named(body))
+    doc = layered(60)
+    assert validate.check(doc, FILE) == []
+    assert len(reads) == 60 and len(set(reads)) == 60
+    assert type_checks._read == {}  # nothing kept once the validation is over
+
+
+def test_what_the_checks_find_through_the_requirements_is_unchanged() -> None:
+    """A requirement naming no template, and a cycle, are still found and located."""
+    doc = layered(5)
+    templates = doc["spec"]["service_template"]["topology_template"]["node_templates"]
+    templates["n0"]["requirements"] = [{"dependency": "n3"}, {"db": "nowhere"}]
+    messages = [p.message for p in validate.check(doc, FILE)]
+    assert any("names unknown node template 'nowhere'" in m for m in messages)
+    assert any(m.startswith("requirement cycle: ") for m in messages)
+
+
+targets = st.sampled_from(["a", "b", "c", "", "tosca.nodes.Root"])
+requirement_values = st.one_of(
+    targets, st.none(), st.integers(),
+    st.fixed_dictionaries({"node": st.one_of(targets, st.integers(), st.none())}),
+    st.dictionaries(st.sampled_from(["relationship", "capability"]), targets, max_size=2))
+requirement_items = st.one_of(
+    st.dictionaries(st.sampled_from(["host", "dependency", "db"]), requirement_values,
+                    min_size=1, max_size=2),
+    targets, st.none())
+bodies = st.one_of(
+    st.fixed_dictionaries({"type": st.just("tosca.nodes.Root")},
+                          optional={"requirements": st.one_of(
+                              st.lists(requirement_items, max_size=4), targets, st.none())}),
+    st.none(), targets)
+
+
+@given(st.dictionaries(st.sampled_from(["a", "b", "c", "d"]), bodies, max_size=4))
+def test_read_once_gives_what_reading_anew_gives(templates: dict[str, Any]) -> None:
+    """Inside the validation's block, a template's requirements are what a fresh read
+    gives; an equal body that is not the document's own (another document's) is read for
+    itself, not answered with the document's."""
+    doc = document(templates)
+    fresh = {name: list(type_checks.requirements_of(body)) for name, body in templates.items()}
+    strangers = {name: copy.deepcopy(body) for name, body in templates.items()}
+    with type_checks.requirements_read_once(doc):
+        for name, body in templates.items():
+            assert list(type_checks.requirements_of(body)) == fresh[name]
+            assert list(type_checks.requirements_of(strangers[name])) == fresh[name]
+            if isinstance(body, dict) and isinstance(body.get("requirements"), list):
+                before = list(type_checks.requirements_of(body))
+                strangers[name]["requirements"].append({"extra": "a"})
+                assert list(type_checks.requirements_of(strangers[name])) == \
+                    [*before, (len(body["requirements"]), "extra", "a")]
+    assert type_checks._read == {}
+
+
+def test_artifact_properties_are_judged_only_where_there_are_artifacts() -> None:
+    """The artifact check still finds an undeclared property on a node type and on a
+    template among many templates without artifacts."""
+    doc = layered(30)
+    service = doc["spec"]["service_template"]
+    service["artifact_types"] = {"my.A": {"derived_from": "tosca.artifacts.Root",
+                                          "properties": {"known": {"type": "string"}}}}
+    service["node_types"] = {"T": {"derived_from": "tosca.nodes.Root", "artifacts": {
+        "t": {"type": "my.A", "file": "x", "properties": {"odd": 1}}}}}
+    templates = service["topology_template"]["node_templates"]
+    templates["n7"]["artifacts"] = {"x": {"type": "my.A", "file": "x",
+                                          "properties": {"known": "k", "other": 2}}}
+    found = [(p.path, p.message) for p in validate.check(doc, FILE)
+             if "not declared by its type" in p.message]
+    assert [path for path, _ in found] == [
+        "spec.service_template.node_types.T.artifacts.t.properties.odd",
+        "spec.service_template.topology_template.node_templates.n7.artifacts.x.properties.other",
+    ]
