@@ -193,3 +193,65 @@ def _plan_part(output: str) -> list[str]:
             break
         shown.append(line)
     return shown
+
+
+def hook(project: Project, name: str, body: str) -> None:
+    path = project.root / ".git" / "hooks" / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+
+
+def test_the_next_deploy_is_planned_while_git_commits_the_job(
+    project: Project, invoke: Invoke, parse_cache: Path, builds: list[str],
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """git's commit is another process's work: the next deploy's plan is made meanwhile,
+    in a thread of its own. The pre-commit hook lets the commit go on only once the plan
+    has been made (it gives up after a minute, failing the commit, so an overlap that does
+    not happen fails the test instead of hanging it); it is remembered once committed."""
+    from unfurl_lite.plan import verdicts
+
+    planned = project.root.parent / "planned"
+    real = verdicts.next_plan
+    threads: list[str] = []
+
+    def next_plan(*args: object) -> object:
+        import threading
+
+        threads.append(threading.current_thread().name)
+        try:
+            return real(*args)  # type: ignore[arg-type]
+        finally:
+            planned.write_text("done")
+
+    monkeypatch.setattr(verdicts, "next_plan", next_plan)
+    project.write(THREE)
+    hook(project, "pre-commit", f"i=0\nwhile [ ! -e '{planned}' ]; do\n"
+         "  i=$((i+1)); [ $i -gt 600 ] && exit 1; sleep 0.1\ndone\n")
+    first = invoke("deploy", "--approve")
+    assert first.exit_code == 0, first.output
+    assert threads == ["unfurl-next-plan"]
+    assert project.commits()[0].startswith("Updating status for job")
+    assert remembered(parse_cache)
+    builds.clear()
+    again = invoke("deploy", "--approve")
+    assert builds == [] and "Nothing to do." in again.output
+
+
+def test_a_job_whose_commit_fails_remembers_nothing(
+    project: Project, invoke: Invoke, parse_cache: Path, builds: list[str]
+) -> None:
+    """The plan made during a commit that fails is dropped: the next deploy plans the
+    long way (and so sees the records git does not have yet, as before)."""
+    project.write(THREE)
+    hook(project, "pre-commit", "echo 'refused by the hook' >&2\nexit 1\n")
+    failed = invoke("deploy", "--approve")
+    assert failed.exit_code != 0
+    assert "git commit failed" in failed.output and "refused by the hook" in failed.output
+    assert remembered(parse_cache) == []
+    (project.root / ".git" / "hooks" / "pre-commit").unlink()
+    builds.clear()
+    again = invoke("deploy", "--approve", "--dirty=ok")
+    assert builds == ["ensemble.yaml"]
+    assert "Nothing to do." in again.output

@@ -9,6 +9,7 @@ ask for: no signal handlers, no garbage-collector settings (the CLI sets both).
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 import os
 import threading
@@ -319,17 +320,55 @@ def _run_and_record(
         journal.mark_recorded()
         files.extra.append(journal.path)
     result.written = [str(p.relative_to(ensemble.project_root)) for p in files.all()]
-    if repo is not None and request.options.commit:
-        message = request.options.message or f"Updating status for job {result.job_id}"
-        result.commit = repo.commit(files.all() + spec_changes, message)
-    elif repo is None and request.options.commit:
-        result.not_committed = "not a git repository"
+    planning = None
     if (request.workflow in verdicts.REPEATED and result.state == JobState.succeeded
             and resumed is None and _rememberable(request)):  # the job is done: for the next
         written = files.status
-        verdicts.plan_next(ensemble, written.text, written.plain, request.workflow,
-                           request.plan_options.for_workflow(request.workflow))
+        planning = _NextPlan(partial(
+            verdicts.next_plan, ensemble, written.text, written.plain, request.workflow,
+            request.plan_options.for_workflow(request.workflow)))
+    try:
+        if repo is not None and request.options.commit:
+            message = request.options.message or f"Updating status for job {result.job_id}"
+            result.commit = repo.commit(files.all() + spec_changes, message)
+        elif repo is None and request.options.commit:
+            result.not_committed = "not a git repository"
+    except BaseException:
+        if planning is not None:
+            planning.join()  # not remembered: the job's commit failed
+        raise
+    found = planning.wait() if planning is not None else None
+    if found is not None:  # committed: remembered only now, as a plan of a job that is done
+        verdicts.remember(*found)
     return result
+
+
+class _NextPlan(threading.Thread):
+    """The next deploy's plan (:func:`~unfurl_lite.plan.verdicts.next_plan`), made while
+    git commits the job: git's work is another process's, so the plan's CPU (0.4 s at
+    N=10,000) overlaps it instead of following it. It runs in a copy of the job's context
+    (the render budget, as when it ran after the commit); what it raises is raised by
+    :meth:`wait`."""
+
+    def __init__(self, plan: Callable[[], Any]) -> None:
+        super().__init__(name="unfurl-next-plan", daemon=True)
+        self._plan = plan
+        self._context = contextvars.copy_context()
+        self._found: Any = None
+        self._error: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self._found = self._context.run(self._plan)
+        except BaseException as exc:  # handed to the job's thread by wait()
+            self._error = exc
+
+    def wait(self) -> Any:
+        self.join()
+        if self._error is not None:
+            raise self._error
+        return self._found
 
 
 def record_job(

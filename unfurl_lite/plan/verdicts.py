@@ -95,8 +95,18 @@ def plan_next(ensemble: Ensemble, text: str, data: dict[str, Any] | None, workfl
     """After a job wrote ``text`` (``data``) over ``ensemble``: plan ``workflow`` on it as
     the next command would, and remember the plan if it has nothing to do. A plan it
     refuses is the next command's to say: the job that asks is done and committed."""
+    found = next_plan(ensemble, text, data, workflow, options)
+    if found is not None:
+        remember(*found)
+
+
+def next_plan(ensemble: Ensemble, text: str, data: dict[str, Any] | None, workflow: str,
+              options: Mapping[str, Any]) -> tuple[Ensemble, str, Mapping[str, Any], Plan] | None:
+    """:func:`plan_next`'s plan, not yet remembered (the arguments of :func:`remember`),
+    so that a job can plan while git commits and remember once the commit is made; None
+    when there is nothing to remember."""
     if data is None or ensemble.merged or parsecache.directory() is None:
-        return
+        return None
     # start-up: keeps load.builder, plan.registry (12 modules) off `redeploy` until plan_next() runs
     from unfurl_lite.load.builder import with_recorded
     from unfurl_lite.plan.registry import build
@@ -106,7 +116,7 @@ def plan_next(ensemble: Ensemble, text: str, data: dict[str, Any] | None, workfl
     try:
         plan = build(after, workflow, options)
     except (UnfurlLiteError, NotRememberable):
-        return
+        return None
     finally:
         ONLY_TO_REMEMBER.reset(only)
-    remember(after, workflow, options, plan)
+    return after, workflow, options, plan
