@@ -4,13 +4,15 @@ and gives the same answers as reading them anew (issue 29 goal 3: validate at N=
 from __future__ import annotations
 
 import copy
+import textwrap
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from unfurl_lite.load import type_checks, validate
+from tests.conftest import ENSEMBLE_HEAD, Invoke, Project, ensemble_yaml, shell_node
+from unfurl_lite.load import name_checks, type_checks, validate
 
 FILE = "ensemble.yaml"
 
@@ -111,3 +113,54 @@ def test_artifact_properties_are_judged_only_where_there_are_artifacts() -> None
         "spec.service_template.node_types.T.artifacts.t.properties.odd",
         "spec.service_template.topology_template.node_templates.n7.artifacts.x.properties.other",
     ]
+
+
+def test_an_ensemble_without_templates_is_not_scanned_for_names(
+        project: Project, invoke: Invoke, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only a template reads names: an ensemble read from a text with no template marker
+    (and no escape that could spell one) has no value to scan, for validate and for the
+    job's check before it runs anything."""
+    def walked(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a value was scanned")
+
+    monkeypatch.setattr(name_checks, "_in_value", walked)
+    node = shell_node("a", "echo '{ {not one} }'", "x: '%{y}'")
+    project.write(ensemble_yaml(node.replace("  type: tosca.nodes.Root\n",
+                                             "  type: tosca.nodes.Root\n  properties:\n"
+                                             "    p: {q: [plain]}\n", 1)))
+    assert invoke("validate").exit_code == 0
+    deployed = invoke("deploy", "--approve")
+    assert deployed.exit_code == 0, deployed.output
+
+
+@pytest.mark.parametrize("spelled", [
+    'command: "echo {{ SELF.nope }}"',
+    'command: "echo \\x7b\\x7b SELF.nope }}"',  # an escape spells the marker
+    'command: "echo {% if SELF.nope %}x{% endif %}"',
+])
+def test_a_template_reading_a_missing_name_is_still_refused(
+        project: Project, invoke: Invoke, spelled: str) -> None:
+    project.write(ensemble_yaml(shell_node("a", "true").replace("command: true", spelled)))
+    validated = invoke("validate")
+    assert validated.exit_code == 1 and "'nope'" in validated.output, validated.output
+    refused = invoke("deploy", "--approve")
+    assert refused.exit_code == 64 and "nothing was run" in refused.output
+
+
+def test_a_template_from_an_included_file_is_still_refused(
+        project: Project, invoke: Invoke) -> None:
+    """The ensemble's own text holds no marker; what it includes does."""
+    (project.root / "ops.yaml").write_text(textwrap.dedent("""\
+        a:
+          type: tosca.nodes.Root
+          interfaces:
+            Standard:
+              operations:
+                create:
+                  implementation: {className: Shell}
+                  inputs:
+                    command: "echo {{ SELF.nope }}"
+        """))
+    project.write(ENSEMBLE_HEAD + "        +include: ops.yaml\n")
+    validated = invoke("validate")
+    assert validated.exit_code == 1 and "'nope'" in validated.output, validated.output
