@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from unfurl_lite.expressions.context import make_context
+from unfurl_lite.expressions.context import make_context, relationship_view
 from unfurl_lite.expressions.entities import (
     CapabilityEntity,
     NodeEntity,
@@ -84,6 +84,9 @@ class Probes:
         self.ensemble = load_ensemble(path)
 
     def context_at(self, at: str | None) -> tuple[EvalContext, Any]:
+        """Where probe.py evaluated: the root, an instance, or a relationship ("SOURCE~
+        REQUIREMENT"), where SELF is the relationship, SOURCE and TARGET its ends and HOST
+        its target's host, as in a relationship operation."""
         instances = self.ensemble.instances
         node, _, requirement = (at or "").partition("~")
         ctx = make_context(self.ensemble.topology, instances, node or next(iter(instances)))
@@ -91,10 +94,21 @@ class Probes:
         if not at:
             ctx.self_view = {}
             ctx.host = None
-        start = None
-        if requirement:
-            found = ctx.world().node(node)
-            start = next(r for r in found.requirements if r.name == requirement)
+        if not requirement:
+            return ctx, None
+        found = ctx.world().node(node)
+        start = next(r for r in found.requirements if r.name == requirement)
+        peer = start.shape.target
+        if peer is not None:
+            ctx = make_context(self.ensemble.topology, instances, peer, node, peer)
+            ctx.project_root = self.root
+            link = instances[node].relationships.get(requirement)
+            view = relationship_view(ctx, node, requirement,
+                                     link.attributes if link is not None else {})
+            if view is not None:
+                ctx.self_view = view
+            start = next(r for r in ctx.world().node(node).requirements
+                         if r.name == requirement)
         return ctx, start
 
     def evaluate(self, probe: Mapping[str, Any]) -> dict[str, Any]:

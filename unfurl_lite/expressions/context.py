@@ -88,6 +88,10 @@ def instance_view(
                         hidden=frozenset(fixed) - set(own))
 
 
+def _or_empty(view: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return {} if view is None else view
+
+
 def wrapped_inputs(topology: Topology) -> dict[str, Any]:
     """Sensitive inputs wrapped; one given as an expression (``{eval: {get_env: PW}}``)
     is marked so its value is wrapped once evaluated."""
@@ -252,12 +256,12 @@ def make_context(
         with the job's inputs, secrets and project directory."""
         if name not in own_contexts:
             own_contexts[name] = dataclasses.replace(
-                ctx, self_view=view(name) or {}, host=host_of(name), source=None, target=None,
+                ctx, self_view=_or_empty(view(name)), host=host_of(name), source=None, target=None,
                 operation_inputs={}, extra={})
         return own_contexts[name]
 
     ctx = EvalContext(
-        self_view=view(target) or {},
+        self_view=_or_empty(view(target)),
         inputs=wrapped_inputs(topology),
         host=host_of(target),
         source=view(source) if source else None,

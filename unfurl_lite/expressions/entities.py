@@ -223,7 +223,8 @@ class NodeEntity(Entity):
 
     @property
     def view(self) -> Mapping[str, Any]:
-        return self.world.view(self.name) or {}
+        found = self.world.view(self.name)
+        return {} if found is None else found
 
     @property
     def type(self) -> Any:

@@ -21,6 +21,7 @@ from unfurl_lite.expressions.lazy import (
     LazyValues,
     OperationInputs,
     instance_name,
+    present,
 )
 from unfurl_lite.expressions.names import did_you_mean
 from unfurl_lite.model.entities import Topology
@@ -107,7 +108,7 @@ class EvalContext:
         if self.start is not None:
             return self.start
         world = self.world()
-        name = instance_name(self.self_view) if self.self_view else None
+        name = instance_name(self.self_view) if present(self.self_view) else None
         found = world.node(name) if name is not None else None
         return found if found is not None else world.root
 
@@ -356,8 +357,8 @@ def _host_property(first: Any, path: list[Any], ctx: EvalContext) -> Any:
     world = ctx.world()
     host = ctx.current_entity().parent
     while host is not None and getattr(host, "kind", "") == "NodeInstance":
-        view: Mapping[str, Any] = world.view(host.name) or {}
-        properties: Mapping[str, Any] = view.get("properties") or {}
+        view = world.view(host.name)
+        properties: Mapping[str, Any] = (view.get("properties") if view is not None else None) or {}
         if first in properties:
             return _walk(properties, [first, *path], host.name, "property")
         if path:  # tosca-parser's: or the nearest host's capability that has the property

@@ -81,6 +81,13 @@ def instance_name(view: Any) -> str | None:
     return None if name is None else str(name)
 
 
+def present(view: Mapping[str, Any] | None) -> TypeGuard[Mapping[str, Any]]:
+    """Whether a view stands for something: an instance's view does even without values
+    (its truth as a mapping is its values', which is what ``{% if SELF %}`` tests, as in
+    Unfurl), another mapping when it has items."""
+    return isinstance(view, InstanceView) or bool(view)
+
+
 def template_name(view: Any) -> str | None:
     name = getattr(view, "template_name", None)
     if name is None and is_mapping(view):
@@ -210,9 +217,6 @@ class InstanceView(LazyValues):
 
     def __contains__(self, key: object) -> bool:
         return key in self._raw and key not in self.hidden
-
-    def __bool__(self) -> bool:  # an instance is there, whatever values it has
-        return True
 
     def __getitem__(self, key: str) -> Any:
         if key in self._busy and key not in self._cache:  # the layer below says if it is

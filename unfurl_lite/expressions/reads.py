@@ -34,6 +34,7 @@ from unfurl_lite.expressions.lazy import (
     Labelled,
     LazyValues,
     instance_name,
+    present,
     template_name,
 )
 from unfurl_lite.expressions.names import VIEW_FIELDS
@@ -242,8 +243,8 @@ def watch_reads(ctx: EvalContext) -> _Watch:
     seen = (ctx.host, ctx.self_view) if ctx.source is None and ctx.target is None else (
         ctx.host, ctx.self_view, ctx.source, ctx.target)
     for index, view in enumerate(seen):
-        if view or index < 2:
-            watch.values.setdefault(_key(view) if view else _ROOT, {})
+        if index < 2 or view is not None:
+            watch.values.setdefault(_key(view) if present(view) else _ROOT, {})
     watch.known = len(watch.values)
     watched = _watched_view(ctx.self_view, watch)  # (not `or`: that would ask its length)
     ctx.self_view = {} if watched is None else watched

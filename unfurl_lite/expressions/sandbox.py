@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import ast
 import functools
-import itertools
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping, MappingView
-from typing import TYPE_CHECKING, Any, TypeGuard, cast
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from unfurl_lite.errors import ExpressionError, PathError, RenderCancelled, RenderTimeout
 from unfurl_lite.expressions import catalog, limits
@@ -30,6 +29,15 @@ from unfurl_lite.expressions.limits import (
     guarded_filter,
     runtime_only,
     too_big,
+)
+from unfurl_lite.expressions.native import (
+    STRING_FILTERS,
+    NativeJinjaText,
+    finalize,
+    native_concat,
+    native_output,
+    native_value,
+    text_filter,
 )
 from unfurl_lite.expressions.scope import current_ctx
 from unfurl_lite.security import redaction, taint
@@ -101,7 +109,7 @@ def _environment() -> Any:
 
         code_generator_class = NativeCodeGenerator  # outputs are values; concat makes text
         intercepted_binops = frozenset(["*", "**", "%", "+"])
-        concat = staticmethod(bounded_concat)
+        concat = staticmethod(native_concat)  # blocks Jinja joins: Ansible's native concat
 
         def unsafe_undefined(self, obj: Any, attribute: str) -> Any:
             raise SecurityError(
@@ -169,6 +177,8 @@ def _environment() -> Any:
     env.filters.update(catalog.implemented("filter"))  # Unfurl's own (eval, map_value...)
     env.tests.update(catalog.implemented("test"))
     for name, function in list(env.filters.items()):
+        if name in STRING_FILTERS:
+            function = text_filter(function)
         env.filters[name] = guarded_filter(name, function)
     for name, test in list(env.tests.items()):
         env.tests[name] = runtime_only(test)  # type: ignore[arg-type]
@@ -393,115 +403,18 @@ def render_template(text: str, ctx: EvalContext, native: bool = False) -> Any:
     return result
 
 
-def native_output(pieces: Any) -> Any:
-    """The one value a template output (not text), else the output's text; null when it
-    output nothing (Ansible's native types)."""
-    iterator = iter(pieces)
-    first: Any = next(iterator, _END)
-    if first is _END:
-        return None
-    second: Any = next(iterator, _END)  # a piece may itself be None: `x {{ none }} y` is "x None y"
-    if second is _END and callable(getattr(first, "digest_form", None)):
-        return first  # (a temporary file's path keeps what it is digested as)
-    if second is _END and not isinstance(first, str):
-        from jinja2 import Undefined  # start-up: keeps jinja2, markupsafe (30 modules) off `deploy`
-
-        return str(first) if isinstance(first, Undefined) else plain_value(first)
-    return bounded_concat(itertools.chain([first] if second is _END else [first, second],
-                                          iterator))
-
-
-_END = object()  # the end of a template's output pieces
-
-
-def plain_value(value: YAMLValue | Iterator[Any]) -> Any:
-    """A template's value with the read-only views it read as plain mappings."""
-    if isinstance(value, LazyInputs | LazyValues):
-        return {k: plain_value(value[k]) for k in value}
-    if isinstance(value, dict):
-        return {k: plain_value(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [plain_value(v) for v in value]
-    if isinstance(value, Iterator) and not isinstance(value, str):
-        return [plain_value(v) for v in itertools.islice(value, MAX_TEMPLATE_RESULT)]
-    return value
-
-
-def finalize(value: Any) -> Any:
-    """Each ``{{ }}``'s value as Ansible's native environment finalizes it: an iterator,
-    a mapping's view or a range unrolled into a list, and a missing name anywhere inside
-    a list or mapping fails (``{{ [nosuch] }}``, ``map(attribute='x')`` of an item without
-    it), as the name alone does."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, Iterator | MappingView | range):
-        items = cast("Iterable[Any]", value)  # (each of them iterates)
-        value = list(itertools.islice(items, MAX_TEMPLATE_RESULT))
-    _fail_on_missing(value)
-    return value
-
-
-def _fail_on_missing(value: Any) -> None:
-    if isinstance(value, dict):
-        for item in value.values():
-            _fail_on_missing(item)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            _fail_on_missing(item)
-    else:
-        fail = getattr(type(value), "_fail_with_undefined_error", None)
-        if fail is not None:
-            fail(value)
-
-
-#: filters whose result stays text (Ansible's ``STRING_TYPE_FILTERS``): asking for a string
-#: is how a template keeps ``"42"`` from becoming the number 42
-STRING_FILTERS = frozenset({"string", "to_json", "to_nice_json", "to_yaml", "to_nice_yaml",
-                            "ppretty", "json"})
-
-
 def render_native(text: str, ctx: EvalContext) -> Any:
     """Render as Unfurl does, with Ansible's native types: the template is stripped, and
     what it renders is read as a Python literal when it is one (``"{{ stdout | trim }}"``
     of ``42`` is the integer 42, ``"{{ [1, 2] }}"`` a list), else it stays text. A quoted
-    literal keeps its quotes, a template whose one output is a string filter stays text,
+    literal keeps its quotes, a template whose one output is a string filter's stays text,
     and text built from a secret stays tainted text (it is redacted, never parsed)."""
-    source = text.strip()
-    rendered = render_template(source, ctx, native=True)
-    if not isinstance(rendered, str) or isinstance(rendered, taint.Sensitive) \
-            or _keeps_text(source):
+    rendered = render_template(text.strip(), ctx, native=True)
+    if isinstance(rendered, NativeJinjaText):
+        return str(rendered)
+    if not isinstance(rendered, str) or isinstance(rendered, taint.Sensitive):
         return rendered
     return native_value(rendered)
-
-
-def native_value(rendered: str) -> Any:
-    """Ansible's ``ansible_native_concat`` applied to a rendered text."""
-
-    if not rendered:
-        return rendered
-    try:
-        value = ast.literal_eval(ast.parse(rendered, mode="eval"))
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return rendered
-    if isinstance(value, str):  # a quoted literal keeps its quotes (Ansible's rule)
-        return rendered[0] + value + rendered[0]
-    return value
-
-
-@functools.lru_cache(maxsize=1024)
-def _keeps_text(source: str) -> bool:
-    # start-up: keeps jinja2, markupsafe (30 modules) off `deploy`, `check` until _keeps_text() runs
-    from jinja2 import TemplateError, nodes
-
-    try:
-        env, text = with_overrides(source)
-        body = env.parse(escape_backslashes(text, env)).body
-    except (TemplateError, ExpressionError):
-        return False
-    if len(body) != 1 or not isinstance(body[0], nodes.Output) or len(body[0].nodes) != 1:
-        return False
-    node = body[0].nodes[0]
-    return isinstance(node, nodes.Filter) and node.name in STRING_FILTERS
 
 
 _NO_SUCH = re.compile(r"No (filter|test) named '([^']*)'")
