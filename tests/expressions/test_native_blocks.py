@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import examples
-from unfurl_lite.expressions.expr import EvalContext, evaluate
+from unfurl_lite.expressions.expr import EvalContext
 from unfurl_lite.expressions.native import NativeJinjaText, native_concat
 from unfurl_lite.expressions.sandbox import render_native
 
