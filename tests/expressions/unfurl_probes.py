@@ -102,8 +102,8 @@ class Probes:
         if peer is not None:
             ctx = make_context(self.ensemble.topology, instances, peer, node, peer)
             ctx.project_root = self.root
-            link = instances[node].relationships.get(requirement)
-            view = relationship_view(ctx, node, requirement,
+            link = instances[node].relationships.get(start.shape.requirement)
+            view = relationship_view(ctx, node, start.shape.requirement,
                                      link.attributes if link is not None else {})
             if view is not None:
                 ctx.self_view = view

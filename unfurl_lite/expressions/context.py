@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import ExpressionError
-from unfurl_lite.expressions.expr import EvalContext, evaluate
+from unfurl_lite.expressions.expr import EvalContext, evaluate, evaluate_stored
 from unfurl_lite.expressions.lazy import InstanceView, Labelled, LazyValues
 from unfurl_lite.model.entities import Instance, NodeTemplate, Topology
 from unfurl_lite.model.narrow import type_of
@@ -48,7 +48,7 @@ def instance_view(
 
     def property_value(key: str, value: Any) -> Any:
         if ctx_for is not None:
-            value = evaluate(value, ctx_for())
+            value = evaluate_stored(value, ctx_for())
         if key in sensitive and value is not None:
             value = secret_form(value, key in credentials)
             if ctx_for is not None:
@@ -62,7 +62,7 @@ def instance_view(
     def attribute_value(key: str, value: Any) -> Any:
         if key in recorded or ctx_for is None:
             return value  # what an operation reported is data, not an expression
-        return evaluate(value, ctx_for())
+        return evaluate_stored(value, ctx_for())
 
     attributes = LazyValues({**declared, **recorded}, attribute_value,
                             f"the attributes of {instance.name!r}")
@@ -293,10 +293,11 @@ def relationship_view(ctx: EvalContext, source: str, requirement: str,
         return None
     raw = {**shape.properties, **attributes}
     fixed = {"name": shape.name, "type": shape.type, "template": shape.name,
-             "properties": LazyValues(dict(shape.properties), lambda k, v: evaluate(v, ctx)),
+             "properties": LazyValues(dict(shape.properties),
+                                      lambda k, v: evaluate_stored(v, ctx)),
              "attributes": dict(attributes)}
     return InstanceView({**raw, **fixed}, lambda k, v: v if k in fixed or k in attributes
-                        else evaluate(v, ctx), shape.name, shape.name,
+                        else evaluate_stored(v, ctx), shape.name, shape.name,
                         f"{source}::.requirements::[.name={requirement}]",
                         hidden=frozenset(fixed) - set(raw))
 

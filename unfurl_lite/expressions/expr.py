@@ -184,6 +184,20 @@ def evaluate(value: Any, ctx: EvalContext, depth: int = 0) -> Any:
         raise ExpressionError("expression nested too deeply") from None
 
 
+def evaluate_stored(value: Any, ctx: EvalContext) -> Any:
+    """``evaluate`` of a value an instance holds: a quoted expression's result is rendered
+    once more, as Unfurl reads it (resolve.stored_value)."""
+    if not isinstance(value, dict | list):
+        return evaluate(value, ctx)
+    # start-up: keeps expressions.resolve (8 modules) off `export` until evaluate_stored() runs
+    from unfurl_lite.expressions.resolve import Scope, stored_value
+
+    try:
+        return stored_value(value, Scope(ctx, None, {}))
+    except RecursionError:
+        raise ExpressionError("expression nested too deeply") from None
+
+
 def _maybe_template(text: str) -> bool:
     return "{{" in text or "{%" in text or "}}" in text or "%}" in text
 

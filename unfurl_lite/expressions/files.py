@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import ExpressionError, PathError
 from unfurl_lite.expressions import lazy
-from unfurl_lite.expressions.resolve import External
+from unfurl_lite.expressions.walk import External
 from unfurl_lite.security.paths import confine, read_regular_file
 
 if TYPE_CHECKING:

@@ -18,6 +18,7 @@ from unfurl_lite.expressions import catalog, files, labels
 from unfurl_lite.expressions.entities import NodeEntity
 from unfurl_lite.expressions.lookups import eval_form_refusal, run_lookup
 from unfurl_lite.expressions.query import parse_query
+from unfurl_lite.expressions.quoting import quote_all
 from unfurl_lite.expressions.resolve import (
     Scope,
     eval_for_function,
@@ -386,8 +387,8 @@ def is_function_defined(arg: Any, scope: Scope) -> bool:
 
 
 def quote(arg: Any, scope: Scope) -> Any:
-    """``q``: the argument as written, unevaluated."""
-    return arg
+    """``q``: the argument as written, unevaluated (marked quoted: see quoting.py)."""
+    return quote_all(arg)
 
 
 def not_(arg: Any, scope: Scope) -> bool:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from unfurl_lite.expressions.lazy import LazyInputs, LazyValues
 from unfurl_lite.expressions.limits import MAX_TEMPLATE_RESULT, bounded_concat
+from unfurl_lite.expressions.quoting import Quoted
 
 if TYPE_CHECKING:
     from unfurl_lite.model.narrow import YAMLValue
@@ -88,8 +89,8 @@ def native_output(pieces: Iterator[Any]) -> Any:
 
 def plain_value(value: YAMLValue | Iterator[Any]) -> Any:
     """A template's value with the read-only views it read as plain mappings, and the
-    text string filters made as plain text."""
-    if isinstance(value, NativeJinjaText):
+    text string filters made or ``q`` quoted as plain text."""
+    if isinstance(value, NativeJinjaText | Quoted):
         return str(value)
     if isinstance(value, LazyInputs | LazyValues):
         return {k: plain_value(value[k]) for k in value}

@@ -14,18 +14,22 @@ Unfurl's rules are kept exactly, since documents rely on them:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, TypeAlias, cast
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 from unfurl_lite.errors import ExpressionError
 from unfurl_lite.expressions import catalog
-from unfurl_lite.expressions.entities import Entity
-from unfurl_lite.expressions.keys import read_key
-from unfurl_lite.expressions.query import Query, Segment, parse_query
+from unfurl_lite.expressions.query import parse_query
+from unfurl_lite.expressions.quoting import (
+    evaluated_again,
+    is_quoted,
+    plain_since,
+    quotes_made,
+)
+from unfurl_lite.expressions.walk import External, Value, query_results
 
 if TYPE_CHECKING:
     from unfurl_lite.expressions.expr import EvalContext
-    from unfurl_lite.model.narrow import YAMLValue
 
 #: keys a ``{eval: ...}``/``{ref: ...}`` mapping may have beside it
 REF_KEYS = frozenset({"vars", "trace", "foreach", "select", "strict"})
@@ -42,25 +46,6 @@ class _Signal:
 
 BREAK = _Signal("break")
 CONTINUE = _Signal("continue")
-
-
-class External:
-    """A value with keys a ``select`` can read (``file``'s ``contents``, ``path``);
-    itself, its ``get()``."""
-
-    def get(self) -> Any:
-        raise NotImplementedError
-
-    def resolve_key(self, key: Any) -> Any:
-        raise KeyError(key)
-
-    def record_form(self) -> Any:
-        return self.get()
-
-
-#: what an expression and its results are: YAML, and the entities and externals queries
-#: reach (declared so, a bare ``isinstance`` tells the checker what a mapping holds)
-Value: TypeAlias = "YAMLValue | Entity | External"
 
 
 def top_level_functions() -> frozenset[str]:
@@ -146,6 +131,21 @@ class Scope:
         self.resolved[name] = value
         return value
 
+    is_ref = staticmethod(is_ref)
+
+    def results_where_walked(self, expr: Value) -> list[Any]:
+        """An expression a query reached, evaluated at the last instance it walked."""
+        return ref_results(expr, self.copy(
+            current=self.last if self.last is not _UNSET else self.current))
+
+    def evaluated_again(self, value: Any) -> Any:
+        """Quoted text in ``value`` rendered here, quoted expressions in its data evaluated."""
+        # start-up: keeps expressions.sandbox (13 modules) off resolve's import until a q is read
+        from unfurl_lite.expressions.sandbox import is_template, render_native
+
+        return evaluated_again(value, lambda text: render_native(text, self.render_context()),
+                               lambda expr: _resolved(expr, self), is_ref, is_template)
+
     def render_context(self) -> EvalContext:
         """The evaluation context a template here renders in: its variables include this
         scope's (those that evaluate; one being evaluated now is left out)."""
@@ -157,6 +157,12 @@ class Scope:
                 continue
             try:
                 found[name] = self.var(name)
+                if is_ref(raw) and is_quoted(found[name]):  # Ansible templates it when read
+                    self.busy.add(name)
+                    try:
+                        found[name] = self.evaluated_again(found[name])
+                    finally:
+                        self.busy.discard(name)
             except (ExpressionError, RecursionError):
                 continue
         return dataclasses.replace(self.ctx, extra={**self.ctx.extra, **found})
@@ -172,29 +178,53 @@ def _lazy_value(value: Any, scope: Scope) -> Any:
         if "foreach" in value or len(results) > 1:
             return results
         return results[0] if results else None
-    return map_value(value, scope)
+    return _mapped(value, scope)
 
 
 # --- evaluating values ------------------------------------------------------------------
 
 
 def map_value(value: Value, scope: Scope, want_list: bool = False) -> Any:
-    """A value with every expression in it evaluated (Unfurl's ``map_value``)."""
+    """A value with every expression in it evaluated (Unfurl's ``map_value``); what ``q``
+    quoted in it is plain text (the mark is for the evaluation only: quoting.py)."""
+    made = quotes_made()
+    return plain_since(made, _mapped(value, scope, want_list))
+
+
+def resolve(expr: Any, scope: Scope, want: str = "one") -> Any:
+    """Unfurl's ``Ref.resolve``: ``want`` is "one" (a value, a list when several, null
+    when none), "list" (the values) or "results" (the list, foreach or not)."""
+    made = quotes_made()
+    return plain_since(made, _resolved(expr, scope, want))
+
+
+def stored_value(raw: Value, scope: Scope) -> Any:
+    """A value an instance holds, read (Unfurl's ``ResultsMap`` item): evaluated, and when it
+    was an expression, what ``q`` quoted in its result rendered once more (a property
+    ``{q: "{{ x }}"}`` reads as x's value); quoted text nested in its data stays marked for
+    a query's last key (quoting.py)."""
+    found = _mapped(raw, scope)
+    if is_ref(raw) and is_quoted(found):
+        found = scope.evaluated_again(found)
+    return found
+
+
+def _mapped(value: Value, scope: Scope, want_list: bool = False) -> Any:
     # start-up: keeps expressions.sandbox (13 modules) off resolve's import until map_value() runs
     from unfurl_lite.expressions.sandbox import is_template, render_native
 
     if is_ref(value):
-        return resolve(value, scope, "list" if want_list else "one")
+        return _resolved(value, scope, "list" if want_list else "one")
     if isinstance(value, Mapping):
-        return {k: map_value(v, scope, want_list) for k, v in value.items()}
+        return {k: _mapped(v, scope, want_list) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [map_value(v, scope, want_list) for v in value]
+        return [_mapped(v, scope, want_list) for v in value]
     if is_template(value):
         return render_native(value, scope.render_context())
     return value
 
 
-def resolve(expr: Any, scope: Scope, want: str = "one") -> Any:
+def _resolved(expr: Any, scope: Scope, want: str = "one") -> Any:
     """Unfurl's ``Ref.resolve``: ``want`` is "one" (a value, a list when several, null
     when none), "list" (the values) or "results" (the list, foreach or not)."""
     return _finish(expr, ref_results(expr, scope), want)
@@ -309,14 +339,14 @@ def results_of(value: Value, scope: Scope) -> list[Any]:
     if value is None:
         return []
     if isinstance(value, list):
-        return [map_value(v, scope) for v in value]
-    return [map_value(value, scope)]
+        return [_mapped(v, scope) for v in value]
+    return [_mapped(value, scope)]
 
 
 def eval_for_function(value: Any, scope: Scope) -> Any:
     """An argument of ``if``/``and``/``or``: its one value, or its list of results."""
     if scope.kw.get("map_value"):
-        return map_value(value, scope)
+        return _mapped(value, scope)
     found = eval_ref(value, scope)
     if not found:
         return None
@@ -403,7 +433,7 @@ def _for_each(select: Value, items: list[tuple[Any, Any]], scope: Scope) -> list
         else:
             values.append(result)
     for deferred in later:
-        deferred.value = map_value(deferred.expr, item_scope)
+        deferred.value = _mapped(deferred.expr, item_scope)
     if key_expr is not None:
         return [{k: _undefer(v) for k, v in pairs}]
     return [_undefer(v) for v in values]
@@ -417,148 +447,3 @@ class _Deferred:
 
 def _undefer(value: Any) -> Any:
     return value.value if isinstance(value, _Deferred) else value
-
-
-# --- queries ------------------------------------------------------------------------------
-
-
-def query_results(query: Query, scope: Scope) -> list[Any]:
-    segments = query.segments
-    if query.absolute:
-        start: Any = scope.ctx.world().all()
-        segments = segments[1:]
-        if not segments:  # `0` alone: Unfurl's IndexError
-            raise ExpressionError(f"query {query.text!r} names nothing to read",
-                                  hint="a query that starts with the index 0 starts at "
-                                  "every instance, as '::' does: write '::name' after it")
-    elif query.variable is not None:
-        start = scope.var(query.variable)
-        if len(segments) == 1:
-            return [start]
-        segments = (dataclasses.replace(segments[0], key=""), *segments[1:])
-    else:
-        start = scope.current
-        if not scope.foreach and query.searches_ancestors():
-            segments = (Segment(".ancestors"),
-                        dataclasses.replace(segments[0], modifier="?"), *segments[1:])
-    return list(_walk([start], segments, scope))
-
-
-def _singular(value: Any, segment: Segment) -> bool:
-    if segment.key == "*":
-        return False
-    return not isinstance(value, list) or isinstance(segment.key, int)
-
-
-def _items(value: Value) -> Iterable[Any]:
-    if isinstance(value, Mapping):
-        return list(value.values())
-    if isinstance(value, list):
-        return value
-    return ()
-
-
-def _walk(values: Iterable[Any], segments: tuple[Segment, ...], scope: Scope) -> Iterator[Any]:
-    first = segments[0]
-    first_match = first.modifier == "?"
-    value: Value
-    for value in values:
-        if _singular(value, first):
-            rest = segments[1:]
-            found: Iterable[Any] = _apply(value, first, scope)
-        else:
-            if first.key == "*":
-                if not isinstance(value, Mapping):
-                    continue
-                rest = segments[1:]
-            else:
-                rest = segments  # a list: each item, the same segment
-            found = _items(value)
-        if rest:
-            any_found = False
-            for result in _walk(found, rest, scope):
-                any_found = True
-                yield result
-            if any_found and first_match:
-                return
-        else:
-            for result in found:
-                yield result
-                if first_match:
-                    return
-
-
-_MISSING = object()
-
-
-def _apply(value: Any, segment: Segment, scope: Scope) -> list[Any]:
-    """The segment applied to one value: [] or [what it selects]."""
-    if segment.key != "":
-        value = _project(value, segment.key, scope)
-        if value is _MISSING:
-            return []
-    for predicate in segment.predicates:
-        candidates = [value] if _singular(value, predicate[0]) else value
-        matched = any(True for _ in _walk(candidates, predicate, scope))
-        if predicate[0].modifier == "!":
-            if matched:
-                return []
-        elif not matched:
-            return []
-    if segment.test is not None and not _test(value, segment.test, scope):
-        return []
-    return [value]
-
-
-def _project(value: Value, key: Any, scope: Scope) -> Any:
-    try:
-        if isinstance(key, str) and key.startswith("$"):
-            key = scope.var(key[1:])
-        if isinstance(value, Entity):
-            scope.last = value
-            if isinstance(key, str) and key.startswith("."):
-                found = read_key(value, key)
-            else:
-                found = value.attribute(key)
-        elif isinstance(value, External):
-            found = value.resolve_key(key)
-        elif isinstance(value, str | list | tuple | Mapping):
-            container: Any = value  # the wrong kind of key is a miss (TypeError below)
-            found = container[key]
-        else:
-            return _MISSING
-        if is_ref(found):
-            results = ref_results(found, scope.copy(current=scope.last if scope.last
-                                                    is not _UNSET else scope.current))
-            if not results:
-                return _MISSING
-            found = results[0] if len(results) == 1 else results
-        return found
-    except (KeyError, IndexError, TypeError, ValueError):
-        return _MISSING
-
-
-def _test(value: Any, test: tuple[str, str], scope: Scope) -> bool:
-    op, text = test
-    try:
-        compare = scope.var(text[1:]) if text.startswith("$") else _coerce(value, text)
-    except Exception:  # a value that cannot be compared (any type): it is not equal
-        return op == "!="
-    equal = value == compare
-    return equal if op == "=" else not equal
-
-
-def _coerce(value: Any, text: str) -> Any:
-    """``key=text``: the text read as the value's type (Unfurl's ``type(value)(text)``:
-    ``bool('false')`` is true, a number must parse)."""
-    if isinstance(value, bool):
-        return bool(text)
-    if isinstance(value, int):
-        return int(text)
-    if isinstance(value, float):
-        return float(text)
-    if isinstance(value, str):
-        return text
-    if isinstance(value, list):
-        return list(text)
-    raise TypeError(f"cannot compare {type(value).__name__} with text")

@@ -1,0 +1,188 @@
+"""A parsed query walked over values (Unfurl's ``recursive_eval``): its segments, keys,
+predicates ``[...]`` and tests ``key=value``, from the instances, a variable or the current
+value. The expression a walk reaches is evaluated by the scope it walks in."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from unfurl_lite.errors import ExpressionError
+from unfurl_lite.expressions.entities import Entity
+from unfurl_lite.expressions.keys import read_key
+from unfurl_lite.expressions.query import Query, Segment
+from unfurl_lite.expressions.quoting import is_quoted
+
+if TYPE_CHECKING:
+    from unfurl_lite.expressions.resolve import Scope
+    from unfurl_lite.model.narrow import YAMLValue
+
+
+class External:
+    """A value with keys a ``select`` can read (``file``'s ``contents``, ``path``);
+    itself, its ``get()``."""
+
+    def get(self) -> Any:
+        raise NotImplementedError
+
+    def resolve_key(self, key: Any) -> Any:
+        raise KeyError(key)
+
+    def record_form(self) -> Any:
+        return self.get()
+
+
+#: what an expression and its results are: YAML, and the entities and externals queries
+#: reach (declared so, a bare ``isinstance`` tells the checker what a mapping holds)
+Value: TypeAlias = "YAMLValue | Entity | External"
+
+
+
+def query_results(query: Query, scope: Scope) -> list[Any]:
+    segments = query.segments
+    if query.absolute:
+        start: Any = scope.ctx.world().all()
+        segments = segments[1:]
+        if not segments:  # `0` alone: Unfurl's IndexError
+            raise ExpressionError(f"query {query.text!r} names nothing to read",
+                                  hint="a query that starts with the index 0 starts at "
+                                  "every instance, as '::' does: write '::name' after it")
+    elif query.variable is not None:
+        start = scope.var(query.variable)
+        if len(segments) == 1:
+            return [start]
+        segments = (dataclasses.replace(segments[0], key=""), *segments[1:])
+    else:
+        start = scope.current
+        if not scope.foreach and query.searches_ancestors():
+            segments = (Segment(".ancestors"),
+                        dataclasses.replace(segments[0], modifier="?"), *segments[1:])
+    return list(_walk([start], segments, scope))
+
+
+def _singular(value: Any, segment: Segment) -> bool:
+    if segment.key == "*":
+        return False
+    return not isinstance(value, list) or isinstance(segment.key, int)
+
+
+def _items(value: Value) -> Iterable[Any]:
+    if isinstance(value, Mapping):
+        return list(value.values())
+    if isinstance(value, list):
+        return value
+    return ()
+
+
+def _walk(values: Iterable[Any], segments: tuple[Segment, ...], scope: Scope) -> Iterator[Any]:
+    first = segments[0]
+    first_match = first.modifier == "?"
+    value: Value
+    for value in values:
+        if _singular(value, first):
+            rest = segments[1:]
+            found: Iterable[Any] = _apply(value, first, scope, not rest)
+        else:
+            if first.key == "*":
+                if not isinstance(value, Mapping):
+                    continue
+                rest = segments[1:]
+            else:
+                rest = segments  # a list: each item, the same segment
+            found = _items(value)
+        if rest:
+            any_found = False
+            for result in _walk(found, rest, scope):
+                any_found = True
+                yield result
+            if any_found and first_match:
+                return
+        else:
+            for result in found:
+                yield result
+                if first_match:
+                    return
+
+
+_MISSING = object()
+
+
+def _apply(value: Any, segment: Segment, scope: Scope, last: bool = False) -> list[Any]:
+    """The segment applied to one value: [] or [what it selects] (what the query's
+    ``last`` key selects evaluated again when quoted, as Unfurl maps it)."""
+    if segment.key != "":
+        value = _project(value, segment.key, scope)
+        if value is _MISSING:
+            return []
+        if last and is_quoted(value):
+            if scope.is_ref(value):
+                raise ExpressionError(
+                    f"the query's last key {segment.key!r} selected a quoted expression, which "
+                    "Unfurl 1.2.0 cannot evaluate there",
+                    hint="evaluate it with `eval:` instead of quoting it with `q:`")
+            value = scope.evaluated_again(value)
+    for predicate in segment.predicates:
+        candidates = [value] if _singular(value, predicate[0]) else value
+        matched = any(True for _ in _walk(candidates, predicate, scope))
+        if predicate[0].modifier == "!":
+            if matched:
+                return []
+        elif not matched:
+            return []
+    if segment.test is not None and not _test(value, segment.test, scope):
+        return []
+    return [value]
+
+
+def _project(value: Value, key: Any, scope: Scope) -> Any:
+    try:
+        if isinstance(key, str) and key.startswith("$"):
+            key = scope.var(key[1:])
+        if isinstance(value, Entity):
+            scope.last = value
+            if isinstance(key, str) and key.startswith("."):
+                found = read_key(value, key)
+            else:
+                found = value.attribute(key)
+        elif isinstance(value, External):
+            found = value.resolve_key(key)
+        elif isinstance(value, str | list | tuple | Mapping):
+            container: Any = value  # the wrong kind of key is a miss (TypeError below)
+            found = container[key]
+        else:
+            return _MISSING
+        if scope.is_ref(found) and not is_quoted(found):  # (quoted: it is data)
+            results = scope.results_where_walked(found)
+            if not results:
+                return _MISSING
+            found = results[0] if len(results) == 1 else results
+        return found
+    except (KeyError, IndexError, TypeError, ValueError):
+        return _MISSING
+
+
+def _test(value: Any, test: tuple[str, str], scope: Scope) -> bool:
+    op, text = test
+    try:
+        compare = scope.var(text[1:]) if text.startswith("$") else _coerce(value, text)
+    except Exception:  # a value that cannot be compared (any type): it is not equal
+        return op == "!="
+    equal = value == compare
+    return equal if op == "=" else not equal
+
+
+def _coerce(value: Any, text: str) -> Any:
+    """``key=text``: the text read as the value's type (Unfurl's ``type(value)(text)``:
+    ``bool('false')`` is true, a number must parse)."""
+    if isinstance(value, bool):
+        return bool(text)
+    if isinstance(value, int):
+        return int(text)
+    if isinstance(value, float):
+        return float(text)
+    if isinstance(value, str):
+        return text
+    if isinstance(value, list):
+        return list(text)
+    raise TypeError(f"cannot compare {type(value).__name__} with text")
