@@ -310,7 +310,7 @@ def add_install_tasks(
             runs_on,
             instances[runs_on].template if runs_on in instances else template.name,
             op,
-            reason,
+            relationship_reason(instance, req, reason) if req else reason,
             deps + ([builder.last[instance.name]] if instance.name in builder.last else []),
             running_state=step.running if step else None,
             done_state=done,
@@ -325,6 +325,20 @@ def add_install_tasks(
         if runs_on != instance.name:
             # keep the source's chain ordered after a target-side relationship operation
             builder.last[instance.name] = builder.last[runs_on]
+
+
+def relationship_reason(source: Instance, requirement: Requirement, reason: str) -> str:
+    """Unfurl plans a relationship operation in its relationship instance's own group, for
+    that instance's reason: ``add`` while the link is new (not recorded, or pending and
+    never changed), whatever its source's (a source in ``error`` repaired adds a link
+    that never was); otherwise the source's."""
+    if reason not in (MISSING, REPAIR, REPAIR_ERROR, REPAIR_DEGRADED):
+        return reason
+    link = source.relationships.get(requirement.name)
+    if link is None or (link.status == Status.pending and link.last_config_change is None
+                        and link.last_state_change is None):
+        return ADD
+    return reason
 
 
 def _phase(op: tuple[Operation, NodeStep | None, Requirement | None, str, str | None]) -> str:

@@ -21,6 +21,7 @@ from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Instance, Status
 from unfurl_lite.model.narrow import new_dict, new_list, new_set
 from unfurl_lite.plan.tasks import Plan, Task
+from unfurl_lite.plan.topology import operationless
 from unfurl_lite.run.executors import Executor
 from unfurl_lite.run.observer import JobState, Observer, TaskState
 from unfurl_lite.run.operations.base import OperationResult
@@ -66,6 +67,14 @@ class Progress:
     undecided: list[int] = field(default_factory=new_list)  # places of skip_when tasks not settled
     deferred: list[int] = field(default_factory=new_list)  # tasks waiting on an undecided one
     start_status: dict[str, Status] = field(default_factory=new_dict)  # each instance's, as planned
+    operationless: frozenset[str] | None = None  # see computed()
+
+    def computed(self) -> frozenset[str]:
+        """The templates whose instances only sum their parts (no operation of their own),
+        found once, when a rendered task first asks."""
+        if self.operationless is None:
+            self.operationless = operationless(self.ensemble.topology)
+        return self.operationless
 
     def number_for(self, task: Task) -> int:
         """The task's changeId number: reserved in plan order, or (a task numbering did not

@@ -12,8 +12,13 @@ error (exit 64 with ``--jobexitcode error``).
 
 In undeploy a task whose render fails is left out of the job instead (Unfurl keeps it
 waiting for a render that never comes: "Can not render yet, found errors"), and the rest
-runs. Cloudify's workflows, relationship operations, guarded tasks and a resumed job (its
-first run rendered them) render nothing in advance.
+runs. Relationship operations render here too (their own instance is the relationship
+instance: what they read of their source and target can make them wait). Cloudify's
+workflows, guarded tasks and a resumed job (its first run rendered them) render nothing in
+advance.
+
+Just before a rendered task runs, what it read decides whether it may (:func:`unready_reads`,
+Unfurl's check of a task's own dependencies).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from __future__ import annotations
 import heapq
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -58,7 +63,7 @@ def renders_first(plan: Plan, task: Task, templates: Mapping[str, NodeTemplate])
     op = task.operation
     if op is None or op.implementation is None or task.failure is not None:
         return False
-    if task.requirement is not None or task.guard is not None:
+    if task.guard is not None:
         return False
     template = templates.get(task.template)
     return template is None or template.priority == Priority.required
@@ -82,8 +87,9 @@ def render_all(plan: Plan, instances: dict[str, Instance], builder: RequestBuild
             if error is not None:
                 found.dropped[task.number] = error
             continue
+        own = None if task.requirement is not None else task.target  # a relationship's: its own
         live = tuple(f"::{name}::{key}" for name, keys in read.items()
-                     if name != task.target and name in changing
+                     if name != own and name in changing
                      for key in keys if _is_live(instances.get(name), templates, key))
         if live:
             found.waits[task.number] = live
@@ -291,31 +297,60 @@ def _ordered(numbers: list[int], after: Mapping[int, list[int]],
     return order
 
 
-def not_operational(task: Task, instances: Mapping[str, Instance],
-                    runs: Mapping[int, TaskRun]) -> tuple[str, bool] | None:
-    """Why a deploy task that waited for values of other instances does not run (and
-    whether it renders first), as Unfurl 1.2.0: a value a task of this job set is
-    fulfilled, so the task renders (what it read is recorded, its instance starts its
-    step), then cannot run when that instance is not operational ("could not run: required
-    dependencies not ready: ::db::url is error"); a value nothing set, on an instance not
-    operational, means it never runs ("Never ran: non-operational dependencies")."""
+def never_ran(task: Task, instances: Mapping[str, Instance],
+              runs: Mapping[int, TaskRun]) -> str | None:
+    """Why a deploy task that waited for values of other instances never runs, as Unfurl
+    1.2.0: a value no task of this job set, on an instance that did not end operational
+    ("Never ran: non-operational dependencies"). Unfurl says so before it says a previous
+    operation failed: the scheduler asks this first. A value a task of this job did set is
+    fulfilled: the task renders, and :func:`unready_reads` decides whether it may run."""
     if not task.waits_on or task.workflow != "deploy":
         return None
     set_now = {f"::{run.task.target}::{key}" for run in runs.values()
                if run.result is not None and run.task.target != task.target
                for key in run.result.attributes}
-    down = [(v, inst.status) for v in task.waits_on
-            if (inst := instances.get(v[2:].partition("::")[0])) is not None
-            and inst.status not in OPERATIONAL]
-    never = [v for v, _ in down if v not in set_now]
-    if never:
-        return f"Never ran: non-operational dependencies: {never}", False
-    if down:
-        missing = ", ".join(f"{v} is {'not set yet' if s == Status.pending else s}"
-                            for v, s in down)
-        return f"could not run: required dependencies not ready: {missing}", True
-    return None
+    never = [v for v in task.waits_on
+             if (inst := instances.get(v[2:].partition("::")[0])) is not None
+             and inst.status not in OPERATIONAL and v not in set_now]
+    return f"Never ran: non-operational dependencies: {never}" if never else None
 
 
-__all__ = ["ABORT_MESSAGE", "Rendered", "not_operational", "render_all", "waiting_plan",
-           "without"]
+#: what Unfurl runs whatever the state of the values it read: these operations, and a
+#: task run for these reasons (``--force``, ``unfurl run``)
+UNCHECKED_OPERATIONS = frozenset({"check", "delete"})
+UNCHECKED_REASONS = frozenset({"force", "run"})
+
+
+def unready_reads(task: Task, reads: Reads | None, instances: Mapping[str, Instance],
+                  templates: Mapping[str, NodeTemplate],
+                  computed: Callable[[], Collection[str]]) -> str | None:
+    """Why a rendered task may not run, as Unfurl 1.2.0 checks it just before it runs (its
+    ``_dependency_check`` of the task's own dependencies): every live value the render read
+    of another instance counts, so one read from an instance that is not ok or degraded
+    stops it ("could not run: required dependencies not ready: ::db::url is error"; "is
+    not set yet" while pending). The task's own instance does not count, nor the values of
+    relationship instances (``::src::.requirements::[.name=r]::k``: a relationship
+    operation's own instance is one; its source and target do count), nor an instance
+    whose template only sums its parts (``computed()``, asked only of an instance that is
+    not operational: templates with no operation of their own)."""
+    if reads is None or task.name in UNCHECKED_OPERATIONS or task.reason in UNCHECKED_REASONS:
+        return None
+    own = None if task.requirement is not None else task.target
+    missing: dict[str, Status] = {}
+    for expr, _ in reads.dependencies:
+        name, _, key = expr[2:].partition("::")
+        instance = instances.get(name)
+        if name == own or instance is None or key.startswith(".") \
+                or instance.status in OPERATIONAL or not _is_live(instance, templates, key) \
+                or instance.template in computed():
+            continue
+        missing.setdefault(expr, instance.status)
+    if not missing:
+        return None
+    why = ", ".join(f"{v} is {'not set yet' if s == Status.pending else s}"
+                    for v, s in missing.items())
+    return f"could not run: required dependencies not ready: {why}"
+
+
+__all__ = ["ABORT_MESSAGE", "Rendered", "never_ran", "render_all", "unready_reads",
+           "waiting_plan", "without"]

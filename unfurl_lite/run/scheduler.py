@@ -31,7 +31,7 @@ from unfurl_lite.run.outcome import (
     task_numbers,
 )
 from unfurl_lite.run.relationships import relationship_instance
-from unfurl_lite.run.render_phase import not_operational
+from unfurl_lite.run.render_phase import never_ran, unready_reads
 from unfurl_lite.run.requests import RequestBuilder
 from unfurl_lite.run.results import check_types, keep_defaults_read, secret_names
 from unfurl_lite.run.settling import Settling
@@ -230,22 +230,14 @@ class Scheduler(Settling):
         guard_why = guard_fails(task, self.runs)
         if guard_why is not None:
             return self.complete(run, TaskState.skipped, guard_why)
+        never = never_ran(task, self.instances, self.runs)
+        if never is not None:  # as Unfurl: recorded, with its changeId, as an error
+            run.change_id = str(self.job_id.for_task(self.number_for(task)))
+            run.status = Status.error
+            return self.complete(run, TaskState.blocked, never)
         if self.blocked(run):
             return
         instance = self.instances[task.target]
-        never = not_operational(task, self.instances, self.runs)
-        if never is not None:  # as Unfurl: recorded, with its changeId, as an error
-            why, renders = never
-            if renders and self.plan.affects_history and not self.options.dryrun:
-                # rendered first: what it read, its digest and its start are recorded
-                self.assign_change(run, instance)
-                with contextlib.suppress(ExpressionError, UnfurlLiteError):
-                    self.requests.request(run, instance)
-                on_start(instance, task)
-                keep_defaults_read(self.instances, self.ensemble.topology, run.reads)
-            run.change_id = run.change_id or str(self.job_id.for_task(self.number_for(task)))
-            run.status = Status.error
-            return self.complete(run, TaskState.blocked, why)
         if task.skip_when is not None and instance.status == task.skip_when:
             if task.skip_when == Status.ok and task.workflow == "deploy" and instance.state in (
                 None, NodeState.initial
@@ -273,6 +265,10 @@ class Scheduler(Settling):
                 success=False, modified=False, error=f"{type(exc).__name__}: {exc}"
             )
             return self.conclude(run)
+        unready = unready_reads(task, run.reads, self.instances, self.ensemble.topology.templates,
+                                self.computed) if not self.plan.cloudify else None
+        if unready is not None:
+            return self.not_ready(run, instance, unready)
         self.submit(run, instance, request)
 
     def assign_change(self, run: TaskRun, instance: Instance) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 
-from unfurl_lite.model.entities import Status
+from unfurl_lite.model.entities import Instance, Status
 from unfurl_lite.plan.created import managed_tasks, plan_created
 from unfurl_lite.plan.tasks import Task
 from unfurl_lite.run import status as rules
@@ -25,7 +25,8 @@ from unfurl_lite.run.relationships import (
     relationship_instance,
     still_linked,
 )
-from unfurl_lite.run.status import in_sequence, needs, on_failure, on_success
+from unfurl_lite.run.results import keep_defaults_read
+from unfurl_lite.run.status import in_sequence, needs, on_failure, on_start, on_success
 
 
 class Settling(Progress):
@@ -184,6 +185,16 @@ class Settling(Progress):
         if self.taken_down is None:
             self.taken_down = {t.target for t in self.plan.tasks if t.done_status == Status.absent}
         return self.taken_down
+
+    def not_ready(self, run: TaskRun, instance: Instance, why: str) -> None:
+        """A rendered task that may not run (see render_phase.unready_reads): as Unfurl, it
+        is recorded as an error with what it read, its digest and its start (its instance
+        enters the step: ``creating``), and blocked."""
+        if self.plan.affects_history and not self.options.dryrun:
+            on_start(instance, run.task)
+            keep_defaults_read(self.instances, self.ensemble.topology, run.reads)
+        run.status = Status.error
+        self.complete(run, TaskState.blocked, why)
 
     def not_run(self, run: TaskRun, result: OperationResult) -> None:
         """An operation that never started changed nothing: its instance goes back to the
