@@ -5,6 +5,7 @@ data finds none, whatever the text's spelling (quoted keys, escapes, anchors, fl
 from __future__ import annotations
 
 import json
+import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -58,3 +59,19 @@ def test_a_plain_text_is_answered_without_the_walk() -> None:
     text = "spec:\n  service_template:\n    node_templates:\n      a:\n        type: T\n"
     assert _answers(text) == (True, False)
     assert not expression_checks._none_in_text()  # outside read_from: the walk decides
+
+
+#: the search the reversed one replaces, written forwards: a function's name as a key
+FORWARD = re.compile("(?:" + "|".join(map(re.escape, sorted(
+    {"eval", "ref", *FUNCTIONS}, key=len, reverse=True))) + r""")["']?\s*:""")
+PIECES = st.sampled_from(["eval", "ref", "q", "get_env", "env", "ge", "t_", "ev", "al", ":",
+                          " ", "\n", "'", '"', "\t", "x", "concat", "join", "token", "-",
+                          "{", "}", "?", "#"])
+
+
+@given(st.lists(PIECES, max_size=30).map("".join))
+@settings(max_examples=examples(300))
+def test_the_reversed_search_finds_what_the_forward_one_finds(text: str) -> None:
+    """The key search runs on the reversed text (it jumps from colon to colon): it must
+    find a function's name as a key exactly where the forward pattern does."""
+    assert expression_checks.has_function_key(text) == (FORWARD.search(text) is not None)

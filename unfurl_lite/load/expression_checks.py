@@ -100,15 +100,24 @@ def _none_in_text() -> bool:
         return False
     if any(mark in text for mark in ("{{", "{%", "\\", "&", "*", "<<")):
         return False
-    return _function_keys().search(text) is None
+    return not has_function_key(text)
+
+
+def has_function_key(text: str) -> bool:
+    """Whether a name an expression mapping starts with appears as a key (quoted or not,
+    the colon on the next line after ``?``): a match anywhere sends the document to the
+    walk. Searched in the reversed text, where the pattern starts with the colon: the
+    search jumps from colon to colon instead of trying the names at every position (a
+    third of the time on a 5 MB ensemble)."""
+    return _function_keys_reversed().search(text[::-1]) is not None
 
 
 @functools.cache
-def _function_keys() -> re.Pattern[str]:
-    """A name an expression mapping starts with, as a key (quoted or not, the colon on
-    the next line after ``?``): a match anywhere sends the document to the walk."""
+def _function_keys_reversed() -> re.Pattern[str]:
+    """``(?:NAME|...)["']?\\s*:`` read backwards (a text matches it where its reverse
+    matches this)."""
     names = sorted({"eval", "ref", *catalog.top_level_functions()}, key=len, reverse=True)
-    return re.compile("(?:" + "|".join(map(re.escape, names)) + r""")["']?\s*:""")
+    return re.compile(r""":\s*["']?(?:""" + "|".join(re.escape(n[::-1]) for n in names) + ")")
 
 
 def _any_expression(value: Any) -> bool:
