@@ -164,3 +164,32 @@ def test_a_template_from_an_included_file_is_still_refused(
     project.write(ENSEMBLE_HEAD + "        +include: ops.yaml\n")
     validated = invoke("validate")
     assert validated.exit_code == 1 and "'nope'" in validated.output, validated.output
+
+
+def test_the_checks_still_see_every_owner_that_declares_interfaces() -> None:
+    """Owners without interfaces are left out of the walk (most requirements have no
+    relationship of their own); each kind of owner that has some is still checked: a node
+    type, a template, a relationship template's two sides, and an inline relationship's."""
+    doc = layered(4)
+    service = doc["spec"]["service_template"]
+    topology = service["topology_template"]
+    service["node_types"] = {"T": {"derived_from": "tosca.nodes.Root", "interfaces": {
+        "Standard": {"operations": {"craete": "true"}}}}}
+    topology["relationship_templates"] = {"r": {
+        "type": "tosca.relationships.ConnectsTo",
+        "interfaces": {"Configure": {"operations": {"post_configure_sourse": "true"}}},
+        "target_interfaces": {"Standard": {"operations": {"create": "true"}}}}}
+    templates = topology["node_templates"]
+    templates["n1"]["interfaces"] = {"cloudify.interfaces.cloudify_agent": {"create": "x"}}
+    templates["n2"]["requirements"][1]["host"]["relationship"] = {
+        "type": "tosca.relationships.HostedOn",
+        "interfaces": {"Configure": {"operations": {"add_targte": "true"}}},
+        "target_interfaces": {"Install": {"operations": {"check": "true"}}}}
+    messages = sorted(p.message for p in validate.check(doc, FILE))
+    assert "unknown operation 'craete' on interface 'Standard'" in messages
+    assert "unknown operation 'post_configure_sourse' on interface 'Configure'" in messages
+    assert "unknown operation 'add_targte' on interface 'Configure'" in messages
+    assert any(m.startswith("Cloudify's agent interface 'cloudify.interfaces.cloudify_agent'")
+               for m in messages)
+    assert messages.count("interface 'Standard' in `target_interfaces` is not supported") == 1
+    assert messages.count("interface 'Install' in `target_interfaces` is not supported") == 1

@@ -52,7 +52,9 @@ def owners_found_once(doc: Any) -> Iterator[None]:
 
 
 def interface_owners(doc: Any) -> Iterator[tuple[tuple[Any, ...], Any]]:
-    """(path, interfaces mapping) of everything that can declare operations."""
+    """(path, interfaces mapping) of everything that can declare operations and declares
+    some: an owner without interfaces has nothing for a check to look at (most of a large
+    ensemble's requirements have no relationship of their own)."""
     found = _found[:1]
     if found and found[0][0] is doc:
         return iter(found[0][1])
@@ -62,21 +64,28 @@ def interface_owners(doc: Any) -> Iterator[tuple[tuple[Any, ...], Any]]:
 def _owners(doc: Any) -> Iterator[tuple[tuple[Any, ...], Any]]:
     for section in ("node_types", "relationship_types"):
         for name, body in get_section(doc, (*SERVICE, section)).items():
-            yield (*SERVICE, section, name, "interfaces"), mapping(body).get("interfaces")
+            if interfaces := mapping(body).get("interfaces"):
+                yield (*SERVICE, section, name, "interfaces"), interfaces
     for section in ("node_templates", "relationship_templates"):
         for name, body in get_section(doc, (*TOPOLOGY, section)).items():
             base = (*TOPOLOGY, section, name)
-            yield (*base, "interfaces"), mapping(body).get("interfaces")
-            if section == "relationship_templates":
-                yield (*base, "target_interfaces"), mapping(body).get("target_interfaces")
+            if interfaces := mapping(body).get("interfaces"):
+                yield (*base, "interfaces"), interfaces
+            if section == "relationship_templates" and (
+                    interfaces := mapping(body).get("target_interfaces")):
+                yield (*base, "target_interfaces"), interfaces
             if section == "node_templates":
                 for index, req, _ in requirements_of(body):
                     value = mapping(body)["requirements"][index][req]
                     relationship = mapping(mapping(value).get("relationship"))
+                    if not relationship:
+                        continue
                     at = (*base, "requirements", index, req, "relationship")
-                    yield (*at, "interfaces"), relationship.get("interfaces")
+                    if interfaces := relationship.get("interfaces"):
+                        yield (*at, "interfaces"), interfaces
                     # Cloudify's relationship_lifecycle operations run on the target
-                    yield (*at, "target_interfaces"), relationship.get("target_interfaces")
+                    if interfaces := relationship.get("target_interfaces"):
+                        yield (*at, "target_interfaces"), interfaces
 
 
 def operations_of(body: Any) -> Iterator[tuple[tuple[str, ...], str]]:
