@@ -4,7 +4,6 @@ and gives the same answers as reading them anew (issue 29 goal 3: validate at N=
 from __future__ import annotations
 
 import copy
-import textwrap
 from typing import Any
 
 import pytest
@@ -150,17 +149,7 @@ def test_a_template_reading_a_missing_name_is_still_refused(
 def test_a_template_from_an_included_file_is_still_refused(
         project: Project, invoke: Invoke) -> None:
     """The ensemble's own text holds no marker; what it includes does."""
-    (project.root / "ops.yaml").write_text(textwrap.dedent("""\
-        a:
-          type: tosca.nodes.Root
-          interfaces:
-            Standard:
-              operations:
-                create:
-                  implementation: {className: Shell}
-                  inputs:
-                    command: "echo {{ SELF.nope }}"
-        """))
+    (project.root / "ops.yaml").write_text(shell_node("a", '"echo {{ SELF.nope }}"'))
     project.write(ENSEMBLE_HEAD + "        +include: ops.yaml\n")
     validated = invoke("validate")
     assert validated.exit_code == 1 and "'nope'" in validated.output, validated.output
