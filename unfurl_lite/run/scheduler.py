@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from unfurl_lite.errors import ExpressionError, RenderCancelled, UnfurlLiteError
 from unfurl_lite.expressions.context import spec_secrets
 from unfurl_lite.model.entities import Instance, NodeState, Status
-from unfurl_lite.run.executors import starts_on_submit
+from unfurl_lite.run.executors import on_job_thread, starts_on_submit
 from unfurl_lite.run.metadata import EnsembleMetadata
 from unfurl_lite.run.observer import JobState, TaskState
 from unfurl_lite.run.operations.base import OperationRequest, OperationResult
@@ -87,7 +87,7 @@ class Scheduler(Settling):
         self.undecided = [self.position[t.number] for t in self.plan.tasks
                           if t.skip_when is not None and not self.runs[t.number].carried]
         if isinstance(self.cancel, JobControl):  # a cancel ends the loop's wait at once
-            self.cancel.wake = lambda: self.arrived.put(None)
+            self.cancel.wake = self.wake
         hear = None if starts_on_submit(self.executor) else self.operation_started
         self.executor.on_started = hear  # an executor that starts at once says nothing
         self.executor.on_notice = self.observer.job_notice
@@ -154,12 +154,25 @@ class Scheduler(Settling):
                 _, number = heapq.heappop(self.delayed)
                 self.ready.append(number)
 
+    def wake(self) -> None:
+        """End the loop's wait now (a cancel's signal handler calls it)."""
+        self.arrived.put(None)
+        here = on_job_thread(self.executor)
+        if here is not None:
+            here.wake()
+
     def arrivals(self, timeout: float) -> list[Future[OperationResult] | None]:
-        """What arrived within ``timeout`` seconds, and all that came with it."""
-        try:
-            done = [self.arrived.get(timeout=timeout)]
-        except queue.Empty:
-            return []
+        """What arrived within ``timeout`` seconds, and all that came with it (waiting in
+        the executor when its results reach the job only there)."""
+        here = on_job_thread(self.executor)
+        if here is not None:
+            here.wait(timeout)
+            done: list[Future[OperationResult] | None] = []
+        else:
+            try:
+                done = [self.arrived.get(timeout=timeout)]
+            except queue.Empty:
+                return []
         with contextlib.suppress(queue.Empty):
             while True:
                 done.append(self.arrived.get_nowait())

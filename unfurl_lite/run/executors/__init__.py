@@ -50,6 +50,24 @@ class Executor(Protocol):
         """Force-cancel: start nothing more and wait for nothing."""
 
 
+class OnJobThread(Protocol):
+    """An executor whose results reach the job only while the job waits in its
+    :meth:`wait` (it runs operations from the job's own thread)."""
+
+    def wait(self, timeout: float) -> None:
+        """Up to ``timeout`` seconds: until an operation ends (its future done, its
+        callbacks run, on the caller's thread) or :meth:`wake`."""
+
+    def wake(self) -> None:
+        """End a :meth:`wait` now (any thread, or a signal handler)."""
+
+
+def on_job_thread(executor: Executor) -> OnJobThread | None:
+    """``executor`` when the job must wait in its ``wait`` for results (the local
+    executor where commands are watched from the job's thread); None for the others."""
+    return executor if getattr(executor, "on_job_thread", False) else None  # type: ignore[return-value]
+
+
 def starts_on_submit(executor: Executor) -> bool:
     """An executor written before the flag (a library user's) queues, as Celery does."""
     return bool(getattr(executor, "starts_on_submit", False))

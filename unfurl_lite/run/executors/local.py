@@ -1,9 +1,13 @@
-"""The default executor: a bounded thread pool in the job's own process.
+"""The default executor: operations run in the job's own process.
 
-Operations are mostly subprocesses, so threads give real parallelism while the job
-process keeps sole ownership of the ensemble's state. Each executor keeps its own table of
-the commands it started, so a kill-cancel of one job never touches another job's
-operations running in the same process.
+A Shell operation's command (the everyday operation) is watched from the job's own thread
+(:mod:`unfurl_lite.run.executors.commands`; one thread starts the commands): no thread of
+its own per task, and no queue or lock hand-off for its output and end. What needs a
+thread of its own (a Python operation, a command only ``Popen`` can start, or everything
+where ``pidfd_open`` is missing) runs in a bounded thread pool, its result handed to the
+job's thread the same way. The job process keeps sole ownership of the ensemble's state.
+Each executor keeps its own table of the commands it started, so a kill-cancel of one job
+never touches another job's operations running in the same process.
 """
 
 from __future__ import annotations
@@ -11,33 +15,59 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from unfurl_lite.run.executors.commands import Commands, available
 from unfurl_lite.run.operations import ProcessTable, run_operation
 from unfurl_lite.run.operations.base import OperationRequest, OperationResult
-from unfurl_lite.run.operations.shell import Places
+from unfurl_lite.run.operations.shell import Places, prepare
 
 
 class LocalExecutor:
+    """Operations in this process: commands from the job's thread, the rest in a pool."""
+
     name = "local"
-    starts_on_submit = True  # at most ``capacity`` are submitted: each has its thread
+    starts_on_submit = True  # at most ``capacity`` are submitted: each starts at once
 
     def __init__(self, jobs: int) -> None:
         self.capacity: int | None = max(1, jobs)
-        self._pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="unfurl-task")
+        self._pool: ThreadPoolExecutor | None = None
         self.on_started: Callable[[str], None] | None = None
         self.on_notice: Callable[[str], None] | None = None
         self.record = {"executor": "local"}
         self.secrets: set[str] = set()  # results stay in this process: nothing to redact
         self.processes = ProcessTable()
         self.places = Places()  # the working directories confined for this job
+        #: every result reaches the job in :meth:`wait`, on the job's thread
+        self.commands = Commands(self.processes)
+        self.on_job_thread = available()
 
     def submit(self, request: OperationRequest) -> Future[OperationResult]:
         request.env.setdefault("UNFURL_WORKER", "local")
-        return self._pool.submit(self._run, request)
+        if self.on_job_thread and request.kind == "Shell" and not request.refused:
+            launch = prepare(request, self.places)
+            if isinstance(launch, OperationResult):  # nothing to start
+                return _done(launch)
+            argv = launch.piped_argv()
+            if argv is not None:
+                return self.commands.start(request.task_id, launch, argv)
+        if request.kind == "Template":  # nothing runs (the controller evaluated it): no thread
+            return _done(run_operation(request, self.processes, self.places))
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.capacity or 1,
+                                            thread_name_prefix="unfurl-task")
+        future = self._pool.submit(self._run, request)
+        return self.commands.hand_over(future) if self.on_job_thread else future
 
     def _run(self, request: OperationRequest) -> OperationResult:
-        if self.on_started is not None:
-            self.on_started(request.task_id)
         return run_operation(request, self.processes, self.places)
+
+    def wait(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for operations to end: their futures are done
+        (their callbacks run) on the caller's thread, the job's, before this returns."""
+        self.commands.wait(timeout)
+
+    def wake(self) -> None:
+        """End a :meth:`wait` now (any thread, or a signal handler)."""
+        self.commands.wake()
 
     def withdraw_pending(self) -> None:
         """Nothing waits: the job sends at most ``capacity`` operations at once."""
@@ -46,7 +76,17 @@ class LocalExecutor:
         self.processes.terminate_all()
 
     def shutdown(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+        self.commands.close()
 
     def abandon(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self.commands.abandon()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _done(result: OperationResult) -> Future[OperationResult]:
+    future: Future[OperationResult] = Future()
+    future.set_result(result)
+    return future

@@ -77,14 +77,29 @@ class Child:
                     raise subprocess.TimeoutExpired(self.args, timeout or 0)
                 events = self._poller.poll(math.ceil(left * 1000))
             for fd, _ in events:
-                data = os.read(fd, _CHUNK)
-                if data:
-                    self._chunks[fd].append(data)
-                else:
-                    self._poller.unregister(fd)
-                    os.close(fd)
-                    self._open.discard(fd)
+                self.read(fd)
         self.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        return self.output()
+
+    @property
+    def reading(self) -> frozenset[int]:
+        """The pipes not yet read to their end."""
+        return frozenset(self._open)
+
+    def read(self, fd: int) -> None:
+        """Read what ``fd`` (one of :attr:`reading`, ready) holds; at its end, close it.
+        (What :meth:`communicate` does at each wake-up, for a caller that polls many
+        commands' pipes at once.)"""
+        data = os.read(fd, _CHUNK)
+        if data:
+            self._chunks[fd].append(data)
+        else:
+            self._poller.unregister(fd)
+            os.close(fd)
+            self._open.discard(fd)
+
+    def output(self) -> tuple[str, str]:
+        """stdout and stderr as read so far, decoded as ``Popen(text=True)`` decodes them."""
         return (text(b"".join(self._chunks[self._out])),
                 text(b"".join(self._chunks[self._err])))
 

@@ -43,17 +43,24 @@ class ProcessTable:
     @contextlib.contextmanager
     def running(self, task_id: str, process: Running) -> Iterator[None]:
         """``process`` is in the table while the block runs."""
+        self.add(task_id, process)
+        try:
+            yield
+        finally:
+            self.discard(process)
+
+    def add(self, task_id: str, process: Running) -> None:
+        """``process`` is in the table until :meth:`discard`."""
         with self._lock:
             self._running[id(process)] = (task_id, process)
         if self.watch is not None:
             self.watch(process.pid, True)
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._running.pop(id(process), None)
-            if self.watch is not None:
-                self.watch(process.pid, False)
+
+    def discard(self, process: Running) -> None:
+        with self._lock:
+            self._running.pop(id(process), None)
+        if self.watch is not None:
+            self.watch(process.pid, False)
 
     def task_ids(self) -> list[str]:
         with self._lock:

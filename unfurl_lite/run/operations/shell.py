@@ -12,6 +12,7 @@ import shlex
 import subprocess
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from unfurl_lite.errors import PathError
@@ -97,19 +98,46 @@ def utf8(value: Any) -> Any:
     return value.encode("utf-8", "surrogateescape") if isinstance(value, str) else value
 
 
-def _start(args: Any, shell: str | None, cwd: str, env: dict[str, str]) -> piped.Child | Popen:
-    """The command started: on raw pipes (``piped``) when its program is a path, else
-    through ``Popen`` (a program found on PATH, a C library without posix_spawn's calls)."""
+def _piped_argv(args: Any, shell: str | None) -> list[bytes] | None:
+    """The command's argv for the raw-pipes road (``piped``), when its program is a path
+    and the road is open here; None: ``Popen``'s road (a program found on PATH, a C
+    library without posix_spawn's calls)."""
     argv: list[bytes] = [shell.encode("utf-8", "surrogateescape"), b"-c", args] if shell \
         else list(args)
-    if argv and b"/" in argv[0] and piped.available():
-        return piped.start(argv[0], argv, piped.environment(env), cwd)
+    return argv if argv and b"/" in argv[0] and piped.available() else None
+
+
+@dataclass
+class Launch:
+    """A Shell operation ready to start: what :func:`prepare` worked out of its request."""
+
+    args: Any  # the command, UTF-8 bytes (a list without a shell)
+    shell: str | None  # the shell it runs in, None for none
+    cwd: str
+    env: dict[str, str]
+    timeout: float | None
+
+    def piped_argv(self) -> list[bytes] | None:
+        """The argv the raw-pipes road starts, or None where only ``Popen``'s can."""
+        return _piped_argv(self.args, self.shell)
+
+    def start_piped(self, argv: list[bytes]) -> piped.Child:
+        """Start it on the raw-pipes road (``argv`` from :meth:`piped_argv`)."""
+        return piped.start(argv[0], argv, piped.environment(self.env), self.cwd)
+
+
+def _start(launch: Launch) -> piped.Child | Popen:
+    """The command started: on raw pipes (``piped``) when its program is a path, else
+    through ``Popen`` (a program found on PATH, a C library without posix_spawn's calls)."""
+    argv = launch.piped_argv()
+    if argv is not None:
+        return launch.start_piped(argv)
     return Popen(  # started outside the GIL: parallel tasks use the cores
-        args,
-        shell=shell is not None,
-        executable=shell,
-        cwd=cwd,
-        env={utf8(k): utf8(v) for k, v in env.items()},
+        launch.args,
+        shell=launch.shell is not None,
+        executable=launch.shell,
+        cwd=launch.cwd,
+        env={utf8(k): utf8(v) for k, v in launch.env.items()},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -120,10 +148,10 @@ def _start(args: Any, shell: str | None, cwd: str, env: dict[str, str]) -> piped
     )
 
 
-def run(request: OperationRequest, processes: ProcessTable | None = None,
-        places: Places | None = None) -> OperationResult:
-    """Run the command; while it runs it is in ``processes``, the executor's table that a
-    kill-cancel of this job stops."""
+def prepare(request: OperationRequest, places: Places | None = None) -> Launch | OperationResult:
+    """What to start for ``request``, or its result when nothing starts (no command, a dry
+    run of a command without a dryrun form, a working directory refused, a command that
+    cannot be split)."""
     inputs = request.inputs
     command = inputs.get("command")
     if command is None or command == "" or command == []:
@@ -151,24 +179,44 @@ def run(request: OperationRequest, processes: ProcessTable | None = None,
         return OperationResult(
             success=False, modified=False, error=f"could not split the command: {exc}"
         )
+    return Launch(utf8(args), executable, cwd, env, float(timeout) if timeout else None)
+
+
+def not_started(exc: Exception) -> OperationResult:
+    """A command that could not start: as Unfurl's Shell configurator (its run fails with
+    the error), nothing says whether anything changed, so the instance becomes
+    ``unknown`` (unfurl-cases 260)."""
+    return OperationResult(success=False, modified=None, error=f"could not start command: {exc}")
+
+
+def run(request: OperationRequest, processes: ProcessTable | None = None,
+        places: Places | None = None) -> OperationResult:
+    """Run the command; while it runs it is in ``processes``, the executor's table that a
+    kill-cancel of this job stops."""
+    launch = prepare(request, places)
+    if isinstance(launch, OperationResult):
+        return launch
     started = time.monotonic()
     try:
-        process = _start(utf8(args), executable, cwd, env)
+        process = _start(launch)
     except (OSError, ValueError) as exc:
-        # as Unfurl's Shell configurator (its run fails with the error): nothing says
-        # whether anything changed, so the instance becomes ``unknown`` (unfurl-cases 260)
-        return OperationResult(
-            success=False, modified=None, error=f"could not start command: {exc}"
-        )
+        return not_started(exc)
     with (processes or ProcessTable()).running(request.task_id, process):
         try:
-            stdout, stderr = process.communicate(timeout=float(timeout) if timeout else None)
+            stdout, stderr = process.communicate(timeout=launch.timeout)
             timed_out = False
         except subprocess.TimeoutExpired:
             kill(process)
             stdout, stderr = process.communicate()
             timed_out = True
-    code = process.wait()  # reaped: the exit code
+    return outcome(process.wait(), stdout, stderr, started,  # (wait: reaped, the exit code)
+                   launch.timeout if timed_out else None)
+
+
+def outcome(code: int, stdout: str | None, stderr: str | None, started: float,
+            timed_out: float | None = None) -> OperationResult:
+    """The operation's result from the command's exit code and output; ``timed_out``: the
+    timeout it was stopped at."""
     stdout, stderr = strip_ansi(stdout or ""), strip_ansi(stderr or "")  # records stay plain
     outputs = {
         "returncode": code,
@@ -176,8 +224,8 @@ def run(request: OperationRequest, processes: ProcessTable | None = None,
         "stderr": tail(stderr),
         "duration": round(time.monotonic() - started, 3),
     }
-    if timed_out:
-        limit = round(float(timeout or 0), 1)
+    if timed_out is not None:
+        limit = round(timed_out, 1)
         outputs["timeout"] = limit
         return OperationResult(
             success=False, modified=None, outputs=outputs, error=f"timed out after {limit:g} s"
