@@ -178,6 +178,34 @@ def queries(draw: Any) -> dict[str, Any]:
     return {"q": text, **({"at": at} if at else {})}
 
 
+#: relationship contexts of the names-probes ensemble: SELF the relationship, SOURCE and
+#: TARGET its ends, HOST its target's host (probe.py's task_vars); not `name`, read here from an
+#: instance without a value of that name (a deliberate difference)
+RELATIONSHIPS = ["server~storage_attachment", "app~host", "db~host", "dbms~host"]
+VIEWS = ["SELF", "SOURCE", "TARGET", "HOST"]
+VIEW_KEYS = ["size", "location", "port", "nosuch", "public_address", "volume_id"]
+RELATIVE = [".name", ".type", ".source::.name", ".target::.name", ".target::size",
+            ".source::name", "location", ".capability::.name", ".::location", ".parents",
+            ".source::.parents::.name", ".target::.sources::.name", "..::.name",
+            ".source::.targets::.name", "::volume::size", ".source::local_storage::size"]
+
+
+@st.composite
+def relationship_probes(draw: Any) -> dict[str, Any]:
+    at = draw(st.sampled_from(RELATIONSHIPS))
+    view = draw(st.sampled_from(VIEWS))
+    value = draw(st.one_of(
+        st.builds(lambda k: f"{{{{ {view}.{k} }}}}", st.sampled_from(VIEW_KEYS)),
+        st.builds(lambda k: f"{{{{ {view}.{k} | default('d') }}}}", st.sampled_from(VIEW_KEYS)),
+        st.just(f"{{{{ {view} | list | sort }}}}"),
+        st.just(f"{{% if {view} %}}t{{% else %}}f{{% endif %}}"),
+        st.just(f"{{{{ {view} is defined }}}}"),
+        st.builds(lambda q: {"eval": q}, st.sampled_from(RELATIVE)),
+        st.builds(lambda q: f"{{{{ '{q}' | eval }}}}", st.sampled_from(RELATIVE)),
+    ))
+    return {"at": at, "v": value}
+
+
 class Oracle:
     """Unfurl 1.2.0 evaluating probes, one process for the module."""
 
@@ -242,4 +270,11 @@ def test_eval_functions_give_unfurls_values(both: tuple[Oracle, Probes],
 @given(probe=queries())
 def test_queries_give_unfurls_results(both: tuple[Oracle, Probes],
                                       probe: dict[str, Any]) -> None:
+    _same(both, probe)
+
+
+@settings(max_examples=examples(200))
+@given(probe=relationship_probes())
+def test_relationship_contexts_give_unfurls_values(both: tuple[Oracle, Probes],
+                                                   probe: dict[str, Any]) -> None:
     _same(both, probe)

@@ -7,6 +7,8 @@ when the resultTemplate reaches it, with what its expression reads."""
 
 from __future__ import annotations
 
+from tests.conftest import safe_load
+
 ATTACH = """\
 apiVersion: unfurl/v1alpha1
 kind: Ensemble
@@ -124,3 +126,21 @@ def test_an_input_is_digested_when_the_result_template_reaches_it(project, invok
     # reached, so not resolved, so not digested
     assert create["digestKeys"] == "first,listed,::t::word"
     assert create["status"] == "error"
+
+
+RELATIVE = ATTACH.replace(
+    "echo {{TARGET.vol}} {{SOURCE.public_address}} {{SELF.location}}",
+    "echo {{ '.type' | eval }} {{ '.source::.name' | eval }} {{ '.target::.name' | eval }}"
+    " {{ 'location' | eval }}")
+
+
+def test_a_relationship_operations_relative_queries_start_at_its_relationship(
+        project, invoke):
+    """As Unfurl 1.2.0's task context (its relationship instance; probed with Unfurl:
+    test_expressions_against_unfurl.test_relationship_contexts_give_unfurls_values)."""
+    project.write(RELATIVE)
+    assert invoke("deploy", "--approve").exit_code == 0
+    (job_file,) = (project.root / "jobs").glob("job*.yaml")
+    (attach,) = [c for c in safe_load(job_file.read_text())["changes"]
+                 if (c.get("implementation") or {}).get("operation") == "post_configure_target"]
+    assert attach["inputs"]["command"] == "echo Attach server disk /mnt"

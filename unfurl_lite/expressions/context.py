@@ -299,7 +299,7 @@ def relationship_view(ctx: EvalContext, source: str, requirement: str,
     return InstanceView({**raw, **fixed}, lambda k, v: v if k in fixed or k in attributes
                         else evaluate_stored(v, ctx), shape.name, shape.name,
                         f"{source}::.requirements::[.name={requirement}]",
-                        hidden=frozenset(fixed) - set(raw))
+                        hidden=frozenset(fixed) - set(raw), link=(source, requirement))
 
 
 def known_secrets(inputs: Mapping[str, Any], template: NodeTemplate | None) -> set[str]:

@@ -108,6 +108,13 @@ class EvalContext:
         if self.start is not None:
             return self.start
         world = self.world()
+        link = getattr(self.self_view, "link", None)
+        if link is not None:  # a relationship's operation: its relationship
+            requirements: list[Any] = getattr(world.node(link[0]), "requirements", [])
+            found_link = next((r for r in requirements if r.shape.requirement == link[1]),
+                              None)
+            if found_link is not None:
+                return found_link
         name = instance_name(self.self_view) if present(self.self_view) else None
         found = world.node(name) if name is not None else None
         return found if found is not None else world.root

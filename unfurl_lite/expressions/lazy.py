@@ -194,13 +194,16 @@ class InstanceView(LazyValues):
     ``name`` when there is one), then its own fields (``name``, ``template``, ``type``,
     ``status``, ``state``); which instance it is, in ``instance``; ``key``: how Unfurl
     names it in a digest key, when not by ``instance`` (a relationship:
-    ``source::.requirements::[.name=r]``)."""
+    ``source::.requirements::[.name=r]``); ``link``: a relationship's source instance and
+    requirement, where its relative queries start."""
 
     def __init__(self, raw: Mapping[str, Any], evaluator: Callable[[str, Any], Any],
                  instance: str, template: str | None, key: str | None = None,
-                 hidden: frozenset[str] = frozenset()) -> None:
+                 hidden: frozenset[str] = frozenset(),
+                 link: tuple[str, str] | None = None) -> None:
         super().__init__(raw, evaluator, f"instance {instance!r}")
         self.instance = instance
+        self.link = link
         self.template_name = template
         self.key = key or instance
         #: its own fields that are not properties or attributes: read by name, never
