@@ -12,12 +12,13 @@ import signal
 import textwrap
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.conftest import ensemble_yaml, run_unfurl
 from tests.execution_helpers import run_measured, start_unfurl, wait_for
-from unfurl_lite.errors import ExpressionError, RenderCancelled
+from unfurl_lite.errors import ExpressionError, RenderCancelled, RenderTimeout
 from unfurl_lite.expressions import limits
 from unfurl_lite.expressions.expr import EvalContext
 from unfurl_lite.expressions.sandbox import render_template
@@ -226,3 +227,34 @@ def test_the_loader_refuses_huge_documents_early_in_bounded_memory(project, bomb
     assert "refused before parsing" in output, output[-500:]
     assert ("anchors" in output) == (bomb == "anchors")
     assert peak < 300 * 1024  # KB: it never parsed the document
+
+
+def _as_template(source: str) -> Any:
+    """A function whose lines the render tracer watches, as it watches a template's."""
+    namespace: dict[str, Any] = {}
+    exec(compile(source, "<template>", "exec"), namespace)
+    return namespace["run"]
+
+
+WAITS = "def run(wait):\n    for _ in range(5):\n        wait(0.05)\n    return 'done'\n"
+
+
+def test_without_a_timeout_a_render_is_limited_in_cpu_time_not_wall_time() -> None:
+    """On a loaded machine an ordinary template waits for a core: that wait is not the
+    template's work, and must not fail it; a template that computes is still stopped."""
+    import time
+
+    with limits.render_limits(None, 0.1):
+        assert _as_template(WAITS)(time.sleep) == "done"  # 0.25 s of wall, no CPU to speak of
+    with pytest.raises(RenderTimeout) as stopped, limits.render_limits(None, 0.1):
+        _as_template("def run():\n    while True:\n        pass\n")()
+    assert "0.1 s of CPU time" in stopped.value.message
+
+
+def test_an_operations_timeout_is_wall_time() -> None:
+    import time
+
+    with pytest.raises(RenderTimeout) as stopped, \
+            limits.render_limits(time.monotonic() + 0.1, 0.1):
+        _as_template(WAITS)(time.sleep)
+    assert "took longer than 0.1 s (the operation's timeout)" in stopped.value.message

@@ -335,29 +335,45 @@ def budgeted(function: Callable[..., Any]) -> Callable[..., Any]:
     return within
 
 
+def task_deadline(timeout: float | None, began: float) -> tuple[float | None, float]:
+    """A task's render limits, as (deadline, seconds): an operation's ``timeout`` is wall
+    time from ``began``; without one, no deadline and RENDER_SECONDS of CPU time."""
+    if timeout:
+        return began + timeout, timeout
+    return None, RENDER_SECONDS
+
+
 @contextlib.contextmanager
 def render_limits(deadline: float | None, limit: float,
                   cancel: Any = None) -> Iterator[None]:
-    """While a template renders: stop it at its deadline (``limit`` seconds from now when
-    None), when the job's render budget is spent, or as soon as the job is cancelled
-    (``cancel``: an Event), whichever comes first."""
+    """While a template renders: stop it at its deadline (an operation's timeout, wall
+    time), after ``limit`` seconds of the rendering thread's CPU without one, when the
+    job's render budget (CPU too) is spent, or as soon as the job is cancelled
+    (``cancel``: an Event), whichever comes first.
 
-    now = time.monotonic()
+    The limits without a timeout count CPU, not wall time: they are there to stop a
+    template that computes for hours, and on a loaded machine (CI, a busy host) an ordinary
+    template waiting for a core, or importing its filters, crossed 2 s of wall time."""
+
+    now, cpu = time.monotonic(), time.thread_time()
     spend = budget.get()
     outer = spend is not None and spend.depth == 0
-    end = deadline if deadline is not None else now + limit
-    why = f"rendering took longer than {limit:g} s (the operation's timeout, or " \
-          f"{RENDER_SECONDS:g} s without one)"
+    cpu_end = cpu + limit if deadline is None else None
+    why = f"rendering took longer than {limit:g} s (the operation's timeout)" \
+        if deadline is not None else \
+        f"rendering took longer than {limit:g} s of CPU time (the limit for a task's " \
+        "templates without an operation timeout)"
+    cpu_why = why
     if spend is not None:
         if outer:
             spend.left += RENDER_ALLOWANCE
         if spend.left <= 0:
             raise RenderTimeout(_SPENT, hint=_HINT)
-        if now + spend.left < end:
-            end, why = now + spend.left, _SPENT
+        if cpu_end is None or cpu + spend.left < cpu_end:
+            cpu_end, cpu_why = cpu + spend.left, _SPENT
         spend.depth += 1
     previous = sys.gettrace()
-    sys.settrace(tracer(end, why, cancel))
+    sys.settrace(tracer(Limits(deadline, why, cpu_end, cpu_why, now, cpu), cancel))
     try:
         yield
     finally:
@@ -365,24 +381,44 @@ def render_limits(deadline: float | None, limit: float,
         if spend is not None:
             spend.depth -= 1
             if outer:
-                spend.left -= time.monotonic() - now
+                spend.left -= time.thread_time() - cpu
 
 
 _SPENT = (f"the job's templates took longer than its render budget ({JOB_RENDER_SECONDS:g} s "
-          f"in all, and {RENDER_ALLOWANCE * 1000:g} ms more for each template)")
+          f"of CPU time in all, and {RENDER_ALLOWANCE * 1000:g} ms more for each template)")
 _HINT = "simplify the template, or raise the operation's timeout"
 
 
-def tracer(deadline: float, why: str, cancel: Any = None) -> Callable[..., Any]:
+@dataclass(frozen=True)
+class Limits:
+    """When a render must stop: a wall-time deadline (None: none) and a CPU-time one."""
+
+    deadline: float | None
+    why: str
+    cpu_end: float | None
+    cpu_why: str
+    began: float  # time.monotonic() at the start
+    cpu_began: float  # time.thread_time() at the start
+
+    def check(self, now: float) -> None:
+        if self.deadline is not None and now > self.deadline:
+            raise RenderTimeout(self.why, hint=_HINT)
+        # a thread's CPU time never runs ahead of the wall clock: read it (a system call)
+        # only once as much wall time has passed as the CPU limit allows
+        if self.cpu_end is not None and now - self.began > self.cpu_end - self.cpu_began \
+                and time.thread_time() > self.cpu_end:
+            raise RenderTimeout(self.cpu_why, hint=_HINT)
+
+
+def tracer(limits: Limits, cancel: Any = None) -> Callable[..., Any]:
     """A trace function watching only the template's own code: each line it runs checks
-    the deadline and the job's cancel event, so a loop that would run for hours stops
+    the limits and the job's cancel event, so a loop that would run for hours stops
     (C-level work cannot be interrupted this way; the size limits keep each such step
     short)."""
 
     def local(frame: Any, event: str, arg: Any) -> Any:
         if event == "line":
-            if time.monotonic() > deadline:
-                raise RenderTimeout(why, hint=_HINT)
+            limits.check(time.monotonic())
             if cancel is not None and cancel.is_set():
                 raise RenderCancelled("the job was cancelled while a template rendered")
         return local

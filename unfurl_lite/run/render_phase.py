@@ -33,7 +33,7 @@ from typing import Any
 from unfurl_lite.errors import ExpressionError, RenderCancelled, UnfurlLiteError
 from unfurl_lite.expressions.context import POST_INPUTS, plain_inputs, render_inputs
 from unfurl_lite.expressions.expr import evaluate
-from unfurl_lite.expressions.limits import RENDER_SECONDS
+from unfurl_lite.expressions.limits import task_deadline
 from unfurl_lite.expressions.reads import Reads, evaluated_reads, watch_reads
 from unfurl_lite.model.entities import Instance, NodeTemplate, Priority, Status
 from unfurl_lite.model.narrow import new_dict, new_list
@@ -124,8 +124,7 @@ def _trial(task: Task, instance: Instance, builder: RequestBuilder
         return None, {}, None  # nothing to evaluate: nothing can fail or be read
     run = TaskRun(task)
     ctx = builder.context(run)
-    ctx.time_limit = op.timeout if op.timeout else RENDER_SECONDS
-    ctx.deadline = time.monotonic() + ctx.time_limit
+    ctx.deadline, ctx.time_limit = task_deadline(op.timeout, time.monotonic())
     ctx.extra = {**ctx.extra, "task": builder.task_settings(run)}
     raw = op.run_inputs | dict(task.extra_inputs)
     watch = watch_reads(ctx)

@@ -27,7 +27,7 @@ from unfurl_lite.expressions.context import (
 )
 from unfurl_lite.expressions.expr import EvalContext, evaluate
 from unfurl_lite.expressions.lazy import Labelled
-from unfurl_lite.expressions.limits import RENDER_SECONDS
+from unfurl_lite.expressions.limits import task_deadline
 from unfurl_lite.expressions.reads import (
     Reads,
     merged_reads,
@@ -182,8 +182,7 @@ class RequestBuilder:
         else:
             trial = None
             ctx = self.context(run)
-            ctx.time_limit = op.timeout if op.timeout else RENDER_SECONDS
-            ctx.deadline = began + ctx.time_limit
+            ctx.deadline, ctx.time_limit = task_deadline(op.timeout, began)
             ctx.extra = {**ctx.extra, "task": self.task_settings(run)}
             try:
                 run.inputs = render_inputs(inputs, task.extra_inputs, ctx, task.allow_override)
@@ -201,11 +200,10 @@ class RequestBuilder:
         if run.reads is None:  # something is evaluated: watch what it reads
             watching = self.context(run)
             if ctx is not None:
-                watching.extra, watching.time_limit = ctx.extra, ctx.time_limit
+                watching.extra = ctx.extra
             else:
                 watching.extra = {**watching.extra, "task": self.task_settings(run)}
-                watching.time_limit = op.timeout if op.timeout else RENDER_SECONDS
-            watching.deadline = time.monotonic() + watching.time_limit
+            watching.deadline, watching.time_limit = task_deadline(op.timeout, time.monotonic())
             run.reads = operation_reads(raw, op.environment, op.implementation.kind, watching)
         refused = unmet_preconditions(op.implementation.preconditions, attributes, properties)
         if refused:  # as Unfurl: a task that could not run digests nothing
