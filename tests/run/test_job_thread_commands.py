@@ -194,3 +194,17 @@ def test_the_local_executor_runs_commands_without_a_thread(tmp_path: Path) -> No
     assert futures[3].result().outputs == {"a": 1}
     assert futures[4].result().outputs["stdout"] == "on PATH\n"
     assert set(seen) == {threading.current_thread()}
+
+
+def test_a_caller_waiting_on_a_future_alone_gets_its_result(tmp_path: Path) -> None:
+    """The executor used alone (no job waiting in it): ``result()`` drives the commands."""
+    executor = LocalExecutor(2)
+    try:
+        assert executor.submit(request(tmp_path, "echo alone")).result(timeout=60) \
+            .outputs["stdout"] == "alone\n"
+        assert executor.submit(request(tmp_path, ["echo", "pool"], 2)).result(timeout=60) \
+            .outputs["stdout"] == "pool\n"
+        assert executor.submit(request(tmp_path, "exit 4", 3)).exception(timeout=60) is None
+    finally:
+        executor.shutdown()
+

@@ -25,6 +25,7 @@ import subprocess
 import threading
 import time
 from collections import deque
+from concurrent import futures
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -48,6 +49,24 @@ def available() -> bool:
     except OSError:
         return False
     return True
+
+
+class Driven(Future[OperationResult]):
+    """A future the job's thread completes in :meth:`Commands.wait`; a caller that waits on
+    it instead (``result()``, ``exception()``: a library user of the executor alone, with
+    no job looping around it) drives the commands itself while nobody else does."""
+
+    def __init__(self, commands: Commands) -> None:
+        super().__init__()
+        self._commands = commands
+
+    def result(self, timeout: float | None = None) -> OperationResult:
+        self._commands.drive(self, timeout)
+        return super().result(timeout=0 if self.done() else timeout)
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        self._commands.drive(self, timeout)
+        return super().exception(timeout=0 if self.done() else timeout)
 
 
 @dataclass(eq=False)
@@ -82,6 +101,7 @@ class Commands:
         default_factory=deque)
     _spawner: threading.Thread | None = None
     _pending: int = 0  # sent to the spawning thread, not yet adopted
+    _driving: threading.Lock = field(default_factory=threading.Lock)  # one thread waits
 
     def __post_init__(self) -> None:
         self._wake_fds = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
@@ -101,7 +121,7 @@ class Commands:
     def start(self, task_id: str, launch: Launch, argv: list[bytes]) -> Future[OperationResult]:
         """Have ``launch`` started (its ``argv`` on the raw-pipes road) by the spawning
         thread; its future is done once a :meth:`wait` sees it end."""
-        future: Future[OperationResult] = Future()
+        future: Future[OperationResult] = Driven(self)
         if self._spawner is None:
             self._spawner = threading.Thread(target=self._spawn_loop, daemon=True,
                                              name="unfurl-spawn")
@@ -156,7 +176,7 @@ class Commands:
     def hand_over(self, inner: Future[OperationResult]) -> Future[OperationResult]:
         """A future another thread completes, as one completed on the job's thread (in
         :meth:`wait`), like every other: the job's callbacks never run elsewhere."""
-        outer: Future[OperationResult] = Future()
+        outer: Future[OperationResult] = Driven(self)
 
         def landed(done: Future[OperationResult]) -> None:
             self._landed.append((done, outer))
@@ -173,6 +193,26 @@ class Commands:
     def wait(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for a command to end or a future to land (their
         futures are done, their callbacks run, when this returns), or for :meth:`wake`."""
+        with self._driving:
+            self._wait(timeout)
+
+    def drive(self, future: Future[OperationResult], timeout: float | None) -> None:
+        """Until ``future`` is done or ``timeout`` seconds pass: :meth:`wait` while no other
+        thread does, else wait for that thread to complete it."""
+        until = None if timeout is None else time.monotonic() + timeout
+        while not future.done():
+            left = 0.2 if until is None else min(0.2, until - time.monotonic())
+            if left <= 0:
+                return
+            if self._driving.acquire(blocking=False):
+                try:
+                    self._wait(left)
+                finally:
+                    self._driving.release()
+            else:
+                futures.wait([future], timeout=left)
+
+    def _wait(self, timeout: float) -> None:
         until = time.monotonic() + timeout
         while True:
             events = self._poller.poll(self._milliseconds(until))
