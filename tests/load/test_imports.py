@@ -166,10 +166,12 @@ def test_a_prefixed_import_renames_references_between_its_types(project: Project
             interfaces:
               Standard:
                 create: echo base
+          Db:
+            derived_from: Base
           App:
             derived_from: Base
             requirements:
-              - db: {node: Base, relationship: Uses}
+              - db: {node: Db, relationship: Uses}
         """, "lib.yaml")
     project.write(HEAD + textwrap.dedent("""\
         spec:
@@ -178,7 +180,7 @@ def test_a_prefixed_import_renames_references_between_its_types(project: Project
               - {file: lib.yaml, namespace_prefix: L}
             topology_template:
               node_templates:
-                db: {type: L.Base}
+                db: {type: L.Db}
                 app: {type: L.App}
         """))
     app = load_ensemble(project.root).topology.templates["app"]

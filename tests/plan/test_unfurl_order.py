@@ -54,13 +54,15 @@ def load(text: str) -> Ensemble:
 
 
 def unfurl_template_order(spec: list[tuple[str, list[tuple[str, str]]]]) -> list[str]:
-    """Unfurl's order_templates and get_ancestor_templates, recursively, as it writes them."""
+    """Unfurl's order_templates and get_ancestor_templates, recursively, as it writes them
+    (a template's requirements are a mapping by name there: a name given twice keeps its
+    first place and its last target)."""
     needs = dict(spec)
     seen: list[str] = []
 
     def ancestors(stack: list[str]) -> list[str]:
         found = []
-        for _, target in needs[stack[-1]]:
+        for target in dict(needs[stack[-1]]).values():
             if target not in stack:
                 found += ancestors([*stack, target])
         return [*found, stack[-1]]
@@ -169,3 +171,11 @@ def test_deploy_check_numbers_only_the_tasks_it_runs(project: Project, found) ->
             for line in project.jobs_tsv()[1:]]
     assert [(r["target"].lstrip(":"), r["operation"]) for r in rows] == expected
     assert [int(i[-4:]) for i in ids] == list(range(len(ids)))
+
+
+def test_a_requirement_name_given_twice_orders_by_its_last_target(project: Project) -> None:
+    """As unfurl-cases 468: wordpress lists plugins seo then cache; Unfurl plans cache,
+    wordpress, then seo (its requirements by name keep the last), and runs them so."""
+    deployed(project, node("wordpress", [("dependency", "seo"), ("dependency", "cache")])
+             + node("seo", []) + node("cache", []))
+    assert changes(project, "create") == ["cache", "wordpress", "seo"]

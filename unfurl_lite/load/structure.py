@@ -103,8 +103,10 @@ def data_types(service: Any) -> DataTypes | None:
 def normalised(data: YAMLValue) -> Any:
     """The ensemble's data as Unfurl reads it before validating: its own ``environment``
     section's inputs merged over ``spec.inputs`` (Unfurl's order; ``--var`` goes over
-    both), and templates written inline in ``spec.instances`` made node templates. The
-    data itself when it has neither (the common case copies nothing)."""
+    both), the deployment blueprint it chooses applied (load/blueprints.py),
+    ``substitution_mappings: {node: NAME}`` read as ``root``, and templates written inline
+    in ``spec.instances`` made node templates. The data itself when it has none of these
+    (the common case copies nothing)."""
     if not isinstance(data, dict):
         return data
     environment: YAMLValue = data.get("environment")
@@ -112,7 +114,30 @@ def normalised(data: YAMLValue) -> Any:
     if isinstance(given, dict) and given and isinstance(data.get("spec"), dict):
         spec = data["spec"]
         data = {**data, "spec": {**spec, "inputs": {**as_mapping(spec.get("inputs")), **given}}}
-    return hoist_inline_templates(data)
+    if isinstance(environment, dict) and environment.get("deployment_blueprint"):
+        from unfurl_lite.load import blueprints  # start-up: only an ensemble that chooses one
+
+        data = blueprints.applied(data)
+    return hoist_inline_templates(_root_alias(data))
+
+
+def _root_alias(data: dict[str, Any]) -> dict[str, Any]:
+    """``substitution_mappings: {node: NAME}`` in an ensemble's own topology read as
+    Unfurl's ``root: {node: NAME}``, its alias (the other forms are refused at validate)."""
+    spec = as_mapping(data.get("spec"))
+    service = as_mapping(spec.get("service_template"))
+    topology = as_mapping(service.get("topology_template"))
+    mappings: YAMLValue = topology.get("substitution_mappings")
+    if not is_root_form(mappings) or topology.get("root") is not None:
+        return data
+    topology = {**topology, "root": mappings}
+    service = {**service, "topology_template": topology}
+    return {**data, "spec": {**spec, "service_template": service}}
+
+
+def is_root_form(mappings: YAMLValue) -> bool:
+    """``substitution_mappings`` that only names the topology's node: Unfurl's ``root``."""
+    return is_map(mappings) and list(mappings) == ["node"]
 
 
 def hoist_inline_templates(data: dict[str, Any]) -> dict[str, Any]:
@@ -156,11 +181,13 @@ def implied_requirements(
     """template -> (requirement name, definition, matched template or None) for each
     requirement its type declares (or it declares without a ``node``) that the template
     does not connect itself. As Unfurl does, a requirement is matched to the template its
-    ``node`` names (a template, or the first template of that type) or else to the first
-    template with the ``capability`` it asks for; a template with the ``default`` directive
-    only when no other template matches. A requirement that names neither is matched by its
-    relationship type's ``valid_target_types`` (tosca-parser's rule: a ``connect`` with only
-    ``relationship: {type: ConnectsToX}`` finds the template with that endpoint)."""
+    ``node`` names (a template, or the first other template of that type) or else to the
+    first other template with the ``capability`` it asks for, one its ``node_filter``
+    refuses left out, an optional one not searched for (see :func:`_match`); a template
+    with the ``default`` directive only when no other template matches. A requirement that
+    names neither is matched by its relationship type's ``valid_target_types``
+    (tosca-parser's rule: a ``connect`` with only ``relationship: {type: ConnectsToX}``
+    finds the template with that endpoint)."""
     service = as_mapping(service)
     node_types = {**split_types(service.get("types"))[0], **as_mapping(service.get("node_types"))}
     targets = _TargetTypes(service)
@@ -226,12 +253,16 @@ def _match(
     capabilities: dict[Any, dict[str, Any]],
     capability_is_a: Callable[[Any, str], bool] = is_a,
 ) -> str | None:
-    """The template that satisfies a requirement left for matching: the node it names, else the
-    one template with the wanted type and capability (one with Unfurl's ``default``
-    directive as a fallback)."""
+    """The template that satisfies a requirement left for matching: the node it names, else
+    the first other template with the wanted type and capability that its ``node_filter``
+    does not refuse (load/node_filters.py); one with Unfurl's ``default`` directive only
+    when no other matches. As Unfurl 1.2.0's solver, an optional requirement (``occurrences:
+    [0, ...]``) is matched only to a template it names, never searched for."""
     node, wanted = definition.get("node"), definition.get("capability")
     if isinstance(node, str) and node in templates:
         return node
+    if is_optional(definition):
+        return None
     fallback: str | None = None  # a template with Unfurl's ``default`` directive
     for name, body in templates.items():
         if name == source or not is_map(body):
@@ -249,7 +280,8 @@ def _match(
             matched = matching_capability(capabilities[type_name], wanted) is not None or any(
                 capability_is_a(c, w) for c in capabilities[type_name].values()
                 for w in (wanted if isinstance(wanted, tuple) else ()))
-        if not matched:
+        if not matched or ("node_filter" in definition and not _passes(
+                definition["node_filter"], body, lineages[type_name], node_types)):
             continue
         if "default" not in _directives(body):
             return str(name)
@@ -296,6 +328,29 @@ class _TargetTypes:
         """Through the document's capability types, then TOSCA's and Unfurl's own."""
         return any(is_a(name, wanted) for name in ancestry(capability_type, lambda t: parents(
             as_mapping(self.capability_types.get(t)).get("derived_from"))))
+
+
+def _passes(node_filter: Any, body: Mapping[str, Any], chain: list[str],
+            node_types: dict[str, Any]) -> bool:
+    """Whether a candidate template passes a requirement's ``node_filter``: its properties
+    with its types' defaults, and the properties its capabilities are given."""
+    from unfurl_lite.load import node_filters  # start-up: only a requirement with a filter
+
+    properties: dict[str, Any] = {}
+    for ancestor in reversed(chain):
+        for name, definition in as_mapping(as_mapping(node_types.get(ancestor)).get(
+                "properties")).items():
+            if is_map(definition) and "default" in definition:
+                properties[str(name)] = definition["default"]
+    properties.update(as_mapping(body.get("properties")))
+    given = as_mapping(body.get("capabilities"))
+
+    def capability(name: str) -> Mapping[str, Any] | None:
+        if name not in given and name not in capabilities_of(chain[0], node_types):
+            return None
+        return as_mapping(as_mapping(given.get(name)).get("properties"))
+
+    return node_filters.matches(node_filter, properties, capability)
 
 
 def _directives(body: dict[str, Any]) -> list[Any]:

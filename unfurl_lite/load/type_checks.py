@@ -200,7 +200,9 @@ def _requirement_cycles(doc: Any, file: str) -> Iterator[Problem]:
         first = next(i for i, _, t in requirements_of(templates[cycle[0]]) if t == cycle[1])
         yield problem_at(
             doc, (*TOPOLOGY, "node_templates", cycle[0], "requirements", first), file,
-            f"requirement cycle: {' -> '.join(cycle)}",
+            f"requirement cycle: {' -> '.join(cycle)} is not supported (Unfurl 1.2.0 deploys "
+            "such templates in their written order, warns that a target \"should have already "
+            "been created\" and leaves the requirement without its relationship)",
             "templates cannot depend on each other in a loop; remove one requirement",
         )
 
@@ -213,6 +215,9 @@ def _topology_root(doc: Any, file: str) -> Iterator[Problem]:
     if "root" not in topology or topology["root"] is None:
         return
     root = topology["root"]
+    # ``substitution_mappings: {node: NAME}`` is read as ``root`` (load/structure.py)
+    section = "substitution_mappings" if root is topology.get("substitution_mappings") \
+        else "root"
     templates = get_section(doc, (*TOPOLOGY, "node_templates"))
     for key in mapping(root):
         if key != "node":
@@ -227,7 +232,7 @@ def _topology_root(doc: Any, file: str) -> Iterator[Problem]:
                          "`root:` needs `node:` naming a node template",
                          "write `root: {node: TEMPLATE}`")
     elif node not in templates:
-        yield problem_at(doc, (*TOPOLOGY, "root", "node"), file,
+        yield problem_at(doc, (*TOPOLOGY, section, "node"), file,
                          f"unknown node {node!r} declared as the topology's root",
                          did_you_mean(node, templates)
                          or f"node templates are: {', '.join(map(str, templates))}")

@@ -21,6 +21,7 @@ from unfurl_lite.load.problems import (
     mapping,
     problem_at,
 )
+from unfurl_lite.load.structure import is_root_form
 from unfurl_lite.load.type_checks import requirements_of
 from unfurl_lite.model.entities import OPERATION_KINDS, canonical_interface
 from unfurl_lite.model.narrow import YAMLValue, is_list, is_map
@@ -35,18 +36,15 @@ _UNSUPPORTED_SECTIONS: dict[tuple[str, ...], tuple[str, str]] = {
         "Unfurl's `spec.resource_templates` is not supported",
         "declare the templates under node_templates",
     ),
-    ("spec", "deployment_blueprints"): (
-        "Unfurl's `spec.deployment_blueprints` is not supported",
-        "merge the blueprint's templates into the service template",
-    ),
     ("spec", "service_template", "decorators"): (
         "Unfurl's `decorators:` (properties and requirements merged into the templates a "
         "query matches) is not supported",
         "write those properties and requirements into the templates themselves",
     ),
     ("spec", "service_template", "topology_template", "substitution_mappings"): (
-        "TOSCA `substitution_mappings` (a topology standing in for a node) is not supported",
-        "remove it: an ensemble's templates are deployed directly",
+        "TOSCA `substitution_mappings` (a topology standing in for a node) is not supported "
+        "beyond `{node: NAME}` (Unfurl's `root`: that template and what it requires)",
+        "remove it, or keep only `node:`: an ensemble's templates are deployed directly",
     ),
 }
 
@@ -54,18 +52,24 @@ _UNSUPPORTED_SECTIONS: dict[tuple[str, ...], tuple[str, str]] = {
 def _unsupported_structure(doc: Any, file: str) -> Iterator[Problem]:
     for path, (message, hint) in _UNSUPPORTED_SECTIONS.items():
         parent = get_section(doc, path[:-1])
-        if path[-1] in parent and parent[path[-1]]:
+        if path[-1] in parent and parent[path[-1]] and not (
+                path[-1] == "substitution_mappings" and is_root_form(parent[path[-1]])):
             yield problem_at(doc, path, file, message, hint)
     yield from _unsupported_directives(doc, file)
     yield from _unsupported_environment(doc, file)
 
 
+#: the keys of an ensemble's ``environment:`` section that unfurl-lite reads
+_ENVIRONMENT_READ = frozenset({"inputs", "deployment_blueprint"})
+
+
 def _unsupported_environment(doc: Any, file: str) -> Iterator[Problem]:
     """An ensemble's own ``environment:`` section: its ``inputs`` are read (merged over
-    ``spec.inputs``, as Unfurl does); the rest of what Unfurl merges into the job's
-    environment from it (variables, secrets, locals, connections...) is refused by name."""
+    ``spec.inputs``, as Unfurl does) and its ``deployment_blueprint`` chosen
+    (load/blueprints.py); the rest of what Unfurl merges into the job's environment from
+    it (variables, secrets, locals, connections...) is refused by name."""
     for key, value in mapping(mapping(doc).get("environment")).items():
-        if key != "inputs" and value not in (None, {}, []):
+        if key not in _ENVIRONMENT_READ and value not in (None, {}, []):
             yield problem_at(
                 doc, ("environment", key), file,
                 f"Unfurl's `environment.{key}` in an ensemble is not supported",

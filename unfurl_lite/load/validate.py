@@ -58,6 +58,7 @@ def check(doc: Any, file: str) -> list[Problem]:
 
 def semantic_problems(doc: Any, file: str) -> list[Problem]:
     problems: list[Problem] = list(_unsupported_structure(doc, file))
+    problems += _blueprint_problems(doc, file)
     view = _with_types_section(doc)
     with owners_found_once(view):
         for check_one in (_unknown_types, _type_cycles, _requirement_targets,
@@ -69,6 +70,16 @@ def semantic_problems(doc: Any, file: str) -> list[Problem]:
                           _required_properties):
             problems += check_one(view, file)
     return problems
+
+
+def _blueprint_problems(doc: Any, file: str) -> Iterator[Problem]:
+    spec = mapping(mapping(doc).get("spec"))
+    if not (spec.get("deployment_blueprints") or mapping(doc).get("environment")
+            or mapping(spec.get("service_template")).get("deployment_blueprints")):
+        return
+    from unfurl_lite.load import blueprints  # start-up: only an ensemble that declares them
+
+    yield from blueprints.problems(doc, file)
 
 
 def _jobs_log(doc: Any, file: str) -> Iterator[Problem]:

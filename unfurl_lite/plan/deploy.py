@@ -153,7 +153,7 @@ def plan_deploy(
     replaces = tosca.replacing(ensemble.spec, "deploy")
     recorded: dict[tuple[str, str], tuple[str, str]] = {}
     effective: dict[str, Status] = {}  # each instance's effective status, found once
-    for name in dependencies.topological_order(deps):
+    for name in instances:  # Unfurl's plan order: a dependency placed later does not reorder
         if name not in wanted:
             continue
         instance = instances[name]

@@ -284,9 +284,12 @@ def with_templates(ensemble: Ensemble, templates: Mapping[str, NodeTemplate]) ->
 
 def template_order(topology: Topology) -> dict[str, int]:
     """Each template's place in Unfurl's plan order (its ``order_templates``): the spec's
-    order, each template right after the templates its requirements name, depth first."""
+    order, each template right after the templates its requirements name, depth first; a
+    requirement name given twice orders by its last target only (Unfurl walks a template's
+    requirements by name), and a loop is walked from its first template."""
     templates = topology.templates
-    graph = {name: [r.node for r in t.requirements if r.node in templates]
+    graph = {name: [node for node in {r.name: r.node for r in t.requirements}.values()
+                    if node in templates]
              for name, t in templates.items()}
     return {name: i for i, name in enumerate(dependencies.topological_order(graph))}
 
