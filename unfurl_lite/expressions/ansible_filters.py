@@ -98,6 +98,13 @@ def from_json(data: Any) -> Any:
     return json.loads(data)
 
 
+def type_debug(value: Any) -> str:
+    """The value's type's name; a mark an evaluation keeps on a value (quoting.py) shows
+    the type Unfurl's value has."""
+    kind = type(value)
+    return str(getattr(kind, "debug_name", kind.__name__))
+
+
 def b64encode(value: Any, encoding: str = "utf-8") -> str:
     return base64.b64encode(_text(value).encode(encoding, "surrogateescape")).decode()
 
@@ -522,7 +529,7 @@ _OF_ONE: dict[str, Callable[[Any], Any]] = {
     "normpath": lambda p: posixpath.normpath(_path(p)),
     "md5": lambda d: get_hash(d, "md5"), "sha1": lambda d: get_hash(d, "sha1"),
     "checksum": lambda d: get_hash(d, "sha1"),
-    "type_debug": lambda o: type(o).__name__,
+    "type_debug": type_debug,
     "urldecode": lambda s: unquote_plus(_path(s)),
 }
 #: the filters of a value and an argument (some optional)

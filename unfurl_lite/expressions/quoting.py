@@ -27,14 +27,19 @@ class Quoted(str):
     """Text ``q`` kept as written."""
 
     __slots__ = ()
+    debug_name = "str"  # (what `type_debug` says, as of Unfurl's value)
 
 
 class QuotedMap(dict[str, Any]):
     """A mapping ``q`` kept as written (its texts are Quoted)."""
 
+    debug_name = "dict"
+
 
 class QuotedList(list[Any]):
     """A list ``q`` kept as written (its texts are Quoted)."""
+
+    debug_name = "list"
 
 
 #: how many values ``q`` quoted in this context: an evaluation that quoted none gives its

@@ -52,7 +52,8 @@ def _yaml_load(text: str) -> Any:
     import yaml  # start-up: keeps yaml (23 modules) off yaml_filters's import
 
     try:
-        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        # (str(): libyaml reads exact text only, not Markup or a string filter's text)
+        return yaml.load(str(text), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
         raise ExpressionError(f"from_yaml: {exc}") from None
 
@@ -67,7 +68,7 @@ def from_yaml_all(data: Any) -> Any:
     if not isinstance(data, str):
         return data
     try:
-        return list(yaml.load_all(data, Loader=getattr(yaml, "CSafeLoader",
+        return list(yaml.load_all(str(data), Loader=getattr(yaml, "CSafeLoader",
                                                                yaml.SafeLoader)))
     except yaml.YAMLError as exc:
         raise ExpressionError(f"from_yaml_all: {exc}") from None
