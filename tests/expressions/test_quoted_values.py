@@ -81,3 +81,27 @@ def test_what_evaluation_gives_carries_no_mark() -> None:
                 stack.extend(item.values())
             elif isinstance(item, list):
                 stack.extend(item)
+
+
+UNFURL_TEMPLATE_FUNC = """\
+#jinja2: variable_start_string: '<%', variable_end_string: '%>'
+{% filter from_yaml %}
+a_dict:
+    key1: "{{ extras.quoted }}" # shouldn't be evaluated
+    key2: "<% extras.quoted %>" # will be evaluated to "{{ quoted }}  "
+    key3: "original"
+    <<: <% key4 | mapValue | to_json %>  # will merge into a_dict
+{% endfilter %}
+        """
+
+
+@pytest.mark.parametrize("expr", [UNFURL_TEMPLATE_FUNC,
+                                  {"eval": {"template": UNFURL_TEMPLATE_FUNC}}])
+def test_unfurls_own_template_test_gives_its_expected_value(expr: Any) -> None:
+    """Unfurl 1.2.0's tests/test_eval.py test_templateFunc: a filter block over YAML text with
+    the delimiters overridden, a quoted value nested in a variable kept as written."""
+    found = value_of(expr, extras={"key3": "hello", "quoted": {"q": "{{ quoted }}  "}},
+                     key4={"extra1": {"a": 1}, "extra2": [1, 3], "key3": "overwritten"},
+                     key2={"q": "{{ quoted2 }}  "})
+    assert found == {"a_dict": {"key1": "{{ extras.quoted }}", "key2": "{{ quoted }}  ",
+                                "key3": "original", "extra1": {"a": 1}, "extra2": [1, 3]}}
