@@ -8,6 +8,7 @@ import os
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -22,6 +23,17 @@ def _history(project) -> list[dict]:
     listed = run_in_process(project.root, "history", "--json")
     assert listed.returncode == 0, listed.stderr
     return json.loads(listed.stdout)
+
+
+def _one_stubborn_operation(project) -> Path:
+    """One node whose operation ignores SIGTERM and runs until ``marks/go`` exists; its
+    start is marked in ``marks/a.start``. Returns the marks folder."""
+    body = ("a:\n  type: tosca.nodes.Root\n  interfaces:\n    Standard:\n      operations:\n"
+            "        configure: 'trap \"\" TERM; echo $$ >> marks/a.start; "
+            "while [ ! -e marks/go ]; do sleep 0.02; done'\n")
+    setup(project, ["a"], {}, sleep=0)
+    project.write(ensemble_yaml(body))
+    return project.root / "marks"
 
 
 def test_finished_jobs_are_terminated_failed_or_cancelled(project):
@@ -93,12 +105,7 @@ def test_a_slow_cancel_signal_handler_still_wakes_the_job_at_once(project):
     from unfurl_lite.run.observer import Observer
     from unfurl_lite.run.signals import JobControl
 
-    body = ("a:\n  type: tosca.nodes.Root\n  interfaces:\n    Standard:\n      operations:\n"
-            "        configure: 'trap \"\" TERM; touch marks/a.start; "
-            "while [ ! -e marks/go ]; do sleep 0.02; done'\n")
-    setup(project, ["a"], {}, sleep=0)
-    project.write(ensemble_yaml(body))
-    marks = project.root / "marks"
+    marks = _one_stubborn_operation(project)
     events: list[str] = []
 
     class Seen(Observer):
@@ -137,12 +144,7 @@ def test_a_slow_cancel_signal_handler_still_wakes_the_job_at_once(project):
 
 @pytest.mark.slow  # real processes, signalled
 def test_running_and_cancelling_jobs_show_live(project):
-    body = ("a:\n  type: tosca.nodes.Root\n  interfaces:\n    Standard:\n      operations:\n"
-            "        configure: 'trap \"\" TERM; echo $$ >> marks/a.start; "
-            "while [ ! -e marks/go ]; do sleep 0.05; done'\n")
-    setup(project, ["a"], {}, sleep=0)
-    project.write(ensemble_yaml(body))
-    marks = project.root / "marks"
+    marks = _one_stubborn_operation(project)
     job = start_unfurl(project.root, "deploy", "--approve")
     wait_for(lambda: count(marks, "start") >= 1, job)
     [running] = _history(project)
