@@ -93,6 +93,24 @@ def test_an_instance_left_in_error_stops_a_task_that_did_not_wait_for_it(project
                                                          "state": "configuring"}
 
 
+@pytest.mark.parametrize(("address", "said", "client"), [
+    ("10.0.0.1", "Never ran: non-operational dependencies: ['::server::address']", "error"),
+    ("10.0.0.9", "client: Standard.configure succeeded", "ok"),
+])
+def test_a_wait_is_over_only_when_the_value_changed(project, invoke, address, said, client):
+    """``deploy --force`` runs the server's create again, which ends in error: when it sets
+    the address the client's render already saw, the client's wait never ends (Unfurl
+    1.2.0: "Never ran", case 282); a new address ends it, and the client, rendered, runs,
+    the reason ``force`` sparing it the check of what it read (case 283)."""
+    project.write(SERVER.format(status="error") + _reader("client", "{{ NODES.server.address }}"))
+    invoke("deploy", "--approve")
+    project.write(project.ensemble.read_text().replace(  # the spec's, not the status'
+        "address: 10.0.0.1", f"address: {address}", 1))
+    result = invoke("deploy", "--approve", "--force")
+    assert said in result.output, result.output
+    assert _rows(project)["target=::client"] == f"status={client}"
+
+
 VOLUME = SERVICE_HEAD + """\
     relationship_types:
       Mount:

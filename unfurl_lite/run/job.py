@@ -99,6 +99,7 @@ def run_plan(
         return _aborted(ensemble, plan, str(job_id), started_at, now(), scheduler, previous,
                         options.dryrun, rendered.errors)
     plan = scheduler.plan = waiting_plan(without(plan, rendered.dropped), rendered.waits)
+    scheduler.seen = rendered.seen
     scheduler.wire()
     try:
         scheduler.loop()

@@ -68,6 +68,8 @@ class Progress:
     deferred: list[int] = field(default_factory=new_list)  # tasks waiting on an undecided one
     start_status: dict[str, Status] = field(default_factory=new_dict)  # each instance's, as planned
     operationless: frozenset[str] | None = None  # see computed()
+    #: task -> the values its render saw of what it waits for (render_phase.Rendered.seen)
+    seen: dict[int, dict[str, Any]] = field(default_factory=new_dict)
 
     def computed(self) -> frozenset[str]:
         """The templates whose instances only sum their parts (no operation of their own),

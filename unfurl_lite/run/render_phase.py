@@ -56,6 +56,9 @@ class Rendered:
     waits: dict[int, tuple[str, ...]] = field(default_factory=new_dict)
     #: undeploy's tasks that cannot render, and why: left out of the job
     dropped: dict[int, str] = field(default_factory=new_dict)
+    #: per task that waits, the value its render saw of each live value it waits for: the
+    #: wait is over when a task changes it (see :func:`never_ran`)
+    seen: dict[int, dict[str, Any]] = field(default_factory=new_dict)
 
 
 def renders_first(plan: Plan, task: Task, templates: Mapping[str, NodeTemplate]) -> bool:
@@ -93,6 +96,8 @@ def render_all(plan: Plan, instances: dict[str, Instance], builder: RequestBuild
                      for key in keys if _is_live(instances.get(name), templates, key))
         if live:
             found.waits[task.number] = live
+            found.seen[task.number] = {v: read[v[2:].partition("::")[0]].get(
+                v[2:].partition("::")[2]) for v in live}
             if plan.affects_history and not builder.options.dryrun:
                 # as Unfurl, the declared attributes its render read are the instances' own
                 # from now on (null ones too), even if it never runs (unfurl-cases 192)
@@ -297,20 +302,23 @@ def _ordered(numbers: list[int], after: Mapping[int, list[int]],
 
 
 def never_ran(task: Task, instances: Mapping[str, Instance],
-              runs: Mapping[int, TaskRun]) -> str | None:
+              seen: Mapping[str, Any]) -> str | None:
     """Why a deploy task that waited for values of other instances never runs, as Unfurl
-    1.2.0: a value no task of this job set, on an instance that did not end operational
-    ("Never ran: non-operational dependencies"). Unfurl says so before it says a previous
-    operation failed: the scheduler asks this first. A value a task of this job did set is
+    1.2.0: a value still what its render saw (``seen``: no task of this job changed it,
+    not even one that set it again to the same), on an instance that did not end
+    operational ("Never ran: non-operational dependencies"). Unfurl says so before it says
+    a previous operation failed: the scheduler asks this first. A value that changed is
     fulfilled: the task renders, and :func:`unready_reads` decides whether it may run."""
     if not task.waits_on or task.workflow != "deploy":
         return None
-    set_now = {f"::{run.task.target}::{key}" for run in runs.values()
-               if run.result is not None and run.task.target != task.target
-               for key in run.result.attributes}
-    never = [v for v in task.waits_on
-             if (inst := instances.get(v[2:].partition("::")[0])) is not None
-             and inst.status not in OPERATIONAL and v not in set_now]
+    never = []
+    for value in task.waits_on:
+        name, _, key = value[2:].partition("::")
+        instance = instances.get(name)
+        if instance is None or instance.status in OPERATIONAL:
+            continue
+        if key not in instance.attributes or instance.attributes[key] == seen.get(value):
+            never.append(value)
     return f"Never ran: non-operational dependencies: {never}" if never else None
 
 

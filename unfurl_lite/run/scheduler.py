@@ -243,7 +243,7 @@ class Scheduler(Settling):
         guard_why = guard_fails(task, self.runs)
         if guard_why is not None:
             return self.complete(run, TaskState.skipped, guard_why)
-        never = never_ran(task, self.instances, self.runs)
+        never = never_ran(task, self.instances, self.seen.get(number, {}))
         if never is not None:  # as Unfurl: recorded, with its changeId, as an error
             run.change_id = str(self.job_id.for_task(self.number_for(task)))
             run.status = Status.error
