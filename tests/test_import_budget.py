@@ -147,6 +147,15 @@ def test_the_commands_plan_of_an_ensemble_imports_no_click(
     assert "click" in _command_imports(["plan", "-q", "ensemble.yaml"], small_project, tmp_path)
 
 
+def test_the_commands_validate_of_an_ensemble_imports_no_click(
+        small_project: Path, tmp_path: Path) -> None:
+    """`unfurl validate [ENSEMBLE]` is answered without click, as `plan` is; `--json`
+    takes click's road."""
+    quick = _command_imports(["validate", "ensemble.yaml"], small_project, tmp_path)
+    assert "unfurl_lite.cli.quick" in quick and not _tops(quick) & {"click", *HEAVY}
+    assert "click" in _command_imports(["validate", "--json"], small_project, tmp_path)
+
+
 def test_a_redeploy_known_to_have_nothing_to_do_imports_no_job_machinery(
     small_project: Path, tmp_path: Path
 ) -> None:

@@ -85,7 +85,7 @@ def test_generated_ensembles_plan_alike(
     (["plan", "-q", "ensemble.yaml"], False), (["plan", "--json"], False),
     (["plan", "--"], False), (["plan", "-"], False), (["plan", ""], False),
     (["plan", "a.yaml", "b.yaml"], False), (["deploy", "--json"], False), ([], False),
-    (["--verbose", "plan"], False), (["validate", "ensemble.yaml"], False),
+    (["--verbose", "plan"], False), (["validate", "ensemble.yaml"], True),
 ])
 def test_only_a_plan_with_every_option_at_its_default_takes_the_quick_road(
         args: list[str], answered: bool) -> None:

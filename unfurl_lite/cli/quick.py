@@ -18,6 +18,10 @@ options every script uses (``-a``/``--approve``, ``-q``/``--quiet``, ``--dirty``
 ensemble; the options' values are what click's command would have taken, and the job runs,
 shows and exits through :mod:`unfurl_lite.cli.jobflow`, the click command's own code. A job
 that would ask on a terminal goes to click.
+
+``unfurl validate [ENSEMBLE]`` (what CI runs on every push) is answered the same way as
+``plan [ENSEMBLE]``: the verdict and its warnings come from :func:`validated`, shared with
+the click command, so the two roads cannot say different things.
 """
 
 from __future__ import annotations
@@ -65,7 +69,7 @@ def answers(args: list[str]) -> bool:
     not a terminal)."""
     if not args or "_UNFURL_COMPLETE" in os.environ:  # click answers shell completion
         return False
-    if args[0] == "plan":
+    if args[0] in ("plan", "validate"):
         if len(args) > 2 or (len(args) == 2 and (not args[1] or args[1].startswith("-"))):
             return False
         ensemble = args[1] if len(args) == 2 else None
@@ -136,6 +140,12 @@ def run(args: list[str]) -> int | None:
     escape_unencodable()
     try:
         try:
+            if args[0] == "validate":
+                loaded, warnings = validated(args[1] if len(args) == 2 else None)
+                echo(validity_text(loaded))
+                for warning in warnings:
+                    echo(f"warning: {warning}", err=True)
+                return None
             if args[0] != "plan":
                 line = job_line(args)
                 assert line is not None  # answers() said so
@@ -225,6 +235,31 @@ def plan_of(ensemble: str | None, workflow: str, instances: tuple[str, ...],
     with loads_frozen():
         loaded = with_inputs(load_ensemble(ensemble, given=list(inputs)), inputs)
         return loaded, api.plan(loaded, workflow, options, custom=custom)
+
+
+def validated(ensemble: str | None) -> tuple[Ensemble, list[str]]:
+    """The ensemble validated (its problems raised as one error), and the warnings about
+    templates that are missing requirements: what ``unfurl validate`` says, however it was
+    asked."""
+    # start-up: keeps api, load.plainyaml (25 modules) off `--help` until validated() runs
+    from unfurl_lite import api
+    from unfurl_lite.load.plainyaml import loads_frozen
+
+    with loads_frozen():
+        loaded = api.validate(ensemble)
+    warnings = [f"node template {t.name!r} is missing requirements: "
+                f"{', '.join(t.missing_requirements)}: " + (
+                    "jobs leave it out (its \"conditional\" directive)"
+                    if "conditional" in t.directives
+                    else "a job that runs its operations cannot be created")
+                for t in loaded.topology.templates.values() if t.missing_requirements]
+    return loaded, warnings
+
+
+def validity_text(loaded: Ensemble) -> str:
+    """``validate``'s verdict for a valid ensemble, as a person reads it."""
+    return (f"{loaded.path}: valid ({len(loaded.topology.templates)} templates, "
+            f"{len(loaded.instances)} recorded instances)")
 
 
 def escape_unencodable() -> None:

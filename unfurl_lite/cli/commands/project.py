@@ -17,7 +17,7 @@ from unfurl_lite.cli.commands.common import (
 )
 from unfurl_lite.cli.commands.parameters import GIVEN, click_parameter
 from unfurl_lite.cli.commands.unfurl_options import output_options, refused_options
-from unfurl_lite.cli.quick import plan_of
+from unfurl_lite.cli.quick import plan_of, validated, validity_text
 from unfurl_lite.model.builtin_workflows import BY_NAME
 
 #: the options plan takes as the job commands do: deploy's and undeploy's, each once
@@ -75,17 +75,7 @@ def init(directory: str, source: str | None, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def validate(ensemble: str | None, as_json: bool) -> None:
     """Check ENSEMBLE's syntax, schema and references; exit 1 with every problem found."""
-    # start-up: keeps load.plainyaml (10 modules) off project's import until validate() runs
-    from unfurl_lite.load.plainyaml import loads_frozen
-
-    with loads_frozen():
-        loaded = api.validate(ensemble)
-    warnings = [f"node template {t.name!r} is missing requirements: "
-                f"{', '.join(t.missing_requirements)}: " + (
-                    "jobs leave it out (its \"conditional\" directive)"
-                    if "conditional" in t.directives
-                    else "a job that runs its operations cannot be created")
-                for t in loaded.topology.templates.values() if t.missing_requirements]
+    loaded, warnings = validated(ensemble)
     if as_json:
         echo_json(
             {
@@ -97,10 +87,7 @@ def validate(ensemble: str | None, as_json: bool) -> None:
             }
         )
     else:
-        click.echo(
-            f"{loaded.path}: valid ({len(loaded.topology.templates)} templates, "
-            f"{len(loaded.instances)} recorded instances)"
-        )
+        click.echo(validity_text(loaded))
         for warning in warnings:
             click.echo(f"warning: {warning}", err=True)
 
