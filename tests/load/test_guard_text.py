@@ -3,8 +3,10 @@ wherever the line is (the first line of the text or any other)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from unfurl_lite.errors import InputError
@@ -29,3 +31,23 @@ def test_a_deep_line_is_located_wherever_it_is(before: int, indent: int, indicat
 
 def test_a_line_just_under_the_column_passes() -> None:
     guard.check_text("a: 1\n" + "- " * (guard.MAX_INDICATOR_COLUMN // 2) + "x\n", "e.yaml")
+
+
+#: the line pattern as first written (the indicator's lookahead before the run's length)
+_FIRST_DEEP_LINE = re.compile("\n" + guard._DEEP_INDICATORS.pattern)
+
+
+@settings(max_examples=60)
+@example(lines=[(["- "] * 201, "x"), ([" ", "? "] * 201, ""), (["  " * 50] * 5, "k: v")])
+@given(lines=st.lists(st.tuples(
+    st.lists(st.sampled_from([" ", "\t", "-", "?", ":", "- ", "? ", ": ", "  " * 50]),
+             max_size=30),
+    st.sampled_from(["", "x", "k: v", "-"])), max_size=6))
+def test_the_deep_line_search_finds_what_the_first_pattern_found(
+        lines: list[tuple[list[str], str]]) -> None:
+    """The search that asks the run's length first finds the same line, and the same run,
+    as the pattern that asked the indicator first, for lines of any indicators and blanks
+    (the ones past the column among them)."""
+    text = "top: 1\n" + "".join("".join(run) + end + "\n" for run, end in lines)
+    found, first = guard._DEEP_LINE.search(text), _FIRST_DEEP_LINE.search(text)
+    assert (found and found.span()) == (first and first.span())
