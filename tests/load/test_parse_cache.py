@@ -268,3 +268,32 @@ def test_a_change_to_the_validating_code_is_a_new_cache_key(tmp_path):
     stamp = code_stamp(tmp_path)
     (tmp_path / "cli.py").write_text("# changed\n")
     assert code_stamp(tmp_path) == stamp
+
+
+@pytest.mark.parametrize("size", [0, 1, parsecache.LARGE - 1, parsecache.LARGE,
+                                  parsecache.LARGE + 1])
+def test_a_digest_is_sha256_on_either_side_of_the_large_size(size: int) -> None:
+    import hashlib  # the reference: OpenSSL's SHA-256
+
+    data = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
+    assert parsecache.large_digest(data) == hashlib.sha256(data).digest()
+
+
+def test_a_large_ensemble_is_found_again_in_the_cache(tmp_path: Path, parse_cache: Path) -> None:
+    """Past the size where OpenSSL digests the text, the entry stored is the one the next
+    load finds (shown by editing the stored entry: the next load says what it says)."""
+    padding = "p" * (parsecache.LARGE + 10)
+    root = new_project(tmp_path / "p", None, ensemble_yaml(f"""\
+deployer:
+  type: tosca.nodes.Root
+  properties:
+    cluster: real
+    padding: {padding}
+"""))
+    assert cluster_of(root) == "real"
+    entry = the_entry(parse_cache)
+    data = marshal.loads(entry.read_bytes())
+    data["data"]["spec"]["service_template"]["topology_template"]["node_templates"][
+        "deployer"]["properties"]["cluster"] = "edited"
+    entry.write_bytes(marshal.dumps(data))
+    assert cluster_of(root) == "edited"

@@ -38,6 +38,20 @@ try:  # CPython's own SHA-256: importing hashlib starts OpenSSL, a few ms of eve
 except ImportError:  # another interpreter, or Python 3.12+ (_sha2)
     from hashlib import sha256
 
+#: bytes from which a digest is OpenSSL's: CPython's own SHA-256 takes about 5 ms a MB
+#: where OpenSSL's takes under 1, and starting OpenSSL costs about 5 ms once
+LARGE = 1 << 20
+
+
+def large_digest(data: bytes) -> bytes:
+    """SHA-256 of ``data``, by OpenSSL when the data is large enough to repay its start
+    (a 5 MB ensemble: 27 ms by CPython's, 4 ms by OpenSSL's)."""
+    if len(data) < LARGE:
+        return sha256(data).digest()
+    import hashlib  # start-up: OpenSSL only for a large text, where it repays its start
+
+    return hashlib.sha256(data).digest()
+
 ENV = "UNFURL_LITE_CACHE"
 KEEP = 64  # entries; one per version of each ensemble recently loaded
 _enabled = False
@@ -119,7 +133,7 @@ _last_digest: list[tuple[str, bytes]] = []
 def _text_digest(text: str) -> bytes:
     if _last_digest and _last_digest[0][0] is text:
         return _last_digest[0][1]
-    digest = sha256(text.encode("utf-8", "surrogatepass")).digest()
+    digest = large_digest(text.encode("utf-8", "surrogatepass"))
     _last_digest[:] = [(text, digest)]
     return digest
 
@@ -188,13 +202,13 @@ def stored(name: str) -> bytes | None:
 
 def text_digest(text: str) -> str:
     """SHA-256 of a file's text as read (UTF-8, so it equals :func:`file_digest`)."""
-    return sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return large_digest(text.encode("utf-8", "surrogatepass")).hex()
 
 
 def file_digest(path: Path) -> str | None:
     """SHA-256 of a file's bytes; None when it is not a readable file."""
     try:
-        return sha256(path.read_bytes()).hexdigest()
+        return large_digest(path.read_bytes()).hex()
     except OSError:
         return None
 
