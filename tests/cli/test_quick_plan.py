@@ -16,14 +16,21 @@ from tests.conftest import ensemble_yaml, entry_point, shell_node, suppressed
 from unfurl_lite.cli import quick
 
 
-def _both(capsys: pytest.CaptureFixture[str], args: list[str]) -> tuple[Any, Any]:
-    """(exit code, stdout, stderr) of the quick road, and of click's for the same plan."""
+def both_roads(capsys: pytest.CaptureFixture[str], args: list[str],
+               slow: list[str] | None = None) -> tuple[Any, Any]:
+    """(exit code, stdout, stderr) of the quick road for ``args``, and of click's for the
+    same command line (``slow`` when it is spelled otherwise to reach click)."""
     assert quick.answers(args)
     capsys.readouterr()
     code = quick.run(args)
     fast = (code or 0, *capsys.readouterr())
-    code = entry_point([args[0], "-q", *args[1:]])
+    code = entry_point(slow if slow is not None else list(args))
     return fast, (code or 0, *capsys.readouterr())
+
+
+def _both(capsys: pytest.CaptureFixture[str], args: list[str]) -> tuple[Any, Any]:
+    """The two roads of a plan (``plan -q ENSEMBLE`` is click's road: ``-q`` changes nothing)."""
+    return both_roads(capsys, args, [args[0], "-q", *args[1:]])
 
 
 ENSEMBLES = {
@@ -49,12 +56,13 @@ def test_the_quick_road_says_what_clicks_says(
         assert ("Plan for deploy:" in fast[1]) == (case in ("valid", "an unknown key"))
 
 
+@pytest.mark.parametrize("command", ["plan", "validate"])
 def test_a_missing_ensemble_is_refused_alike(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    for args in (["plan", "nowhere.yaml"], ["plan"], ["plan", "a dir/"]):
-        fast, slow = _both(capsys, args)
+    for args in ([command, "nowhere.yaml"], [command], [command, "a dir/"]):
+        fast, slow = both_roads(capsys, args)
         assert fast == slow and fast[0] == 1 and "not found" in fast[2]
 
 

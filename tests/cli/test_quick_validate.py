@@ -1,30 +1,20 @@
 """``unfurl validate [ENSEMBLE]`` answered without click (``cli/quick.py``): the same
 verdict, warnings, errors and exit code as click's road gives the same command line, for
-valid ensembles, ensembles with warnings, broken ones, missing paths and directories, and
-generated ensembles; an option (``--json``, ``-e``) takes click's road."""
+valid ensembles, ensembles with warnings, broken ones and generated ensembles (missing
+paths and directories: tests/cli/test_quick_plan.py); an option (``--json``, ``-e``)
+takes click's road."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import ensemble_yaml, entry_point, shell_node, suppressed
+from tests.cli.test_quick_plan import both_roads
+from tests.conftest import ensemble_yaml, shell_node, suppressed
 from unfurl_lite.cli import quick
-
-
-def _both(capsys: pytest.CaptureFixture[str], args: list[str]) -> tuple[Any, Any]:
-    """(exit code, stdout, stderr) of the quick road, and of click's for the same line."""
-    assert quick.answers(args)
-    capsys.readouterr()
-    code = quick.run(args)
-    fast = (code or 0, *capsys.readouterr())
-    code = entry_point(list(args))
-    return fast, (code or 0, *capsys.readouterr())
-
 
 #: a requirement the type declares that no template matches: valid, with a warning
 UNMATCHED = """\
@@ -63,22 +53,13 @@ def test_the_quick_road_validates_as_click_does(
     (tmp_path / "ensemble.yaml").write_text(ENSEMBLES[case])
     monkeypatch.chdir(tmp_path)
     for args in (["validate", "ensemble.yaml"], ["validate"], ["validate", str(tmp_path)]):
-        fast, slow = _both(capsys, args)
+        fast, slow = both_roads(capsys, args)
         assert fast == slow
         valid = case in ("valid", "a missing requirement", "an unknown key")
         assert (fast[0] == 0) == valid, fast
         assert (": valid (" in fast[1]) == valid
         assert ("warning: node template 'app' is missing requirements" in fast[2]) == (
             case == "a missing requirement")
-
-
-def test_a_missing_ensemble_is_refused_alike(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    for args in (["validate", "nowhere.yaml"], ["validate"], ["validate", "a dir/"]):
-        fast, slow = _both(capsys, args)
-        assert fast == slow and fast[0] == 1 and "not found" in fast[2]
 
 
 @settings(max_examples=10,
@@ -100,7 +81,7 @@ def test_generated_ensembles_validate_alike(
     folder.mkdir()
     (folder / "ensemble.yaml").write_text(ensemble_yaml(nodes))
     monkeypatch.chdir(folder)
-    fast, slow = _both(capsys, ["validate", "ensemble.yaml"])
+    fast, slow = both_roads(capsys, ["validate", "ensemble.yaml"])
     assert fast == slow
 
 

@@ -16,8 +16,9 @@ if TYPE_CHECKING:
 
 
 def main(argv: list[str] | None = None) -> Any:
-    """The ``unfurl`` entry point: ``--version`` is answered at once, ``plan [ENSEMBLE]``
-    without click (:mod:`unfurl_lite.cli.quick`), everything else by the click group in
+    """The ``unfurl`` entry point: ``--version`` is answered at once, ``plan [ENSEMBLE]``,
+    ``validate [ENSEMBLE]`` and the everyday job command lines without click
+    (:mod:`unfurl_lite.cli.quick`), everything else by the click group in
     :mod:`unfurl_lite.cli.main`."""
     if (sys.argv[1:] if argv is None else argv) == ["--version"]:
         from unfurl_lite.cli.version import version_text  # start-up: keeps cli.version off `plan`
