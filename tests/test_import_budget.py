@@ -46,6 +46,7 @@ PLAN_OURS = {
     "unfurl_lite.load.flowyaml",  # (one-line flow collections, read with the block lines)
     "unfurl_lite.load.expression_checks",
     "unfurl_lite.load.guard", "unfurl_lite.load.imports", "unfurl_lite.load.interface_checks",
+    "unfurl_lite.load.interfaces",  # (split from builder: interfaces and operations)
     "unfurl_lite.load.loader", "unfurl_lite.load.origins",  # (merge: only with directives)
     "unfurl_lite.load.parsecache", "unfurl_lite.load.plainyaml",
     "unfurl_lite.load.pycache",  # (the parse cache's guarded read: os and stat only)

@@ -12,26 +12,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from unfurl_lite.load import structure, yamlio
+from unfurl_lite.load.interfaces import apply_defaults, interfaces_of, merge_interfaces
 from unfurl_lite.model import status_layout
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import (
-    INTERFACE_ALIASES,
-    OPERATION_KINDS,
-    RESERVED_INTERFACE_KEYS,
-    Implementation,
     Instance,
     Interfaces,
     NodeState,
     NodeTemplate,
     NodeType,
-    Operation,
     Priority,
     Requirement,
-    Retry,
     Status,
     Topology,
     canonical_interface,
-    output_target,
 )
 from unfurl_lite.model.lineage import (
     ancestry,
@@ -40,7 +34,7 @@ from unfurl_lite.model.lineage import (
     parents,
     undeclared_properties,
 )
-from unfurl_lite.model.narrow import YAMLList, YAMLMap, YAMLValue, is_list, is_map
+from unfurl_lite.model.narrow import YAMLList, YAMLMap, is_list, is_map
 
 if TYPE_CHECKING:
     from unfurl_lite.model.documents import (
@@ -55,10 +49,6 @@ if TYPE_CHECKING:
         TopologyTemplateDoc,
     )
 
-#: Cloudify's interfaces by their short names: a template overriding only an operation's
-#: inputs keeps its type's implementation there
-CLOUDIFY_INTERFACES = frozenset(
-    short for name, short in INTERFACE_ALIASES.items() if name.startswith("cloudify."))
 CREDENTIAL = "tosca.datatypes.Credential"
 SENSITIVE_TYPES = ("unfurl.datatypes.Sensitive", "sensitive", CREDENTIAL)
 
@@ -203,7 +193,7 @@ def _node_type(name: str, data: NodeTypeDoc) -> NodeType:
         name=name,
         derived_from=_derived_from(data.get("derived_from")),
         properties=data.get("properties") or {},
-        interfaces=_interfaces(data.get("interfaces") or {}),
+        interfaces=interfaces_of(data.get("interfaces") or {}),
         metadata=data.get("metadata") or {},
         attributes=data.get("attributes") or {},
         interface_types=_interface_types(data.get("interfaces")),
@@ -255,7 +245,7 @@ def _inherit(type_name: str, types: dict[str, NodeType]) -> _Inherited:
     interface_types: dict[str, str] = {}
     for node_type in ancestors:
         interface_types.update(node_type.interface_types)
-        interfaces = _merge_interfaces(interfaces, node_type.interfaces)
+        interfaces = merge_interfaces(interfaces, node_type.interfaces)
         property_defs.update(node_type.properties)
         attribute_defs.update(node_type.attributes)
     properties, attributes = normative_values(chain)
@@ -294,8 +284,8 @@ def _node_template(
     chain, interfaces, property_defs, interface_types, properties, attributes, sensitive = \
         inherited
     declared: YAMLMap = data.get("interfaces") or {}
-    interfaces = _merge_interfaces(interfaces, _interfaces(declared))
-    interfaces = _apply_defaults(interfaces, declared.get("defaults"))
+    interfaces = merge_interfaces(interfaces, interfaces_of(declared))
+    interfaces = apply_defaults(interfaces, declared.get("defaults"))
     properties = {**properties, **(data.get("properties") or {})}
     if data_types is not None:
         # start-up: keeps model.tosca_values (4 modules) off `plan` until _node_template() runs
@@ -381,21 +371,21 @@ def _requirement(
         rel_name = relationship
         if relationship in relationship_templates:
             template: YAMLMap = relationship_templates[relationship] or {}
-            rel_interfaces = _interfaces(template.get("interfaces") or {})
-            target_interfaces = _interfaces(template.get("target_interfaces") or {})
+            rel_interfaces = interfaces_of(template.get("interfaces") or {})
+            target_interfaces = interfaces_of(template.get("target_interfaces") or {})
             rel_name = template.get("type", relationship)
     elif is_map(relationship):
         rel_name = relationship.get("type")
-        rel_interfaces = _interfaces(relationship.get("interfaces") or {})
-        target_interfaces = _interfaces(relationship.get("target_interfaces") or {})
+        rel_interfaces = interfaces_of(relationship.get("interfaces") or {})
+        target_interfaces = interfaces_of(relationship.get("target_interfaces") or {})
     if rel_name in relationship_types:  # the type's interfaces, its ancestors' under them
         type_interfaces: Interfaces = {}
         for ancestor in reversed(ancestry(rel_name, lambda t: parents(
                 _mapping_at(relationship_types, t).get("derived_from")))):
             if ancestor in relationship_types:
-                type_interfaces = _merge_interfaces(type_interfaces, _interfaces(
+                type_interfaces = merge_interfaces(type_interfaces, interfaces_of(
                     _mapping_at(relationship_types, ancestor).get("interfaces") or {}))
-        rel_interfaces = _merge_interfaces(type_interfaces, rel_interfaces)
+        rel_interfaces = merge_interfaces(type_interfaces, rel_interfaces)
     occurrences: object = value.get("occurrences") or [1, 1]
     optional = bool(value.get("optional")) or (
         is_list(occurrences) and bool(occurrences) and occurrences[0] == 0
@@ -412,142 +402,6 @@ def _requirement(
 
 def _mapping_at(mapping: YAMLMap, key: str) -> YAMLMap:
     return mapping.get(key) or {}
-
-
-def _merge_interfaces(base: Interfaces, override: Interfaces) -> Interfaces:
-    """``override``'s operations over ``base``'s. As Unfurl 1.2.0, one redeclared with no
-    implementation keeps its base's when that was a mapping with ``implementation:``, loses
-    it when a bare command ("no artifact or className set on operation"); Cloudify's keep."""
-    merged = {name: dict(ops) for name, ops in base.items()}
-    for name, ops in override.items():
-        target = merged.setdefault(name, {})
-        for op_name, op in ops.items():
-            inherited = target.get(op_name)
-            if inherited:
-                op = Operation(
-                    interface=op.interface,
-                    name=op.name,
-                    implementation=op.implementation or (
-                        inherited.implementation
-                        if not inherited.shorthand or name in CLOUDIFY_INTERFACES else None),
-                    shorthand=op.shorthand,
-                    inputs={**inherited.inputs, **op.inputs},
-                    retry=op.retry or inherited.retry,
-                    timeout=op.timeout or inherited.timeout,
-                    environment=op.environment or inherited.environment,
-                    outputs={**(inherited.outputs or {}), **(op.outputs or {})} or None,
-                )
-            target[op_name] = op
-    return merged
-
-
-def _interfaces(data: dict[str, Any]) -> Interfaces:
-    """Interfaces as Unfurl builds them: ``defaults`` (beside the interfaces) and an
-    interface's own ``implementation`` and ``inputs`` apply to each of its operations; an
-    operation declared with no body takes the shared implementation, so it runs."""
-    result: Interfaces = {}
-    defaults: YAMLMap = data.get("defaults") or {}
-    for raw_name, given in data.items():
-        if raw_name == "defaults":
-            continue
-        interface = canonical_interface(raw_name)
-        body: YAMLMap = given or {}
-        operations: YAMLMap | None = (
-            body.get("operations")
-            if "operations" in body
-            else {k: v for k, v in body.items() if k not in RESERVED_INTERFACE_KEYS}
-        )
-        shared_inputs: YAMLMap = {**(defaults.get("inputs") or {}), **(body.get("inputs") or {})}
-        shared_impl = body.get("implementation") or defaults.get("implementation")
-        result[interface] = {
-            name: _operation(interface, name, _with_implementation(definition, shared_impl),
-                             shared_inputs)
-            for name, definition in (operations or {}).items()
-            if definition != "not_implemented"
-        }
-    return result
-
-
-def _apply_defaults(interfaces: Interfaces, defaults: Any) -> Interfaces:
-    """A template's ``defaults`` also fill the operations its types only declare (Unfurl
-    applies them to the merged interfaces)."""
-    if not is_map(defaults) or not defaults.get("implementation"):
-        return interfaces
-    shared_inputs: YAMLMap = defaults.get("inputs") or {}
-    result: Interfaces = {}
-    for name, ops in interfaces.items():
-        result[name] = {}
-        for op_name, op in ops.items():
-            if op.implementation is None:
-                filled = _operation(name, op_name, {"implementation": defaults["implementation"]},
-                                    shared_inputs)
-                op = replace(op, implementation=filled.implementation,
-                             inputs={**shared_inputs, **op.inputs})
-            result[name][op_name] = op
-    return result
-
-
-def _with_implementation(definition: Any, shared: Any) -> Any:
-    if not shared:
-        return definition
-    if not definition:
-        return {"implementation": shared}
-    if is_map(definition) and not definition.get("implementation"):
-        return {**definition, "implementation": shared}
-    return definition
-
-
-def _operation(
-    interface: str, name: str, definition: Any, shared_inputs: dict[str, Any]
-) -> Operation:
-    """One operation in any of Unfurl's spellings, the interface's shared inputs under its own."""
-    if definition is None:
-        return Operation(interface, name, None, dict(shared_inputs))
-    if isinstance(definition, str):
-        return Operation(interface, name, Implementation("Shell", primary=definition),
-                         dict(shared_inputs), shorthand=True)
-    implementation = definition.get("implementation")
-    impl: Implementation | None
-    if implementation is None:
-        impl = None
-    elif isinstance(implementation, str):
-        impl = (
-            Implementation(implementation)
-            if implementation in OPERATION_KINDS
-            else Implementation("Shell", primary=implementation)
-        )
-    else:
-        class_name, primary = implementation.get("className"), implementation.get("primary")
-        if not class_name and isinstance(primary, str) and primary in OPERATION_KINDS:
-            class_name, primary = primary, None  # `primary: Template`: Unfurl's configurator
-        impl = Implementation(class_name or "Shell", primary,
-                              Implementation.conditions(implementation))
-    inputs: YAMLMap = {**shared_inputs, **(definition.get("inputs") or {})}
-    retry_def = definition.get("retry") or _mapping_at(definition, "metadata").get("retry")
-    retry = (
-        Retry(
-            max_retries=int(retry_def.get("max_retries", 0)),
-            interval=float(retry_def.get("interval", 0)),
-            backoff=float(retry_def.get("backoff", 1)),
-        )
-        if is_map(retry_def)
-        else None
-    )
-    impl_map: YAMLMap = implementation if is_map(implementation) else {}
-    timeout = impl_map.get("timeout", definition.get("timeout", inputs.get("timeout")))
-    environment: YAMLValue = impl_map.get("environment")
-    outputs = definition.get("outputs")
-    return Operation(
-        interface,
-        name,
-        impl,
-        inputs,
-        retry=retry,
-        timeout=float(timeout) if isinstance(timeout, int | float) else None,
-        environment=dict(environment) if isinstance(environment, dict) and environment else None,
-        outputs={str(output): output_target(attribute) for output, attribute in outputs.items()}
-        if is_map(outputs) and outputs else None,
-    )
 
 
 #: the keys of a status record the Instance models (the others are kept as they are)
