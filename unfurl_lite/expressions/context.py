@@ -55,7 +55,9 @@ def instance_view(
                 ctx_for().secrets.update(secret_leaves(value))
         return value
 
-    properties = LazyValues(raw, property_value, f"the properties of {instance.name!r}")
+    unset = dict.fromkeys(template.unset_properties) if template else {}
+    properties = LazyValues({**unset, **raw} if unset else raw, property_value,
+                            f"the properties of {instance.name!r}")
     declared = dict(template.attributes) if template else {}
     recorded = instance.attributes
 

@@ -234,6 +234,7 @@ class _Inherited(NamedTuple):
     properties: dict[str, Any]  # the definitions' defaults
     attributes: dict[str, Any]  # declared (null when no default) and defaults
     sensitive: frozenset[str]
+    optional: frozenset[str]  # declared ``required: false`` with no default
 
 
 def _inherit(type_name: str, types: dict[str, NodeType]) -> _Inherited:
@@ -253,8 +254,10 @@ def _inherit(type_name: str, types: dict[str, NodeType]) -> _Inherited:
                        if is_map(d) and "default" in d})
     attributes.update({key: _default_of(d) for key, d in attribute_defs.items()})
     sensitive = frozenset(k for k, d in property_defs.items() if _is_sensitive(d))
+    optional = frozenset(k for k, d in property_defs.items() if is_map(d)
+                         and d.get("required") is False and k not in properties)
     return _Inherited(chain, interfaces, property_defs, interface_types, properties, attributes,
-                      sensitive)
+                      sensitive, optional)
 
 
 def _default_of(definition: Any) -> Any:
@@ -281,8 +284,8 @@ def _node_template(
         inherited = _inherit(type_name, types)
         if cache is not None:
             cache[type_name] = inherited
-    chain, interfaces, property_defs, interface_types, properties, attributes, sensitive = \
-        inherited
+    chain, interfaces, property_defs, interface_types, properties, attributes, sensitive, \
+        optional = inherited
     declared: YAMLMap = data.get("interfaces") or {}
     interfaces = merge_interfaces(interfaces, interfaces_of(declared))
     interfaces = apply_defaults(interfaces, declared.get("defaults"))
@@ -321,6 +324,7 @@ def _node_template(
         undeclared_properties=undeclared_properties(
             chain, property_defs, {t: types[t].metadata for t in chain if t in types},
             data.get("properties") or (), metadata) if type_name in types else frozenset(),
+        unset_properties=optional.difference(properties) if optional else frozenset(),
     )
 
 

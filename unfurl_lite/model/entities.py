@@ -281,6 +281,9 @@ class NodeTemplate:
     #: properties the template sets that its (wholly known) types do not declare: Unfurl
     #: drops them, so expressions never see them (``SELF.x`` fails, ``::app::x`` is null)
     undeclared_properties: frozenset[str] = frozenset()
+    #: properties its type declares ``required: false`` with no default that the template
+    #: leaves unset: ``get_property`` of one is null in Unfurl 1.2.0, ``SELF.x`` still fails
+    unset_properties: frozenset[str] = frozenset()
 
     def operation(self, name: str) -> Operation | None:
         """Find ``create``, ``Standard.create``, ``cloudify.interfaces.lifecycle.create`` or
