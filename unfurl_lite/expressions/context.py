@@ -55,9 +55,7 @@ def instance_view(
                 ctx_for().secrets.update(secret_leaves(value))
         return value
 
-    unset = dict.fromkeys(template.unset_properties) if template else {}
-    properties = LazyValues({**unset, **raw} if unset else raw, property_value,
-                            f"the properties of {instance.name!r}")
+    properties = LazyValues(raw, property_value, f"the properties of {instance.name!r}")
     declared = dict(template.attributes) if template else {}
     recorded = instance.attributes
 
@@ -87,7 +85,8 @@ def instance_view(
 
     own = {**raw, **declared, **recorded}
     return InstanceView({**own, **fixed}, view_value, instance.name, instance.template,
-                        hidden=frozenset(fixed) - set(own))
+                        hidden=frozenset(fixed) - set(own),
+                        unset=template.unset_properties if template else frozenset())
 
 
 def _or_empty(view: Mapping[str, Any] | None) -> Mapping[str, Any]:

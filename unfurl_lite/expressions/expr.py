@@ -354,6 +354,8 @@ def get_property(args: YAMLValue, ctx: EvalContext) -> Any:
     if first in properties:
         return _walk(properties, [first, *path], name, "property")
     if not path:
+        if first in getattr(entity, "unset", ()):
+            return None
         raise ExpressionError(f"get_property: {name} has no property {first!r}")
     world = ctx.world()
     node = world.node(str(name)) if name is not None else None

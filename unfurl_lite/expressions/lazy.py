@@ -200,7 +200,8 @@ class InstanceView(LazyValues):
     def __init__(self, raw: Mapping[str, Any], evaluator: Callable[[str, Any], Any],
                  instance: str, template: str | None, key: str | None = None,
                  hidden: frozenset[str] = frozenset(),
-                 link: tuple[str, str] | None = None) -> None:
+                 link: tuple[str, str] | None = None, unset: frozenset[str] = frozenset()
+                 ) -> None:
         super().__init__(raw, evaluator, f"instance {instance!r}")
         self.instance = instance
         self.link = link
@@ -209,6 +210,10 @@ class InstanceView(LazyValues):
         #: its own fields that are not properties or attributes: read by name, never
         #: listed (Unfurl's SELF lists only those), so `SELF | list` is Unfurl's
         self.hidden = hidden
+        #: properties its type declares optional with no default that its template leaves
+        #: unset: not there (``SELF.x`` fails, queries see nothing), but ``get_property``
+        #: of one is null, as in Unfurl 1.2.0
+        self.unset = unset
 
     def __iter__(self) -> Iterator[str]:
         if not self.hidden:

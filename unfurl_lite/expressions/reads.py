@@ -168,7 +168,8 @@ def _watched_view(view: Mapping[str, Any] | None, watch: _Watch) -> Mapping[str,
         return value
 
     return InstanceView(_Guarded(view, watch), noted, str(instance_name(view)),
-                        template_name(view), name, link=getattr(view, "link", None))
+                        template_name(view), name, link=getattr(view, "link", None),
+                        unset=getattr(view, "unset", frozenset()))
 
 
 def _key(view: Mapping[str, Any]) -> str:
