@@ -28,6 +28,21 @@ def both_roads(capsys: pytest.CaptureFixture[str], args: list[str],
     return fast, (code or 0, *capsys.readouterr())
 
 
+def write_chain(tmp_path: Path, names: list[str], command: str,
+                targets: list[str | None]) -> Path:
+    """A fresh folder under ``tmp_path`` (hypothesis reuses it) holding an ensemble of Shell
+    nodes, each but the first requiring ``targets[index]`` when that is not None."""
+    nodes = ""
+    for index, name in enumerate(names):
+        nodes += shell_node(name, command)
+        if index and targets[index] is not None:
+            nodes += f"  requirements:\n    - dependency: {targets[index]}\n"
+    folder = tmp_path / f"e{len(list(tmp_path.iterdir()))}"
+    folder.mkdir()
+    (folder / "ensemble.yaml").write_text(ensemble_yaml(nodes))
+    return folder
+
+
 def _both(capsys: pytest.CaptureFixture[str], args: list[str]) -> tuple[Any, Any]:
     """The two roads of a plan (``plan -q ENSEMBLE`` is click's road: ``-q`` changes nothing)."""
     return both_roads(capsys, args, [args[0], "-q", *args[1:]])
@@ -75,15 +90,8 @@ def test_a_missing_ensemble_is_refused_alike(
 def test_generated_ensembles_plan_alike(
         names: list[str], command: str, after: bool, tmp_path: Path,
         capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    nodes = ""
-    for index, name in enumerate(names):
-        nodes += shell_node(name, command)
-        if after and index:
-            nodes += f"  requirements:\n    - dependency: {names[index - 1]}\n"
-    folder = tmp_path / f"e{len(list(tmp_path.iterdir()))}"
-    folder.mkdir()
-    (folder / "ensemble.yaml").write_text(ensemble_yaml(nodes))
-    monkeypatch.chdir(folder)
+    targets = [names[i - 1] if after and i else None for i in range(len(names))]
+    monkeypatch.chdir(write_chain(tmp_path, names, command, targets))
     fast, slow = _both(capsys, ["plan", "ensemble.yaml"])
     assert fast == slow
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.cli.test_quick_plan import both_roads
+from tests.cli.test_quick_plan import both_roads, write_chain
 from tests.conftest import ensemble_yaml, shell_node, suppressed
 from unfurl_lite.cli import quick
 
@@ -71,16 +71,9 @@ def test_the_quick_road_validates_as_click_does(
 def test_generated_ensembles_validate_alike(
         names: list[str], command: str, link: str, tmp_path: Path,
         capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    nodes = ""
-    for index, name in enumerate(names):
-        nodes += shell_node(name, command)
-        if link != "none" and index:
-            target = names[index - 1] if link == "previous" else "nowhere"
-            nodes += f"  requirements:\n    - dependency: {target}\n"
-    folder = tmp_path / f"e{len(list(tmp_path.iterdir()))}"
-    folder.mkdir()
-    (folder / "ensemble.yaml").write_text(ensemble_yaml(nodes))
-    monkeypatch.chdir(folder)
+    targets = [None if link == "none" or not i else names[i - 1] if link == "previous"
+               else "nowhere" for i in range(len(names))]
+    monkeypatch.chdir(write_chain(tmp_path, names, command, targets))
     fast, slow = both_roads(capsys, ["validate", "ensemble.yaml"])
     assert fast == slow
 
