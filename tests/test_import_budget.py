@@ -25,7 +25,8 @@ from tests.conftest import ROOT, ensemble_yaml, git, shell_node
 HEAVY = ("git", "jinja2", "jsonschema", "rich", "markupsafe", "celery", "kombu", "redis")
 
 VERSION_BUDGET = {"unfurl_lite", "unfurl_lite.cli", "unfurl_lite.cli.version",
-                  "unfurl_lite.load", "unfurl_lite.load.gitfiles"}  # the source's commit: os only
+                  "unfurl_lite.load", "unfurl_lite.load.gitfiles",  # the source's commit: os only
+                  "__future__"}  # (`from __future__ import annotations`: unless site imported it)
 
 #: (no ruamel: everyday block YAML is read by lines; the C composer's road is for the rest;
 #: no click: `unfurl plan [ENSEMBLE]` is answered by cli/quick.py, as click would answer it)
@@ -68,6 +69,44 @@ PLAN_OURS = {
 }  # fmt: skip
 #: standard library modules beyond the interpreter's own start (click alone brought ~25)
 PLAN_STDLIB_MAX = 25
+
+#: what `deploy --approve -q` adds to a plan's: the job's machinery, its records and git
+DEPLOY_OURS = PLAN_OURS | {
+    "unfurl_lite.api.report", "unfurl_lite.cli.jobflow", "unfurl_lite.cli.tables",
+    "unfurl_lite.expressions.attributes", "unfurl_lite.expressions.context",
+    "unfurl_lite.expressions.digest", "unfurl_lite.expressions.expr",
+    "unfurl_lite.expressions.lazy", "unfurl_lite.expressions.native",
+    "unfurl_lite.expressions.outputs", "unfurl_lite.expressions.quoting",
+    "unfurl_lite.expressions.reads", "unfurl_lite.expressions.sandbox",
+    "unfurl_lite.expressions.scope",
+    "unfurl_lite.load.digestkey", "unfurl_lite.load.emit", "unfurl_lite.load.gitfiles",
+    "unfurl_lite.load.gitrepo", "unfurl_lite.load.jobslog", "unfurl_lite.load.name_checks",
+    "unfurl_lite.model.constraints", "unfurl_lite.model.routing", "unfurl_lite.model.tosca_values",
+    "unfurl_lite.plan.created", "unfurl_lite.plan.verdicts",
+    "unfurl_lite.record", "unfurl_lite.record.interrupted", "unfurl_lite.record.journal",
+    "unfurl_lite.record.journal_format", "unfurl_lite.record.leftovers",
+    "unfurl_lite.record.liveness", "unfurl_lite.record.lock", "unfurl_lite.record.preflight",
+    "unfurl_lite.record.records", "unfurl_lite.record.repo", "unfurl_lite.record.sections",
+    "unfurl_lite.record.statusfile", "unfurl_lite.record.tempfiles",
+    "unfurl_lite.run.discovery", "unfurl_lite.run.executors",
+    "unfurl_lite.run.executors.commands", "unfurl_lite.run.executors.local",
+    "unfurl_lite.run.job", "unfurl_lite.run.metadata", "unfurl_lite.run.operations",
+    "unfurl_lite.run.operations.base", "unfurl_lite.run.operations.output",
+    "unfurl_lite.run.operations.piped", "unfurl_lite.run.operations.processes",
+    "unfurl_lite.run.operations.shell", "unfurl_lite.run.operations.spawn",
+    "unfurl_lite.run.outcome", "unfurl_lite.run.progress", "unfurl_lite.run.relationships",
+    "unfurl_lite.run.render_phase", "unfurl_lite.run.requests", "unfurl_lite.run.results",
+    "unfurl_lite.run.scheduler", "unfurl_lite.run.settling", "unfurl_lite.run.signals",
+    "unfurl_lite.run.status",
+    "unfurl_lite.security.digested", "unfurl_lite.security.environment",
+    "unfurl_lite.security.redaction",
+}  # fmt: skip
+#: the standard library the command's own process imports beyond the interpreter's start
+#: (failed lookups included: `copy` asks for Jython's org.python.core): plan, deploy
+COMMAND_STDLIB_MAX = {"plan": 19, "deploy": 51}
+#: never on these commands' start: inspect (with ast, dis, tokenize) is dataclasses' for the
+#: docstring of a class that has none (load/codecache.py defers it), difflib a did-you-mean's
+NEVER_AT_START = {"inspect", "ast", "dis", "opcode", "difflib"}
 
 _PROBE = """
 import json, sys
@@ -204,3 +243,27 @@ def test_every_dataclass_has_a_docstring() -> None:
                     and any("dataclass" in ast.unparse(d) for d in node.decorator_list)):
                 missing.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}")
     assert missing == []
+
+
+@pytest.mark.parametrize("command", ["plan", "deploy"])
+def test_the_commands_own_process_imports_only_its_budget(
+        command: str, small_project: Path, tmp_path: Path) -> None:
+    """The `unfurl` command as a user runs it (-X importtime: dataclasses' and patterns'
+    caches enabled, inspect deferred), against the bare interpreter's start: our modules
+    within the command's list, the standard library within its count, none of those no
+    command's start needs."""
+    args = ["plan", "ensemble.yaml"] if command == "plan" else [
+        "deploy", "--approve", "-q", "ensemble.yaml"]
+    imported = _command_imports(args, small_project, tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    bare = subprocess.run([sys.executable, "-X", "importtime", "-c", "pass"], cwd=small_project,
+                          env=env, capture_output=True, text=True, check=True).stderr
+    imported -= {line.rsplit("|", 1)[1].strip() for line in bare.splitlines()
+                 if line.startswith("import time:") and line.count("|") == 2}
+    ours = {m for m in imported if m.startswith("unfurl_lite")}
+    budget = (PLAN_OURS if command == "plan" else DEPLOY_OURS) | {
+        "unfurl_lite.load.codecache", "unfurl_lite.load.regexcache"}  # the command's own
+    assert ours <= budget, f"{command} now imports {sorted(ours - budget)}"
+    assert not imported & NEVER_AT_START, sorted(imported & NEVER_AT_START)
+    others = imported - ours
+    assert len(others) <= COMMAND_STDLIB_MAX[command], sorted(others)

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 
+from tests.conftest import ROOT
 from unfurl_lite.load import codecache
 
 
@@ -131,3 +134,36 @@ def test_a_file_not_to_be_trusted_or_damaged_is_not_read(cache: Path, damage: st
     else:
         path.write_bytes(__import__("marshal").dumps({"def f(): pass": "text, not code"}))
     assert codecache._read(str(path)) == {}
+
+
+_DEFERRED = """
+import sys
+from unfurl_lite.load import codecache
+codecache.defer_import("inspect")
+import dataclasses
+
+@dataclasses.dataclass
+class Documented:
+    '''doc'''
+    a: int
+
+loaded_by_documented = type(sys.modules["inspect"]).__name__ != "_Deferred"
+
+@dataclasses.dataclass
+class Undocumented:
+    a: int
+    b: str = "x"
+
+import inspect
+print(loaded_by_documented, Undocumented.__doc__, inspect.signature(len),
+      inspect is sys.modules["inspect"], type(inspect).__name__)
+"""
+
+
+def test_inspect_deferred_runs_when_first_read_and_is_the_one_module(tmp_path: Path) -> None:
+    """dataclasses' ``import inspect`` does not run inspect (every class of ours has a
+    docstring); the first class without one runs it, and everyone sees the same module."""
+    done = subprocess.run([sys.executable, "-c", _DEFERRED], capture_output=True, text=True,
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True)
+    assert done.stdout.split() == ["False", "Undocumented(a:", "int,", "b:", "str", "=",
+                                   "'x')", "(obj,", "/)", "True", "module"]

@@ -74,6 +74,17 @@ def test_a_module_bodys_patterns_are_kept_and_a_second_process_finds_them(cache:
     assert all(regexcache._build(e) is not None for e in kept)
 
 
+def test_a_class_bodys_patterns_are_kept_as_a_modules_are(cache: Path) -> None:
+    """textwrap's and logging's patterns are compiled by class statements at import."""
+    namespace: dict[str, Any] = {"PATTERNS": PATTERNS}
+    exec(compile("import re\nclass Wrapper:\n    ONE = re.compile(*PATTERNS[1])\n"
+                 "    def later(self):\n        return re.compile(*PATTERNS[2])\n",
+                 "<a module>", "exec"), namespace)
+    namespace["Wrapper"]().later()
+    regexcache._store(str(cache))
+    assert {(e[0], e[1]) for e in _entries_kept(cache)} == {(PATTERNS[1][0], 0)}
+
+
 def test_patterns_made_at_run_time_are_never_kept(cache: Path) -> None:
     def from_a_document(text: str) -> re.Pattern[str]:
         return re.compile(text)

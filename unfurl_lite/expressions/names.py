@@ -8,7 +8,6 @@ existing one. Testing a name (``is defined``, ``| default(...)``) still works, a
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -29,6 +28,8 @@ TEMPLATE_VARIABLES = OPERATION_VARIABLES | RESULT_VARIABLES | frozenset(
 def did_you_mean(word: str, choices: Iterable[Any]) -> str | None:
     """``did you mean 'workdir'?`` for the closest of ``choices``, or None."""
     word = str(word)  # the name itself is no suggestion ("'outputs' ...; did you mean 'outputs'?")
+    import difflib  # start-up: a misspelled name only, not every command's imports
+
     close = difflib.get_close_matches(word, [str(c) for c in choices if str(c) != word],
                                       n=1, cutoff=0.6)
     return f"did you mean {close[0]!r}?" if close else None

@@ -10,7 +10,6 @@ text (``NativeJinjaText``) so that no concat reads it as a literal.
 
 from __future__ import annotations
 
-import ast
 import functools
 import itertools
 from collections.abc import Callable, Iterable, Iterator, MappingView
@@ -134,6 +133,8 @@ def native_value(rendered: str) -> Any:
     """Ansible's ``ansible_native_concat`` applied to a rendered text."""
     if not rendered:
         return rendered
+    import ast  # start-up: keeps ast off a job that renders nothing (`deploy`)
+
     try:
         value = ast.literal_eval(ast.parse(rendered, mode="eval"))
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):

@@ -8,7 +8,6 @@ the allow-list, ``file`` inside the project, and Unfurl's own filters.
 
 from __future__ import annotations
 
-import ast
 import functools
 import os
 import re
@@ -290,6 +289,8 @@ def with_overrides(text: str) -> tuple[Any, str]:
     the rest, as Ansible reads it (each value a Python literal)."""
     if not text.startswith("#jinja2:"):
         return environment(), text
+    import ast  # start-up: keeps ast off a job that renders nothing (`deploy`)
+
     line, _, body = text.partition("\n")
     settings: dict[str, Any] = {}
     for pair in line[len("#jinja2:"):].split(","):

@@ -10,15 +10,23 @@ loads it instead of compiling it. Only the command's own process does this
 (:func:`enable`); a library caller's interpreter is left alone. The file is trusted as the
 bytecode beside it is: a regular file, owned by this user or by the package's owner,
 that nobody else can write; anything else is ignored.
+
+``dataclasses`` imports ``inspect`` (and with it ``ast``, ``dis``, ``tokenize`` and six
+more: 4-6 ms of a command's start) for one thing only, the signature it writes as the
+docstring of a class that has none, and every class of ours has one
+(``tests/test_import_budget.py``). So the command's process loads ``inspect`` when
+something first reads it, not when ``dataclasses`` is imported (:func:`enable`).
 """
 
 from __future__ import annotations
 
 import atexit
-import dataclasses
+import importlib.util
 import marshal
 import os
 import sys
+import threading
+import types
 from types import CodeType
 from typing import Any, cast
 
@@ -38,12 +46,46 @@ def enable(directory: str = PYCACHE) -> None:
     """Compile dataclasses' methods through the cache from now on (call it before the
     model's modules are imported), and store the new ones when the process exits."""
     global _added
+    defer_import("inspect")
+    import dataclasses  # start-up: after inspect is deferred: it keeps it off every command
+
     found = _read(os.path.join(directory, FILE))
     _compiled.update(found)
     if any(type(code) is CodeType for code in found.values()):
         _added += 1  # a file of an earlier version (code, not bytes): written anew
     dataclasses.exec = _exec  # type: ignore[attr-defined]  # dataclasses' global, not the builtin
     atexit.register(_store, directory)
+
+
+def defer_import(name: str) -> None:
+    """Module ``name`` put in ``sys.modules`` now and run when one of its attributes is
+    first read, unless it is imported already or cannot be found. (``importlib.util``'s
+    LazyLoader would not do: ``import name`` itself reads the module's ``__spec__``,
+    which runs it.)"""
+    if name in sys.modules:
+        return
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+        return
+    module = importlib.util.module_from_spec(spec)
+    module.__class__ = _Deferred
+    sys.modules[name] = module
+
+
+class _Deferred(types.ModuleType):
+    """A module whose code runs when a name it does not hold yet is first read."""
+
+    def __getattr__(self, name: str) -> Any:
+        with _deferring:
+            if type(self) is _Deferred:  # not run by another thread meanwhile
+                loader = getattr(self.__spec__, "loader", None)  # (defer_import's: found)
+                object.__setattr__(self, "__class__", types.ModuleType)  # an ordinary one now
+                if loader is not None:
+                    loader.exec_module(self)
+        return getattr(self, name)
+
+
+_deferring = threading.RLock()
 
 
 def _read(path: str) -> dict[str, CodeType | bytes]:

@@ -80,13 +80,14 @@ VALIDATING = ("load", "expressions", "model", "security")
 def code_stamp(package: Path, folders: tuple[str, ...] = VALIDATING) -> bytes:
     """The size and mtime of every module that decides what is valid: a checkout moved to
     another commit (the same version) never reuses an entry the old code validated."""
-    stamps = sorted(
-        f"{path.relative_to(package)}:{info.st_size}:{info.st_mtime_ns}"
-        for folder in folders
-        for path in (package / folder).glob("*.py")
-        if (info := path.stat())
-    )
-    return sha256("\n".join(stamps).encode()).digest()
+    stamps = []
+    for folder in folders:  # (os.scandir: a third of pathlib's glob and stat, at each start)
+        with os.scandir(os.path.join(package, folder)) as entries:
+            for entry in entries:
+                if entry.name.endswith(".py"):
+                    info = entry.stat()
+                    stamps.append(f"{folder}/{entry.name}:{info.st_size}:{info.st_mtime_ns}")
+    return sha256("\n".join(sorted(stamps)).encode()).digest()
 
 
 @lru_cache(maxsize=1)

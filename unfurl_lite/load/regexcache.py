@@ -37,6 +37,8 @@ _entries: dict[Key, Entry] = {}  # what the file held, and what this process add
 _added: list[Key] = []  # compiled by a module body in this process, not yet in the file
 _compile = re.compile
 _UNCACHED = int(re.DEBUG) | 1  # re.DEBUG is never cached by re; 1 is re.TEMPLATE (deprecated)
+#: ``inspect.CO_NEWLOCALS``: the code of a function; a module's or a class's body has none
+_NEW_LOCALS = 0x2
 
 
 def enable(directory: str = pycache.PYCACHE) -> None:
@@ -76,20 +78,23 @@ def _read(path: str) -> list[Entry]:
 
 
 def _well_formed(entry: Any) -> bool:
+    """The entry's shape (the code's items are the engine's to check: it refuses any
+    that is not a small enough integer, and :func:`_build` drops the entry)."""
     return (type(entry) is tuple and len(entry) == 7 and type(entry[0]) in (str, bytes)
             and type(entry[1]) is int and type(entry[2]) is int and type(entry[3]) is list
-            and all(type(c) is int for c in entry[3]) and type(entry[4]) is int
-            and type(entry[5]) is dict and type(entry[6]) is tuple)
+            and type(entry[4]) is int and type(entry[5]) is dict and type(entry[6]) is tuple)
 
 
 def _noting(pattern: Any, flags: Any = 0) -> re.Pattern[Any]:
-    """``re.compile``; a pattern a module's body compiles (the caller's frame is a module
-    being imported) and the file does not hold is noted for :func:`_store`."""
+    """``re.compile``; a pattern a module's body or a class body compiles (the caller's
+    frame is a module being imported, or a class statement in one: ``textwrap``'s and
+    ``logging``'s patterns are their classes') and the file does not hold is noted for
+    :func:`_store`."""
     compiled = _compile(pattern, flags)
     if type(pattern) in (str, bytes) and len(_entries) + len(_added) < MAX_PATTERNS \
             and not int(flags) & _UNCACHED:
         key = (pattern, int(flags))
-        if key not in _entries and sys._getframe(1).f_code.co_name == "<module>":
+        if key not in _entries and not sys._getframe(1).f_code.co_flags & _NEW_LOCALS:
             _entries[key] = (pattern, int(flags), 0, [], 0, {}, ())  # placeholder: once
             _added.append(key)
     return compiled

@@ -6,7 +6,6 @@ never accepted and ignored.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -282,6 +281,8 @@ def _unknown_configurator(implementation: Any, has_command: bool) -> tuple[str, 
     if not isinstance(name, str) or name in OPERATION_KINDS:
         return None
     lowered = {c.lower(): c for c in _CONFIGURATORS}
+    import difflib  # start-up: an implementation not a configurator's name only (`validate`)
+
     close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.8)
     one_word = re.fullmatch(r"[A-Za-z_][\w.]*", name) is not None
     if isinstance(implementation, str) and not (one_word and (close or has_command)):

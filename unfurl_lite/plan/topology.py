@@ -5,7 +5,6 @@ subgraphs that heal and scale act on), and which templates have nothing to run.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
@@ -143,6 +142,8 @@ def select(instances: dict[str, Instance], names: Sequence[str]) -> list[str]:
             continue
         of_template = [i.name for i in instances.values() if i.template == name]
         if not of_template:
+            import difflib  # start-up: a misspelled name only, not every command's imports
+
             close = difflib.get_close_matches(name, list(instances), n=1)
             hint = f"did you mean {close[0]!r}?" if close else "run `unfurl status` to list them"
             raise PlanError(f"no instance named {name!r}", hint=hint)
@@ -153,6 +154,8 @@ def select(instances: dict[str, Instance], names: Sequence[str]) -> list[str]:
 def known_template(ensemble: Ensemble, name: str) -> None:
     """A job limited to a template (``--template``) names one the topology has."""
     if name not in ensemble.topology.templates:
+        import difflib  # start-up: a misspelled name only, not every command's imports
+
         close = difflib.get_close_matches(name, list(ensemble.topology.templates), n=1)
         raise PlanError(f"specified template not found: {name}",
                         hint=f"did you mean {close[0]!r}?" if close

@@ -12,7 +12,6 @@ Reading workflows and refusing what cannot run is :mod:`unfurl_lite.load.workflo
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -278,6 +277,8 @@ def require(spec: SpecDoc, workflow: str) -> None:
         raise PlanError(f"{workflow!r} is a built-in workflow, not a custom one",
                         hint=f"run it with `unfurl {workflow.replace('_', '-')}`")
     if workflow not in names:
+        import difflib  # start-up: a misspelled name only, not every command's imports
+
         close = difflib.get_close_matches(workflow, names, n=1)
         raise PlanError(f"unknown workflow {workflow!r}",
                         hint=f"did you mean {close[0]!r}?" if close else
