@@ -226,6 +226,20 @@ def test_the_reader_reads_the_everyday_ensemble_and_declines_the_rest() -> None:
             read(declined)
 
 
+def test_an_ascii_text_with_a_character_outside_the_subset_is_declined() -> None:
+    """Every ASCII control character but the line break, and DEL, anywhere in a value:
+    the text goes to the composer's road (as a non-ASCII one beside it does too)."""
+    for code in [*range(0x20), 0x7F]:
+        char = chr(code)
+        if char == "\n":
+            continue
+        for text in (f"a: x{char}y\n", f"a: x{char}y\nb: \u00e9\n"):
+            with pytest.raises(blockyaml.NeedsFullLoader):
+                read(text)
+    printable = "".join(chr(c) for c in range(0x20, 0x7F) if chr(c) not in "'\\")
+    assert read(f"a: '{printable}'\n") == {"a": printable}
+
+
 def test_the_guarded_road_reads_by_lines_and_keeps_the_guards_verdicts() -> None:
     deep = "".join(" " * (2 * level) + f"k{level}:\n" for level in range(120))
     with pytest.raises(blockyaml.NeedsFullLoader):

@@ -31,9 +31,11 @@ __all__ = ["NeedsFullLoader", "load"]
 #: a character ruamel's reader refuses, a line break only YAML 1.1 knows, a tab, a BOM
 #: or a carriage return: any of them and the document takes the full road
 _OUTSIDE = "[^\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]"
-#: the same for a text all ASCII (almost every ensemble): a pattern compiled in a hundredth
-#: of the time (the full one's ranges cost every command that reads YAML ~6 ms to compile)
-_OUTSIDE_ASCII = re.compile("[^\n\x20-\x7e]")
+#: the characters of a text all ASCII (almost every ensemble) that are inside the subset:
+#: deleting them from its bytes leaves what is outside, in a fortieth of the time a
+#: pattern's search takes (2 ms against 30-70 ms for a 5 MB ensemble), and the full
+#: pattern's ranges (~6 ms to compile) are built only for a text that is not ASCII
+_INSIDE_ASCII = bytes([10, *range(0x20, 0x7f)])
 #: one line: its indentation, a list item's dash, a mapping key (plain, without a space
 #: before its colon, or quoted on one line) and the rest of the line
 _LINE = re.compile(r"""^(\ *+)(-\ ++|-$)?
@@ -64,8 +66,9 @@ def load(text: str, scalar: Callable[[str], Any], key_type: Callable[[str], str]
     """The document's plain data and whether a key is a merge directive (``+...``);
     ``scalar`` types a plain scalar as the composer's road does, ``key_type`` names the
     type a plain key would load as (anything but 'str' declines)."""
-    outside = _OUTSIDE_ASCII if text.isascii() else re.compile(_OUTSIDE)
-    if len(text) > MAX_EXPANDED_CHARS or outside.search(text):
+    if len(text) > MAX_EXPANDED_CHARS or (
+            text.encode("ascii").translate(None, _INSIDE_ASCII) if text.isascii()
+            else re.compile(_OUTSIDE).search(text)):
         raise NeedsFullLoader("a character outside the subset")
     lines, flow_nodes = _logical_lines(text, scalar, key_type)
     # each logical line makes at most a container and a value, and a flow collection the
