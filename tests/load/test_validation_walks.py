@@ -62,7 +62,10 @@ targets = st.sampled_from(["a", "b", "c", "", "tosca.nodes.Root"])
 requirement_values = st.one_of(
     targets, st.none(), st.integers(),
     st.fixed_dictionaries({"node": st.one_of(targets, st.integers(), st.none())}),
-    st.dictionaries(st.sampled_from(["relationship", "capability"]), targets, max_size=2))
+    st.dictionaries(st.sampled_from(["relationship", "capability"]), targets, max_size=2),
+    st.fixed_dictionaries({"node": targets, "relationship": st.one_of(
+        targets, st.none(), st.dictionaries(st.sampled_from(["type", "interfaces"]), targets,
+                                            max_size=2))}))
 requirement_items = st.one_of(
     st.dictionaries(st.sampled_from(["host", "dependency", "db"]), requirement_values,
                     min_size=1, max_size=2),
@@ -81,11 +84,18 @@ def test_read_once_gives_what_reading_anew_gives(templates: dict[str, Any]) -> N
     itself, not answered with the document's."""
     doc = document(templates)
     fresh = {name: list(type_checks.requirements_of(body)) for name, body in templates.items()}
+    related = {name: [(index, req, body["requirements"][index][req]["relationship"])
+                      for index, req, _ in fresh[name]
+                      if isinstance(body["requirements"][index][req], dict)
+                      and isinstance(body["requirements"][index][req].get("relationship"), dict)]
+               for name, body in templates.items()}
     strangers = {name: copy.deepcopy(body) for name, body in templates.items()}
     with type_checks.requirements_read_once(doc):
         for name, body in templates.items():
             assert list(type_checks.requirements_of(body)) == fresh[name]
             assert list(type_checks.requirements_of(strangers[name])) == fresh[name]
+            assert list(type_checks.relationships_of(body)) == related[name]
+            assert list(type_checks.relationships_of(strangers[name])) == related[name]
             if isinstance(body, dict) and isinstance(body.get("requirements"), list):
                 before = list(type_checks.requirements_of(body))
                 strangers[name]["requirements"].append({"extra": "a"})

@@ -12,7 +12,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from unfurl_lite.load import structure, yamlio
-from unfurl_lite.load.interfaces import apply_defaults, interfaces_of, merge_interfaces
+from unfurl_lite.load.interfaces import (
+    apply_defaults,
+    interfaces_of,
+    interfaces_once,
+    merge_interfaces,
+)
 from unfurl_lite.model import status_layout
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import (
@@ -67,10 +72,11 @@ def build(file: Path, text: str, data: EnsembleDoc) -> Ensemble:
     relationship_templates: YAMLMap = topology_tpl.get("relationship_templates") or {}
     node_templates: dict[str, NodeTemplateDoc] = topology_tpl.get("node_templates") or {}
     inherited: dict[str, _Inherited] = {}  # by type: computed once, not once per template
+    declared: dict[bytes, Interfaces] = {}  # by what templates declare: made once each
     data_types = structure.data_types(service)
     templates = {
         name: _node_template(name, d or {}, types, relationship_templates, relationship_types,
-                             cache=inherited, data_types=data_types)
+                             cache=inherited, data_types=data_types, declared_once=declared)
         for name, d in node_templates.items()
     }
     if any(_declares_requirements(d) for d in node_types.values()) or any(
@@ -273,6 +279,7 @@ def _node_template(
     implied: list[tuple[str, dict[str, Any], str | None]] | None = None,
     cache: dict[str, _Inherited] | None = None,
     data_types: structure.DataTypes | None = None,
+    declared_once: dict[bytes, Interfaces] | None = None,
 ) -> NodeTemplate:
     """One node template with what its type's ancestors give it (interfaces, property and
     attribute definitions, root first, the template's own last), as TOSCA inherits them."""
@@ -287,7 +294,7 @@ def _node_template(
     chain, interfaces, property_defs, interface_types, properties, attributes, sensitive, \
         optional = inherited
     declared: YAMLMap = data.get("interfaces") or {}
-    interfaces = merge_interfaces(interfaces, interfaces_of(declared))
+    interfaces = merge_interfaces(interfaces, interfaces_once(declared, declared_once))
     interfaces = apply_defaults(interfaces, declared.get("defaults"))
     properties = {**properties, **(data.get("properties") or {})}
     if data_types is not None:

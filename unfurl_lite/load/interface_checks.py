@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from unfurl_lite.errors import Problem
+from unfurl_lite.load.interfaces import marshalled
 from unfurl_lite.load.problems import (
     SERVICE,
     TOPOLOGY,
@@ -21,7 +22,7 @@ from unfurl_lite.load.problems import (
 )
 from unfurl_lite.load.type_checks import (
     NORMATIVE_NODE_TYPES,
-    requirements_of,
+    relationships_of,
     requirements_read_once,
 )
 from unfurl_lite.model.entities import (
@@ -31,11 +32,11 @@ from unfurl_lite.model.entities import (
     canonical_interface,
 )
 from unfurl_lite.model.lineage import ancestry, parents
-from unfurl_lite.model.narrow import is_map
 
 Owners = list[tuple[tuple[Any, ...], Any]]
-#: the document being validated and its owners, found once for the checks that walk them
-_found: list[tuple[Any, Owners]] = []
+#: the document being validated, its owners, found once for the checks that walk them, and
+#: their interfaces' :func:`marshalled` bytes, made when a check first asks for them
+_found: list[tuple[Any, Owners, list[bytes | None]]] = []
 
 
 @contextmanager
@@ -44,7 +45,7 @@ def owners_found_once(doc: Any) -> Iterator[None]:
     check (a list per document; another document, or another thread's, walks as before),
     and each template's requirements are read once (:func:`requirements_read_once`)."""
     with requirements_read_once(doc):
-        _found[:] = [(doc, list(_owners(doc)))]
+        _found[:] = [(doc, list(_owners(doc)), [])]
         try:
             yield
         finally:
@@ -61,6 +62,20 @@ def interface_owners(doc: Any) -> Iterator[tuple[tuple[Any, ...], Any]]:
     return _owners(doc)
 
 
+def keyed_owners(doc: Any) -> Iterator[tuple[tuple[Any, ...], Any, bytes | None]]:
+    """:func:`interface_owners` with their interfaces' :func:`marshalled` bytes (None: not
+    known): a check whose verdict on an owner depends only on what its interfaces hold
+    judges once the owners that hold the same (a generated ensemble's 10,000 templates
+    declare the same operations), and each of them again only when it found a problem."""
+    found = _found[:1]
+    if not (found and found[0][0] is doc):
+        return ((path, interfaces, None) for path, interfaces in _owners(doc))
+    _, owners, keys = found[0]
+    if len(keys) != len(owners):
+        keys[:] = [marshalled(interfaces) for _, interfaces in owners]
+    return ((path, interfaces, key) for (path, interfaces), key in zip(owners, keys, strict=True))
+
+
 def _owners(doc: Any) -> Iterator[tuple[tuple[Any, ...], Any]]:
     for section in ("node_types", "relationship_types"):
         for name, body in get_section(doc, (*SERVICE, section)).items():
@@ -75,9 +90,7 @@ def _owners(doc: Any) -> Iterator[tuple[tuple[Any, ...], Any]]:
                     interfaces := mapping(body).get("target_interfaces")):
                 yield (*base, "target_interfaces"), interfaces
             if section == "node_templates":
-                for index, req, _ in requirements_of(body):
-                    value = mapping(body)["requirements"][index][req]
-                    relationship = mapping(mapping(value).get("relationship"))
+                for index, req, relationship in relationships_of(body):
                     if not relationship:
                         continue
                     at = (*base, "requirements", index, req, "relationship")
@@ -131,12 +144,9 @@ def _relationship_owners(doc: Any) -> Iterator[tuple[tuple[Any, ...], Any]]:
     for name, body in get_section(doc, (*TOPOLOGY, "relationship_templates")).items():
         yield (*TOPOLOGY, "relationship_templates", name), body
     for name, body in get_section(doc, (*TOPOLOGY, "node_templates")).items():
-        for index, req, _ in requirements_of(body):
-            value = mapping(body)["requirements"][index][req]
-            relationship = mapping(value).get("relationship")
-            if is_map(relationship):
-                yield ((*TOPOLOGY, "node_templates", name, "requirements", index, req,
-                        "relationship"), relationship)
+        for index, req, relationship in relationships_of(body):
+            yield ((*TOPOLOGY, "node_templates", name, "requirements", index, req,
+                    "relationship"), relationship)
 
 
 def _undeclared(doc: Any, file: str, path: tuple[Any, ...], body: Any, type_name: str,
@@ -205,27 +215,42 @@ def _untyped_type_interfaces(doc: Any, file: str) -> Iterator[Problem]:
 
 
 def _unknown_operations(doc: Any, file: str) -> Iterator[Problem]:
-    for path, interfaces in interface_owners(doc):
-        for interface, body in mapping(interfaces).items():
-            known = INTERFACE_OPERATIONS.get(canonical_interface(str(interface)))
-            if known is None:
+    clean: set[bytes] = set()  # interfaces whose operations are all known: so are an equal's
+    for path, interfaces, key in keyed_owners(doc):
+        if key in clean:
+            continue
+        unknown: list[str] = []
+        yield from _unknown_operations_of(doc, file, path, interfaces, unknown)
+        if not unknown and key is not None:
+            clean.add(key)
+
+
+def _unknown_operations_of(doc: Any, file: str, path: tuple[Any, ...], interfaces: Any,
+                           unknown: list[str]) -> Iterator[Problem]:
+    """The unknown operations of one owner's interfaces; ``unknown`` gets every operation
+    its interface does not know, refused or declared by an interface type (which may
+    differ by owner: the judgement is then not only of what the interfaces hold)."""
+    for interface, body in mapping(interfaces).items():
+        known = INTERFACE_OPERATIONS.get(canonical_interface(str(interface)))
+        if known is None:
+            continue
+        declared: tuple[str, ...] | None = None  # looked up only for an unknown name
+        for subpath, op in operations_of(body):
+            if op in known:
                 continue
-            declared: tuple[str, ...] | None = None  # looked up only for an unknown name
-            for subpath, op in operations_of(body):
-                if op in known:
-                    continue
-                if declared is None:
-                    type_name = _interface_type(doc, path, str(interface))
-                    declared = interface_type_operations(doc, type_name) if type_name else ()
-                if op not in declared:
-                    base = _BASE_TYPES.get(canonical_interface(str(interface)), interface)
-                    hint = did_you_mean(op, [*known, *declared, *RESERVED_INTERFACE_KEYS]) or (
-                        f"{interface} declares {', '.join((*known, *declared))}; for an "
-                        f"operation of your own, declare an interface type (interface_types: "
-                        f"my.interfaces.X: {{derived_from: {base}, operations: {{{op}: }}}}) "
-                        "and give the interface `type: my.interfaces.X`, as Unfurl requires")
-                    yield problem_at(doc, (*path, interface, *subpath), file,
-                                     f"unknown operation {op!r} on interface {interface!r}", hint)
+            unknown.append(op)
+            if declared is None:
+                type_name = _interface_type(doc, path, str(interface))
+                declared = interface_type_operations(doc, type_name) if type_name else ()
+            if op not in declared:
+                base = _BASE_TYPES.get(canonical_interface(str(interface)), interface)
+                hint = did_you_mean(op, [*known, *declared, *RESERVED_INTERFACE_KEYS]) or (
+                    f"{interface} declares {', '.join((*known, *declared))}; for an "
+                    f"operation of your own, declare an interface type (interface_types: "
+                    f"my.interfaces.X: {{derived_from: {base}, operations: {{{op}: }}}}) "
+                    "and give the interface `type: my.interfaces.X`, as Unfurl requires")
+                yield problem_at(doc, (*path, interface, *subpath), file,
+                                 f"unknown operation {op!r} on interface {interface!r}", hint)
 
 
 _BASE_TYPES = {canonical: alias for alias, canonical in INTERFACE_ALIASES.items()}

@@ -7,6 +7,7 @@ Pure, like the builder that calls it: the model of one node type, template or re
 
 from __future__ import annotations
 
+import marshal
 from dataclasses import replace
 from typing import Any
 
@@ -81,6 +82,34 @@ def interfaces_of(data: dict[str, Any]) -> Interfaces:
             if definition != "not_implemented"
         }
     return result
+
+
+def marshalled(value: Any) -> bytes | None:
+    """``value`` as bytes that tell it apart from any value it is not the same as: marshal's,
+    which keep the order of keys and tell ``True`` from ``1`` and ``1.0`` (Python's ``==``
+    does not); None for a value marshal does not take (a date, a mapping of ruamel's)."""
+    try:
+        return marshal.dumps(value)
+    except ValueError:
+        return None
+
+
+def interfaces_once(data: dict[str, Any], seen: dict[bytes, Interfaces] | None) -> Interfaces:
+    """:func:`interfaces_of` ``data``, made once for every equal ``data`` of one build
+    (``seen``: the interfaces made so far, by ``data``'s marshalled bytes, which tell
+    ``True`` from ``1`` and ``1.0`` and keep the order of keys: equal bytes, equal
+    interfaces). The operations are shared by the templates that declare the same
+    interfaces (they are frozen; a template's own mappings are made by
+    :func:`merge_interfaces`): a generated ensemble declares its 10,000 templates' operations
+    alike, and building them again was half the model's build."""
+    key = marshalled(data) if seen is not None and data else None
+    if key is None:  # a date, or a mapping of ruamel's: made for itself
+        return interfaces_of(data)
+    assert seen is not None
+    found = seen.get(key)
+    if found is None:
+        found = seen[key] = interfaces_of(data)
+    return found
 
 
 def apply_defaults(interfaces: Interfaces, defaults: Any) -> Interfaces:

@@ -136,9 +136,12 @@ def requirement_target(value: Any) -> str | None:
 
 
 Named = tuple[tuple[int, str, str], ...]
+#: (index, requirement name, its relationship) of the requirements of :data:`Named` whose
+#: ``relationship`` is a mapping (an inline relationship: interfaces, Cloudify's sides)
+Related = tuple[tuple[int, str, dict[str, Any]], ...]
 #: each template body's requirements, read once while a document is validated: by the
 #: body's id, with the body itself (an id is only its while the body lives)
-_read: dict[int, tuple[Any, Named]] = {}
+_read: dict[int, tuple[Any, tuple[Named, Related]]] = {}
 
 
 @contextmanager
@@ -157,21 +160,33 @@ def requirements_read_once(doc: Any) -> Iterator[None]:
 def requirements_of(body: Any) -> Iterator[tuple[int, str, str]]:
     """(index, requirement name, node it names) of a template's requirements that name one."""
     found = _read.get(id(body))
-    return iter(found[1] if found is not None and found[0] is body else _named(body))
+    return iter((found[1] if found is not None and found[0] is body else _named(body))[0])
 
 
-def _named(body: Any) -> Named:
+def relationships_of(body: Any) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """(index, requirement name, relationship) of the requirements of
+    :func:`requirements_of` whose ``relationship`` is a mapping: what the checks of
+    interfaces and of Cloudify's relationship sides look at (most of a large ensemble's
+    requirements have none, and are not walked again for each check)."""
+    found = _read.get(id(body))
+    return iter((found[1] if found is not None and found[0] is body else _named(body))[1])
+
+
+def _named(body: Any) -> tuple[Named, Related]:
     requirements = mapping(body).get("requirements")
     if not is_list(requirements):
-        return ()
+        return (), ()
     found = []
+    related = []
     for index, item in enumerate(requirements):
         if is_map(item) and len(item) == 1:
             ((name, value),) = item.items()
             target = requirement_target(value)
             if target:
                 found.append((index, str(name), target))
-    return tuple(found)
+                if is_map(value) and is_map(relationship := value.get("relationship")):
+                    related.append((index, str(name), relationship))
+    return tuple(found), tuple(related)
 
 
 def _requirement_targets(doc: Any, file: str) -> Iterator[Problem]:

@@ -12,7 +12,7 @@ from typing import Any
 
 from unfurl_lite.errors import Problem
 from unfurl_lite.expressions.names import did_you_mean
-from unfurl_lite.load.interface_checks import interface_owners, operations_of
+from unfurl_lite.load.interface_checks import interface_owners, keyed_owners, operations_of
 from unfurl_lite.load.problems import (
     SERVICE,
     TOPOLOGY,
@@ -21,7 +21,7 @@ from unfurl_lite.load.problems import (
     problem_at,
 )
 from unfurl_lite.load.structure import is_root_form
-from unfurl_lite.load.type_checks import requirements_of
+from unfurl_lite.load.type_checks import relationships_of
 from unfurl_lite.model.entities import OPERATION_KINDS, canonical_interface
 from unfurl_lite.model.narrow import YAMLValue, is_list, is_map
 
@@ -144,9 +144,7 @@ def _cloudify_unsupported(doc: Any, file: str) -> Iterator[Problem]:
                 "write each relationship as a TOSCA requirement (`requirements: [{dependency: "
                 "{node: db, relationship: ...}}]`, `host:` for contained_in)",
             )
-        for index, req, _ in requirements_of(body):
-            relationship = mapping(mapping(mapping(body)["requirements"][index][req])
-                                    .get("relationship"))
+        for index, req, relationship in relationships_of(body):
             at = (*base, "requirements", index, req, "relationship")
             yield from _relationship_sides(doc, file, at, relationship)
     for name, body in get_section(doc, (*TOPOLOGY, "relationship_templates")).items():
@@ -196,50 +194,63 @@ _CALLABLE = re.compile(r"^[A-Za-z_][\w.]*(?::|\.)[A-Za-z_]\w*$")
 def _unsupported_implementations(doc: Any, file: str) -> Iterator[Problem]:
     """An operation that would only fail when the job reaches it is refused up front."""
     artifacts = _artifact_names(doc)
-    for path, interfaces in interface_owners(doc):
-        for interface, body in mapping(interfaces).items():
-            for shared in (("defaults", "implementation"), ("implementation",)):
-                value = mapping(mapping(body).get(shared[0])).get(shared[1]) \
-                    if len(shared) == 2 else mapping(body).get(shared[0])
-                why = _implementation_problem(value, artifacts) if value is not None else None
-                if why is not None:  # applied to every operation of the interface
-                    yield problem_at(doc, (*path, interface, *shared), file, why,
-                                     _IMPLEMENTATION_HINT)
-            for subpath, _ in operations_of(body):
-                definition: Any = mapping(body)
-                for part in subpath:
-                    definition = mapping(definition).get(part)
-                yield from _output_mappings(doc, file, (*path, interface, *subpath),
-                                            definition)
-                short = isinstance(definition, str)  # `create: COMMAND`, TOSCA's short form
-                implementation: YAMLValue = (definition if short
-                                             else mapping(definition).get("implementation"))
-                if (isinstance(implementation, dict) and implementation.get("className")
-                        in OPERATION_KINDS and _INSPECTED_KEYS.isdisjoint(implementation)):
-                    continue  # the everyday `{className: Shell}`: nothing below can object
-                where = (*path, interface, *subpath) + (() if short else ("implementation",))
-                why = _implementation_problem(implementation, artifacts)
+    clean: set[bytes] = set()  # interfaces found without a problem: an equal one has none
+    for path, interfaces, key in keyed_owners(doc):
+        if key in clean:
+            continue
+        found = list(_implementations_of(doc, file, path, interfaces, artifacts))
+        yield from found
+        if not found and key is not None:
+            clean.add(key)
+
+
+def _implementations_of(doc: Any, file: str, path: tuple[Any, ...], interfaces: Any,
+                        artifacts: set[str]) -> Iterator[Problem]:
+    """The implementations of one owner's interfaces refused: a verdict of what they hold
+    (and the document's artifacts), the owner's path only saying where."""
+    for interface, body in mapping(interfaces).items():
+        for shared in (("defaults", "implementation"), ("implementation",)):
+            value = mapping(mapping(body).get(shared[0])).get(shared[1]) \
+                if len(shared) == 2 else mapping(body).get(shared[0])
+            why = _implementation_problem(value, artifacts) if value is not None else None
+            if why is not None:  # applied to every operation of the interface
+                yield problem_at(doc, (*path, interface, *shared), file, why,
+                                 _IMPLEMENTATION_HINT)
+        for subpath, _ in operations_of(body):
+            definition: Any = mapping(body)
+            for part in subpath:
+                definition = mapping(definition).get(part)
+            yield from _output_mappings(doc, file, (*path, interface, *subpath),
+                                        definition)
+            short = isinstance(definition, str)  # `create: COMMAND`, TOSCA's short form
+            implementation: YAMLValue = (definition if short
+                                         else mapping(definition).get("implementation"))
+            if (isinstance(implementation, dict) and implementation.get("className")
+                    in OPERATION_KINDS and _INSPECTED_KEYS.isdisjoint(implementation)):
+                continue  # the everyday `{className: Shell}`: nothing below can object
+            where = (*path, interface, *subpath) + (() if short else ("implementation",))
+            why = _implementation_problem(implementation, artifacts)
+            if why is not None:
+                yield problem_at(doc, where, file, why, _IMPLEMENTATION_HINT)
+            elif not short:
+                given = {**mapping(mapping(body).get("inputs")),
+                         **mapping(mapping(definition).get("inputs"))}
+                unknown = _unknown_configurator(implementation, "command" in given)
+                if unknown is not None:
+                    yield problem_at(doc, where, file, *unknown)
+            for key in _UNSUPPORTED_IMPLEMENTATION_KEYS:
+                if key in mapping(implementation):
+                    yield problem_at(
+                        doc, (*where, key), file,
+                        f"implementation key {key!r} is not supported by unfurl-lite",
+                        "remove it (Unfurl's TOSCA extension; no equivalent here)",
+                    )
+            if "preConditions" in mapping(implementation):
+                why = _schema_problem(mapping(implementation)["preConditions"])
                 if why is not None:
-                    yield problem_at(doc, where, file, why, _IMPLEMENTATION_HINT)
-                elif not short:
-                    given = {**mapping(mapping(body).get("inputs")),
-                             **mapping(mapping(definition).get("inputs"))}
-                    unknown = _unknown_configurator(implementation, "command" in given)
-                    if unknown is not None:
-                        yield problem_at(doc, where, file, *unknown)
-                for key in _UNSUPPORTED_IMPLEMENTATION_KEYS:
-                    if key in mapping(implementation):
-                        yield problem_at(
-                            doc, (*where, key), file,
-                            f"implementation key {key!r} is not supported by unfurl-lite",
-                            "remove it (Unfurl's TOSCA extension; no equivalent here)",
-                        )
-                if "preConditions" in mapping(implementation):
-                    why = _schema_problem(mapping(implementation)["preConditions"])
-                    if why is not None:
-                        yield problem_at(doc, (*where, "preConditions"), file, why,
-                                         "give a JSON schema the target's values must meet,"
-                                         " e.g. {required: [name]}")
+                    yield problem_at(doc, (*where, "preConditions"), file, why,
+                                     "give a JSON schema the target's values must meet,"
+                                     " e.g. {required: [name]}")
 
 
 def _output_mappings(doc: Any, file: str, where: tuple[Any, ...],
