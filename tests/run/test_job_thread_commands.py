@@ -112,6 +112,26 @@ def test_a_command_that_closes_its_pipes_early_holds_up_nobody(tmp_path: Path) -
         table.close()
 
 
+def test_a_command_still_running_when_no_descriptor_can_watch_it_still_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Out of descriptors (``pidfd_open`` fails) for a command that closed its pipes and
+    runs on: it is looked at until it ends, and its result is the same."""
+
+    def no_descriptor(pid: int, flags: int = 0) -> int:
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(commands.os, "pidfd_open", no_descriptor)
+    table = commands.Commands(ProcessTable())
+    try:
+        slow = start(table, request(tmp_path, "exec >&- 2>&-; sleep 0.3; exit 4", 1))
+        until_done(table, [slow])
+        assert slow.result().outputs["returncode"] == 4
+        assert slow.result().outputs["duration"] >= 0.3
+    finally:
+        table.close()
+
+
 def test_a_kill_cancel_from_another_thread_ends_what_runs(tmp_path: Path) -> None:
     processes = ProcessTable()
     table = commands.Commands(processes)

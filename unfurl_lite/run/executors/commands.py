@@ -5,7 +5,10 @@ A thread per operation cost each task about fourteen hand-offs between threads (
 pool's queue, the future's callback into the scheduler's queue, the interpreter's lock
 passed back and forth), each a wait for a core on a loaded machine. A command needs no
 thread of its own: what follows its start is reading two pipes and noticing its end, which
-one ``poll`` over every command does (a ``pidfd`` tells the end). Starting is left to one
+one ``poll`` over every command does. A command's pipes close as it exits, so once they are
+read to their end it is reaped at once when it can be; only one still running then (it
+closed its pipes early) has its end watched by a ``pidfd``: per task, no descriptor opened
+and no second wake-up of the poll. Starting is left to one
 spawning thread: ``posix_spawn`` returns only once the new process has replaced itself
 with the command, and on a loaded machine that is a wait for a core, which the job's thread
 spends on its own work instead (measured: starting from the job's thread made an N=1000
@@ -32,10 +35,14 @@ from functools import lru_cache
 
 from unfurl_lite.run.operations import piped
 from unfurl_lite.run.operations.base import OperationResult
-from unfurl_lite.run.operations.processes import KILL_GRACE_SECONDS, ProcessTable, kill
+from unfurl_lite.run.operations.processes import KILL_GRACE_SECONDS, ProcessTable
 from unfurl_lite.run.operations.shell import Launch, not_started, outcome
 
-_READ = select.POLLIN | select.POLLHUP | select.POLLERR
+_READ = select.EPOLLIN | select.EPOLLHUP | select.EPOLLERR
+#: events taken from the epoll at a time (the rest come with the next look)
+_MAX_EVENTS = 256
+#: seconds between looks at a command whose end no pidfd watches (none could be opened)
+_UNWATCHED_LOOK = 0.005
 
 
 @lru_cache(maxsize=1)
@@ -80,7 +87,7 @@ class _Flight:
     deadline: float | None  # its timeout, as a time.monotonic() instant
     timed_out: float | None = None  # the timeout it was stopped at
     kill_at: float | None = None  # SIGKILL then, if SIGTERM did not end it
-    pidfd: int = -1  # its end, watched once its pipes are read to their end
+    pidfd: int = -1  # its end, watched once its pipes are read to their end if it runs on
 
 
 @dataclass
@@ -88,7 +95,9 @@ class Commands:
     """The commands one executor has running from the job's thread."""
 
     processes: ProcessTable
-    _poller: select.poll = field(default_factory=select.poll)
+    #: every running command's pipes (registered by the thread that started it: an
+    #: ``epoll`` sees what is added while it waits), their ends, and the wake-up pipe
+    _poller: select.epoll = field(default_factory=lambda: select.epoll(flags=select.EPOLL_CLOEXEC))
     _by_fd: dict[int, _Flight] = field(default_factory=dict)
     _flights: set[_Flight] = field(default_factory=set)
     #: futures completed on other threads, to be handed over on the job's
@@ -100,16 +109,19 @@ class Commands:
     _born: deque[_Flight | tuple[Future[OperationResult], OperationResult]] = field(
         default_factory=deque)
     _spawner: threading.Thread | None = None
-    _pending: int = 0  # sent to the spawning thread, not yet adopted
+    _sent: int = 0  # sent to the spawning thread (the job's thread counts them)
+    _adopted: int = 0  # of those, started or failed (the spawning thread counts them)
+    #: read to their end, still running, their end not watched by a descriptor (none left)
+    _unwatched: set[_Flight] = field(default_factory=set)
     _driving: threading.Lock = field(default_factory=threading.Lock)  # one thread waits
 
     def __post_init__(self) -> None:
         self._wake_fds = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
-        self._poller.register(self._wake_fds[0], select.POLLIN)
+        self._poller.register(self._wake_fds[0], select.EPOLLIN)
 
     @property
     def running(self) -> int:
-        return len(self._flights) + self._pending
+        return len(self._flights) + len(self._born) + self._sent - self._adopted
 
     def _stop_spawning(self) -> None:
         """The spawning thread ends once what was sent to it is started."""
@@ -126,14 +138,17 @@ class Commands:
             self._spawner = threading.Thread(target=self._spawn_loop, daemon=True,
                                              name="unfurl-spawn")
             self._spawner.start()
-        self._pending += 1
+        self._sent += 1
         self._spawns.put((task_id, launch, argv, future))
         return future
 
     def _spawn_loop(self) -> None:
         """The spawning thread: a start waits for the new process to replace itself with
         the command (``vfork``), which on a loaded machine is a wait for a core; the job's
-        thread meanwhile goes on (records its events, reads other commands' pipes)."""
+        thread meanwhile goes on (records its events, reads other commands' pipes). A
+        command started is put where the job's thread adopts it, then its pipes are added
+        to the ``epoll`` the job's thread waits in: no wake-up for a start, the job's
+        thread wakes when there is output or an end to read (and adopts it first)."""
         while (item := self._spawns.get()) is not None:
             task_id, launch, argv, future = item
             started = time.monotonic()
@@ -141,20 +156,15 @@ class Commands:
                 child = launch.start_piped(argv)
             except (OSError, ValueError) as exc:
                 self._born.append((future, not_started(exc)))
-                self.wake()
-                continue
-            try:  # opened now, while the process is surely this one's, unreaped
-                pidfd = os.pidfd_open(child.pid)
-            except OSError:  # (no descriptor left): this one is waited for here and now
-                with self.processes.running(task_id, child):
-                    self._born.append((future, _waited_here(child, launch.timeout, started)))
+                self._adopted += 1
                 self.wake()
                 continue
             self.processes.add(task_id, child)
             self._born.append(_Flight(task_id, child, future, started,
-                                      started + launch.timeout if launch.timeout else None,
-                                      pidfd=pidfd))
-            self.wake()
+                                      started + launch.timeout if launch.timeout else None))
+            self._adopted += 1
+            for fd in child.reading:
+                self._poller.register(fd, _READ)
 
     def _adopt(self) -> bool:
         """Commands the spawning thread started, watched from now on; whether one of
@@ -162,14 +172,12 @@ class Commands:
         ended = False
         while self._born:
             born = self._born.popleft()
-            self._pending -= 1
             if isinstance(born, tuple):
                 born[0].set_result(born[1])
                 ended = True
                 continue
             self._flights.add(born)
             for fd in born.child.reading:
-                self._poller.register(fd, _READ)
                 self._by_fd[fd] = born
         return ended
 
@@ -215,7 +223,7 @@ class Commands:
     def _wait(self, timeout: float) -> None:
         until = time.monotonic() + timeout
         while True:
-            events = self._poller.poll(self._milliseconds(until))
+            events = self._poller.poll(self._milliseconds(until) / 1000, _MAX_EVENTS)
             ended = self._adopt()
             ended = self._hand_landed() or ended
             for fd, _ in events:
@@ -228,14 +236,17 @@ class Commands:
                 if flight is not None:
                     ended = self._event(flight, fd) or ended
             ended = self._hand_landed() or ended
+            if self._unwatched:
+                ended = self._look_unwatched() or ended
             now = time.monotonic()
             self._stop_overdue(now)
             if ended or now >= until:
                 return
 
     def _milliseconds(self, until: float) -> int:
-        """How long the poll may wait: until ``until``, or a command's timeout or kill."""
-        soonest = until
+        """How long the poll may wait: until ``until``, or a command's timeout or kill (or
+        a look at the commands whose end no descriptor watches)."""
+        soonest = min(until, time.monotonic() + _UNWATCHED_LOOK) if self._unwatched else until
         for flight in self._flights:
             for instant in (flight.deadline if flight.timed_out is None else None,
                             flight.kill_at):
@@ -249,20 +260,44 @@ class Commands:
         if fd == flight.pidfd:
             self._finish(flight)
             return True
-        flight.child.read(fd)
+        flight.child.read(fd, self._poller.unregister)  # (no longer watched, then closed)
         if fd not in flight.child.reading:
-            self._poller.unregister(fd)
             del self._by_fd[fd]
-            if not flight.child.reading:  # both read to their end: now watch its end
-                self._poller.register(flight.pidfd, select.POLLIN)
-                self._by_fd[flight.pidfd] = flight
+            if not flight.child.reading:  # both read to their end: its end, now or later
+                return self._watch_end(flight)
         return False
 
+    def _watch_end(self, flight: _Flight) -> bool:
+        """A command whose pipes are read to their end: finished now when it has ended
+        too (the everyday case: its pipes closed as it exited), else its end watched (a
+        ``pidfd``; with no descriptor left, looked at every few milliseconds)."""
+        try:
+            pidfd = flight.child.end_watched()
+        except OSError:
+            self._unwatched.add(flight)
+            return False
+        if pidfd is None:
+            self._finish(flight)
+            return True
+        flight.pidfd = pidfd
+        self._poller.register(pidfd, select.EPOLLIN)
+        self._by_fd[pidfd] = flight
+        return False
+
+    def _look_unwatched(self) -> bool:
+        ended = [flight for flight in self._unwatched if flight.child.reap_now()]
+        for flight in ended:
+            self._unwatched.discard(flight)
+            self._finish(flight)
+        return bool(ended)
+
     def _finish(self, flight: _Flight) -> None:
-        self._poller.unregister(flight.pidfd)
-        del self._by_fd[flight.pidfd]
-        os.close(flight.pidfd)
-        code = flight.child.wait()  # ended: reaped at once (or by a kill-cancel's wait)
+        if flight.pidfd >= 0:
+            self._poller.unregister(flight.pidfd)
+            del self._by_fd[flight.pidfd]
+            os.close(flight.pidfd)
+            flight.pidfd = -1
+        code = flight.child.wait()  # ended: reaped (here, or by a kill-cancel's wait)
         self.processes.discard(flight.child)
         self._flights.discard(flight)
         stdout, stderr = flight.child.output()
@@ -306,32 +341,24 @@ class Commands:
         for fd in self._by_fd:
             self._poller.unregister(fd)
         self._by_fd.clear()
+        self._unwatched.clear()
         for flight in flights:
-            os.close(flight.pidfd)
+            if flight.pidfd >= 0:
+                os.close(flight.pidfd)
+                flight.pidfd = -1
         if flights:
             threading.Thread(target=_drain, args=(flights, self.processes),
                              name="unfurl-abandoned").start()
 
     def close(self) -> None:
         """The job has ended: what still runs is waited for, then the wake pipe closed."""
-        while self._flights or self._landed or self._pending:
+        while self._flights or self._landed or self.running:
             self.wait(0.2)
         self._stop_spawning()
         for fd in self._wake_fds:
             os.close(fd)
         self._wake_fds = (-1, -1)
-
-
-def _waited_here(child: piped.Child, timeout: float | None, started: float) -> OperationResult:
-    """A command waited for as the Shell operation's own thread waits (its timeout too)."""
-    try:
-        stdout, stderr = child.communicate(timeout=timeout)
-        timed_out = None
-    except subprocess.TimeoutExpired:
-        kill(child)
-        stdout, stderr = child.communicate()
-        timed_out = timeout
-    return outcome(child.wait(), stdout, stderr, started, timed_out)
+        self._poller.close()
 
 
 def _drain(flights: list[_Flight], processes: ProcessTable) -> None:

@@ -21,6 +21,7 @@ import select
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from functools import lru_cache
 
 from unfurl_lite.run.operations import spawn
@@ -58,17 +59,20 @@ class Child:
         self.returncode: int | None = None
         self._chunks: dict[int, list[bytes]] = {out: [], err: []}
         self._out, self._err = out, err
-        self._poller = select.poll()
-        for fd in (out, err):
-            self._poller.register(fd, select.POLLIN)
-        self._open = {out, err}
+        self._poller: select.poll | None = None  # made by communicate (a caller who polls
+        self._open = {out, err}  # many commands' pipes at once needs none of its own)
         self._reaping = threading.Lock()
 
     def communicate(self, timeout: float | None = None) -> tuple[str, str]:
         """Read both pipes to their end, then wait for the command; at ``timeout`` seconds
         raise ``subprocess.TimeoutExpired`` (call again to read on)."""
         deadline = None if timeout is None else time.monotonic() + timeout
+        if self._poller is None and self._open:
+            self._poller = select.poll()
+            for fd in self._open:
+                self._poller.register(fd, select.POLLIN)
         while self._open:
+            assert self._poller is not None
             if deadline is None:
                 events = self._poller.poll()
             else:
@@ -86,15 +90,19 @@ class Child:
         """The pipes not yet read to their end."""
         return frozenset(self._open)
 
-    def read(self, fd: int) -> None:
-        """Read what ``fd`` (one of :attr:`reading`, ready) holds; at its end, close it.
+    def read(self, fd: int, forget: Callable[[int], object] | None = None) -> None:
+        """Read what ``fd`` (one of :attr:`reading`, ready) holds; at its end, close it
+        (``forget`` called with it first: the caller's poll no longer watches it).
         (What :meth:`communicate` does at each wake-up, for a caller that polls many
         commands' pipes at once.)"""
         data = os.read(fd, _CHUNK)
         if data:
             self._chunks[fd].append(data)
         else:
-            self._poller.unregister(fd)
+            if forget is not None:
+                forget(fd)
+            if self._poller is not None:
+                self._poller.unregister(fd)
             os.close(fd)
             self._open.discard(fd)
 
@@ -129,13 +137,37 @@ class Child:
             time.sleep(delay)
         return self.returncode
 
+    def reap_now(self) -> bool:
+        """Whether it has ended, reaped now if it had (never waits)."""
+        with self._reaping:
+            if self.returncode is None:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+                if pid:
+                    self._reaped(status)
+            return self.returncode is not None
+
+    def end_watched(self) -> int | None:
+        """A descriptor that becomes readable when it ends (a ``pidfd``), or None when it
+        has ended already (reaped now). Opened while it is unreaped, under the lock every
+        reaper takes, so its process id cannot be another's yet; OSError (no descriptor
+        left) is the caller's."""
+        with self._reaping:
+            if self.returncode is None:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+                if pid:
+                    self._reaped(status)
+                else:
+                    return os.pidfd_open(self.pid)
+            return None
+
     def _reaped(self, status: int) -> None:
         self.returncode = os.waitstatus_to_exitcode(status)
 
     def close(self) -> None:
         """Close what is still open of the pipes (a command abandoned mid-read)."""
         for fd in list(self._open):
-            self._poller.unregister(fd)
+            if self._poller is not None:
+                self._poller.unregister(fd)
             os.close(fd)
         self._open.clear()
 
