@@ -192,3 +192,12 @@ def test_the_checks_still_see_every_owner_that_declares_interfaces() -> None:
                for m in messages)
     assert messages.count("interface 'Standard' in `target_interfaces` is not supported") == 1
     assert messages.count("interface 'Install' in `target_interfaces` is not supported") == 1
+
+
+def test_a_long_requirement_chain_written_dependents_first_is_valid() -> None:
+    """3,000 templates, each requiring the next: the cycle check walks the chain without
+    recursion (it failed with RecursionError, a traceback for `validate` and `plan`)."""
+    templates = {f"n{i}": {"type": "tosca.nodes.Root",
+                           "requirements": [{"dependency": f"n{i + 1}"}]} for i in range(2999)}
+    templates["n2999"] = {"type": "tosca.nodes.Root"}
+    assert validate.check(document(templates), FILE) == []

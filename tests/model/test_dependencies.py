@@ -33,3 +33,33 @@ def test_a_loop_is_walked_from_its_first_node() -> None:
     # unfurl-cases 466: base requires extra; extra's type implies a requirement on base
     assert topological_order({"base": ["extra"], "extra": ["base"], "app": ["base"]}) == [
         "extra", "base", "app"]
+
+
+def _reaches_itself(graph: dict[str, list[str]]) -> bool:
+    for start in graph:
+        seen: set[str] = set()
+        todo = list(graph[start])
+        while todo:
+            node = todo.pop()
+            if node == start:
+                return True
+            if node not in seen:
+                seen.add(node)
+                todo += graph.get(node, [])
+    return False
+
+
+@given(graphs(), st.lists(st.sampled_from(["x", "y"]), max_size=2))
+def test_cycles_are_found_exactly_when_a_node_reaches_itself(
+        graph: dict[str, list[str]], outside: list[str]) -> None:
+    """Also with requirements of names the graph does not have (they lead nowhere)."""
+    first = next(iter(graph))
+    graph[first] = [*graph[first], *outside]
+    assert bool(find_cycles(graph)) == _reaches_itself(graph)
+
+
+def test_a_long_chain_has_no_cycle_and_no_recursion() -> None:
+    """A chain written from its last dependent to its first dependency (5,000 templates
+    each requiring the next) is walked without recursion."""
+    chain = {f"n{i}": [f"n{i + 1}"] for i in range(5000)}
+    assert find_cycles(chain) == []

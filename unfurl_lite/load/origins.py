@@ -47,6 +47,12 @@ def merged_from(node: Any, key: Any) -> list[Definition]:
     return list(getattr(node, _MERGED, {}).get(key, []))
 
 
+def has_merged(node: Any) -> bool:
+    """Whether any key of ``node`` was merged from several mappings (never for plain data:
+    a check asks this once instead of :func:`merged_from` for each of its keys)."""
+    return bool(getattr(node, _MERGED, None))
+
+
 def definitions(node: Any, key: Any) -> list[Definition]:
     return merged_from(node, key) or [
         Definition(source_file(node, key), positions.location(node, key)[0], node[key])

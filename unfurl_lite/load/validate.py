@@ -172,6 +172,8 @@ def _duplicate_templates(doc: Any, file: str) -> Iterator[Problem]:
     """Two files that each define a template in full (with a type) clash; an override that
     only changes some keys of an included template is what merging is for."""
     templates = get_section(doc, (*TOPOLOGY, "node_templates"))
+    if not origins.has_merged(templates):  # plain data (the fast road): nothing merged
+        return
     for name in templates:
         full = [d for d in origins.merged_from(templates, name) if "type" in mapping(d.value)]
         if len({d.file for d in full}) > 1:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 Dependencies = Mapping[str, Iterable[str]]  # node -> the nodes it depends on
 
 
 def find_cycles(graph: Mapping[str, list[str]]) -> list[list[str]]:
     """Each distinct cycle once, as ``[a, b, a]``, starting from its first node in graph order."""
+    if _acyclic(graph):  # almost every graph: one walk without the trails kept below
+        return []
     order = {name: i for i, name in enumerate(graph)}
     found: dict[tuple[str, ...], list[str]] = {}
 
@@ -29,6 +31,32 @@ def find_cycles(graph: Mapping[str, list[str]]) -> list[list[str]]:
     for name in graph:
         visit(name, [])
     return list(found.values())
+
+
+def _acyclic(graph: Mapping[str, list[str]]) -> bool:
+    """Whether no walk along the graph's edges comes back to where it started (depth first,
+    without recursion: a chain of any length)."""
+    state: dict[str, bool] = {}  # False: on the walk's path; True: done
+    for root in graph:
+        if root in state:
+            continue
+        state[root] = False
+        stack: list[Iterator[str]] = [iter(graph.get(root, ()))]
+        path = [root]
+        while stack:
+            for child in stack[-1]:
+                seen = state.get(child)
+                if seen is None:
+                    state[child] = False
+                    stack.append(iter(graph.get(child, ())))
+                    path.append(child)
+                    break
+                if seen is False:
+                    return False
+            else:
+                stack.pop()
+                state[path.pop()] = True
+    return True
 
 
 def topological_order(graph: Dependencies) -> list[str]:
