@@ -7,6 +7,7 @@ that may fill it (the first one implemented wins) and the node state it moves th
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -132,6 +133,9 @@ _PROGRESS = [
 ]
 
 
+_NO_OPERATIONS: Mapping[str, Operation] = {}
+
+
 def implemented(template: NodeTemplate, interface: str, name: str) -> Operation | None:
     """The operation if the template maps it to an implementation (declared-only does nothing)."""
     op = template.interfaces.get(interface, {}).get(name)
@@ -147,11 +151,12 @@ def _steps_for(
 ) -> list[tuple[Operation, NodeStep | None, Requirement | None, str, str | None]]:
     """The concrete operations of a lifecycle for one instance: (op, step, req, runs_on, peer)."""
     found: list[tuple[Operation, NodeStep | None, Requirement | None, str, str | None]] = []
+    interfaces = template.interfaces
     for step in steps:
         if isinstance(step, NodeStep):
-            for interface, name in step.candidates:
-                op = implemented(template, interface, name)
-                if op:
+            for interface, name in step.candidates:  # implemented(), inline: 10 a template
+                op = interfaces.get(interface, _NO_OPERATIONS).get(name)
+                if op is not None and op.implementation is not None:
                     found.append((op, step, None, instance.name, None))
                     break
             continue
@@ -187,6 +192,12 @@ _NODE_STATES = list(NodeState)  # Unfurl compares node states in this order
 
 
 def unfurl_phases(instance: Instance, has_create: bool) -> frozenset[str]:
+    """:func:`phases_of` the instance's status and state."""
+    return phases_of(instance.status, instance.state, has_create)
+
+
+@functools.cache  # a few statuses and states: a deploy of 10,000 instances asks 10,000 times
+def phases_of(status: Status, state: NodeState | None, has_create: bool) -> frozenset[str]:
     """What Unfurl's deploy runs on an instance it includes. Its plan
     (``execute_default_deploy``) asks for create when the instance is missing (unknown,
     absent or pending, not stopped) or failed before it was created; configure when it was
@@ -196,7 +207,6 @@ def unfurl_phases(instance: Instance, has_create: bool) -> frozenset[str]:
     one), the state moving as the operations before it end. So a degraded instance that
     ``--repair degraded`` includes, already configured, runs only its start (if it has
     one); one in error is configured again, not created; one in error but started, nothing."""
-    status, state = instance.status, instance.state
     missing = status in (Status.unknown, Status.absent, Status.pending) \
         and state != NodeState.stopped
     initial = state is None or state == NodeState.creating

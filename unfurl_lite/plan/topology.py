@@ -77,7 +77,8 @@ def planned_instances(ensemble: Ensemble) -> dict[str, Instance]:
         if name in done or name in trail:
             return
         template = templates[name]
-        host = template.host if template.host in templates and template.host != name else None
+        host = template.host  # a walk of its requirements: once
+        host = host if host in templates and host != name else None
         if host is not None:
             plan_template(host, (*trail, name))
         done.add(name)
@@ -124,9 +125,10 @@ def instance_graph(ensemble: Ensemble, instances: dict[str, Instance]) -> dict[s
         deps: list[str] = []
         if template:
             pinned = inst.extra.get("hostedOn")
+            host = template.host if pinned is not None else None  # the same for each
             for req in template.requirements:
                 peers = by_template.get(req.node, ())
-                if req.node == template.host and pinned in peers:
+                if pinned is not None and req.node == host and pinned in peers:
                     peers = [str(pinned)]  # contained in its own host instance only
                 deps.extend(peers)
         result[inst.name] = deps
