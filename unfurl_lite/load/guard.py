@@ -118,7 +118,9 @@ def _counted(text: str) -> tuple[int, int]:
     for last, counts in _last_counts[:1]:  # a copy: another thread's load may replace it
         if last is text:
             return counts
-    keys = sum(text.count(sep) for sep in _KEY_ENDS)
+    # a separator ending in a tab or a carriage return is counted only in a text that has
+    # one (a search for one character is a hundredth of a count of two: 12 ms at 5 MB)
+    keys = sum(text.count(sep) for sep in _KEY_ENDS if sep[-1] not in "\t\r" or sep[-1] in text)
     items = text.count(",") + text.count("- ") + text.count("-\n")
     _last_counts[:] = [(text, (keys, items))]
     return keys, items
