@@ -5,6 +5,7 @@ verdict on every document, same errors with line numbers."""
 from __future__ import annotations
 
 import contextlib
+import datetime
 import functools
 import io
 import json
@@ -214,6 +215,28 @@ def test_quick_check_agrees_with_jsonschema_on_mutated_ensembles(data: st.DataOb
     target[path[-1]] = replacement
     quick = schemacheck.compile_schema(schema_problems._schema())
     assert quick(doc) == jsonschema_verdict(doc)
+
+
+def test_one_quick_check_remembers_accepted_interfaces_by_their_exact_values() -> None:
+    """The compiled check remembers the interfaces it accepted: an interfaces value Python
+    calls equal but JSON does not (``timeout: true`` against ``timeout: 1``) is still
+    refused, by the same check, after the first was accepted; a date is judged each time."""
+    quick = schemacheck.compile_schema(schema_problems._schema())
+
+    def ensemble(timeout: Any) -> dict[str, Any]:
+        operation = {"implementation": {"className": "Shell", "timeout": timeout}}
+        templates = {f"t{i}": {"type": "tosca.nodes.Root", "interfaces": {
+            "Standard": {"operations": {"create": operation}}}} for i in range(3)}
+        return {"apiVersion": "unfurl/v1alpha1", "kind": "Ensemble", "spec": {
+            "service_template": {"topology_template": {"node_templates": templates}}}}
+
+    for timeout, valid in [(1, True), (True, False), (1.0, True), (False, False),
+                           ("1", True), (None, False), (datetime.date(2026, 1, 1), False),
+                           (1, True), (True, False)]:
+        doc = ensemble(timeout)
+        assert quick(doc) is valid, timeout
+        if not isinstance(timeout, datetime.date):
+            assert jsonschema_verdict(doc) is valid
 
 
 # ------------------------------------------------------------------- section rewrite

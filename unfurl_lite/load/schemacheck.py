@@ -10,6 +10,7 @@ so it can never silently accept what jsonschema would refuse.
 
 from __future__ import annotations
 
+import marshal
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -67,6 +68,8 @@ def compile_schema(root: dict[str, Any]) -> Check:
             cells[name] = cell
             cell[0] = build(root["$defs"][name])
         found = cells[name]
+        if name in _REMEMBERED:
+            return _remembered(lambda v: found[0](v))
         return lambda v: found[0](v)
 
     def build(schema: Any) -> Check:
@@ -98,6 +101,40 @@ def compile_schema(root: dict[str, Any]) -> Check:
         return every
 
     return build(root)
+
+
+#: definitions whose values repeat across a document's templates (a generated ensemble's
+#: 10,000 templates declare the same interfaces): a value equal to one accepted before is
+#: accepted without walking it again
+_REMEMBERED = frozenset({"interfaces"})
+#: how many accepted values each remembers (a process may check many documents)
+_REMEMBERED_MOST = 256
+
+
+def _remembered(check: Check) -> Check:
+    """``check``, answering at once for a value whose marshalled bytes are those of a value
+    it accepted: marshal keeps the order of keys and tells ``True`` from ``1`` and ``1.0``,
+    so equal bytes are the same JSON value, and the check's verdict depends on nothing else.
+    A value marshal does not take (a date) is checked each time."""
+    accepted: set[bytes] = set()
+
+    def check_remembered(v: Any) -> bool:
+        if not v:
+            return check(v)
+        try:
+            key = marshal.dumps(v)
+        except ValueError:
+            return check(v)
+        if key in accepted:
+            return True
+        if not check(v):
+            return False
+        if len(accepted) >= _REMEMBERED_MOST:
+            accepted.clear()
+        accepted.add(key)
+        return True
+
+    return check_remembered
 
 
 _OBJECT_KEYWORDS = frozenset({"properties", "additionalProperties", "required", "minProperties",
