@@ -593,11 +593,13 @@ def test_a_value_ruamel_cannot_read_is_a_clear_error_not_a_traceback(
 
 def test_the_cache_keeps_only_the_newest_entries(parse_cache: Path, tmp_path: Path) -> None:
     file = tmp_path / "ensemble.yaml"
-    for n in range(parsecache.KEEP + 5):
+    most = parsecache.KEEP + parsecache.SLACK
+    for n in range(most + 1):
         parsecache.put(file, f"a: {n}\n", {"a": n})
-    assert len(list(parse_cache.glob("*.marshal"))) == parsecache.KEEP
-    last = parsecache.get(file, f"a: {parsecache.KEEP + 4}\n")
-    assert last["data"] == {"a": parsecache.KEEP + 4}
+        assert len(list(parse_cache.glob("*.marshal"))) == (n + 1 if n < most else
+                                                            parsecache.KEEP)
+    last = parsecache.get(file, f"a: {most}\n")
+    assert last["data"] == {"a": most}
 
 
 def test_journal_events_reach_the_disk_even_when_no_transition_follows(

@@ -84,7 +84,8 @@ def test_a_deploy_runs_exactly_the_git_commands_its_record_needs(
     project: Project, tmp_path: Path
 ) -> None:
     """Finding the work tree, the identity, the dirty check, adding and committing the
-    records: no probe of git's version, HEAD and the branch read from .git's files."""
+    records: no probe of git's version, HEAD and the branch read from .git's files; the
+    next job finds the identity remembered (the same environment and config files)."""
     project.write(ensemble_yaml(shell_node("a", "echo hi")))
     env, log = spying_git(tmp_path)
     done = run_unfurl(project.root, "deploy", "--approve", "-q", env=env)
@@ -92,6 +93,82 @@ def test_a_deploy_runs_exactly_the_git_commands_its_record_needs(
     assert [line.split()[0] for line in log.read_text().splitlines()] == [
         "status", "var", "add", "commit"]
     assert project.commits()[0].startswith("Updating status for job")
+    log.unlink()
+    project.write(ensemble_yaml(shell_node("a", "echo hi") + shell_node("b", "echo ho")))
+    done = run_unfurl(project.root, "deploy", "--approve", "-q", env=env)
+    assert done.returncode == 0, done.stderr
+    assert [line.split()[0] for line in log.read_text().splitlines()] == [
+        "status", "status", "add", "commit"]  # (the first: what earlier jobs left uncommitted)
+    assert project.commits()[0].startswith("Updating status for job")
+
+
+def test_a_jobs_commit_starts_no_maintenance_process(project: Project, tmp_path: Path) -> None:
+    """git's commit starts `git maintenance run --auto` after itself (the suite's git is
+    told not to: here it is not); the job's commit does not, as Unfurl 1.2.0's."""
+    project.write(ensemble_yaml(shell_node("a", "echo hi")))
+    trace = tmp_path / "trace"
+    env = {"GIT_CONFIG_COUNT": "0", "GIT_TRACE": str(trace)}
+    subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "by hand"], cwd=project.root,
+                   env={**os.environ, **env}, check=True)
+    assert "maintenance run --auto" in trace.read_text()  # git's own, as a user's commit
+    trace.unlink()
+    done = run_unfurl(project.root, "deploy", "--approve", "-q", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "built-in: git commit" in trace.read_text()
+    assert "maintenance" not in trace.read_text()
+    assert project.commits()[0].startswith("Updating status for job")
+
+
+def _identity_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: str) -> Path:
+    """A HOME whose .gitconfig is ``config``, and no system config, git variables or
+    identity in the repository's own config."""
+    git(tmp_path / "project", "config", "--unset", "user.name")
+    git(tmp_path / "project", "config", "--unset", "user.email")
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    (home / ".gitconfig").write_text(config)
+    for name in list(os.environ):
+        if name.startswith("GIT_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    return home
+
+
+IDENTITY = "[user]\n\tname = Someone\n\temail = someone@example.com\n"
+NO_IDENTITY = "[user]\n\tuseConfigOnly = true\n"
+
+
+def test_an_identity_remembered_is_asked_again_once_a_config_file_changes(
+    project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parse_cache: Path
+) -> None:
+    """What git found is kept against the files it read: an identity removed from the
+    global config, or from the repository's, is refused at once, never taken from memory."""
+    home = _identity_home(tmp_path, monkeypatch, IDENTITY)
+    assert gitrepo.identity_problem(project.root) is None
+    assert len(list(parse_cache.glob("git-identity-*"))) == 1
+    (home / ".gitconfig").write_text(NO_IDENTITY)
+    assert "no identity" in str(gitrepo.identity_problem(project.root))
+    (home / ".gitconfig").write_text(IDENTITY)
+    assert gitrepo.identity_problem(project.root) is None
+    git(project.root, "config", "user.name", "")  # the repository's own config
+    assert "no identity" in str(gitrepo.identity_problem(project.root))
+    git(project.root, "config", "--unset", "user.name")
+    assert gitrepo.identity_problem(project.root) is None
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "")  # the environment: asked too
+    assert "no identity" in str(gitrepo.identity_problem(project.root))
+
+
+def test_an_identity_from_an_included_file_is_always_asked(
+    project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parse_cache: Path
+) -> None:
+    """An included file can change while the files git names do not: no answer is kept."""
+    home = _identity_home(tmp_path, monkeypatch, "[include]\n\tpath = ~/identity\n")
+    (home / "identity").write_text(IDENTITY)
+    assert gitrepo.identity_problem(project.root) is None
+    (home / "identity").write_text(NO_IDENTITY)
+    assert "no identity" in str(gitrepo.identity_problem(project.root))
+    assert list(parse_cache.glob("git-identity-*")) == []
 
 
 def test_without_git_init_says_git_is_not_installed(tmp_path: Path) -> None:

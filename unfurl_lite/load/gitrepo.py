@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from unfurl_lite.errors import GitError
-from unfurl_lite.load import gitfiles
+from unfurl_lite.load import gitfiles, parsecache
 
 ENV = {
     "LC_ALL": "C",
@@ -54,7 +54,7 @@ class Outcome:
 
 
 def run(cwd: Path | str, *args: str, timeout: float | None = None,
-        strip: bool = True) -> Outcome:
+        strip: bool = True, env: dict[str, str] | None = None) -> Outcome:
     """One git command in ``cwd``; its outcome, whatever its exit status. Output is text
     (UTF-8, undecodable bytes kept as surrogates); ``strip`` drops stdout's final newline,
     ``strip=False`` keeps it byte for byte (a file's text). A command still running after
@@ -62,7 +62,7 @@ def run(cwd: Path | str, *args: str, timeout: float | None = None,
     if not os.path.isdir(cwd):  # git would fail to start, and say git is missing
         raise GitError(f"cannot run git in {cwd}: no such directory")
     try:
-        done = subprocess.run(["git", *args], cwd=cwd, env={**os.environ, **ENV},
+        done = subprocess.run(["git", *args], cwd=cwd, env={**os.environ, **ENV, **(env or {})},
                               stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
     except FileNotFoundError:
         raise GitError("git is not installed (or not on PATH)",
@@ -157,17 +157,19 @@ class Repo:
         self._run_waiting(("add", "--", *relative))
         # nothing to commit: a killed job committed these very records before it died,
         # and its resume wrote them again byte for byte; that commit is the job's
-        self._run_waiting(("commit", "-q", "-m", message, "--", *relative), unchanged_ok=True)
+        self._run_waiting(("commit", "-q", "-m", message, "--", *relative), unchanged_ok=True,
+                          env=_without_auto_maintenance())
         head = self.head()
         if head is None:
             raise GitError("git commit failed: no commit was made")
         return head
 
-    def _run_waiting(self, args: tuple[str, ...], unchanged_ok: bool = False) -> None:
+    def _run_waiting(self, args: tuple[str, ...], unchanged_ok: bool = False,
+                     env: dict[str, str] | None = None) -> None:
         waited = 0.0
         delay = 0.02
         while True:
-            outcome = run(self.root, *args)
+            outcome = run(self.root, *args, env=env)
             if outcome.ok:
                 return
             if unchanged_ok and ("nothing to commit" in outcome.stdout
@@ -192,6 +194,8 @@ class Repo:
         (git writes no pid into it, so its owner is looked for among running processes)."""
         lock = self.index_lock()
         before = _identity(lock)
+        if before is None:  # no lock: nothing to wait for (a job's every start asks)
+            return None
         for pause in (0.0, 0.05):  # twice, as git processes of other jobs come and go
             time.sleep(pause)
             if before is None or _git_running_in(self.root) or _identity(lock) != before:
@@ -202,6 +206,19 @@ class Repo:
         """Whether .gitignore rules exclude the directory ``path`` (which need not exist
         yet: the trailing slash lets ``dir/`` patterns match)."""
         return run(self.root, "check-ignore", "-q", "--", f"{path.resolve()}/").ok
+
+
+def _without_auto_maintenance() -> dict[str, str]:
+    """The commit's configuration, after any the environment gives (as ``git -c`` would):
+    no ``git maintenance run --auto`` after it. One process fewer per job, as Unfurl
+    1.2.0's commit, which GitPython writes itself, starts none; git's own commands (a
+    commit by hand, a fetch, a merge) still run it in this repository."""
+    count = os.environ.get("GIT_CONFIG_COUNT", "")
+    if count and not count.isdigit():  # git refuses to run anyway: its message is the one
+        return {}
+    n = int(count or 0)
+    return {"GIT_CONFIG_COUNT": str(n + 1), f"GIT_CONFIG_KEY_{n}": "maintenance.auto",
+            f"GIT_CONFIG_VALUE_{n}": "false"}
 
 
 def _identity(path: Path) -> tuple[int, int] | None:
@@ -289,7 +306,13 @@ def identity_problem(cwd: Path, instead: str = "") -> GitError | None:
     """Why git could not commit here for want of an author or committer, or None.
 
     Asked before anything is written, so that a missing identity is one clear error rather
-    than a project (or a job's records) left half-committed."""
+    than a project (or a job's records) left half-committed. An identity git found is
+    remembered (in the parse cache's directory) for exactly what git decided it from: the
+    next job with the same environment and the same config files (by inode, size and time)
+    starts no ``git var``."""
+    known = _identity_sources(cwd)
+    if known is not None and parsecache.stored(known[0]) == known[1]:
+        return None
     for variable in _idents_to_check():
         outcome = run(cwd, "var", variable)
         if not outcome.ok:
@@ -300,7 +323,53 @@ def identity_problem(cwd: Path, instead: str = "") -> GitError | None:
                 hint="set it once: git config --global user.name 'Your Name' && "
                 f"git config --global user.email you@example.com{instead}",
             )
+    if known is not None:
+        parsecache.store(*known)
     return None
+
+
+#: what git's identity is read from besides config files (``git -c`` passes GIT_CONFIG_*)
+_IDENTITY_VARIABLES = ("HOME", "XDG_CONFIG_HOME", "EMAIL", "USER", "LOGNAME")
+
+
+def _identity_sources(cwd: Path) -> tuple[str, bytes] | None:
+    """(the cache entry's name, its content) for what git's identity in ``cwd`` comes
+    from: the environment's git and identity variables, this machine's name and user, and
+    each config file git reads (system, global, the repository's, a linked worktree's);
+    None when there is no parse cache, no ``.git`` here, or a config file git reads
+    includes others (``include``/``includeIf``: git is then always asked)."""
+    git = gitfiles.git_dir(str(cwd))
+    if not git or parsecache.directory() is None:
+        return None
+    home = os.path.expanduser("~")
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    common = os.path.join(git, "commondir")
+    files = [os.environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig",
+             os.environ.get("GIT_CONFIG_GLOBAL") or os.path.join(home, ".gitconfig"),
+             os.path.join(xdg, "git", "config"),
+             os.path.join(git, "config"), os.path.join(git, "config.worktree"), common]
+    parts = [f"{k}={v}" for k, v in sorted(os.environ.items())
+             if k.startswith("GIT_") or k in _IDENTITY_VARIABLES]
+    parts += [str(os.getuid() if hasattr(os, "getuid") else ""), os.uname().nodename
+              if hasattr(os, "uname") else ""]
+    try:
+        if os.path.isfile(common):
+            with open(common, encoding="utf-8") as handle:
+                files.append(os.path.join(git, handle.read().strip(), "config"))
+        for name in files:
+            try:
+                info = os.stat(name)
+            except FileNotFoundError:
+                parts.append(f"{name}: none")
+                continue
+            with open(name, "rb") as handle:
+                if b"include" in handle.read().lower():
+                    return None
+            parts.append(f"{name}: {info.st_ino} {info.st_size} {info.st_mtime_ns}")
+    except (OSError, UnicodeDecodeError):
+        return None
+    key = parsecache.large_digest("\0".join(parts).encode("utf-8", "surrogateescape")).hex()
+    return f"git-identity-{key}.marshal", key.encode()
 
 
 def _idents_to_check() -> list[str]:

@@ -54,6 +54,7 @@ def large_digest(data: bytes) -> bytes:
 
 ENV = "UNFURL_LITE_CACHE"
 KEEP = 64  # entries; one per version of each ensemble recently loaded
+SLACK = 16  # entries beyond KEEP before the oldest are removed
 _enabled = False
 
 
@@ -254,7 +255,14 @@ def store(name: str, payload: bytes) -> None:
 
 
 def _prune(root: Path) -> None:
-    entries = sorted(root.glob("*.marshal"), key=_mtime, reverse=True)
+    """Down to the newest :data:`KEEP` entries once there are :data:`SLACK` more: a store
+    lists the directory, and reads the entries' times only then (a job stores two or
+    three entries: their 64 ``stat`` calls and an ``unlink`` each were a job's every time)."""
+    with os.scandir(root) as found:
+        names = [entry.name for entry in found if entry.name.endswith(".marshal")]
+    if len(names) <= KEEP + SLACK:
+        return
+    entries = sorted((root / name for name in names), key=_mtime, reverse=True)
     for stale in entries[KEEP:]:
         stale.unlink(missing_ok=True)
 
