@@ -16,14 +16,17 @@ def chain_ensemble(
     names: list[str],
     requires: dict[str, list[str]],
     marks: Path,
-    sleep: float = 0.3,
+    sleep: float | dict[str, float] = 0.3,
     failing: dict[str, str] | None = None,
 ) -> str:
     """Nodes whose configure writes ``<name>.start``, sleeps, then ``<name>.end``.
 
-    ``failing[name]`` is a shell condition; while it holds the node's configure fails.
+    ``sleep``: seconds for every node, or each node's (``{name: seconds}``, 0 for a node
+    not named). ``failing[name]`` is a shell condition; while it holds the node's configure
+    fails.
     """
     failing = failing or {}
+    sleeps = sleep if isinstance(sleep, dict) else dict.fromkeys(names, sleep)
     lines = [
         "apiVersion: unfurl/v1alpha1",
         "kind: Ensemble",
@@ -36,7 +39,7 @@ def chain_ensemble(
         fail = failing.get(name)
         check = f"if {fail}; then exit 1; fi; " if fail else ""
         command = (
-            f"echo $$ >> {marks}/{name}.start; {check}sleep {sleep}; "
+            f"echo $$ >> {marks}/{name}.start; {check}sleep {sleeps.get(name, 0)}; "
             f"echo done >> {marks}/{name}.end"
         )
         lines += [f"        {name}:", "          type: tosca.nodes.Root"]

@@ -128,13 +128,15 @@ def test_resume_stops_operations_the_killed_job_left_running(project):
 
 @pytest.mark.slow  # a real process, signalled or killed
 def test_resume_without_force_leaves_interrupted_tasks_failed(project):
-    marks = setup(project, ["a", "b"], {"b": ["a"]}, sleep=30)
+    # only a is slow (it is killed while running); b, which the resume runs, is not
+    marks = setup(project, ["a", "b"], {"b": ["a"]}, sleep={"a": 30})
     job = start_unfurl(project.root, "deploy", "--approve")
     wait_for(lambda: count(marks, "start") >= 1, job)
     kill9(job)
     result = run_unfurl(project.root, "resume")
     assert result.returncode == 64
     assert project.local("a") == "unknown"
+    assert len((marks / "a.start").read_text().split()) == 1  # a was not run again
     assert "interrupted" in result.stdout and "blocked" in result.stdout
 
 
