@@ -292,9 +292,16 @@ def raw_step(repo: Path, code: int, console: str, head_before: str) -> dict[str,
 
 def repo_label(repo: Path) -> re.Pattern[str]:
     """The scratch repository's path as a label (``to_dns_label`` of get_ensemble_metadata's
-    ``unfurlproject``: lower case, slashes dropped, other signs made ``-``, long ones cut
-    and hashed): known by its first 16 characters, whatever the tool cut after them."""
-    start = re.sub(r"[^a-z0-9]", "-", str(repo).replace("/", "").lower())[:16]
+    ``unfurlproject``: the path without its leading slash and extension, an ``x`` first
+    when it starts with no letter; every character but a letter, a digit or ``-`` dropped
+    from a path longer than 63 characters, made ``--`` in a shorter one; lower case; long
+    ones cut and hashed): known by its first 16 characters, whatever the tool cut after
+    them. A scratch folder such as ``mktemp -d``'s ``/tmp/tmp.AbC`` keeps no ``.`` in its
+    label."""
+    text = os.path.splitext(str(repo).strip("/"))[0]
+    if text and not re.match("[a-zA-Z]", text[0]):
+        text = "x" + text
+    start = re.sub(r"[^a-zA-Z0-9-]", "" if len(text) > 63 else "--", text).lower()[:16]
     return re.compile(rf"\b{re.escape(start)}[a-z0-9-]*")
 
 

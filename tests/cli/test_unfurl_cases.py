@@ -114,3 +114,21 @@ def test_what_labels_make_of_volatile_values_is_normalised() -> None:
     assert norm.text("tmpside-by-side-1lbt2j480-doc--80-docs-get") == "<repo-label>"
     assert norm.text("abcdef12 attributes00 application1") == \
         "abcdef12 attributes00 application1"
+
+
+@pytest.mark.parametrize("scratch", [
+    "/tmp/pytest-of-root/pytest-0/popen-gw0/test_case_runs_as_in_unfurl_ev-84/lite",
+    "/tmp/tmp.lb8bBYCUVd/pytest-of-root/pytest-0/popen-gw0/test_case_runs_as_in_unfurl_ev-84",
+    "/tmp/t.x_y/short", "/9tmp/a.b",
+])
+def test_the_scratch_repositorys_label_is_known_whatever_the_temporary_folder(
+        scratch: str) -> None:
+    """unfurl-cases 80 compares get_ensemble_metadata's ``unfurlproject`` label of the
+    scratch repository; the harness must know that label under any TMPDIR (``mktemp -d``
+    names one ``/tmp/tmp.XXXXXXXXXX``), as to_dns_label makes it."""
+    from benchmarks.side_by_side import repo_label
+    from unfurl_lite.expressions.labels import label
+    from unfurl_lite.run.metadata import project_path
+
+    made = label("to_dns_label", project_path(scratch), {})
+    assert repo_label(Path(scratch)).sub("<repo-label>", f"'{made}'") == "'<repo-label>'"
