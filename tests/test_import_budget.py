@@ -103,10 +103,13 @@ DEPLOY_OURS = PLAN_OURS | {
 }  # fmt: skip
 #: the standard library the command's own process imports beyond the interpreter's start
 #: (failed lookups included: `copy` asks for Jython's org.python.core): plan, deploy
-COMMAND_STDLIB_MAX = {"plan": 19, "deploy": 51}
+COMMAND_STDLIB_MAX = {"plan": 19, "deploy": 44}
 #: never on these commands' start: inspect (with ast, dis, tokenize) is dataclasses' for the
-#: docstring of a class that has none (load/codecache.py defers it), difflib a did-you-mean's
-NEVER_AT_START = {"inspect", "ast", "dis", "opcode", "difflib"}
+#: docstring of a class that has none, traceback (linecache, tokenize) logging's for an
+#: exception, locale subprocess's for a text pipe (load/codecache.py defers the three), difflib
+#: a did-you-mean's
+NEVER_AT_START = {"inspect", "ast", "dis", "opcode", "difflib", "traceback", "linecache",
+                  "tokenize", "locale"}
 
 _PROBE = """
 import json, sys

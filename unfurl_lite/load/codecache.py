@@ -15,7 +15,11 @@ that nobody else can write; anything else is ignored.
 more: 4-6 ms of a command's start) for one thing only, the signature it writes as the
 docstring of a class that has none, and every class of ours has one
 (``tests/test_import_budget.py``). So the command's process loads ``inspect`` when
-something first reads it, not when ``dataclasses`` is imported (:func:`enable`).
+something first reads it, not when ``dataclasses`` is imported (:func:`enable`); the same
+for two more that a job's modules import for what it rarely does: ``traceback`` (with
+``linecache`` and ``tokenize``: ``logging``'s, for formatting an exception, and
+``concurrent.futures`` imports ``logging``) and ``locale`` (``subprocess``'s, for a
+text-mode pipe's encoding: git's are bytes).
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ FILE = f"dataclass-code.{sys.implementation.cache_tag}-{sys.version.split()[0]}.
 MAX_BYTES = 4 * 1024 * 1024
 PYCACHE = pycache.PYCACHE
 
+#: modules the command's process runs only when one of their names is first read
+DEFERRED = ("inspect", "traceback", "locale")
 #: each text's code, or (read from the file and not used yet) its marshalled bytes
 _compiled: dict[str, CodeType | bytes] = {}
 _added = 0  # texts compiled in this process and not yet in the file
@@ -46,7 +52,8 @@ def enable(directory: str = PYCACHE) -> None:
     """Compile dataclasses' methods through the cache from now on (call it before the
     model's modules are imported), and store the new ones when the process exits."""
     global _added
-    defer_import("inspect")
+    for name in DEFERRED:
+        defer_import(name)
     import dataclasses  # start-up: after inspect is deferred: it keeps it off every command
 
     found = _read(os.path.join(directory, FILE))
