@@ -117,13 +117,18 @@ def _required_properties(doc: Any, file: str) -> Iterator[Problem]:
     document that declares node types or uses a normative type that requires one)."""
     service = get_section(doc, SERVICE)
     if not service.get("node_types") and not mapping(service.get("types")) and not any(
-            isinstance(t, str) and any(word in t for word in _REQUIRING)
-            for t in (mapping(b).get("type") for b in mapping(
-                get_section(doc, (*TOPOLOGY, "node_templates"))).values())):
+            word in t for word in _REQUIRING for t in _template_types(doc)):
         return iter(())
     from unfurl_lite.load import required_properties  # start-up: only where one may be
 
     return required_properties.problems(doc, file)
+
+
+def _template_types(doc: Any) -> set[str]:
+    """The types the node templates name (each once: 10,000 templates, a few types)."""
+    types = (mapping(b).get("type") for b in get_section(doc, (*TOPOLOGY, "node_templates"))
+             .values())
+    return {t for t in types if isinstance(t, str)}
 
 
 #: words in the names of the normative types that require a property (Storage, FloatingIP)
