@@ -150,8 +150,13 @@ def spec_digest(spec: Mapping[str, Any]) -> str:
 def digestable(inputs: Mapping[str, Any]) -> dict[str, Any]:
     """The inputs a digest covers: those known before the operation runs (not the
     post-run hooks, which are evaluated with its result)."""
-    from unfurl_lite.expressions.context import (
-        POST_INPUTS,  # start-up: rendering's: load it when used
-    )
+    if not _POST_INPUTS:  # asked for each task: the import is looked up once
+        from unfurl_lite.expressions.context import (
+            POST_INPUTS,  # start-up: rendering's: load it when used
+        )
 
-    return {k: v for k, v in inputs.items() if k not in POST_INPUTS}
+        _POST_INPUTS.extend(POST_INPUTS)
+    return {k: v for k, v in inputs.items() if k not in _POST_INPUTS}
+
+
+_POST_INPUTS: list[str] = []  # context.POST_INPUTS, once digestable has been asked

@@ -133,8 +133,8 @@ _last_digest: list[tuple[str, bytes]] = []
 
 
 def _text_digest(text: str) -> bytes:
-    if _last_digest and _last_digest[0][0] is text:
-        return _last_digest[0][1]
+    if _last_digest and (_last_digest[0][0] is text or _last_digest[0][0] == text):
+        return _last_digest[0][1]  # (the same text read twice: compared, not digested)
     digest = large_digest(text.encode("utf-8", "surrogatepass"))
     _last_digest[:] = [(text, digest)]
     return digest

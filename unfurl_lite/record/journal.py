@@ -83,7 +83,15 @@ def snapshot_instances(instances: dict[str, Instance], secrets: set[str],
 
 
 def _as_plain_items(mapping: dict[Any, Any]) -> bool:
-    return all(type(k) is str and _as_plain(v) for k, v in mapping.items())
+    for key, value in mapping.items():  # (a loop: a generator in all() costs 3x, per event)
+        if type(key) is not str:
+            return False
+        kind = type(value)
+        if kind is str or kind is int or kind is bool or kind is float or value is None:
+            continue
+        if not (_as_plain_items(value) if kind is dict else kind is list and _as_plain(value)):
+            return False
+    return True
 
 
 def _as_plain(value: Any) -> bool:
@@ -94,7 +102,7 @@ def _as_plain(value: Any) -> bool:
     if kind is dict:
         return _as_plain_items(value)
     if kind is list:
-        return all(_as_plain(v) for v in value)
+        return all(_as_plain(item) for item in value)
     return False
 
 
@@ -258,15 +266,16 @@ class Journal(Observer):
         carried instead of redacting every task again."""
         made = self.made.get(run.task.number)
         now = _fingerprint(run)
+        inputs = None
         if made is not None and made[2] == len(self.secrets):
             if made[1] == now:
                 return made[0]
             if all(made[1][i] == now[i] for i in _SAME_INPUTS):  # redacted once an attempt
-                record = task_record(run, self.secrets, self.key, inputs=made[0]["inputs"])
-                self.made[run.task.number] = (record, _fingerprint(run), len(self.secrets))
-                return record
-        record = task_record(run, self.secrets, self.key)
-        self.made[run.task.number] = (record, _fingerprint(run), len(self.secrets))
+                inputs = made[0]["inputs"]
+        digest = run.digest  # taken by the record if not yet: then part of what it is made from
+        record = task_record(run, self.secrets, self.key, inputs=inputs)
+        now = now if run.digest is digest else _fingerprint(run)
+        self.made[run.task.number] = (record, now, len(self.secrets))
         return record
 
     def _new_digests(self) -> list[str]:

@@ -98,7 +98,8 @@ class EventLog:
         keeps it back until the next event that is not held, or :meth:`flush`: the job
         holds an outcome, which nothing outside the process depends on until the next
         task starts or the job waits, so tasks that end together cost one write."""
-        line = _json({"seq": seq, **event}) + "\n"  # one line per event
+        body = _json(event)  # one line per event, its sequence number first
+        line = f'{{"seq":{seq:d},{body[1:]}\n' if len(body) > 2 else f'{{"seq":{seq:d}}}\n'
         with self.lock:
             self.held.append(line)
             if not hold:

@@ -111,13 +111,25 @@ class RequestBuilder:
     #: those its properties hold, its agent's queue
     _by_template: dict[str | None, tuple[set[str], list[str], str | None]] = field(
         default_factory=new_dict, init=False, repr=False)
+    #: the topology's inputs with the sensitive ones wrapped, and the project directory as
+    #: text: the same for every task (each template's facts are asked once, by its task)
+    _inputs: dict[str, Any] | None = field(default=None, init=False, repr=False)
+    _cwd: str = field(default="", init=False, repr=False)
+
+    @property
+    def cwd(self) -> str:
+        if not self._cwd:
+            self._cwd = str(self.ensemble.project_root)
+        return self._cwd
 
     def _template_facts(self, template: NodeTemplate | None, name: str
                         ) -> tuple[set[str], list[str], str | None]:
         found = self._by_template.get(name)
         if found is None:
             topology = self.ensemble.topology
-            found = (known_secrets(wrapped_inputs(topology), template),
+            if self._inputs is None:
+                self._inputs = wrapped_inputs(topology)
+            found = (known_secrets(self._inputs, template),
                      list(secrets_in(template.properties)) if template else [],
                      agent_of(topology, name))
             self._by_template[name] = found
@@ -134,7 +146,7 @@ class RequestBuilder:
             "target": task.target,
             "dryrun": self.options.dryrun,
             "timeout": op.timeout if op else None,
-            "cwd": str(self.ensemble.project_root),
+            "cwd": self.cwd,
             "verbose": 0,
         }
 
@@ -225,7 +237,7 @@ class RequestBuilder:
             target=instance.name,
             operation=op.qualified_name,
             inputs=run.inputs,
-            cwd=str(self.ensemble.project_root),
+            cwd=self.cwd,
             env=env,
             timeout=max(0.001, op.timeout - (time.monotonic() - began)) if op.timeout else None,
             dryrun=self.options.dryrun,
