@@ -143,7 +143,7 @@ spec:
         greeting:
           value: {concat: ["hello ", {eval: {sensitive: "s3cr3t-0utput-value"}}]}
         unset:
-          value: {get_attribute: [a, nothing_here]}
+          value: {eval: "::a::nothing_here"}
       node_templates:
         a:
           type: tosca.nodes.Root

@@ -103,6 +103,14 @@ def _none_in_text() -> bool:
     return not has_function_key(text)
 
 
+def text_lacks(*words: str) -> bool:
+    """Whether the document being checked was read from a text known here that spells none
+    of ``words`` (and holds no escape that could spell one): a check of what only those
+    keys start can then be skipped."""
+    text = getattr(_source, "text", None)
+    return text is not None and "\\" not in text and not any(w in text for w in words)
+
+
 def has_function_key(text: str) -> bool:
     """Whether a name an expression mapping starts with appears as a key (quoted or not,
     the colon on the next line after ``?``): a match anywhere sends the document to the

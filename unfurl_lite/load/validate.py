@@ -67,7 +67,7 @@ def semantic_problems(doc: Any, file: str) -> list[Problem]:
                           _duplicate_templates, _workflows, _cloudify_unsupported,
                           _unknown_filters, _topology_root, _jobs_log, _values,
                           _property_references, _artifact_properties,
-                          _required_properties):
+                          _required_properties, _function_references):
             problems += check_one(view, file)
     return problems
 
@@ -145,6 +145,19 @@ def _property_references(doc: Any, file: str) -> Iterator[Problem]:
     from unfurl_lite.load import property_refs  # start-up: only for a document with types
 
     return property_refs.problems(doc, file)
+
+
+def _function_references(doc: Any, file: str) -> Iterator[Problem]:
+    """``get_attribute``/``get_property`` of what a template does not have, refused as
+    Unfurl refuses them at load."""
+    from unfurl_lite.load import expression_checks  # start-up: as _unknown_filters
+
+    if expression_checks.text_lacks("get_attribute", "get_property"):
+        return iter(())  # the document's text spells neither: nothing to judge
+    # start-up: keeps load.function_refs off `plan` of a document that has no such function
+    from unfurl_lite.load import function_refs
+
+    return function_refs.problems(doc, file)
 
 
 def _unknown_filters(doc: Any, file: str) -> Iterator[Problem]:
