@@ -67,7 +67,7 @@ def semantic_problems(doc: Any, file: str) -> list[Problem]:
                           _duplicate_templates, _workflows, _cloudify_unsupported,
                           _unknown_filters, _topology_root, _jobs_log, _values,
                           _property_references, _artifact_properties,
-                          _required_properties, _function_references):
+                          _required_properties, _function_references, _node_filters):
             problems += check_one(view, file)
     return problems
 
@@ -158,6 +158,19 @@ def _function_references(doc: Any, file: str) -> Iterator[Problem]:
     from unfurl_lite.load import function_refs
 
     return function_refs.problems(doc, file)
+
+
+def _node_filters(doc: Any, file: str) -> Iterator[Problem]:
+    """A requirement's ``node_filter`` Unfurl refuses at load, or with a key not built
+    here."""
+    from unfurl_lite.load import expression_checks  # start-up: as _unknown_filters
+
+    if expression_checks.text_lacks("node_filter"):
+        return iter(())
+    # start-up: keeps load.node_filter_checks off `plan` of a document without a node_filter
+    from unfurl_lite.load import node_filter_checks
+
+    return node_filter_checks.problems(doc, file)
 
 
 def _unknown_filters(doc: Any, file: str) -> Iterator[Problem]:
