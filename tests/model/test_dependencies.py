@@ -63,3 +63,41 @@ def test_a_long_chain_has_no_cycle_and_no_recursion() -> None:
     each requiring the next) is walked without recursion."""
     chain = {f"n{i}": [f"n{i + 1}"] for i in range(5000)}
     assert find_cycles(chain) == []
+
+
+def _cycles_by_recursion(graph: dict[str, list[str]]) -> list[list[str]]:
+    """find_cycles as it was first written (recursive, a trail copied for each step): the
+    reference for its order and spelling of the cycles."""
+    order = {name: i for i, name in enumerate(graph)}
+    found: dict[tuple[str, ...], list[str]] = {}
+    done: set[str] = set()
+
+    def visit(node: str, trail: list[str]) -> None:
+        if node in trail:
+            loop = trail[trail.index(node):]
+            start = min(range(len(loop)), key=lambda i: order.get(loop[i], 0))
+            loop = loop[start:] + loop[:start]
+            found.setdefault(tuple(loop), [*loop, loop[0]])
+            return
+        if node in done:
+            return
+        for child in graph.get(node, []):
+            visit(child, [*trail, node])
+        done.add(node)
+
+    for name in graph:
+        visit(name, [])
+    return list(found.values())
+
+
+@given(graphs(), st.lists(st.sampled_from(["x", "y"]), max_size=2))
+def test_the_cycles_and_their_order_are_those_of_the_recursive_walk(
+        graph: dict[str, list[str]], outside: list[str]) -> None:
+    first = next(iter(graph))
+    graph[first] = [*graph[first], *outside]
+    assert find_cycles(graph) == _cycles_by_recursion(graph)
+
+
+def test_a_long_cycle_is_found_without_recursion() -> None:
+    chain = {f"n{i}": [f"n{(i + 1) % 5000}"] for i in range(5000)}
+    assert find_cycles(chain) == [[*chain, "n0"]]

@@ -179,3 +179,14 @@ def test_a_requirement_name_given_twice_orders_by_its_last_target(project: Proje
     deployed(project, node("wordpress", [("dependency", "seo"), ("dependency", "cache")])
              + node("seo", []) + node("cache", []))
     assert changes(project, "create") == ["cache", "wordpress", "seo"]
+
+
+def test_a_long_chain_of_hosts_is_planned_outermost_first() -> None:
+    """1,500 templates each hosted on the next, written innermost first: each gets its
+    instance after its host's (the walk up the hosts keeps no recursion)."""
+    count = 1500
+    spec = "".join(f"t{i}:\n  type: tosca.nodes.Root\n"
+                   + (f"  requirements:\n    - host: t{i + 1}\n" if i + 1 < count else "")
+                   for i in range(count))
+    instances = planned_instances(load(ensemble_yaml(spec)))
+    assert list(instances) == [f"t{i}" for i in reversed(range(count))]

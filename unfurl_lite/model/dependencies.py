@@ -9,27 +9,32 @@ Dependencies = Mapping[str, Iterable[str]]  # node -> the nodes it depends on
 
 def find_cycles(graph: Mapping[str, list[str]]) -> list[list[str]]:
     """Each distinct cycle once, as ``[a, b, a]``, starting from its first node in graph order."""
-    if _acyclic(graph):  # almost every graph: one walk without the trails kept below
+    if _acyclic(graph):  # almost every graph: one walk without the loops kept below
         return []
     order = {name: i for i, name in enumerate(graph)}
     found: dict[tuple[str, ...], list[str]] = {}
-
-    def visit(node: str, trail: list[str]) -> None:
-        if node in trail:
-            loop = trail[trail.index(node):]
-            start = min(range(len(loop)), key=lambda i: order.get(loop[i], 0))
-            loop = loop[start:] + loop[:start]
-            found.setdefault(tuple(loop), [*loop, loop[0]])
-            return
-        if node in done:
-            return
-        for child in graph.get(node, []):
-            visit(child, [*trail, node])
-        done.add(node)
-
     done: set[str] = set()
-    for name in graph:
-        visit(name, [])
+    for root in graph:  # depth first from each node in turn, without recursion
+        if root in done:
+            continue
+        path = [root]  # the walk from root to where it is now
+        on_path = {root}
+        children: list[Iterator[str]] = [iter(graph.get(root, []))]
+        while children:
+            child = next(children[-1], None)
+            if child is None:  # every child of the walk's end seen: done with it
+                children.pop()
+                on_path.discard(node := path.pop())
+                done.add(node)
+            elif child in on_path:  # back where the walk was: a cycle
+                loop = path[path.index(child):]
+                start = min(range(len(loop)), key=lambda i: order.get(loop[i], 0))
+                loop = loop[start:] + loop[:start]
+                found.setdefault(tuple(loop), [*loop, loop[0]])
+            elif child not in done:
+                path.append(child)
+                on_path.add(child)
+                children.append(iter(graph.get(child, [])))
     return list(found.values())
 
 

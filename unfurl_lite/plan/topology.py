@@ -71,17 +71,26 @@ def planned_instances(ensemble: Ensemble) -> dict[str, Instance]:
     templates = ensemble.topology.templates
     done: set[str] = set()
 
-    def plan_template(name: str, trail: tuple[str, ...] = ()) -> None:
-        """Plan a template's instances after its host's: one per host instance (or as many as
-        the template's default), none for a template already recorded or not instantiated."""
-        if name in done or name in trail:
-            return
+    def plan_template(name: str) -> None:
+        """Plan a template's instances after its host's, and its host's after their host's
+        (a chain of hosts of any length, without recursion): each template once."""
+        chain: list[tuple[str, str | None]] = []  # the template, its host's, theirs...
+        walked: set[str] = set()
+        current: str | None = name
+        while current is not None and current not in done and current not in walked:
+            walked.add(current)
+            host = templates[current].host  # a walk of its requirements: once
+            host = host if host in templates and host != current else None
+            chain.append((current, host))
+            current = host
+        for template_name, host in reversed(chain):  # the outermost host first
+            done.add(template_name)
+            plan_instances(template_name, host)
+
+    def plan_instances(name: str, host: str | None) -> None:
+        """A template's instances: one per host instance (or as many as the template's
+        default), none for a template already recorded or not instantiated."""
         template = templates[name]
-        host = template.host  # a walk of its requirements: once
-        host = host if host in templates and host != name else None
-        if host is not None:
-            plan_template(host, (*trail, name))
-        done.add(name)
         if name in recorded_templates or not_instantiated(template):
             return
         hosts = sorted(n for n, i in instances.items() if i.template == host) if host else []
