@@ -74,6 +74,19 @@ from tests.load.test_validate import problems_in, templates
              inputs:
                command: "echo {{ '.template' | eval }}"
      """, "`.template`"),
+    # operation keys the schema let through and nothing read (Unfurl 1.2.0 acts on
+    # entry_state, and refuses workflow and pre_conditions: "unknown field")
+    *[(f"""\
+     a:
+       type: tosca.nodes.Root
+       interfaces:
+         Standard:
+           operations:
+             configure:
+               implementation: echo hi
+               {key}: {value}
+     """, f"`{key}`") for key, value in (("entry_state", "started"),
+                                        ("workflow", "deploy"), ("pre_conditions", "[]"))],
 ])
 def test_refused_by_name_with_its_line(tmp_path: Path, body: str, named: str) -> None:
     problems = problems_in(tmp_path, templates(body))

@@ -222,6 +222,9 @@ def _implementations_of(doc: Any, file: str, path: tuple[Any, ...], interfaces: 
                 definition = mapping(definition).get(part)
             yield from _output_mappings(doc, file, (*path, interface, *subpath),
                                         definition)
+            for key in _UNREAD_OPERATION_KEYS.keys() & mapping(definition).keys():
+                yield problem_at(doc, (*path, interface, *subpath, key), file,
+                                 *_UNREAD_OPERATION_KEYS[key])
             short = isinstance(definition, str)  # `create: COMMAND`, TOSCA's short form
             implementation: YAMLValue = (definition if short
                                          else mapping(definition).get("implementation"))
@@ -251,6 +254,25 @@ def _implementations_of(doc: Any, file: str, path: tuple[Any, ...], interfaces: 
                     yield problem_at(doc, (*where, "preConditions"), file, why,
                                      "give a JSON schema the target's values must meet,"
                                      " e.g. {required: [name]}")
+
+
+#: keys of an operation the schema lets through that nothing here reads: refused by name
+_UNREAD_OPERATION_KEYS = {
+    "entry_state": (
+        "operation key `entry_state` is not supported (Unfurl 1.2.0 holds the operation "
+        "until the instances its target depends on reach that state, and takes a template "
+        "whose operations all say `initial` for one with no resource of its own)",
+        "remove it: here an operation runs once the instances its target requires are "
+        "deployed"),
+    "workflow": (
+        'operation key `workflow` is not supported (Unfurl 1.2.0 refuses it too: unknown '
+        'field "workflow")', "remove it; a TOSCA workflow goes under "
+        "topology_template.workflows"),
+    "pre_conditions": (
+        'operation key `pre_conditions` is not supported (Unfurl 1.2.0 refuses it too: '
+        'unknown field "pre_conditions")', "remove it, or give the implementation "
+        "`preConditions:` (a JSON schema the target's values must meet)"),
+}
 
 
 def _output_mappings(doc: Any, file: str, where: tuple[Any, ...],
