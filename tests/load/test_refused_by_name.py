@@ -87,6 +87,18 @@ from tests.load.test_validate import problems_in, templates
                {key}: {value}
      """, f"`{key}`") for key, value in (("entry_state", "started"),
                                         ("workflow", "deploy"), ("pre_conditions", "[]"))],
+    # a requirement's min/max: the schema let them through, nothing read them (Unfurl
+    # 1.2.0 refuses both: unknown field)
+    ("""\
+     other:
+       type: tosca.nodes.Root
+     a:
+       type: tosca.nodes.Root
+       requirements:
+         - dependency:
+             node: other
+             max: 2
+     """, "`max`"),
 ])
 def test_refused_by_name_with_its_line(tmp_path: Path, body: str, named: str) -> None:
     problems = problems_in(tmp_path, templates(body))

@@ -56,6 +56,33 @@ def _unsupported_structure(doc: Any, file: str) -> Iterator[Problem]:
             yield problem_at(doc, path, file, message, hint)
     yield from _unsupported_directives(doc, file)
     yield from _unsupported_environment(doc, file)
+    yield from _requirement_counts(doc, file)
+
+
+def _requirement_counts(doc: Any, file: str) -> Iterator[Problem]:
+    """A requirement's ``min``/``max``, which the schema let through and nothing read
+    (Unfurl 1.2.0 refuses both: 'contains unknown field "min"'), refused by name."""
+    from unfurl_lite.load import expression_checks  # start-up: as validate._unknown_filters
+
+    if expression_checks.text_lacks("min", "max"):
+        return
+    service = get_section(doc, SERVICE)
+    owners: list[tuple[tuple[Any, ...], Any]] = [
+        ((*TOPOLOGY, "node_templates", name), body) for name, body in mapping(
+        get_section(doc, TOPOLOGY).get("node_templates")).items()]
+    owners += [((*SERVICE, section, name), body) for section in ("types", "node_types")
+               for name, body in mapping(service.get(section)).items()]
+    for path, body in owners:
+        requirements = mapping(body).get("requirements")
+        for index, entry in enumerate(requirements if isinstance(requirements, list) else ()):
+            for name, spec in mapping(entry).items():
+                for key in ("min", "max"):
+                    if isinstance(spec, dict) and key in spec:
+                        yield problem_at(
+                            doc, (*path, "requirements", index, name, key), file,
+                            f"requirement key `{key}` is not supported (Unfurl 1.2.0 refuses "
+                            f'it too: unknown field "{key}")',
+                            "give the count as `occurrences: [MIN, MAX]`")
 
 
 #: the keys of an ensemble's ``environment:`` section that unfurl-lite reads
