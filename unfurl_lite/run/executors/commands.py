@@ -39,6 +39,8 @@ from unfurl_lite.run.operations.processes import KILL_GRACE_SECONDS, ProcessTabl
 from unfurl_lite.run.operations.shell import Launch, not_started, outcome
 
 _READ = select.EPOLLIN | select.EPOLLHUP | select.EPOLLERR
+#: a pipe hung up (its writers gone) and empty: EPOLLHUP without EPOLLIN
+_EMPTY = select.EPOLLIN | select.EPOLLHUP
 #: events taken from the epoll at a time (the rest come with the next look)
 _MAX_EVENTS = 256
 #: seconds between looks at a command whose end no pidfd watches (none could be opened)
@@ -226,7 +228,7 @@ class Commands:
             events = self._poller.poll(self._milliseconds(until) / 1000, _MAX_EVENTS)
             ended = self._adopt()
             ended = self._hand_landed() or ended
-            for fd, _ in events:
+            for fd, mask in events:
                 if fd == self._wake_fds[0]:
                     with contextlib.suppress(BlockingIOError):
                         os.read(fd, 512)
@@ -234,7 +236,7 @@ class Commands:
                     continue
                 flight = self._by_fd.get(fd)
                 if flight is not None:
-                    ended = self._event(flight, fd) or ended
+                    ended = self._event(flight, fd, mask) or ended
             ended = self._hand_landed() or ended
             if self._unwatched:
                 ended = self._look_unwatched() or ended
@@ -254,13 +256,15 @@ class Commands:
                     soonest = instant
         return max(0, int((soonest - time.monotonic()) * 1000) + 1)
 
-    def _event(self, flight: _Flight, fd: int) -> bool:
+    def _event(self, flight: _Flight, fd: int, mask: int = _READ) -> bool:
         """Read a ready pipe, or finish a command whose end its pidfd says; whether it
-        finished."""
+        finished. A pipe that says it was hung up with nothing left in it (a pipe says
+        ``EPOLLIN`` while it holds data) is at its end without a read."""
         if fd == flight.pidfd:
             self._finish(flight)
             return True
-        flight.child.read(fd, self._poller.unregister)  # (no longer watched, then closed)
+        # (the pipe is no longer watched, then closed)
+        flight.child.read(fd, self._poller.unregister, ended=(mask & _EMPTY) == select.EPOLLHUP)
         if fd not in flight.child.reading:
             del self._by_fd[fd]
             if not flight.child.reading:  # both read to their end: its end, now or later

@@ -90,12 +90,14 @@ class Child:
         """The pipes not yet read to their end."""
         return frozenset(self._open)
 
-    def read(self, fd: int, forget: Callable[[int], object] | None = None) -> None:
+    def read(self, fd: int, forget: Callable[[int], object] | None = None,
+             ended: bool = False) -> None:
         """Read what ``fd`` (one of :attr:`reading`, ready) holds; at its end, close it
-        (``forget`` called with it first: the caller's poll no longer watches it).
+        (``forget`` called with it first: the caller's poll no longer watches it; ``ended``:
+        the caller's poll said it is at its end, nothing is read).
         (What :meth:`communicate` does at each wake-up, for a caller that polls many
         commands' pipes at once.)"""
-        data = os.read(fd, _CHUNK)
+        data = b"" if ended else os.read(fd, _CHUNK)
         if data:
             self._chunks[fd].append(data)
         else:
