@@ -76,6 +76,28 @@ def test_a_command_sees_what_subprocess_would_give_it(
     assert ours[0].split("\n")[2].split() == ["0", "1", "2", "3"]  # 3: the glob's own
 
 
+def test_starts_in_a_row_each_get_their_own_directory_environment_and_command(
+        tmp_path: Path) -> None:
+    """What a thread's starts build once and use again (file actions, the command, the
+    environment's array) never hands one start what an earlier one asked for."""
+    places = [tmp_path / name for name in ("a", "b")]
+    for place in places:
+        place.mkdir()
+    seen = []
+    for number in range(6):
+        where = places[number % 2]
+        env = {b"PATH": b"/usr/bin:/bin", b"N": str(number).encode(), b"SAME": b"x"}
+        if number == 4:
+            env[b"EXTRA"] = b"y"  # an environment of another length
+        command = f"echo {number} $N $EXTRA $(pwd)".encode() if number % 3 else b"echo $N $(pwd)"
+        out, _, code = _run(spawn.Popen, command, where, env)
+        assert code == 0
+        seen.append(out.split())
+    assert seen == [
+        ["0", str(places[0])], ["1", "1", str(places[1])], ["2", "2", str(places[0])],
+        ["3", str(places[1])], ["4", "4", "y", str(places[0])], ["5", "5", str(places[1])]]
+
+
 def test_descriptors_of_the_job_do_not_reach_the_command(tmp_path: Path) -> None:
     keep = os.open(tmp_path, os.O_RDONLY)
     os.set_inheritable(keep, True)  # even one the job made inheritable
