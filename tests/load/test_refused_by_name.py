@@ -153,3 +153,23 @@ def test_unfurls_names_of_our_own_configurators_are_accepted(tmp_path: Path,
              create:
      """
     assert problems_in(tmp_path, templates(body)) == []
+
+
+@pytest.mark.parametrize(("host", "refused"), [
+    ("ORCHESTRATOR", False), ("localhost", False), ("SELF", True), ("HOST", True)])
+def test_operation_host_naming_the_orchestrator_is_read_as_unfurl_reads_it(
+        tmp_path: Path, host: str, refused: bool) -> None:
+    """Unfurl 1.2.0 runs an operation whose `operation_host` is ORCHESTRATOR or localhost
+    exactly as one without it (unfurl-cases 284); any other host is refused by name."""
+    body = f"""\
+     a:
+       type: tosca.nodes.Root
+       interfaces:
+         Standard:
+           configure:
+             implementation: {{className: Shell, operation_host: {host}}}
+             inputs: {{command: echo hi}}
+     """
+    found = [p.message for p in problems_in(tmp_path, templates(body))]
+    assert bool(found) == refused, found
+    assert all("`operation_host`" in m and "not supported" in m for m in found)

@@ -206,6 +206,10 @@ UNFURL_ONLY_CONFIGURATORS = (
 
 
 #: implementation keys Unfurl 1.2.0 acts on that unfurl-lite does not: refused, never ignored
+#: the ``operation_host`` values that name the orchestrator: Unfurl 1.2.0 runs such an
+#: operation exactly as one without ``operation_host`` (find_operation_host: the
+#: `localhost` instance either way), so they are read as that; any other is refused
+ORCHESTRATOR_HOSTS = ("ORCHESTRATOR", "localhost")
 UNFURL_ONLY_IMPLEMENTATION_KEYS = {
     "operation_host": "runs the operation on another host; here operations run on this "
                       "machine, or on the Celery worker their routing picks",
@@ -384,7 +388,9 @@ def _implementation_problem(implementation: Any,
                     "`file.py#Class`) is not supported: it needs Unfurl's Configurator API")
         return None
     for key, what in UNFURL_ONLY_IMPLEMENTATION_KEYS.items():
-        if mapping(implementation).get(key) not in (None, [], {}):
+        value = mapping(implementation).get(key)
+        if value not in (None, [], {}) and not (key == "operation_host"
+                                                and value in ORCHESTRATOR_HOSTS):
             return f"implementation key `{key}` (in Unfurl it {what}) is not supported"
     primary = mapping(implementation).get("primary")
     if is_map(primary):
