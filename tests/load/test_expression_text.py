@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import examples
 from unfurl_lite.expressions import catalog
-from unfurl_lite.load import expression_checks, plainyaml, yamlio
+from unfurl_lite.load import blockyaml, expression_checks, plainyaml, yamlio
 
 FUNCTIONS = sorted(catalog.top_level_functions())
 KEYS = st.sampled_from(["eval", "ref", "name", "command", "properties", "x", *FUNCTIONS[:6]])
@@ -75,3 +75,23 @@ def test_the_reversed_search_finds_what_the_forward_one_finds(text: str) -> None
     """The key search runs on the reversed text (it jumps from colon to colon): it must
     find a function's name as a key exactly where the forward pattern does."""
     assert expression_checks.has_function_key(text) == (FORWARD.search(text) is not None)
+
+
+def test_a_text_read_by_lines_is_searched_in_its_distinct_lines() -> None:
+    """The line reader's distinct lines stand for the text (each key on one line with its
+    colon): a function's name as a key is found there in any of the spellings it reads
+    (block, quoted, a one-line flow mapping, in a list), once among many equal lines."""
+    plain = "".join(f"      t{i}:\n        type: tosca.nodes.Root\n" for i in range(50))
+    head = "spec:\n  service_template:\n    node_templates:\n"
+    for key in ("    p:\n      eval: .x\n", "    p:\n      'get_env': HOME\n",
+                "    p: {q: [1, {eval: .x}]}\n", "    p:\n    - eval: .x\n"):
+        text = head + plain + "      a:\n        type: T\n        properties:\n" + \
+            "\n".join("    " + line for line in key.splitlines()) + "\n" + plain.replace(
+                "      t", "      u")
+        quick, found = _answers(text)
+        assert blockyaml.distinct_lines(text) is not None, text  # read by lines
+        assert found and not quick, text
+    text = head + plain
+    assert _answers(text) == (True, False)
+    assert blockyaml.distinct_lines(text) is not None
+    assert blockyaml.distinct_lines(text + "\n") is None  # another text: searched whole
