@@ -315,7 +315,10 @@ def _node_template(
         ),
         interfaces=interfaces,
         metadata=metadata,
-        directives=tuple(data.get("directives") or ()),
+        # a template ``imported`` from another ensemble is one Unfurl 1.2.0 selects there
+        # (NodeSpec.abstract: "select"); no ensemble is imported here, so none is found
+        directives=tuple(data.get("directives") or ()) + (
+            ("select",) if data.get("imported") else ()),
         priority=_PRIORITIES.get(priority, Priority.required)
         if isinstance(priority, str) else Priority.required,
         type_lineage=chain,
