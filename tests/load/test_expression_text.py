@@ -95,3 +95,15 @@ def test_a_text_read_by_lines_is_searched_in_its_distinct_lines() -> None:
     assert _answers(text) == (True, False)
     assert blockyaml.distinct_lines(text) is not None
     assert blockyaml.distinct_lines(text + "\n") is None  # another text: searched whole
+
+
+@given(DATA, st.sampled_from(["min", "max", "get_property", "eval", "plain", "x:", "{%"]))
+@settings(max_examples=examples(100))
+def test_a_word_is_found_in_a_text_read_by_lines_exactly_where_it_is(data: object,
+                                                                     word: str) -> None:
+    """Searched in the distinct lines of a text the line reader read, or in the text:
+    the same answer as the text's own, for words and marks without a line break."""
+    text = yamlio.dump({"spec": {"p": data, "q": [data, data]}})
+    plainyaml.load(text)
+    with expression_checks.read_from(text):
+        assert expression_checks.text_lacks(word) == ("\\" not in text and word not in text)

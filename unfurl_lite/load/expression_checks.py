@@ -99,11 +99,20 @@ def _none_in_text() -> bool:
     text = getattr(_source, "text", None)
     if text is None:
         return False
+    searched = _searched(text)
     # a mark's first character searched first: one character's search is a hundredth of two's
-    if any(mark[0] in text and mark in text for mark in ("{{", "{%", "\\", "&", "*", "<<")):
+    if any(mark[0] in searched and mark in searched
+           for mark in ("{{", "{%", "\\", "&", "*", "<<")):
         return False
-    lines = blockyaml.distinct_lines(text)  # each key is on one line of a text read by lines
-    return not has_function_key(text if lines is None else lines)
+    return not has_function_key(searched)
+
+
+def _searched(text: str) -> str:
+    """What to search ``text`` in: the distinct lines of a text the line reader read (each
+    key is on one line there with its colon, and a word without a line break is in a line
+    of the text exactly when it is in one of its distinct lines), else the text."""
+    lines = blockyaml.distinct_lines(text)
+    return text if lines is None else lines
 
 
 def text_lacks(*words: str) -> bool:
@@ -111,7 +120,10 @@ def text_lacks(*words: str) -> bool:
     of ``words`` (and holds no escape that could spell one): a check of what only those
     keys start can then be skipped."""
     text = getattr(_source, "text", None)
-    return text is not None and "\\" not in text and not any(w in text for w in words)
+    if text is None:
+        return False
+    searched = _searched(text)
+    return "\\" not in searched and not any(w in searched for w in words)
 
 
 def has_function_key(text: str) -> bool:
