@@ -98,7 +98,7 @@ def test_a_deploy_runs_exactly_the_git_commands_its_record_needs(
     done = run_unfurl(project.root, "deploy", "--approve", "-q", env=env)
     assert done.returncode == 0, done.stderr
     assert [line.split()[0] for line in log.read_text().splitlines()] == [
-        "status", "status", "add", "commit"]  # (the first: what earlier jobs left uncommitted)
+        "status", "add", "commit"]  # one status: the dirty check's and the leftovers' both
     assert project.commits()[0].startswith("Updating status for job")
 
 

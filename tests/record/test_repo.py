@@ -102,3 +102,27 @@ def test_abort_stops_on_an_edited_spec_file_and_ok_leaves_it_uncommitted(
     assert invoke_in(project.root, "deploy", "--approve", "--dirty=ok").exit_code == 0
     assert "types.yaml" not in _changed_in_head(project)
     assert git(project.root, "status", "--porcelain").split() == ["M", "types.yaml"]
+
+
+def test_records_left_uncommitted_are_committed_and_the_rest_still_judged(
+        project: Project, invoke_in: InvokeIn):
+    """A job after the first reads one `git status` for both questions: the records an
+    earlier job left (--no-commit) are committed in a commit of their own and blamed for
+    nothing; a user's edit still stops the job; the ensemble that job wrote goes with
+    the next job's commit."""
+    _project(project, "+include: types.yaml", {"types.yaml": TYPES.format(word="one"),
+                                               "notes.txt": "todo\n"})
+    assert invoke_in(project.root, "deploy", "--approve").exit_code == 0
+    assert invoke_in(project.root, "deploy", "--approve", "--force", "--no-commit"
+                     ).exit_code == 0
+    left = git(project.root, "status", "--porcelain", "--untracked-files=all")
+    assert "jobs.tsv" in left and "?? jobs/" in left
+    _edit(project, "notes.txt", "todo", "done")
+    refused = invoke_in(project.root, "deploy", "--approve", "--force")
+    assert refused.exit_code == 1
+    assert "uncommitted changes: notes.txt" in refused.output
+    assert "jobs" not in refused.output.split("hint")[0]
+    assert project.commits()[0].startswith("Recording what job")
+    git(project.root, "checkout", "notes.txt")
+    assert invoke_in(project.root, "deploy", "--approve", "--force").exit_code == 0
+    assert git(project.root, "status", "--porcelain", "--untracked-files=all") == ""

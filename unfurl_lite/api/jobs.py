@@ -104,18 +104,21 @@ def wait_for_turn(path: str | Path | None, on_wait: Callable[[str], None] | None
         lock.wait_until_free(resolved)
 
 
-def check_dirty(repo: Repo | None, ensemble: Ensemble, mode: str) -> list[Path]:
+def check_dirty(repo: Repo | None, ensemble: Ensemble, mode: str,
+                status: list[tuple[str, str]] | None = None) -> list[Path]:
     """``abort``: any uncommitted tracked change stops the job; ``auto``: only changes to
     files other than the ensemble, its records and its spec files do (the spec files are
     returned: the job's commit takes them along); ``ok``: never (see record/repo.py)."""
     from unfurl_lite.record.repo import dirty_check  # start-up: keeps record.repo off `check`
 
-    return dirty_check(repo, ensemble, mode)
+    return dirty_check(repo, ensemble, mode, status)
 
 
-def _prepare_git(repo: Repo, ensemble: Ensemble) -> None:
+def _prepare_git(repo: Repo, ensemble: Ensemble, dirty: str) -> list[tuple[str, str]] | None:
     """Before any operation runs: a stale index.lock would only fail the job's commit at
-    the end, so it is refused now; records an earlier job left uncommitted are committed."""
+    the end, so it is refused now; records an earlier job left uncommitted are committed.
+    Returns what one ``git status`` found for both this and the dirty check, without
+    what was committed here (None: the dirty check asks git itself)."""
     # start-up: keeps record.leftovers (4 modules) off `check`, `undeploy` until _prepare_git() runs
     from unfurl_lite.record.leftovers import commit_leftovers
 
@@ -126,12 +129,25 @@ def _prepare_git(repo: Repo, ensemble: Ensemble) -> None:
             "or crashed): git would refuse this job's commit, so nothing was run",
             hint=f"make sure no git command is running, then delete it: rm {stale}",
         )
+    # a job after the first: one status of the whole work tree answers both questions
+    status = repo.status() if dirty != "ok" and _has_records(ensemble) else None
+    committed: list[Path] = []
     try:
-        commit_leftovers(repo, ensemble)
+        commit_leftovers(repo, ensemble, status=status, committed=committed)
     except GitError as exc:  # the job's own commit will meet (and explain) the same
 
         logging.getLogger(__name__).warning(
             "warning: records an earlier job left uncommitted stay so: %s", exc.message)
+    if status is None or not committed:
+        return status
+    taken = {repo.relative(p) for p in committed}
+    return [(code, name) for code, name in status if name not in taken]
+
+
+def _has_records(ensemble: Ensemble) -> bool:
+    root = ensemble.project_root
+    return ensemble.jobs_tsv.is_file() or any(
+        (root / d).is_dir() for d in (records.JOBS_DIR, records.CHANGES_DIR))
 
 
 def _rememberable(request: JobRequest) -> bool:
@@ -218,9 +234,10 @@ def _run_locked(
     spec_changes: list[Path] = []  # edited spec files the job's commit takes along
     if not request.options.dryrun:
         preflight.check(ensemble)  # whatever could stop the record stops the job now
+        status = None
         if repo is not None and request.options.commit:
-            _prepare_git(repo, ensemble)
-        spec_changes = check_dirty(repo, ensemble, request.dirty)
+            status = _prepare_git(repo, ensemble, request.dirty)
+        spec_changes = check_dirty(repo, ensemble, request.dirty, status)
         if repo is not None and request.options.commit:
             missing = identity_problem(repo.root, " (or run the job with --no-commit)")
             if missing is not None:

@@ -106,12 +106,33 @@ class Repo:
         except GitError:
             return None
 
-    def dirty_files(self) -> list[str]:
-        """Tracked files with uncommitted changes (staged or not)."""
+    def dirty_files(self, status: list[tuple[str, str]] | None = None) -> list[str]:
+        """Tracked files with uncommitted changes (staged or not); from ``status`` (what
+        :meth:`status` found) when given."""
+        if status is not None:
+            return [path for code, path in status if code != "??"]
         outcome = run(self.root, "status", "--porcelain", "--untracked-files=no")
         if not outcome.ok:
             raise GitError(outcome.error("status"))
         return [line[3:].split(" -> ")[-1] for line in outcome.stdout.splitlines() if line.strip()]
+
+    def status(self) -> list[tuple[str, str]]:
+        """Every change of the work tree as ``(XY, path)``: tracked files changed (staged
+        or not) and untracked ones (``??``; a directory holding only untracked files is
+        one entry, its path ending in ``/``), ignored ones left out: one process answering
+        both :meth:`dirty_files` and :meth:`uncommitted` (see :func:`dirty_from`)."""
+        outcome = run(self.root, "status", "--porcelain", "-z", "--untracked-files=normal")
+        if not outcome.ok:
+            raise GitError(outcome.error("status"))
+        found: list[tuple[str, str]] = []
+        entries = iter(outcome.stdout.split("\0"))
+        for entry in entries:
+            if len(entry) < 4:
+                continue
+            found.append((entry[:2], entry[3:]))
+            if entry[0] in "RC":
+                next(entries, None)  # a rename's or copy's source
+        return found
 
     def uncommitted(self, paths: list[Path]) -> list[Path]:
         """Files under ``paths`` that are untracked (and not ignored) or differ from HEAD."""

@@ -38,16 +38,18 @@ def spec_files(ensemble: Ensemble) -> list[Path]:
     return [ensemble.path, *(Path(name) for name, digest in reads.items() if digest is not None)]
 
 
-def dirty_check(repo: Repo | None, ensemble: Ensemble, mode: str) -> list[Path]:
+def dirty_check(repo: Repo | None, ensemble: Ensemble, mode: str,
+                status: list[tuple[str, str]] | None = None) -> list[Path]:
     """The uncommitted spec files to commit with the job; a JobError naming the other
     uncommitted changes when ``mode`` does not let them through.
 
     ``abort``: any uncommitted tracked change stops the job. ``auto``: the ensemble, its
     records and its spec files (committed with the job, new ones too) do not. ``ok``:
-    nothing stops it, and only the job's own files are committed."""
+    nothing stops it, and only the job's own files are committed. ``status``: what
+    :meth:`Repo.status` found, read instead of asking git again."""
     if repo is None or mode == "ok":
         return []
-    everything = repo.dirty_files()
+    everything = repo.dirty_files(status)
     dirty = everything
     if mode == "auto":
         # start-up: keeps record.leftovers (62 modules) off repo's import until dirty_check() runs
