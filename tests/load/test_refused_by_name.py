@@ -173,3 +173,21 @@ def test_operation_host_naming_the_orchestrator_is_read_as_unfurl_reads_it(
     found = [p.message for p in problems_in(tmp_path, templates(body))]
     assert bool(found) == refused, found
     assert all("`operation_host`" in m and "not supported" in m for m in found)
+
+
+@pytest.mark.parametrize(("section", "definition", "named"), [
+    ("node_types", "{derived_from: tosca.nodes.Root, directives: [select]}",
+     "`directives` on a node type"),
+    ("relationship_types", "{derived_from: tosca.relationships.ConnectsTo, default_for: ANY}",
+     "`default_for` on a relationship type"),
+    ("types", "{derived_from: tosca.nodes.Root, directives: [select]}",
+     "`directives` on a node type"),
+])
+def test_type_keys_unfurl_refuses_and_nothing_read_are_refused(
+        tmp_path: Path, section: str, definition: str, named: str) -> None:
+    """The schema let them through and nothing read them; Unfurl 1.2.0 refuses both
+    ('Nodetype "X" contains unknown field "directives"')."""
+    body = (f"spec:\n  service_template:\n    {section}:\n      X: {definition}\n"
+            "    topology_template:\n      node_templates:\n        a: {type: tosca.nodes.Root}\n")
+    found = [p for p in problems_in(tmp_path, body) if named in p.message]
+    assert len(found) == 1 and found[0].line == 6, [p.message for p in found]  # HEAD: 2

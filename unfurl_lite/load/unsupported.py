@@ -20,7 +20,7 @@ from unfurl_lite.load.problems import (
     mapping,
     problem_at,
 )
-from unfurl_lite.load.structure import is_root_form
+from unfurl_lite.load.structure import is_root_form, split_types
 from unfurl_lite.load.type_checks import relationships_of
 from unfurl_lite.model.entities import OPERATION_KINDS, canonical_interface
 from unfurl_lite.model.narrow import YAMLValue, is_list, is_map
@@ -57,6 +57,32 @@ def _unsupported_structure(doc: Any, file: str) -> Iterator[Problem]:
     yield from _unsupported_directives(doc, file)
     yield from _unsupported_environment(doc, file)
     yield from _requirement_counts(doc, file)
+    yield from _unread_type_keys(doc, file)
+
+
+#: keys of a type the schema let through that nothing reads and Unfurl 1.2.0 refuses
+#: ('Nodetype "X" contains unknown field "directives"'): (kind, key) -> what to do instead
+_UNREAD_TYPE_KEYS = {
+    ("node", "directives"): "give the directives to the templates (`directives: [...]` of "
+                            "each node template)",
+    ("relationship", "default_for"): "give `default_for` to a relationship template",
+}
+
+
+def _unread_type_keys(doc: Any, file: str) -> Iterator[Problem]:
+    service = get_section(doc, SERVICE)
+    nodes, relationships = split_types(service.get("types"))
+    sections = (("node", "node_types", mapping(service.get("node_types"))),
+                ("relationship", "relationship_types",
+                 mapping(service.get("relationship_types"))),
+                ("node", "types", nodes), ("relationship", "types", relationships))
+    for kind, section, types in sections:
+        for name, body in types.items():
+            for (wanted, key), hint in _UNREAD_TYPE_KEYS.items():
+                if wanted == kind and isinstance(body, dict) and key in body:
+                    yield problem_at(doc, (*SERVICE, section, name, key), file,
+                                     f"`{key}` on a {kind} type is not supported (Unfurl "
+                                     f'1.2.0 refuses it too: unknown field "{key}")', hint)
 
 
 def _requirement_counts(doc: Any, file: str) -> Iterator[Problem]:
