@@ -126,6 +126,58 @@ def test_resume_stops_operations_the_killed_job_left_running(project):
     assert project.local("a") == "ok"
 
 
+def _sleeper(cwd: Path, **variables: str) -> subprocess.Popen[bytes]:
+    """A process in a session of its own, as an operation runs, with ``variables`` set."""
+    return subprocess.Popen(["sleep", "60"], cwd=cwd, start_new_session=True,
+                            env={**os.environ, **variables})
+
+
+def test_orphans_are_told_apart_by_their_ensemble(tmp_path):
+    """A changeId names a 1/62 s tick: two ensembles' jobs started in the same tick share
+    one. The operations of the killed job's ensemble are its orphans; another ensemble's
+    are not; one started by a version that did not say its ensemble is taken as an orphan."""
+    from unfurl_lite.run import orphans
+
+    job = f"A-test-{os.getpid()}-{tmp_path.name}"  # no real job's
+    ours, theirs = str(tmp_path / "a" / "ensemble.yaml"), str(tmp_path / "b" / "ensemble.yaml")
+    own = _sleeper(tmp_path, UNFURL_JOB=job, UNFURL_ENSEMBLE=ours)
+    other = _sleeper(tmp_path, UNFURL_JOB=job, UNFURL_ENSEMBLE=theirs)
+    older = _sleeper(tmp_path, UNFURL_JOB=job)
+    try:
+        wait_for(lambda: all(f"UNFURL_JOB={job}".encode() in Path(
+            f"/proc/{p.pid}/environ").read_bytes() for p in (own, other, older)))
+        assert orphans.find(job, ours) == sorted([own.pid, older.pid])
+        assert orphans.find(job, theirs) == sorted([other.pid, older.pid])
+    finally:
+        for process in (own, other, older):
+            process.kill()
+            process.wait()
+
+
+@pytest.mark.slow  # a real process, signalled or killed
+def test_resume_leaves_another_ensembles_operation_of_the_same_changeid_running(
+        project, tmp_path):
+    """Resuming a killed job stops its own orphan, not another ensemble's operation whose
+    job started in the same tick (a parallel CI run once lost an operation so)."""
+    marks = setup(project, ["a"], {}, sleep={"a": 60})
+    job = start_unfurl(project.root, "deploy", "--approve")
+    wait_for(lambda: count(marks, "start") >= 1, job)
+    kill9(job)
+    [killed] = list_journals(project.root)
+    (tmp_path / "other").mkdir()
+    neighbour = _sleeper(tmp_path / "other", UNFURL_JOB=killed.change_id,
+                         UNFURL_ENSEMBLE=str(tmp_path / "other" / "ensemble.yaml"))
+    try:
+        result = run_unfurl(project.root, "resume")
+        assert result.returncode == 64, result.stderr
+        assert "Stopping 1 operation(s)" in result.stderr, result.stderr
+        assert not pid_alive(int((marks / "a.start").read_text().split()[0]))
+        assert neighbour.poll() is None  # the other ensemble's operation runs on
+    finally:
+        neighbour.kill()
+        neighbour.wait()
+
+
 @pytest.mark.slow  # a real process, signalled or killed
 def test_resume_without_force_leaves_interrupted_tasks_failed(project):
     # only a is slow (it is killed while running); b, which the resume runs, is not

@@ -376,4 +376,4 @@ def test_only_the_projects_unfurl_variables_reach_operations(
     assert "caller-value-777" not in _all_text(project.root)
     py = project.status()["py"]["attributes"]
     assert py["aws"] == "none"
-    assert py["unfurl"] == ["UNFURL_CHANGEID", "UNFURL_JOB", "UNFURL_WORKER"]
+    assert py["unfurl"] == ["UNFURL_CHANGEID", "UNFURL_ENSEMBLE", "UNFURL_JOB", "UNFURL_WORKER"]

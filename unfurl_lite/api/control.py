@@ -119,7 +119,7 @@ def resume(
                      if t.get("state") in ("sent", "started")]
         how = _executor_for(journal, executor, broker, in_flight, force)
         if interrupted.killed(journal) and not how.adopting:
-            _stop_orphans(journal.change_id, notify)
+            _stop_orphans(journal.change_id, str(ens.path), notify)
         plan = resuming.replan(ens, journal)
         options = resuming.job_options(journal)
         options.commit = commit
@@ -179,11 +179,11 @@ def _nothing_else(change_id: str | None, cleared: bool, swept: list[str]) -> Res
     return Resumption(change_id, "nothing to resume", message, committed_leftovers=swept)
 
 
-def _stop_orphans(change_id: str, notify: Callable[[str], None]) -> None:
+def _stop_orphans(change_id: str, ensemble: str, notify: Callable[[str], None]) -> None:
     """Stop the operations a killed job left running (not when their results are adopted)."""
     from unfurl_lite.run import orphans  # start-up: only a killed job has orphans
 
-    left = orphans.find(change_id)
+    left = orphans.find(change_id, ensemble)
     if left:
         notify(f"Stopping {len(left)} operation(s) job {change_id} left running when it "
                "was killed")

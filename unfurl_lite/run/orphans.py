@@ -1,11 +1,14 @@
 """Operations a killed job left running, found and stopped before the job is resumed.
 
-Every operation runs in its own session with ``UNFURL_JOB`` (the job's changeId) in its
-environment. When the controlling process dies (``kill -9``, a crash), its shell commands
-go on; resuming would then run the same operation a second time beside the first. Before a
-killed job is resumed, its operations still alive are found by that variable in
-``/proc/<pid>/environ`` (Linux; elsewhere nothing is found) and stopped like a kill-cancel:
-SIGTERM to the process group, SIGKILL after a grace period.
+Every operation runs in its own session with ``UNFURL_JOB`` (the job's changeId) and
+``UNFURL_ENSEMBLE`` (the ensemble's path) in its environment. When the controlling process
+dies (``kill -9``, a crash), its shell commands go on; resuming would then run the same
+operation a second time beside the first. Before a killed job is resumed, its operations
+still alive are found by those variables in ``/proc/<pid>/environ`` (Linux; elsewhere
+nothing is found) and stopped like a kill-cancel: SIGTERM to the process group, SIGKILL
+after a grace period. A changeId names a 1/62 s tick, so another ensemble's job started
+in the same tick has the same one: its operations are told apart by ``UNFURL_ENSEMBLE``
+and left alone.
 """
 
 from __future__ import annotations
@@ -17,17 +20,25 @@ import time
 from pathlib import Path
 
 JOB_VARIABLE = "UNFURL_JOB"
+ENSEMBLE_VARIABLE = "UNFURL_ENSEMBLE"
 
 
-def find(job_id: str, proc: Path = Path("/proc")) -> list[int]:
-    """Process groups of operations started by job ``job_id`` that are still running."""
+def find(job_id: str, ensemble: str | None = None, proc: Path = Path("/proc")) -> list[int]:
+    """Process groups of operations started by job ``job_id`` of ``ensemble`` (its path, as
+    the job's operations get it) that are still running. One without ``UNFURL_ENSEMBLE``
+    (started by an earlier version) is taken by its changeId alone."""
     marker = f"{JOB_VARIABLE}={job_id}".encode()
+    ours = f"{ENSEMBLE_VARIABLE}={ensemble}".encode()
+    named = f"{ENSEMBLE_VARIABLE}=".encode()
     groups: set[int] = set()
     for entry in proc.glob("[0-9]*") if proc.is_dir() else ():
         try:
-            environ = (entry / "environ").read_bytes()
-            if marker not in environ.split(b"\0"):
+            variables = (entry / "environ").read_bytes().split(b"\0")
+            if marker not in variables:
                 continue
+            if ensemble is not None and ours not in variables \
+                    and any(v.startswith(named) for v in variables):
+                continue  # another ensemble's job, started in the same tick
             groups.add(os.getpgid(int(entry.name)))
         except (OSError, ValueError):  # gone meanwhile, or another user's
             continue

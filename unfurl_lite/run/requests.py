@@ -226,7 +226,8 @@ class RequestBuilder:
         self.secrets.update(secrets_in(run.inputs))
         self.secrets.update(held if own_properties else secrets_in(properties))
         self.secrets.update(secrets_in(attributes))
-        env = {**self.env, "UNFURL_JOB": str(self.job_id), "UNFURL_CHANGEID": run.change_id or ""}
+        env = {**self.env, "UNFURL_JOB": str(self.job_id), "UNFURL_CHANGEID": run.change_id or "",
+               "UNFURL_ENSEMBLE": str(self.ensemble.path)}  # resume tells its orphans by both
         if environment is not None:
             self.secrets.update(secrets_in(environment))
             env = openv.apply_rules(environment, env)

@@ -34,7 +34,7 @@ ALLOWED_ENV = (
 
 #: the ``UNFURL_*`` variables an operation gets: set by the job for each task, never
 #: taken from the caller's environment (where they could hold anything)
-PROJECT_VARIABLES = ("UNFURL_JOB", "UNFURL_CHANGEID", "UNFURL_WORKER")
+PROJECT_VARIABLES = ("UNFURL_JOB", "UNFURL_CHANGEID", "UNFURL_WORKER", "UNFURL_ENSEMBLE")
 
 
 def base_environment(passthrough: bool = False) -> dict[str, str]:
