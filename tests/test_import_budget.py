@@ -104,6 +104,9 @@ DEPLOY_OURS = PLAN_OURS | {
 #: the standard library the command's own process imports beyond the interpreter's start
 #: (failed lookups included: `copy` asks for Jython's org.python.core): plan, deploy
 COMMAND_STDLIB_MAX = {"plan": 19, "deploy": 44}
+#: never at their start in an interpreter without this machine's site hooks (`python -S`):
+#: shutil (with zlib, bz2, lzma) is init's, tempfile and zipfile nobody's on these roads
+NEVER_WITHOUT_SITE = {"shutil", "bz2", "lzma", "tempfile", "zipfile", "random"}
 #: never on these commands' start: inspect (with ast, dis, tokenize) is dataclasses' for the
 #: docstring of a class that has none, traceback (linecache, tokenize) logging's for an
 #: exception, locale subprocess's for a text pipe (load/codecache.py defers the three), difflib
@@ -270,3 +273,21 @@ def test_the_commands_own_process_imports_only_its_budget(
     assert not imported & NEVER_AT_START, sorted(imported & NEVER_AT_START)
     others = imported - ours
     assert len(others) <= COMMAND_STDLIB_MAX[command], sorted(others)
+
+
+@pytest.mark.parametrize("command", ["plan", "deploy"])
+def test_a_users_interpreter_imports_no_archive_or_temporary_file_modules(
+        command: str, small_project: Path, tmp_path: Path) -> None:
+    """This machine's site imports shutil, tempfile and zipfile before our first line (a
+    .pth of its own); a user's interpreter does not, so the command must not need them:
+    the command run with `python -S` (no site at all, the package on PYTHONPATH)."""
+    args = ["plan", "ensemble.yaml"] if command == "plan" else [
+        "deploy", "--approve", "-q", "ensemble.yaml"]
+    env = {**os.environ, "UNFURL_LITE_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-S", "-X", "importtime", "-m", "unfurl_lite", *args],
+                          capture_output=True, text=True, cwd=small_project, env=env, check=True)
+    imported = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines()
+                if line.startswith("import time:") and line.count("|") == 2}
+    assert "unfurl_lite.load.loader" in imported  # (the probe saw the command load)
+    assert not imported & (NEVER_WITHOUT_SITE | NEVER_AT_START), sorted(
+        imported & (NEVER_WITHOUT_SITE | NEVER_AT_START))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,6 +109,8 @@ def init(directory: str | Path = ".", source: str | None = None) -> Created:
     repo = existing if existing is not None and use_existing else init_repo(root)
     written: list[Path] = []
     if origin is not None:
+        import shutil  # start-up: keeps shutil (zlib, bz2, lzma) off `plan` and a job
+
         skip = shutil.ignore_patterns(".git", "__pycache__", "*.pyc")
         shutil.copytree(origin, root, symlinks=True, dirs_exist_ok=True, ignore=skip)
         written += [root / p for p in _copied_files(origin)]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -77,6 +76,7 @@ def stream_width(stream: object) -> int | None:
 
 
 def terminal_width() -> int:
+    import shutil  # start-up: keeps shutil (zlib, bz2, lzma) off a job in a pipe (`deploy -q`)
 
     return environment_width() or shutil.get_terminal_size().columns
 
