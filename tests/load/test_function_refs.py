@@ -199,3 +199,89 @@ def test_unfurl_still_answers_so(tmp_path: Path, probe: str, where: str,
     assert proc.returncode == (0 if refused is None else 1), output
     if refused:
         assert refused in output.replace("\\'", "'"), output
+
+
+HOSTS = """\
+apiVersion: unfurl/v1alpha1
+kind: Ensemble
+spec:
+  service_template:
+    node_types:
+      Host:
+        derived_from: tosca.nodes.Root
+        properties:
+          rack: {type: string, required: false}
+        attributes:
+          hattr: {type: string, required: false}
+      Mid:
+        derived_from: tosca.nodes.Root
+      App:
+        derived_from: tosca.nodes.Root
+        properties:
+          probe: {type: any, required: false}
+        requirements:
+          - host: {node: Host, occurrences: [0, 1]}
+          - dependency: {node: tosca.nodes.Root, occurrences: [0, 1]}
+    topology_template:
+      node_templates:
+        h: {type: Host}
+        db: {type: tosca.nodes.Root}
+        mid:
+          type: Mid
+          requirements:
+            - host: h
+        app:
+          type: App
+          properties:
+            probe: PROBE
+"""
+HOST_FIRST = "          requirements:\n            - host: h\n"
+#: (probe, app's requirements, Unfurl 1.2.0's words or None): tosca-parser follows the first
+#: requirement the template writes, then its target's first, to a type that declares it
+HOST_PROBES = [
+    ("{get_attribute: [HOST, hattr]}", HOST_FIRST, None),
+    ("{get_attribute: [HOST, hattr]}", "          requirements:\n            - host: mid\n",
+     None),  # through mid's own host
+    ("{get_attribute: [HOST, hattr]}", HOST_FIRST + "            - dependency: db\n", None),
+    ("{get_attribute: [HOST, hattr]}", "          requirements:\n            - host: {node: "
+     "Host}\n", None),  # a type named: its first template
+    ("{get_property: [HOST, rack]}", HOST_FIRST, None),  # declared, though unset
+    ("{get_attribute: [HOST, hattr]}", "          requirements:\n            - dependency: "
+     "db\n            - host: h\n", '"get_attribute: [ HOST, ... ]" was used in node '
+     'template "app" but "tosca.relationships.HostedOn" was not found in the relationship '
+     'chain'),  # the first requirement leads to db
+    ("{get_attribute: [HOST, hattr]}", "", '"get_attribute: [ HOST, ... ]" was used in node '
+     'template "app" but "tosca.relationships.HostedOn" was not found'),  # its type's only
+    ("{get_property: [HOST, nothing]}", HOST_FIRST,
+     "Property 'nothing' not found on host when referenced from node template 'app'"),
+    ("{get_attribute: [HOST, feature, nothing]}", HOST_FIRST,
+     '"get_attribute: [ HOST, ... ]" was used in node template "app"'),
+]
+HOST_IDS = [f"host{i}" for i in range(len(HOST_PROBES))]
+
+
+@pytest.mark.parametrize(("probe", "requirements", "refused"), HOST_PROBES, ids=HOST_IDS)
+def test_host_is_searched_as_tosca_parser_searches_it(probe: str, requirements: str,
+                                                      refused: str | None) -> None:
+    text = HOSTS.replace("PROBE", probe) + requirements
+    found = [p.message for p in semantic_problems(parse(text, "e.yaml"), "e.yaml")]
+    if refused is None:
+        assert found == []
+    else:
+        assert len(found) == 1 and found[0].startswith(refused), found
+
+
+@pytest.mark.unfurl120
+@pytest.mark.skipif(not UNFURL.exists(),
+                    reason="set UNFURL120_VENV to a virtualenv with unfurl==1.2.0")
+@pytest.mark.parametrize(("probe", "requirements", "refused"), HOST_PROBES, ids=HOST_IDS)
+def test_unfurl_still_searches_host_so(tmp_path: Path, probe: str, requirements: str,
+                                       refused: str | None) -> None:
+    (tmp_path / "ensemble.yaml").write_text(HOSTS.replace("PROBE", probe) + requirements)
+    git(tmp_path, "init", "-q")
+    proc = subprocess.run([str(UNFURL), "--home", "", "validate", "ensemble.yaml"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    output = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)
+    assert proc.returncode == (0 if refused is None else 1), output
+    if refused:
+        assert refused in output, output

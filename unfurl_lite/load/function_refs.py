@@ -20,9 +20,9 @@ tests/load/test_function_refs.py record what Unfurl 1.2.0 answers):
   ``T`` names a template (or a type: its first template), ``SELF`` in a node template,
   ``TARGET``/``SOURCE`` only in a relationship's operations.
 
-Nothing is judged where a type in the lineage is not known here (imported from elsewhere,
-or an Unfurl type this table lacks), nor ``HOST`` (tosca-parser's search of the host
-chain), nor ``SELF`` in a relationship.
+``HOST`` is searched as tosca-parser searches it (load/host_refs.py). Nothing is judged
+where a type in the lineage is not known here (imported from elsewhere, or an Unfurl type
+this table lacks), nor ``SELF`` in a relationship.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from unfurl_lite.errors import Problem
+from unfurl_lite.load.host_refs import UNSET as _UNSET
+from unfurl_lite.load.host_refs import host_verdict
 from unfurl_lite.load.problems import SERVICE, TOPOLOGY, get_section, mapping, problem_at
 from unfurl_lite.model.entities import RESERVED_INTERFACE_KEYS, canonical_interface
 from unfurl_lite.model.lineage import (
@@ -82,7 +84,6 @@ _NODE_CAPABILITIES: dict[str, dict[str, str]] = {
 }
 #: the normative capability types: parent, attributes, properties (name -> default, or
 #: _UNSET: declared without one)
-_UNSET = object()
 _CAPABILITY_TYPES: dict[str, tuple[str | None, tuple[str, ...], dict[str, Any]]] = {
     "tosca.capabilities.Root": (None, (), {}),
     "tosca.capabilities.Node": ("tosca.capabilities.Root", (), {}),
@@ -396,8 +397,10 @@ class _Judge:
             return None
         kind, owner, target = context
         first = args[0]
-        if first == "HOST" or not isinstance(first, str):
+        if not isinstance(first, str):
             return None
+        if first == "HOST":
+            return host_verdict(self, function, args, owner) if kind == "node" else None
         if first in ("TARGET", "SOURCE"):
             if kind == "node":
                 role = "target" if first == "TARGET" else "source"
