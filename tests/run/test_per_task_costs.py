@@ -103,3 +103,22 @@ def test_plain_inputs_still_redact_the_secrets_the_topology_declares(
     assert records and any("<<REDACTED>>" in r for r in records)
     for shown in (result.output, *records):
         assert SECRET_INPUT not in shown and SECRET_PROPERTY not in shown
+
+
+def test_starting_a_command_does_not_wake_the_job_thread(
+    project: Project, invoke: Invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The spawning thread adds a started command's pipes to the epoll the job's thread
+    waits in: the job's thread wakes for output and ends, never to be told of a start
+    (the wake-up pipe is for cancels, other threads' results and starts that failed)."""
+    from unfurl_lite.run.executors import commands
+
+    if not commands.available():
+        pytest.skip("commands are watched from the job's thread only with pidfd_open")
+    nodes = "".join(shell_node(f"n{i}", "echo out; echo err >&2") for i in range(6))
+    project.write(ensemble_yaml(nodes))
+    wakes = _counting(monkeypatch, commands.Commands, "wake")
+    result = invoke("deploy", "--approve", "--jobs", "2")
+    assert result.exit_code == 0, result.output
+    assert [project.local(f"n{i}") for i in range(6)] == ["ok"] * 6
+    assert wakes == []
