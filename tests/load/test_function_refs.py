@@ -130,6 +130,8 @@ PROBES = [
     ("{get_attribute: [plain, nothing]}", "output",
      'Attribute "nothing" was not found in node template "plain"'),
     ("{get_attribute: [SELF, own]}", "output", 'Node template "SELF" was not found'),
+    ("{get_attribute: [SELF, tosca_id]}", "relationship",  # no template named "host"
+     'Node template "SELF" was not found'),
     ("{get_property: [SELF, unset, key]}", "property",
      'Requirement/Capability "unset" referenced from node template "plain" was not found in '
      'node template "plain"'),

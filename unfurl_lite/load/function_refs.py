@@ -245,9 +245,9 @@ def problems(doc: Any, file: str) -> Iterator[Problem]:
         yield problem_at(doc, path, file, *message)
 
 
-#: where a function is read: ("node", template) / ("outputs", "") / ("relationship",
-#: source template, target template or "")
-_Context = tuple[str, str, str]
+#: where a function is read: ("node", template, "", "") / ("outputs", "", "", "") /
+#: ("relationship", source template, target template or "", requirement)
+_Context = tuple[str, str, str, str]
 
 
 def _function(value: Any) -> tuple[str, list[Any]] | None:
@@ -268,7 +268,7 @@ def _calls(doc: Any, templates: Mapping[str, Any], judge: _Judge) -> Iterator[
     for name, body in templates.items():
         body = mapping(body)
         here = (*TOPOLOGY, "node_templates", name)
-        context: _Context = ("node", str(name), "")
+        context: _Context = ("node", str(name), "", "")
         chain = types.chain(body.get("type") or "tosca.nodes.Root")
         given = mapping(body.get("properties"))
         calls = [(prop, _function(value)) for prop, value in given.items()]
@@ -305,7 +305,7 @@ def _calls(doc: Any, templates: Mapping[str, Any], judge: _Judge) -> Iterator[
                     continue
                 target = mapping(spec).get("node")
                 rel_context: _Context = ("relationship", str(name),
-                                         target if isinstance(target, str) else "")
+                                         target if isinstance(target, str) else "", str(req))
                 rel_path = (*here, "requirements", index, req, "relationship")
                 for path, value in _inputs([(rel_path, relationship)]):
                     call = _function(value)
@@ -314,7 +314,7 @@ def _calls(doc: Any, templates: Mapping[str, Any], judge: _Judge) -> Iterator[
     for out, body in mapping(get_section(doc, TOPOLOGY).get("outputs")).items():
         call = _function(mapping(body).get("value"))
         if call:
-            yield (*TOPOLOGY, "outputs", out, "value"), ("outputs", "", ""), call
+            yield (*TOPOLOGY, "outputs", out, "value"), ("outputs", "", "", ""), call
 
 
 def _any_call(body: Mapping[str, Any]) -> bool:
@@ -395,7 +395,7 @@ class _Judge:
         function, args = call
         if len(args) < 2 or not all(isinstance(a, str | int) for a in args[1:]):
             return None
-        kind, owner, target = context
+        kind, owner, target, requirement = context
         first = args[0]
         if not isinstance(first, str):
             return None
@@ -417,6 +417,14 @@ class _Judge:
             if kind == "outputs" and function == "get_attribute":
                 return ('Node template "SELF" was not found (in the outputs)',
                         "name the template: `SELF` has no meaning in an output")
+            if kind == "relationship" and function == "get_attribute" and not (
+                    self.open_world or self._template(requirement)):
+                # tosca-parser looks for a node template named as the relationship, which
+                # is named after its requirement
+                return (f'Node template "SELF" was not found (get_attribute in the '
+                        f'relationship of requirement "{requirement}" of node template '
+                        f'"{owner}")', "read the relationship's ends with `SOURCE` or "
+                        "`TARGET`, or its own values with an `eval` expression")
             if kind != "node":
                 return None
             name = owner
