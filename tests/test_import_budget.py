@@ -103,16 +103,18 @@ DEPLOY_OURS = PLAN_OURS | {
 }  # fmt: skip
 #: the standard library the command's own process imports beyond the interpreter's start
 #: (failed lookups included: `copy` asks for Jython's org.python.core): plan, deploy
-COMMAND_STDLIB_MAX = {"plan": 19, "deploy": 44}
+COMMAND_STDLIB_MAX = {"plan": 15, "deploy": 40}
 #: never at their start in an interpreter without this machine's site hooks (`python -S`):
 #: shutil (with zlib, bz2, lzma) is init's, tempfile and zipfile nobody's on these roads
-NEVER_WITHOUT_SITE = {"shutil", "bz2", "lzma", "tempfile", "zipfile", "random"}
+NEVER_WITHOUT_SITE = {"shutil", "bz2", "lzma", "tempfile", "zipfile", "random",
+                      "ipaddress"}  # (urllib.parse's, for a bracketed host: deferred)
 #: never on these commands' start: inspect (with ast, dis, tokenize) is dataclasses' for the
 #: docstring of a class that has none, traceback (linecache, tokenize) logging's for an
 #: exception, locale subprocess's for a text pipe (load/codecache.py defers the three), difflib
 #: a did-you-mean's
 NEVER_AT_START = {"inspect", "ast", "dis", "opcode", "difflib", "traceback", "linecache",
-                  "tokenize", "locale"}
+                  "tokenize", "locale",
+                  "copy", "org"}  # (dataclasses' for asdict; copy asks for Jython's org...)
 
 _PROBE = """
 import json, sys

@@ -16,10 +16,12 @@ more: 4-6 ms of a command's start) for one thing only, the signature it writes a
 docstring of a class that has none, and every class of ours has one
 (``tests/test_import_budget.py``). So the command's process loads ``inspect`` when
 something first reads it, not when ``dataclasses`` is imported (:func:`enable`); the same
-for two more that a job's modules import for what it rarely does: ``traceback`` (with
+for more that a job's modules import for what it rarely does: ``traceback`` (with
 ``linecache`` and ``tokenize``: ``logging``'s, for formatting an exception, and
-``concurrent.futures`` imports ``logging``) and ``locale`` (``subprocess``'s, for a
-text-mode pipe's encoding: git's are bytes).
+``concurrent.futures`` imports ``logging``), ``locale`` (``subprocess``'s, for a
+text-mode pipe's encoding: git's are bytes), ``copy`` (``dataclasses``' for ``asdict``;
+its import looks for Jython's ``org.python.core`` along the whole path) and ``ipaddress``
+(``urllib.parse``'s for a bracketed host; ``pathlib`` imports ``urllib.parse``).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ MAX_BYTES = 4 * 1024 * 1024
 PYCACHE = pycache.PYCACHE
 
 #: modules the command's process runs only when one of their names is first read
-DEFERRED = ("inspect", "traceback", "locale")
+DEFERRED = ("inspect", "traceback", "locale", "copy", "ipaddress")
 #: each text's code, or (read from the file and not used yet) its marshalled bytes
 _compiled: dict[str, CodeType | bytes] = {}
 _added = 0  # texts compiled in this process and not yet in the file

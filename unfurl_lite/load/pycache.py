@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from pathlib import Path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -67,6 +66,8 @@ def write(directory: str, name: str, payload: bytes) -> None:
     no bytecode or the directory cannot take it."""
     if sys.dont_write_bytecode:
         return
+
+    from pathlib import Path  # start-up: pathlib off pycache's import (ipaddress deferred)
 
     # start-up: keeps load.yamlio (13 modules) off pycache's import until write() runs
     from unfurl_lite.load.yamlio import temp_file
