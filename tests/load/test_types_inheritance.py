@@ -7,6 +7,8 @@ import re
 import textwrap
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.conftest import InvokeIn, Project, safe_load
 from tests.load.test_imports import CAPTURED, HEAD, case
@@ -225,3 +227,48 @@ def test_an_override_inherits_a_mapping_operations_implementation_not_a_commands
         op = topology.templates[name].interfaces["Standard"]["configure"]
         assert (op.implementation is not None) is inherits
         assert op.inputs["extra"] == extra
+
+
+def _ancestry_by_recursion(name: str, parents: dict[str, tuple[str, ...]]) -> list[str]:
+    """ancestry as it was first written (recursive): the reference for its order."""
+    chain: list[str] = []
+
+    def visit(current: str) -> None:
+        chain.append(current)
+        for parent in parents.get(current, ()):
+            if parent not in chain:
+                visit(parent)
+
+    visit(name)
+    return chain
+
+
+_TYPES = st.sampled_from(["A", "B", "C", "D", "E", "F"])
+
+
+@given(st.dictionaries(_TYPES, st.lists(_TYPES, max_size=4).map(tuple)), _TYPES)
+def test_ancestors_are_those_of_the_recursive_walk(parents: dict[str, tuple[str, ...]],
+                                                   start: str) -> None:
+    """Multiple parents, shared ancestors, repeats and cycles: the walk with its own stack
+    lists the same types in the same order as the recursive one did."""
+    assert ancestry(start, lambda t: parents.get(t, ())) == _ancestry_by_recursion(start, parents)
+
+
+@pytest.mark.slow
+def test_a_derived_from_chain_of_2000_types_is_validated_and_planned(
+        project: Project, invoke_in: InvokeIn) -> None:
+    """Each node type derived from the next, 2,000 of them, the last defining the operation:
+    `validate` printed a RecursionError traceback (the walk up the types recursed once a
+    type); now the template is valid and plans the inherited operation."""
+    count = 2000
+    types = "".join(f"T{i}: {{derived_from: T{i + 1}}}\n" for i in range(count - 1))
+    types += (f"T{count - 1}:\n  derived_from: tosca.nodes.Root\n  interfaces:\n    Standard:\n"
+              "      operations: {create: 'true'}\n")
+    project.write(HEAD + "spec:\n  service_template:\n    node_types:\n"
+                  + textwrap.indent(types, "      ")
+                  + "    topology_template:\n      node_templates:\n        a: {type: T0}\n")
+    result = invoke_in(project.root, "validate")
+    assert result.exit_code == 0, result.output
+    result = invoke_in(project.root, "plan")
+    assert result.exit_code == 0, result.output
+    assert "Standard.create" in result.output

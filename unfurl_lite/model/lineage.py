@@ -226,17 +226,23 @@ def ancestry(type_name: Any, parents_of: Callable[[str], tuple[str, ...]]) -> li
     """The type and its ancestors, nearest first, in the order Unfurl 1.2.0 looks a value
     up (tosca-parser's ``ancestors()``): depth first through each parent in the order
     ``derived_from`` lists them, each type once. The first type in it that defines a
-    property default or an operation wins; operation inputs merge in that order."""
-    chain: list[str] = []
-
-    def visit(name: str) -> None:
-        chain.append(name)
-        for parent in parents_of(name):
-            if parent not in chain:
-                visit(parent)
-
-    if isinstance(type_name, str):
-        visit(type_name)
+    property default or an operation wins; operation inputs merge in that order.
+    Walked with its own stack: a ``derived_from`` chain of thousands of types is no
+    deeper for Python than one type."""
+    if not isinstance(type_name, str):
+        return []
+    chain: list[str] = [type_name]
+    seen = {type_name}
+    stack = [iter(parents_of(type_name))]
+    while stack:
+        for parent in stack[-1]:
+            if parent not in seen:
+                chain.append(parent)
+                seen.add(parent)
+                stack.append(iter(parents_of(parent)))
+                break
+        else:
+            stack.pop()
     return chain
 
 
