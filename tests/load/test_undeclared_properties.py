@@ -16,6 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from unfurl_lite.load.loader import load_ensemble
+from unfurl_lite.load.validate import semantic_problems
+from unfurl_lite.load.yamlio import parse
 from unfurl_lite.model.lineage import (
     NORMATIVE_DEFAULTS,
     NORMATIVE_PROPERTIES,
@@ -164,3 +166,44 @@ def test_normative_defaults_are_declared_and_reach_templates_of_derived_types(
     templates = load_ensemble(path).topology.templates
     assert templates["net"].properties == {"ip_version": 6, "dhcp_enabled": True}
     assert templates["port"].properties == {"order": 0, "is_default": False}
+
+
+def test_get_property_of_self_in_a_relationship_reads_the_relationship() -> None:
+    """In a requirement's relationship, SELF is the relationship (tosca-parser's context):
+    its own property is read, as Unfurl 1.2.0 does (run with it: `echo hello`), so the
+    source template's type not declaring it is no reason to refuse."""
+    text = """\
+apiVersion: unfurl/v1alpha1
+kind: Ensemble
+spec:
+  service_template:
+    relationship_types:
+      MyConn:
+        derived_from: tosca.relationships.DependsOn
+        properties:
+          x: {type: string, default: d}
+    node_types:
+      App:
+        derived_from: tosca.nodes.Root
+    topology_template:
+      node_templates:
+        b:
+          type: tosca.nodes.Root
+        a:
+          type: App
+          requirements:
+            - dependency:
+                node: b
+                relationship:
+                  type: MyConn
+                  properties:
+                    x: hello
+                  interfaces:
+                    Configure:
+                      operations:
+                        pre_configure_source:
+                          implementation: echo {{ inputs.v }}
+                          inputs:
+                            v: {get_property: [SELF, x]}
+"""
+    assert semantic_problems(parse(text, "e.yaml"), "e.yaml") == []

@@ -66,7 +66,9 @@ def _references(topology: dict[str, Any]) -> Iterator[tuple[tuple[Any, ...], str
         if isinstance(value, dict):
             args = value.get("get_property")
             if len(value) == 1 and isinstance(args, list) and len(args) == 2:
-                owner = path[1] if len(path) > 1 and path[0] == "node_templates" else None
+                # SELF inside a requirement's relationship is the relationship: not judged
+                owner = path[1] if len(path) > 2 and path[0] == "node_templates" and \
+                    path[2] != "requirements" else None
                 yield path, owner if isinstance(owner, str) else None, args
                 continue
             stack.extend(((*path, key), item) for key, item in value.items())
