@@ -50,24 +50,38 @@ def host_verdict(judge: _Judge, function: str, args: list[Any], owner: str) -> t
 
 def _host(judge: _Judge, function: str, args: list[Any], name: str,
           seen: set[str]) -> str | None:
-    """tosca-parser's search from ``name``: the host's template, None, or _UNKNOWN."""
-    if name in seen:
-        return _UNKNOWN
-    seen.add(name)
+    """tosca-parser's search from ``name``: the host's template, None, or _UNKNOWN. A loop
+    from one template's first requirement to its target's: a chain of thousands is no
+    deeper for Python than one."""
+    current: str | None = name
+    while current is not None:
+        if current in seen:
+            return _UNKNOWN
+        seen.add(current)
+        current, verdict = _first_target(judge, function, args, current)
+        if verdict is not None:
+            return verdict
+    return None
+
+
+def _first_target(judge: _Judge, function: str, args: list[Any], name: str
+                  ) -> tuple[str | None, str | None]:
+    """(the template to search next, None) or (None, the search's verdict: the host's
+    template, _UNKNOWN, or None when ``name`` writes no requirement)."""
     requirements = mapping(judge.templates.get(name)).get("requirements")
     for entry in requirements if isinstance(requirements, list) else ():
         for _req, spec in mapping(entry).items():
             target = spec if isinstance(spec, str) else mapping(spec).get("node")
             if not isinstance(target, str):
-                return _UNKNOWN
+                return None, _UNKNOWN
             found = judge._template(target)
             facts = judge._facts(found) if found is not None else None
             if found is None or facts is None:
-                return _UNKNOWN
+                return None, _UNKNOWN
             if _holds(judge, function, args, found, facts[0]):
-                return found
-            return _host(judge, function, args, found, seen)
-    return None
+                return None, found
+            return found, None
+    return None, None
 
 
 def _holds(judge: _Judge, function: str, args: list[Any], template: str,

@@ -222,6 +222,67 @@ def _requirement_cycles(doc: Any, file: str) -> Iterator[Problem]:
         )
 
 
+#: the most templates a chain of hosts may have above its innermost template: the status
+#: nests each instance under its host's, two levels a host, and a deeper chain would write
+#: an ensemble the guard's depth limit (load/guard.MAX_DEPTH) refuses to read back
+MAX_HOST_CHAIN = 40
+
+
+def _host_chains(doc: Any, file: str) -> Iterator[Problem]:
+    """A chain of more than MAX_HOST_CHAIN hosts (each template hosted on the next),
+    reported at the innermost template's host requirement. Walked with its own stack; a
+    loop of hosts is left to :func:`_requirement_cycles`."""
+    templates = get_section(doc, (*TOPOLOGY, "node_templates"))
+    host_of: dict[str, tuple[str, int]] = {}
+    for name, body in templates.items():
+        requirements = mapping(body).get("requirements")
+        for index, req, target in requirements_of(body):
+            entry = requirements[index] if is_list(requirements) else None
+            if target in templates and _is_host(req, mapping(entry).get(req)):
+                host_of[name] = (target, index)
+                break
+    if len(host_of) <= MAX_HOST_CHAIN:
+        return
+    above: dict[str, int] = {}  # template -> how many hosts are above it
+    for name in host_of:
+        path: list[str] = []
+        current = name
+        while current in host_of and current not in above and current not in path:
+            path.append(current)
+            current = host_of[current][0]
+        if current in path:  # a loop of hosts
+            above.update(dict.fromkeys(path, 0))
+            continue
+        count = above.get(current, 0)
+        for step in reversed(path):
+            count += 1
+            above[step] = count
+    hosts = {target for target, _ in host_of.values()}
+    for name, count in above.items():
+        if count <= MAX_HOST_CHAIN or name in hosts:
+            continue
+        chain = [name]
+        while len(chain) < 3:
+            chain.append(host_of[chain[-1]][0])
+        yield problem_at(
+            doc, (*TOPOLOGY, "node_templates", name, "requirements", host_of[name][1]), file,
+            f"a chain of {count} hosts above {name!r} ({' -> '.join(chain)} -> ...) is longer "
+            f"than {MAX_HOST_CHAIN}: the status nests each instance under its host's, and "
+            "would be too deeply nested to read back",
+            f"host each template on a real host, at most {MAX_HOST_CHAIN} deep; for an order "
+            "alone use a `dependency` requirement",
+        )
+
+
+def _is_host(requirement: str, value: Any) -> bool:
+    """The model's test (model/entities.Requirement.is_host) on a requirement as written."""
+    relationship = mapping(value).get("relationship")
+    if is_map(relationship):
+        relationship = relationship.get("type")
+    return requirement == "host" or (isinstance(relationship, str) and relationship.endswith(
+        ("HostedOn", "contained_in")))
+
+
 def _topology_root(doc: Any, file: str) -> Iterator[Problem]:
     """Unfurl's ``root: {node: NAME}`` (its alias of ``substitution_mappings``): the one
     form that means something in an ensemble of its own. Its other keys map a topology

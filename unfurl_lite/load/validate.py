@@ -33,6 +33,7 @@ from unfurl_lite.load.problems import (
 from unfurl_lite.load.schema_problems import schema_problems
 from unfurl_lite.load.type_checks import (
     _artifact_properties,
+    _host_chains,
     _requirement_cycles,
     _requirement_targets,
     _topology_root,
@@ -61,12 +62,11 @@ def semantic_problems(doc: Any, file: str) -> list[Problem]:
     problems += _blueprint_problems(doc, file)
     view = _with_types_section(doc)
     with owners_found_once(view):
-        for check_one in (_unknown_types, _type_cycles, _requirement_targets,
-                          _requirement_cycles, _undeclared_interfaces, _untyped_type_interfaces,
-                          _unknown_operations, _unsupported_implementations,
-                          _duplicate_templates, _workflows, _cloudify_unsupported,
-                          _unknown_filters, _topology_root, _jobs_log, _values,
-                          _property_references, _artifact_properties,
+        for check_one in (_unknown_types, _type_cycles, _requirement_targets, _requirement_cycles,
+                          _host_chains, _undeclared_interfaces, _untyped_type_interfaces,
+                          _unknown_operations, _unsupported_implementations, _duplicate_templates,
+                          _workflows, _cloudify_unsupported, _unknown_filters, _topology_root,
+                          _jobs_log, _values, _property_references, _artifact_properties,
                           _required_properties, _function_references, _node_filters):
             problems += check_one(view, file)
     return problems

@@ -1,0 +1,68 @@
+"""Long chains in an ensemble (hosts, a `HOST` search through requirements) end as
+`validate`'s answer, never as a RecursionError traceback."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import Invoke, Project, ensemble_yaml
+from unfurl_lite.load.type_checks import MAX_HOST_CHAIN
+
+_OPERATIONS = "  interfaces:\n    Standard:\n      operations: {create: 'true', delete: 'true'}\n"
+
+
+def _chain(count: int, requirement: str = "- host: t{next}", first: str = _OPERATIONS) -> str:
+    """``count`` templates, each naming the next in ``requirement``; ``first`` ends the
+    first template's body instead of its operations."""
+    return "".join(
+        f"t{i}:\n  type: tosca.nodes.Root\n"
+        + ("  requirements:\n    " + requirement.replace("{next}", str(i + 1)) + "\n"
+           if i + 1 < count else "")
+        + (first if i == 0 else _OPERATIONS)
+        for i in range(count))
+
+
+@pytest.mark.parametrize("requirement", [
+    "- host: t{next}",
+    "- runs_on: {node: t{next}, relationship: tosca.relationships.HostedOn}",
+])
+def test_a_chain_of_too_many_hosts_is_refused_at_its_innermost_template(
+        project: Project, invoke: Invoke, requirement: str) -> None:
+    """The status nests each instance under its host's: a deeper chain wrote an ensemble
+    no later command could read ("nested more than 100 levels deep"), and past ~150
+    hosts `deploy` ended in a RecursionError traceback after running every task."""
+    project.write(ensemble_yaml(_chain(MAX_HOST_CHAIN + 2, requirement)))
+    result = invoke("validate")
+    assert result.exit_code == 1, result.output
+    output = " ".join(result.output.split())
+    assert (f"ensemble.yaml:10:15: a chain of {MAX_HOST_CHAIN + 1} hosts above 't0' "
+            f"(t0 -> t1 -> t2 -> ...) is longer than {MAX_HOST_CHAIN}") in output
+    assert output.count("a chain of") == 1  # once, at the innermost template
+    assert "Traceback" not in result.output
+    project.write(ensemble_yaml(_chain(MAX_HOST_CHAIN + 1, requirement)))
+    assert invoke("validate").exit_code == 0
+
+
+@pytest.mark.slow
+def test_the_longest_chain_of_hosts_is_deployed_read_back_and_undeployed(
+        project: Project, invoke: Invoke) -> None:
+    project.write(ensemble_yaml(_chain(MAX_HOST_CHAIN + 1)))
+    for command in (("deploy", "--approve"), ("check",), ("undeploy", "--approve"),
+                    ("validate",)):
+        result = invoke(*command)
+        assert result.exit_code == 0, (command, result.output)
+
+
+@pytest.mark.slow
+def test_a_host_search_through_2000_requirements_is_judged(
+        project: Project, invoke: Invoke) -> None:
+    """tosca-parser follows each template's first requirement to find HOST; through 2,000
+    templates the search recursed once a template (a RecursionError traceback)."""
+    reads = ("  interfaces:\n    Standard:\n      operations:\n        configure:\n"
+             "          implementation: {className: Shell}\n"
+             "          inputs: {command: 'true', x: {get_attribute: [HOST, nope]}}\n")
+    project.write(ensemble_yaml(_chain(2000, "- dependency: t{next}", first=reads)))
+    result = invoke("validate")
+    assert result.exit_code == 1, result.output
+    assert ('"get_attribute: [ HOST, ... ]" was used in node template "t0"'
+            in " ".join(result.output.split()))
