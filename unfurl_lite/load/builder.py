@@ -80,8 +80,8 @@ def build(file: Path, text: str, data: EnsembleDoc) -> Ensemble:
         for name, d in node_templates.items()
     }
     if any(_declares_requirements(d) for d in node_types.values()) or any(
-        not r.node for t in templates.values() for r in t.requirements
-    ):  # some requirement is left for matching (rare: kept off the common path)
+        r.node not in templates for t in templates.values() for r in t.requirements
+    ):  # some requirement is left for matching, or names a type (rare: off the common path)
         for name, implied in structure.implied_requirements(service).items():
             templates[name] = _node_template(
                 name, node_templates[name] or {}, types, relationship_templates,
@@ -358,13 +358,22 @@ def _requirements(
     if not implied:
         return tuple(found)
     matched = {name: (d, t) for name, d, t in implied if t is not None}
-    found = [r for r in found if r.node or r.name not in matched]
+    connected: list[Requirement] = []
+    for r in found:
+        if r.name not in matched:
+            connected.append(r)
+        elif r.node and r.node == matched[r.name][0].get("node"):  # it names a type: in place
+            definition, target = matched.pop(r.name)
+            connected.append(_requirement({r.name: {**definition, "node": target}},
+                                          relationship_templates, relationship_types))
+        elif r.node:
+            connected.append(r)
     for name, (definition, target) in matched.items():
-        found.append(
+        connected.append(
             _requirement({name: {**definition, "node": target}}, relationship_templates,
                          relationship_types)
         )
-    return tuple(found)
+    return tuple(connected)
 
 
 def _requirement(

@@ -205,14 +205,15 @@ def implied_requirements(
             for ancestor in reversed(lineages[type_name]):
                 for entry in _entries(as_mapping(node_types.get(ancestor)).get("requirements")):
                     declared[type_name].update(entry)
-        if not declared[type_name] and _all_connected(body.get("requirements")):
+        if not declared[type_name] and _all_connected(body.get("requirements"), templates):
             continue  # the common case, kept cheap: nothing to match
         definitions = dict(declared[type_name])
         given: set[str] = set()
         for entry in _entries(body.get("requirements")):
             for req, value in entry.items():
-                if isinstance(value, str) or as_mapping(value).get("node"):
-                    given.add(req)
+                node = as_mapping(value).get("node")
+                if node and (not isinstance(node, str) or node in templates):
+                    given.add(req)  # a template it names (a type it names is matched)
                 elif req in definitions:
                     definitions[req] = {**definitions[req], **as_mapping(value)}
                 else:
@@ -228,12 +229,34 @@ def implied_requirements(
     return found
 
 
-def _all_connected(requirements: Any) -> bool:
+def _all_connected(requirements: Any, templates: Mapping[str, Any]) -> bool:
+    """Whether each requirement the template writes names a template (one that names a
+    type, or nothing, is left for matching)."""
     for entry in requirements if is_list(requirements) else ():
         for value in entry.values() if is_map(entry) else ():
-            if not isinstance(value, str) and not (is_map(value) and value.get("node")):
+            node = value.get("node") if is_map(value) else value
+            if not node or (isinstance(node, str) and node not in templates):
                 return False
     return True
+
+
+def type_candidates(source: str, node_type: str, node_filter: Any, templates: Mapping[str, Any],
+                    node_types: dict[str, Any]) -> list[str]:
+    """The templates a requirement of ``source`` naming ``node_type`` could connect to, as
+    :func:`_match` looks for them: the others of that type its ``node_filter`` (None: no
+    filter) passes, those with Unfurl's ``default`` directive only when no other does."""
+    found: list[str] = []
+    fallback: list[str] = []
+    for name, body in templates.items():
+        if name == source or not is_map(body):
+            continue
+        chain = lineage(body.get("type") if isinstance(body.get("type"), str) else None,
+                        node_types)
+        if node_type not in chain or (node_filter is not None and not _passes(
+                node_filter, body, chain, node_types)):
+            continue
+        (fallback if "default" in _directives(body) else found).append(str(name))
+    return found or fallback
 
 
 def _entries(value: Any) -> list[dict[str, Any]]:

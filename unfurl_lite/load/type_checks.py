@@ -17,6 +17,7 @@ from unfurl_lite.load.problems import (
     mapping,
     problem_at,
 )
+from unfurl_lite.load.structure import split_types, type_candidates
 from unfurl_lite.model.dependencies import find_cycles
 from unfurl_lite.model.lineage import ancestry, parents
 from unfurl_lite.model.narrow import is_list, is_map
@@ -194,7 +195,10 @@ def _requirement_targets(doc: Any, file: str) -> Iterator[Problem]:
     types = get_section(doc, (*SERVICE, "node_types"))
     for name, body in templates.items():
         for index, req, target in requirements_of(body):
-            if target in templates or target in types or target in NORMATIVE_NODE_TYPES:
+            if target in templates:
+                continue
+            if target in types or target in NORMATIVE_NODE_TYPES:
+                yield from _type_target(doc, file, str(name), index, req, target)
                 continue
             hint = did_you_mean(target, templates) or (
                 f"node templates are: {', '.join(templates)}"
@@ -203,6 +207,37 @@ def _requirement_targets(doc: Any, file: str) -> Iterator[Problem]:
                 doc, (*TOPOLOGY, "node_templates", name, "requirements", index), file,
                 f"requirement {req!r} of {name!r} names unknown node template {target!r}", hint,
             )
+
+
+def _type_target(doc: Any, file: str, name: str, index: int, req: str,
+                 node_type: str) -> Iterator[Problem]:
+    """A requirement that names a type is connected to the one template of that type its
+    filter passes, as Unfurl 1.2.0 connects it; with none, Unfurl refuses the service
+    template; with several, Unfurl's solver chooses one, not in the document's order, so
+    the choice is left to the author."""
+    templates = get_section(doc, (*TOPOLOGY, "node_templates"))
+    value = mapping(mapping(mapping(templates[name]).get("requirements", [])[index]).get(req))
+    service = get_section(doc, SERVICE)
+    node_types = {**split_types(service.get("types"))[0], **mapping(service.get("node_types"))}
+    found = type_candidates(name, node_type, value.get("node_filter"), templates, node_types)
+    if len(found) == 1:
+        return
+    path = (*TOPOLOGY, "node_templates", name, "requirements", index)
+    if not found and not type_candidates(name, node_type, None, templates, node_types):
+        yield problem_at(
+            doc, path, file,
+            f'Could not find target template "{node_type}" for requirement "{req}" in node '
+            f'template "{name}" (no other template is of that type)',
+            f"add a template of type {node_type}, or name the template it requires")
+    elif found:  # (none its node_filter passes: see docs/differences-from-unfurl.md)
+        yield problem_at(
+            doc, path, file,
+            f"requirement {req!r} of {name!r} names the type {node_type!r}, which "
+            f"{len(found)} templates are ({', '.join(found)}): Unfurl 1.2.0's solver "
+            "connects it to one of them, not in the document's order, so the choice is not "
+            "made here",
+            f"name the template it requires (`- {req}: {found[0]}`), or give a node_filter "
+            "that only one of them passes")
 
 
 def _requirement_cycles(doc: Any, file: str) -> Iterator[Problem]:
