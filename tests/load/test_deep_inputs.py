@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import Invoke, Project, ensemble_yaml
+from unfurl_lite.expressions.query import MAX_QUERY_BRACKETS
 from unfurl_lite.load.type_checks import MAX_HOST_CHAIN
 
 _OPERATIONS = "  interfaces:\n    Standard:\n      operations: {create: 'true', delete: 'true'}\n"
@@ -66,3 +67,25 @@ def test_a_host_search_through_2000_requirements_is_judged(
     assert result.exit_code == 1, result.output
     assert ('"get_attribute: [ HOST, ... ]" was used in node template "t0"'
             in " ".join(result.output.split()))
+
+
+def _query_node(predicates: int) -> str:
+    query = "::a" + "[.name]" * predicates
+    return ("a:\n  type: tosca.nodes.Root\n  interfaces:\n    Standard:\n      operations:\n"
+            "        create:\n          implementation: {className: Shell}\n"
+            f"          inputs: {{command: 'true', x: {{eval: '{query}'}}}}\n")
+
+
+def test_a_query_of_too_many_predicates_is_refused_and_the_most_are_deployed(
+        project: Project, invoke: Invoke) -> None:
+    """Each predicate after a step's first parses one level deeper: 2,000 of them printed a
+    RecursionError traceback at `validate`; 500 passed it and aborted the job."""
+    project.write(ensemble_yaml(_query_node(MAX_QUERY_BRACKETS + 1)))
+    result = invoke("validate")
+    assert result.exit_code == 1, result.output
+    assert (f"more than {MAX_QUERY_BRACKETS} predicates ('[...]') in one query (at "
+            "spec.service_template.topology_template.node_templates.a.interfaces.Standard."
+            "operations.create.inputs.x.eval)") in " ".join(result.output.split())
+    project.write(ensemble_yaml(_query_node(MAX_QUERY_BRACKETS)))
+    result = invoke("deploy", "--approve")
+    assert result.exit_code == 0, result.output

@@ -130,9 +130,18 @@ def _step(text: str, start: Segment | None = None) -> tuple[list[Segment], str]:
     return segments, rest
 
 
+#: the most brackets a query may open: each predicate after the first of a step parses
+#: (and evaluates) one level deeper, and Python's recursion limit is about 1,000 levels
+MAX_QUERY_BRACKETS = 100
+
+
 @functools.lru_cache(maxsize=4096)
 def parse_query(text: str) -> Query:
     """Parse once; an empty query is an error, as in Unfurl."""
+    if text.count("[") > MAX_QUERY_BRACKETS:
+        raise ExpressionError(
+            f"more than {MAX_QUERY_BRACKETS} predicates ('[...]') in one query",
+            hint="split the query: read part of it into a property, and query that")
     segments: list[Segment] = []
     rest = text
     last: Segment | None = None
