@@ -7,6 +7,7 @@ import pytest
 
 from tests.conftest import Invoke, Project, ensemble_yaml
 from unfurl_lite.expressions.query import MAX_QUERY_BRACKETS
+from unfurl_lite.load.merge import MAX_INCLUDE_DEPTH
 from unfurl_lite.load.type_checks import MAX_HOST_CHAIN
 
 _OPERATIONS = "  interfaces:\n    Standard:\n      operations: {create: 'true', delete: 'true'}\n"
@@ -88,4 +89,31 @@ def test_a_query_of_too_many_predicates_is_refused_and_the_most_are_deployed(
             "operations.create.inputs.x.eval)") in " ".join(result.output.split())
     project.write(ensemble_yaml(_query_node(MAX_QUERY_BRACKETS)))
     result = invoke("deploy", "--approve")
+    assert result.exit_code == 0, result.output
+
+
+def _include_chain(project: Project, files: int) -> None:
+    """The ensemble includes f1.yaml, which includes f2.yaml, ... up to ``files``."""
+    for i in range(1, files + 1):
+        (project.root / f"f{i}.yaml").write_text(
+            f"T{i}:\n  derived_from: tosca.nodes.Root\n"
+            + (f"+include: f{i + 1}.yaml\n" if i < files else ""))
+    project.write("apiVersion: unfurl/v1alpha1\nkind: Ensemble\nspec:\n  service_template:\n"
+                  "    node_types:\n      +include: f1.yaml\n    topology_template:\n"
+                  "      node_templates:\n        a: {type: T1}\n")
+
+
+def test_a_chain_of_too_many_includes_is_refused_where_it_goes_too_far(
+        project: Project, invoke: Invoke) -> None:
+    """Each include is expanded inside the one including it: a chain of 300 files printed
+    a RecursionError traceback from every command."""
+    _include_chain(project, MAX_INCLUDE_DEPTH + 1)
+    result = invoke("validate")
+    assert result.exit_code == 1, result.output
+    assert (f"f{MAX_INCLUDE_DEPTH}.yaml:3:1: including 'f{MAX_INCLUDE_DEPTH + 1}.yaml' here "
+            f"makes a chain of more than {MAX_INCLUDE_DEPTH} includes, each file included by "
+            f"the one before (ensemble.yaml -> f1.yaml -> ... -> f{MAX_INCLUDE_DEPTH}.yaml -> "
+            f"f{MAX_INCLUDE_DEPTH + 1}.yaml)") in " ".join(result.output.split())
+    _include_chain(project, MAX_INCLUDE_DEPTH)
+    result = invoke("validate")
     assert result.exit_code == 0, result.output

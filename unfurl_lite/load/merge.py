@@ -42,6 +42,10 @@ from unfurl_lite.model.narrow import (
 from unfurl_lite.security.paths import PROTECTED_HINT, PROTECTED_WHY, protected_part
 
 ANCHOR_KEY = "+&"
+#: the most files deep an ``+include`` may be (each included by the one before): each
+#: level is expanded inside the one including it, and Python's recursion limit is about
+#: 1,000 calls (a chain of 300 files printed a RecursionError traceback)
+MAX_INCLUDE_DEPTH = 50
 _DIRECTIVE = re.compile(r"^\+(?P<maybe>\?)?(?:(?P<include>include[\w-]*)|(?P<ref>.*))$")
 _FIRST = re.compile(r"^(?:\*(?P<anchor>[^/.]+))?(?P<dots>\.*)$")
 
@@ -329,6 +333,14 @@ def _include(
     if target in ctx.includes:
         chain = " -> ".join(p.name for p in (*ctx.includes, target))
         fail(f"include cycle: {chain}", "remove one of the includes in the cycle")
+        return None
+    if len(ctx.includes) > MAX_INCLUDE_DEPTH:  # the ensemble and the files in between
+        files = [p.name for p in ctx.includes]
+        fail(f"including {name!r} here makes a chain of more than {MAX_INCLUDE_DEPTH} "
+             f"includes, each file included by the one before ({files[0]} -> {files[1]} -> "
+             f"... -> {files[-1]} -> {name})",
+             "include the files from the ensemble (or a file it includes) directly, "
+             "not each from the one before")
         return None
     if not target.is_file():
         ctx.reads[str(target)] = None
