@@ -7,6 +7,7 @@ import pytest
 
 from tests.conftest import Invoke, Project, ensemble_yaml
 from unfurl_lite.expressions.query import MAX_QUERY_BRACKETS
+from unfurl_lite.load.imports import MAX_IMPORT_DEPTH
 from unfurl_lite.load.merge import MAX_INCLUDE_DEPTH
 from unfurl_lite.load.type_checks import MAX_HOST_CHAIN
 
@@ -115,5 +116,30 @@ def test_a_chain_of_too_many_includes_is_refused_where_it_goes_too_far(
             f"the one before (ensemble.yaml -> f1.yaml -> ... -> f{MAX_INCLUDE_DEPTH}.yaml -> "
             f"f{MAX_INCLUDE_DEPTH + 1}.yaml)") in " ".join(result.output.split())
     _include_chain(project, MAX_INCLUDE_DEPTH)
+    result = invoke("validate")
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.slow
+def test_a_chain_of_too_many_imports_is_refused_where_it_goes_too_far(
+        project: Project, invoke: Invoke) -> None:
+    """Each import is read inside the one importing it: a chain of 1,200 files hit Python's
+    recursion limit, reported as some file "nested more than 100 levels deep"."""
+    head = "tosca_definitions_version: tosca_simple_unfurl_1_0_0\n"
+    for i in range(1, MAX_IMPORT_DEPTH + 2):
+        (project.root / f"f{i}.yaml").write_text(
+            head + (f"imports:\n  - file: f{i + 1}.yaml\n" if i <= MAX_IMPORT_DEPTH else "")
+            + f"node_types:\n  T{i}:\n    derived_from: tosca.nodes.Root\n")
+    project.write("apiVersion: unfurl/v1alpha1\nkind: Ensemble\nspec:\n  service_template:\n"
+                  "    imports:\n      - file: f1.yaml\n    topology_template:\n"
+                  "      node_templates:\n        a: {type: T1}\n")
+    result = invoke("validate")
+    assert result.exit_code == 1, result.output
+    last = MAX_IMPORT_DEPTH
+    assert (f"f{last}.yaml:3:5: importing 'f{last + 1}.yaml' here makes a chain of more than "
+            f"{last} imports, each file imported by the one before (ensemble.yaml -> f1.yaml -> "
+            f"... -> f{last}.yaml -> f{last + 1}.yaml)") in " ".join(result.output.split())
+    (project.root / f"f{last}.yaml").write_text(
+        head + f"node_types:\n  T{last}:\n    derived_from: tosca.nodes.Root\n")
     result = invoke("validate")
     assert result.exit_code == 0, result.output

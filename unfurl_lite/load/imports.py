@@ -36,6 +36,10 @@ TYPE_SECTIONS = ("node_types", "relationship_types", "capability_types", "interf
 _TYPE_REFERENCES = ("derived_from", "type", "node", "relationship", "capability",
                     "valid_source_types", "valid_target_types", "entry_schema")
 _IMPORT_KEYS = ("file", "namespace_prefix", "repository")
+#: the most files deep an import may be (each imported by the one before): each level is
+#: read inside the one importing it, and Python's recursion limit is about 1,000 calls (a
+#: chain of 1,200 files ended in a misleading "nested more than 100 levels deep")
+MAX_IMPORT_DEPTH = 100
 _URL = re.compile(r"^[A-Za-z][\w+.-]*://")
 
 Sections = dict[str, list[tuple[str, Any, Any, Any]]]  # section -> [(name, body, src, src_key)]
@@ -195,6 +199,13 @@ def _load(doc: Any, where: tuple[Any, ...], file: str, base: Path, name: str,
     if target in ctx.chain:
         cycle = " -> ".join(p.name for p in (*ctx.chain, target))
         return fail(f"import cycle: {cycle}", "remove one of the imports in the cycle")
+    if len(ctx.chain) > MAX_IMPORT_DEPTH:  # the ensemble and the files in between
+        files = [p.name for p in ctx.chain]
+        return fail(f"importing {name!r} here makes a chain of more than {MAX_IMPORT_DEPTH} "
+                    f"imports, each file imported by the one before ({files[0]} -> "
+                    f"{files[1]} -> ... -> {files[-1]} -> {name})",
+                    "import the files from the ensemble (or a file it imports) directly, "
+                    "not each from the one before")
     if not target.is_file():
         ctx.reads[str(target)] = None
         return fail(f"imported file {name!r} not found", f"create {target}, or remove the import")
