@@ -15,6 +15,15 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+#: Python calls a command's process may nest. Unfurl 1.2.0 evaluates a chain of 200
+#: ``get_property`` links (each a property reading the next); each link is about 12 calls
+#: here, so the interpreter's 1,000 stopped at about 80. The C stack stays far from the
+#: main thread's 8 MB: the guard keeps YAML within 100 levels, CPython's parser refuses 200
+#: nested parentheses, and a 450-link chain ran at twice this limit. A library caller's
+#: interpreter is left as it is.
+RECURSION_LIMIT = 3000
+
+
 def main(argv: list[str] | None = None) -> Any:
     """The ``unfurl`` entry point: ``--version`` is answered at once, ``plan [ENSEMBLE]``,
     ``validate [ENSEMBLE]`` and the everyday job command lines without click
@@ -34,6 +43,7 @@ def main(argv: list[str] | None = None) -> Any:
     import gc  # start-up: keeps gc (1 module) off `--version`
 
     if argv is None:  # the command's own process: dataclasses' and patterns' code built once
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
         from unfurl_lite.load import regexcache  # start-up: keeps load.regexcache off `--version`
 
         regexcache.enable()  # first: dataclasses' own import compiles patterns
