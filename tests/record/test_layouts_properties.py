@@ -120,6 +120,7 @@ def test_some_layouts_are_recorded(tmp_path_factory: pytest.TempPathFactory,
 
 
 @pytest.mark.slow
+@pytest.mark.long
 @MANY
 @given(layouts.topologies())
 def test_every_layout_is_recorded(tmp_path_factory: pytest.TempPathFactory,
@@ -140,6 +141,7 @@ def test_some_layouts_get_a_writer_that_keeps_the_users_part(
 #: four, in 300 one time in fifty), and 300 draws met 894 of the 910 combinations of three
 #: layout settings (100 met 761)
 @pytest.mark.slow
+@pytest.mark.long
 @settings(MANY, max_examples=300)
 @given(layouts.topologies())
 def test_every_layout_gets_a_writer_that_keeps_the_users_part(

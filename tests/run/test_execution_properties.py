@@ -63,6 +63,7 @@ def all_files_load(root: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.long
 @settings(max_examples=12)
 @given(scenarios())
 # a dependent that ran beside its failed dependency is done: resuming after the fix runs
