@@ -377,3 +377,36 @@ def test_a_commit_waits_for_another_git_process_holding_the_branch(project: Proj
         release.join()
     assert git(project.root, "rev-parse", "HEAD").strip() == head
     assert git(project.root, "log", "-1", "--format=%s").strip() == "second job"
+
+
+def test_a_commit_stages_again_what_another_jobs_index_write_dropped(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three ensembles of one repository committing at once: a job on another ensemble
+    may write the index it read before this job's `git add`, and the staged records are
+    gone when the commit names them ("did not match any file(s) known to git"). The commit
+    stages them again instead of failing the job. Here the other job is played by a `git`
+    that unstages the paths before the first commit it is asked for."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    git(repo, "config", "user.email", "ada@example.com")
+    git(repo, "config", "user.name", "Ada")
+    (repo / "kept.txt").write_text("first\n")
+    git(repo, "add", "kept.txt")
+    git(repo, "commit", "-qm", "first")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    once = tmp_path / "dropped-once"
+    (bin_dir / "git").write_text(
+        "#!/bin/sh\n"
+        f'if [ "$1" = commit ] && [ ! -e {once} ]; then : > {once}; '
+        f"{REAL_GIT} rm -q --cached -- three/jobs.tsv; fi\n"
+        f'exec {REAL_GIT} "$@"\n')
+    (bin_dir / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    (repo / "three").mkdir()
+    (repo / "three" / "jobs.tsv").write_text("a record\n")
+    head = gitrepo.Repo(repo).commit([repo / "three" / "jobs.tsv"], "the job's records")
+    assert once.exists()  # the first commit did meet an index without the record
+    assert git(repo, "rev-parse", "HEAD").strip() == head
+    assert git(repo, "show", "--name-only", "--format=", "HEAD").strip() == "three/jobs.tsv"

@@ -34,6 +34,9 @@ ENV = {
 #: ensembles) holds the index or moved a ref under it: the same command is run again
 #: (a pathspec commit read HEAD before the other commit moved it, and nothing changed)
 _CONTENDED = ("index.lock", "cannot lock ref", ".lock': File exists")
+#: a commit's pathspec naming a file the index no longer holds, and how often to stage again
+_UNSTAGED = "did not match any file(s) known to git"
+_STAGING_ATTEMPTS = 5
 INDEX_LOCK_WAIT = 30.0  # seconds a commit waits for another git process to release the index
 NETWORK_TIMEOUT = 300.0  # seconds a clone or fetch may take
 
@@ -175,11 +178,19 @@ class Repo:
                 hint="the ensemble and records are saved; switch to a branch "
                 "(git switch -c NAME) and commit them: git add -A && git commit",
             )
-        self._run_waiting(("add", "--", *relative))
-        # nothing to commit: a killed job committed these very records before it died,
-        # and its resume wrote them again byte for byte; that commit is the job's
-        self._run_waiting(("commit", "-q", "-m", message, "--", *relative), unchanged_ok=True,
-                          env=_without_auto_maintenance())
+        for attempt in range(1, _STAGING_ATTEMPTS + 1):
+            self._run_waiting(("add", "--", *relative))
+            # nothing to commit: a killed job committed these very records before it died,
+            # and its resume wrote them again byte for byte; that commit is the job's
+            try:
+                self._run_waiting(("commit", "-q", "-m", message, "--", *relative),
+                                  unchanged_ok=True, env=_without_auto_maintenance())
+                break
+            except GitError as error:
+                # a job on another ensemble of this repository wrote the index it had read
+                # before this add: what was staged is gone, so stage it again
+                if _UNSTAGED not in error.message or attempt == _STAGING_ATTEMPTS:
+                    raise
         head = self.head()
         if head is None:
             raise GitError("git commit failed: no commit was made")
