@@ -59,6 +59,10 @@ def dirty_check(repo: Repo | None, ensemble: Ensemble, mode: str,
         dirty = [f for f in dirty
                  if f not in own and not is_record(repo.root / f, ensemble.project_root)
                  and not being_recorded(repo.root, repo.root / f)]
+        if dirty:  # asked again: another ensemble's job may have committed them meanwhile
+            # (its lock, which being_recorded looks for, is gone once its commit is made)
+            still = set(repo.dirty_files())
+            dirty = [f for f in dirty if f in still]
     spec: list[Path] = []
     if mode == "auto" and (dirty or repo.relative(ensemble.path) in everything):
         spec = [p for p in repo.uncommitted(spec_files(ensemble)) if p != ensemble.path]
