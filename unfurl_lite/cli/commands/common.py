@@ -116,7 +116,7 @@ def job_options(func: Callable[..., Any]) -> Callable[..., Any]:
             "jobs",
             type=click.IntRange(min=1),
             default=None,
-            help="Tasks to run in parallel (default: the number of cores).",
+            help="Tasks to run in parallel (default: twice the number of cores, at least 4).",
         ),
         click.option(
             "--instance",
