@@ -326,6 +326,9 @@ def same(nodes: dict[str, dict[str, Any]], text: str, at: str) -> None:
 @example(nodes={"a": {"parent": None, "deps": [], "props": {"p": {"k": 1}}}},
          text="::a::p::*", at="a")
 @example(nodes={"a": {"parent": None, "deps": [], "props": {}},
+                "d": {"parent": None, "deps": [], "props": {"p": []}}},
+         text="::*::p[!p][!p]", at="a")  # two predicates of one key (was parsed one inside)
+@example(nodes={"a": {"parent": None, "deps": [], "props": {}},
                 "b": {"parent": "a", "deps": ["a"], "props": {}}},
          text="::a::.sources::dep0::.name", at="a")
 def test_queries_walk_as_the_reference_does(nodes: dict[str, dict[str, Any]], text: str,

@@ -125,13 +125,15 @@ def _step(text: str, start: Segment | None = None) -> tuple[list[Segment], str]:
         inner, rest = _step(rest)
         predicates.append(tuple(inner))
         bracket = rest[:1]
+        if bracket == "[":  # `[a][b]`: the next predicate of the same key, not one inside it
+            rest = rest[1:]
     last = segments[-1]
     segments[-1] = Segment(last.key, last.test, last.modifier, tuple(predicates))
     return segments, rest
 
 
-#: the most brackets a query may open: each predicate after the first of a step parses
-#: (and evaluates) one level deeper, and Python's recursion limit is about 1,000 levels
+#: the most brackets a query may open: a predicate inside a predicate parses (and
+#: evaluates) one level deeper, and Python's recursion limit is a few thousand levels
 MAX_QUERY_BRACKETS = 100
 
 
