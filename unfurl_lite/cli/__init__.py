@@ -5,10 +5,8 @@ one call of :mod:`unfurl_lite.api`.
 
 from __future__ import annotations
 
-import atexit
 import os
 import sys
-import threading
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -109,6 +107,10 @@ def _exit_now(code: Any) -> None:
     else:  # sys.exit("message"): the message, and 1
         print(code, file=sys.stderr)
         status = 1
+    # start-up: keeps threading and atexit off `--version` (loaded by any job anyway)
+    import atexit
+    import threading
+
     if any(t.is_alive() and not t.daemon for t in threading.enumerate()
            if t is not threading.main_thread()):
         sys.exit(status)
