@@ -286,6 +286,10 @@ def _match(
         return node
     if is_optional(definition):
         return None
+    if isinstance(node, str):  # a type: the first of the templates it may connect to
+        found = type_candidates(source, node, definition.get("node_filter"), templates,
+                                node_types)
+        return found[0] if found else None
     fallback: str | None = None  # a template with Unfurl's ``default`` directive
     for name, body in templates.items():
         if name == source or not is_map(body):
@@ -293,9 +297,7 @@ def _match(
         type_name = body.get("type") if isinstance(body.get("type"), str) else None
         if type_name not in lineages:
             lineages[type_name] = lineage(type_name, node_types)
-        if isinstance(node, str):
-            matched = node in lineages[type_name]
-        elif wanted is None:
+        if wanted is None:
             continue
         else:
             if type_name not in capabilities:
