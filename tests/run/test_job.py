@@ -119,6 +119,24 @@ def test_diamond_runs_independent_branches_concurrently(meeting_diamond, invoke)
     assert all(diamond.local(n) == "ok" for n in "abcd")
 
 
+def test_without_jobs_four_independent_operations_run_at_once(project, invoke):
+    """--jobs defaults to twice the cores and at least 4, whatever the machine: four
+    operations that each wait (at most 30 s) for all four to have started all end met."""
+    (project.root / "log").mkdir()
+    (project.root / ".gitignore").write_text("jobs/*.log\nlog/\n")
+    meet = ("touch log/{n}.started; i=0; "
+            "while [ $(ls log | grep -c '[.]started$') -lt 4 ] && [ $i -lt 300 ]; do "
+            "sleep 0.1; i=$((i+1)); done; "
+            "[ $(ls log | grep -c '[.]started$') -ge 4 ] && touch log/{n}.met")
+    project.write(ensemble(*(node(n, ops={"create": meet.format(n=n)}) for n in "wxyz")))
+    git(project.root, "add", ".gitignore")
+    git(project.root, "commit", "-qm", "ignore log")
+    result = invoke("deploy", "--approve")
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in (project.root / "log").glob("*.met")) == [
+        f"{n}.met" for n in "wxyz"]
+
+
 def test_jobs_1_runs_one_task_at_a_time(diamond, invoke):
     result = invoke("deploy", "--approve", "--jobs", "1")
     assert result.exit_code == 0, result.output
