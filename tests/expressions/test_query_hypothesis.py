@@ -215,9 +215,16 @@ def reference_query(ref: Reference, text: str, at: str) -> list[Any]:
     if text.startswith("::*"):  # predicates on the `*` itself are ignored, as in Unfurl
         while rest and rest[0].startswith("["):
             rest = rest[1:]
-    steps: list[tuple[str, list[str]]] = []
+    steps: list[tuple[str, list[Any]]] = []
     for part in rest:
-        if part.startswith("[") and steps:
+        if part.startswith("[") and steps and steps[-1][1]:
+            # a key's second predicate holds the rest: `p[a][b][c]` is p[a][[b][[c]]]
+            # (Unfurl's parse: a step of no key after `]`, holding the next predicate)
+            innermost = steps[-1][1]
+            while isinstance(innermost[-1], list):
+                innermost = innermost[-1]
+            innermost.append([part])
+        elif part.startswith("[") and steps:
             steps[-1][1].append(part)
         elif part.startswith("["):
             steps.append(("", [part]))
@@ -226,7 +233,7 @@ def reference_query(ref: Reference, text: str, at: str) -> list[Any]:
     return walk(ref, values, steps)
 
 
-def walk(ref: Reference, values: list[Any], steps: list[tuple[str, list[str]]]) -> list[Any]:
+def walk(ref: Reference, values: list[Any], steps: list[tuple[str, list[Any]]]) -> list[Any]:
     if not steps:
         return values
     (key_text, predicates), rest = steps[0], steps[1:]
@@ -251,7 +258,16 @@ def walk(ref: Reference, values: list[Any], steps: list[tuple[str, list[str]]]) 
     return out
 
 
-def passes(ref: Reference, value: Any, text: str) -> bool:
+def leaves(value: Any) -> list[Any]:
+    """A value's items, lists flattened (a step of no key walks a list's items)."""
+    if not isinstance(value, list):
+        return [value]
+    return [leaf for item in value for leaf in leaves(item)]
+
+
+def passes(ref: Reference, value: Any, text: str | list[Any]) -> bool:
+    if isinstance(text, list):  # predicates held by a step of no key: some item passes all
+        return any(all(passes(ref, leaf, p) for p in text) for leaf in leaves(value))
     key, compare, negate = predicate(text)
     candidates = value if isinstance(value, list) else [value]
     matched = False
@@ -327,7 +343,7 @@ def same(nodes: dict[str, dict[str, Any]], text: str, at: str) -> None:
          text="::a::p::*", at="a")
 @example(nodes={"a": {"parent": None, "deps": [], "props": {}},
                 "d": {"parent": None, "deps": [], "props": {"p": []}}},
-         text="::*::p[!p][!p]", at="a")  # two predicates of one key (was parsed one inside)
+         text="::*::p[!p][!p]", at="a")  # the second predicate: some item passes [!p]
 @example(nodes={"a": {"parent": None, "deps": [], "props": {}},
                 "b": {"parent": "a", "deps": ["a"], "props": {}}},
          text="::a::.sources::dep0::.name", at="a")

@@ -124,16 +124,18 @@ def _step(text: str, start: Segment | None = None) -> tuple[list[Segment], str]:
     while bracket == "[":
         inner, rest = _step(rest)
         predicates.append(tuple(inner))
+        # `[a][b]`: the rest starts with `[`, parsed (as Unfurl does) as a step of no key
+        # holding `[b]`, the key's second predicate: it passes when an item of the value
+        # (each item of a list, lists flattened) passes `b`
         bracket = rest[:1]
-        if bracket == "[":  # `[a][b]`: the next predicate of the same key, not one inside it
-            rest = rest[1:]
     last = segments[-1]
     segments[-1] = Segment(last.key, last.test, last.modifier, tuple(predicates))
     return segments, rest
 
 
-#: the most brackets a query may open: a predicate inside a predicate parses (and
-#: evaluates) one level deeper, and Python's recursion limit is a few thousand levels
+#: the most brackets a query may open: a predicate inside a predicate, and each predicate
+#: after a step's first, parses (and evaluates) one level deeper, and Python's recursion
+#: limit is a few thousand levels
 MAX_QUERY_BRACKETS = 100
 
 
