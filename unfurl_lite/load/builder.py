@@ -327,8 +327,12 @@ def _node_template(
         default_instances=_default_instances(data),
         attributes=attributes,
         interface_types={**interface_types, **_interface_types(data.get("interfaces"))},
-        missing_requirements=tuple(r for r, d, t in implied or ()
-                                   if t is None and not structure.is_optional(d)),
+        # one the template writes itself and leaves unconnected is judged at validate, as
+        # tosca-parser judges it (load/type_checks.py), never "missing" at the job
+        missing_requirements=tuple(
+            r for r, d, t in implied or ()
+            if t is None and not structure.is_optional(d)
+            and r not in structure.written_requirements(data.get("requirements"))),
         # a template typed directly with a normative type keeps its free-form properties
         # (docs/differences-from-unfurl.md); get_property of one is refused at validate
         undeclared_properties=undeclared_properties(

@@ -48,6 +48,17 @@ def problems(doc: Any, file: str) -> Iterator[Problem]:
                 yield problem_at(doc, path, file, message, hint)
 
 
+def refused_requirements(name: str, body: Mapping[str, Any],
+                         service: Mapping[str, Any]) -> set[str]:
+    """The requirements of a template whose filter is refused above: Unfurl stops at the
+    refusal, so whether such a requirement finds a template is never asked."""
+    refused: set[str] = set()
+    for path, _, _ in _template_filters(name, body, service):
+        at = path.index("node_filter") if "node_filter" in path else 0
+        refused.add(str(path[at - 1]))
+    return refused
+
+
 def _template_filters(name: str, body: Mapping[str, Any],
                       service: Mapping[str, Any]) -> Iterator[Found]:
     here = (*TOPOLOGY, "node_templates", name)

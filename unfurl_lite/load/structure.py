@@ -383,6 +383,23 @@ def _directives(body: dict[str, Any]) -> list[Any]:
     return directives if is_list(directives) else []
 
 
+def written_requirements(requirements: Any) -> dict[str, tuple[int, Any]]:
+    """name -> (index, value) of each requirement a template writes itself (the first of a
+    name written twice)."""
+    written: dict[str, tuple[int, Any]] = {}
+    for index, entry in enumerate(requirements if is_list(requirements) else ()):
+        for name, value in entry.items() if is_map(entry) else ():
+            written.setdefault(str(name), (index, value))
+    return written
+
+
+def is_default(body: Any) -> bool:
+    """Whether a template has Unfurl's ``default`` directive (tosca-parser only warns about
+    a requirement of one that finds no template)."""
+    directives = as_mapping(body).get("directives")
+    return is_list(directives) and "default" in directives
+
+
 def is_optional(definition: dict[str, Any]) -> bool:
     occurrences = definition.get("occurrences")
     return bool(definition.get("optional")) or (

@@ -17,7 +17,14 @@ from unfurl_lite.load.problems import (
     mapping,
     problem_at,
 )
-from unfurl_lite.load.structure import split_types, type_candidates
+from unfurl_lite.load.structure import (
+    implied_requirements,
+    is_default,
+    is_optional,
+    split_types,
+    type_candidates,
+    written_requirements,
+)
 from unfurl_lite.model.dependencies import find_cycles
 from unfurl_lite.model.lineage import ancestry, parents
 from unfurl_lite.model.narrow import is_list, is_map
@@ -212,32 +219,87 @@ def _requirement_targets(doc: Any, file: str) -> Iterator[Problem]:
 def _type_target(doc: Any, file: str, name: str, index: int, req: str,
                  node_type: str) -> Iterator[Problem]:
     """A requirement that names a type is connected to the one template of that type its
-    filter passes, as Unfurl 1.2.0 connects it; with none, Unfurl refuses the service
-    template; with several, Unfurl's solver chooses one, not in the document's order, so
-    the choice is left to the author."""
+    filter passes, as Unfurl 1.2.0 connects it (with none, see
+    :func:`_unmatched_requirements`); with several, Unfurl's solver chooses one, not in
+    the document's order, so the choice is left to the author."""
     templates = get_section(doc, (*TOPOLOGY, "node_templates"))
     value = mapping(mapping(mapping(templates[name]).get("requirements", [])[index]).get(req))
-    service = get_section(doc, SERVICE)
-    node_types = {**split_types(service.get("types"))[0], **mapping(service.get("node_types"))}
-    found = type_candidates(name, node_type, value.get("node_filter"), templates, node_types)
-    if len(found) == 1:
-        return
-    path = (*TOPOLOGY, "node_templates", name, "requirements", index)
-    if not found and not type_candidates(name, node_type, None, templates, node_types):
+    found = type_candidates(name, node_type, value.get("node_filter"), templates,
+                            _node_types(doc))
+    if len(found) > 1:
         yield problem_at(
-            doc, path, file,
-            f'Could not find target template "{node_type}" for requirement "{req}" in node '
-            f'template "{name}" (no other template is of that type)',
-            f"add a template of type {node_type}, or name the template it requires")
-    elif found:  # (none its node_filter passes: see docs/differences-from-unfurl.md)
-        yield problem_at(
-            doc, path, file,
+            doc, (*TOPOLOGY, "node_templates", name, "requirements", index), file,
             f"requirement {req!r} of {name!r} names the type {node_type!r}, which "
             f"{len(found)} templates are ({', '.join(found)}): Unfurl 1.2.0's solver "
             "connects it to one of them, not in the document's order, so the choice is not "
             "made here",
             f"name the template it requires (`- {req}: {found[0]}`), or give a node_filter "
             "that only one of them passes")
+
+
+def _node_types(doc: Any) -> dict[str, Any]:
+    service = get_section(doc, SERVICE)
+    return {**split_types(service.get("types"))[0], **mapping(service.get("node_types"))}
+
+
+def _unmatched_requirements(doc: Any, file: str) -> Iterator[Problem]:
+    """A requirement a template writes itself that finds no template, judged as
+    tosca-parser judges it when Unfurl 1.2.0 loads the service template: refused when the
+    template names its node (a type: "Could not find target template") or when neither it
+    nor its type names one ("No matching target template found"); left unconnected, the job
+    running, when it is optional (occurrences [0, ...]), when only its type names the node,
+    or when the template has the ``default`` directive (Unfurl warns). One its type declares
+    and the template does not write is "missing" when a job is created (load/builder.py)."""
+    templates = get_section(doc, (*TOPOLOGY, "node_templates"))
+    node_types = _node_types(doc)
+    for name, implied in implied_requirements(get_section(doc, SERVICE)).items():
+        body = templates.get(name)
+        if is_default(body):
+            continue
+        written = written_requirements(mapping(body).get("requirements"))
+        refused: set[str] | None = None
+        for req, definition, target in implied:
+            if target is not None or req not in written or is_optional(definition):
+                continue
+            if definition.get("node_filter") is not None:
+                if refused is None:  # its filter refused: Unfurl stops there
+                    # start-up: as validate's _node_filters (a document with a node_filter)
+                    from unfurl_lite.load import node_filter_checks
+
+                    refused = node_filter_checks.refused_requirements(
+                        name, mapping(body), get_section(doc, SERVICE))
+                if req in refused:
+                    continue
+            index, value = written[req]
+            node = requirement_target(value)
+            path = (*TOPOLOGY, "node_templates", name, "requirements", index)
+            if node is not None and (node in node_types or node in NORMATIVE_NODE_TYPES):
+                others = type_candidates(name, node, None, templates, node_types)
+                yield problem_at(
+                    doc, path, file,
+                    f'Could not find target template "{node}" for requirement "{req}" in '
+                    f'node template "{name}" (' + (
+                        f"its node_filter passes none of the templates of that type: "
+                        f"{', '.join(others)}" if others
+                        else "no other template is of that type") + ")",
+                    f"add a template of type {node} that it passes, name the template it "
+                    "requires, or make it optional (occurrences: [0, 1])")
+            elif node is None and definition.get("node") is None and (
+                    definition.get("capability") is None and not definition.get("node_filter")):
+                yield problem_at(
+                    doc, path, file,
+                    f'requirement "{req}" of node "{name}" must specify a node_filter, a node '
+                    f'or a capability (in node template "{name}"; its relationship type '
+                    "declares no valid_target_types)",
+                    "name the template it requires (`node: TEMPLATE`), or make it optional "
+                    "(occurrences: [0, 1])")
+            elif node is None and definition.get("node") is None:
+                yield problem_at(
+                    doc, path, file,
+                    f'No matching target template found for requirement "{req}" in node '
+                    f'template "{name}"',
+                    "name the template it requires, add a template with the capability it "
+                    "asks for, or make it optional (occurrences: [0, 1])")
 
 
 def _requirement_cycles(doc: Any, file: str) -> Iterator[Problem]:

@@ -39,6 +39,7 @@ from unfurl_lite.load.type_checks import (
     _topology_root,
     _type_cycles,
     _unknown_types,
+    _unmatched_requirements,
 )
 from unfurl_lite.load.unsupported import (
     _cloudify_unsupported,
@@ -62,8 +63,9 @@ def semantic_problems(doc: Any, file: str) -> list[Problem]:
     problems += _blueprint_problems(doc, file)
     view = _with_types_section(doc)
     with owners_found_once(view):
-        for check_one in (_unknown_types, _type_cycles, _requirement_targets, _requirement_cycles,
-                          _host_chains, _undeclared_interfaces, _untyped_type_interfaces,
+        for check_one in (_unknown_types, _type_cycles, _requirement_targets,
+                          _unmatched_requirements, _requirement_cycles, _host_chains,
+                          _undeclared_interfaces, _untyped_type_interfaces,
                           _unknown_operations, _unsupported_implementations, _duplicate_templates,
                           _workflows, _cloudify_unsupported, _unknown_filters, _topology_root,
                           _jobs_log, _values, _property_references, _artifact_properties,
