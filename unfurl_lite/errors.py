@@ -131,6 +131,12 @@ class ExpressionError(UnfurlLiteError):
     """An input could not be evaluated (bad template, unknown input, missing attribute)."""
 
 
+class UndefinedVariable(ExpressionError):
+    """A query's ``$name`` that no ``vars:``, template variable or built-in defines: an
+    error where the query starts with it or reads it elsewhere, a miss where it is a key
+    (Unfurl's lookup finds nothing there)."""
+
+
 class RenderTimeout(ExpressionError):
     """Rendering a template ran past the task's deadline."""
 

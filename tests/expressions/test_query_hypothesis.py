@@ -189,9 +189,7 @@ def coerce(value: Any, text: str) -> Any:
             return kind(text)
     if isinstance(value, str):
         return text
-    if isinstance(value, list):
-        return list(text)
-    raise TypeError
+    raise TypeError  # a property's list or mapping is Unfurl's ResultsList/Map: no text is
 
 
 def as_key(text: str) -> Any:

@@ -17,7 +17,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from unfurl_lite.errors import ExpressionError
+from unfurl_lite.errors import ExpressionError, UndefinedVariable
 from unfurl_lite.expressions import catalog
 from unfurl_lite.expressions.query import parse_query
 from unfurl_lite.expressions.quoting import (
@@ -125,7 +125,7 @@ class Scope:
         else:
             variables = self.ctx.variables()
             if name not in variables:
-                raise ExpressionError(f"query variable ${name} is not defined",
+                raise UndefinedVariable(f"query variable ${name} is not defined",
                                       hint="define it with `vars:` beside the `eval:`")
             value = variables[name]
         self.resolved[name] = value

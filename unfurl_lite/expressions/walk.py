@@ -8,10 +8,10 @@ import dataclasses
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from unfurl_lite.errors import ExpressionError
+from unfurl_lite.errors import ExpressionError, UndefinedVariable
 from unfurl_lite.expressions.entities import Entity
 from unfurl_lite.expressions.keys import read_key
-from unfurl_lite.expressions.query import Query, Segment
+from unfurl_lite.expressions.query import Key, Query, Segment
 from unfurl_lite.expressions.quoting import is_quoted
 
 if TYPE_CHECKING:
@@ -123,16 +123,42 @@ def _apply(value: Any, segment: Segment, scope: Scope, last: bool = False) -> li
                     hint="evaluate it with `eval:` instead of quoting it with `q:`")
             value = scope.evaluated_again(value)
     for predicate in segment.predicates:
-        candidates = [value] if _singular(value, predicate[0]) else value
+        if _singular(value, predicate[0]):
+            candidates = [value]
+        elif isinstance(value, list):
+            candidates = value
+        else:  # `[*...]` of what is not a list: Unfurl's "Wrong shape" TypeError
+            raise ExpressionError(
+                f"the predicate [{predicate[0].key}...] reads the items of a list, and the "
+                f"value of {segment.key or 'the query'!r} is a {_kind(value)}",
+                hint="a predicate starting with '*' applies to a list's items; read a "
+                "mapping's values with '::*' instead")
         matched = any(True for _ in _walk(candidates, predicate, scope))
         if predicate[0].modifier == "!":
             if matched:
                 return []
         elif not matched:
             return []
-    if segment.test is not None and not _test(value, segment.test, scope):
+    if segment.test is not None and not _test(value, segment.test, scope,
+                                              _computed(segment.key) and not last):
         return []
     return [value]
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return "mapping"
+    if isinstance(value, Entity):
+        return "instance"
+    return type(value).__name__
+
+
+def _computed(key: Key) -> bool:
+    """A ``.key`` (``.parents``, ``.targets``...) gives a plain list or mapping, which a
+    test reads text as (Unfurl's ``list(text)``, ``dict(text)``) where another key follows
+    it; any other list or mapping, and a ``.key``'s at the end of its path, is Unfurl's
+    lazy ``ResultsList``/``ResultsMap``, which cannot be made from text: never equal."""
+    return isinstance(key, str) and key.startswith(".")
 
 
 def _project(value: Value, key: Any, scope: Scope) -> Any:
@@ -158,23 +184,31 @@ def _project(value: Value, key: Any, scope: Scope) -> Any:
                 return _MISSING
             found = results[0] if len(results) == 1 else results
         return found
-    except (KeyError, IndexError, TypeError, ValueError):
+    except (KeyError, IndexError, TypeError, ValueError, UndefinedVariable):
         return _MISSING
 
 
-def _test(value: Any, test: tuple[str, str], scope: Scope) -> bool:
+def _test(value: Any, test: tuple[str, str], scope: Scope, plain: bool = False) -> bool:
     op, text = test
     try:
-        compare = scope.var(text[1:]) if text.startswith("$") else _coerce(value, text)
+        compare = (scope.var(text[1:]) if text.startswith("$")
+                   else _coerce(value, text, plain))
     except Exception:  # a value that cannot be compared (any type): it is not equal
         return op == "!="
     equal = value == compare
     return equal if op == "=" else not equal
 
 
-def _coerce(value: Any, text: str) -> Any:
+def _coerce(value: Any, text: str, plain: bool = False) -> Any:
     """``key=text``: the text read as the value's type (Unfurl's ``type(value)(text)``:
-    ``bool('false')`` is true, a number must parse)."""
+    ``bool('false')`` is true, a number must parse; a list or mapping only when
+    ``plain``, see :func:`_computed`)."""
+    if isinstance(value, list | Mapping) and not plain:
+        raise TypeError("a property's list or mapping is not compared with text")
+    if isinstance(value, Mapping):
+        if text:  # (dict(text): each character is no (key, value) pair)
+            raise ValueError("a mapping is not made from text")
+        return {}
     if isinstance(value, bool):
         return bool(text)
     if isinstance(value, int):

@@ -1,0 +1,181 @@
+"""Queries and expressions drawn from the whole of Unfurl's query grammar, over the
+`query-grammar` ensemble (tests/data/unfurl120/queries/query-grammar: five instances
+hosted in a chain, requirements of three relationship types, properties of every YAML
+kind, empty lists and mappings among them).
+
+The same strategies draw the probes Unfurl 1.2.0 answered once (recorded in the case's
+results.json, compared in every run by tests/expressions/test_unfurl_expressions.py) and
+those the opt-in oracle test asks it afresh. To draw the recorded probes again:
+
+    python -m tests.expressions.query_grammar \
+        > tests/data/unfurl120/queries/query-grammar/probes.yaml
+    $UNFURL120_VENV/bin/python tests/data/unfurl120/queries/probe.py query-grammar
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+CASE = "query-grammar"
+NODES = ["top", "mid", "leaf", "other", "bare"]
+PROPERTIES = ["s", "n", "f", "b", "l", "e", "m", "em", "ll", "lm"]
+#: keys inside the properties' values, list indexes, and names nothing has
+INNER = ["a", "b", "c", "d", "s", "x", "0", "1", "-1", "*", "nosuch"]
+#: the query keys whose values are the same in every deploy (not change ids, times, paths),
+#: less the listed deliberate differences (`.owner`, `.super`, `.names`, the root's
+#: `.requirements`, Python's machinery), each with the kind of what it gives
+SPECIAL = {".name": "value", ".type": "value", ".parents": "node", ".ancestors": "node",
+           ".instances": "node", ".descendants": "node", ".descendents": "node",
+           ".targets": "links", ".sources": "links", ".hosted_on": "node",
+           ".configured_by": "node", ".capabilities": "capability",
+           ".relationships": "relationship", ".source": "node", ".target": "node",
+           ".capability": "capability", ".root": "node", ".parent": "node", ".apex": "node",
+           ".status": "value", ".state": "value", ".present": "value",
+           ".operational": "value", ".tosca_name": "value", ".key": "value", ".": "node",
+           "..": "node"}
+#: the keys that find something, by the kind of value they are read from
+KEYS = {
+    "node": [*PROPERTIES, *SPECIAL],
+    "value": INNER,
+    "links": ["host", "uses", "link", "configures", "*"],  # requirement names
+    "capability": [".name", ".type", ".relationships", ".parent"],
+    "relationship": [".source", ".target", ".capability", ".name", ".type", "credential"],
+    "every": [*NODES, "root", "*"],  # after a bare `::`
+}
+VARIABLE_KEYS = ["$k", "$p", "$i"]
+#: what a test compares with: text read as the value's type, or a variable
+COMPARED = ["1", "0", "-1", "1.5", "top", "mid", "x", "", "true", "false", "a", "[]",
+            "$v", "$i", "$e", "$nosuch"]
+VARS: dict[str, Any] = {"v": "top", "i": 1, "k": "a", "p": "s", "e": [],
+                        "lst": ["top", 1, [], {"a": 1}], "d": {"a": 1, "s": "top", "l": []}}
+#: where a query starts, and the kind of what it starts from ("" is a relative name)
+STARTS = {"::*": "node", "::root": "node", "::root::": "node", ".": "node", "..": "node",
+          "$d": "value", "$lst": "value", "$v": "value", "$e": "value", "::": "every",
+          "*": "value", "": "node", **{f"::{n}": "node" for n in NODES}}
+AT = [None, *NODES, "leaf~link", "leaf~host", "other~configures"]
+ALL_KEYS = sorted({k for keys in KEYS.values() for k in keys} | set(VARIABLE_KEYS))
+
+
+def _next_kind(kind: str, key: str) -> str:
+    if key in SPECIAL:
+        return SPECIAL[key]
+    if kind in ("links", "every"):
+        return "node"
+    return "value"
+
+
+@st.composite
+def segments(draw: Any, kind: str = "node", depth: int = 0) -> tuple[str, str]:
+    """A key that finds something from a value of ``kind`` (one in five any key), with, now
+    and then, a test, `?` (before or after its predicates) and up to three predicates in a
+    row, nested up to two deep; and the kind of what it finds."""
+    if draw(st.integers(0, 4)) == 0:
+        key = draw(st.sampled_from(ALL_KEYS))
+    else:
+        key = draw(st.sampled_from(KEYS[kind]))
+    found = _next_kind(kind, key)
+    text = key
+    if draw(st.integers(0, 4)) == 0:
+        text += draw(st.sampled_from(["=", "!="])) + draw(st.sampled_from(COMPARED))
+    first = "?" if draw(st.integers(0, 7)) == 0 else ""
+    count = draw(st.sampled_from(([0, 0, 0, 0, 1, 1, 2, 3], [0, 0, 0, 1, 2], [0])[depth]))
+    held = "".join(draw(predicates(found, depth)) for _ in range(count))
+    return (text + held + first if draw(st.booleans()) else text + first + held), found
+
+
+@st.composite
+def paths(draw: Any, kind: str, count: int, depth: int = 0) -> list[str]:
+    parts = []
+    for _ in range(count):
+        text, kind = draw(segments(kind, depth))
+        parts.append(text)
+    return parts
+
+
+@st.composite
+def predicates(draw: Any, kind: str, depth: int) -> str:
+    """``[...]``, ``[!...]``: a path of one or two segments, which may hold predicates."""
+    path = draw(paths(kind, draw(st.sampled_from([1, 1, 2])), depth + 1))
+    return "[" + ("!" if draw(st.integers(0, 2)) == 0 else "") + "::".join(path) + "]"
+
+
+@st.composite
+def query_texts(draw: Any) -> str:
+    start = draw(st.sampled_from(list(STARTS)))
+    lengths = [1, 1, 2, 2, 3] if not start or start == "::" else [0, 1, 1, 2, 2, 3]
+    count = draw(st.sampled_from(lengths))
+    parts = draw(paths(STARTS[start], count))
+    if not start:
+        return "::".join(parts)
+    if start.endswith("::"):
+        return start + "::".join(parts)
+    return "::".join([start, *parts])
+
+
+def query_probes() -> st.SearchStrategy[dict[str, Any]]:
+    return st.builds(lambda text, at: {"q": text, **({"at": at} if at else {}),
+                                       "vars": dict(VARS)},
+                     query_texts(), st.sampled_from(AT))
+
+
+#: what `foreach`/`select` make of each result
+EACH: list[Any] = ["$item", "$key", "$index", ".name", "s", "$item::s", "$item::.name",
+                   "$item::*", "$item[s]", "$item::0", "..::.name", "$break", "$continue",
+                   {"key": "$item::.name", "value": "$item::s"},
+                   {"key": "$key", "value": "$item"}, {"a": "$item", "i": "$index"},
+                   {"value": "$item::m"}, {"key": "$item"}, "$true"]
+
+
+@st.composite
+def value_probes(draw: Any) -> dict[str, Any]:
+    """A query in each of the forms an input can hold it."""
+    text = draw(query_texts())
+    at = draw(st.sampled_from(AT[:6]))
+    form = draw(st.sampled_from(["eval", "ref", "foreach", "select", "filter", "vars",
+                                 "function", "strict"]))
+    value: Any
+    if form in ("eval", "ref"):
+        value = {form: text}
+    elif form in ("foreach", "select"):
+        value = {"eval": text, form: draw(st.sampled_from(EACH))}
+    elif form == "filter":
+        value = "{{ '" + text.replace("'", "") + "' | eval }}"
+    elif form == "vars":
+        value = {"eval": text, "vars": {"v": "mid", "k": "s"}}
+    elif form == "function":
+        value = {"eval": {"foreach": draw(st.sampled_from(EACH))}}
+    else:
+        value = {"eval": text, "strict": draw(st.sampled_from(["required", "notnull"]))}
+    return {**({"at": at} if at else {}), "v": value, "vars": dict(VARS)}
+
+
+def draw(strategy: st.SearchStrategy[dict[str, Any]], count: int) -> list[dict[str, Any]]:
+    """``count`` examples of ``strategy``, the same ones each time (hypothesis derandomized),
+    without repeats."""
+    found: dict[str, dict[str, Any]] = {}
+
+    @settings(max_examples=count, derandomize=True, database=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck), deadline=None)
+    @given(strategy)
+    def collect(probe: dict[str, Any]) -> None:
+        found.setdefault(repr(probe), probe)
+
+    collect()
+    return list(found.values())
+
+
+def main() -> None:
+    import json
+
+    probes = draw(query_probes(), 1600) + draw(value_probes(), 600)
+    sys.stdout.write("# drawn by tests/expressions/query_grammar.py (JSON lines are YAML)\n")
+    for probe in probes:
+        sys.stdout.write("- " + json.dumps(probe) + "\n")
+
+
+if __name__ == "__main__":
+    main()
