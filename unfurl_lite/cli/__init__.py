@@ -42,9 +42,12 @@ def main(argv: list[str] | None = None) -> Any:
 
     if argv is None:  # the command's own process: dataclasses' and patterns' code built once
         sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
+        from unfurl_lite.load import modulecache  # start-up: keeps load.modulecache off `--version`
+
+        modulecache.enable()  # first: the package's modules read from one file from now on
         from unfurl_lite.load import regexcache  # start-up: keeps load.regexcache off `--version`
 
-        regexcache.enable()  # first: dataclasses' own import compiles patterns
+        regexcache.enable()  # before dataclasses' own import, which compiles patterns
         from unfurl_lite.load import codecache  # start-up: keeps load.codecache off `--version`
 
         codecache.enable()

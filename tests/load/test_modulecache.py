@@ -1,0 +1,104 @@
+"""The package's modules served from one file of bytecode (``load/modulecache.py``): a
+module is served while its source is as it was when its bytecode was taken, imported the
+usual way when it changed or the file lacks it, and a file that is not to be trusted, or
+is damaged, is never read."""
+
+from __future__ import annotations
+
+import importlib
+import marshal
+import os
+import sys
+from importlib.machinery import SourceFileLoader
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from unfurl_lite.load import modulecache
+
+NAME = "unfurl_lite.model.narrow"  # a small module without side effects
+
+
+@pytest.fixture
+def cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """The finder's state and sys.meta_path put back afterwards, the module imported anew
+    by each import, the file in ``tmp_path``."""
+    monkeypatch.setattr(modulecache, "_entries", {})
+    monkeypatch.setattr(modulecache, "_payload", [memoryview(b"")])
+    monkeypatch.setattr(modulecache, "_changed", [False])
+    monkeypatch.setattr(modulecache.atexit, "register", lambda *args: None)
+    monkeypatch.setattr(modulecache.sys, "dont_write_bytecode", False)
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    monkeypatch.delitem(sys.modules, NAME, raising=False)  # put back as it was after
+    directory = tmp_path / "__pycache__"
+    directory.mkdir()
+    return directory
+
+
+def _fresh(directory: Path) -> ModuleType:
+    """A new process's start as far as the finder goes: the file read, the module imported."""
+    modulecache._entries.clear()
+    modulecache._changed[0] = False
+    sys.meta_path[:] = [f for f in sys.meta_path if f is not modulecache._Finder]
+    sys.modules.pop(NAME, None)
+    modulecache.enable(str(directory))
+    return importlib.import_module(NAME)
+
+
+def test_a_module_is_served_from_the_file_while_its_source_is_unchanged(cache: Path) -> None:
+    usual = _fresh(cache)
+    assert type(usual.__spec__.loader) is SourceFileLoader and modulecache._changed[0]
+    modulecache._store(str(cache))
+    served = _fresh(cache)
+    assert type(served.__spec__.loader) is modulecache._Loader
+    assert not modulecache._changed[0]  # nothing to write again
+    assert (served.__file__, served.__cached__, sorted(vars(served))) == (
+        usual.__file__, usual.__cached__, sorted(vars(usual)))
+    assert served.is_map({}) and not served.is_map([])  # its code runs
+
+
+def test_a_module_whose_source_changed_is_imported_as_usual_and_taken_again(
+        cache: Path) -> None:
+    _fresh(cache)
+    modulecache._store(str(cache))
+    _fresh(cache)
+    entry = modulecache._entries[NAME]
+    modulecache._entries[NAME] = (*entry[:2], entry[2] - 1, *entry[3:])  # as if edited
+    modulecache._changed[0] = True
+    modulecache._store(str(cache))
+    stale = _fresh(cache)
+    assert type(stale.__spec__.loader) is SourceFileLoader and NAME not in modulecache._entries
+    modulecache._store(str(cache))
+    assert type(_fresh(cache).__spec__.loader) is modulecache._Loader
+
+
+@pytest.mark.parametrize("damage", ["writable", "truncated", "garbage", "entry"])
+def test_a_file_that_is_not_to_be_trusted_or_is_damaged_is_not_read(
+        cache: Path, damage: str) -> None:
+    _fresh(cache)
+    modulecache._store(str(cache))
+    path = cache / modulecache.FILE
+    if damage == "writable":
+        os.chmod(path, 0o666)
+    elif damage == "truncated":
+        path.write_bytes(path.read_bytes()[:200])
+    elif damage == "garbage":
+        path.write_bytes(b"\xff" * 64)
+    else:  # an index whose entry has another shape, and one whose bytecode is not code
+        head = marshal.dumps({NAME: ("model/narrow.py", 1), "unfurl_lite.load": 3})
+        path.write_bytes(len(head).to_bytes(8, "little") + head)
+    assert type(_fresh(cache).__spec__.loader) is SourceFileLoader
+    modulecache._store(str(cache))  # the damaged entries dropped, the module taken again
+    assert type(_fresh(cache).__spec__.loader) is modulecache._Loader
+
+
+def test_bytecode_that_is_not_code_is_read_from_the_usual_file(cache: Path) -> None:
+    _fresh(cache)
+    modulecache._store(str(cache))
+    modulecache._entries.clear()
+    modulecache.enable(str(cache))
+    modulecache._payload[0] = memoryview(b"\xff" * len(modulecache._payload[0]))
+    sys.modules.pop(NAME, None)
+    module = importlib.import_module(NAME)
+    assert type(module.__spec__.loader) is modulecache._Loader and module.is_map({})

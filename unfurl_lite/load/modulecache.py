@@ -1,0 +1,195 @@
+"""The bytecode of the package's modules a command imports, read from one file.
+
+Importing one of our modules the usual way walks the import path's finders, stats the
+package's directory, builds the bytecode file's name, stats the source, opens, reads and
+checks the bytecode file: about half of what an import costs beyond running the module,
+and a deploy imports some 120 of ours (about 6% of its instructions). The ``unfurl``
+command's process keeps their bytecode in one file beside the package's own
+(``unfurl_lite/__pycache__``) and a finder placed first serves them from it, each only
+while its source has the size and modification time (in nanoseconds) it had when its
+bytecode was taken: the check the bytecode file's own header makes, more finely. A module
+the file lacks, or whose source changed, is imported the usual way and its bytecode added
+when the process exits. The file is trusted as the bytecode beside it is
+(:mod:`pycache`); only the command's own process does this (:func:`enable`), a library
+caller's imports are left alone. Modules outside the package are imported as usual.
+"""
+
+from __future__ import annotations
+
+import atexit
+import marshal
+import os
+import sys
+from importlib.machinery import ModuleSpec, SourceFileLoader
+from types import CodeType
+
+from unfurl_lite.load import pycache
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from types import ModuleType
+
+#: bytecode is only read back by the interpreter that wrote it
+FILE = f"modules.{sys.implementation.cache_tag}-{sys.version.split()[0]}.marshal"
+MAX_BYTES = 16 * 1024 * 1024  # the whole package's bytecode is about 3 MB
+PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGE_DIRECTORY = PACKAGE + os.sep
+PREFIX = "unfurl_lite."
+
+#: a module's entry: its source and bytecode files (relative to the package's directory;
+#: the bytecode file's absolute under a ``sys.pycache_prefix``),
+#: the source's modification time (ns) and size when the bytecode was taken, and where its
+#: bytecode is in the file (start and end), or the bytecode itself (taken in this process)
+Entry = tuple[str, str, int, int, int, int] | tuple[str, str, int, int, bytes]
+_entries: dict[str, Entry] = {}
+_payload = [memoryview(b"")]  # the file's bytecode, after its index
+_changed = [False]  # a module imported the usual way, or an entry found stale
+#: the file: the index's length (8 bytes, little-endian), the index (marshal), the bytecode
+_LENGTH = 8
+
+
+class _Loader(SourceFileLoader):
+    """The usual loader of a source file (its data, source and resources as usual), whose
+    code is the one the file holds."""
+
+    code: memoryview | None = None
+
+    def get_code(self, fullname: str) -> CodeType:
+        if self.code is not None:
+            code, self.code = self.code, None
+            try:
+                found = marshal.loads(code)
+            except (ValueError, EOFError, TypeError):  # what marshal raises on damage
+                found = None
+            if type(found) is CodeType:
+                return found
+        return super().get_code(fullname)  # type: ignore[return-value]
+
+
+class _Finder:
+    """First on ``sys.meta_path``: a spec for a module of the package the file holds, when
+    its source is unchanged; None otherwise (the usual finders then look for it)."""
+
+    @staticmethod
+    def find_spec(name: str, path: Sequence[str] | None = None,
+                  target: ModuleType | None = None) -> ModuleSpec | None:
+        entry = _entries.get(name)
+        if entry is None:
+            if name.startswith(PREFIX):
+                _changed[0] = True
+            return None
+        try:  # (the file's entries are checked as they are used: a damaged one is dropped)
+            source, cached, mtime, size, start, end = entry  # type: ignore[misc]
+            origin = PACKAGE_DIRECTORY + source
+            info = os.stat(origin)
+            code = _payload[0][start:end]
+            cached = os.path.join(PACKAGE, cached)  # (absolute under a pycache prefix)
+        except (OSError, TypeError, ValueError):
+            info = None
+        if info is None or info.st_mtime_ns != mtime or info.st_size != size:
+            del _entries[name]
+            _changed[0] = True
+            return None
+        loader = _Loader(name, origin)
+        loader.code = code
+        package = source.endswith(f"{os.sep}__init__.py")
+        spec = ModuleSpec(name, loader, origin=origin, is_package=package)
+        if package:
+            spec.submodule_search_locations = [os.path.dirname(origin)]
+        spec.has_location = True
+        spec.cached = cached
+        return spec
+
+
+def enable(directory: str = pycache.PYCACHE) -> None:
+    """Serve the package's modules from the file from now on (before the command's
+    modules are imported), and store the file anew when the process exits, if it changed."""
+    _read(os.path.join(directory, FILE))
+    sys.meta_path.insert(0, _Finder)
+    atexit.register(_store, directory)
+
+
+def _read(path: str) -> None:
+    """The file's index (each entry is checked when its module is looked for; a module's
+    bytecode is unmarshalled only when it is imported, from the file's bytes: no copy)."""
+    payload = pycache.read(path, MAX_BYTES)
+    if payload is None or len(payload) < _LENGTH:
+        return
+    length = int.from_bytes(payload[:_LENGTH], "little")
+    try:
+        found = marshal.loads(memoryview(payload)[_LENGTH:_LENGTH + length])
+    except (ValueError, EOFError, TypeError):  # what marshal raises on damage
+        return
+    if type(found) is not dict:
+        return
+    _entries.update(found)
+    _payload[0] = memoryview(payload)[_LENGTH + length:]
+
+
+def _taken(name: str, module: ModuleType) -> Entry | None:
+    """The entry for a module of the package imported the usual way from its source:
+    its bytecode as the usual loader reads it, if the source did not change meanwhile."""
+    spec = getattr(module, "__spec__", None)
+    loader = getattr(spec, "loader", None)
+    origin = getattr(spec, "origin", None)
+    if type(loader) is not SourceFileLoader or not isinstance(origin, str):
+        return None
+    cached = getattr(spec, "cached", None)
+    if not origin.startswith(PACKAGE_DIRECTORY) or not isinstance(cached, str):
+        return None
+    if cached.startswith(PACKAGE_DIRECTORY):
+        cached = cached[len(PACKAGE_DIRECTORY):]
+    try:
+        before = os.stat(origin)
+        code = marshal.dumps(loader.get_code(name))
+        after = os.stat(origin)
+    except (OSError, ImportError, ValueError):
+        return None
+    if (before.st_mtime_ns, before.st_size) != (after.st_mtime_ns, after.st_size):
+        return None
+    return (origin[len(PACKAGE_DIRECTORY):], cached, before.st_mtime_ns, before.st_size, code)
+
+
+def _file() -> bytes:
+    """The file's bytes: every entry, the bytecode of each in the order of the index."""
+    index: dict[str, tuple[str, str, int, int, int, int]] = {}
+    codes: list[bytes | memoryview] = []
+    offset = 0
+    for name, entry in _entries.items():
+        if not _sound(name, entry):
+            continue
+        source, cached, mtime, size = entry[:4]
+        code = entry[4] if len(entry) == 5 else _payload[0][entry[4]:entry[5]]
+        index[name] = (source, cached, mtime, size, offset, offset + len(code))
+        codes.append(code)
+        offset += len(code)
+    head = marshal.dumps(index)
+    return b"".join([len(head).to_bytes(_LENGTH, "little"), head, *codes])
+
+
+def _sound(name: object, entry: object) -> bool:
+    """Whether an entry has the shape this module writes (the file's unused entries are
+    written again only if they do)."""
+    if type(name) is not str or type(entry) is not tuple or len(entry) not in (5, 6):
+        return False
+    if len(entry) == 5:
+        return type(entry[4]) is bytes
+    return (type(entry[0]) is str and type(entry[1]) is str
+            and all(type(n) is int for n in entry[2:])
+            and 0 <= entry[4] <= entry[5] <= len(_payload[0]))
+
+
+def _store(directory: str) -> None:
+    """The entries, with the modules this process imported the usual way, written
+    atomically when they changed, where and when Python writes bytecode."""
+    if not _changed[0] or sys.dont_write_bytecode:
+        return
+    for name, module in list(sys.modules.items()):
+        if name.startswith(PREFIX) and name not in _entries:
+            entry = _taken(name, module)
+            if entry is not None:
+                _entries[name] = entry
+    payload = _file()
+    if len(payload) <= MAX_BYTES:
+        pycache.write(directory, FILE, payload)
