@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,3 +49,68 @@ def test_records_reach_the_disk_unless_syncing_is_off(
     assert (tmp_path / "ensemble.yaml").read_text() == "status: {}\n"
     assert (tmp_path / "jobs.tsv").read_text() == "A01\tdeploy\n"
     assert '"state":"started"' in (tmp_path / "journal.events").read_text()
+
+
+def test_writes_of_a_group_are_on_the_disk_before_they_are_seen_in_their_order(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A group of writes (a job's records, then the journal vouching for them) waits for
+    the disk once for all its files, not once per file; each file is still forced to disk
+    before its rename, renames come in the order asked, and what follows a barrier is seen
+    only once everything before it (directories, appended lines) is on the disk."""
+
+    monkeypatch.delenv("UNFURL_LITE_FSYNC", raising=False)
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs.tsv").write_text("A00\tdeploy\n")
+    done: list[str] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        real_fsync(fd)
+        name = Path(os.readlink(f"/proc/self/fd/{fd}")).name  # a temporary file: .NAME.*.tmp
+        done.append("sync " + (name[1:].split(".")[0] if name.endswith(".tmp") else name))
+
+    def replace(source: str, target: Any) -> None:
+        real_replace(source, target)
+        done.append("show " + Path(target).name.split(".")[0])
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    with yamlio.Writes() as writes:
+        writes.replace(tmp_path / "jobs" / "job.yaml", "job\n")
+        writes.append_lines(tmp_path / "jobs.tsv", "A01\tdeploy\n")
+        writes.replace(tmp_path / "ensemble.yaml", "status: {}\n")
+        writes.barrier()
+        writes.replace(tmp_path / "jobs" / "journal.yaml", "recorded: true\n",
+                       after=lambda: done.append("after journal"))
+        assert not (tmp_path / "ensemble.yaml").exists()  # nothing seen before the commit
+    assert (tmp_path / "jobs.tsv").read_text() == "A00\tdeploy\nA01\tdeploy\n"
+    assert (tmp_path / "ensemble.yaml").read_text() == "status: {}\n"
+    assert (tmp_path / "jobs" / "journal.yaml").read_text() == "recorded: true\n"
+    shown = [d for d in done if d.startswith("show")]
+    assert shown == ["show job", "show ensemble", "show journal"]
+    journal = done.index("show journal")
+    # every temporary file was forced before anything was renamed
+    assert {"sync job", "sync ensemble", "sync journal"} <= set(done[:done.index("show job")])
+    # the records' directories and jobs.tsv were forced before the journal was seen
+    before = done[done.index("show ensemble"):journal]
+    assert {"sync jobs", "sync jobs.tsv", f"sync {tmp_path.name}"} <= set(before)
+    assert done[journal + 1] == "after journal" and done[-1] == "sync jobs"
+    assert sorted(p.name for p in tmp_path.rglob(".*")) == []  # no temporary file left
+
+
+def test_a_group_that_cannot_reach_the_disk_shows_nothing_and_names_the_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+
+    monkeypatch.delenv("UNFURL_LITE_FSYNC", raising=False)
+    (tmp_path / "ensemble.yaml").write_text("old\n")
+
+    def fsync(fd: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.raises(OSError) as raised, yamlio.Writes() as writes:
+        writes.replace(tmp_path / "job.yaml", "job\n")
+        writes.replace(tmp_path / "ensemble.yaml", "new\n")
+    assert raised.value.filename in (str(tmp_path / "job.yaml"), str(tmp_path / "ensemble.yaml"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ensemble.yaml"]
+    assert (tmp_path / "ensemble.yaml").read_text() == "old\n"

@@ -25,7 +25,7 @@ from unfurl_lite.errors import STORAGE_ERRNOS, GitError, StorageError, storage_e
 from unfurl_lite.expressions.digest import spec_digest
 from unfurl_lite.expressions.limits import budgeted
 from unfurl_lite.expressions.outputs import evaluate_query, topology_inputs, topology_outputs
-from unfurl_lite.load import name_checks
+from unfurl_lite.load import name_checks, yamlio
 from unfurl_lite.load.digestkey import key_provider
 from unfurl_lite.load.gitrepo import Repo, find_repo, identity_problem
 from unfurl_lite.load.loader import load_ensemble, resolve_path
@@ -331,11 +331,14 @@ def _run_and_record(
             else:
                 journal.mark_recorded()  # nothing to record, but resumable
         return result
-    files = record_job(ensemble, result, request.options, spec_digest_at_start=None
-                       if journal is None else journal.data.get("specDigest"))
-    if journal is not None and journal.path is not None:
-        journal.mark_recorded()
-        files.extra.append(journal.path)
+    with yamlio.Writes() as writes:  # the records and the journal vouching for them: one step
+        files = record_job(ensemble, result, request.options, spec_digest_at_start=None
+                           if journal is None else journal.data.get("specDigest"),
+                           writes=writes)
+        if journal is not None and journal.path is not None:
+            writes.barrier()  # the journal says "recorded" once the records are on the disk
+            journal.mark_recorded(writes)
+            files.extra.append(journal.path)
     result.written = [str(p.relative_to(ensemble.project_root)) for p in files.all()]
     planning = None
     if (request.workflow in verdicts.REPEATED and result.state == JobState.succeeded
@@ -391,12 +394,19 @@ class _NextPlan(threading.Thread):
 def record_job(
     ensemble: Ensemble, result: JobResult, options: JobOptions, append_log: bool = True,
     completing: bool = False, spec_digest_at_start: str | None = None,
+    writes: yamlio.Writes | None = None,
 ) -> records.JobFiles:
     """Write the job's records. ``completing`` (recording a killed job): jobs.tsv gets only
     the job's lines it does not hold complete (an append torn by a crash or a power loss
     is completed from the journal, no line is written twice). ``spec_digest_at_start``:
     the spec's digest the journal took as the job started (the spec does not change while
-    a job runs; the digest walks all of it: 17 ms at N=1,000), else taken now."""
+    a job runs; the digest walks all of it: 17 ms at N=1,000), else taken now. ``writes``:
+    the records join those (committed by the caller), else they are one step of their own
+    (yamlio.Writes: forced to disk together)."""
+    if writes is None:
+        with yamlio.Writes() as own:
+            return record_job(ensemble, result, options, append_log, completing,
+                              spec_digest_at_start, own)
     root = ensemble.project_root
     confine_records(root, ensemble.jobs_log, options.allow_outside_paths)
     job_prefix = result.job_id[:8]
@@ -422,7 +432,7 @@ def record_job(
     )
     records.write_job_files(
         files.job_file, files.changes_file, "../" + ensemble.path.name,
-        [job, *detailed.values()], [job, *summary_entries], result.secrets,
+        [job, *detailed.values()], [job, *summary_entries], result.secrets, writes,
     )
     lines = [records.job_tsv_line(job)] + [
         records.task_tsv_line(entry, run) for run, entry in zip(ran, summary_entries, strict=True)
@@ -431,7 +441,7 @@ def record_job(
         if completing:
             lines = records.missing_lines(files.jobs_tsv, lines)
         if lines:
-            records.append_tsv(files.jobs_tsv, lines, result.secrets)
+            records.append_tsv(files.jobs_tsv, lines, result.secrets, writes)
     forgotten = [n for n in result.plan.forget if n not in result.instances]
     files.status = statusfile.save_status(
         ensemble,
@@ -447,6 +457,7 @@ def record_job(
                                                   ensemble.topology)),
             inputs=topology_inputs(ensemble.topology, _declared_inputs(ensemble), result.secrets),
         ),
+        writes,
     )
     return files
 

@@ -7,6 +7,7 @@ import itertools
 import os
 import re
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +15,8 @@ from unfurl_lite.errors import InputError, PathError, Problem
 from unfurl_lite.security.paths import read_regular_file
 
 if TYPE_CHECKING:
+    from types import TracebackType
+
     from ruamel.yaml import YAML
 
     from unfurl_lite.model.narrow import YAMLValue
@@ -191,7 +194,7 @@ def temp_file_owner(name: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _named(exc: OSError, path: Path) -> OSError:
+def named_error(exc: OSError, path: Path) -> OSError:
     """A write error names the file it was for (``write()`` errors name none)."""
     if exc.filename is None or str(exc.filename).endswith(".tmp"):
         exc.filename = str(path)
@@ -204,27 +207,45 @@ def atomic_write(path: Path, text: str, *, private: bool = False,
     either the old or the new file (and no temp file). The file keeps the mode it had, or
     gets the one a plain write gives (0666 less the umask); ``private`` makes it 0600.
     ``errors`` is the encoder's: JSON writers pass ``backslashreplace``, which turns a
-    lone surrogate into its JSON escape."""
+    lone surrogate into its JSON escape. (Several files at once: yamlio.Writes.)"""
+    fd, tmp = write_temp(path, text, private=private, errors=errors)
+    try:
+        try:
+            fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException as exc:  # re-raised: the temporary file goes, even on Ctrl-C
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise named_error(exc, path) from None
+        raise
+    _fsync_dir(path.parent)
+
+
+def write_temp(path: Path, text: str, *, private: bool = False,
+               errors: str = "strict") -> tuple[int, str]:
+    """:func:`atomic_write`'s temporary file beside ``path``, written whole and still open
+    (not forced to disk yet), with the mode ``path`` will have."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         kept = None if private else _mode_of(path)
         fd, tmp = temp_file(path.parent, f".{path.name}.", 0o600 if private else 0o666)
     except OSError as exc:
-        raise _named(exc, path) from None
+        raise named_error(exc, path) from None
     try:
         if kept is not None:
             os.fchmod(fd, kept)
-        with os.fdopen(fd, "w", encoding="utf-8", errors=errors) as handle:
-            handle.write(text)
-            handle.flush()
-            fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException as exc:  # re-raised: the temporary file goes, even on Ctrl-C
+        view = memoryview(text.encode("utf-8", errors))
+        while view:  # a regular file takes it whole; a short write is finished
+            view = view[os.write(fd, view):]
+    except BaseException as exc:
+        os.close(fd)
         Path(tmp).unlink(missing_ok=True)
         if isinstance(exc, OSError):
-            raise _named(exc, path) from None
+            raise named_error(exc, path) from None
         raise
-    _fsync_dir(path.parent)
+    return fd, tmp
 
 
 def _mode_of(path: Path) -> int | None:
@@ -237,20 +258,31 @@ def _mode_of(path: Path) -> int | None:
 def atomic_append(path: Path, text: str) -> None:
     """Append whole lines with one write and fsync, so a reader never sees half a line
     (a full disk may still tear the last one: readers skip it, appends close it)."""
+    fd = _append(path, text)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            fsync(handle.fileno())
+        fsync(fd)
     except OSError as exc:
-        raise _named(exc, path) from None
+        raise named_error(exc, path) from None
+    finally:
+        os.close(fd)
 
 
 def append_lines(path: Path, text: str) -> None:
     """Append whole lines, as :func:`atomic_append`, always starting on a fresh line: a
     torn last line (a crash or a full disk mid-write) is first closed with a cell that
     marks it damaged, so readers skip it instead of reading the next record into it."""
+    fd = append_unsynced(path, text)
+    try:
+        fsync(fd)
+    except OSError as exc:
+        raise named_error(exc, path) from None
+    finally:
+        os.close(fd)
+
+
+def append_unsynced(path: Path, text: str) -> int:
+    """:func:`append_lines` but for the fsync: the file's descriptor, still open, to force
+    it to disk with others."""
     torn = False
     try:
         with open(path, "rb") as handle:
@@ -259,7 +291,26 @@ def append_lines(path: Path, text: str) -> None:
                 torn = handle.read(1) != b"\n"
     except FileNotFoundError:
         pass
-    atomic_append(path, ("\tDAMAGED\n" if torn else "") + text)
+    return _append(path, ("\tDAMAGED\n" if torn else "") + text)
+
+
+def _append(path: Path, text: str) -> int:
+    """``text`` appended with one write; the descriptor, open."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    except OSError as exc:
+        raise named_error(exc, path) from None
+    try:
+        view = memoryview(text.encode("utf-8"))
+        while view:
+            view = view[os.write(fd, view):]
+    except BaseException as exc:
+        os.close(fd)
+        if isinstance(exc, OSError):
+            raise named_error(exc, path) from None
+        raise
+    return fd
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -273,6 +324,161 @@ def _fsync_dir(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+# ------------------------------------------------- several files as one durable step
+#
+# atomic_write makes one file durable the only portable way (its temporary file forced to
+# disk, renamed over the old one, its directory forced). A job writing its records so, one
+# after the other, waited for the disk nine times after its last task (the job and changes
+# files and their directory, jobs.tsv, ensemble.yaml and its directory, the journal and its
+# directory): 20-40 ms of a 0.4 s deploy at N=200 here. A Writes keeps the guarantees and
+# waits three times: every temporary file forced at once (concurrent fsyncs share the file
+# system's journal commit), the renames and appends in the order asked, then what they
+# changed (directories, appended files) forced at once; and again after a barrier.
+
+
+class _Step:
+    """One write of a :class:`Writes`: a replacement (its temporary file written, open
+    until it is forced to disk) or lines to append, in their turn."""
+
+    __slots__ = ("after", "barrier", "fd", "path", "text", "tmp")
+
+    def __init__(self, path: Path, tmp: str | None = None, fd: int | None = None,
+                 text: str | None = None, after: Callable[[], None] | None = None) -> None:
+        self.path = path
+        self.tmp = tmp
+        self.fd = fd
+        self.text = text
+        self.after = after  # run once the step is seen
+        self.barrier = False  # a stage ends here
+
+
+class Writes:
+    """Replacements and appends that reach the disk together, seen in the order asked:
+    a process killed at any instant leaves each file old or new, made visible in that
+    order, as one :func:`atomic_write` after the other would; after a power cut no file is
+    seen whose content did not reach the disk, nor anything after a :meth:`barrier` before
+    everything ahead of it did (the journal's ``recorded`` and the records it vouches for).
+    A failure makes nothing after it visible and leaves no temporary file.
+
+    ``with Writes() as writes:`` commits them as the block ends and abandons them if it
+    raises."""
+
+    def __init__(self) -> None:
+        self.steps: list[_Step] = []
+
+    def replace(self, path: Path, text: str, *, private: bool = False,
+                errors: str = "strict", after: Callable[[], None] | None = None) -> None:
+        """``path``'s new text, as :func:`atomic_write` writes it (its temporary
+        file now; the rename at the commit); ``after`` runs once it is renamed."""
+        fd, tmp = write_temp(path, text, private=private, errors=errors)
+        self.steps.append(_Step(path, tmp=tmp, fd=fd, after=after))
+
+    def append_lines(self, path: Path, text: str) -> None:
+        """Whole lines appended as :func:`append_lines` appends them, in their
+        turn at the commit."""
+        self.steps.append(_Step(path, text=text))
+
+    def barrier(self) -> None:
+        """What is asked after this is seen only once everything before is on the disk."""
+        if self.steps:
+            self.steps[-1].barrier = True
+
+    def commit(self) -> None:
+        steps, self.steps = self.steps, []
+        try:
+            _force([(s.fd, s.path) for s in steps if s.fd is not None])
+            for step in steps:
+                if step.fd is not None:
+                    os.close(step.fd)
+                    step.fd = None
+            stage: list[_Step] = []
+            for index, step in enumerate(steps):
+                stage.append(step)
+                if step.barrier or index == len(steps) - 1:
+                    _show(stage)
+                    stage = []
+        finally:
+            _discard(steps)
+
+    def abandon(self) -> None:
+        steps, self.steps = self.steps, []
+        _discard(steps)
+
+    def __enter__(self) -> Writes:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        if kind is None:
+            self.commit()
+        else:
+            self.abandon()
+
+
+def _show(stage: list[_Step]) -> None:
+    """Make the stage's steps visible in order, then force what they changed to disk."""
+    opened: list[tuple[int, Path]] = []
+    directories: dict[Path, None] = {}
+    try:
+        for step in stage:
+            if step.tmp is not None:
+                try:
+                    os.replace(step.tmp, step.path)
+                except OSError as exc:
+                    raise named_error(exc, step.path) from None
+                step.tmp = None
+                directories[step.path.parent] = None
+            elif step.text is not None:
+                opened.append((append_unsynced(step.path, step.text), step.path))
+            if step.after is not None:
+                step.after()
+        if syncing():
+            for directory in directories:
+                try:
+                    opened.append((os.open(directory, os.O_RDONLY), directory))
+                except OSError:  # as atomic_write: a directory that cannot be opened
+                    continue
+        _force(opened)
+    finally:
+        for fd, _ in opened:
+            os.close(fd)
+
+
+def _force(files: list[tuple[int, Path]]) -> None:
+    """``fsync`` every descriptor, concurrently (one thread each beyond the first: the
+    system call releases the GIL); the first error is raised, naming its file."""
+    if not files or not syncing():
+        return
+    errors: list[OSError] = []
+
+    def sync(fd: int, path: Path) -> None:
+        try:
+            os.fsync(fd)
+        except OSError as exc:
+            errors.append(named_error(exc, path))
+
+    threads = [threading.Thread(target=sync, args=file, name="unfurl-fsync")
+               for file in files[1:]]
+    for thread in threads:
+        thread.start()
+    sync(*files[0])
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+
+
+def _discard(steps: list[_Step]) -> None:
+    """Temporary files not renamed (a failure, or abandoned) go; descriptors close."""
+    for step in steps:
+        if step.fd is not None:
+            os.close(step.fd)
+            step.fd = None
+        if step.tmp is not None:
+            Path(step.tmp).unlink(missing_ok=True)
+            step.tmp = None
 
 
 def to_plain(data: YAMLValue) -> Any:

@@ -320,11 +320,11 @@ class Journal(Observer):
             self.secrets = result.secrets
         self._append({"state": self.data["state"], "status": self.data["status"]})
 
-    def mark_recorded(self) -> None:
+    def mark_recorded(self, writes: yamlio.Writes | None = None) -> None:
         """The job's one rewrite of the whole journal (what git keeps), redacted with
-        every secret the job came to know."""
+        every secret the job came to know (with ``writes``: when they are committed)."""
         self.data["recorded"] = True
-        self.write()
+        self.write(writes)
 
     def discard(self) -> None:
         """Nothing ran: nothing to resume, no journal left behind."""
@@ -337,7 +337,7 @@ class Journal(Observer):
             self.path.unlink(missing_ok=True)
             journal_format.events_path(self.path).unlink(missing_ok=True)
 
-    def write(self) -> None:
+    def write(self, writes: yamlio.Writes | None = None) -> None:
         """The whole journal, atomically: when the job starts and once it is recorded."""
         if self.path is None:
             return
@@ -354,7 +354,7 @@ class Journal(Observer):
             if self.events is not None:
                 self.events.close()
                 self.events = None
-            journal_format.write_journal(self.path, data, self.seq)
+            journal_format.write_journal(self.path, data, self.seq, writes)
 
 
 def _iso(moment: datetime | None) -> str | None:

@@ -48,13 +48,20 @@ def events_path(path: Path) -> Path:
     return path.with_suffix(".events")
 
 
-def write_journal(path: Path, data: dict[str, Any], seq: int = 0) -> None:
-    """The whole journal, atomically, holding every event up to ``seq``."""
+def write_journal(path: Path, data: dict[str, Any], seq: int = 0,
+                  writes: yamlio.Writes | None = None) -> None:
+    """The whole journal, atomically, holding every event up to ``seq`` (with ``writes``,
+    when they are committed: see yamlio.Writes); its events file goes once it is."""
     data = {**data, "eventSeq": seq}
     lines = [f"{key}: {_json(value)}" for key, value in data.items() if key != EVENTS]
     lines.append(f"{EVENTS}:")
     private_directory(path.parent)
-    yamlio.atomic_write(path, "\n".join(lines) + "\n", private=True, errors=JSON_ERRORS)
+    text = "\n".join(lines) + "\n"
+    if writes is not None:
+        writes.replace(path, text, private=True, errors=JSON_ERRORS,
+                       after=lambda: events_path(path).unlink(missing_ok=True))
+        return
+    yamlio.atomic_write(path, text, private=True, errors=JSON_ERRORS)
     events_path(path).unlink(missing_ok=True)
 
 

@@ -195,6 +195,7 @@ def job_file_name(start_label: str, job_prefix: str) -> str:
 def write_job_files(
     job_file: Path, changes_file: Path | None, manifest: str,
     entries: list[Mapping[str, Any]], changes: list[Mapping[str, Any]], secrets: set[str],
+    writes: yamlio.Writes | None = None,
 ) -> None:
     """The job's file (``entries``: the job, then every task in detail) and its changes
     file (``changes``: the job, then what ran, as :func:`summary_entry` gives it). The two
@@ -202,16 +203,21 @@ def write_job_files(
     emitted once for both files. A job that knows no secret writes plain data as it is:
     redaction would copy it unchanged, and a marked value (Sensitive, Tainted) or an
     object with a record form is not plain, which the direct emitter refuses, so such a
-    document is redacted first as any other."""
+    document is redacted first as any other. ``writes``: the files join those (see
+    yamlio.Writes), else they are written at once."""
+    if writes is None:
+        with yamlio.Writes() as own:
+            write_job_files(job_file, changes_file, manifest, entries, changes, secrets, own)
+        return
     memo: dict[Any, Any] = {}
     if not secrets and not getattr(secrets, "hashed", None):
         job_text = emit.dump({"manifest": manifest, "changes": list(entries)}, memo)
         changes_text = None if job_text is None or changes_file is None else \
             emit.dump({"manifest": manifest, "changes": list(changes)}, memo)
         if job_text is not None and (changes_file is None or changes_text is not None):
-            yamlio.atomic_write(job_file, job_text)
+            writes.replace(job_file, job_text)
             if changes_file is not None and changes_text is not None:
-                yamlio.atomic_write(changes_file, changes_text)
+                writes.replace(changes_file, changes_text)
             return
         memo.clear()
     redacted: dict[int, Any] = {}
@@ -225,10 +231,10 @@ def write_job_files(
         return out
 
     job_body = {"manifest": manifest, "changes": [once(e) for e in entries]}
-    yamlio.atomic_write(job_file, yamlio.dump(job_body, memo))
+    writes.replace(job_file, yamlio.dump(job_body, memo))
     if changes_file is not None:
         changes_body = {"manifest": manifest, "changes": [once(c) for c in changes]}
-        yamlio.atomic_write(changes_file, yamlio.dump(changes_body, memo))
+        writes.replace(changes_file, yamlio.dump(changes_body, memo))
 
 
 def missing_lines(path: Path, lines: list[str]) -> list[str]:
@@ -237,8 +243,13 @@ def missing_lines(path: Path, lines: list[str]) -> list[str]:
     return [line for line in lines if line.split("\t", 1)[0] not in logged]
 
 
-def append_tsv(path: Path, lines: list[str], secrets: set[str]) -> None:
-    yamlio.append_lines(path, "".join(redact_text(line, secrets) for line in lines))
+def append_tsv(path: Path, lines: list[str], secrets: set[str],
+               writes: yamlio.Writes | None = None) -> None:
+    text = "".join(redact_text(line, secrets) for line in lines)
+    if writes is None:
+        yamlio.append_lines(path, text)
+    else:
+        writes.append_lines(path, text)
 
 
 # ------------------------------------------------------------------ entries of one job

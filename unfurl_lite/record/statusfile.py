@@ -55,15 +55,20 @@ def section_names(ensemble: Ensemble) -> tuple[str, ...]:
     return (*STATUS_SECTIONS, LOG_SECTION) if ensemble.inline_log else STATUS_SECTIONS
 
 
-def save_status(ensemble: Ensemble, update: Callable[[Any], None]) -> Written:
-    """Apply ``update`` (see :func:`records.update_status`) and write ensemble.yaml once;
-    what was written and by which writer. Status and lastJob were redacted as they went
-    in; the spec is the user's own text whichever writer ran."""
+def save_status(ensemble: Ensemble, update: Callable[[Any], None],
+                writes: yamlio.Writes | None = None) -> Written:
+    """Apply ``update`` (see :func:`records.update_status`) and write ensemble.yaml once
+    (with ``writes``, when they are committed: see yamlio.Writes); what was written and
+    by which writer. Status and lastJob were redacted as they went in; the spec is the
+    user's own text whichever writer ran."""
     # start-up: keeps load.parsecache (6 modules) off statusfile's import until save_status() runs
     from unfurl_lite.load import parsecache
 
     written = render(ensemble, update)
-    yamlio.atomic_write(ensemble.path, written.text)
+    if writes is None:
+        yamlio.atomic_write(ensemble.path, written.text)
+    else:
+        writes.replace(ensemble.path, written.text)
     if written.note:
         log.warning("warning: %s", written.note)
     if written.plain is not None and not ensemble.merged and ensemble.valid_alone:
