@@ -6,7 +6,7 @@ Only where tosca-parser looks, and only as deep: a value that *is* the function 
 nested in a map, a list, ``concat`` or ``eval``) of a node template's declared properties
 (a template's own, or its type's ``default``), of its capabilities' properties, of the
 inputs of its interfaces' operations (its type's included), of an output, and of the
-operations of a relationship written on a requirement (``TARGET``/``SOURCE`` there).
+operations of a relationship a requirement uses (load/relationship_refs.py walks those).
 Judged, in tosca-parser's words (tests/data/unfurl120/47-unset-optional-properties and
 tests/load/test_function_refs.py record what Unfurl 1.2.0 answers):
 
@@ -22,7 +22,7 @@ tests/load/test_function_refs.py record what Unfurl 1.2.0 answers):
 
 ``HOST`` is searched as tosca-parser searches it (load/host_refs.py). Nothing is judged
 where a type in the lineage is not known here (imported from elsewhere, or an Unfurl type
-this table lacks), nor ``SELF`` in a relationship.
+this table lacks).
 """
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ _HINT_KEYWORD = ("`{keyword}` names the {role} of a relationship: use it in a re
                  "operations, or name the template")
 
 
-class _Types:
+class Types:
     """What the document's types and the normative ones declare, found once per type."""
 
     def __init__(self, doc: Any) -> None:
@@ -161,12 +161,12 @@ class _Types:
                 current = NORMATIVE_PROPERTIES[current][0]
         return tuple(names)
 
-    @functools.cache  # noqa: B019 (one _Types per validation)
+    @functools.cache  # noqa: B019 (one Types per validation)
     def has_calls(self, chain: tuple[str, ...]) -> bool:
         """Whether a type of ``chain`` has an input or a property default that is a
         function (found once per lineage)."""
         bodies = [mapping(self.node_types[t]) for t in chain if t in self.node_types]
-        return any(_any_call(body) or any(_function(mapping(d).get("default")) for d in
+        return any(_any_call(body) or any(function_call(mapping(d).get("default")) for d in
                                           mapping(body.get("properties")).values())
                    for body in bodies)
 
@@ -234,8 +234,8 @@ def problems(doc: Any, file: str) -> Iterator[Problem]:
     service template, once per place."""
     topology = get_section(doc, TOPOLOGY)
     templates = mapping(topology.get("node_templates"))
-    types = _Types(doc)
-    judge = _Judge(doc, templates, types)
+    types = Types(doc)
+    judge = Judge(doc, templates, types)
     seen: set[tuple[tuple[Any, ...], str]] = set()
     for path, context, call in _calls(doc, templates, judge):
         message = judge.verdict(context, call)
@@ -246,11 +246,12 @@ def problems(doc: Any, file: str) -> Iterator[Problem]:
 
 
 #: where a function is read: ("node", template, "", "") / ("outputs", "", "", "") /
-#: ("relationship", source template, target template or "", requirement)
-_Context = tuple[str, str, str, str]
+#: ("relationship", source template, target template or "", the relationship's name: its
+#: requirement's, or the relationship template's)
+Context = tuple[str, str, str, str]
 
 
-def _function(value: Any) -> tuple[str, list[Any]] | None:
+def function_call(value: Any) -> tuple[str, list[Any]] | None:
     if isinstance(value, dict) and len(value) == 1:
         for name in _FUNCTIONS:
             if name in value:
@@ -259,8 +260,8 @@ def _function(value: Any) -> tuple[str, list[Any]] | None:
     return None
 
 
-def _calls(doc: Any, templates: Mapping[str, Any], judge: _Judge) -> Iterator[
-        tuple[tuple[Any, ...], _Context, tuple[str, list[Any]]]]:
+def _calls(doc: Any, templates: Mapping[str, Any], judge: Judge) -> Iterator[
+        tuple[tuple[Any, ...], Context, tuple[str, list[Any]]]]:
     """(where it is written, the context it is read in, the call) of each function
     tosca-parser validates."""
     service = get_section(doc, SERVICE)
@@ -268,10 +269,10 @@ def _calls(doc: Any, templates: Mapping[str, Any], judge: _Judge) -> Iterator[
     for name, body in templates.items():
         body = mapping(body)
         here = (*TOPOLOGY, "node_templates", name)
-        context: _Context = ("node", str(name), "", "")
+        context: Context = ("node", str(name), "", "")
         chain = types.chain(body.get("type") or "tosca.nodes.Root")
         given = mapping(body.get("properties"))
-        calls = [(prop, _function(value)) for prop, value in given.items()]
+        calls = [(prop, function_call(value)) for prop, value in given.items()]
         if chain is not None and any(call for _prop, call in calls):
             present = judge.properties(chain, body)  # the values tosca-parser reads
             for prop, call in calls:
@@ -279,7 +280,7 @@ def _calls(doc: Any, templates: Mapping[str, Any], judge: _Judge) -> Iterator[
                     yield (*here, "properties", prop), context, call
         if chain is not None and types.has_calls(chain):
             for prop, definition in types.properties(chain).items():
-                call = _function(mapping(definition).get("default"))
+                call = function_call(mapping(definition).get("default"))
                 if call and prop not in given:
                     owner = next(t for t in chain if prop in mapping(
                         mapping(types.node_types.get(t)).get("properties")))
@@ -287,32 +288,19 @@ def _calls(doc: Any, templates: Mapping[str, Any], judge: _Judge) -> Iterator[
                            "default"), context, call
         for cap, cap_body in mapping(body.get("capabilities")).items():
             for prop, value in mapping(mapping(cap_body).get("properties")).items():
-                call = _function(value)
+                call = function_call(value)
                 if call:
                     yield (*here, "capabilities", cap, "properties", prop), context, call
         if (chain is not None and types.has_calls(chain)) or _any_call(body):
             sources = [(_type_path(service, t), mapping(types.node_types.get(t)))
                        for t in reversed(chain or ()) if t in types.node_types]
             sources.append((here, body))
-            for path, value in _inputs(sources):
-                call = _function(value)
+            for path, value in operation_inputs(sources):
+                call = function_call(value)
                 if call:
                     yield path, context, call
-        for index, entry in enumerate(_list(body.get("requirements"))):
-            for req, spec in mapping(entry).items():
-                relationship = spec.get("relationship") if isinstance(spec, dict) else None
-                if not isinstance(relationship, dict) or not _any_call(relationship):
-                    continue
-                target = mapping(spec).get("node")
-                rel_context: _Context = ("relationship", str(name),
-                                         target if isinstance(target, str) else "", str(req))
-                rel_path = (*here, "requirements", index, req, "relationship")
-                for path, value in _inputs([(rel_path, relationship)]):
-                    call = _function(value)
-                    if call:
-                        yield path, rel_context, call
     for out, body in mapping(get_section(doc, TOPOLOGY).get("outputs")).items():
-        call = _function(mapping(body).get("value"))
+        call = function_call(mapping(body).get("value"))
         if call:
             yield (*TOPOLOGY, "outputs", out, "value"), ("outputs", "", "", ""), call
 
@@ -326,12 +314,12 @@ def _any_call(body: Mapping[str, Any]) -> bool:
     for iface in interfaces.values():
         if not isinstance(iface, dict):
             continue
-        if any(_function(v) for v in mapping(iface.get("inputs")).values()):
+        if any(function_call(v) for v in mapping(iface.get("inputs")).values()):
             return True
         for op, op_body in (*mapping(iface.get("operations")).items(), *iface.items()):
             inputs = op_body.get("inputs") if isinstance(op_body, dict) else None
             if inputs and isinstance(inputs, dict) and op != "inputs" and any(
-                    _function(v) for v in inputs.values()):
+                    function_call(v) for v in inputs.values()):
                 return True
     return False
 
@@ -344,7 +332,7 @@ def _type_path(service: Mapping[str, Any], type_name: str) -> tuple[Any, ...]:
     return (*SERVICE, "node_types", type_name)
 
 
-def _inputs(sources: Sequence[tuple[tuple[Any, ...], Mapping[str, Any]]]) -> Iterator[
+def operation_inputs(sources: Sequence[tuple[tuple[Any, ...], Mapping[str, Any]]]) -> Iterator[
         tuple[tuple[Any, ...], Any]]:
     """(path, value) of each operation input and interface input of ``sources`` (a type's
     ancestors first, the template last): the one that wins where several set a name; an
@@ -375,8 +363,8 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-class _Judge:
-    def __init__(self, doc: Any, templates: Mapping[str, Any], types: _Types) -> None:
+class Judge:
+    def __init__(self, doc: Any, templates: Mapping[str, Any], types: Types) -> None:
         self.templates = templates
         self.types = types
         service = get_section(doc, SERVICE)
@@ -386,7 +374,7 @@ class _Judge:
                 "deployment_blueprints") or service.get("deployment_blueprints")
             or get_section(doc, TOPOLOGY).get("substitution_mappings"))
 
-    def verdict(self, context: _Context, call: tuple[str, list[Any]]) -> tuple[
+    def verdict(self, context: Context, call: tuple[str, list[Any]]) -> tuple[
             str, str] | None:
         """What Unfurl 1.2.0 says of ``call`` read in ``context`` (message, hint), or None
         when it accepts it or it is not judged here: which template the first argument
@@ -421,10 +409,10 @@ class _Judge:
                     self.open_world or self._template(requirement)):
                 # tosca-parser looks for a node template named as the relationship, which
                 # is named after its requirement
-                return (f'Node template "SELF" was not found (get_attribute in the '
-                        f'relationship of requirement "{requirement}" of node template '
-                        f'"{owner}")', "read the relationship's ends with `SOURCE` or "
-                        "`TARGET`, or its own values with an `eval` expression")
+                return (f'Node template "SELF" was not found (get_attribute in '
+                        f'relationship "{requirement}" of node template "{owner}")',
+                        "read the relationship's ends with `SOURCE` or `TARGET`, or its own "
+                        "values with an `eval` expression")
             if kind != "node":
                 return None
             name = owner

@@ -21,7 +21,7 @@ from unfurl_lite.errors import Problem
 from unfurl_lite.load.problems import SERVICE, TOPOLOGY, get_section, mapping, problem_at
 from unfurl_lite.model.lineage import lineage, undeclared_properties
 
-_HINT = ("declare it in the template's type (`properties: {{{name}: {{type: string}}}}` of a "
+HINT = ("declare it in the template's type (`properties: {{{name}: {{type: string}}}}` of a "
          "node type derived from {type}), or give the type `metadata: "
          "{{additionalProperties: true}}`: Unfurl 1.2.0 ignores a property its type does "
          "not declare")
@@ -36,24 +36,38 @@ def problems(doc: Any, file: str) -> Iterator[Problem]:
                   **mapping(get_section(doc, SERVICE).get("node_types"))}
     for path, owner, args in _references(topology):
         name = args[0] if args[0] not in ("SELF", "self") else owner
-        if not isinstance(name, str) or not isinstance(args[1], str) or name not in templates:
+        if not isinstance(name, str) or not isinstance(args[1], str):
             continue
-        template = mapping(templates[name])
-        type_name = template.get("type") or "tosca.nodes.Root"
-        if not isinstance(type_name, str) or type_name not in node_types:
-            continue
-        chain = tuple(lineage(type_name, node_types))
-        own = {t: mapping(mapping(node_types[t]).get("metadata")) for t in chain
-               if t in node_types}
-        declared = {k: v for t in chain for k, v in
-                    mapping(mapping(node_types.get(t)).get("properties")).items()}
-        if undeclared_properties(chain, declared, own, (args[1],),
-                                 mapping(template.get("metadata"))):
-            yield problem_at(
-                doc, (*TOPOLOGY, *path), file,
-                f'get_property function referencing property "{args[1]}" not found in node '
-                f'template "{name}": its type {type_name} does not declare it',
-                _HINT.format(name=args[1], type=type_name))
+        type_name = undeclared_by(templates, node_types, name, args[1])
+        if type_name is not None:
+            yield problem_at(doc, (*TOPOLOGY, *path), file, message(name, args[1], type_name),
+                             HINT.format(name=args[1], type=type_name))
+
+
+def message(template: str, prop: str, type_name: str) -> str:
+    return (f'get_property function referencing property "{prop}" not found in node '
+            f'template "{template}": its type {type_name} does not declare it')
+
+
+def undeclared_by(templates: dict[str, Any], node_types: dict[str, Any], name: str,
+                  prop: str) -> str | None:
+    """The type of template ``name`` when it is one the document declares and it does not
+    declare ``prop`` (nor takes any property); None when the reference is not refused."""
+    if name not in templates:
+        return None
+    template = mapping(templates[name])
+    type_name = template.get("type") or "tosca.nodes.Root"
+    if not isinstance(type_name, str) or type_name not in node_types:
+        return None
+    chain = tuple(lineage(type_name, node_types))
+    own = {t: mapping(mapping(node_types[t]).get("metadata")) for t in chain
+           if t in node_types}
+    declared = {k: v for t in chain for k, v in
+                mapping(mapping(node_types.get(t)).get("properties")).items()}
+    if undeclared_properties(chain, declared, own, (prop,),
+                             mapping(template.get("metadata"))):
+        return type_name
+    return None
 
 
 def _references(topology: dict[str, Any]) -> Iterator[tuple[tuple[Any, ...], str | None,

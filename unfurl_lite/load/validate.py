@@ -11,6 +11,7 @@ one list, in file order.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -157,9 +158,10 @@ def _function_references(doc: Any, file: str) -> Iterator[Problem]:
     if expression_checks.text_lacks("get_attribute", "get_property"):
         return iter(())  # the document's text spells neither: nothing to judge
     # start-up: keeps load.function_refs off `plan` of a document that has no such function
-    from unfurl_lite.load import function_refs
+    from unfurl_lite.load import function_refs, relationship_refs
 
-    return function_refs.problems(doc, file)
+    return itertools.chain(function_refs.problems(doc, file),
+                           relationship_refs.problems(doc, file))
 
 
 def _node_filters(doc: Any, file: str) -> Iterator[Problem]:
