@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from unfurl_lite.load import yamlio
-from unfurl_lite.record.journal import plain_redacted
+from unfurl_lite.record.journal_tasks import plain_redacted
 from unfurl_lite.security.redaction import redact
 from unfurl_lite.security.taint import Sensitive, Tainted
 

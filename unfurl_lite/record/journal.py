@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from unfurl_lite.errors import UnfurlLiteError
 from unfurl_lite.expressions.context import spec_secrets
-from unfurl_lite.expressions.digest import KeyProvider, spec_digest
+from unfurl_lite.expressions.digest import spec_digest
 from unfurl_lite.load import yamlio
 from unfurl_lite.load.builder import build_instance
 from unfurl_lite.load.digestkey import key_provider
@@ -44,12 +44,23 @@ from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Instance, NodeState, Status
 from unfurl_lite.model.narrow import is_list, is_map
 from unfurl_lite.record import journal_format, records
+from unfurl_lite.record.journal_tasks import (
+    LEAVING,
+    SAME_INPUTS,
+    changed_fields,
+    event_body,
+    fingerprint,
+    task_head,
+    task_progress,
+    task_record,
+    updated_record,
+)
 from unfurl_lite.run.observer import JobState, Observer, TaskState
 from unfurl_lite.run.operations.base import OperationResult
 from unfurl_lite.run.options import JobOptions
 from unfurl_lite.run.outcome import JobResult, TaskRun
 from unfurl_lite.security import digested
-from unfurl_lite.security.redaction import MIN_SECRET_LENGTH, redact, variants
+from unfurl_lite.security.redaction import MIN_SECRET_LENGTH, variants
 from unfurl_lite.security.taint import REDACTED, Sensitive
 
 if TYPE_CHECKING:
@@ -215,7 +226,7 @@ class Journal(Observer):
             return
         with self.lock:
             task = run.task
-            leaving = run.state in _LEAVING
+            leaving = run.state in LEAVING
             touched = set() if leaving else {task.target, task.source, task.peer}
             if run.result is not None:
                 touched.update(str(r.get("name") or "") for r in run.result.resources)
@@ -231,10 +242,14 @@ class Journal(Observer):
             elif full:
                 self.whole.add(task.number)
             if full:
-                record = self._record(run)
+                base = self.made.get(task.number)
+                record, changed = self._made(run)
                 last = self.written.get(task.number) if in_events else None
                 self.written[task.number] = record
-                body = record if last is None else changed_fields(last, record)
+                body = record if last is None \
+                    else event_body(last, record, changed) if changed is not None \
+                    and base is not None and base[0] is last \
+                    else changed_fields(last, record)
             else:
                 body = task_progress(run)
             event: dict[str, Any] = {"task": body}
@@ -260,23 +275,32 @@ class Journal(Observer):
             self._append_locked(event)
 
     def _record(self, run: TaskRun) -> dict[str, Any]:
-        """The task's full record: the last one made, while neither the task nor the
-        secrets it is redacted with changed since (secrets only accumulate, so their
-        count tells); a job's final rewrite then reuses what the tasks' last events
-        carried instead of redacting every task again."""
+        return self._made(run)[0]
+
+    def _made(self, run: TaskRun) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """The task's full record, and the fields made again when it was made from the last
+        one (None: made whole, or the last one as it is). The last one made, while neither
+        the task nor the secrets it is redacted with changed since (secrets only accumulate,
+        so their count tells); with only some fields changed (an outcome), it with those
+        made again; a job's final rewrite then reuses what the tasks' last events carried
+        instead of redacting every task again."""
         made = self.made.get(run.task.number)
-        now = _fingerprint(run)
+        now = fingerprint(run)
         inputs = None
         if made is not None and made[2] == len(self.secrets):
             if made[1] == now:
-                return made[0]
-            if all(made[1][i] == now[i] for i in _SAME_INPUTS):  # redacted once an attempt
+                return made[0], None
+            updated = updated_record(run, self.secrets, made[0], made[1], now)
+            if updated is not None:
+                self.made[run.task.number] = (updated[0], now, len(self.secrets))
+                return updated
+            if all(made[1][i] == now[i] for i in SAME_INPUTS):  # redacted once an attempt
                 inputs = made[0]["inputs"]
         digest = run.digest  # taken by the record if not yet: then part of what it is made from
         record = task_record(run, self.secrets, self.key, inputs=inputs)
-        now = now if run.digest is digest else _fingerprint(run)
+        now = now if run.digest is digest else fingerprint(run)
         self.made[run.task.number] = (record, now, len(self.secrets))
-        return record
+        return record, None
 
     def _new_digests(self) -> list[str]:
         """Digests of the secrets learnt since the last look (secrets only accumulate)."""
@@ -355,127 +379,6 @@ class Journal(Observer):
                 self.events.close()
                 self.events = None
             journal_format.write_journal(self.path, data, self.seq, writes)
-
-
-def _iso(moment: datetime | None) -> str | None:
-    return moment.isoformat() if moment else None
-
-
-def _fingerprint(run: TaskRun) -> tuple[Any, ...]:
-    """What a task's record is made from (values, and the identity of its containers)."""
-    return (run.state, run.change_id, run.previous_id, run.attempts, run.status, run.changed,
-            run.prior_state, run.started_at, run.ended_at, run.message, run.carried,
-            run.interrupted, len(run.retries), run.worker, id(run.inputs), run.digest,
-            id(run.result))
-
-
-#: the states in which a task is about to leave the job (its operation sent): their
-#: events are written at once; an outcome's may wait for the next (see EventLog.append)
-_LEAVING = frozenset({TaskState.sending, TaskState.sent, TaskState.started})
-#: the fingerprint's changeId, attempts and the inputs' identity: the same inputs
-_SAME_INPUTS = (1, 3, 14)
-#: what an event says of its task whatever changed: which task it is, and its state
-_HEAD = ("number", "target", "operation", "state")
-
-
-def changed_fields(last: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
-    """What a task's event says when the events already hold its full record ``last``
-    for this attempt: the fields that changed, which the reader merges over it (an outcome
-    event without the inputs it was sent with: about half the JSON). The full ``record``
-    when its inputs changed or a field went away (a record with inputs replaces)."""
-    if last.get("inputs") != record.get("inputs") or not record.keys() >= last.keys():
-        return record
-    out = {key: record[key] for key in _HEAD}
-    for key, value in record.items():
-        if key not in out and (key not in last or last[key] != value):
-            out[key] = value
-    return out
-
-
-def task_head(run: TaskRun) -> dict[str, Any]:
-    """A task not sent yet, as the journal's first write holds it: which task it is (what
-    resume checks the plan made again against) and its state; its full record comes with
-    its first event."""
-    task = run.task
-    return {
-        "number": task.number,
-        "target": task.target,
-        "operation": task.operation.qualified_name if task.operation else None,
-        "state": str(run.state),
-    }
-
-
-def task_progress(run: TaskRun) -> dict[str, Any]:
-    """What changes between sending a task and its outcome (``sent``, ``started``): the
-    full record went with ``sending`` and comes again with the outcome, and fold merges
-    the fields in between."""
-    return {
-        **task_head(run),
-        "changeId": run.change_id,
-        "attempts": run.attempts,
-        "startedAt": _iso(run.started_at),
-        "worker": run.worker,
-        "priorState": str(run.prior_state) if run.prior_state else None,
-        "previousId": run.previous_id,
-    }
-
-
-def task_record(run: TaskRun, secrets: set[str],
-                key: KeyProvider | None = None, inputs: Any = None) -> dict[str, Any]:
-    """A task as the journal records it: its state, attempts and times, and its result's
-    outputs with every secret the job knows redacted (``inputs``: the task's inputs as
-    an earlier record redacted them with the same secrets)."""
-    if run.inputs and run.digest is None and key is not None:
-        records.task_digest(run, key)
-    record: dict[str, Any] = {
-        **task_head(run),
-        "changeId": run.change_id,
-        "previousId": run.previous_id,
-        "attempts": run.attempts,
-        "status": str(run.status) if run.status else None,
-        "changed": run.changed,
-        "priorState": str(run.prior_state) if run.prior_state else None,
-        "startedAt": _iso(run.started_at),
-        "endedAt": _iso(run.ended_at),
-        "message": redact(run.message, secrets) if run.message else None,
-        "carried": run.carried,
-        "interrupted": run.interrupted,
-        "retries": redact(list(run.retries), secrets) if run.retries else [],
-        "worker": run.worker,
-        "inputs": plain_redacted(run.inputs, secrets) if inputs is None else inputs,
-        "digest": list(run.digest) if run.digest else None,
-    }
-    if run.result is not None:
-        record["result"] = {
-            "success": run.result.success,
-            "modified": run.result.modified,
-            "error": redact(run.result.error, secrets) if run.result.error else None,
-            "outputs": plain_redacted(run.result.outputs, secrets),
-            "attributes": plain_redacted(run.result.attributes, secrets),
-        }
-        if not run.result.ran:
-            record["result"]["ran"] = False
-    return record
-
-
-_PLAIN_SCALARS = frozenset({str, int, float, bool, type(None)})
-
-
-def plain_redacted(value: Any, secrets: set[str]) -> Any:
-    """``to_plain(redact(value, secrets))``, in one walk when the job knows no secret: plain
-    data is copied as it is (keys made text, as ``to_plain`` makes them); anything else in
-    it (a marked value, a tuple, a subclass) goes through both, as before."""
-    if secrets or getattr(secrets, "hashed", None):
-        return yamlio.to_plain(redact(value, secrets))
-    kind = type(value)
-    if kind in _PLAIN_SCALARS:
-        return value
-    if kind is dict:
-        return {k if type(k) is str else str(k): plain_redacted(v, secrets)
-                for k, v in value.items()}
-    if kind is list:
-        return [plain_redacted(v, secrets) for v in value]
-    return yamlio.to_plain(redact(value, secrets))
 
 
 # ----------------------------------------------------------------------- reading back

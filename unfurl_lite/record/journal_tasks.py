@@ -1,0 +1,219 @@
+"""A task as the journal records it: its full record, what its events say of it, and
+the record made again from the last one when only some of what it is made from changed.
+
+A task's full record (its inputs and result redacted) is made for its first event of an
+attempt; its outcome's event says only the fields that changed since. The outcome's record
+is the first one with those fields made again (:func:`updated_record`): which of them
+changed, its fingerprint says (what the record is made from, field by field), so the rest
+(the inputs, the times, the head) is neither made again nor compared.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from unfurl_lite.expressions.digest import KeyProvider
+from unfurl_lite.load import yamlio
+from unfurl_lite.record import records
+from unfurl_lite.run.observer import TaskState
+from unfurl_lite.run.outcome import TaskRun
+from unfurl_lite.security.redaction import redact
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment else None
+
+
+def fingerprint(run: TaskRun) -> tuple[Any, ...]:
+    """What a task's record is made from (values, and the identity of its containers)."""
+    return (run.state, run.change_id, run.previous_id, run.attempts, run.status, run.changed,
+            run.prior_state, run.started_at, run.ended_at, run.message, run.carried,
+            run.interrupted, len(run.retries), run.worker, id(run.inputs), run.digest,
+            id(run.result))
+
+
+#: the states in which a task is about to leave the job (its operation sent): their
+#: events are written at once; an outcome's may wait for the next (see EventLog.append)
+LEAVING = frozenset({TaskState.sending, TaskState.sent, TaskState.started})
+#: the fingerprint's changeId, attempts and the inputs' identity: the same inputs
+SAME_INPUTS = (1, 3, 14)
+#: what an event says of its task whatever changed: which task it is, and its state
+_HEAD = ("number", "target", "operation", "state")
+
+
+def changed_fields(last: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+    """What a task's event says when the events already hold its full record ``last``
+    for this attempt: the fields that changed, which the reader merges over it (an outcome
+    event without the inputs it was sent with: about half the JSON). The full ``record``
+    when its inputs changed or a field went away (a record with inputs replaces)."""
+    if last.get("inputs") != record.get("inputs") or not record.keys() >= last.keys():
+        return record
+    out = {key: record[key] for key in _HEAD}
+    for key, value in record.items():
+        if key not in out and (key not in last or last[key] != value):
+            out[key] = value
+    return out
+
+
+def task_head(run: TaskRun) -> dict[str, Any]:
+    """A task not sent yet, as the journal's first write holds it: which task it is (what
+    resume checks the plan made again against) and its state; its full record comes with
+    its first event."""
+    task = run.task
+    return {
+        "number": task.number,
+        "target": task.target,
+        "operation": task.operation.qualified_name if task.operation else None,
+        "state": str(run.state),
+    }
+
+
+def task_progress(run: TaskRun) -> dict[str, Any]:
+    """What changes between sending a task and its outcome (``sent``, ``started``): the
+    full record went with ``sending`` and comes again with the outcome, and fold merges
+    the fields in between."""
+    return {
+        **task_head(run),
+        "changeId": run.change_id,
+        "attempts": run.attempts,
+        "startedAt": _iso(run.started_at),
+        "worker": run.worker,
+        "priorState": str(run.prior_state) if run.prior_state else None,
+        "previousId": run.previous_id,
+    }
+
+
+def task_record(run: TaskRun, secrets: set[str],
+                key: KeyProvider | None = None, inputs: Any = None) -> dict[str, Any]:
+    """A task as the journal records it: its state, attempts and times, and its result's
+    outputs with every secret the job knows redacted (``inputs``: the task's inputs as
+    an earlier record redacted them with the same secrets)."""
+    if run.inputs and run.digest is None and key is not None:
+        records.task_digest(run, key)
+    record: dict[str, Any] = {
+        **task_head(run),
+        "changeId": run.change_id,
+        "previousId": run.previous_id,
+        "attempts": run.attempts,
+        "status": str(run.status) if run.status else None,
+        "changed": run.changed,
+        "priorState": str(run.prior_state) if run.prior_state else None,
+        "startedAt": _iso(run.started_at),
+        "endedAt": _iso(run.ended_at),
+        "message": redact(run.message, secrets) if run.message else None,
+        "carried": run.carried,
+        "interrupted": run.interrupted,
+        "retries": redact(list(run.retries), secrets) if run.retries else [],
+        "worker": run.worker,
+        "inputs": plain_redacted(run.inputs, secrets) if inputs is None else inputs,
+        "digest": list(run.digest) if run.digest else None,
+    }
+    if run.result is not None:
+        record["result"] = _result(run, secrets)
+    return record
+
+
+_PLAIN_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def plain_redacted(value: Any, secrets: set[str]) -> Any:
+    """``to_plain(redact(value, secrets))``, in one walk when the job knows no secret: plain
+    data is copied as it is (keys made text, as ``to_plain`` makes them); anything else in
+    it (a marked value, a tuple, a subclass) goes through both, as before."""
+    if secrets or getattr(secrets, "hashed", None):
+        return yamlio.to_plain(redact(value, secrets))
+    kind = type(value)
+    if kind in _PLAIN_SCALARS:
+        return value
+    if kind is dict:
+        return {k if type(k) is str else str(k): plain_redacted(v, secrets)
+                for k, v in value.items()}
+    if kind is list:
+        return [plain_redacted(v, secrets) for v in value]
+    return yamlio.to_plain(redact(value, secrets))
+
+
+#: each fingerprint entry's field in the record (see :func:`fingerprint`)
+_FIELDS = ("state", "changeId", "previousId", "attempts", "status", "changed", "priorState",
+           "startedAt", "endedAt", "message", "carried", "interrupted", "retries", "worker",
+           "inputs", "digest", "result")
+#: entries whose change needs the whole record made again: changeId, attempts, inputs
+#: (another attempt, or other inputs) and the digest (taken from the inputs)
+_WHOLE = frozenset({1, 3, 14, 15})
+
+
+def updated_record(run: TaskRun, secrets: set[str], last: dict[str, Any],
+                   before: tuple[Any, ...], now: tuple[Any, ...]
+                   ) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The task's record ``last`` (made from ``before``, with the same secrets) with the
+    fields whose part of the fingerprint changed (``now``) made again, and those fields;
+    None when the whole record must be made again (another attempt or other inputs, a
+    digest to take, a result gone)."""
+    changed: dict[str, Any] = {}
+    for index, value in enumerate(now):
+        if value == before[index]:
+            continue
+        if index in _WHOLE:
+            return None
+        key = _FIELDS[index]
+        if index == 16:
+            if run.result is None:
+                return None
+            changed[key] = _result(run, secrets)
+        else:
+            changed[key] = _field(run, secrets, key)
+    return {**last, **changed}, changed
+
+
+def _field(run: TaskRun, secrets: set[str], key: str) -> Any:
+    """One field of :func:`task_record` (not the inputs, digest or result)."""
+    if key == "state":
+        return str(run.state)
+    if key == "status":
+        return str(run.status) if run.status else None
+    if key == "changed":
+        return run.changed
+    if key == "endedAt":
+        return _iso(run.ended_at)
+    if key == "worker":
+        return run.worker
+    if key == "message":
+        return redact(run.message, secrets) if run.message else None
+    if key == "previousId":
+        return run.previous_id
+    if key == "priorState":
+        return str(run.prior_state) if run.prior_state else None
+    if key == "startedAt":
+        return _iso(run.started_at)
+    if key == "retries":
+        return redact(list(run.retries), secrets) if run.retries else []
+    if key == "carried":
+        return run.carried
+    return run.interrupted
+
+
+def _result(run: TaskRun, secrets: set[str]) -> dict[str, Any]:
+    result = run.result
+    assert result is not None
+    record = {
+        "success": result.success,
+        "modified": result.modified,
+        "error": redact(result.error, secrets) if result.error else None,
+        "outputs": plain_redacted(result.outputs, secrets),
+        "attributes": plain_redacted(result.attributes, secrets),
+    }
+    if not result.ran:
+        record["ran"] = False
+    return record
+
+
+def event_body(last: dict[str, Any], record: dict[str, Any],
+               changed: dict[str, Any]) -> dict[str, Any]:
+    """:func:`changed_fields` of a record :func:`updated_record` made from ``last``: its
+    head and the fields made again whose value is not the one ``last`` holds."""
+    out = {key: record[key] for key in _HEAD}
+    for key, value in changed.items():
+        if key not in out and (key not in last or last[key] != value):
+            out[key] = value
+    return out
