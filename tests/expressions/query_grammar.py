@@ -153,6 +153,38 @@ def value_probes(draw: Any) -> dict[str, Any]:
     return {**({"at": at} if at else {}), "v": value, "vars": dict(VARS)}
 
 
+ENTITIES = ["SELF", "SOURCE", "TARGET", "HOST", *NODES, "nosuch"]
+REQUIREMENTS = ["host", "uses", "link", "configures", "feature", "nosuch"]
+INDEXES: list[Any] = [0, 1, -1, "a", "s", "b", "0", 5]
+
+
+@st.composite
+def function_probes(draw: Any) -> dict[str, Any]:
+    """TOSCA's functions and Unfurl's over the instances and queries of the ensemble, in
+    node and relationship contexts."""
+    at = draw(st.sampled_from(AT[1:]))
+    text = draw(query_texts())
+    other = draw(query_texts())
+    prop = draw(st.sampled_from([*PROPERTIES, "credential", "nosuch"]))
+    args = [draw(st.sampled_from(ENTITIES))]
+    if draw(st.booleans()):
+        args.append(draw(st.sampled_from(REQUIREMENTS)))
+    args += [prop, *draw(st.lists(st.sampled_from(INDEXES), max_size=2))]
+    value = draw(st.sampled_from([
+        {"get_property": args}, {"get_attribute": args},
+        {"eval": {"get_property": args}}, {"eval": {"get_attribute": args}},
+        {"get_nodes_of_type": draw(st.sampled_from(["Thing", "tosca.nodes.Root", "Nope"]))},
+        {"eval": {"if": text, "then": {"eval": other}, "else": "no"}},
+        {"eval": {"and": [text, other]}}, {"eval": {"or": [text, other]}},
+        {"eval": {"not": text}}, {"eval": {"eq": [{"eval": text}, {"eval": other}]}},
+        {"eval": {"q": text}}, {"eval": {"concat": [{"eval": text}, "-"]}},
+        [{"eval": text}, {"eval": other}], {"a": {"eval": text}},
+        {"eval": text, "foreach": {"eval": {"if": "$item", "then": "$index"}}},
+        {"eval": {"foreach": {"key": "$key", "value": {"eval": other}}}},
+    ]))
+    return {"at": at, "v": value, "vars": dict(VARS)}
+
+
 def draw(strategy: st.SearchStrategy[dict[str, Any]], count: int) -> list[dict[str, Any]]:
     """``count`` examples of ``strategy``, the same ones each time (hypothesis derandomized),
     without repeats."""
@@ -171,7 +203,8 @@ def draw(strategy: st.SearchStrategy[dict[str, Any]], count: int) -> list[dict[s
 def main() -> None:
     import json
 
-    probes = draw(query_probes(), 1600) + draw(value_probes(), 600)
+    probes = (draw(query_probes(), 1600) + draw(value_probes(), 600)
+              + draw(function_probes(), 600))
     sys.stdout.write("# drawn by tests/expressions/query_grammar.py (JSON lines are YAML)\n")
     for probe in probes:
         sys.stdout.write("- " + json.dumps(probe) + "\n")

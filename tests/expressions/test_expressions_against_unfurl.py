@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import examples, unfurl120
+from tests.expressions import query_grammar
 from tests.expressions.test_unfurl_expressions import comparable
 from tests.expressions.unfurl_probes import CASES, Probes, copy_case
 
@@ -209,10 +210,10 @@ def relationship_probes(draw: Any) -> dict[str, Any]:
 class Oracle:
     """Unfurl 1.2.0 evaluating probes, one process for the module."""
 
-    def __init__(self) -> None:
+    def __init__(self, case: str = CASE) -> None:
         script = CASES / "oracle.py"
         self.process = subprocess.Popen(
-            [str(UNFURL.parent / "python"), str(script), CASE], stdin=subprocess.PIPE,
+            [str(UNFURL.parent / "python"), str(script), case], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
             env={**os.environ, "PROBE_SECRET": "s3cr3t-value", "PROBE_PLAIN": "plain-value"})
         assert self.process.stdout is not None
@@ -231,12 +232,12 @@ class Oracle:
         self.process.wait(timeout=60)
 
 
-@pytest.fixture(scope="module")
-def both(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Oracle, Probes]]:
+def _both(tmp_path_factory: pytest.TempPathFactory, case: str
+          ) -> Iterator[tuple[Oracle, Probes]]:
     folder = tmp_path_factory.mktemp("ours") / "project"
     folder.mkdir()
-    ours = Probes(copy_case(CASE, folder))
-    oracle = Oracle()
+    ours = Probes(copy_case(case, folder))
+    oracle = Oracle(case)
     cwd = Path.cwd()
     os.chdir(folder)
     try:
@@ -244,6 +245,16 @@ def both(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Oracle, Pro
     finally:
         os.chdir(cwd)
         oracle.close()
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Oracle, Probes]]:
+    yield from _both(tmp_path_factory, CASE)
+
+
+@pytest.fixture(scope="module")
+def grammar(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Oracle, Probes]]:
+    yield from _both(tmp_path_factory, query_grammar.CASE)
 
 
 def _same(both: tuple[Oracle, Probes], probe: dict[str, Any]) -> None:
@@ -278,3 +289,21 @@ def test_queries_give_unfurls_results(both: tuple[Oracle, Probes],
 def test_relationship_contexts_give_unfurls_values(both: tuple[Oracle, Probes],
                                                    probe: dict[str, Any]) -> None:
     _same(both, probe)
+
+
+@settings(max_examples=examples(400))
+@given(probe=query_grammar.query_probes())
+def test_generated_queries_give_unfurls_results(grammar: tuple[Oracle, Probes],
+                                                probe: dict[str, Any]) -> None:
+    """The whole grammar (nested and consecutive predicates, tests against text and
+    variables, `?`, `$var` keys, every start) over the query-grammar ensemble."""
+    _same(grammar, probe)
+
+
+@settings(max_examples=examples(300))
+@given(probe=query_grammar.value_probes())
+def test_generated_expressions_give_unfurls_values(grammar: tuple[Oracle, Probes],
+                                                   probe: dict[str, Any]) -> None:
+    """Queries in each form an input holds them: eval, ref, foreach/select, the eval
+    filter, vars, strict, the foreach function."""
+    _same(grammar, probe)

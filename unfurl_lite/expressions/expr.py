@@ -377,22 +377,46 @@ def get_property(args: YAMLValue, ctx: EvalContext) -> Any:
 
 
 def _host_property(first: Any, path: list[Any], ctx: EvalContext) -> Any:
+    """``[HOST, ...]`` as tosca-parser finds the host (Unfurl 1.2.0 evaluates get_property
+    there): from the template, the first requirement it writes whose node is a template,
+    that template's, and so on, to the first whose type declares the property (or, with
+    a path, has the capability ``first`` with that property); its value, null when unset."""
     world = ctx.world()
-    host = ctx.current_entity().parent
-    while host is not None and getattr(host, "kind", "") == "NodeInstance":
-        view = world.view(host.name)
+    templates = ctx.topology_templates()
+    current = templates.get(instance_name(ctx.self_view) or "")
+    seen: set[str] = set()
+    while current is not None and current.name not in seen:
+        seen.add(current.name)
+        found = next((t for t in map(lambda n: _template_named(templates, n),
+                                     current.written_targets) if t is not None), None)
+        if found is None:
+            break
+        view = world.view(found.name)
         properties: Mapping[str, Any] = (view.get("properties") if view is not None else None) or {}
-        if first in properties:
-            return _walk(properties, [first, *path], host.name, "property")
-        if path:  # tosca-parser's: or the nearest host's capability that has the property
-            node = world.node(host.name)
+        if found.declares(str(first)):
+            if first not in properties:
+                if path:
+                    raise ExpressionError(f"get_property: {found.name} has no value for {first!r}")
+                return None
+            return _walk(properties, [first, *path], found.name, "property")
+        if path:
+            node = world.node(found.name)
             for capability in getattr(node, "capabilities", ()):
-                if capability.name == first and path[0] in capability.attributes:
-                    return _walk(capability.attributes, path, f"{host.name}'s {first}",
+                if capability.name == first and capability.attributes.get(path[0]) is not None:
+                    return _walk(capability.attributes, path, f"{found.name}'s {first}",
                                  "property")
-        host = host.parent
+        current = found
     raise ExpressionError(f"get_property: no host of {instance_name(ctx.self_view)} has the "
                           f"property {first!r}")
+
+
+def _template_named(templates: Mapping[str, NodeTemplate], name: str) -> NodeTemplate | None:
+    """The template of that name, else the first of that type (as tosca-parser finds a
+    requirement's node)."""
+    found = templates.get(name)
+    if found is not None:
+        return found
+    return next((t for t in templates.values() if name in t.type_lineage), None)
 
 
 LazyValues = LazyValues  # re-exported for the modules that read expressions' values

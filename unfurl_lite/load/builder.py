@@ -339,7 +339,18 @@ def _node_template(
             chain, property_defs, {t: types[t].metadata for t in chain if t in types},
             data.get("properties") or (), metadata) if type_name in types else frozenset(),
         unset_properties=optional.difference(properties) if optional else frozenset(),
+        written_targets=_written_targets(data.get("requirements")),
     )
+
+
+def _written_targets(requirements: object) -> tuple[str, ...]:
+    found: list[str] = []
+    for entry in requirements if is_list(requirements) else ():
+        for value in entry.values() if is_map(entry) else ():
+            node = value.get("node") if is_map(value) else value
+            if isinstance(node, str):
+                found.append(node)
+    return tuple(found)
 
 
 def _default_instances(data: NodeTemplateDoc) -> int:

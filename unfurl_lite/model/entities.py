@@ -284,6 +284,18 @@ class NodeTemplate:
     #: properties its type declares ``required: false`` with no default that the template
     #: leaves unset: ``get_property`` of one is null in Unfurl 1.2.0, ``SELF.x`` still fails
     unset_properties: frozenset[str] = frozenset()
+    #: the nodes its own requirements name, in the order it writes them (template or type
+    #: names): tosca-parser's ``HOST`` search follows the first that finds a template
+    written_targets: tuple[str, ...] = ()
+
+    def declares(self, name: str) -> bool:
+        """Whether its type declares the property ``name`` (set, defaulted or unset)."""
+        # start-up: model.lineage's tables only where HOST is searched
+        from unfurl_lite.model.lineage import NORMATIVE_PROPERTIES
+
+        return (name in self.properties and name not in self.undeclared_properties) or \
+            name in self.unset_properties or any(
+                name in NORMATIVE_PROPERTIES.get(t, (None, ()))[1] for t in self.type_lineage)
 
     def operation(self, name: str) -> Operation | None:
         """Find ``create``, ``Standard.create``, ``cloudify.interfaces.lifecycle.create`` or

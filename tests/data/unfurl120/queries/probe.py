@@ -50,6 +50,8 @@ def plain(value, depth=0):
         text = str(value).replace(WORK[0], "<repo>") if WORK else str(value)
         return {"sensitive": text} if "sensitive" in type(value).__name__ else text
     if isinstance(value, (bool, int, float)) or value is None:
+        if type(value).__name__.startswith("Scalar"):  # ruamel's ScalarFloat, ScalarInt...
+            return bool(value) if "Boolean" in type(value).__name__ else type(value).__mro__[1](value)
         if type(value) not in (bool, int, float, type(None)):
             return {"enum": type(value).__name__, "name": getattr(value, "name", None)}
         return value
