@@ -264,10 +264,10 @@ class Commands:
             self._finish(flight)
             return True
         # (the pipe is no longer watched, then closed)
-        flight.child.read(fd, self._poller.unregister, ended=(mask & _EMPTY) == select.EPOLLHUP)
-        if fd not in flight.child.reading:
+        if flight.child.read(fd, self._poller.unregister,
+                             ended=(mask & _EMPTY) == select.EPOLLHUP):
             del self._by_fd[fd]
-            if not flight.child.reading:  # both read to their end: its end, now or later
+            if flight.child.read_out:  # both read to their end: its end, now or later
                 return self._watch_end(flight)
         return False
 

@@ -90,23 +90,29 @@ class Child:
         """The pipes not yet read to their end."""
         return frozenset(self._open)
 
+    @property
+    def read_out(self) -> bool:
+        """Both pipes read to their end (and closed)."""
+        return not self._open
+
     def read(self, fd: int, forget: Callable[[int], object] | None = None,
-             ended: bool = False) -> None:
+             ended: bool = False) -> bool:
         """Read what ``fd`` (one of :attr:`reading`, ready) holds; at its end, close it
         (``forget`` called with it first: the caller's poll no longer watches it; ``ended``:
-        the caller's poll said it is at its end, nothing is read).
+        the caller's poll said it is at its end, nothing is read); whether it was.
         (What :meth:`communicate` does at each wake-up, for a caller that polls many
         commands' pipes at once.)"""
         data = b"" if ended else os.read(fd, _CHUNK)
         if data:
             self._chunks[fd].append(data)
-        else:
-            if forget is not None:
-                forget(fd)
-            if self._poller is not None:
-                self._poller.unregister(fd)
-            os.close(fd)
-            self._open.discard(fd)
+            return False
+        if forget is not None:
+            forget(fd)
+        if self._poller is not None:
+            self._poller.unregister(fd)
+        os.close(fd)
+        self._open.discard(fd)
+        return True
 
     def output(self) -> tuple[str, str]:
         """stdout and stderr as read so far, decoded as ``Popen(text=True)`` decodes them."""
@@ -176,9 +182,10 @@ class Child:
 
 def start(program: bytes, argv: list[bytes], env: list[bytes], cwd: str) -> Child:
     """Start ``program`` in a new session with stdin from /dev/null and stdout and stderr
-    on pipes of their own; OSError when it cannot start (``FileNotFoundError`` naming the
-    directory when that is what is missing, as subprocess does)."""
-    checked([program, *argv, *env])
+    on pipes of their own (``env``: entries as :func:`environment` encodes and checks
+    them); OSError when it cannot start (``FileNotFoundError`` naming the directory when
+    that is what is missing, as subprocess does)."""
+    checked([program, *argv])  # (env: checked as environment() encodes it)
     out_read, out_write = os.pipe2(os.O_CLOEXEC)
     try:
         err_read, err_write = os.pipe2(os.O_CLOEXEC)
@@ -209,7 +216,8 @@ _ENTRIES_KEPT = 4096
 
 def environment(env: dict[str, str]) -> list[bytes]:
     """``NAME=value`` entries as UTF-8 (``surrogateescape``: what the environment held),
-    refusing what subprocess refuses (a name with ``=``)."""
+    refusing what subprocess refuses (a name with ``=``, a NUL: each entry checked once,
+    as it is encoded, not at every start)."""
     entries = []
     for pair in env.items():
         entry = _ENTRIES.get(pair)
@@ -218,6 +226,7 @@ def environment(env: dict[str, str]) -> list[bytes]:
             if "=" in name:
                 raise ValueError("illegal environment variable name")
             entry = (name + "=" + value).encode("utf-8", "surrogateescape")
+            checked([entry])
             if len(_ENTRIES) >= _ENTRIES_KEPT:
                 _ENTRIES.clear()
             _ENTRIES[pair] = entry
