@@ -14,6 +14,7 @@ those the opt-in oracle test asks it afresh. To draw the recorded probes again:
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Any
 
@@ -117,9 +118,13 @@ def query_texts(draw: Any) -> str:
 
 
 def query_probes() -> st.SearchStrategy[dict[str, Any]]:
-    return st.builds(lambda text, at: {"q": text, **({"at": at} if at else {}),
-                                       "vars": dict(VARS)},
+    return st.builds(lambda text, at: _with_vars({"q": text, **({"at": at} if at else {})}),
                      query_texts(), st.sampled_from(AT))
+
+
+def _with_vars(probe: dict[str, Any]) -> dict[str, Any]:
+    """The probe, with the variables when it reads one."""
+    return {**probe, "vars": dict(VARS)} if "$" in json.dumps(probe) else probe
 
 
 #: what `foreach`/`select` make of each result
@@ -150,7 +155,7 @@ def value_probes(draw: Any) -> dict[str, Any]:
         value = {"eval": {"foreach": draw(st.sampled_from(EACH))}}
     else:
         value = {"eval": text, "strict": draw(st.sampled_from(["required", "notnull"]))}
-    return {**({"at": at} if at else {}), "v": value, "vars": dict(VARS)}
+    return _with_vars({**({"at": at} if at else {}), "v": value})
 
 
 ENTITIES = ["SELF", "SOURCE", "TARGET", "HOST", *NODES, "nosuch"]
@@ -177,12 +182,23 @@ def function_probes(draw: Any) -> dict[str, Any]:
         {"eval": {"if": text, "then": {"eval": other}, "else": "no"}},
         {"eval": {"and": [text, other]}}, {"eval": {"or": [text, other]}},
         {"eval": {"not": text}}, {"eval": {"eq": [{"eval": text}, {"eval": other}]}},
-        {"eval": {"q": text}}, {"eval": {"concat": [{"eval": text}, "-"]}},
+        {"eval": {"q": text}}, {"eval": {"concat": [{"eval": text + "::.name"}, "-"]}},
         [{"eval": text}, {"eval": other}], {"a": {"eval": text}},
         {"eval": text, "foreach": {"eval": {"if": "$item", "then": "$index"}}},
         {"eval": {"foreach": {"key": "$key", "value": {"eval": other}}}},
     ]))
-    return {"at": at, "v": value, "vars": dict(VARS)}
+    return _with_vars({"at": at, "v": value})
+
+
+#: probes the opt-in oracle test (or a wider draw) found answered differently here, kept
+#: once fixed
+FOUND: list[dict[str, Any]] = [
+    # a predicate is walked to its end: the root's `.sources` fails after mid's matched
+    {"q": ".ancestors[ll][.sources!=0::uses!=false[.present?][.configured_by]]", "at": "mid"},
+    {"q": ".ancestors[ll][.sources]", "at": "mid"},
+    {"q": ".ancestors[.sources]", "at": "leaf"},
+    {"q": ".ancestors?[.sources]", "at": "leaf"},
+]
 
 
 def draw(strategy: st.SearchStrategy[dict[str, Any]], count: int) -> list[dict[str, Any]]:
@@ -201,10 +217,8 @@ def draw(strategy: st.SearchStrategy[dict[str, Any]], count: int) -> list[dict[s
 
 
 def main() -> None:
-    import json
-
     probes = (draw(query_probes(), 1600) + draw(value_probes(), 600)
-              + draw(function_probes(), 600))
+              + draw(function_probes(), 600) + FOUND)
     sys.stdout.write("# drawn by tests/expressions/query_grammar.py (JSON lines are YAML)\n")
     for probe in probes:
         sys.stdout.write("- " + json.dumps(probe) + "\n")

@@ -133,7 +133,9 @@ def _apply(value: Any, segment: Segment, scope: Scope, last: bool = False) -> li
                 f"value of {segment.key or 'the query'!r} is a {_kind(value)}",
                 hint="a predicate starting with '*' applies to a list's items; read a "
                 "mapping's values with '::*' instead")
-        matched = any(True for _ in _walk(candidates, predicate, scope))
+        # walked to the end, as Unfurl lists a predicate's results before it tests them:
+        # a later candidate's error is an error, though an earlier one matched
+        matched = bool(list(_walk(candidates, predicate, scope)))
         if predicate[0].modifier == "!":
             if matched:
                 return []
