@@ -45,6 +45,8 @@ _EMPTY = select.EPOLLIN | select.EPOLLHUP
 _MAX_EVENTS = 256
 #: seconds between looks at a command whose end no pidfd watches (none could be opened)
 _UNWATCHED_LOOK = 0.005
+#: concurrent.futures' state of a future with its result or exception set
+_FINISHED = "FINISHED"
 
 
 @lru_cache(maxsize=1)
@@ -70,10 +72,15 @@ class Driven(Future[OperationResult]):
         self._commands = commands
 
     def result(self, timeout: float | None = None) -> OperationResult:
+        found = self._result  # the job's everyday ask, once wait() completed it: no lock,
+        if found is not None and self._state == _FINISHED:  # no drive
+            return found
         self._commands.drive(self, timeout)
         return super().result(timeout=0 if self.done() else timeout)
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
+        if self._state == _FINISHED:
+            return self._exception
         self._commands.drive(self, timeout)
         return super().exception(timeout=0 if self.done() else timeout)
 
