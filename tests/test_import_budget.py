@@ -71,9 +71,10 @@ PLAN_OURS = {
 #: What "the interpreter's own start" holds depends on the machine's site hooks: a .pth
 #: that imports a library (setuptools' editable finder, a CA bundle's hook) starts it with
 #: a hundred modules, a plain virtualenv with about 26. The budgets below hold for the
-#: plain virtualenv (a user's `pip install`, measured 40, 53 and 82 at the ninth sitting);
+#: plain virtualenv (a user's `pip install`, measured 40, 53 and 82 at the ninth sitting; 36, 51
+#: and 80 at the tenth, typing kept off);
 #: on a machine whose hooks import more, the same commands count fewer.
-PLAN_STDLIB_MAX = 45
+PLAN_STDLIB_MAX = 36
 
 #: what `deploy --approve -q` adds to a plan's: the job's machinery, its records and git
 DEPLOY_OURS = PLAN_OURS | {
@@ -109,18 +110,20 @@ DEPLOY_OURS = PLAN_OURS | {
 }  # fmt: skip
 #: the standard library the command's own process imports beyond the interpreter's start
 #: (failed lookups included: `copy` asks for Jython's org.python.core): plan, deploy
-COMMAND_STDLIB_MAX = {"plan": 58, "deploy": 88}
+COMMAND_STDLIB_MAX = {"plan": 51, "deploy": 80}
 #: never at their start in an interpreter without this machine's site hooks (`python -S`):
 #: shutil (with zlib, bz2, lzma) is init's, tempfile and zipfile nobody's on these roads
 NEVER_WITHOUT_SITE = {"shutil", "bz2", "lzma", "tempfile", "zipfile", "random",
                       "ipaddress"}  # (urllib.parse's, for a bracketed host: deferred)
-#: never on these commands' start: inspect (with ast, dis, tokenize) is dataclasses' for the
-#: docstring of a class that has none, traceback (linecache, tokenize) logging's for an
-#: exception, locale subprocess's for a text pipe (load/codecache.py defers the three), difflib
-#: a did-you-mean's
+#: never on these commands' start: typing (some 60 classes; the package's annotations,
+#: aliases and casts need it only for the type checker), inspect (with ast, dis, tokenize) is
+#: dataclasses' for the docstring of a class that has none, traceback (linecache, tokenize)
+#: logging's for an exception, locale subprocess's for a text pipe (load/codecache.py defers
+#: the three), difflib a did-you-mean's
 NEVER_AT_START = {"inspect", "ast", "dis", "opcode", "difflib", "traceback", "linecache",
                   "tokenize", "locale",
-                  "copy", "org"}  # (dataclasses' for asdict; copy asks for Jython's org...)
+                  "copy", "org",  # (dataclasses' for asdict; copy asks for Jython's org...)
+                  "typing"}  # (our modules import it for the type checker only: narrow.cast)
 
 _PROBE = """
 import json, sys

@@ -22,10 +22,9 @@ Each use case lives in a module of this package, imported when first used, so th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from unfurl_lite.exports import lazy
 
+TYPE_CHECKING = False  # (typing itself stays off the command's start)
 if TYPE_CHECKING:
     from unfurl_lite.api.control import (
         Cancelled,

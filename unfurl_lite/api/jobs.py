@@ -17,7 +17,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 from unfurl_lite.api.project import make_plan
 from unfurl_lite.api.remembered import rememberable
@@ -46,6 +45,10 @@ from unfurl_lite.run.outcome import JobResult, Resumed
 from unfurl_lite.run.results import keep_defaults_read
 from unfurl_lite.run.signals import JobControl
 from unfurl_lite.security.paths import confine_records
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @dataclass

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 from unfurl_lite.expressions.digest import spec_digest
 from unfurl_lite.expressions.limits import budgeted
@@ -22,6 +21,10 @@ from unfurl_lite.record import interrupted
 from unfurl_lite.record.history import iso
 from unfurl_lite.run.observer import CANCELLING
 from unfurl_lite.run.status import fold_effective
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA_VERSION = 1
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from unfurl_lite.errors import InputError, UnfurlLiteError
 from unfurl_lite.expressions.limits import budgeted
@@ -16,6 +15,10 @@ from unfurl_lite.plan.tasks import Plan
 from unfurl_lite.run.options import PlanOptions
 from unfurl_lite.security.paths import confine_records
 from unfurl_lite.security.taint import REDACTED, secrets_in
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 EXAMPLE_ENSEMBLE = """\
 apiVersion: unfurl/v1alpha1

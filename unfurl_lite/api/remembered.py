@@ -9,13 +9,16 @@ file.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from unfurl_lite.errors import PlanError
 from unfurl_lite.load import yamlio
 from unfurl_lite.model.ensemble import LOCK_NAME
 from unfurl_lite.plan.tasks import Plan
 from unfurl_lite.run.options import PlanOptions
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def rememberable(custom: bool, inputs: dict[str, Any] | None) -> bool:

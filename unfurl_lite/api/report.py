@@ -10,7 +10,6 @@ in none of them. The partition puts every counted task in exactly one outcome.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from unfurl_lite.run.observer import TaskState
 from unfurl_lite.run.outcome import (
@@ -21,6 +20,10 @@ from unfurl_lite.run.outcome import (
     run_outcome,
     unfurl_count,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: why a task that never started did not, by its outcome ("{it}": it, or they)
 NOT_STARTED = {

@@ -15,7 +15,6 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, fields
-from typing import Any
 
 from unfurl_lite import api
 from unfurl_lite.cli.render import (
@@ -36,6 +35,10 @@ from unfurl_lite.cli.terminal import console, echo
 from unfurl_lite.errors import ApprovalRequired
 from unfurl_lite.model.builtin_workflows import BY_NAME
 from unfurl_lite.run.options import JobOptions
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @dataclass(frozen=True)

@@ -33,13 +33,15 @@ import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.cli.terminal import echo
 from unfurl_lite.errors import STORAGE_ERRNOS, InputError, UnfurlLiteError, storage_error
 from unfurl_lite.model.builtin_workflows import workflow_of_command
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from unfurl_lite.model.ensemble import Ensemble
     from unfurl_lite.plan.tasks import Plan
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.run.observer import Observer, TaskState
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from unfurl_lite.plan.tasks import Plan, Task
     from unfurl_lite.run.outcome import JobResult, TaskRun
 

@@ -11,7 +11,10 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # only Select Graphic Rendition: colours and styles (bold, dim, italic...)
 STYLE_ESCAPE = re.compile(r"\x1b\[[0-9;:]*m")

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any
 
 from unfurl_lite.errors import ExpressionError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: what a mapping offers besides its keys; reading these is never a missing key
 MAPPING_METHODS = frozenset(name for name in dir(dict) if not name.startswith("_"))

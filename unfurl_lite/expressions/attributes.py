@@ -14,9 +14,12 @@ tests/data/unfurl120/queries/names-probes records Unfurl's answers.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from unfurl_lite.errors import ExpressionError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: a mapping's methods in Unfurl's templates (``collections.abc.MutableMapping``'s)
 MAPPING_METHODS = frozenset({"get", "items", "keys", "values", "pop", "popitem", "clear",

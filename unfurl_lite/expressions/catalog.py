@@ -22,9 +22,12 @@ import functools
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
 
-Kind = Literal["function", "filter", "test", "global", "lookup", "query_key"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal, TypeAlias
+
+Kind: TypeAlias = 'Literal["function", "filter", "test", "global", "lookup", "query_key"]'
 
 
 @dataclass(frozen=True)

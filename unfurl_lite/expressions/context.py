@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import ExpressionError
 from unfurl_lite.expressions.expr import EvalContext, evaluate, evaluate_stored
@@ -20,7 +19,10 @@ from unfurl_lite.model.narrow import type_of
 from unfurl_lite.model.status_layout import HOSTED_ON
 from unfurl_lite.security.taint import Sensitive
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from unfurl_lite.model.narrow import YAMLValue
 
 INPUTS_LABEL = "the operation has no input {name}"

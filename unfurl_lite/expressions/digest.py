@@ -14,12 +14,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, cast
 
 from unfurl_lite.expressions.expr import Sensitive
+from unfurl_lite.model.narrow import cast
 from unfurl_lite.security.taint import REDACTED, from_environment
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from unfurl_lite.model.narrow import YAMLValue
 
 try:  # CPython's own SHA-1: importing hashlib starts OpenSSL, milliseconds of every job

@@ -12,7 +12,6 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import ExpressionError
 from unfurl_lite.expressions.lazy import (
@@ -29,7 +28,10 @@ from unfurl_lite.model.narrow import new_dict, new_set
 from unfurl_lite.security import taint
 from unfurl_lite.security.taint import Sensitive, Tainted
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from unfurl_lite.expressions.entities import Entity, World
     from unfurl_lite.model.entities import Instance, NodeTemplate, Topology
     from unfurl_lite.model.narrow import YAMLValue
@@ -123,7 +125,7 @@ class EvalContext:
         return self.topology.templates if self.topology is not None else {}
 
 
-class _Nodes(Mapping[str, Any]):
+class _Nodes(Mapping[str, "Any"]):
     """``NODES.app.port`` in a template: each instance's values by its name, the root's
     (``inputs``, ``outputs``) first, as ``root``, as in Unfurl."""
 

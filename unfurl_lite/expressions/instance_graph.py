@@ -13,13 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.model.entities import Instance, NodeTemplate, Requirement, Topology
 from unfurl_lite.model.lineage import as_mapping, parents
 from unfurl_lite.model.narrow import new_dict
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from unfurl_lite.model.narrow import YAMLValue
 
 #: TOSCA 1.3's normative node types' own capabilities, in its definition's order

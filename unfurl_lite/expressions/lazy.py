@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeGuard, overload
 
 from unfurl_lite.errors import ExpressionError
-from unfurl_lite.model.narrow import is_mapping
+from unfurl_lite.model.narrow import is_mapping, overload
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, TypeGuard
+
     from unfurl_lite.model.narrow import YAMLValue
 
 
-class _Over(Mapping[str, Any]):
+class _Over(Mapping[str, "Any"]):
     """A mapping whose keys are those of ``_inputs`` (what the subclass reads them as is
     its own)."""
 
@@ -65,7 +67,7 @@ class OperationInputs(_Over):
         return self._inputs[key]
 
 
-class Labelled(dict[str, Any]):
+class Labelled(dict[str, "Any"]):
     """A plain mapping a template reads, with the name an error gives it."""
 
     def __init__(self, values: Mapping[str, Any], label: str) -> None:
@@ -105,7 +107,7 @@ def _container(raw: YAMLValue) -> TypeGuard[Mapping[str, Any]]:
     return not (len(raw) == 1 and next(iter(raw)) in catalog.top_level_functions())
 
 
-class LazyValues(Mapping[str, Any]):
+class LazyValues(Mapping[str, "Any"]):
     """Values that may be expressions (a node's properties, an operation's inputs), each
     evaluated when first read, as Unfurl does: ``{{ SELF.port }}``, ``{{ inputs.url }}`` and
     ``get_property`` see the value, never the ``{eval: ...}`` text, and a value nobody reads
@@ -167,7 +169,7 @@ class LazyValues(Mapping[str, Any]):
     update = pop = popitem = setdefault = clear = _read_only  # as the sandbox says of a dict
 
 
-class _Items(Sequence[Any]):
+class _Items(Sequence["Any"]):
     """A list read while its own evaluation is under way: each item evaluated when read."""
 
     def __init__(self, values: LazyValues, length: int) -> None:

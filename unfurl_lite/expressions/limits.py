@@ -15,12 +15,14 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import ExpressionError, RenderCancelled, RenderTimeout
 from unfurl_lite.security import taint
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from unfurl_lite.model.narrow import YAMLValue
 
 MAX_TEMPLATE_RESULT = 1_000_000  # characters or items a template operation may build

@@ -9,7 +9,10 @@ existing one. Testing a name (``is defined``, ``| default(...)``) still works, a
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: the variables every operation's templates see
 OPERATION_VARIABLES = frozenset({"SELF", "HOST", "SOURCE", "TARGET", "inputs", "TOPOLOGY",

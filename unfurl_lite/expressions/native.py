@@ -13,13 +13,16 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import Callable, Iterable, Iterator, MappingView
-from typing import TYPE_CHECKING, Any, cast
 
 from unfurl_lite.expressions.lazy import LazyInputs, LazyValues
 from unfurl_lite.expressions.limits import MAX_TEMPLATE_RESULT, bounded_concat
 from unfurl_lite.expressions.quoting import Quoted
+from unfurl_lite.model.narrow import cast
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from unfurl_lite.model.narrow import YAMLValue
 
 #: filters whose result stays text (Ansible's ``STRING_TYPE_FILTERS``): asking for a string

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import UnfurlLiteError
 from unfurl_lite.expressions.reads import Reads, watch_reads
 from unfurl_lite.model.entities import Instance, Topology
 from unfurl_lite.security.taint import REDACTED, Sensitive, Tainted
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from unfurl_lite.model.narrow import YAMLValue
 
 

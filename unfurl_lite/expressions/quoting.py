@@ -20,7 +20,10 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Quoted(str):
@@ -30,13 +33,13 @@ class Quoted(str):
     debug_name = "str"  # (what `type_debug` says, as of Unfurl's value)
 
 
-class QuotedMap(dict[str, Any]):
+class QuotedMap(dict[str, "Any"]):
     """A mapping ``q`` kept as written (its texts are Quoted)."""
 
     debug_name = "dict"
 
 
-class QuotedList(list[Any]):
+class QuotedList(list["Any"]):
     """A list ``q`` kept as written (its texts are Quoted)."""
 
     debug_name = "list"

@@ -15,7 +15,6 @@ import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import UnfurlLiteError
 from unfurl_lite.expressions.analysis import analyse
@@ -40,7 +39,10 @@ from unfurl_lite.expressions.lazy import (
 from unfurl_lite.expressions.names import VIEW_FIELDS
 from unfurl_lite.expressions.sandbox import is_template
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from unfurl_lite.model.narrow import YAMLValue
 
 #: evaluated after the run, with its result: only what they name is read
@@ -123,7 +125,7 @@ class _Watch:
                    for name in analyse(raw).free)
 
 
-class _Guarded(Mapping[str, Any]):
+class _Guarded(Mapping[str, "Any"]):
     """A mapping an evaluation reads through, marking the watch unstable when what it
     learns is more than the value of a key it has: a missing key, the keys themselves."""
 

@@ -12,7 +12,6 @@ import functools
 import os
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypeGuard
 
 from unfurl_lite.errors import ExpressionError, PathError, RenderCancelled, RenderTimeout
 from unfurl_lite.expressions import catalog, limits
@@ -43,7 +42,10 @@ from unfurl_lite.security import redaction, taint
 from unfurl_lite.security.environment import PROJECT_VARIABLES, allowed
 from unfurl_lite.security.paths import PROTECTED, confine, read_regular_file
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, TypeGuard
+
     from unfurl_lite.expressions.expr import EvalContext
     from unfurl_lite.model.narrow import YAMLValue
 

@@ -6,8 +6,8 @@ so a filter reaches the evaluator through the context it is given, never by impo
 from __future__ import annotations
 
 import contextvars
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from unfurl_lite.expressions.expr import EvalContext
 

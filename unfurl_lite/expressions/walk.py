@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, TypeAlias
 
 from unfurl_lite.errors import ExpressionError, UndefinedVariable
 from unfurl_lite.expressions.entities import Entity
@@ -14,7 +13,10 @@ from unfurl_lite.expressions.keys import read_key
 from unfurl_lite.expressions.query import Key, Query, Segment
 from unfurl_lite.expressions.quoting import is_quoted
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, TypeAlias
+
     from unfurl_lite.expressions.resolve import Scope
     from unfurl_lite.model.narrow import YAMLValue
 

@@ -20,11 +20,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any, cast
 
 from unfurl_lite.load import flowyaml
 from unfurl_lite.load.flowyaml import NeedsFullLoader
 from unfurl_lite.load.guard import MAX_DEPTH, MAX_EXPANDED_CHARS, MAX_EXPANDED_NODES
+from unfurl_lite.model.narrow import cast
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeAlias
 
 __all__ = ["NeedsFullLoader", "load"]
 
@@ -57,7 +61,7 @@ _MAX_NESTING = MAX_DEPTH // 2
 _KEY_VALUE, _KEY_BLOCK, _ITEM_VALUE, _ITEM_BLOCK = range(4)
 
 #: a logical line: its indentation, kind, key (or None) and one-line value (or None)
-_Line = tuple[int, int, str | None, Any]
+_Line: TypeAlias = "tuple[int, int, str | None, Any]"
 _END: _Line = (-1, _KEY_BLOCK, None, None)  # after the last line: closes every container
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from unfurl_lite.load import structure, yamlio
 from unfurl_lite.load.interfaces import (
@@ -39,9 +38,12 @@ from unfurl_lite.model.lineage import (
     parents,
     undeclared_properties,
 )
-from unfurl_lite.model.narrow import YAMLList, YAMLMap, is_list, is_map
+from unfurl_lite.model.narrow import YAMLList, YAMLMap, cast, is_list, is_map
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, TypeAlias
+
     from unfurl_lite.model.documents import (
         EnsembleDoc,
         InstanceRecord,
@@ -228,19 +230,14 @@ def lineage(type_name: str, types: dict[str, NodeType]) -> tuple[str, ...]:
         type_name, lambda t: parents(types[t].derived_from) if t in types else ()))
 
 
-class _Inherited(NamedTuple):
-    """What a template of a type inherits, the same for every template of that type: its
-    lineage, its ancestors' interfaces, definitions and initial values (read-only: a
-    template copies what it changes)."""
-
-    chain: tuple[str, ...]
-    interfaces: Interfaces
-    property_defs: dict[str, Any]
-    interface_types: dict[str, str]
-    properties: dict[str, Any]  # the definitions' defaults
-    attributes: dict[str, Any]  # declared (null when no default) and defaults
-    sensitive: frozenset[str]
-    optional: frozenset[str]  # declared ``required: false`` with no default
+#: What a template of a type inherits, the same for every template of that type: its
+#: lineage (chain), its ancestors' interfaces, property definitions and interface types, its
+#: properties (the definitions' defaults), attributes (declared: null when no default, and
+#: defaults), sensitive properties and optional ones (``required: false``, no default);
+#: read-only: a template copies what it changes
+_Inherited: TypeAlias = (
+    "tuple[tuple[str, ...], Interfaces, dict[str, Any], dict[str, str], dict[str, Any], "
+    "dict[str, Any], frozenset[str], frozenset[str]]")
 
 
 def _inherit(type_name: str, types: dict[str, NodeType]) -> _Inherited:
@@ -262,8 +259,8 @@ def _inherit(type_name: str, types: dict[str, NodeType]) -> _Inherited:
     sensitive = frozenset(k for k, d in property_defs.items() if _is_sensitive(d))
     optional = frozenset(k for k, d in property_defs.items() if is_map(d)
                          and d.get("required") is False and k not in properties)
-    return _Inherited(chain, interfaces, property_defs, interface_types, properties, attributes,
-                      sensitive, optional)
+    return (chain, interfaces, property_defs, interface_types, properties, attributes,
+            sensitive, optional)
 
 
 def _default_of(definition: Any) -> Any:

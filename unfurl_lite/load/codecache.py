@@ -34,9 +34,13 @@ import sys
 import threading
 import types
 from types import CodeType
-from typing import Any, cast
 
 from unfurl_lite.load import pycache
+from unfurl_lite.model.narrow import cast
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: marshalled code is only read back by the interpreter that wrote it
 FILE = f"dataclass-code.{sys.implementation.cache_tag}-{sys.version.split()[0]}.marshal"

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any
 
 from unfurl_lite.model.narrow import type_of
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 WIDTH = 80  # yamlio's ruamel width, which is Unfurl's
 ENTRY_INDENT = 2  # the keys of a mapping in a top-level list: a record's entries

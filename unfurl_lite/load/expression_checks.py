@@ -12,7 +12,6 @@ import functools
 import re
 import threading
 from collections.abc import Iterator
-from typing import Any
 
 from unfurl_lite.errors import Problem
 from unfurl_lite.expressions import catalog
@@ -22,6 +21,10 @@ from unfurl_lite.load import blockyaml
 from unfurl_lite.load.problems import TOPOLOGY, get_section, mapping, problem_at
 from unfurl_lite.load.structure import job_inputs
 from unfurl_lite.model.narrow import YAMLContainer, YAMLValue, is_map
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeAlias
 
 #: parts of a spec that are never evaluated
 _NOT_EVALUATED = frozenset({"metadata", "description"})
@@ -35,7 +38,7 @@ _NAMED = frozenset({"properties", "attributes", "inputs", "outputs", "node_templ
 #: a quoted query piped to eval or ref in a template: ``'::node::attr' | eval``
 _QUERY_FILTERED = re.compile(r"""['"]([^'"{}]*)['"]\s*\|\s*(?:eval|ref)\b""")
 
-Found = tuple[tuple[Any, ...], str, str | None]  # (path, message, hint)
+Found: TypeAlias = "tuple[tuple[Any, ...], str, str | None]"  # (path, message, hint)
 
 
 def problems(doc: Any, file: str) -> Iterator[Problem]:

@@ -14,13 +14,15 @@ import contextvars
 import datetime
 import re
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any, TypeAlias
 
 from unfurl_lite.errors import InputError, LimitExceeded, Problem
 from unfurl_lite.load.positions import location
 from unfurl_lite.security.characters import control_character
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, TypeAlias
+
     from ruamel.yaml.nodes import Node
 
     from unfurl_lite.model.narrow import YAMLScalar

@@ -18,7 +18,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import InputError, PathError, Problem
 from unfurl_lite.load import origins
@@ -26,7 +25,10 @@ from unfurl_lite.load.problems import SERVICE, get_section, mapping, problem_at
 from unfurl_lite.model.narrow import is_list, is_map, new_list
 from unfurl_lite.security.paths import PROTECTED_HINT, PROTECTED_WHY, confine, protected_part
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, TypeAlias
+
     from ruamel.yaml.comments import CommentedMap
 
 #: the sections of a TOSCA file an import brings in (``types``: Unfurl's combined section)
@@ -42,7 +44,8 @@ _IMPORT_KEYS = ("file", "namespace_prefix", "repository")
 MAX_IMPORT_DEPTH = 100
 _URL = re.compile(r"^[A-Za-z][\w+.-]*://")
 
-Sections = dict[str, list[tuple[str, Any, Any, Any]]]  # section -> [(name, body, src, src_key)]
+#: section -> [(name, body, src, src_key)]
+Sections: TypeAlias = "dict[str, list[tuple[str, Any, Any, Any]]]"
 
 
 def has_imports(data: Any) -> bool:

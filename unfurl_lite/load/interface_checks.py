@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from unfurl_lite.errors import Problem
 from unfurl_lite.load.interfaces import marshalled
@@ -33,7 +32,11 @@ from unfurl_lite.model.entities import (
 )
 from unfurl_lite.model.lineage import ancestry, parents
 
-Owners = list[tuple[tuple[Any, ...], Any]]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeAlias
+
+Owners: TypeAlias = "list[tuple[tuple[Any, ...], Any]]"
 #: the document being validated, its owners, found once for the checks that walk them, and
 #: their interfaces' :func:`marshalled` bytes, made when a check first asks for them
 _found: list[tuple[Any, Owners, list[bytes | None]]] = []

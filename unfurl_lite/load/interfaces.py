@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import marshal
 from dataclasses import replace
-from typing import Any
 
 from unfurl_lite.model.entities import (
     INTERFACE_ALIASES,
@@ -23,6 +22,10 @@ from unfurl_lite.model.entities import (
     output_target,
 )
 from unfurl_lite.model.narrow import YAMLMap, YAMLValue, is_map
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Cloudify's interfaces by their short names: a template overriding only an operation's
 #: inputs keeps its type's implementation there

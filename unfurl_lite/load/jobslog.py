@@ -15,11 +15,14 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
 
 from unfurl_lite.load import yamlio
 from unfurl_lite.model.narrow import YAMLValue, is_map
 from unfurl_lite.security.characters import is_control
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
 
 #: characters a jobs.tsv field may not hold raw: they would start a line, end a cell, or
 #: reach a terminal as a control sequence

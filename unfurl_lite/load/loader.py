@@ -12,14 +12,17 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
 
 from unfurl_lite.errors import InputError, LimitExceeded, Problem
 from unfurl_lite.load import parsecache, yamlio
 from unfurl_lite.load.builder import build
 from unfurl_lite.model.ensemble import Ensemble
+from unfurl_lite.model.narrow import cast
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from unfurl_lite.model.documents import EnsembleDoc
     from unfurl_lite.model.narrow import YAMLValue
 

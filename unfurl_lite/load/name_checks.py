@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import Problem, RenderRefused
 from unfurl_lite.expressions import catalog
@@ -36,7 +35,10 @@ from unfurl_lite.model.entities import NodeTemplate, Operation, canonical_interf
 from unfurl_lite.model.lineage import NORMATIVE_ATTRIBUTES, normative_name
 from unfurl_lite.model.narrow import YAMLValue, is_list, is_mapping
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, TypeAlias
+
     from unfurl_lite.model.ensemble import Ensemble
 
 #: the globals a template may call (:mod:`unfurl_lite.expressions.catalog`)
@@ -155,7 +157,7 @@ def _sets_others(templates: Iterable[NodeTemplate]) -> bool:
 
 
 #: what a job will run: (template, operation, extra inputs, whether of a relationship)
-Planned = tuple[str, Operation, Mapping[str, Any], bool]
+Planned: TypeAlias = "tuple[str, Operation, Mapping[str, Any], bool]"
 
 
 def find(ensemble: Ensemble, tasks: Iterable[Planned] | None = None,

@@ -6,11 +6,13 @@ mappings remembers each of them, so a problem inside included content names its 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.load import positions
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # imported by the merge when it builds (a job on a cached ensemble never)
+    from typing import Any
+
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 _ORIGIN = "_unfurl_lite_origin"  # container attribute: {key or index or None: file}

@@ -28,10 +28,13 @@ import os
 import stat
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from unfurl_lite.load import pycache, schemacheck
 from unfurl_lite.model.narrow import YAMLValue, is_map
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 try:  # CPython's own SHA-256: importing hashlib starts OpenSSL, a few ms of every command
     from _sha256 import sha256

@@ -16,12 +16,15 @@ import gc
 import re
 from collections.abc import Iterator
 from functools import lru_cache
-from typing import Any, NamedTuple
 
 from unfurl_lite.load import blockyaml
 from unfurl_lite.load.blockyaml import NeedsFullLoader
 from unfurl_lite.load.guard import DATA_KEYS, MAX_DEPTH, MAX_EXPANDED_CHARS, MAX_EXPANDED_NODES
 from unfurl_lite.security.characters import control_character
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _STR = "tag:yaml.org,2002:str"
 _MAP = "tag:yaml.org,2002:map"
@@ -72,12 +75,14 @@ def load(text: str) -> Any:
         return None if node is None else _Builder().build(node)
 
 
-class Guarded(NamedTuple):
+class Guarded:
     """Plain data that already passed the guard's checks, and whether any mapping key is a
     merge directive (``+...``): facts gathered in the one walk that built the data."""
 
-    data: Any
-    directives: bool
+    __slots__ = ("data", "directives")
+
+    def __init__(self, data: Any, directives: bool) -> None:
+        self.data, self.directives = data, directives
 
 
 def load_guarded(text: str) -> Guarded:

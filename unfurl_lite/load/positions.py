@@ -9,7 +9,10 @@ document the slow way (a job on a cached ensemble) does not import ruamel for th
 from __future__ import annotations
 
 import sys
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def location(node: Any, key: Any = None) -> tuple[int | None, int | None]:

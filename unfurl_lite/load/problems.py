@@ -3,13 +3,15 @@ helpers every validation check shares."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from unfurl_lite.errors import Problem
 from unfurl_lite.expressions.names import did_you_mean  # noqa: F401 (checks import it here)
 from unfurl_lite.load import positions
 from unfurl_lite.load.origins import format_path, source_file
 from unfurl_lite.model.narrow import YAMLMap, YAMLValue
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SERVICE = ("spec", "service_template")
 TOPOLOGY = (*SERVICE, "topology_template")

@@ -21,9 +21,12 @@ import os
 import re
 import sys
 from re import _compiler, _parser  # type: ignore[attr-defined]
-from typing import Any
 
 from unfurl_lite.load import pycache
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: the code is the engine's own format: only read back by the interpreter that wrote it
 FILE = f"regex-code.{sys.implementation.cache_tag}-{sys.version.split()[0]}.marshal"

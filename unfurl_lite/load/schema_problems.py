@@ -10,14 +10,16 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from functools import cache
-from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import Problem
 from unfurl_lite.load import schemacheck, yamlio
 from unfurl_lite.load.problems import did_you_mean, mapping, problem_at
 from unfurl_lite.model.narrow import is_list, is_map, type_of
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # jsonschema is imported only to explain a document the quick check refused
+    from typing import Any
+
     import jsonschema
     from jsonschema.exceptions import ValidationError
 

@@ -14,18 +14,20 @@ import marshal
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.model.narrow import type_of
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, TypeAlias
+
     from unfurl_lite.model.narrow import YAMLValue
 
 #: the ensemble's JSON schema, shipped in the package (read as a file: importing
 #: importlib.resources costs more than the read)
 SCHEMA = Path(__file__).resolve().parent.parent / "schema" / "ensemble.schema.json"
 
-Check = Callable[[Any], bool]
+Check: TypeAlias = "Callable[[Any], bool]"
 
 _TYPES: dict[str, Check] = {
     "object": lambda v: isinstance(v, dict),

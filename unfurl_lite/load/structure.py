@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Collection, Iterator, Mapping
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, cast
 
 from unfurl_lite.model.lineage import (
     ancestry,
@@ -19,9 +18,12 @@ from unfurl_lite.model.lineage import (
     matching_capability,
     parents,
 )
-from unfurl_lite.model.narrow import YAMLValue, is_list, is_map
+from unfurl_lite.model.narrow import YAMLValue, cast, is_list, is_map
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from unfurl_lite.model.documents import InstanceRecord, NodeTypeDoc
     from unfurl_lite.model.tosca_values import DataTypes
 

@@ -11,11 +11,14 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from unfurl_lite.errors import UnfurlLiteError
 from unfurl_lite.load import yamlio
 from unfurl_lite.model.narrow import is_list, is_mapping
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from unfurl_lite.errors import Problem
 from unfurl_lite.load.problems import (
@@ -28,6 +27,10 @@ from unfurl_lite.load.structure import (
 from unfurl_lite.model.dependencies import find_cycles
 from unfurl_lite.model.lineage import ancestry, parents
 from unfurl_lite.model.narrow import is_list, is_map
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeAlias
 
 _TOSCA_NODES = (
     "Root", "Compute", "SoftwareComponent", "WebServer", "WebApplication", "DBMS",
@@ -146,7 +149,7 @@ def requirement_target(value: Any) -> str | None:
 Named = tuple[tuple[int, str, str], ...]
 #: (index, requirement name, its relationship) of the requirements of :data:`Named` whose
 #: ``relationship`` is a mapping (an inline relationship: interfaces, Cloudify's sides)
-Related = tuple[tuple[int, str, dict[str, Any]], ...]
+Related: TypeAlias = "tuple[tuple[int, str, dict[str, Any]], ...]"
 #: each template body's requirements, read once while a document is validated: by the
 #: body's id, with the body itself (an id is only its while the body lives)
 _read: dict[int, tuple[Any, tuple[Named, Related]]] = {}

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from typing import Any
 
 from unfurl_lite.errors import Problem
 from unfurl_lite.expressions.names import did_you_mean
@@ -24,6 +23,10 @@ from unfurl_lite.load.structure import is_root_form, split_types
 from unfurl_lite.load.type_checks import relationships_of
 from unfurl_lite.model.entities import OPERATION_KINDS, canonical_interface
 from unfurl_lite.model.narrow import YAMLValue, is_list, is_map
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Unfurl sections unfurl-lite refuses by name, with why and what to do
 _UNSUPPORTED_SECTIONS: dict[tuple[str, ...], tuple[str, str]] = {

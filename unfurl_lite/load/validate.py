@@ -14,7 +14,6 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from unfurl_lite.errors import PathError, Problem
 from unfurl_lite.load import origins, structure, workflows
@@ -48,6 +47,10 @@ from unfurl_lite.load.unsupported import (
     _unsupported_structure,
 )
 from unfurl_lite.security.paths import jobs_log_path, protected_part
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def check(doc: Any, file: str) -> list[Problem]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import Problem
 from unfurl_lite.load.problems import did_you_mean, problem_at
@@ -20,7 +19,10 @@ from unfurl_lite.model.dependencies import find_cycles
 from unfurl_lite.model.entities import NodeState, NodeTemplate, Operation
 from unfurl_lite.model.narrow import YAMLList, YAMLMap, is_list, is_map, new_dict
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from unfurl_lite.model.documents import ServiceTemplateDoc, SpecDoc, TopologyTemplateDoc
 
 WORKFLOWS = ("spec", "service_template", "topology_template", "workflows")

@@ -9,13 +9,14 @@ import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import InputError, PathError, Problem
 from unfurl_lite.security.paths import read_regular_file
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import TracebackType
+    from typing import Any
 
     from ruamel.yaml import YAML
 

@@ -14,17 +14,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
 
 from unfurl_lite.model.narrow import new_dict
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal, TypeAlias
 
 #: how a parameter's value is typed, read from ``-p NAME=VALUE`` and offered as an option:
 #: flag (true/false), text, integer, names (a list; ``a,b`` on the command line),
 #: mapping (a JSON object on the command line), argv (the words after ``--``)
-Kind = Literal["flag", "text", "integer", "names", "mapping", "argv"]
+Kind: TypeAlias = 'Literal["flag", "text", "integer", "names", "mapping", "argv"]'
 
 #: Unfurl's and Cloudify's origins: which project's rules a workflow follows
-Origin = Literal["unfurl", "cloudify"]
+Origin: TypeAlias = 'Literal["unfurl", "cloudify"]'
 
 
 @dataclass(frozen=True)

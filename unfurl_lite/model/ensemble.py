@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.model.entities import Instance, Topology
 
@@ -19,11 +18,14 @@ from unfurl_lite.model.entities import Instance, Topology
 #: records are not in the ensemble yet (record/lock.py writes it)
 LOCK_NAME = ".unfurl-lite.lock"
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, TypeAlias
+
     from unfurl_lite.model.documents import JobEntry, SpecDoc
 
 #: how the loader parses the file's text into a round-trip document: (text, file) -> document
-Parser = Callable[[str, str], Any]
+Parser: TypeAlias = "Callable[[str, str], Any]"
 
 
 def _no_spec() -> SpecDoc:

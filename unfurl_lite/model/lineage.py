@@ -7,9 +7,11 @@ requirements, recording to name a relationship's capability.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from unfurl_lite.model.narrow import YAMLValue
 
 #: capabilities of TOSCA's normative node types (name -> capability type)

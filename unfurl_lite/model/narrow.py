@@ -17,15 +17,28 @@ cost; on a value declared ``Any`` or ``object`` the same ``isinstance`` leaves t
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeAlias, TypeGuard
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import datetime
+    from typing import Any, TypeAlias, TypeGuard
+    from typing import cast as cast  # typing's, as the type checker knows them
+    from typing import overload as overload
+else:  # at run time: what typing's do, without importing typing (some 60 classes)
+
+    def cast(type_: object, value: object) -> object:
+        """``typing.cast``: the value itself."""
+        return value
+
+    def overload(function: object) -> object:
+        """``typing.overload``: the function itself (the last definition replaces it)."""
+        return function
+
 
 #: a mapping read from YAML whose keys a user chooses and whose values are any YAML
-YAMLMap: TypeAlias = dict[str, Any]
+YAMLMap: TypeAlias = "dict[str, Any]"
 #: a YAML sequence of any YAML
-YAMLList: TypeAlias = list[Any]
+YAMLList: TypeAlias = "list[Any]"
 #: a scalar parsed YAML holds (a timestamp is a date or a datetime)
 YAMLScalar: TypeAlias = "str | int | float | bool | datetime.date | None"
 #: any value of parsed YAML, JSON or a rendered template, one level deep (see the docstring)

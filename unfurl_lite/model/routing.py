@@ -8,9 +8,11 @@ chain go to the default queue (Cloudify's ``cloudify.management`` role).
 
 from __future__ import annotations
 
-from typing import Any
-
 from unfurl_lite.model.entities import NodeTemplate, Topology
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_QUEUE = "unfurl.management"
 

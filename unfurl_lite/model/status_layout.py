@@ -7,12 +7,14 @@ flattens, recording nests.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.model.entities import Instance, NodeTemplate
 from unfurl_lite.model.narrow import is_map
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from unfurl_lite.model.narrow import YAMLValue
 
 #: the key, in an instance's record, of the instances it hosts

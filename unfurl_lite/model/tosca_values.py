@@ -13,11 +13,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime
-from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.model.constraints import constraints_problem
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from unfurl_lite.model.narrow import YAMLValue
 
 _VERSION = re.compile(r"^\d+\.\d+(\.\d+)?(\.[0-9A-Za-z_]+)?(-\d+)?$")

@@ -18,10 +18,9 @@ tasks. Planning runs nothing and writes nothing, and leaves the ensemble as it w
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from unfurl_lite.exports import lazy
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from unfurl_lite.plan.registry import build
     from unfurl_lite.plan.tasks import Plan, Task

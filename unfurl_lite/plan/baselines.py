@@ -10,7 +10,6 @@ records'), never from the summary text meant for people.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from unfurl_lite.errors import ExpressionError, UnfurlLiteError
 from unfurl_lite.expressions.context import make_context, render_inputs
@@ -25,6 +24,10 @@ from unfurl_lite.model.narrow import is_list, is_map, is_mapping
 from unfurl_lite.plan.tasks import CHECK, DISCOVER, RUN, STOP_REASON
 from unfurl_lite.plan.topology import is_present
 from unfurl_lite.security.taint import env_variables
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RELATIONSHIP_INTERFACES = ("Configure", "RelationshipLifecycle")
 #: tasks that observe or run ad hoc: what they ran with is not what was deployed

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from unfurl_lite.errors import ExpressionError, UnfurlLiteError
 from unfurl_lite.model.ensemble import Ensemble
@@ -23,6 +22,10 @@ from unfurl_lite.plan.baselines import (
     recorded_keys,
 )
 from unfurl_lite.plan.lifecycle import UNINSTALL, NodeStep
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # operations that take an instance down: their inputs changing is not drift of what runs
 UNINSTALL_OPERATIONS = frozenset(

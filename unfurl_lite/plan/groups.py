@@ -12,11 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from unfurl_lite.errors import PlanError
 from unfurl_lite.model.entities import Instance
 from unfurl_lite.model.narrow import is_mapping, new_dict
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 GROUPS_KEY = "scalingGroups"
 

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from unfurl_lite.errors import JobNotCreated, PlanError
 from unfurl_lite.load.workflows import custom_names
 from unfurl_lite.model.builtin_workflows import BY_NAME
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.plan.tasks import Plan
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def planner(workflow: str) -> Callable[..., Plan]:

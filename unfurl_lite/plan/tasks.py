@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from unfurl_lite.model.entities import (
     Instance,
@@ -19,6 +18,10 @@ from unfurl_lite.model.entities import (
     Status,
 )
 from unfurl_lite.model.narrow import new_dict, new_list
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # reasons, as Unfurl names them
 RECONFIGURE = "reconfigure"

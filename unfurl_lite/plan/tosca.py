@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import PlanError
 from unfurl_lite.load.workflows import Step, Workflow, custom_names, read
@@ -25,7 +24,10 @@ from unfurl_lite.plan.lifecycle import add_install_tasks, add_uninstall_tasks, i
 from unfurl_lite.plan.tasks import Builder, Guard, Plan
 from unfurl_lite.plan.topology import select
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from unfurl_lite.model.documents import SpecDoc
 
 # ------------------------------------------------------------------------------ conditions

@@ -21,14 +21,16 @@ import marshal
 from collections.abc import Mapping
 from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import UnfurlLiteError
 from unfurl_lite.load import parsecache
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.plan.tasks import Note, Plan
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from unfurl_lite.model.narrow import YAMLValue
 
 #: the packages whose code decides a plan (with the parse cache's own: load, model...)

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from unfurl_lite.record.liveness import pid_alive
 from unfurl_lite.run.observer import RUNNING
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from unfurl_lite.record.journal import JournalFile
 

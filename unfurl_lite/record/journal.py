@@ -14,12 +14,10 @@ its last event carried, made again only if the task or the secrets changed since
 between each transition appends one line to its ``.events`` log: the task's record and
 the instances it touched; a task sent to an executor that starts it at once (the local
 one) and done is two lines, and the job's end one more.
-Each line is written before anything outside the process depends on its transition (a
-start before the operation is sent, an outcome with the next start or before the job
-waits), so killing the process loses nothing, and reaches the disk within 0.1 s (see
-:class:`journal_format.EventLog`).
-Rewriting the whole journal at every transition cost O(N) per task, O(N^2) per job
-(see journal_format.py).
+Each line is written before anything outside the process depends on its transition (a start
+before the operation is sent, an outcome with the next start or before the job waits), so
+killing it loses nothing; it reaches the disk within 0.1 s (:class:`journal_format.EventLog`).
+Rewriting the whole journal at every transition cost O(N) per task, O(N^2) per job.
 """
 
 from __future__ import annotations
@@ -31,7 +29,6 @@ import threading
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
 
 from unfurl_lite.errors import UnfurlLiteError
 from unfurl_lite.expressions.context import spec_secrets
@@ -42,7 +39,7 @@ from unfurl_lite.load.digestkey import key_provider
 from unfurl_lite.model import changeid
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Instance, NodeState, Status
-from unfurl_lite.model.narrow import is_list, is_map
+from unfurl_lite.model.narrow import cast, is_list, is_map
 from unfurl_lite.record import journal_format, records
 from unfurl_lite.record.journal_tasks import (
     LEAVING,
@@ -63,7 +60,10 @@ from unfurl_lite.security import digested
 from unfurl_lite.security.redaction import MIN_SECRET_LENGTH, variants
 from unfurl_lite.security.taint import REDACTED, Sensitive
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from unfurl_lite.model.documents import InstanceRecord
 
 log = logging.getLogger(__name__)

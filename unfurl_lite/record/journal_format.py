@@ -18,10 +18,13 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 from unfurl_lite.load import yamlio
 from unfurl_lite.record.liveness import pid_alive
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 EVENTS = "events"
 #: keyed digests of the secrets the job knows (see security/digested.py)

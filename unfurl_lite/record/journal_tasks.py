@@ -11,7 +11,6 @@ changed, its fingerprint says (what the record is made from, field by field), so
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from unfurl_lite.expressions.digest import KeyProvider
 from unfurl_lite.load import yamlio
@@ -19,6 +18,10 @@ from unfurl_lite.record import records
 from unfurl_lite.run.observer import TaskState
 from unfurl_lite.run.outcome import TaskRun
 from unfurl_lite.security.redaction import redact
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _iso(moment: datetime | None) -> str | None:

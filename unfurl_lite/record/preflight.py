@@ -13,12 +13,12 @@ from __future__ import annotations
 import errno
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from unfurl_lite.errors import storage_error
 from unfurl_lite.load.yamlio import temp_file
 from unfurl_lite.record import records, statusfile
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from unfurl_lite.load.loader import Ensemble
 

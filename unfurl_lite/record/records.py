@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.expressions.digest import KeyProvider, digestable, input_digest
 from unfurl_lite.expressions.reads import Reads, dependency_records, plain_reads, reads_digest
@@ -22,7 +21,10 @@ from unfurl_lite.model.narrow import YAMLList, YAMLMap, is_list, is_map, new_lis
 from unfurl_lite.run.observer import CANCELLING
 from unfurl_lite.security.redaction import redact, redact_text
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from unfurl_lite.model.ensemble import Ensemble
     from unfurl_lite.run.outcome import JobResult, TaskRun
 

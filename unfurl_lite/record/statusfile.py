@@ -24,13 +24,15 @@ import json
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import JobError
 from unfurl_lite.load import yamlio
 from unfurl_lite.record import sections
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from unfurl_lite.load.loader import Ensemble
 
 log = logging.getLogger(__name__)

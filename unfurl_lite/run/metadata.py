@@ -9,8 +9,11 @@ import os
 from collections.abc import Iterator, Mapping
 from functools import cached_property
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlparse
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def project_path(url: str) -> str:
@@ -22,7 +25,7 @@ def project_path(url: str) -> str:
     return os.path.splitext(parts.path.strip("/"))[0] or parts.netloc
 
 
-class EnsembleMetadata(Mapping[str, Any]):
+class EnsembleMetadata(Mapping[str, "Any"]):
     """The mapping ``get_ensemble_metadata`` reads, one per job."""
 
     def __init__(self, ensemble_path: Path, job_id: str) -> None:

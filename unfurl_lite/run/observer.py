@@ -7,8 +7,8 @@ engine (executors, operations, expression evaluation) it never runs.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from unfurl_lite.model.entities import Instance
     from unfurl_lite.run.outcome import TaskRun

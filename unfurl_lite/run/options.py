@@ -12,13 +12,15 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.errors import PlanError
 from unfurl_lite.model.builtin_workflows import BY_NAME, CUSTOM_TAKES, PARAMETERS, Kind
 from unfurl_lite.model.narrow import new_dict
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from unfurl_lite.model.narrow import YAMLValue
 
 

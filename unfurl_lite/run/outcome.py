@@ -8,7 +8,6 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from unfurl_lite.expressions.reads import Reads
 from unfurl_lite.load.digestkey import digest_key
@@ -18,6 +17,10 @@ from unfurl_lite.model.narrow import new_dict, new_list
 from unfurl_lite.plan.tasks import Plan, Task
 from unfurl_lite.run.observer import JobState, TaskState
 from unfurl_lite.run.operations.base import OperationResult
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 OBSERVING = ("check", "discover")  # reasons whose operations change nothing live
 

@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from unfurl_lite.model import changeid
 from unfurl_lite.model.ensemble import Ensemble
@@ -29,6 +28,10 @@ from unfurl_lite.run.options import JobOptions
 from unfurl_lite.run.outcome import Resumed, TaskRun
 from unfurl_lite.run.requests import RequestBuilder
 from unfurl_lite.security.redaction import redact_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @dataclass

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
 
 from unfurl_lite.load.structure import split_types
 from unfurl_lite.model.entities import Instance, NodeState, Status
@@ -22,7 +21,10 @@ from unfurl_lite.model.lineage import (
     wanted_capability,
 )
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from unfurl_lite.plan.tasks import Task
 
 

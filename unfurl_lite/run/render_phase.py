@@ -28,7 +28,6 @@ import logging
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from unfurl_lite.errors import ExpressionError, RenderCancelled, UnfurlLiteError
 from unfurl_lite.expressions.context import POST_INPUTS, plain_inputs, render_inputs
@@ -41,6 +40,10 @@ from unfurl_lite.plan.tasks import Plan, Task
 from unfurl_lite.run.outcome import TaskRun
 from unfurl_lite.run.requests import RequestBuilder, Trial
 from unfurl_lite.run.results import keep_defaults_read
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: an instance a task waited for is operational (deploy runs the task) with these
 OPERATIONAL = (Status.ok, Status.degraded)

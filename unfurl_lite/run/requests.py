@@ -14,7 +14,6 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from unfurl_lite.expressions.context import (
     POST_INPUTS,
@@ -49,6 +48,10 @@ from unfurl_lite.run.results import apply_post_inputs, map_outputs, secret_name
 from unfurl_lite.run.status import in_sequence
 from unfurl_lite.security import environment as openv
 from unfurl_lite.security.taint import secrets_in
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @dataclass

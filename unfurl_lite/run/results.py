@@ -7,7 +7,6 @@ they belong to the run, not to expression evaluation.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from unfurl_lite.errors import ExpressionError
 from unfurl_lite.expressions import catalog
@@ -30,6 +29,10 @@ from unfurl_lite.model.tosca_values import DataTypes, type_problem
 from unfurl_lite.run.operations.base import OperationResult
 from unfurl_lite.security.redaction import redact_text
 from unfurl_lite.security.taint import Sensitive, tainted_copy
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def apply_post_inputs(

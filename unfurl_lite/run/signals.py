@@ -18,8 +18,8 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from types import FrameType
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from unfurl_lite.run.executors import Executor
 

@@ -17,7 +17,10 @@ import fnmatch
 import os
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 ALLOWED_ENV = (
     "PATH",

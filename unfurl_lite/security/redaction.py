@@ -13,10 +13,13 @@ import base64
 import json
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
-from typing import Any
 from urllib.parse import quote, quote_plus
 
 from unfurl_lite.security.taint import MIN_SECRET_LENGTH, REDACTED, Sensitive, Tainted
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 LEAK_WINDOW = 4  # a tainted value keeping this many characters of a secret is dropped whole
 

@@ -13,7 +13,10 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: what stands in for a secret wherever one would be written (records, status, output)
 REDACTED = "<<REDACTED>>"

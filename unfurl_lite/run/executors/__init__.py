@@ -8,10 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Protocol
 
 from unfurl_lite.errors import JobError
 from unfurl_lite.run.operations.base import OperationRequest, OperationResult
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Protocol
+else:
+    Protocol = object  # (typing stays off the command's start: nothing checks it at run time)
 
 
 class Executor(Protocol):

@@ -4,10 +4,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from unfurl_lite.exports import lazy
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from unfurl_lite.run.operations.base import (
         OperationRequest,

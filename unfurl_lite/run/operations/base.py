@@ -8,9 +8,12 @@ run on a local thread or on a remote Celery worker.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from unfurl_lite.model.narrow import new_dict, new_list
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Unfurl's message for a task asked to dry-run an operation that has no dry-run form
 DRYRUN_NOT_SUPPORTED = "could not run: dry run not supported"

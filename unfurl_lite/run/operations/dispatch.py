@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from unfurl_lite.model.narrow import is_map
 from unfurl_lite.run.operations.base import OperationRequest, OperationResult
 from unfurl_lite.run.operations.processes import ProcessTable
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from unfurl_lite.run.operations.shell import Places
 
 

@@ -13,7 +13,12 @@ import signal
 import subprocess
 import threading
 from collections.abc import Callable, Iterator
-from typing import Protocol
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Protocol
+else:
+    Protocol = object  # (typing stays off the command's start: nothing checks it at run time)
 
 KILL_GRACE_SECONDS = 5.0
 

@@ -13,7 +13,6 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from unfurl_lite.errors import PathError
 from unfurl_lite.run.operations import piped
@@ -26,6 +25,10 @@ from unfurl_lite.run.operations.processes import (
 )
 from unfurl_lite.run.operations.spawn import Popen
 from unfurl_lite.security.paths import confine
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RETRY_EXIT_CODE = 75  # EX_TEMPFAIL: the command asks to be tried again
 

@@ -25,7 +25,10 @@ import subprocess
 import sys
 import threading
 from functools import lru_cache
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: glibc's flags for posix_spawnattr_setflags
 _SETSIGDEF, _SETSID = 0x04, 0x80
@@ -176,7 +179,7 @@ def posix_spawn(executable: bytes, argv: list[bytes], env: list[bytes],
     return pid.value
 
 
-class Popen(subprocess.Popen[Any]):
+class Popen(subprocess.Popen["Any"]):
     """``subprocess.Popen`` whose command starts through :func:`posix_spawn` when it can:
     waiting, reading its output, timeouts and kills are Popen's own."""
 
