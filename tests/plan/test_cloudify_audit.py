@@ -13,7 +13,7 @@ SCALABLE = {"scalable": {"properties": {"default_instances": 2, "max_instances":
 
 
 LINK = {
-    "type": "tosca.relationships.ConnectsTo",
+    "type": "cloudify.relationships.connected_to",
     "interfaces": {
         "Configure": {"operations": {n: rel_op(n) for n in ("add_target", "remove_target")}}
     },

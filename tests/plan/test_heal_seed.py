@@ -50,7 +50,7 @@ def seed_blueprint() -> dict:
     def link(target: str) -> dict:
         ops = ("pre_configure_source", "post_configure_source", "add_target", "remove_target")
         return {"node": target, "relationship": {
-            "type": "tosca.relationships.ConnectsTo",
+            "type": "cloudify.relationships.connected_to",
             "interfaces": {"Configure": {"operations": {n: rel_op(n) for n in ops}}}}}
 
     def checked(passes: bool, heal: bool | None, **kw) -> dict:
@@ -162,7 +162,7 @@ def test_heal_of_a_dependency_re_establishes_its_dependents_outside_the_scope(pr
     """Reinstalling db (no check): app, outside the scope, lets go of it first and links
     again after (unlink before db's stop, preconfigure/postconfigure/establish after)."""
     link = {"node": "db", "relationship": {
-        "type": "tosca.relationships.ConnectsTo",
+        "type": "cloudify.relationships.connected_to",
         "interfaces": {"Configure": {"operations": {n: rel_op(n) for n in (
             "pre_configure_target", "post_configure_source", "add_source", "remove_target")}}}}}
     deployed(project, invoke, {"db": node(), "app": node(requirements=[{"database": link}])})

@@ -101,7 +101,7 @@ def _two_sided(target_interfaces: dict) -> dict:
     return {
         "db": node(standard=("create", "delete")),
         "app": node(requirements=[{"database": {"node": "db", "relationship": {
-            "type": "tosca.relationships.ConnectsTo",
+            "type": "cloudify.relationships.connected_to",
             "interfaces": {lifecycle: {"operations": source}},
             "target_interfaces": target_interfaces}}}]),
     }

@@ -13,7 +13,7 @@ def _web_and_lb() -> dict:
     web["capabilities"] = {"scalable": {"properties": {
         "default_instances": 1, "min_instances": 1, "max_instances": 5}}}
     link = {"node": "web", "relationship": {
-        "type": "tosca.relationships.ConnectsTo",
+        "type": "cloudify.relationships.connected_to",
         "interfaces": {"Configure": {"operations": {
             n: rel_op(n) for n in ("add_target", "remove_target")}}}}}
     return {"web": web, "lb": node(standard=("create",), requirements=[{"backend": link}])}

@@ -10,7 +10,7 @@ from tests.plan.test_workflows import deployed, node, ok, ran, rel_op, respec
 
 def _link(target: str) -> dict:
     return {"node": target, "relationship": {
-        "type": "tosca.relationships.ConnectsTo",
+        "type": "cloudify.relationships.connected_to",
         "interfaces": {"Configure": {"operations": {
             n: rel_op(n) for n in ("add_target", "remove_target")}}}}}
 

@@ -142,7 +142,7 @@ def test_install_runs_cloudify_lifecycle_in_seed_order(project, invoke):
                     "db": {
                         "node": "db",
                         "relationship": {
-                            "type": "tosca.relationships.ConnectsTo",
+                            "type": "cloudify.relationships.connected_to",
                             "interfaces": {
                                 "Configure": {
                                     "operations": {
@@ -387,7 +387,7 @@ def test_heal_with_heal_operation_and_healthy_check(project, invoke):
 
 def test_scale_out_and_in_with_relationships(project, invoke):
     link = {
-        "type": "tosca.relationships.ConnectsTo",
+        "type": "cloudify.relationships.connected_to",
         "interfaces": {
             "Configure": {"operations": {n: rel_op(n) for n in ("add_target", "remove_target")}}
         },

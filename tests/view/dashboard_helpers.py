@@ -149,7 +149,8 @@ def tour_failure(root: Path) -> str:
     git(root, "config", "user.email", "ada@example.com")
     git(root, "config", "user.name", "Ada")
     spec = root / "ensemble.yaml"
-    spec.write_text(spec.read_text().replace("- dependency: app", "- host: app"))
+    spec.write_text(spec.read_text().replace(
+        "- dependency: app", "- host: {node: app, capability: feature}"))
     git(root, "commit", "-qam", "web hosted on app")
     (root / "state" / "app").mkdir(parents=True)  # app's create cannot write state/app
     result = run_in_process(root, "deploy", "--approve")

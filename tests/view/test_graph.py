@@ -43,7 +43,7 @@ app:
     - dependency: db
     - cache:
         node: db
-        relationship: tosca.relationships.ConnectsTo
+        relationship: cloudify.relationships.connected_to
   interfaces:
     Standard:
       create: {create}
@@ -76,7 +76,7 @@ def test_templates_not_yet_deployed_are_pending_with_every_edge_labelled(project
         GraphEdge("db", "server", HOSTED, "host"),
         GraphEdge("app", "server", HOSTED, "host"),
         GraphEdge("app", "db", DEPENDS, "dependency"),
-        GraphEdge("app", "db", "cache (tosca.relationships.ConnectsTo)", "connect"),
+        GraphEdge("app", "db", "cache (cloudify.relationships.connected_to)", "connect"),
         GraphEdge("web", "app", "backend (cloudify.relationships.connected_to)", "connect"),
     }
 
@@ -150,7 +150,7 @@ def test_instances_are_nested_in_their_host_with_relationship_status_on_edges(pr
             - database:
                 node: db
                 relationship:
-                  type: tosca.relationships.ConnectsTo
+                  type: cloudify.relationships.connected_to
                   interfaces:
                     Configure:
                       add_target: echo connected
@@ -165,11 +165,11 @@ def test_instances_are_nested_in_their_host_with_relationship_status_on_edges(pr
     assert graph.node("app").host == "host"
     assert graph.node("db").host is None
     connection = next(e for e in graph.edges if e.target == "db")
-    assert connection.label == "database (tosca.relationships.ConnectsTo)"
+    assert connection.label == "database (cloudify.relationships.connected_to)"
     assert connection.status == "ok"  # the relationship instance add_target ran on
     dot = parse_dot(to_dot(graph))
     assert dot.clusters == {"host": ["host", "app"]}
-    assert dot.edge("app", "db")["label"] == "database (tosca.relationships.ConnectsTo) · ok"
+    assert dot.edge("app", "db")["label"] == "database (cloudify.relationships.connected_to) · ok"
     assert parse_mermaid(to_mermaid(graph)).clusters == {"host": ["host", "app"]}
 
 

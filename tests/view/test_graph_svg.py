@@ -30,7 +30,7 @@ server:
     - host: server
     - db:
         node: db
-        relationship: tosca.relationships.ConnectsTo
+        relationship: cloudify.relationships.connected_to
 db:
   type: tosca.nodes.Root
   interfaces:
@@ -57,7 +57,7 @@ def test_svg_through_graphviz_shows_every_name_label_and_colour(graph):
 
     shown = texts(svg)
     for name in ("server", 'app "x"-ü', "db", "host (tosca.relationships.HostedOn)",
-                 "db (tosca.relationships.ConnectsTo)"):
+                 "db (cloudify.relationships.connected_to)"):
         assert name in shown
     fills = {p.get("fill") for p in root.iter(f"{SVG}path")} | {
         p.get("fill") for p in root.iter(f"{SVG}polygon")}
@@ -77,7 +77,7 @@ def test_graphviz_reads_the_dot_with_the_names_unchanged(graph):
     names = [o["name"] for o in layout["objects"]]
     assert names == ["server", 'app "x"-ü', "db"]
     assert sorted(e["label"] for e in layout["edges"]) == [
-        "db (tosca.relationships.ConnectsTo)", "host (tosca.relationships.HostedOn)"]
+        "db (cloudify.relationships.connected_to)", "host (tosca.relationships.HostedOn)"]
 
 
 def test_missing_dot_is_a_clear_error_naming_debians_package(graph, tmp_path, monkeypatch):
@@ -112,7 +112,7 @@ def test_builtin_svg_draws_every_node_in_its_colour_and_every_edge(graph):
     edges = [g for g in root.iter(f"{SVG}g") if "edge" in g.get("class", "").split()]
     assert {(g.get("data-source"), g.get("data-target"), "".join(g.find(f"{SVG}text").itertext()))
             for g in edges} == {('app "x"-ü', "server", "host (tosca.relationships.HostedOn)"),
-                                ('app "x"-ü', "db", "db (tosca.relationships.ConnectsTo)")}
+                                ('app "x"-ü', "db", "db (cloudify.relationships.connected_to)")}
     assert float(root.get("width")) > 0 and float(root.get("height")) > 0
 
 

@@ -84,7 +84,7 @@ _NODE_CAPABILITIES: dict[str, dict[str, str]] = {
 }
 #: the normative capability types: parent, attributes, properties (name -> default, or
 #: _UNSET: declared without one)
-_CAPABILITY_TYPES: dict[str, tuple[str | None, tuple[str, ...], dict[str, Any]]] = {
+CAPABILITY_TYPES: dict[str, tuple[str | None, tuple[str, ...], dict[str, Any]]] = {
     "tosca.capabilities.Root": (None, (), {}),
     "tosca.capabilities.Node": ("tosca.capabilities.Root", (), {}),
     "tosca.capabilities.Container": ("tosca.capabilities.Root", (), {}),
@@ -217,8 +217,8 @@ class Types:
                 for prop, definition in mapping(body.get("properties")).items():
                     properties.setdefault(prop, mapping(definition).get("default", _UNSET))
                 pending.extend(parents(body.get("derived_from")))
-            elif name in _CAPABILITY_TYPES:
-                parent, attrs, props = _CAPABILITY_TYPES[name]
+            elif name in CAPABILITY_TYPES:
+                parent, attrs, props = CAPABILITY_TYPES[name]
                 attributes.update(attrs)
                 for prop, default in props.items():
                     properties.setdefault(prop, default)

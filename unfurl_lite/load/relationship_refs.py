@@ -87,7 +87,7 @@ def _uses(service: Mapping[str, Any], templates: Mapping[str, Any],
         body = mapping(body)
         matched = {req: target for req, _, target in implied.get(str(name), ())}
         written = written_requirements(body.get("requirements"))
-        declared = _declared(body.get("type"), node_types)
+        declared = declared_requirements(body.get("type"), node_types)
         for req in dict.fromkeys([*written, *declared]):
             value = written[req][1] if req in written else None
             definition = {**declared.get(req, ((), {}))[1], **(
@@ -111,7 +111,7 @@ def _uses(service: Mapping[str, Any], templates: Mapping[str, Any],
                            relationship)
 
 
-def _declared(type_name: Any, node_types: Mapping[str, Any]) -> dict[
+def declared_requirements(type_name: Any, node_types: Mapping[str, Any]) -> dict[
         str, tuple[tuple[Any, ...], dict[str, Any]]]:
     """requirement -> (where its relationship is written, its definition) of each
     requirement a node type declares, the nearest type's winning."""

@@ -192,7 +192,7 @@ def implied_requirements(
     finds the template with that endpoint)."""
     service = as_mapping(service)
     node_types = {**split_types(service.get("types"))[0], **as_mapping(service.get("node_types"))}
-    targets = _TargetTypes(service)
+    targets = TargetTypes(service)
     templates = as_mapping(as_mapping(service.get("topology_template")).get("node_templates"))
     lineages: dict[Any, list[str]] = {}
     capabilities: dict[Any, dict[str, Any]] = {}
@@ -316,7 +316,7 @@ def _match(
     return fallback
 
 
-class _TargetTypes:
+class TargetTypes:
     """The capability types a relationship type may target (``valid_target_types``, the
     nearest in its lineage), and capability types' lineage through the document's own
     ``capability_types``."""

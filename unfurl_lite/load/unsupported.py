@@ -22,6 +22,7 @@ from unfurl_lite.load.problems import (
 from unfurl_lite.load.structure import is_root_form, split_types
 from unfurl_lite.load.type_checks import relationships_of
 from unfurl_lite.model.entities import OPERATION_KINDS, canonical_interface
+from unfurl_lite.model.lineage import lineage
 from unfurl_lite.model.narrow import YAMLValue, is_list, is_map
 
 TYPE_CHECKING = False
@@ -61,6 +62,7 @@ def _unsupported_structure(doc: Any, file: str) -> Iterator[Problem]:
     yield from _unsupported_environment(doc, file)
     yield from _requirement_counts(doc, file)
     yield from _unread_type_keys(doc, file)
+    yield from _short_capabilities(doc, file)
 
 
 #: keys of a type the schema let through that nothing reads and Unfurl 1.2.0 refuses
@@ -86,6 +88,33 @@ def _unread_type_keys(doc: Any, file: str) -> Iterator[Problem]:
                     yield problem_at(doc, (*SERVICE, section, name, key), file,
                                      f"`{key}` on a {kind} type is not supported (Unfurl "
                                      f'1.2.0 refuses it too: unknown field "{key}")', hint)
+
+
+def _short_capabilities(doc: Any, file: str) -> Iterator[Problem]:
+    """A node type's capability in TOSCA's short form (``api: tosca.capabilities.Endpoint``),
+    which Unfurl 1.2.0 cannot load once a template is of that type or one derived from it
+    ("'str' object has no attribute 'get'", probed: tests/load/test_target_capabilities.py),
+    refused by name."""
+    service = get_section(doc, SERVICE)
+    sections = {"types": split_types(service.get("types"))[0],
+                "node_types": mapping(service.get("node_types"))}
+    short = [(section, str(name), str(cap), value) for section, types in sections.items()
+             for name, body in types.items()
+             for cap, value in mapping(mapping(body).get("capabilities")).items()
+             if isinstance(value, str)]
+    if not short:
+        return
+    node_types = {**sections["types"], **sections["node_types"]}
+    used = {t for body in mapping(get_section(doc, TOPOLOGY).get("node_templates")).values()
+            for t in lineage(mapping(body).get("type"), node_types)}
+    for section, name, cap, value in short:
+        if name in used:
+            yield problem_at(
+                doc, (*SERVICE, section, name, "capabilities", cap), file,
+                f"capability {cap!r} of node type {name!r} in TOSCA's short form "
+                f"(`{cap}: {value}`) is not supported: Unfurl 1.2.0 cannot load a template "
+                "of the type (\"'str' object has no attribute 'get'\")",
+                f"write it `{cap}: {{type: {value}}}`")
 
 
 def _requirement_counts(doc: Any, file: str) -> Iterator[Problem]:

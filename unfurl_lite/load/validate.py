@@ -73,7 +73,8 @@ def semantic_problems(doc: Any, file: str) -> list[Problem]:
                           _unknown_operations, _unsupported_implementations, _duplicate_templates,
                           _workflows, _cloudify_unsupported, _unknown_filters, _topology_root,
                           _jobs_log, _values, _property_references, _artifact_properties,
-                          _required_properties, _function_references, _node_filters):
+                          _required_properties, _function_references, _node_filters,
+                          _target_capabilities):
             problems += check_one(view, file)
     return problems
 
@@ -165,6 +166,17 @@ def _function_references(doc: Any, file: str) -> Iterator[Problem]:
 
     return itertools.chain(function_refs.problems(doc, file),
                            relationship_refs.problems(doc, file))
+
+
+def _target_capabilities(doc: Any, file: str) -> Iterator[Problem]:
+    """A requirement connected to a template without a capability it may connect to."""
+    if not any(mapping(body).get("requirements") for body in get_section(
+            doc, (*SERVICE, "topology_template", "node_templates")).values()):
+        return iter(())
+    # start-up: keeps load.target_capabilities off `plan` of a document without requirements
+    from unfurl_lite.load import target_capabilities
+
+    return target_capabilities.problems(doc, file)
 
 
 def _node_filters(doc: Any, file: str) -> Iterator[Problem]:
