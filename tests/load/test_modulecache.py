@@ -1,7 +1,8 @@
-"""The package's modules served from one file of bytecode (``load/modulecache.py``): a
-module is served while its source is as it was when its bytecode was taken, imported the
-usual way when it changed or the file lacks it, and a file that is not to be trusted, or
-is damaged, is never read."""
+"""The modules a command imports served from one file of bytecode
+(``load/modulecache.py``): a module is served while its source is as it was when its
+bytecode was taken and the usual search would find it there, imported the usual way when
+it changed, another directory holds it first, or the file lacks it; a file that is not to
+be trusted, or is damaged, is never read."""
 
 from __future__ import annotations
 
@@ -27,10 +28,14 @@ def cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.setattr(modulecache, "_entries", {})
     monkeypatch.setattr(modulecache, "_payload", [memoryview(b"")])
     monkeypatch.setattr(modulecache, "_changed", [False])
+    monkeypatch.setattr(modulecache, "_shadowed", [None])
     monkeypatch.setattr(modulecache.atexit, "register", lambda *args: None)
     monkeypatch.setattr(modulecache.sys, "dont_write_bytecode", False)
     monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
     monkeypatch.delitem(sys.modules, NAME, raising=False)  # put back as it was after
+    monkeypatch.setattr(modulecache, "_imported", lambda: [  # not the whole test process's
+        (name, sys.modules[name]) for name in (NAME, "json", "json.decoder", "_json")
+        if name in sys.modules])
     directory = tmp_path / "__pycache__"
     directory.mkdir()
     return directory
@@ -102,3 +107,35 @@ def test_bytecode_that_is_not_code_is_read_from_the_usual_file(cache: Path) -> N
     sys.modules.pop(NAME, None)
     module = importlib.import_module(NAME)
     assert type(module.__spec__.loader) is modulecache._Loader and module.is_map({})
+
+
+def test_the_standard_librarys_modules_are_served_unless_a_directory_before_it_holds_one(
+        cache: Path, tmp_path: Path) -> None:
+    import json.decoder  # noqa: F401  # (imported: the file takes it, its package and _json)
+
+    _fresh(cache)
+    modulecache._store(str(cache))
+    modulecache._entries.clear()
+    modulecache.enable(str(cache))
+    assert {"json", "json.decoder", "_json"} <= set(modulecache._entries)
+    stdlib = modulecache.STDLIB_DIRECTORIES[0]
+    spec = modulecache._Finder.find_spec("json")
+    assert spec is not None and type(spec.loader) is modulecache._Loader
+    assert spec.origin == os.path.join(stdlib, "json", "__init__.py")
+    assert spec.submodule_search_locations == [os.path.join(stdlib, "json")]
+    decoder = modulecache._Finder.find_spec("json.decoder", [os.path.join(stdlib, "json")])
+    assert decoder is not None and decoder.origin == os.path.join(stdlib, "json", "decoder.py")
+    extension = modulecache._Finder.find_spec("_json")
+    assert extension is not None and type(extension.loader).__name__ == "ExtensionFileLoader"
+    # a package of the same name elsewhere: its submodule is not the standard library's
+    assert modulecache._Finder.find_spec("json.decoder", [str(tmp_path / "json")]) is None
+    # a directory before the standard library's holding json: the usual search finds that
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "json.py").write_text("")
+    modulecache._shadowed[0] = modulecache._shadowing([str(tmp_path / "mine"), stdlib])
+    assert modulecache._Finder.find_spec("json") is None
+    assert modulecache._Finder.find_spec("_json") is not None
+    assert "json" in modulecache._entries  # (not stale: another process may be served it)
+    zipped = tmp_path / "lib.zip"
+    zipped.write_bytes(b"")
+    assert modulecache._shadowing([str(zipped), stdlib]) is None

@@ -1,17 +1,22 @@
-"""The bytecode of the package's modules a command imports, read from one file.
+"""The bytecode of the modules a command imports, ours and the standard library's, read
+from one file.
 
-Importing one of our modules the usual way walks the import path's finders, stats the
-package's directory, builds the bytecode file's name, stats the source, opens, reads and
-checks the bytecode file: about half of what an import costs beyond running the module,
-and a deploy imports some 120 of ours (about 6% of its instructions). The ``unfurl``
+Importing a module the usual way walks the import path's finders, stats their
+directories, builds the bytecode file's name, stats the source, opens, reads and checks
+the bytecode file: about half of what an import costs beyond running the module, and a
+deploy imports some 130 of our modules and 80 of the standard library's. The ``unfurl``
 command's process keeps their bytecode in one file beside the package's own
 (``unfurl_lite/__pycache__``) and a finder placed first serves them from it, each only
 while its source has the size and modification time (in nanoseconds) it had when its
-bytecode was taken: the check the bytecode file's own header makes, more finely. A module
-the file lacks, or whose source changed, is imported the usual way and its bytecode added
-when the process exits. The file is trusted as the bytecode beside it is
-(:mod:`pycache`); only the command's own process does this (:func:`enable`), a library
-caller's imports are left alone. Modules outside the package are imported as usual.
+bytecode was taken (the check the bytecode file's own header makes, more finely), and only
+where the usual search would find that same file: a submodule in its parent's
+``__path__``, a top-level name of the standard library only when no directory before the
+standard library's on ``sys.path`` (the command's directory, ``PYTHONPATH``) holds a
+module of that name. Extension modules of the standard library (``lib-dynload``) are found
+the same way and loaded as usual. A module the file lacks, or whose source changed, is
+imported the usual way and its bytecode added when the process exits. The file is trusted
+as the bytecode beside it is (:mod:`pycache`); only the command's own process does this
+(:func:`enable`), a library caller's imports are left alone.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import atexit
 import marshal
 import os
 import sys
-from importlib.machinery import ModuleSpec, SourceFileLoader
+from importlib.machinery import ExtensionFileLoader, ModuleSpec, SourceFileLoader
 from types import CodeType
 
 from unfurl_lite.load import pycache
@@ -36,17 +41,25 @@ MAX_BYTES = 16 * 1024 * 1024  # the whole package's bytecode is about 3 MB
 PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE_DIRECTORY = PACKAGE + os.sep
 PREFIX = "unfurl_lite."
+_STDLIB = getattr(sys, "_stdlib_dir", None) or os.path.dirname(os.__file__)
+#: where the standard library's top-level modules are: its sources, its extension modules
+STDLIB_DIRECTORIES = (_STDLIB, os.path.join(_STDLIB, "lib-dynload"))
+_INIT = f"{os.sep}__init__.py"
 
-#: a module's entry: its source and bytecode files (relative to the package's directory;
-#: the bytecode file's absolute under a ``sys.pycache_prefix``),
-#: the source's modification time (ns) and size when the bytecode was taken, and where its
-#: bytecode is in the file (start and end), or the bytecode itself (taken in this process)
+#: a module's entry: its source (relative to the package's directory, or absolute: the
+#: standard library's), its bytecode file (the same; "" for an extension module, which has
+#: no bytecode), the source's modification time (ns) and size when the bytecode was taken,
+#: and where its bytecode is in the file (start and end), or the bytecode itself (taken in
+#: this process)
 Entry = tuple[str, str, int, int, int, int] | tuple[str, str, int, int, bytes]
 _entries: dict[str, Entry] = {}
 _payload = [memoryview(b"")]  # the file's bytecode, after its index
 _changed = [False]  # a module imported the usual way, or an entry found stale
 #: the file: the index's length (8 bytes, little-endian), the index (marshal), the bytecode
 _LENGTH = 8
+#: the names of modules a directory before the standard library's on sys.path holds
+#: (None: one that cannot be listed, a zip file: no top-level name is served)
+_shadowed: list[frozenset[str] | None] = [None]
 
 
 class _Loader(SourceFileLoader):
@@ -68,12 +81,16 @@ class _Loader(SourceFileLoader):
 
 
 class _Finder:
-    """First on ``sys.meta_path``: a spec for a module of the package the file holds, when
-    its source is unchanged; None otherwise (the usual finders then look for it)."""
+    """First on ``sys.meta_path``: a spec for a module the file holds, when its source is
+    unchanged and the usual search would find it there; None otherwise (the usual finders
+    then look for it)."""
 
     @staticmethod
     def find_spec(name: str, path: Sequence[str] | None = None,
                   target: ModuleType | None = None) -> ModuleSpec | None:
+        """The spec of the usual loader for the module's file, with the file's code, when
+        the usual search would find that file and its source is as it was; None otherwise
+        (a stale or damaged entry is dropped and the module taken again at exit)."""
         entry = _entries.get(name)
         if entry is None:
             if name.startswith(PREFIX):
@@ -81,19 +98,31 @@ class _Finder:
             return None
         try:  # (the file's entries are checked as they are used: a damaged one is dropped)
             source, cached, mtime, size, start, end = entry  # type: ignore[misc]
-            origin = PACKAGE_DIRECTORY + source
+            origin = os.path.join(PACKAGE, source)
+            package = origin.endswith(_INIT)
+            where = origin.rpartition(os.sep)[0]
+            if package:
+                where = where.rpartition(os.sep)[0]
+            if path is None:  # a top-level name: the standard library's, not shadowed
+                shadowed = _shadowed[0]
+                if shadowed is None or name in shadowed or where not in STDLIB_DIRECTORIES:
+                    return None
+            elif where not in path:  # (not where the usual search looks)
+                return None
             info = os.stat(origin)
             code = _payload[0][start:end]
-            cached = os.path.join(PACKAGE, cached)  # (absolute under a pycache prefix)
+            if cached:
+                cached = os.path.join(PACKAGE, cached)  # (absolute: not the package's)
         except (OSError, TypeError, ValueError):
             info = None
         if info is None or info.st_mtime_ns != mtime or info.st_size != size:
             del _entries[name]
             _changed[0] = True
             return None
+        if not cached:  # an extension module
+            return ModuleSpec(name, ExtensionFileLoader(name, origin), origin=origin)
         loader = _Loader(name, origin)
         loader.code = code
-        package = source.endswith(f"{os.sep}__init__.py")
         spec = ModuleSpec(name, loader, origin=origin, is_package=package)
         if package:
             spec.submodule_search_locations = [os.path.dirname(origin)]
@@ -106,8 +135,26 @@ def enable(directory: str = pycache.PYCACHE) -> None:
     """Serve the package's modules from the file from now on (before the command's
     modules are imported), and store the file anew when the process exits, if it changed."""
     _read(os.path.join(directory, FILE))
+    _shadowed[0] = _shadowing(sys.path)
     sys.meta_path.insert(0, _Finder)
     atexit.register(_store, directory)
+
+
+def _shadowing(search: list[str]) -> frozenset[str] | None:
+    """The names of the modules and packages in the directories ``search`` lists before
+    the standard library's (None if one of them cannot be listed: a zip file)."""
+    names: set[str] = set()
+    for entry in search:
+        directory = entry or os.getcwd()
+        if directory in STDLIB_DIRECTORIES:
+            return frozenset(names)
+        try:
+            names.update(name.partition(".")[0] for name in os.listdir(directory))
+        except NotADirectoryError:
+            return None
+        except OSError:  # (a directory that is not there holds nothing)
+            continue
+    return None  # the standard library is not on the path as usual
 
 
 def _read(path: str) -> None:
@@ -128,27 +175,43 @@ def _read(path: str) -> None:
 
 
 def _taken(name: str, module: ModuleType) -> Entry | None:
-    """The entry for a module of the package imported the usual way from its source:
-    its bytecode as the usual loader reads it, if the source did not change meanwhile."""
+    """The entry for a module imported the usual way, of the package or of the standard
+    library, from its source (its bytecode as the usual loader reads it, if the source did
+    not change meanwhile), or an extension module of the standard library."""
     spec = getattr(module, "__spec__", None)
     loader = getattr(spec, "loader", None)
     origin = getattr(spec, "origin", None)
-    if type(loader) is not SourceFileLoader or not isinstance(origin, str):
+    if not isinstance(origin, str):
+        return None
+    ours = origin.startswith(PACKAGE_DIRECTORY)
+    if not ours and not _standard(origin):
         return None
     cached = getattr(spec, "cached", None)
-    if not origin.startswith(PACKAGE_DIRECTORY) or not isinstance(cached, str):
-        return None
-    if cached.startswith(PACKAGE_DIRECTORY):
-        cached = cached[len(PACKAGE_DIRECTORY):]
     try:
         before = os.stat(origin)
-        code = marshal.dumps(loader.get_code(name))
+        if type(loader) is ExtensionFileLoader and not ours:
+            cached, code = "", b""
+        elif type(loader) is SourceFileLoader and isinstance(cached, str):
+            code = marshal.dumps(loader.get_code(name))
+        else:
+            return None
         after = os.stat(origin)
     except (OSError, ImportError, ValueError):
         return None
     if (before.st_mtime_ns, before.st_size) != (after.st_mtime_ns, after.st_size):
         return None
-    return (origin[len(PACKAGE_DIRECTORY):], cached, before.st_mtime_ns, before.st_size, code)
+    if cached.startswith(PACKAGE_DIRECTORY):
+        cached = cached[len(PACKAGE_DIRECTORY):]
+    source = origin[len(PACKAGE_DIRECTORY):] if ours else origin
+    return (source, cached, before.st_mtime_ns, before.st_size, code)
+
+
+def _standard(origin: str) -> bool:
+    """Whether a module's file is the standard library's (not a third party's, installed
+    under it without a virtualenv)."""
+    if not origin.startswith(_STDLIB + os.sep):
+        return False
+    return not origin[len(_STDLIB) + 1:].startswith(("site-packages", "dist-packages"))
 
 
 def _file() -> bytes:
@@ -180,16 +243,25 @@ def _sound(name: object, entry: object) -> bool:
             and 0 <= entry[4] <= entry[5] <= len(_payload[0]))
 
 
+def _imported() -> list[tuple[str, ModuleType]]:
+    """The modules this process imported."""
+    return list(sys.modules.items())
+
+
 def _store(directory: str) -> None:
     """The entries, with the modules this process imported the usual way, written
     atomically when they changed, where and when Python writes bytecode."""
-    if not _changed[0] or sys.dont_write_bytecode:
+    if sys.dont_write_bytecode:
         return
-    for name, module in list(sys.modules.items()):
-        if name.startswith(PREFIX) and name not in _entries:
+    changed = _changed[0]
+    for name, module in _imported():
+        if name not in _entries and not name.startswith("__"):
             entry = _taken(name, module)
             if entry is not None:
                 _entries[name] = entry
+                changed = True
+    if not changed:
+        return
     payload = _file()
     if len(payload) <= MAX_BYTES:
         pycache.write(directory, FILE, payload)
