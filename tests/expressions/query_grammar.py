@@ -135,11 +135,18 @@ EACH: list[Any] = ["$item", "$key", "$index", ".name", "s", "$item::s", "$item::
                    {"value": "$item::m"}, {"key": "$item"}, "$true"]
 
 
+#: the eval filter's spellings: wantList, variables as keywords, `ref`, then a filter
+FILTER_FORMS = ["eval", "eval", "eval(wantList=true)", "eval(wantList=false)", "ref",
+                "eval(v='mid', k='s')", "eval | length", "eval | first",
+                "eval(wantList=true) | map(attribute='name') | list", "eval is none",
+                "eval(wantList=true) | count"]
+
+
 @st.composite
 def value_probes(draw: Any) -> dict[str, Any]:
     """A query in each of the forms an input can hold it."""
     text = draw(query_texts())
-    at = draw(st.sampled_from(AT[:6]))
+    at = draw(st.sampled_from(AT))
     form = draw(st.sampled_from(["eval", "ref", "foreach", "select", "filter", "vars",
                                  "function", "strict"]))
     value: Any
@@ -148,7 +155,8 @@ def value_probes(draw: Any) -> dict[str, Any]:
     elif form in ("foreach", "select"):
         value = {"eval": text, form: draw(st.sampled_from(EACH))}
     elif form == "filter":
-        value = "{{ '" + text.replace("'", "") + "' | eval }}"
+        value = "{{ '" + text.replace("'", "") + "' | " + draw(st.sampled_from(FILTER_FORMS)) \
+            + " }}"
     elif form == "vars":
         value = {"eval": text, "vars": {"v": "mid", "k": "s"}}
     elif form == "function":
@@ -198,6 +206,22 @@ FOUND: list[dict[str, Any]] = [
     {"q": ".ancestors[ll][.sources]", "at": "mid"},
     {"q": ".ancestors[.sources]", "at": "leaf"},
     {"q": ".ancestors?[.sources]", "at": "leaf"},
+    # Unfurl's enums are ints: equal to a number, ordered, converted; never to text
+    {"q": ".status=$i", "at": "other~configures", "vars": {"i": 1}},
+    {"q": "::*::.status=$i", "vars": {"i": True}},
+    {"q": "::*::.state=$i", "vars": {"i": 3}},
+    {"q": "::*::.priority!=$i", "vars": {"i": 2}},
+    {"q": "::*::.status=1"}, {"q": "::*::.status=ok"},
+    {"at": "top", "v": "{{ '.state' | eval > 2 }}"},
+    {"at": "top", "v": "{{ '.status' | eval | int }}"},
+    {"at": "top", "v": "{{ ('.status' | eval) + 1 }}"},
+    {"at": "top", "v": {"eval": {"eq": [{"eval": ".status"}, 1]}}},
+    # get_property's keys walk a list as tosca-parser does: int(key), negative from the end
+    {"at": "leaf", "v": {"get_property": ["leaf", "l", "0"]}},
+    {"at": "leaf", "v": {"get_property": ["top", "l", -1]}},
+    {"at": "leaf", "v": {"get_property": ["top", "l", -4]}},
+    {"at": "leaf", "v": {"get_property": ["top", "m", "b", "1"]}},
+    {"at": "leaf", "v": {"get_property": ["top", "l", "x"]}},
 ]
 
 

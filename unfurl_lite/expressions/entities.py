@@ -21,29 +21,41 @@ from unfurl_lite.expressions.instance_graph import (
 )
 from unfurl_lite.model.lineage import NORMATIVE_ATTRIBUTES
 
+#: the numbers of Unfurl 1.2.0's int enums (``Status``, ``NodeState``, ``Priority``)
+_NUMBERS: dict[str, tuple[str, ...]] = {
+    "Status": ("unknown", "ok", "degraded", "error", "pending", "absent"),
+    "NodeState": ("", "initial", "creating", "created", "configuring", "configured",
+                  "starting", "started", "stopping", "stopped", "deleting", "deleted",
+                  "error"),
+    "Priority": ("ignore", "optional", "required", "critical"),
+}
 
-class UnfurlEnum:
-    """A status or node state as a query gives it: Unfurl's enum, shown ``Status.ok``;
-    equal only to the same value (``[.status=ok]`` compares text with it: never equal,
-    as in Unfurl)."""
 
-    __slots__ = ("kind", "name")
+class UnfurlEnum(int):
+    """A status, node state or priority as a query gives it: Unfurl's enum, shown
+    ``Status.ok``. Unfurl's are ``int`` enums, and so is this one: its number compares,
+    orders, hashes and converts (``[.status=$one]`` with ``one: 1`` keeps an ok instance,
+    ``Status.ok`` equals ``NodeState.initial``, ``'.state' | eval > 3``, ``| int``); text
+    is never equal (``[.status=1]`` and ``[.status=ok]`` read the text as the enum's
+    value: never equal, as in Unfurl)."""
 
-    def __init__(self, kind: str, name: str) -> None:
-        self.kind = kind
-        self.name = name
+    kind: str
+    name: str
+
+    def __new__(cls, kind: str, name: str) -> UnfurlEnum:
+        names = _NUMBERS.get(kind, ())
+        made = super().__new__(cls, names.index(name) if name in names else -1)
+        made.kind = kind
+        made.name = name
+        return made
 
     def __str__(self) -> str:
         return f"{self.kind}.{self.name}"
 
     __repr__ = __str__
 
-    def __eq__(self, other: object) -> bool:
-        return (isinstance(other, UnfurlEnum) and other.kind == self.kind
-                and other.name == self.name)
-
-    def __hash__(self) -> int:
-        return hash((self.kind, self.name))
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (UnfurlEnum, (self.kind, self.name))
 
     def record_form(self) -> str:
         return self.name

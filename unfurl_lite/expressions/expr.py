@@ -331,13 +331,21 @@ def _entity(ref: str, ctx: EvalContext) -> Mapping[str, Any]:
 
 
 def _walk(value: YAMLValue, path: list[Any], owner: Any, what: str) -> Any:
+    """tosca-parser's walk into a property's value: a list's index is read as a number
+    (``"0"`` is 0, ``-1`` the last), a mapping's key as written."""
     for key in path:
-        if isinstance(value, Mapping) and key in value:  # noqa: SIM114 (each index typed apart)
+        if isinstance(value, list):
+            try:
+                position = int(key)
+            except (TypeError, ValueError):
+                position = len(value)
+            if -len(value) <= position < len(value):
+                value = value[position]
+                continue
+        elif isinstance(value, Mapping) and key in value:
             value = value[key]
-        elif isinstance(value, list) and isinstance(key, int) and -len(value) <= key < len(value):
-            value = value[key]
-        else:
-            raise ExpressionError(f"get_property: {owner} has no {what} {key!r}")
+            continue
+        raise ExpressionError(f"get_property: {owner} has no {what} {key!r}")
     return value
 
 

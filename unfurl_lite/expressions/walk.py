@@ -8,7 +8,7 @@ import dataclasses
 from collections.abc import Iterable, Iterator, Mapping
 
 from unfurl_lite.errors import ExpressionError, UndefinedVariable
-from unfurl_lite.expressions.entities import Entity
+from unfurl_lite.expressions.entities import Entity, UnfurlEnum
 from unfurl_lite.expressions.keys import read_key
 from unfurl_lite.expressions.query import Key, Query, Segment
 from unfurl_lite.expressions.quoting import is_quoted
@@ -209,6 +209,8 @@ def _coerce(value: Any, text: str, plain: bool = False) -> Any:
     ``plain``, see :func:`_computed`)."""
     if isinstance(value, list | Mapping) and not plain:
         raise TypeError("a property's list or mapping is not compared with text")
+    if isinstance(value, UnfurlEnum):  # (Status("1"): no member has the value "1")
+        raise TypeError("an enum is not compared with text")
     if isinstance(value, Mapping):
         if text:  # (dict(text): each character is no (key, value) pair)
             raise ValueError("a mapping is not made from text")
