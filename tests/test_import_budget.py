@@ -303,3 +303,22 @@ def test_a_users_interpreter_imports_no_archive_or_temporary_file_modules(
     assert "unfurl_lite.load.loader" in imported  # (the probe saw the command load)
     assert not imported & (NEVER_WITHOUT_SITE | NEVER_AT_START), sorted(
         imported & (NEVER_WITHOUT_SITE | NEVER_AT_START))
+
+
+def test_a_plan_of_nodes_with_requirements_keeps_typing_off(tmp_path: Path) -> None:
+    """A requirement brings its checks onto a cold plan's road (relationships, their
+    targets' capabilities, the functions in them): typing stays off it too (python -S:
+    this machine's site imports typing before our first line)."""
+    root = tmp_path / "project"
+    root.mkdir()
+    nodes = shell_node("a", "true") + shell_node("b", "true") + (
+        "  requirements:\n    - dependency: a\n")
+    (root / "ensemble.yaml").write_text(ensemble_yaml(nodes))
+    env = {**os.environ, "UNFURL_LITE_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-S", "-X", "importtime", "-m", "unfurl_lite",
+                           "plan", "ensemble.yaml"],
+                          capture_output=True, text=True, cwd=root, env=env, check=True)
+    imported = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines()
+                if line.startswith("import time:") and line.count("|") == 2}
+    assert "unfurl_lite.load.relationship_refs" in imported  # (the requirement's checks ran)
+    assert not imported & NEVER_AT_START, sorted(imported & NEVER_AT_START)

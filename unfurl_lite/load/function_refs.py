@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
 
 from unfurl_lite.errors import Problem
 from unfurl_lite.load.host_refs import UNSET as _UNSET
@@ -44,6 +43,10 @@ from unfurl_lite.model.lineage import (
     parents,
     undeclared_properties,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _FUNCTIONS = ("get_attribute", "get_property")
 

@@ -9,16 +9,18 @@ matched). Used by :mod:`unfurl_lite.load.function_refs` (its ``_Judge``)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from unfurl_lite.load.problems import mapping
 from unfurl_lite.model.lineage import NORMATIVE_PROPERTIES
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeAlias
 
 _UNKNOWN = "?"  # a template or type not known here: not judged
 #: a property declared without a default (function_refs' capability tables)
 UNSET = object()
 #: function_refs._Judge (typed loosely: this module is below it)
-_Judge = Any
+_Judge: TypeAlias = "Any"
 
 
 def host_verdict(judge: _Judge, function: str, args: list[Any], owner: str) -> tuple[

@@ -15,11 +15,14 @@ directly with a normative type keeps its free-form properties
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from unfurl_lite.errors import Problem
 from unfurl_lite.load.problems import SERVICE, TOPOLOGY, get_section, mapping, problem_at
 from unfurl_lite.model.lineage import lineage, undeclared_properties
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 HINT = ("declare it in the template's type (`properties: {{{name}: {{type: string}}}}` of a "
          "node type derived from {type}), or give the type `metadata: "

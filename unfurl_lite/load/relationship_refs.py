@@ -21,7 +21,6 @@ never of a relationship template no requirement uses. Each rule was probed with 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any, NamedTuple
 
 from unfurl_lite.errors import Problem
 from unfurl_lite.load.function_refs import Judge, Types, function_call, operation_inputs
@@ -29,6 +28,10 @@ from unfurl_lite.load.problems import SERVICE, TOPOLOGY, get_section, mapping, p
 from unfurl_lite.load.property_refs import HINT, message, undeclared_by
 from unfurl_lite.load.structure import implied_requirements, written_requirements
 from unfurl_lite.model.lineage import ancestry, lineage, parents
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: TOSCA's normative relationship types: (parent, the properties they declare)
 _NORMATIVE: dict[str, tuple[str | None, tuple[str, ...]]] = {
@@ -44,14 +47,19 @@ _NORMATIVE: dict[str, tuple[str | None, tuple[str, ...]]] = {
 _ENDS = ("SELF", "TARGET", "SOURCE")
 
 
-class _Use(NamedTuple):
-    """A relationship a requirement makes: who makes it, what it connects, what it is."""
-    source: str
-    target: str
-    name: str  # as tosca-parser names it: the relationship template's, else the requirement's
-    type_name: Any
-    path: tuple[Any, ...]  # of its own body (a relationship template, an inline mapping)
-    body: Mapping[str, Any]  # its own body ({} for a relationship type named)
+class _Use:
+    """A relationship a requirement makes: who makes it, what it connects, what it is:
+    its name as tosca-parser names it (the relationship template's, else the
+    requirement's), its type, the path of its own body (a relationship template, an inline
+    mapping) and that body ({} for a relationship type named). A plain class: typing's
+    NamedTuple would bring typing to a cold plan's start."""
+
+    __slots__ = ("body", "name", "path", "source", "target", "type_name")
+
+    def __init__(self, source: str, target: str, name: str, type_name: Any,
+                 path: tuple[Any, ...], body: Mapping[str, Any]) -> None:
+        self.source, self.target, self.name = source, target, name
+        self.type_name, self.path, self.body = type_name, path, body
 
 
 def problems(doc: Any, file: str) -> Iterator[Problem]:

@@ -15,7 +15,6 @@ types and their ancestors, the relationship type's.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
 
 from unfurl_lite.errors import Problem
 from unfurl_lite.load.function_refs import CAPABILITY_TYPES, Types
@@ -23,6 +22,10 @@ from unfurl_lite.load.problems import SERVICE, TOPOLOGY, get_section, mapping, p
 from unfurl_lite.load.relationship_refs import declared_requirements
 from unfurl_lite.load.structure import TargetTypes
 from unfurl_lite.model.lineage import parents
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: the requirements TOSCA's normative node types declare, as Unfurl 1.2.0's TOSCA 1.3
 #: definitions do: name -> (capability, relationship)
