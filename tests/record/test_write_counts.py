@@ -289,3 +289,51 @@ def test_folding_a_node_state_keeps_the_rest_of_the_record() -> None:
     fold(data, {"states": {"db": None}})
     assert data["instances"]["db"]["readyState"] == {"local": "ok"}
     assert "states" not in data
+
+
+@pytest.mark.parametrize("case", ["tasks", "created"])
+def test_the_recorded_journal_inlines_its_events_and_reads_back_as_the_whole_rewrite(
+    project: Project, invoke: Invoke, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+    case: str,
+) -> None:
+    """The journal's second write is its first with its events inlined, not every task
+    and instance encoded again, when the events hold the full record of every task the
+    journal lists, and knew every secret: read back, it is what the whole rewrite reads
+    back (here the job writes the whole one, and the inlined one is made from a copy of
+    its first write and events). Tasks planned as the job ran (for instances a
+    resultTemplate created) are in the events only: that journal is written whole."""
+    import shutil
+
+    from tests.run.test_created_instances import HEAD
+    from unfurl_lite.record import journal, journal_format
+
+    made: dict[str, Any] = {}
+    real = journal_format.write_final
+
+    def whole_instead(path: Path, data: dict[str, Any], seq: int, *args: Any) -> bool:
+        side = tmp_path / "side" / path.name
+        side.parent.mkdir()
+        shutil.copy(path, side)
+        shutil.copy(journal_format.events_path(path), journal_format.events_path(side))
+        made.update(side=side, data=dict(data), seq=seq)
+        return False
+
+    monkeypatch.setattr(journal_format, "write_final", whole_instead)
+    if case == "created":
+        project.write(HEAD.format(steps="            create:\n            configure:"))
+        assert invoke("deploy", "--approve").exit_code == 0
+        assert not made
+        return
+    _deploy(project, invoke, "--jobs", "3")
+    assert made, "the events held every task: the journal could be made from them"
+    [whole] = project.root.glob("jobs/journal*.yaml")
+    assert real(made["side"], made["data"], made["seq"])
+    assert not journal_format.events_path(made["side"]).exists()
+    inlined = journal.read_journal(made["side"]).data
+    expected = journal.read_journal(whole).data
+    assert inlined == expected
+    assert len(expected["tasks"]) == TASKS and expected["recorded"] is True
+    from unfurl_lite.view.dashboard.heads import journal_head  # the history's quick read
+
+    assert "\nevents:\n- {" in made["side"].read_text()
+    assert journal_head(made["side"])["state"] == "succeeded" == journal_head(whole)["state"]

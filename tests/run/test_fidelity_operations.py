@@ -32,24 +32,24 @@ def our_rows(project: Project) -> dict[str, dict[str, str]]:
     return {fields(r)["target"][2:]: fields(r) for r in project.jobs_tsv() if "target=::" in r}
 
 
+def _recorded_tasks(project: Project) -> list[dict]:
+    """Every task of every journal, as a reader folds it (its events inlined or not)."""
+    from unfurl_lite.record.journal import read_journal
+
+    return [task for path in sorted((project.root / "jobs").glob("journal*.yaml"))
+            for task in read_journal(path).tasks]
+
+
 def task_stdout(project: Project, target: str) -> str:
-    for path in sorted((project.root / "jobs").glob("journal*.yaml")):
-        for line in path.read_text().splitlines():
-            if line.startswith("tasks: "):
-                for task in json.loads(line[len("tasks: "):]):
-                    if task["target"] == target and task.get("result"):
-                        return task["result"]["outputs"].get("stdout", "")
+    for task in _recorded_tasks(project):
+        if task["target"] == target and task.get("result"):
+            return task["result"]["outputs"].get("stdout", "")
     return ""
 
 
 def all_stdout(project: Project) -> list[str]:
-    found = []
-    for path in sorted((project.root / "jobs").glob("journal*.yaml")):
-        for line in path.read_text().splitlines():
-            if line.startswith("tasks: "):
-                found += [task["result"]["outputs"].get("stdout", "")
-                          for task in json.loads(line[len("tasks: "):]) if task.get("result")]
-    return found
+    return [task["result"]["outputs"].get("stdout", "")
+            for task in _recorded_tasks(project) if task.get("result")]
 
 
 def their_rows_all(step: str) -> list[dict[str, str]]:

@@ -1,23 +1,21 @@
 """The in-progress job file: what a job has done so far, kept current at every task
 transition, so a job killed at any instant leaves an exact record for ``resume``.
 
-It sits beside the job's record as ``jobs/journal<time>-<id>.yaml`` and holds what
-the records do not: the workflow and options to plan again (against the instance status
-the job started from, so tasks keep their numbers), every task's state, and the
-instances' status as of the last transition. The ensemble itself is only written when
-the job is recorded; until then the journal is the truth.
-
-The file is written whole (atomically) twice: when the job starts (each task still to
-run as its number, target, operation and state), and once the job is recorded (the copy
-git keeps, redacted with every secret the job came to know: each task's record is the one
-its last event carried, made again only if the task or the secrets changed since). In
-between each transition appends one line to its ``.events`` log: the task's record and
-the instances it touched; a task sent to an executor that starts it at once (the local
-one) and done is two lines, and the job's end one more.
-Each line is written before anything outside the process depends on its transition (a start
-before the operation is sent, an outcome with the next start or before the job waits), so
-killing it loses nothing; it reaches the disk within 0.1 s (:class:`journal_format.EventLog`).
-Rewriting the whole journal at every transition cost O(N) per task, O(N^2) per job.
+``jobs/journal<time>-<id>.yaml``, beside the job's record, holds what the records do not:
+the workflow and options to plan again (against the instance status the job started
+from, so tasks keep their numbers), every task's state, and the instances' status as of
+the last transition; until the job is recorded it is the truth, not the ensemble.
+It is written whole (atomically) twice: when the job starts (each task still to run as
+its number, target, operation and state), and once the job is recorded (the copy git
+keeps, redacted with every secret the job came to know): the first with its events
+inlined (journal_format.write_final) when they hold every task's record and knew every
+secret, else each task's record its last event carried (made again only if the task or
+the secrets changed since). Between the two each transition appends a line to its
+``.events`` log, the task's record and the instances it touched (a task the local
+executor runs is two lines; the job's end one more), written before anything outside the
+process depends on it (a start before the operation is sent, an outcome with the next
+start or before the job waits): killing the process loses nothing, and each line
+reaches the disk within 0.1 s (:class:`journal_format.EventLog`).
 """
 
 from __future__ import annotations
@@ -198,6 +196,7 @@ class Journal(Observer):
         self.data[journal_format.SECRET_DIGESTS] = list(secret_digests or [])
         self.digested: set[str] = set()
         self.secrets_seen = 0  # how many secrets the last look found
+        self.first_secrets = -1  # how many the first write was redacted with
 
     # -- Observer hooks
 
@@ -336,8 +335,7 @@ class Journal(Observer):
     # -- the end of the job
 
     def finished(self, result: JobResult) -> None:
-        """An event, not a rewrite: the records are written next, and the journal is
-        rewritten whole once, when they are (:meth:`mark_recorded`)."""
+        """An event: the journal is rewritten once the records are (mark_recorded)."""
         self.data["state"] = str(result.state)
         self.data["status"] = str(result.status)
         with self.lock:
@@ -345,8 +343,7 @@ class Journal(Observer):
         self._append({"state": self.data["state"], "status": self.data["status"]})
 
     def mark_recorded(self, writes: yamlio.Writes | None = None) -> None:
-        """The job's one rewrite of the whole journal (what git keeps), redacted with
-        every secret the job came to know (with ``writes``: when they are committed)."""
+        """The job's one rewrite of the whole journal, what git keeps (with ``writes``)."""
         self.data["recorded"] = True
         self.write(writes)
 
@@ -366,6 +363,13 @@ class Journal(Observer):
         if self.path is None:
             return
         with self.lock:
+            if self.events is not None:
+                self.events.close()
+                self.events = None
+            if (self.data["recorded"] and self.first_secrets == len(self.secrets)
+                    and set(self.written) == {r.task.number for r in self.runs}
+                    and journal_format.write_final(self.path, self.data, self.seq, writes)):
+                return  # its first write and every event, as they were written
             data = dict(self.data)
             data["instances"] = snapshot_instances(self.instances, self.secrets, copy=False)
             start = not data["recorded"] and self.seq == 0
@@ -375,9 +379,7 @@ class Journal(Observer):
             data[journal_format.SECRET_DIGESTS] = list(self.data[journal_format.SECRET_DIGESTS])
             self.known = set(data["instances"])
             self.written.clear()  # the events that follow start from the whole file
-            if self.events is not None:
-                self.events.close()
-                self.events = None
+            self.first_secrets = len(self.secrets) if start else -1
             journal_format.write_journal(self.path, data, self.seq, writes)
 
 
