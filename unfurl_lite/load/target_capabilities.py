@@ -60,6 +60,8 @@ def problems(doc: Any, file: str) -> Iterator[Problem]:
     types = Types(doc)
     targets = TargetTypes(service)
     node_types = {**mapping(service.get("types")), **mapping(service.get("node_types"))}
+    #: (the target's type, the capability and the relationship asked for) -> what is missing
+    verdicts: dict[tuple[Any, Any, Any], tuple[Any, list[str]] | None] = {}
     for name, body in templates.items():
         requirements = mapping(body).get("requirements")
         declared: dict[str, Any] | None = None
@@ -72,11 +74,20 @@ def problems(doc: Any, file: str) -> Iterator[Problem]:
                     declared = _declared(types, mapping(body).get("type"), node_types)
                 definition = {**mapping(declared.get(str(req))), **(
                     value if isinstance(value, dict) else {"node": value})}
-                message = _verdict(types, targets, str(name), str(req), node,
-                                   mapping(templates[node]), definition)
-                if message:
+                target = mapping(templates[node])
+                key = (target.get("type"), definition.get("capability"),
+                       definition.get("relationship"))
+                try:  # (a layered topology asks the same of hundreds of links)
+                    missing = verdicts[key]
+                except KeyError:
+                    missing = _missing(types, targets, target, definition)
+                    verdicts[key] = missing
+                except TypeError:  # an inline relationship (a mapping): asked each time
+                    missing = _missing(types, targets, target, definition)
+                if missing:
                     yield problem_at(doc, (*TOPOLOGY, "node_templates", name, "requirements",
-                                           index), file, message, _HINT)
+                                           index), file, _message(str(name), str(req), node,
+                                                                  *missing), _HINT)
 
 
 def _declared(types: Types, type_name: Any, node_types: Mapping[str, Any]) -> dict[str, Any]:
@@ -90,8 +101,10 @@ def _declared(types: Types, type_name: Any, node_types: Mapping[str, Any]) -> di
     return found
 
 
-def _verdict(types: Types, targets: TargetTypes, source: str, req: str, target: str,
-             body: Mapping[str, Any], definition: Mapping[str, Any]) -> str | None:
+def _missing(types: Types, targets: TargetTypes, body: Mapping[str, Any],
+             definition: Mapping[str, Any]) -> tuple[Any, list[str]] | None:
+    """None when the target's capabilities answer the requirement; else the capability
+    it asked for (or None) and the target's capabilities."""
     chain = types.chain(body.get("type") or "tosca.nodes.Root")
     if chain is None:
         return None
@@ -107,9 +120,13 @@ def _verdict(types: Types, targets: TargetTypes, source: str, req: str, target: 
         matched = _derived(types, matched, valid)
     if matched is None or matched:
         return None
+    return wanted, sorted(capabilities)
+
+
+def _message(source: str, req: str, target: str, wanted: Any, capabilities: list[str]) -> str:
     if isinstance(wanted, str):
         return (f'No matching capability "{wanted}" found on target node "{target}" with '
-                f"capabilities {sorted(capabilities)} for requirement \"{req}\" of node "
+                f"capabilities {capabilities} for requirement \"{req}\" of node "
                 f'"{source}".')
     return (f'No capability with a matching target type found on target node "{target}" for '
             f'requirement "{req}" of node "{source}".')
