@@ -217,15 +217,33 @@ def plain_reads(
 ) -> Reads | None:
     """What :func:`operation_reads` finds when nothing needs evaluating (no environment,
     no template, no expression, nothing read after the run): the inputs the kind
-    resolves, in declared order. None when the inputs must be watched."""
-    if environment or any(name in raw_inputs for name in _AFTER_RUN):
+    resolves, in declared order. None when the inputs must be watched. (Asked of every
+    task a job runs: the answer for the same kind and input names is made once, and
+    shared, as a ``Reads`` never changes.)"""
+    if environment:
         return None
-    if not all(_plain(value) for value in raw_inputs.values()):
-        return None
-    roots = set(CONFIGURATOR_INPUTS.get(kind, tuple(raw_inputs)))
-    excluded = EXCLUDED.get(kind, frozenset())
-    inputs = tuple(n for n in raw_inputs if n in roots and n not in excluded)
-    return Reads(inputs, (), 0 if kind == "Template" else len(inputs))
+    for name in _AFTER_RUN:
+        if name in raw_inputs:
+            return None
+    for value in raw_inputs.values():
+        if not _plain(value):
+            return None
+    names = tuple(raw_inputs)
+    found = _PLAIN_READS.get((kind, names))
+    if found is None:
+        roots = set(CONFIGURATOR_INPUTS.get(kind, names))
+        excluded = EXCLUDED.get(kind, frozenset())
+        inputs = tuple(n for n in names if n in roots and n not in excluded)
+        found = Reads(inputs, (), 0 if kind == "Template" else len(inputs))
+        if len(_PLAIN_READS) >= _PLAIN_READS_KEPT:
+            _PLAIN_READS.clear()
+        _PLAIN_READS[(kind, names)] = found
+    return found
+
+
+#: plain_reads' answers, by the operation's kind and its input names in order
+_PLAIN_READS: dict[tuple[str, tuple[str, ...]], Reads] = {}
+_PLAIN_READS_KEPT = 256
 
 
 def watch_reads(ctx: EvalContext) -> _Watch:
