@@ -13,6 +13,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from unfurl_lite.expressions.digest import KeyProvider
+from unfurl_lite.expressions.lazy import Labelled
 from unfurl_lite.load import yamlio
 from unfurl_lite.record import records
 from unfurl_lite.run.observer import TaskState
@@ -122,14 +123,15 @@ _PLAIN_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 def plain_redacted(value: Any, secrets: set[str]) -> Any:
     """``to_plain(redact(value, secrets))``, in one walk when the job knows no secret: plain
-    data is copied as it is (keys made text, as ``to_plain`` makes them); anything else in
-    it (a marked value, a tuple, a subclass) goes through both, as before."""
+    data is copied as it is (keys made text, as ``to_plain`` makes them), a task's rendered
+    inputs (a ``Labelled`` mapping: a dict with a name for errors) as the dict it is;
+    anything else in it (a marked value, a tuple, another subclass) goes through both."""
     if secrets or getattr(secrets, "hashed", None):
         return yamlio.to_plain(redact(value, secrets))
     kind = type(value)
     if kind in _PLAIN_SCALARS:
         return value
-    if kind is dict:
+    if kind is dict or kind is Labelled:
         return {k if type(k) is str else str(k): plain_redacted(v, secrets)
                 for k, v in value.items()}
     if kind is list:
