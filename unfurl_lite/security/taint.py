@@ -214,6 +214,11 @@ def secrets_in(value: Any) -> Iterator[str]:
     """Every secret inside a value (Tainted text is built from secrets, not one itself)."""
     if type(value) in _PLAIN_LEAVES:  # the common case, told by its exact type: no secret
         return
+    if isinstance(value, dict):  # (a dict's plain values asked here, not in a generator each)
+        for v in value.values():
+            if type(v) not in _PLAIN_LEAVES:
+                yield from secrets_in(v)
+        return
     if isinstance(value, Tainted):
         return
     if isinstance(value, Sensitive):
