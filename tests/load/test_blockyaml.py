@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from tests.conftest import ENSEMBLE_HEAD
 from tests.load.test_fast_paths import SETTINGS, records, ruamel_safe_load
 from unfurl_lite.load import blockyaml, plainyaml
+from unfurl_lite.load.guard import MAX_DEPTH
 
 
 def read(text: str) -> Any:
@@ -241,7 +242,7 @@ def test_an_ascii_text_with_a_character_outside_the_subset_is_declined() -> None
 
 
 def test_the_guarded_road_reads_by_lines_and_keeps_the_guards_verdicts() -> None:
-    deep = "".join(" " * (2 * level) + f"k{level}:\n" for level in range(120))
+    deep = "".join(" " * (2 * level) + f"k{level}:\n" for level in range(MAX_DEPTH + 20))
     with pytest.raises(blockyaml.NeedsFullLoader):
         read(deep)  # the guard's depth limit: the full road refuses it with its line
     found = plainyaml.load_guarded("a:\n  +include: x\n")

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import gzip
+from pathlib import Path
+
 import pytest
 
 from tests.conftest import Invoke, Project, ensemble_yaml
@@ -10,6 +13,8 @@ from unfurl_lite.expressions.query import MAX_QUERY_BRACKETS
 from unfurl_lite.load.imports import MAX_IMPORT_DEPTH
 from unfurl_lite.load.merge import MAX_INCLUDE_DEPTH
 from unfurl_lite.load.type_checks import MAX_HOST_CHAIN
+
+UNFURL_WROTE = Path(__file__).parent.parent / "data" / "unfurl120" / "48-host-chain-137"
 
 _OPERATIONS = "  interfaces:\n    Standard:\n      operations: {create: 'true', delete: 'true'}\n"
 
@@ -31,9 +36,9 @@ def _chain(count: int, requirement: str = "- host: t{next}", first: str = _OPERA
 ])
 def test_a_chain_of_too_many_hosts_is_refused_at_its_innermost_template(
         project: Project, invoke: Invoke, requirement: str) -> None:
-    """The status nests each instance under its host's: a deeper chain wrote an ensemble
-    no later command could read ("nested more than 100 levels deep"), and past ~150
-    hosts `deploy` ended in a RecursionError traceback after running every task."""
+    """The status nests each instance under its host's, two levels a host: past 140 hosts
+    (Unfurl 1.2.0's own deploy fails at about 150 with "maximum recursion depth exceeded",
+    tests/data/unfurl120/48-host-chain-137) the chain is refused where it starts."""
     project.write(ensemble_yaml(_chain(MAX_HOST_CHAIN + 2, requirement)))
     result = invoke("validate")
     assert result.exit_code == 1, result.output
@@ -44,6 +49,20 @@ def test_a_chain_of_too_many_hosts_is_refused_at_its_innermost_template(
     assert "Traceback" not in result.output
     project.write(ensemble_yaml(_chain(MAX_HOST_CHAIN + 1, requirement)))
     assert invoke("validate").exit_code == 0
+
+
+def test_an_ensemble_unfurl_wrote_with_a_chain_of_137_hosts_is_read(
+        project: Project, invoke: Invoke) -> None:
+    """Unfurl 1.2.0 deployed it (its status 277 levels deep) though it cannot read it back
+    itself: here it loads, and everything it deployed is already ok (it used to be refused
+    as "nested more than 100 levels deep")."""
+    for name in ("ensemble.yaml", "jobs.tsv"):
+        project.write(gzip.decompress((UNFURL_WROTE / f"{name}.gz").read_bytes()).decode(),
+                      name=name)
+    result = invoke("plan")
+    assert result.exit_code == 0, result.output
+    assert "nothing to do" in result.output and result.output.count("already ok") == 137
+    assert "valid (137 templates, 137 recorded instances)" in invoke("validate").output
 
 
 @pytest.mark.slow

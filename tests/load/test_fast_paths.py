@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import REFERENCE, ROOT, Invoke, Project, ensemble_yaml, examples
 from unfurl_lite.load import emit, parsecache, schema_problems, schemacheck, yamlio
+from unfurl_lite.load.guard import MAX_DEPTH
 from unfurl_lite.load.loader import load_ensemble
 from unfurl_lite.record import sections
 
@@ -511,7 +512,8 @@ def test_one_walk_guard_declines_what_the_guard_refuses() -> None:
         f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
         f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
         f"*{chr(97 + i)}, *{chr(97 + i)}]\n" for i in range(6))
-    for text in [bomb, '"na\\u0007me": 1\n', "x: " + "[" * 120 + "]" * 120 + "\n"]:
+    deep = "x: " + "[" * (MAX_DEPTH + 20) + "]" * (MAX_DEPTH + 20) + "\n"
+    for text in [bomb, '"na\\u0007me": 1\n', deep]:
         with pytest.raises(plainyaml.NeedsFullLoader):
             plainyaml.load_guarded(text)
     kept = plainyaml.load_guarded('attributes: {"na\\u0007me": 1}\nn: {+include: x}\n')

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Invoke, Project, ensemble_yaml, git, shell_node
+from unfurl_lite.load.guard import MAX_DEPTH
 
 HEAD = ensemble_yaml(shell_node("app", "%s"))
 
@@ -101,7 +102,8 @@ YAML_ATTACKS = {
         for i in range(8)
     ),
     "deep flow nesting": "x: " + "[" * 5000 + "]" * 5000 + "\n",
-    "deep block nesting": "x:\n" + "".join("  " * i + f"k{i}:\n" for i in range(1, 150)),
+    "deep block nesting": "x:\n" + "".join("  " * i + f"k{i}:\n"
+                                            for i in range(1, MAX_DEPTH + 50)),
     "non-string key": "spec:\n  1: x\n",
     "complex key": "? [a, b]\n: c\n",
     "duplicate key": "spec: {}\nspec: {}\n",

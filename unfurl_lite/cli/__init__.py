@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 #: Python calls a command's process may nest. Unfurl 1.2.0 evaluates a chain of 200
 #: ``get_property`` links (each a property reading the next); each link is about 12 calls
 #: here, so the interpreter's 1,000 stopped at about 80. The C stack stays far from the
-#: main thread's 8 MB: the guard keeps YAML within 100 levels, CPython's parser refuses 200
+#: main thread's 8 MB: the guard keeps YAML within 300 levels, CPython's parser refuses 200
 #: nested parentheses, and a 450-link chain ran at twice this limit. A library caller's
 #: interpreter is left as it is.
 RECURSION_LIMIT = 3000

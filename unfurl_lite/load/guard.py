@@ -29,7 +29,9 @@ if TYPE_CHECKING:
 
 MAX_EXPANDED_NODES = 1_000_000  # nodes with every alias expanded (an alias bomb)
 MAX_EXPANDED_CHARS = 50_000_000  # characters of keys and strings with every alias expanded
-MAX_DEPTH = 100  # levels of nested mappings and lists
+#: levels of nested mappings and lists: the status Unfurl 1.2.0 writes for the longest chain
+#: of hosts it deploys (about 140, two levels a host) fits
+MAX_DEPTH = 300
 MAX_KEYS = 500_000  # mapping keys, counted in the text before parsing
 #: keys and list items, counted in the text before parsing: each is a node of the composed
 #: document first (about 400 bytes), so this bounds the parse's memory (about 200 MB)
