@@ -10,6 +10,7 @@ import importlib
 import marshal
 import os
 import sys
+from collections.abc import Iterator
 from importlib.machinery import SourceFileLoader
 from pathlib import Path
 from types import ModuleType
@@ -22,11 +23,11 @@ NAME = "unfurl_lite.model.narrow"  # a small module without side effects
 
 
 @pytest.fixture
-def cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+def cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
     """The finder's state and sys.meta_path put back afterwards, the module imported anew
-    by each import, the file in ``tmp_path``."""
+    by each import, the file in ``tmp_path`` (closed after)."""
     monkeypatch.setattr(modulecache, "_entries", {})
-    monkeypatch.setattr(modulecache, "_payload", [memoryview(b"")])
+    monkeypatch.setattr(modulecache, "_body", [-1, 0, 0])
     monkeypatch.setattr(modulecache, "_changed", [False])
     monkeypatch.setattr(modulecache, "_shadowed", [None])
     monkeypatch.setattr(modulecache.atexit, "register", lambda *args: None)
@@ -38,7 +39,9 @@ def cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
         if name in sys.modules])
     directory = tmp_path / "__pycache__"
     directory.mkdir()
-    return directory
+    yield directory
+    if modulecache._body[0] >= 0:
+        os.close(modulecache._body[0])
 
 
 def _fresh(directory: Path) -> ModuleType:
@@ -101,9 +104,14 @@ def test_a_file_that_is_not_to_be_trusted_or_is_damaged_is_not_read(
 def test_bytecode_that_is_not_code_is_read_from_the_usual_file(cache: Path) -> None:
     _fresh(cache)
     modulecache._store(str(cache))
-    modulecache._entries.clear()
-    modulecache.enable(str(cache))
-    modulecache._payload[0] = memoryview(b"\xff" * len(modulecache._payload[0]))
+    path = cache / modulecache.FILE
+    data = path.read_bytes()
+    body = len(data) - modulecache._body[2]  # (where the bytecode starts: the index before)
+    with open(path, "r+b") as handle:  # the bytecode damaged after the index was read
+        modulecache._entries.clear()
+        modulecache.enable(str(cache))
+        handle.seek(body)
+        handle.write(b"\xff" * (len(data) - body))
     sys.modules.pop(NAME, None)
     module = importlib.import_module(NAME)
     assert type(module.__spec__.loader) is modulecache._Loader and module.is_map({})

@@ -53,7 +53,9 @@ _INIT = f"{os.sep}__init__.py"
 #: this process)
 Entry = tuple[str, str, int, int, int, int] | tuple[str, str, int, int, bytes]
 _entries: dict[str, Entry] = {}
-_payload = [memoryview(b"")]  # the file's bytecode, after its index
+#: the file, kept open: its descriptor, where its bytecode starts (after the index) and
+#: how many bytes of it there are (a module's bytecode is read when it is imported)
+_body: list[int] = [-1, 0, 0]
 _changed = [False]  # a module imported the usual way, or an entry found stale
 #: the file: the index's length (8 bytes, little-endian), the index (marshal), the bytecode
 _LENGTH = 8
@@ -66,13 +68,13 @@ class _Loader(SourceFileLoader):
     """The usual loader of a source file (its data, source and resources as usual), whose
     code is the one the file holds."""
 
-    code: memoryview | None = None
+    span: tuple[int, int] | None = None  # where its bytecode is in the file
 
     def get_code(self, fullname: str) -> CodeType:
-        if self.code is not None:
-            code, self.code = self.code, None
+        if self.span is not None:
+            code, self.span = _bytecode(*self.span), None
             try:
-                found = marshal.loads(code)
+                found = marshal.loads(code) if code is not None else None
             except (ValueError, EOFError, TypeError):  # what marshal raises on damage
                 found = None
             if type(found) is CodeType:
@@ -110,7 +112,8 @@ class _Finder:
             elif where not in path:  # (not where the usual search looks)
                 return None
             info = os.stat(origin)
-            code = _payload[0][start:end]
+            if not 0 <= start <= end <= _body[2]:
+                raise ValueError(end)
             if cached:
                 cached = os.path.join(PACKAGE, cached)  # (absolute: not the package's)
         except (OSError, TypeError, ValueError):
@@ -122,7 +125,7 @@ class _Finder:
         if not cached:  # an extension module
             return ModuleSpec(name, ExtensionFileLoader(name, origin), origin=origin)
         loader = _Loader(name, origin)
-        loader.code = code
+        loader.span = (start, end)
         spec = ModuleSpec(name, loader, origin=origin, is_package=package)
         if package:
             spec.submodule_search_locations = [os.path.dirname(origin)]
@@ -158,20 +161,42 @@ def _shadowing(search: list[str]) -> frozenset[str] | None:
 
 
 def _read(path: str) -> None:
-    """The file's index (each entry is checked when its module is looked for; a module's
-    bytecode is unmarshalled only when it is imported, from the file's bytes: no copy)."""
-    payload = pycache.read(path, MAX_BYTES)
-    if payload is None or len(payload) < _LENGTH:
-        return
-    length = int.from_bytes(payload[:_LENGTH], "little")
+    """The file's index, the file kept open (each entry is checked when its module is
+    looked for; a module's bytecode is read and unmarshalled only when it is imported: the
+    file holds every command's modules, reading it whole cost a command 3 ms)."""
+    if _body[0] >= 0:
+        os.close(_body[0])
+    _body[:] = [-1, 0, 0]
     try:
-        found = marshal.loads(memoryview(payload)[_LENGTH:_LENGTH + length])
-    except (ValueError, EOFError, TypeError):  # what marshal raises on damage
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        fd = os.open(path, flags)
+    except OSError:
         return
+    try:
+        info = os.fstat(fd)
+        if not pycache.trusted(info, os.path.dirname(path)) or info.st_size > MAX_BYTES:
+            raise ValueError(path)
+        length = int.from_bytes(os.pread(fd, _LENGTH, 0), "little")
+        if not 0 < length <= info.st_size - _LENGTH:
+            raise ValueError(length)
+        head = os.pread(fd, length, _LENGTH)
+        found = marshal.loads(head) if len(head) == length else None
+    except (OSError, ValueError, EOFError, TypeError):  # (TypeError: marshal's, on damage)
+        found = None
     if type(found) is not dict:
+        os.close(fd)
         return
     _entries.update(found)
-    _payload[0] = memoryview(payload)[_LENGTH + length:]
+    _body[:] = [fd, _LENGTH + length, max(0, info.st_size - _LENGTH - length)]
+
+
+def _bytecode(start: int, end: int) -> bytes | None:
+    """A module's bytecode from the file; None when it cannot be read whole."""
+    try:
+        code = os.pread(_body[0], end - start, _body[1] + start)
+    except (OSError, ValueError):
+        return None
+    return code if len(code) == end - start else None
 
 
 def _taken(name: str, module: ModuleType) -> Entry | None:
@@ -217,13 +242,15 @@ def _standard(origin: str) -> bool:
 def _file() -> bytes:
     """The file's bytes: every entry, the bytecode of each in the order of the index."""
     index: dict[str, tuple[str, str, int, int, int, int]] = {}
-    codes: list[bytes | memoryview] = []
+    codes: list[bytes] = []
     offset = 0
     for name, entry in _entries.items():
         if not _sound(name, entry):
             continue
         source, cached, mtime, size = entry[:4]
-        code = entry[4] if len(entry) == 5 else _payload[0][entry[4]:entry[5]]
+        code = entry[4] if len(entry) == 5 else _bytecode(entry[4], entry[5])
+        if code is None:
+            continue
         index[name] = (source, cached, mtime, size, offset, offset + len(code))
         codes.append(code)
         offset += len(code)
@@ -240,7 +267,7 @@ def _sound(name: object, entry: object) -> bool:
         return type(entry[4]) is bytes
     return (type(entry[0]) is str and type(entry[1]) is str
             and all(type(n) is int for n in entry[2:])
-            and 0 <= entry[4] <= entry[5] <= len(_payload[0]))
+            and 0 <= entry[4] <= entry[5] <= _body[2])
 
 
 def _imported() -> list[tuple[str, ModuleType]]:
