@@ -1,7 +1,8 @@
 """Queries and expressions drawn from the whole of Unfurl's query grammar, over the
-`query-grammar` ensemble (tests/data/unfurl120/queries/query-grammar: five instances
-hosted in a chain, requirements of three relationship types, properties of every YAML
-kind, empty lists and mappings among them).
+`query-grammar` ensemble (tests/data/unfurl120/queries/query-grammar: six instances
+hosted in a chain, requirements of four relationship types, properties of every YAML
+kind, empty lists and mappings among them, and one instance whose properties are
+expressions).
 
 The same strategies draw the probes Unfurl 1.2.0 answered once (recorded in the case's
 results.json, compared in every run by tests/expressions/test_unfurl_expressions.py) and
@@ -22,7 +23,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 CASE = "query-grammar"
-NODES = ["top", "mid", "leaf", "other", "bare"]
+NODES = ["top", "mid", "leaf", "other", "bare", "calc"]
 PROPERTIES = ["s", "n", "f", "b", "l", "e", "m", "em", "ll", "lm"]
 #: keys inside the properties' values, list indexes, and names nothing has
 INNER = ["a", "b", "c", "d", "s", "x", "0", "1", "-1", "*", "nosuch"]
@@ -57,7 +58,7 @@ VARS: dict[str, Any] = {"v": "top", "i": 1, "k": "a", "p": "s", "e": [],
 STARTS = {"::*": "node", "::root": "node", "::root::": "node", ".": "node", "..": "node",
           "$d": "value", "$lst": "value", "$v": "value", "$e": "value", "::": "every",
           "*": "value", "": "node", **{f"::{n}": "node" for n in NODES}}
-AT = [None, *NODES, "leaf~link", "leaf~host", "other~configures"]
+AT = [None, *NODES, "leaf~link", "leaf~host", "other~configures", "calc~uses"]
 ALL_KEYS = sorted({k for keys in KEYS.values() for k in keys} | set(VARIABLE_KEYS))
 
 
@@ -216,6 +217,17 @@ FOUND: list[dict[str, Any]] = [
     {"at": "top", "v": "{{ '.status' | eval | int }}"},
     {"at": "top", "v": "{{ ('.status' | eval) + 1 }}"},
     {"at": "top", "v": {"eval": {"eq": [{"eval": ".status"}, 1]}}},
+    # values that are expressions, evaluated where a query reads them (calc)
+    *({"q": f"::calc::{key}"} for key in (
+        "s", "n", "f", "b", "l", "e", "m", "em", "ll", "lm", "l::0", "l::2", "l::3",
+        "l::3::eval", "m::a", "m::b", "m::q", "m::q::eval", "m::c", "m::s", "lm::*",
+        "lm::a", "ll::0", "m::*", "l[eval]", "m[q]", "m[b=top]", "e[a]", ".::s")),
+    *({"q": q, "at": "calc"} for q in ("s", "m::b::0", ".::m[a=1]", "l::-1", "e")),
+    {"at": "calc", "v": "{{ SELF.s }}"}, {"at": "calc", "v": "{{ SELF.m.b }}"},
+    {"at": "calc", "v": "{{ SELF.l }}"}, {"at": "calc", "v": {"eval": "::calc::m"}},
+    {"at": "calc", "v": {"get_property": ["SELF", "m", "a"]}},
+    {"at": "calc", "v": {"get_property": ["SELF", "l", 0]}},
+    {"at": "calc", "v": {"eval": "::calc::lm", "foreach": "$item"}},
     # get_property's keys walk a list as tosca-parser does: int(key), negative from the end
     {"at": "leaf", "v": {"get_property": ["leaf", "l", "0"]}},
     {"at": "leaf", "v": {"get_property": ["top", "l", -1]}},

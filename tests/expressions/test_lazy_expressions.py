@@ -52,6 +52,8 @@ def test_a_property_from_get_env_reaches_the_command_as_its_value(project, invok
 
 
 def test_a_property_from_get_input_and_functions_over_it(project, invoke):
+    """get_property gives the value as db's template writes it, evaluated where it is
+    called, as Unfurl 1.2.0 (tosca-parser's get_property): its SELF is web."""
     text = spec(
         "db:\n  type: tosca.nodes.Root\n  properties:\n"
         "    port: {get_input: db_port}\n"
@@ -60,10 +62,11 @@ def test_a_property_from_get_input_and_functions_over_it(project, invoke):
         + op("true")
         + "web:\n  type: tosca.nodes.Root\n  requirements: [{dependency: db}]\n"
         + op("echo {{ SELF.properties.p }} > out.txt",
-             extra="  properties:\n    p: {concat: [{get_property: [db, url]}, ' ',"
-                   " {get_property: [db, label]}]}\n"),
+             extra="  properties:\n    port: 80\n"
+                   "    p: {concat: [{get_property: [db, port]}, ' ',"
+                   " {get_property: [db, url]}, ' ', {get_property: [db, label]}]}\n"),
         inputs="db_port: {type: integer, default: 5432}\n")
-    assert deploy(project, invoke, text) == "db:5432 db@5432"
+    assert deploy(project, invoke, text) == "5432 db:80 web@80"
 
 
 def test_an_input_reads_another_inputs_value(project, invoke, env):

@@ -362,7 +362,8 @@ def get_property(args: YAMLValue, ctx: EvalContext) -> Any:
     properties: Mapping[str, Any] = entity.get("properties") or {}
     name = instance_name(entity)
     if first in properties:
-        return _walk(properties, [first, *path], name, "property")
+        return _walk(_as_written(properties, entity, first, ctx), [first, *path], name,
+                     "property")
     if not path:
         if first in getattr(entity, "unset", ()):
             return None
@@ -408,7 +409,8 @@ def _host_property(first: Any, path: list[Any], ctx: EvalContext) -> Any:
                 if path:
                     raise ExpressionError(f"get_property: {found.name} has no value for {first!r}")
                 return None
-            return _walk(properties, [first, *path], found.name, "property")
+            return _walk(_as_written(properties, view, first, ctx), [first, *path], found.name,
+                         "property")
         if path:
             node = world.node(found.name)
             for capability in getattr(node, "capabilities", ()):
@@ -418,6 +420,20 @@ def _host_property(first: Any, path: list[Any], ctx: EvalContext) -> Any:
         current = found
     raise ExpressionError(f"get_property: no host of {instance_name(ctx.self_view)} has the "
                           f"property {first!r}")
+
+
+def _as_written(properties: Mapping[str, Any], entity: Any, name: Any,
+                ctx: EvalContext) -> Mapping[str, Any]:
+    """A node's property values as its template writes them: Unfurl 1.2.0's get_property
+    (tosca-parser's) gives the written value, which is then evaluated where the function
+    is called (``SELF`` is the caller's, a ``q:`` quotes once). A secret property is read
+    as evaluated where it is written, so it stays a secret."""
+    written: Mapping[str, Any] | None = getattr(properties, "_raw", None)
+    template = ctx.topology_templates().get(getattr(entity, "template_name", None) or "")
+    if written is None or template is None or name in template.sensitive_properties \
+            or name not in written:
+        return properties
+    return written
 
 
 def _template_named(templates: Mapping[str, NodeTemplate], name: str) -> NodeTemplate | None:

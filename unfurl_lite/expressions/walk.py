@@ -117,13 +117,14 @@ def _apply(value: Any, segment: Segment, scope: Scope, last: bool = False) -> li
         value = _project(value, segment.key, scope)
         if value is _MISSING:
             return []
-        if last and is_quoted(value):
-            if scope.is_ref(value):
+        if is_quoted(value):
+            if scope.is_ref(value):  # (Unfurl 1.2.0 fails reading it: wherever the key is)
                 raise ExpressionError(
-                    f"the query's last key {segment.key!r} selected a quoted expression, which "
+                    f"the query's key {segment.key!r} selected a quoted expression, which "
                     "Unfurl 1.2.0 cannot evaluate there",
                     hint="evaluate it with `eval:` instead of quoting it with `q:`")
-            value = scope.evaluated_again(value)
+            if last:
+                value = scope.evaluated_again(value)
     for predicate in segment.predicates:
         if _singular(value, predicate[0]):
             candidates = [value]
