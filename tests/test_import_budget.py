@@ -79,12 +79,10 @@ PLAN_STDLIB_MAX = 36
 #: what `deploy --approve -q` adds to a plan's: the job's machinery, its records and git
 DEPLOY_OURS = PLAN_OURS | {
     "unfurl_lite.api.report", "unfurl_lite.cli.jobflow", "unfurl_lite.cli.tables",
-    "unfurl_lite.expressions.attributes", "unfurl_lite.expressions.context",
+    "unfurl_lite.expressions.context",  # (no sandbox: plain inputs render nothing)
     "unfurl_lite.expressions.digest", "unfurl_lite.expressions.expr",
-    "unfurl_lite.expressions.lazy", "unfurl_lite.expressions.native",
-    "unfurl_lite.expressions.outputs", "unfurl_lite.expressions.quoting",
-    "unfurl_lite.expressions.reads", "unfurl_lite.expressions.sandbox",
-    "unfurl_lite.expressions.scope",
+    "unfurl_lite.expressions.lazy", "unfurl_lite.expressions.outputs",
+    "unfurl_lite.expressions.reads",
     "unfurl_lite.load.digestkey", "unfurl_lite.load.emit", "unfurl_lite.load.gitfiles",
     "unfurl_lite.load.gitrepo", "unfurl_lite.load.jobslog", "unfurl_lite.load.name_checks",
     "unfurl_lite.model.constraints", "unfurl_lite.model.routing", "unfurl_lite.model.tosca_values",

@@ -7,9 +7,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from unfurl_lite.expressions.analysis import is_template
 from unfurl_lite.expressions.expr import EvalContext
 from unfurl_lite.expressions.reads import operation_reads, plain_reads
-from unfurl_lite.expressions.sandbox import is_template
 
 NAMES = st.sampled_from(["command", "cwd", "dryrun", "shell", "keeplines", "echo", "timeout",
                          "run", "foo", "region"])

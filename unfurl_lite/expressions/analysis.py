@@ -16,12 +16,19 @@ from unfurl_lite.errors import ExpressionError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, TypeGuard
 
 #: what a mapping offers besides its keys; reading these is never a missing key
 MAPPING_METHODS = frozenset(name for name in dir(dict) if not name.startswith("_"))
 #: a read under these is tested, not used: a missing name is fine
 _GUARDING_FILTERS = frozenset({"default", "d"})
+
+
+def is_template(value: object) -> TypeGuard[str]:
+    """Unfurl's test: text holding ``{{``, ``}}``, ``{%`` or ``%}`` (here, not in the
+    sandbox: a job whose inputs are plain text reads it without importing the sandbox)."""
+    return isinstance(value, str) and (
+        "{{" in value or "{%" in value or "}}" in value or "%}" in value)
 
 
 @dataclass(frozen=True)

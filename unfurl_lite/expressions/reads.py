@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from unfurl_lite.errors import UnfurlLiteError
-from unfurl_lite.expressions.analysis import analyse
+from unfurl_lite.expressions.analysis import analyse, is_template
 from unfurl_lite.expressions.context import INPUTS_LABEL
 from unfurl_lite.expressions.digest import (
     CONFIGURATOR_INPUTS,
@@ -37,7 +37,6 @@ from unfurl_lite.expressions.lazy import (
     template_name,
 )
 from unfurl_lite.expressions.names import VIEW_FIELDS
-from unfurl_lite.expressions.sandbox import is_template
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from unfurl_lite.errors import ExpressionError, UndefinedVariable
 from unfurl_lite.expressions import catalog
+from unfurl_lite.expressions.analysis import is_template
 from unfurl_lite.expressions.query import parse_query
 from unfurl_lite.expressions.quoting import (
     evaluated_again,
@@ -141,7 +142,7 @@ class Scope:
     def evaluated_again(self, value: Any) -> Any:
         """Quoted text in ``value`` rendered here, quoted expressions in its data evaluated."""
         # start-up: keeps expressions.sandbox (13 modules) off resolve's import until a q is read
-        from unfurl_lite.expressions.sandbox import is_template, render_native
+        from unfurl_lite.expressions.sandbox import render_native
 
         return evaluated_again(value, lambda text: render_native(text, self.render_context()),
                                lambda expr: _resolved(expr, self), is_ref, is_template)
@@ -211,7 +212,7 @@ def stored_value(raw: Value, scope: Scope) -> Any:
 
 def _mapped(value: Value, scope: Scope, want_list: bool = False) -> Any:
     # start-up: keeps expressions.sandbox (13 modules) off resolve's import until map_value() runs
-    from unfurl_lite.expressions.sandbox import is_template, render_native
+    from unfurl_lite.expressions.sandbox import render_native
 
     if is_ref(value):
         return _resolved(value, scope, "list" if want_list else "one")
@@ -279,7 +280,7 @@ def ref_results(expr: Value, scope: Scope) -> list[Any]:
 def eval_ref(value: Value, scope: Scope) -> list[Any]:
     """An expression's results: a function call, a query, a template, or a value."""
     # start-up: keeps expressions.sandbox (13 modules) off resolve's import until eval_ref() runs
-    from unfurl_lite.expressions.sandbox import is_template, render_native
+    from unfurl_lite.expressions.sandbox import render_native
 
     if isinstance(value, Mapping):
         function_key = _function_key(value)

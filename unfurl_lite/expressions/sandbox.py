@@ -44,7 +44,7 @@ from unfurl_lite.security.paths import PROTECTED, confine, read_regular_file
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, TypeGuard
+    from typing import Any
 
     from unfurl_lite.expressions.expr import EvalContext
     from unfurl_lite.model.narrow import YAMLValue
@@ -334,12 +334,6 @@ def escape_backslashes(text: str, env: Any = None) -> str:
             value = value.replace("\\", "\\\\")
         out.append(value)
     return "".join(out)
-
-
-def is_template(value: object) -> TypeGuard[str]:
-    """Unfurl's test: text holding ``{{``, ``}}``, ``{%`` or ``%}``."""
-    return isinstance(value, str) and (
-        "{{" in value or "{%" in value or "}}" in value or "%}" in value)
 
 
 def render_template(text: str, ctx: EvalContext, native: bool = False) -> Any:
