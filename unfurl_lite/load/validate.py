@@ -162,10 +162,11 @@ def _function_references(doc: Any, file: str) -> Iterator[Problem]:
     if expression_checks.text_lacks("get_attribute", "get_property"):
         return iter(())  # the document's text spells neither: nothing to judge
     # start-up: keeps load.function_refs off `plan` of a document that has no such function
-    from unfurl_lite.load import function_refs, relationship_refs
+    from unfurl_lite.load import function_refs, reference_chains, relationship_refs
 
     return itertools.chain(function_refs.problems(doc, file),
-                           relationship_refs.problems(doc, file))
+                           relationship_refs.problems(doc, file),
+                           reference_chains.problems(doc, file))
 
 
 def _target_capabilities(doc: Any, file: str) -> Iterator[Problem]:
