@@ -334,16 +334,17 @@ def _fsync_dir(directory: Path) -> None:
 # after the other, waited for the disk nine times after its last task (the job and changes
 # files and their directory, jobs.tsv, ensemble.yaml and its directory, the journal and its
 # directory): 20-40 ms of a 0.4 s deploy at N=200 here. A Writes keeps the guarantees and
-# waits three times: every temporary file forced at once (concurrent fsyncs share the file
-# system's journal commit), the renames and appends in the order asked, then what they
-# changed (directories, appended files) forced at once; and again after a barrier.
+# waits less: each temporary file forced from the moment it is written, while the job goes
+# on (concurrent fsyncs share the file system's journal commit), the renames and appends in
+# the order asked once all are, then what they changed (directories, appended files)
+# forced at once; and again after a barrier.
 
 
 class _Step:
     """One write of a :class:`Writes`: a replacement (its temporary file written, open
     until it is forced to disk) or lines to append, in their turn."""
 
-    __slots__ = ("after", "barrier", "fd", "path", "text", "tmp")
+    __slots__ = ("after", "barrier", "fd", "path", "sync", "text", "tmp")
 
     def __init__(self, path: Path, tmp: str | None = None, fd: int | None = None,
                  text: str | None = None, after: Callable[[], None] | None = None) -> None:
@@ -353,6 +354,30 @@ class _Step:
         self.text = text
         self.after = after  # run once the step is seen
         self.barrier = False  # a stage ends here
+        self.sync: _Sync | None = None  # forcing the temporary file to disk
+
+
+class _Sync(threading.Thread):
+    """A temporary file forced to disk from the moment it is written, while the job's
+    thread goes on (the next record's text, the status): ``fsync`` releases the GIL."""
+
+    def __init__(self, fd: int, path: Path) -> None:
+        super().__init__(name="unfurl-fsync", daemon=True)
+        self.fd = fd
+        self.path = path
+        self.error: OSError | None = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            os.fsync(self.fd)
+        except OSError as exc:
+            self.error = named_error(exc, self.path)
+
+    def wait(self) -> None:
+        self.join()
+        if self.error is not None:
+            raise self.error
 
 
 class Writes:
@@ -371,10 +396,14 @@ class Writes:
 
     def replace(self, path: Path, text: str, *, private: bool = False,
                 errors: str = "strict", after: Callable[[], None] | None = None) -> None:
-        """``path``'s new text, as :func:`atomic_write` writes it (its temporary
-        file now; the rename at the commit); ``after`` runs once it is renamed."""
+        """``path``'s new text, as :func:`atomic_write` writes it (its temporary file
+        now, forced to disk from now on; the rename at the commit); ``after`` runs once it
+        is renamed."""
         fd, tmp = write_temp(path, text, private=private, errors=errors)
-        self.steps.append(_Step(path, tmp=tmp, fd=fd, after=after))
+        step = _Step(path, tmp=tmp, fd=fd, after=after)
+        self.steps.append(step)
+        if syncing():
+            step.sync = _Sync(fd, path)
 
     def append_lines(self, path: Path, text: str) -> None:
         """Whole lines appended as :func:`append_lines` appends them, in their
@@ -389,7 +418,9 @@ class Writes:
     def commit(self) -> None:
         steps, self.steps = self.steps, []
         try:
-            _force([(s.fd, s.path) for s in steps if s.fd is not None])
+            for step in steps:
+                if step.sync is not None:
+                    step.sync.wait()
             for step in steps:
                 if step.fd is not None:
                     os.close(step.fd)
@@ -474,6 +505,8 @@ def _force(files: list[tuple[int, Path]]) -> None:
 def _discard(steps: list[_Step]) -> None:
     """Temporary files not renamed (a failure, or abandoned) go; descriptors close."""
     for step in steps:
+        if step.sync is not None:
+            step.sync.join()  # its descriptor is closed once it is done with it
         if step.fd is not None:
             os.close(step.fd)
             step.fd = None
