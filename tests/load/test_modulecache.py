@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import marshal
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from importlib.machinery import SourceFileLoader
@@ -17,6 +18,7 @@ from types import ModuleType
 
 import pytest
 
+from tests.conftest import ROOT
 from unfurl_lite.load import modulecache
 
 NAME = "unfurl_lite.model.narrow"  # a small module without side effects
@@ -147,3 +149,14 @@ def test_the_standard_librarys_modules_are_served_unless_a_directory_before_it_h
     zipped = tmp_path / "lib.zip"
     zipped.write_bytes(b"")
     assert modulecache._shadowing([str(zipped), stdlib]) is None
+
+
+def test_python_minus_o_keeps_a_file_of_its_own() -> None:
+    """``python -O`` runs bytecode without asserts: bytecode taken by one level is never
+    served to another."""
+    name = "from unfurl_lite.load.modulecache import FILE; print(FILE)"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    plain, optimized = (subprocess.run([sys.executable, *flags, "-c", name], env=env, text=True,
+                                       capture_output=True, check=True).stdout
+                        for flags in ([], ["-O"]))
+    assert plain.strip() == modulecache.FILE and optimized.strip() != plain.strip()

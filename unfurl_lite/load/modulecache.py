@@ -35,8 +35,10 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from types import ModuleType
 
-#: bytecode is only read back by the interpreter that wrote it
-FILE = f"modules.{sys.implementation.cache_tag}-{sys.version.split()[0]}.marshal"
+#: bytecode is only read back by the interpreter that wrote it, at the same optimization
+#: level (``python -O`` loads bytecode without asserts, from files of its own)
+FILE = (f"modules.{sys.implementation.cache_tag}-{sys.version.split()[0]}"
+        f"{f'-opt{sys.flags.optimize}' if sys.flags.optimize else ''}.marshal")
 MAX_BYTES = 16 * 1024 * 1024  # the whole package's bytecode is about 3 MB
 PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE_DIRECTORY = PACKAGE + os.sep
