@@ -32,6 +32,7 @@ def cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
     monkeypatch.setattr(modulecache, "_body", [-1, 0, 0])
     monkeypatch.setattr(modulecache, "_changed", [False])
     monkeypatch.setattr(modulecache, "_shadowed", [None])
+    monkeypatch.setattr(modulecache, "_shadowed_for", [()])
     monkeypatch.setattr(modulecache.atexit, "register", lambda *args: None)
     monkeypatch.setattr(modulecache.sys, "dont_write_bytecode", False)
     monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
@@ -142,7 +143,14 @@ def test_the_standard_librarys_modules_are_served_unless_a_directory_before_it_h
     # a directory before the standard library's holding json: the usual search finds that
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "json.py").write_text("")
+    sys.path.insert(0, str(tmp_path / "mine"))  # (as an operation might: listed again)
+    try:
+        assert modulecache._Finder.find_spec("json") is None
+    finally:
+        sys.path.remove(str(tmp_path / "mine"))
+    assert modulecache._Finder.find_spec("json") is not None
     modulecache._shadowed[0] = modulecache._shadowing([str(tmp_path / "mine"), stdlib])
+    modulecache._shadowed_for[0] = tuple(sys.path)
     assert modulecache._Finder.find_spec("json") is None
     assert modulecache._Finder.find_spec("_json") is not None
     assert "json" in modulecache._entries  # (not stale: another process may be served it)

@@ -62,8 +62,10 @@ _changed = [False]  # a module imported the usual way, or an entry found stale
 #: the file: the index's length (8 bytes, little-endian), the index (marshal), the bytecode
 _LENGTH = 8
 #: the names of modules a directory before the standard library's on sys.path holds
-#: (None: one that cannot be listed, a zip file: no top-level name is served)
+#: (None: one that cannot be listed, a zip file: no top-level name is served), and the
+#: sys.path they were listed for (listed again when it changes: an operation may add to it)
 _shadowed: list[frozenset[str] | None] = [None]
+_shadowed_for: list[tuple[str, ...]] = [()]
 
 
 class _Loader(SourceFileLoader):
@@ -108,6 +110,9 @@ class _Finder:
             if package:
                 where = where.rpartition(os.sep)[0]
             if path is None:  # a top-level name: the standard library's, not shadowed
+                if tuple(sys.path) != _shadowed_for[0]:
+                    _shadowed_for[0] = tuple(sys.path)
+                    _shadowed[0] = _shadowing(sys.path)
                 shadowed = _shadowed[0]
                 if shadowed is None or name in shadowed or where not in STDLIB_DIRECTORIES:
                     return None
@@ -140,7 +145,6 @@ def enable(directory: str = pycache.PYCACHE) -> None:
     """Serve the package's modules from the file from now on (before the command's
     modules are imported), and store the file anew when the process exits, if it changed."""
     _read(os.path.join(directory, FILE))
-    _shadowed[0] = _shadowing(sys.path)
     sys.meta_path.insert(0, _Finder)
     atexit.register(_store, directory)
 
