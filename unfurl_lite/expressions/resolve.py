@@ -74,7 +74,8 @@ class Scope:
     """Unfurl's RefContext: the current resource, the variables, the evaluation context.
     The current resource defaults to the context's instance (built on first use)."""
 
-    __slots__ = ("_current", "busy", "ctx", "foreach", "kw", "last", "resolved", "vars")
+    __slots__ = ("_current", "busy", "ctx", "foreach", "kw", "last", "resolved", "settled",
+                 "vars")
 
     def __init__(self, ctx: EvalContext, current: Any, vars: Mapping[str, Any],
                  foreach: bool = False) -> None:
@@ -86,6 +87,10 @@ class Scope:
         self.foreach = foreach
         self.kw: Mapping[str, Any] = {}
         self.last = self._current
+        #: lists and mappings a query read from data that hold an expression (what `q`
+        #: kept), by id: final, as Unfurl's ResultsList/ResultsMap, which a function's
+        #: result does not map again (shared by the scope's copies)
+        self.settled: dict[int, Any] = {}
 
     @property
     def current(self) -> Any:
@@ -107,6 +112,7 @@ class Scope:
         scope.resolved = {k: v for k, v in self.resolved.items() if k not in (vars or {})}
         scope.busy = set(self.busy)
         scope.last = self.last if current is _UNSET else current
+        scope.settled = self.settled
         return scope
 
     def var(self, name: str) -> Any:
@@ -196,7 +202,11 @@ def resolve(expr: Any, scope: Scope, want: str = "one") -> Any:
     """Unfurl's ``Ref.resolve``: ``want`` is "one" (a value, a list when several, null
     when none), "list" (the values) or "results" (the list, foreach or not)."""
     made = quotes_made()
-    return plain_since(made, _resolved(expr, scope, want))
+    found = _resolved(expr, scope, want)
+    value = plain_since(made, found)
+    if value is not found and id(found) in scope.settled:  # (its plain copy is as final)
+        scope.settled[id(value)] = value
+    return value
 
 
 def stored_value(raw: Value, scope: Scope) -> Any:
@@ -216,6 +226,8 @@ def _mapped(value: Value, scope: Scope, want_list: bool = False) -> Any:
 
     if is_ref(value):
         return _resolved(value, scope, "list" if want_list else "one")
+    if id(value) in scope.settled:
+        return value
     if isinstance(value, Mapping):
         return {k: _mapped(v, scope, want_list) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -340,6 +352,8 @@ def results_of(value: Value, scope: Scope) -> list[Any]:
     if value is None:
         return []
     if isinstance(value, list):
+        if id(value) in scope.settled:
+            return list(value)
         return [_mapped(v, scope) for v in value]
     return [_mapped(value, scope)]
 

@@ -125,6 +125,8 @@ def _apply(value: Any, segment: Segment, scope: Scope, last: bool = False) -> li
                     hint="evaluate it with `eval:` instead of quoting it with `q:`")
             if last:
                 value = scope.evaluated_again(value)
+        elif last and isinstance(value, list | Mapping) and _holds_ref(value, scope):
+            scope.settled[id(value)] = value
     for predicate in segment.predicates:
         if _singular(value, predicate[0]):
             candidates = [value]
@@ -148,6 +150,21 @@ def _apply(value: Any, segment: Segment, scope: Scope, last: bool = False) -> li
                                               _computed(segment.key) and not last):
         return []
     return [value]
+
+
+def _holds_ref(value: Any, scope: Scope) -> bool:
+    """Whether data a query read holds an expression (what `q` kept, in a list or
+    mapping): a loop over its containers."""
+    pending = [value]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, Mapping):
+            if current is not value and scope.is_ref(current):
+                return True
+            pending.extend(current.values())
+        elif isinstance(current, list):
+            pending.extend(current)
+    return False
 
 
 def _kind(value: Any) -> str:
