@@ -182,3 +182,26 @@ def test_diagnose_value_is_shown_and_a_fully_healthy_heal_only_checks(project, i
     result = ok(invoke("heal", "--diagnose-value", "disk full", "--approve"))
     assert "diagnosis: disk full" in result.output
     assert ran(project) == ["app check_status"]
+
+
+def test_a_heal_after_a_failed_stop_leaves_its_instances_started(project, invoke):
+    """A stop that failed leaves its instance ``stopping``; the heal that finds it healthy
+    (its check_status passes) or heals it (its heal runs) ends it ok *and* started, as
+    `unfurl status` should say, not ok and still ``stopping``."""
+    app = with_op(node(), "Validation", "check_status", op("check_status"))
+    svc = with_op(node(Lifecycle=("heal",)), "Validation", "check_status",
+                  failing_if("check_status", "sick"))
+    for body in (app, svc):
+        with_op(body, "Standard", "stop", failing_if("stop", "stuck"))
+    deployed(project, invoke, {"app": app, "svc": svc})
+    (project.root / "stuck").write_text("")
+    assert invoke("stop", "--no-run-by-dependency-order", "--approve").exit_code == 64
+    assert {n: project.status()[n]["readyState"]["state"] for n in ("app", "svc")} == {
+        "app": "stopping", "svc": "stopping"}
+    (project.root / "stuck").unlink()
+    (project.root / "sick").write_text("")
+    reset(project)
+    ok(invoke("heal", "--approve"))
+    assert sorted(ran(project)) == ["app check_status", "svc check_status", "svc heal"]
+    assert {n: project.status()[n]["readyState"] for n in ("app", "svc")} == {
+        "app": {"local": "ok", "state": "started"}, "svc": {"local": "ok", "state": "started"}}

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 from unfurl_lite.errors import PlanError
 from unfurl_lite.model.ensemble import Ensemble
-from unfurl_lite.model.entities import Instance, NodeTemplate, Operation, Status
+from unfurl_lite.model.entities import Instance, NodeState, NodeTemplate, Operation, Status
 from unfurl_lite.plan.lifecycle import implemented
 from unfurl_lite.plan.reinstall import ALWAYS, Trigger, add_reinstall, either, guard_of
 from unfurl_lite.plan.tasks import CHECK, REPAIR, Builder, Guard, Plan
@@ -155,7 +155,10 @@ def _heal_or_reinstall(
         for index, op in enumerate(ops):
             numbers.append(builder.add(
                 name, template.name, op, REPAIR, builder.last_of(requires.get(name, ())),
+                # the last one ends the repair: ok and started, wherever a failure had
+                # left its node state (a heal after a failed stop, ``stopping``)
                 done_status=Status.ok if index == len(ops) - 1 else None,
+                done_state=NodeState.started if index == len(ops) - 1 else None,
                 # an error in one of them means reinstall: the rest do not run
                 guard=Guard(if_failed=tuple(sorted(health[name] or ())),
                             unless_failed=(*unless, *numbers)),

@@ -70,6 +70,11 @@ def on_success(instance: Instance, task: Task, result: OperationResult, change_i
         # as Unfurl: a check that reports no status leaves the instance's as it was (the
         # ``check`` directive's check starts from unknown: its done_status)
         instance.status = task.done_status or instance.status
+        if instance.status != before[0] and instance.state == before[1]:
+            # a passing check_status (heal's, update's) says ok as a reported status does:
+            # the node state follows, so a heal after a failed stop does not leave an ok
+            # instance ``stopping`` (which the next deploy would skip as already ok)
+            instance.state = state_found(instance.status, before[1]) or instance.state
     elif task.done_status is not None:
         instance.status = task.done_status
     if result.attributes:
