@@ -56,6 +56,9 @@ PROBES = [
      NO_TYPE),
     (ROOT, ROOT, "{node: mydb, capability: tosca.capabilities.Endpoint}", "db",
      NO_CAPABILITY.format("tosca.capabilities.Endpoint", "db")),
+    # the capability named, then narrowed by the relationship's valid_target_types
+    (ROOT, ROOT, "{node: mydb, capability: feature, relationship: "
+     "tosca.relationships.ConnectsTo}", "db", NO_CAPABILITY.format("feature", "db")),
     # the type's requirement: a SoftwareComponent's host wants a Compute capability
     (ROOT, "tosca.nodes.SoftwareComponent", "mydb", "host",
      NO_CAPABILITY.format("tosca.capabilities.Compute", "host")),
@@ -165,3 +168,45 @@ def test_unfurl_still_fails_on_a_short_form_capability(tmp_path: Path, templates
     assert proc.returncode == (1 if refused else 0), output
     if refused:
         assert "'str' object has no attribute 'get'" in output
+
+
+TYPE_NAMED = """\
+apiVersion: unfurl/v1alpha1
+kind: Ensemble
+spec:
+  service_template:
+    node_types:
+      WithEndpoint:
+        derived_from: tosca.nodes.Root
+        capabilities:
+          api: {type: tosca.capabilities.Endpoint.Admin}
+    topology_template:
+      node_templates:
+        plain:
+          type: tosca.nodes.Root
+MYDB        app:
+          type: tosca.nodes.Root
+          requirements:
+            - db: {node: tosca.nodes.Root, relationship: tosca.relationships.ConnectsTo}
+          interfaces:
+            Standard:
+              create: echo "t={{ '.targets::db::.name' | eval }}"
+"""
+
+
+def test_a_requirement_naming_a_type_connects_to_the_template_that_offers_a_capability(
+        project: Project, invoke: Invoke) -> None:
+    """As Unfurl 1.2.0's solver (probed: `t=mydb`): of the templates of the type, the one
+    its relationship may target; with none, refused in its words. Before, two templates of
+    the type were refused as a choice not made here, and one without an Endpoint was
+    connected."""
+    project.write(TYPE_NAMED.replace("MYDB", "        mydb:\n          type: WithEndpoint\n"))
+    result = invoke("deploy", "--approve")
+    assert result.exit_code == 0, result.output
+    (changes,) = (project.ensemble.parent / "changes").glob("*.yaml")
+    assert 'echo "t=mydb"' in changes.read_text()
+    found = [p.message for p in semantic_problems(parse(TYPE_NAMED.replace("MYDB", ""),
+                                                        "e.yaml"), "e.yaml")]
+    assert len(found) == 1 and found[0].startswith(
+        'Could not find target template "tosca.nodes.Root" for requirement "db" in node '
+        'template "app"')

@@ -226,7 +226,7 @@ def implied_requirements(
             if definition.get("node") is None and definition.get("capability") is None:
                 definition = {**definition, "capability": targets.of(definition)}
             target = _match(str(name), definition, templates, node_types, lineages, capabilities,
-                            targets.is_a)
+                            targets.is_a, targets)
             found.setdefault(str(name), []).append((req, definition, target))
     return found
 
@@ -243,22 +243,46 @@ def _all_connected(requirements: Any, templates: Mapping[str, Any]) -> bool:
 
 
 def type_candidates(source: str, node_type: str, node_filter: Any, templates: Mapping[str, Any],
-                    node_types: dict[str, Any]) -> list[str]:
+                    node_types: dict[str, Any], definition: Mapping[str, Any] | None = None,
+                    targets: TargetTypes | None = None) -> list[str]:
     """The templates a requirement of ``source`` naming ``node_type`` could connect to, as
     :func:`_match` looks for them: the others of that type its ``node_filter`` (None: no
-    filter) passes, those with Unfurl's ``default`` directive only when no other does."""
+    filter) passes and that offer a capability it may connect to (with ``definition`` and
+    ``targets``: the ``capability`` it names, its relationship's ``valid_target_types``, as
+    Unfurl 1.2.0's solver asks), those with Unfurl's ``default`` directive only when no
+    other does."""
     found: list[str] = []
     fallback: list[str] = []
+    offers = _offers(definition, node_types, targets) if definition is not None and \
+        targets is not None else None
     for name, body in templates.items():
         if name == source or not is_map(body):
             continue
         chain = lineage(body.get("type") if isinstance(body.get("type"), str) else None,
                         node_types)
         if node_type not in chain or (node_filter is not None and not _passes(
-                node_filter, body, chain, node_types)):
+                node_filter, body, chain, node_types)) or (offers and not offers(body)):
             continue
         (fallback if "default" in _directives(body) else found).append(str(name))
     return found or fallback
+
+
+def _offers(definition: Mapping[str, Any], node_types: dict[str, Any],
+            targets: TargetTypes) -> Callable[[Mapping[str, Any]], bool] | None:
+    """Whether a candidate has a capability a requirement may connect to: the one it names
+    (by name or type), of a type its relationship's ``valid_target_types`` allows; None when
+    it asks for neither."""
+    wanted = definition.get("capability")
+    valid = targets.of(definition)
+    if not isinstance(wanted, str) and not valid:
+        return None
+
+    def offers(body: Mapping[str, Any]) -> bool:
+        found = capabilities_of(body.get("type"), node_types)
+        types = [t for n, t in found.items() if not isinstance(wanted, str) or n == wanted
+                 or targets.is_a(t, wanted)]
+        return any(not valid or any(targets.is_a(t, v) for v in valid) for t in types)
+    return offers
 
 
 def _entries(value: Any) -> list[dict[str, Any]]:
@@ -277,6 +301,7 @@ def _match(
     lineages: dict[Any, list[str]],
     capabilities: dict[Any, dict[str, Any]],
     capability_is_a: Callable[[Any, str], bool] = is_a,
+    targets: TargetTypes | None = None,
 ) -> str | None:
     """The template that satisfies a requirement left for matching: the node it names, else
     the first other template with the wanted type and capability that its ``node_filter``
@@ -290,7 +315,7 @@ def _match(
         return None
     if isinstance(node, str):  # a type: the first of the templates it may connect to
         found = type_candidates(source, node, definition.get("node_filter"), templates,
-                                node_types)
+                                node_types, definition, targets)
         return found[0] if found else None
     fallback: str | None = None  # a template with Unfurl's ``default`` directive
     for name, body in templates.items():

@@ -17,6 +17,7 @@ from unfurl_lite.load.problems import (
     problem_at,
 )
 from unfurl_lite.load.structure import (
+    TargetTypes,
     implied_requirements,
     is_default,
     is_optional,
@@ -228,7 +229,7 @@ def _type_target(doc: Any, file: str, name: str, index: int, req: str,
     templates = get_section(doc, (*TOPOLOGY, "node_templates"))
     value = mapping(mapping(mapping(templates[name]).get("requirements", [])[index]).get(req))
     found = type_candidates(name, node_type, value.get("node_filter"), templates,
-                            _node_types(doc))
+                            _node_types(doc), value, TargetTypes(get_section(doc, SERVICE)))
     if len(found) > 1:
         yield problem_at(
             doc, (*TOPOLOGY, "node_templates", name, "requirements", index), file,
@@ -282,8 +283,8 @@ def _unmatched_requirements(doc: Any, file: str) -> Iterator[Problem]:
                     doc, path, file,
                     f'Could not find target template "{node}" for requirement "{req}" in '
                     f'node template "{name}" (' + (
-                        f"its node_filter passes none of the templates of that type: "
-                        f"{', '.join(others)}" if others
+                        f"none of the templates of that type ({', '.join(others)}) passes "
+                        "its node_filter with a capability it may connect to" if others
                         else "no other template is of that type") + ")",
                     f"add a template of type {node} that it passes, name the template it "
                     "requires, or make it optional (occurrences: [0, 1])")

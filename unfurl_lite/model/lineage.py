@@ -16,7 +16,11 @@ if TYPE_CHECKING:
 
 #: capabilities of TOSCA's normative node types (name -> capability type)
 _NORMATIVE_CAPABILITIES: dict[str, dict[str, str]] = {
+    # as Unfurl 1.2.0's TOSCA 1.3 definitions declare them
     "tosca.nodes.Root": {"feature": "tosca.capabilities.Node"},
+    "tosca.nodes.Storage.BlockStorage": {"attachment": "tosca.capabilities.Attachment"},
+    "tosca.nodes.Storage.ObjectStorage": {"storage_endpoint": "tosca.capabilities.Endpoint"},
+    "tosca.nodes.Abstract.Compute": {"host": "tosca.capabilities.Compute"},
     "tosca.nodes.Compute": {
         "host": "tosca.capabilities.Compute",
         "endpoint": "tosca.capabilities.Endpoint.Admin",
@@ -27,11 +31,17 @@ _NORMATIVE_CAPABILITIES: dict[str, dict[str, str]] = {
     "tosca.nodes.WebServer": {
         "data_endpoint": "tosca.capabilities.Endpoint",
         "admin_endpoint": "tosca.capabilities.Endpoint.Admin",
-        "host": "tosca.capabilities.Container",
+        "host": "tosca.capabilities.Compute",
     },
     "tosca.nodes.WebApplication": {"app_endpoint": "tosca.capabilities.Endpoint"},
-    "tosca.nodes.DBMS": {"host": "tosca.capabilities.Container"},
+    "tosca.nodes.DBMS": {"host": "tosca.capabilities.Compute"},
     "tosca.nodes.Database": {"database_endpoint": "tosca.capabilities.Endpoint.Database"},
+    "tosca.nodes.network.Network": {"link": "tosca.capabilities.network.Linkable"},
+    "tosca.nodes.ObjectStorage": {"storage_endpoint": "tosca.capabilities.Endpoint"},
+    "tosca.nodes.LoadBalancer": {"client": "tosca.capabilities.Endpoint.Public"},
+    "tosca.nodes.Container.Runtime": {"host": "tosca.capabilities.Container",
+                                      "scalable": "tosca.capabilities.Scalable"},
+    "tosca.nodes.Container.Runtime.Docker": {"host": "tosca.capabilities.Container.Docker"},
 }
 #: TOSCA's normative node types and Unfurl's own, as Unfurl 1.2.0 defines them (its TOSCA
 #: 1.3 definitions and tosca-ext.yaml): each one's parent, the properties it declares
@@ -187,6 +197,13 @@ _CAPABILITY_PARENTS = {
     "tosca.capabilities.Endpoint": "tosca.capabilities.Root",
     "tosca.capabilities.Container": "tosca.capabilities.Root",
     "tosca.capabilities.Node": "tosca.capabilities.Root",
+    "tosca.capabilities.Container.Docker": "tosca.capabilities.Container",
+    "tosca.capabilities.Storage": "tosca.capabilities.Root",
+    "tosca.capabilities.Scalable": "tosca.capabilities.Root",
+    "tosca.capabilities.Attachment": "tosca.capabilities.Root",
+    "tosca.capabilities.OperatingSystem": "tosca.capabilities.Root",
+    "tosca.capabilities.network.Linkable": "tosca.capabilities.Root",
+    "tosca.capabilities.network.Bindable": "tosca.capabilities.Root",
 }
 
 
