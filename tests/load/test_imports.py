@@ -156,7 +156,7 @@ def test_a_prefixed_import_renames_references_between_its_types(project: Project
     project.write("""\
         relationship_types:
           Uses:
-            derived_from: tosca.relationships.ConnectsTo
+            derived_from: tosca.relationships.DependsOn
             interfaces:
               Configure:
                 add_target: echo uses
