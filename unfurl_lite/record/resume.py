@@ -3,7 +3,8 @@
 The plan is made again from the journal's workflow, options and the instance status the
 job started from, so every task keeps its number; the journal then says which tasks are
 done. As in Cloudify: succeeded tasks are not run again; failed, rescheduled, blocked and
-pending ones run (retry count reset); tasks that were sent or started when the process
+pending ones run (retry count reset), but a check whose failure steps already acted on
+stays failed (``decisions_taken``); tasks that were sent or started when the process
 died have an unknown outcome and run again only with ``force`` (the next resume of the
 job that recorded them failed runs them: they are failed tasks of an earlier job then).
 A killed job is first recorded as it stood (status, jobs.tsv, job files), so nothing it
@@ -229,18 +230,34 @@ def resumed_from(journal: JournalFile, plan: Plan, force: bool,
         if name in undone or name not in instances:  # a rollback dropped it: start again
             instances[name] = dataclasses.replace(new, extra=dict(new.extra))
     runs: dict[int, TaskRun] = {}
+    acted_on = decisions_taken(plan, by_number)
     for task in plan.tasks:
         if undone & {task.target, task.source, task.peer}:
             continue  # its work was undone by the rollback: it runs again
         record = by_number[task.number]
         state = record["state"]
         done = state in (TaskState.succeeded, TaskState.skipped)
-        stays_failed = state == TaskState.failed and not force and in_flight_when_killed(record)
+        stays_failed = state == TaskState.failed and (
+            task.number in acted_on or (not force and in_flight_when_killed(record)))
         if done or stays_failed:
             run = restore_run(TaskRun(task), record)
             run.carried = True
             runs[task.number] = run
     return Resumed(journal.change_id, instances, runs, journal.secret_digests)
+
+
+def decisions_taken(plan: Plan, records: dict[int, dict[str, Any]]) -> set[int]:
+    """Tasks whose outcome steps already acted on: a check (heal's check_status, update's
+    check_drift) or heal operation that may fail, named by the guard of a task that was
+    decided (ran or was skipped). Its failure keeps: run again, a check that now passes
+    would skip the rest of a reinstall whose uninstall half is done (a heal whose reinstall
+    failed, resumed, would end with the instance deleted and the job succeeded)."""
+    decided = (TaskState.succeeded, TaskState.failed, TaskState.skipped)
+    taken: set[int] = set()
+    for task in plan.tasks:
+        if task.guard is not None and records[task.number]["state"] in decided:
+            taken.update(task.guard.if_failed, task.guard.unless_failed, task.guard.if_ran)
+    return {t.number for t in plan.tasks if t.may_fail and t.number in taken}
 
 
 def rolled_back(plan: Plan, records: dict[int, dict[str, Any]]) -> set[str]:
