@@ -224,10 +224,11 @@ def atomic_write(path: Path, text: str, *, private: bool = False,
     _fsync_dir(path.parent)
 
 
-def write_temp(path: Path, text: str, *, private: bool = False,
+def write_temp(path: Path, text: str | list[bytes | memoryview], *, private: bool = False,
                errors: str = "strict") -> tuple[int, str]:
     """:func:`atomic_write`'s temporary file beside ``path``, written whole and still open
-    (not forced to disk yet), with the mode ``path`` will have."""
+    (not forced to disk yet), with the mode ``path`` will have; ``text`` may be its
+    encoded pieces (a large file written without joining them first)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         kept = None if private else _mode_of(path)
@@ -237,9 +238,10 @@ def write_temp(path: Path, text: str, *, private: bool = False,
     try:
         if kept is not None:
             os.fchmod(fd, kept)
-        view = memoryview(text.encode("utf-8", errors))
-        while view:  # a regular file takes it whole; a short write is finished
-            view = view[os.write(fd, view):]
+        for piece in [text.encode("utf-8", errors)] if isinstance(text, str) else text:
+            view = memoryview(piece)
+            while view:  # a regular file takes it whole; a short write is finished
+                view = view[os.write(fd, view):]
     except BaseException as exc:
         os.close(fd)
         Path(tmp).unlink(missing_ok=True)
@@ -394,7 +396,8 @@ class Writes:
     def __init__(self) -> None:
         self.steps: list[_Step] = []
 
-    def replace(self, path: Path, text: str, *, private: bool = False,
+    def replace(self, path: Path, text: str | list[bytes | memoryview], *,
+                private: bool = False,
                 errors: str = "strict", after: Callable[[], None] | None = None) -> None:
         """``path``'s new text, as :func:`atomic_write` writes it (its temporary file
         now, forced to disk from now on; the rename at the commit); ``after`` runs once it
