@@ -122,3 +122,24 @@ def test_group_inclusions_and_exclusions_are_checked_as_the_seed_says(project, i
     assert ran(project) == []
     ok(invoke("scale", "pair", "--delta", "-1", "--exclude-instances", "vm_2", "--approve"))
     assert sorted(ran(project)) == ["ip_1 delete", "vm_1 delete"]
+
+
+def test_scaling_in_again_after_a_failed_stop_stops_before_deleting(project, invoke):
+    """The seed's scale in runs the uninstall operations (stop, delete) on each removed
+    instance: a scale in whose stop failed left the instance ``stopping``; the next scale in
+    stops it again, as Cloudify's uninstall does, rather than deleting what still runs."""
+    worker = node()
+    worker["interfaces"]["Standard"]["operations"]["stop"] = (
+        f"{op('stop')} && test ! -e stuck")
+    worker["capabilities"] = {"scalable": {"properties": {
+        "default_instances": 2, "max_instances": 5}}}
+    deployed(project, invoke, {"worker": worker})
+    (project.root / "stuck").write_text("")
+    reset(project)
+    assert invoke("scale", "worker", "--delta", "-1", "--approve").exit_code == 64
+    assert project.status()["worker_1"]["readyState"]["state"] == "stopping"
+    (project.root / "stuck").unlink()
+    reset(project)
+    ok(invoke("scale", "worker", "--delta", "-1", "--approve"))
+    assert ran(project) == ["worker_1 stop", "worker_1 delete"]
+    assert sorted(project.status()) == ["worker"]

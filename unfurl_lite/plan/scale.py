@@ -291,9 +291,13 @@ def _scale_in(
             unlinks += add_relationship_tasks(
                 builder, ensemble, instances, dependent, name, UNLINK, UNDEPLOY, ()
             )
+        # Cloudify's uninstall (the seed's scale in: "stop, delete" on each removed
+        # instance): stop runs whatever the node state, so a scale in again after one whose
+        # stop failed (``stopping``) stops it before deleting it
         add_uninstall_tasks(
             builder, ensemble, instances[name], host_view(ensemble, instances, name), UNDEPLOY,
             unlinks + builder.last_of([d for d in dependents.get(name, ()) if d in removed]),
+            mark_deleted=True,
         )  # fmt: skip
         if name not in builder.last:
             builder.add(
