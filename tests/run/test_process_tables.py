@@ -3,6 +3,8 @@ user running jobs through the API) do not share a table of running commands."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import threading
 from pathlib import Path
 
@@ -10,6 +12,7 @@ from tests.conftest import ensemble_yaml, shell_node
 from tests.execution_helpers import wait_for
 from unfurl_lite import api
 from unfurl_lite.run.observer import JobState, TaskState
+from unfurl_lite.run.operations.processes import ProcessTable
 from unfurl_lite.run.options import JobOptions
 from unfurl_lite.run.outcome import JobResult
 from unfurl_lite.run.signals import JobControl
@@ -58,3 +61,19 @@ def test_kill_cancelling_one_job_leaves_another_jobs_operation_running(tmp_path:
     assert job_b is not None and job_b.state == JobState.succeeded
     assert [r.state for r in job_b.runs] == [TaskState.succeeded]
     assert (marks / "b.end").exists() and not (marks / "a.end").exists()
+
+
+def test_a_command_added_after_a_kill_of_every_command_is_killed_too() -> None:
+    """A command's thread may have started it and not yet added it when a kill-cancel
+    stops every command: it is killed as it is added, not left running (a job killed at
+    that instant waited a minute for `sleep 60`)."""
+    table = ProcessTable()
+    assert table.terminate_all() == []
+    late = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        table.add("late", late)
+        assert late.wait(timeout=30) == -15
+    finally:
+        if late.poll() is None:
+            os.killpg(late.pid, 9)
+            late.wait()

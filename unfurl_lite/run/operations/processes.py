@@ -42,6 +42,9 @@ class ProcessTable:
         # keyed by the process: two jobs' tasks may share a changeId (ensembles apart)
         self._running: dict[int, tuple[str, Running]] = {}
         self._lock = threading.Lock()
+        #: after :meth:`terminate_all`: a command its thread started just before the kill
+        #: (started, not yet added) is killed as it is added, not left to run to its end
+        self._killed = False
         #: a Celery worker's watchdog kills these groups if the worker itself dies
         self.watch = watch
 
@@ -58,8 +61,11 @@ class ProcessTable:
         """``process`` is in the table until :meth:`discard`."""
         with self._lock:
             self._running[id(process)] = (task_id, process)
+            late = self._killed
         if self.watch is not None:
             self.watch(process.pid, True)
+        if late:
+            threading.Thread(target=kill, args=(process,), daemon=True).start()
 
     def discard(self, process: Running) -> None:
         with self._lock:
@@ -72,8 +78,10 @@ class ProcessTable:
             return [task_id for task_id, _ in self._running.values()]
 
     def terminate_all(self, grace: float = KILL_GRACE_SECONDS) -> list[str]:
-        """Kill every command in this table and wait for them; returns their task ids."""
+        """Kill every command in this table and wait for them, and any added later;
+        returns the task ids of those it waited for."""
         with self._lock:
+            self._killed = True
             running = list(self._running.values())
         threads = [threading.Thread(target=kill, args=(p, grace)) for _, p in running]
         for thread in threads:
