@@ -8,6 +8,8 @@ import subprocess
 import threading
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ensemble_yaml, shell_node
 from tests.execution_helpers import wait_for
 from unfurl_lite import api
@@ -63,17 +65,27 @@ def test_kill_cancelling_one_job_leaves_another_jobs_operation_running(tmp_path:
     assert (marks / "b.end").exists() and not (marks / "a.end").exists()
 
 
-def test_a_command_added_after_a_kill_of_every_command_is_killed_too() -> None:
+@pytest.mark.parametrize("kill", ["every task", "every task, not waiting", "its task"])
+def test_a_command_added_after_its_kill_is_killed_too(kill: str) -> None:
     """A command's thread may have started it and not yet added it when a kill-cancel
-    stops every command: it is killed as it is added, not left running (a job killed at
-    that instant waited a minute for `sleep 60`)."""
+    (a job's, or a Celery revoke of its task) stops the commands: it is killed as it is
+    added, not left running (a job killed at that instant waited a minute for `sleep 60`).
+    Another task's command added later is left alone."""
     table = ProcessTable()
-    assert table.terminate_all() == []
+    killed = {"every task": table.terminate_all, "every task, not waiting": table.terminate,
+              "its task": lambda: table.terminate({"late"})}[kill]()
+    assert killed == []
     late = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    other = subprocess.Popen(["sleep", "60"], start_new_session=True)
     try:
         table.add("late", late)
         assert late.wait(timeout=30) == -15
+        if kill == "its task":
+            table.add("other", other)
+            with pytest.raises(subprocess.TimeoutExpired):
+                other.wait(timeout=0.5)
     finally:
-        if late.poll() is None:
-            os.killpg(late.pid, 9)
-            late.wait()
+        for process in (late, other):
+            if process.poll() is None:
+                os.killpg(process.pid, 9)
+                process.wait()

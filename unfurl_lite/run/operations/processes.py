@@ -42,9 +42,11 @@ class ProcessTable:
         # keyed by the process: two jobs' tasks may share a changeId (ensembles apart)
         self._running: dict[int, tuple[str, Running]] = {}
         self._lock = threading.Lock()
-        #: after :meth:`terminate_all`: a command its thread started just before the kill
-        #: (started, not yet added) is killed as it is added, not left to run to its end
+        #: after :meth:`terminate_all` (every task) or :meth:`terminate` (these tasks): a
+        #: command its thread started just before the kill (started, not yet added) is
+        #: killed as it is added, not left to run to its end
         self._killed = False
+        self._doomed: set[str] = set()
         #: a Celery worker's watchdog kills these groups if the worker itself dies
         self.watch = watch
 
@@ -61,7 +63,7 @@ class ProcessTable:
         """``process`` is in the table until :meth:`discard`."""
         with self._lock:
             self._running[id(process)] = (task_id, process)
-            late = self._killed
+            late = self._killed or task_id in self._doomed
         if self.watch is not None:
             self.watch(process.pid, True)
         if late:
@@ -90,10 +92,16 @@ class ProcessTable:
             thread.join()
         return [task_id for task_id, _ in running]
 
-    def terminate(self, task_ids: set[str], grace: float = KILL_GRACE_SECONDS) -> list[str]:
-        """Kill the commands of these tasks only, without waiting."""
+    def terminate(self, task_ids: set[str] | None = None,
+                  grace: float = KILL_GRACE_SECONDS) -> list[str]:
+        """Kill the commands of these tasks (None: every task's), without waiting."""
         with self._lock:
-            running = [(t, p) for t, p in self._running.values() if t in task_ids]
+            if task_ids is None:
+                self._killed = True
+            else:
+                self._doomed |= task_ids
+            running = [(t, p) for t, p in self._running.values()
+                       if task_ids is None or t in task_ids]
         for _, process in running:
             threading.Thread(target=kill, args=(process, grace), daemon=True).start()
         return [task_id for task_id, _ in running]

@@ -107,7 +107,7 @@ class WorkerState:
         with self.lock:
             table = self.tasks.get(celery_id)
         if table is not None:
-            table.terminate(set(table.task_ids()))
+            table.terminate()  # (and a command its task starts as it is revoked)
 
     def scripts(self, client: Any) -> lineage.Scripts:
         found = self._scripts.get(id(client))
