@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import InvokeIn, git
-from tests.plan.test_cloudify_fidelity import failing_if, of, with_op
+from tests.plan.test_cloudify_fidelity import REINSTALL, failing_if, of, with_op
 from tests.plan.test_workflows import deployed, node, ok, op, ran, rel_op, reset
 
 
@@ -205,3 +205,18 @@ def test_a_heal_after_a_failed_stop_leaves_its_instances_started(project, invoke
     assert sorted(ran(project)) == ["app check_status", "svc check_status", "svc heal"]
     assert {n: project.status()[n]["readyState"] for n in ("app", "svc")} == {
         "app": {"local": "ok", "state": "started"}, "svc": {"local": "ok", "state": "started"}}
+
+
+def test_a_reinstall_after_a_failed_stop_stops_it_again(project, invoke):
+    """The reinstall's uninstall is the uninstall workflow's: stop runs whatever the node
+    state, so an instance a failed stop left ``stopping`` is stopped before its delete."""
+    app = with_op(node(), "Validation", "check_status", failing_if("check_status", "sick"))
+    with_op(app, "Standard", "stop", failing_if("stop", "stuck"))
+    deployed(project, invoke, {"app": app})
+    (project.root / "stuck").write_text("")
+    assert invoke("stop", "--approve").exit_code == 64
+    (project.root / "stuck").unlink()
+    (project.root / "sick").write_text("")
+    reset(project)
+    ok(invoke("heal", "--approve"))
+    assert ran(project) == of("app", ["check_status", *REINSTALL])

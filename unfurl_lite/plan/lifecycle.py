@@ -378,15 +378,18 @@ def add_uninstall_tasks(
     may_fail: bool = False,
     mark_deleted: bool = False,
     ends_absent: bool = True,
+    stops_always: bool = False,
 ) -> None:
     """``mark_deleted``: Cloudify's uninstall, where an instance without a delete operation
-    still ends deleted (a step with no task does nothing, the instance goes all the same).
+    still ends deleted (a step with no task does nothing, the instance goes all the same),
+    and stop runs whatever the node state (``stops_always`` alone: heal's reinstall).
     ``ends_absent`` False: the delete does not end a workflow (``deploy --prune``'s, as in
     Unfurl, whose deploy ends with start): the instance's state becomes ``deleted``, its
     status and ``lastConfigChange`` stay, so a later undeploy deletes it again."""
     template = ensemble.topology.templates[instance.template]
     ops = _steps_for(UNINSTALL, ensemble, template, instance, instances)
-    if not mark_deleted and instance.state not in (NodeState.starting, NodeState.started):
+    if not (mark_deleted or stops_always) and instance.state not in (
+            NodeState.starting, NodeState.started):
         # as Unfurl's undeploy: only a started (or starting) instance is stopped first
         ops = [o for o in ops if o[1] is None or o[1].done != NodeState.stopped]
     deps = list(after)

@@ -89,7 +89,7 @@ def add_reinstall(
         add_uninstall_tasks(
             builder, ensemble, instances[name], instances, reason,
             [*barrier, *builder.last_of(before), *unlinks.get(name, ())],
-            may_fail=may_fail,
+            may_fail=may_fail, stops_always=True,  # as Cloudify's uninstall: see scale in
         )  # fmt: skip
         guard_new(builder, start, guards[name])
         uninstalls.extend(t.number for t in builder.tasks[start:])
