@@ -44,7 +44,7 @@ KEYS = {
     "node": [*PROPERTIES, *SPECIAL],
     "value": INNER,
     "links": ["host", "uses", "link", "configures", "*"],  # requirement names
-    "capability": [".name", ".type", ".relationships", ".parent"],
+    "capability": [".name", ".type", ".relationships", ".parent", "port", "tags", "up"],
     "relationship": [".source", ".target", ".capability", ".name", ".type", "credential"],
     "every": [*NODES, "root", "*"],  # after a bare `::`
 }
@@ -168,7 +168,7 @@ def value_probes(draw: Any) -> dict[str, Any]:
 
 
 ENTITIES = ["SELF", "SOURCE", "TARGET", "HOST", *NODES, "nosuch"]
-REQUIREMENTS = ["host", "uses", "link", "configures", "feature", "nosuch"]
+REQUIREMENTS = ["host", "uses", "link", "configures", "feature", "svc", "nosuch"]
 INDEXES: list[Any] = [0, 1, -1, "a", "s", "b", "0", 5]
 
 
@@ -179,7 +179,7 @@ def function_probes(draw: Any) -> dict[str, Any]:
     at = draw(st.sampled_from(AT[1:]))
     text = draw(query_texts())
     other = draw(query_texts())
-    prop = draw(st.sampled_from([*PROPERTIES, "credential", "nosuch"]))
+    prop = draw(st.sampled_from([*PROPERTIES, "credential", "port", "tags", "up", "nosuch"]))
     args = [draw(st.sampled_from(ENTITIES))]
     if draw(st.booleans()):
         args.append(draw(st.sampled_from(REQUIREMENTS)))
@@ -245,6 +245,27 @@ FOUND: list[dict[str, Any]] = [
     {'at': 'top', 'v': "{{ '::calc::l' | eval }}"},
     {'at': 'top', 'v': "{{ '::calc::m' | eval }}"},
     {'at': 'calc', 'v': {'eval': 'l', 'foreach': {'key': '$index', 'value': '$item'}}},
+    # capabilities: those the template assigns first; their type's attribute defaults
+    {'q': '::top::.capabilities::.name'},
+    {'q': '::top::.capabilities[.name=svc]::port'},
+    {'q': '::top::.capabilities::port'},
+    {'q': '::mid::.capabilities::port'},
+    {'q': '::top::.capabilities::tags'},
+    {'q': '::top::.capabilities::up'},
+    {'q': '::top::.capabilities[port=9000]::.name'},
+    {'q': '::*::.capabilities[.name=svc]::port'},
+    {'at': 'leaf', 'v': {'get_property': ['top', 'svc', 'port']}},
+    {'at': 'leaf', 'v': {'get_property': ['mid', 'svc', 'port']}},
+    {'at': 'leaf', 'v': {'get_property': ['top', 'svc', 'tags', 1]}},
+    {'at': 'leaf', 'v': {'get_attribute': ['top', 'svc', 'up']}},
+    {'at': 'leaf', 'v': {'get_attribute': ['top', 'svc', 'port']}},
+    {'at': 'leaf', 'v': {'get_property': ['HOST', 'svc', 'port']}},
+    {'at': 'leaf', 'v': {'get_attribute': ['HOST', 'svc', 'port']}},
+    {'at': 'leaf', 'v': {'get_property': ['SELF', 'link', 'port']}},
+    {'at': 'leaf', 'v': {'get_property': ['SELF', 'link', 'nosuch']}},
+    {'at': 'leaf~link', 'v': {'get_property': ['TARGET', 'svc', 'port']}},
+    {'at': 'top', 'v': '{{ SELF.svc }}'},
+    {'q': '::top::.capabilities::.relationships::.source::.name'},
     # the forms an eval mapping takes: ref, strict, trace, $start, select/foreach shapes
     {'at': 'top', 'v': {'eval': {'query': '::top'}}},
     {'at': 'top', 'v': {'query': '::top'}},

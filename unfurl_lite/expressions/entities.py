@@ -308,10 +308,14 @@ class _ShapedEntity(Entity):
     def attribute(self, key: Any) -> Any:
         if key in self.shape.properties:
             return self.world.evaluate(self.shape.properties[key])
+        defaults: Mapping[str, Any] = getattr(self.shape, "attributes", {})
+        if key in defaults:
+            return self.world.evaluate(defaults[key])
         raise KeyError(key)
 
     def attribute_names(self) -> list[str]:
-        return list(self.shape.properties)
+        defaults: Mapping[str, Any] = getattr(self.shape, "attributes", {})
+        return [*self.shape.properties, *(k for k in defaults if k not in self.shape.properties)]
 
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self) and other.shape == self.shape

@@ -372,13 +372,13 @@ def get_property(args: YAMLValue, ctx: EvalContext) -> Any:
     node = world.node(str(name)) if name is not None else None
     for capability in getattr(node, "capabilities", ()):
         if capability.name == first:
-            return _walk(capability.attributes, path, f"{name}'s {first}", "property")
+            return _walk(_properties_of(capability), path, f"{name}'s {first}", "property")
     for relationship in getattr(node, "requirements", ()):
         target = relationship.target
         if relationship.name == first and target is not None:
             for capability in getattr(target, "capabilities", ()):
                 if capability.name == first:  # as tosca-parser looks it up
-                    return _walk(capability.attributes, path, f"{target.name}'s {first}",
+                    return _walk(_properties_of(capability), path, f"{target.name}'s {first}",
                                  "property")
             raise ExpressionError(
                 f'get_property: requirement/capability "{first}" referenced from node '
@@ -414,12 +414,18 @@ def _host_property(first: Any, path: list[Any], ctx: EvalContext) -> Any:
         if path:
             node = world.node(found.name)
             for capability in getattr(node, "capabilities", ()):
-                if capability.name == first and capability.attributes.get(path[0]) is not None:
-                    return _walk(capability.attributes, path, f"{found.name}'s {first}",
-                                 "property")
+                values = _properties_of(capability)
+                if capability.name == first and values.get(path[0]) is not None:
+                    return _walk(values, path, f"{found.name}'s {first}", "property")
         current = found
     raise ExpressionError(f"get_property: no host of {instance_name(ctx.self_view)} has the "
                           f"property {first!r}")
+
+
+def _properties_of(capability: Any) -> Mapping[str, Any]:
+    """A capability's properties (not its type's attribute defaults), each evaluated when
+    read."""
+    return LazyValues(capability.shape.properties, lambda key, _: capability.attribute(key))
 
 
 def _as_written(properties: Mapping[str, Any], entity: Any, name: Any,

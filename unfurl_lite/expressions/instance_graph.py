@@ -139,6 +139,8 @@ class CapabilityShape:
     type: str
     lineage: tuple[str, ...]
     properties: Mapping[str, Any]
+    #: its type's attributes' defaults (a query reads them; get_property does not)
+    attributes: Mapping[str, Any] = field(default_factory=new_dict)
 
 
 @dataclass(frozen=True)
@@ -322,6 +324,15 @@ class _Types:
                     values[str(prop)] = definition["default"]
         return values
 
+    def capability_attributes(self, type_name: str) -> dict[str, Any]:
+        values: dict[str, Any] = {}
+        for name in reversed(self.lineage("capability", type_name)):
+            for attribute, definition in as_mapping(
+                    as_mapping(self.capability_types.get(name)).get("attributes")).items():
+                if isinstance(definition, Mapping) and "default" in definition:
+                    values[str(attribute)] = definition["default"]
+        return values
+
     def capabilities(self, owner: str,
                      template: NodeTemplate | None) -> tuple[CapabilityShape, ...]:
         if template is None:
@@ -336,6 +347,9 @@ class _Types:
                     order.append(name)
         assigned = as_mapping(as_mapping(self.node_templates.get(template.name)).get(
             "capabilities"))
+        # those the template assigns first, in its order, then its types' (tosca-parser's)
+        order = [str(n) for n in assigned if n in declared] + [
+            n for n in order if n not in assigned]
         shapes: list[CapabilityShape] = []
         for name in order:
             type_name = declared[name]
@@ -348,7 +362,8 @@ class _Types:
                         properties[str(prop)] = value["default"]
             properties.update(as_mapping(as_mapping(assigned.get(name)).get("properties")))
             shapes.append(CapabilityShape(owner, name, type_name,
-                                          self.lineage("capability", type_name), properties))
+                                          self.lineage("capability", type_name), properties,
+                                          self.capability_attributes(type_name)))
         return tuple(shapes)
 
     def _declared_capabilities(self, node_type: str) -> list[tuple[str, str]]:
