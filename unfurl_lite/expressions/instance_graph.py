@@ -335,6 +335,10 @@ class _Types:
 
     def capabilities(self, owner: str,
                      template: NodeTemplate | None) -> tuple[CapabilityShape, ...]:
+        """A node's capabilities as Unfurl 1.2.0 lists them: those its template assigns,
+        then its types' (most derived first), each with its type's property defaults, the
+        node types' definitions' and the template's values, and its type's attribute
+        defaults. One walk of the lineage does all of it, so it reads in one place."""
         if template is None:
             return ()
         chain = self.lineage("node", template.type)
