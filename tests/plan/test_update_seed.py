@@ -127,3 +127,18 @@ def test_a_failed_job_is_not_resumed_on_a_changed_spec(project, invoke):
     refused = invoke("resume")
     assert refused.exit_code == 1
     assert "spec changed" in refused.output and "only a cancelled job" in refused.output
+
+
+def test_a_removed_instance_a_failed_stop_left_stopping_is_stopped_again(project, invoke):
+    app = node()
+    app["interfaces"]["Standard"]["operations"]["stop"] += " && test ! -e stuck"
+    deployed(project, invoke, {"app": app, "other": node()})
+    (project.root / "stuck").write_text("")
+    assert invoke("stop", "--node-ids", "app", "--approve").exit_code == 64
+    assert project.status()["app"]["readyState"]["state"] == "stopping"
+    (project.root / "stuck").unlink()
+    respec(project, {"other": node()})
+    (project.root / "ops.log").unlink()
+    ok(invoke("update", "--approve"))
+    assert ran(project) == ["app stop", "app delete"]
+    assert set(project.status()) == {"other"}

@@ -382,7 +382,8 @@ def add_uninstall_tasks(
 ) -> None:
     """``mark_deleted``: Cloudify's uninstall, where an instance without a delete operation
     still ends deleted (a step with no task does nothing, the instance goes all the same),
-    and stop runs whatever the node state (``stops_always`` alone: heal's reinstall).
+    and stop runs whatever the node state (``stops_always`` alone: the reinstalls, update's
+    removed instances).
     ``ends_absent`` False: the delete does not end a workflow (``deploy --prune``'s, as in
     Unfurl, whose deploy ends with start): the instance's state becomes ``deleted``, its
     status and ``lastConfigChange`` stay, so a later undeploy deletes it again."""

@@ -150,6 +150,7 @@ def _uninstall_removed(
         add_uninstall_tasks(
             builder, ensemble, instances[name], instances, UNDEPLOY,
             [*unlinks, *builder.last_of(d for d in dependents.get(name, ()) if d in gone)],
+            stops_always=True,  # as the uninstall workflow: a failed stop's ``stopping`` too
         )  # fmt: skip
         builder.note(name, "removed from the spec: uninstalled with the operations its "
                            "template had in the last commit that defined it")
