@@ -35,6 +35,23 @@ def test_resume_in_a_pipe_goes_on_without_asking(project: Project, invoke_in: In
     assert "Run this job?" not in result.output
 
 
+@pytest.mark.parametrize("where", ["resume -q", "-q resume"])
+def test_resume_q_says_only_the_result_as_every_job_command(
+        project: Project, invoke_in: InvokeIn, where: str):
+    cancelled(project)
+    result = invoke_in(project.root, *where.split())
+    assert result.exit_code == 0, result.output
+    assert "deploy succeeded" in result.output
+    assert "what is left to run" not in result.output and "Resuming job" not in result.output
+
+
+def test_resume_v_is_taken_as_every_job_command_takes_it(project: Project, invoke_in: InvokeIn):
+    cancelled(project)
+    result = invoke_in(project.root, "resume", "-v")
+    assert result.exit_code == 0, result.output
+    assert "Resuming job" in result.output and "deploy succeeded" in result.output
+
+
 @pytest.mark.slow  # a pseudo-terminal and a process of its own
 def test_resume_on_a_terminal_asks_and_no_runs_nothing(project: Project, invoke_in: InvokeIn):
     import pty

@@ -20,6 +20,7 @@ from unfurl_lite.cli.commands.common import (
     quiet_collector,
     say,
     show,
+    verbosity,
 )
 from unfurl_lite.cli.commands.jobs import show_result
 
@@ -41,10 +42,12 @@ from unfurl_lite.cli.commands.jobs import show_result
 @click.option("-a", "--approve", is_flag=True,
               help="Do not ask for confirmation (asked only on a terminal).")
 @click.option("--json", "as_json", is_flag=True, help="Print the job's result as JSON.")
+@click.option("-v", "--verbose", count=True, help="More output (repeat for more).")
+@click.option("-q", "--quiet", is_flag=True, help="Only errors and the final result.")
 @click.pass_context
 def resume(ctx: click.Context, changeid: str | None, ensemble: str | None, force: bool,
            commit: bool, dirty: str, executor: str | None, broker: str | None,
-           approve: bool, as_json: bool) -> None:
+           approve: bool, as_json: bool, verbose: int, quiet: bool) -> None:
     """Continue the last failed, cancelled or killed job (or job CHANGEID).
 
     Succeeded tasks are not run again; failed and rescheduled ones are (retry count
@@ -57,10 +60,11 @@ def resume(ctx: click.Context, changeid: str | None, ensemble: str | None, force
     from unfurl_lite.run.signals import JobControl, handle_signals
 
     tty = is_terminal()
+    level = verbosity(ctx, quiet, verbose)
     shown = contextlib.ExitStack()
 
     def observe(todo: int) -> Any:
-        if as_json:
+        if as_json or level < 0:
             return None
         if tty:
             return shown.enter_context(render.ProgressObserver(console(), todo))
@@ -69,14 +73,18 @@ def resume(ctx: click.Context, changeid: str | None, ensemble: str | None, force
     def confirm(left: Any) -> bool:
         """What is left to run, shown; asked about only where someone can answer."""
 
+        asks = sys.stdin.isatty()
+        if level < 0 and (approve or not asks):  # quiet: what runs is not shown
+            return True
         title = f"{left.workflow} (what is left to run)"
         shown_plan = render.plan_tree(left, title) if tty else render.plan_text(left, title)
-        return confirm_plan(shown_plan, approve, sys.stdin.isatty(), as_json)
+        return confirm_plan(shown_plan, approve, asks, as_json)
 
     with handle_signals(JobControl()) as control, shown, quiet_collector():
         done = api.resume(ensemble, changeid, force=force, commit=commit, dirty=dirty,
                           executor=executor, broker=broker, observe=observe, cancel=control,
-                          confirm=confirm, notify=lambda message: say(message, err=True))
+                          confirm=confirm,
+                          notify=lambda message: say(message, err=True) if level >= 0 else None)
     if done.result is None or done.options is None:
         if as_json:
             echo_json(done.as_json())
@@ -86,7 +94,7 @@ def resume(ctx: click.Context, changeid: str | None, ensemble: str | None, force
     if as_json:
         echo_json(render.result_json(done.result))
         ctx.exit(done.exit_code())
-    show_result(ctx, done.result, done.options.jobexitcode, as_json, tty)
+    show_result(ctx, done.result, done.options.jobexitcode, as_json, tty, level)
 
 
 @click.command()
