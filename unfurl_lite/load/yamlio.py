@@ -261,7 +261,11 @@ def _mode_of(path: Path) -> int | None:
 def atomic_append(path: Path, text: str) -> None:
     """Append whole lines with one write and fsync, so a reader never sees half a line
     (a full disk may still tear the last one: readers skip it, appends close it)."""
-    fd = _append(path, text)
+    _force_and_close(_append(path, text), path)
+
+
+def _force_and_close(fd: int, path: Path) -> None:
+    """An append's descriptor forced to disk and closed; a failure names the file."""
     try:
         fsync(fd)
     except OSError as exc:
@@ -274,13 +278,7 @@ def append_lines(path: Path, text: str) -> None:
     """Append whole lines, as :func:`atomic_append`, always starting on a fresh line: a
     torn last line (a crash or a full disk mid-write) is first closed with a cell that
     marks it damaged, so readers skip it instead of reading the next record into it."""
-    fd = append_unsynced(path, text)
-    try:
-        fsync(fd)
-    except OSError as exc:
-        raise named_error(exc, path) from None
-    finally:
-        os.close(fd)
+    _force_and_close(append_unsynced(path, text), path)
 
 
 def append_unsynced(path: Path, text: str) -> int:
