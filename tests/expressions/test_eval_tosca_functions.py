@@ -6,7 +6,7 @@ mapping, and fails on ``{eval: {join: ...}}``): refused by name."""
 
 from __future__ import annotations
 
-from tests.conftest import ensemble_yaml
+from tests.conftest import ensemble_yaml, shell_node
 
 SPEC = ensemble_yaml("""\
 svc:
@@ -70,3 +70,15 @@ def test_get_property_of_host_finds_the_nearest_host_with_that_capability(projec
     result = invoke("deploy", "--approve")
     assert result.exit_code == 0, result.output
     assert project.status()["app"]["attributes"] == {"port": 8080, "protocol": "tcp", "cpus": 2}
+
+
+def test_trace_break_a_template_builds_fails_its_task_by_name(project, invoke):
+    # Unfurl 1.2.0 stops in Python's debugger here; a job never waits for one, so the
+    # expression fails with the reason instead of running on as if `trace` were absent
+    project.write(ensemble_yaml(shell_node(
+        "app", "\"echo {{ '::app::.name' | eval(trace=SELF.mode) }}\"")
+        .replace("  interfaces:", "  properties:\n    mode: break\n  interfaces:")))
+    assert invoke("validate").exit_code == 0  # (the mode is a value: nothing to see there)
+    result = invoke("deploy", "--approve")
+    assert result.exit_code != 0
+    assert "`trace: break` stops Unfurl in Python's debugger: not supported" in result.output

@@ -128,6 +128,8 @@ def test_a_required_input_without_value_stops_everything(project, invoke) -> Non
     ("\"{{ 'x' | to_dns_label(_wrapper=1) }}\"", "'_wrapper' is not an option of the filter"),
     ("{eval: '0'}", "query '0' names nothing to read"),
     ("{eval: '::app', trace: break}", "`trace: break` stops Unfurl in Python's debugger"),
+    ("\"{{ '::app' | eval(trace='break') }}\"", "`trace: break` stops Unfurl in Python's"),
+    ("\"{{ {'eval': '::app', 'trace': 'break'} | eval }}\"", "`trace: break` stops Unfurl"),
     ("{eval: {lookup: {dict: {a: 1}}}}", "the 'dict' plugin is not supported from the"),
 ])
 def test_every_function_and_filter_is_evaluated_or_refused_by_name(project, invoke, value,

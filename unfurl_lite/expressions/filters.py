@@ -38,9 +38,10 @@ def eval_filter(value: Any, *args: Any, **vars: Any) -> Any:
     True) }}``: evaluate an expression as ``{eval: ...}`` does (keyword arguments are its
     variables)."""
     # start-up: keeps expressions.resolve (10 modules) off filters's import until eval_filter() runs
-    from unfurl_lite.expressions.resolve import Scope, resolve
+    from unfurl_lite.expressions.resolve import Scope, refuse_break, resolve
 
-    vars.pop("trace", None)
+    if vars.pop("trace", None) == "break":
+        refuse_break()
     want_list = vars.pop("wantList", False)
     return resolve(value, Scope(_ctx(), None, vars), "list" if want_list else "one")
 

@@ -271,6 +271,14 @@ def _source(expr: Value) -> Any:
     return expr
 
 
+def refuse_break() -> None:
+    """``trace: break``, met where validate could not see it (an expression a template
+    builds): Unfurl 1.2.0 calls ``breakpoint()`` there; a job here never waits for a
+    debugger, so the expression fails instead of running on unseen."""
+    raise ExpressionError("`trace: break` stops Unfurl in Python's debugger: not supported",
+                          hint="remove it, or give a trace level (trace: 1)")
+
+
 def ref_results(expr: Value, scope: Scope) -> list[Any]:
     """The results of ``{eval: ..., vars:, foreach:, select:}`` (or a bare expression)."""
     vars: dict[str, Any] = {}
@@ -280,6 +288,8 @@ def ref_results(expr: Value, scope: Scope) -> list[Any]:
         vars = dict(expr.get("vars") or {})
         select = expr.get("foreach") or expr.get("select")
         source = expr.get("eval", expr.get("ref", expr))
+        if expr.get("trace") == "break":
+            refuse_break()
     inner = scope.copy(vars={"start": _UNSET, **vars})
     if "start" in vars:
         inner.current = inner.last = inner.var("start")

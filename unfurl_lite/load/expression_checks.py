@@ -36,6 +36,8 @@ _NAMED = frozenset({"properties", "attributes", "inputs", "outputs", "node_templ
                     "operations", "capabilities", "artifacts", "workflows", "steps",
                     "instances", "groups", "policies", "repositories", "env", "environment"})
 #: a quoted query piped to eval or ref in a template: ``'::node::attr' | eval``
+#: ``eval(trace='break')`` or ``{'eval': ..., 'trace': 'break'}`` written in a template
+_TRACE_BREAK = re.compile(r"""\btrace['"]?\s*[:=]\s*['"]break['"]""")
 _QUERY_FILTERED = re.compile(r"""['"]([^'"{}]*)['"]\s*\|\s*(?:eval|ref)\b""")
 
 Found: TypeAlias = "tuple[tuple[Any, ...], str, str | None]"  # (path, message, hint)
@@ -295,6 +297,9 @@ def _template(path: tuple[Any, ...], text: str) -> Iterator[Found]:
         # start-up: keeps expressions.checks (1 module) off `plan` until _template() runs
         from unfurl_lite.expressions.checks import query_problems
 
+        if _TRACE_BREAK.search(text):
+            yield (path, "`trace: break` stops Unfurl in Python's debugger: not supported",
+                   "remove it, or give a trace level (trace: 1)")
         for query in _QUERY_FILTERED.findall(text):
             if query and not query.startswith("$"):
                 yield from ((path, message, hint) for _, message, hint in query_problems(query))
