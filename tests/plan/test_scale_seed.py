@@ -3,7 +3,17 @@ nodes unlink before the new instances are deleted), and resuming it scales out a
 
 from __future__ import annotations
 
-from tests.plan.test_workflows import deployed, node, ok, op, ran, rel_op, reset
+from tests.plan.test_workflows import (
+    LOG,
+    deployed,
+    ensemble,
+    node,
+    ok,
+    op,
+    ran,
+    rel_op,
+    reset,
+)
 
 
 def _web_and_lb() -> dict:
@@ -143,3 +153,29 @@ def test_scaling_in_again_after_a_failed_stop_stops_before_deleting(project, inv
     ok(invoke("scale", "worker", "--delta", "-1", "--approve"))
     assert ran(project) == ["worker_1 stop", "worker_1 delete"]
     assert sorted(project.status()) == ["worker"]
+
+
+def test_a_failed_configure_leaves_the_new_instance_error_in_scale_as_in_deploy(
+        project, invoke):
+    """One rule for deploy and scale out (Unfurl 1.2.0's): the start a failed configure
+    blocks ends the instance ``error``; the configure alone would leave it ``unknown``."""
+    web = node(standard=("create", "configure", "start", "delete"))
+    web["interfaces"]["Standard"]["operations"]["configure"] = (
+        f"{op('configure')} && test ! -e fail-{{{{ SELF.name }}}}")
+    web["capabilities"] = {"scalable": {"properties": {
+        "default_instances": 1, "min_instances": 1, "max_instances": 5}}}
+    (project.root / "fail-web").write_text("")
+    project.write(f"jobs/*.log\n{LOG}\n", name=".gitignore")
+    project.write(ensemble({"web": web}))
+    assert invoke("deploy", "--approve").exit_code != 0
+    assert (project.local("web"), project.status()["web"]["readyState"]["state"]) == (
+        "error", "configuring")
+    (project.root / "fail-web").unlink()
+    ok(invoke("deploy", "--approve"))
+    (project.root / "fail-web_1").write_text("")
+    result = invoke("scale", "web", "--delta", "1", "--no-rollback-if-failed", "--approve")
+    assert result.exit_code == 64, result.output
+    assert (project.local("web_1"), project.status()["web_1"]["readyState"]["state"]) == (
+        "error", "configuring")
+    blocked = [line for line in project.jobs_tsv() if "operation=start" in line][-1]
+    assert "status=error" in blocked and "target=::web_1" in blocked

@@ -76,13 +76,15 @@ class Settling(Progress):
 
     def block_on_own_failure(self, run: TaskRun, own: bool = True) -> None:
         """Unfurl 1.2.0: in deploy or undeploy, a task after a failed one on the same
-        instance (configure after a failed create) is blocked with an explicit ``error``:
+        instance (configure after a failed create) is blocked with an explicit ``error``
+        (and so in every lifecycle task of a workflow that keeps history, rules.in_lifecycle:
+        a scale out's new instance ends as deploy's would):
         its instance ends ``error`` and, if it was not yet, ``created`` by this task, which
         gets a changeId and a record (``status=error``), even when the failure already left it
         ``error``; counted changed when its status is not the one it had as the job was
         planned (Unfurl's ``modified_target``). ``own=False``: see rules.on_blocked."""
         task = run.task
-        if not in_sequence(task) or not self.plan.affects_history or self.options.dryrun:
+        if not rules.in_lifecycle(task) or not self.plan.affects_history or self.options.dryrun:
             return
         instance = self.instances[task.target]
         if not own and not rules.on_blocked(instance, task):

@@ -169,6 +169,15 @@ def in_sequence(task: Task) -> bool:
     )
 
 
+def in_lifecycle(task: Task) -> bool:
+    """A task that moves its instance along its lifecycle (deploy's and undeploy's, and the
+    install and uninstall steps Cloudify's workflows run: install, scale out, heal's and
+    update's reinstalls, start, stop), as opposed to a check, a discover or a custom
+    workflow's step. One rule for all of them, Unfurl's: such a task blocked by a failure
+    before it ends its instance ``error`` (see settling.block_on_own_failure)."""
+    return task.reason not in ("check", "discover") and not task.reason.startswith("step:")
+
+
 def _on_success_in_sequence(
     instance: Instance, task: Task, result: OperationResult, change_id: str
 ) -> bool:
