@@ -144,3 +144,26 @@ def test_a_relationship_operations_relative_queries_start_at_its_relationship(
     (attach,) = [c for c in safe_load(job_file.read_text())["changes"]
                  if (c.get("implementation") or {}).get("operation") == "post_configure_target"]
     assert attach["inputs"]["command"] == "echo Attach server disk /mnt"
+
+
+def test_a_relationship_types_attribute_defaults_are_read_in_its_operations(project, invoke):
+    # as Unfurl 1.2.0 reads them (tests/data/unfurl120/queries/relationships: `x`, `n` of
+    # Mount): by get_attribute and a template on SELF, not by get_property (get_attribute
+    # of SELF as an input's whole value is refused at load, as tosca-parser refuses it)
+    project.write(ATTACH.replace("""        properties:
+          location: {default: /mnt}
+""", """        properties:
+          location: {default: /mnt}
+        attributes:
+          x: {type: string, default: d}
+""").replace(
+        "              post_configure_target: >-\n"
+        "                echo {{TARGET.vol}} {{SOURCE.public_address}} {{SELF.location}}",
+        "              post_configure_target:\n"
+        "                implementation: echo {{ SELF.x }}-{{ inputs.got }} > attached.txt\n"
+        "                inputs: {got: {eval: {get_attribute: [SELF, x]}}}"))
+    checked = invoke("validate")
+    assert checked.exit_code == 0, checked.output
+    result = invoke("deploy", "--approve")
+    assert result.exit_code == 0, result.output
+    assert (project.root / "attached.txt").read_text() == "d-d\n"

@@ -282,9 +282,9 @@ def make_context(
 def relationship_view(ctx: EvalContext, source: str, requirement: str,
                       attributes: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """SELF in a relationship's operation, as Unfurl gives it: the relationship instance
-    (its type's property defaults, then its template's or the requirement's properties,
-    then the ``attributes`` its operations set), named as Unfurl names it; None when the
-    source has no such requirement."""
+    (its type's attribute and property defaults, then its template's or the requirement's
+    properties, then the ``attributes`` its operations set), named as Unfurl names it;
+    None when the source has no such requirement."""
     from unfurl_lite.expressions.instance_graph import graph_for  # start-up: relationship ops only
 
     if ctx.topology is None or ctx.instances is None:
@@ -294,7 +294,7 @@ def relationship_view(ctx: EvalContext, source: str, requirement: str,
                   if r.requirement == requirement), None)
     if shape is None:
         return None
-    raw = {**shape.properties, **attributes}
+    raw = {**shape.attributes, **shape.properties, **attributes}
     fixed = {"name": shape.name, "type": shape.type, "template": shape.name,
              "properties": LazyValues(dict(shape.properties),
                                       lambda k, v: evaluate_stored(v, ctx)),

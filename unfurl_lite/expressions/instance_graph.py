@@ -155,6 +155,8 @@ class RelationshipShape:
     capability: str | None  # the target's capability it connects to
     properties: Mapping[str, Any]
     requirement: str = ""  # the requirement's own name (``name`` may be its template's)
+    #: its type's attributes' defaults (a query reads them; get_property does not)
+    attributes: Mapping[str, Any] = field(default_factory=new_dict)
 
     def is_a(self, type_name: str) -> bool:
         return type_name in self.lineage
@@ -324,11 +326,14 @@ class _Types:
                     values[str(prop)] = definition["default"]
         return values
 
-    def capability_attributes(self, type_name: str) -> dict[str, Any]:
+    def attribute_defaults(self, kind: str, type_name: str) -> dict[str, Any]:
+        """A capability or relationship type's attributes' defaults, its ancestors' first
+        (a query and get_attribute read them, as Unfurl 1.2.0; get_property does not)."""
+        types = self.capability_types if kind == "capability" else self.relationship_types
         values: dict[str, Any] = {}
-        for name in reversed(self.lineage("capability", type_name)):
+        for name in reversed(self.lineage(kind, type_name)):
             for attribute, definition in as_mapping(
-                    as_mapping(self.capability_types.get(name)).get("attributes")).items():
+                    as_mapping(types.get(name)).get("attributes")).items():
                 if isinstance(definition, Mapping) and "default" in definition:
                     values[str(attribute)] = definition["default"]
         return values
@@ -367,7 +372,7 @@ class _Types:
             properties.update(as_mapping(as_mapping(assigned.get(name)).get("properties")))
             shapes.append(CapabilityShape(owner, name, type_name,
                                           self.lineage("capability", type_name), properties,
-                                          self.capability_attributes(type_name)))
+                                          self.attribute_defaults("capability", type_name)))
         return tuple(shapes)
 
     def _declared_capabilities(self, node_type: str) -> list[tuple[str, str]]:
@@ -433,7 +438,8 @@ class _Types:
         capability = self._target_capability(
             capabilities.get(target, ()) if target else (), wanted, lineage)
         return RelationshipShape(source, name, target, type_name, lineage, capability,
-                                 properties, requirement.name)
+                                 properties, requirement.name,
+                                 self.attribute_defaults("relationship", type_name))
 
     def _target_capability(self, shapes: tuple[CapabilityShape, ...], wanted: Any,
                            lineage: tuple[str, ...]) -> str | None:
