@@ -220,3 +220,30 @@ def test_a_reinstall_after_a_failed_stop_stops_it_again(project, invoke):
     reset(project)
     ok(invoke("heal", "--approve"))
     assert ran(project) == of("app", ["check_status", *REINSTALL])
+
+
+def test_deploy_establishes_what_a_failed_heal_left_unlinked(project, invoke):
+    """A heal whose reinstall of web failed at create unlinked lb from web and left lb's
+    add_target blocked; the next deploy recreates web and links lb to it again (lb itself,
+    started, runs nothing), leaving the relationship ok."""
+    web = node(standard=("create", "start", "delete"))
+    web["interfaces"]["Standard"]["operations"]["create"] = (
+        f"{op('create')} && test ! -e fail-{{{{ SELF.name }}}}")
+    link = {"node": "web", "relationship": {
+        "type": "cloudify.relationships.connected_to",
+        "interfaces": {"Configure": {"operations": {
+            n: rel_op(n) for n in ("add_target", "remove_target")}}}}}
+    deployed(project, invoke, {"web": web, "lb": node(requirements=[{"backend": link}])})
+    (project.root / "fail-web").write_text("")
+    assert invoke("heal", "web", "--approve").exit_code != 0
+    assert "lb->web add_target" not in ran(project)
+    (project.root / "fail-web").unlink()
+    reset(project)
+    result = ok(invoke("deploy", "--approve"))
+    assert "nothing to run" not in result.output
+    assert ran(project) == ["web create", "web start", "lb->web add_target"]
+    backend = project.status()["lb"]["requirements"][0]["backend"]
+    assert backend["readyState"]["local"] == "ok"
+    reset(project)
+    ok(invoke("deploy", "--approve"))  # linked: nothing left to do
+    assert ran(project) == []

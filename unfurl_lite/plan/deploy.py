@@ -23,7 +23,12 @@ from unfurl_lite.model.entities import (
 )
 from unfurl_lite.plan import tosca
 from unfurl_lite.plan.directives import discover, found_not_created, note_directives
-from unfurl_lite.plan.lifecycle import add_install_tasks, add_uninstall_tasks, implemented
+from unfurl_lite.plan.lifecycle import (
+    add_install_tasks,
+    add_relinks,
+    add_uninstall_tasks,
+    implemented,
+)
 from unfurl_lite.plan.tasks import (
     ADD,
     CHECK,
@@ -211,6 +216,7 @@ def plan_deploy(
             builder, ensemble, instance, instances, reason, after, skip_when,
             pass_through=start_without_operation,
         )
+    add_relinks(builder, ensemble, instances, deps, [n for n in instances if n in wanted])
     # as Unfurl: a job that runs something records every instance it planned for, even one
     # with nothing to run (it stays pending); a job that runs nothing records none
     kept: set[str] = wanted if builder.last else set()

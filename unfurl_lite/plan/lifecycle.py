@@ -472,3 +472,41 @@ def add_relationship_tasks(
                 )
                 numbers.append(task.number)
     return numbers
+
+
+def add_relinks(
+    builder: Builder,
+    ensemble: Ensemble,
+    instances: Mapping[str, Instance],
+    deps: Mapping[str, list[str]],
+    names: Iterable[str],
+) -> None:
+    """Deploy finishes what a failed reinstall left unlinked: an instance deploy leaves
+    alone (ok or degraded, nothing planned on it) whose relationship is ``absent`` (its
+    unlink ran, its establish was blocked) runs that relationship's operations again
+    (preconfigure, postconfigure, establish, as the reinstall would have), after its target,
+    when the target is installed by this plan or is ok. Seed 003: deploy applies itself to
+    every instance not already ``ok``, and a relationship is one."""
+    planned = {t.target for t in builder.tasks}
+    for source in names:
+        instance = instances[source]
+        template = ensemble.topology.templates.get(instance.template)
+        if template is None or source in planned or instance.status not in (
+                Status.ok, Status.degraded):
+            continue
+        for req in template.requirements:
+            link = instance.relationships.get(req.name)
+            if link is None or link.status != Status.absent:
+                continue
+            for peer in deps.get(source, ()):
+                if instances[peer].template != req.node or not (
+                        peer in builder.last or instances[peer].status == Status.ok):
+                    continue
+                if any(t.source == source and t.peer == peer for t in builder.tasks):
+                    continue
+                if add_relationship_tasks(
+                    builder, ensemble, instances, source, peer, INSTALL_RELATIONSHIPS, MISSING,
+                    [builder.last[peer]] if peer in builder.last else [], requirements=[req],
+                ):  # its own lifecycle has nothing to run: that note would now mislead
+                    builder.notes[:] = [n for n in builder.notes if n.target != source
+                                        or not n.message.startswith("nothing to run")]
