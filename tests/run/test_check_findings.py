@@ -72,3 +72,33 @@ def test_the_state_a_finding_gives(status: Status, state: NodeState | None) -> N
                          Status.pending: NodeState.initial}[status]
     else:  # degraded, unknown: the check says nothing about the node's state
         assert found is None
+
+
+def test_a_passing_check_leaves_what_a_failed_job_left(project: Project) -> None:
+    """A check that succeeds without reporting a status changes no status: an instance a
+    failed deploy left ``error`` stays ``error``; a failing check makes it ``unknown``, and
+    the next passing check leaves it ``unknown``. The same steps with Unfurl 1.2.0 (probed
+    at the tenth sitting) left error, error, unknown, unknown, node state ``configuring``."""
+    project.write(ensemble_yaml("""\
+        web:
+          type: tosca.nodes.Root
+          interfaces:
+            Standard:
+              create: echo create
+              configure: test ! -e fail-configure
+              start: echo start
+            Install:
+              check: test ! -e fail-check
+        """))
+    (project.root / "fail-configure").write_text("")
+    seen = []
+    for step, fail in (("deploy", None), ("check", None), ("check", "fail-check"),
+                       ("check", None)):
+        if fail:
+            (project.root / fail).write_text("")
+        run_in_process(project.root, step, "--approve", "--jobexitcode", "never")
+        (project.root / "fail-check").unlink(missing_ok=True)
+        seen.append(tuple(project.status()["web"]["readyState"].get(k)
+                          for k in ("local", "state")))
+    assert seen == [("error", "configuring"), ("error", "configuring"),
+                    ("unknown", "configuring"), ("unknown", "configuring")]
