@@ -45,7 +45,8 @@ KEYS = {
     "value": INNER,
     "links": ["host", "uses", "link", "configures", "*"],  # requirement names
     "capability": [".name", ".type", ".relationships", ".parent", "port", "tags", "up"],
-    "relationship": [".source", ".target", ".capability", ".name", ".type", "credential"],
+    "relationship": [".source", ".target", ".capability", ".name", ".type", "credential",
+                     "speed"],
     "every": [*NODES, "root", "*"],  # after a bare `::`
 }
 VARIABLE_KEYS = ["$k", "$p", "$i"]
@@ -179,7 +180,8 @@ def function_probes(draw: Any) -> dict[str, Any]:
     at = draw(st.sampled_from(AT[1:]))
     text = draw(query_texts())
     other = draw(query_texts())
-    prop = draw(st.sampled_from([*PROPERTIES, "credential", "port", "tags", "up", "nosuch"]))
+    prop = draw(st.sampled_from([*PROPERTIES, "credential", "speed", "port", "tags", "up",
+                                 "nosuch"]))
     args = [draw(st.sampled_from(ENTITIES))]
     if draw(st.booleans()):
         args.append(draw(st.sampled_from(REQUIREMENTS)))
@@ -266,6 +268,15 @@ FOUND: list[dict[str, Any]] = [
     {'at': 'leaf~link', 'v': {'get_property': ['TARGET', 'svc', 'port']}},
     {'at': 'top', 'v': '{{ SELF.svc }}'},
     {'q': '::top::.capabilities::.relationships::.source::.name'},
+    # a relationship type's attribute default, beside its properties
+    {'q': '::leaf::.requirements::speed'},
+    {'q': '::leaf::.requirements[.name=link]::speed'},
+    {'q': '::top::.capabilities::.relationships::speed'},
+    {'q': '::leaf::.requirements[speed=10]::credential::user'},
+    {'at': 'leaf~link', 'v': {'get_attribute': ['SELF', 'speed']}},
+    {'at': 'leaf~link', 'v': {'get_property': ['SELF', 'speed']}},
+    {'at': 'leaf~link', 'v': '{{ SELF.speed }} {{ SELF.credential.user }}'},
+    {'at': 'leaf', 'v': {'get_attribute': ['SELF', 'link', 'speed']}},
     # the forms an eval mapping takes: ref, strict, trace, $start, select/foreach shapes
     {'at': 'top', 'v': {'eval': {'query': '::top'}}},
     {'at': 'top', 'v': {'query': '::top'}},
