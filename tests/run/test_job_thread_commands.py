@@ -196,12 +196,14 @@ def test_the_local_executor_runs_commands_without_a_thread(tmp_path: Path) -> No
     thread starts every command, so that the job's goes on meanwhile); a command only
     Popen can start (a program found on PATH) and Python operations take the pool's, and
     their results too arrive on the job's thread."""
+    before = set(threading.enumerate())  # (other tests' tables on this worker may linger)
     executor = LocalExecutor(4)
     futures = [executor.submit(request(tmp_path, "echo $UNFURL_WORKER", n)) for n in range(3)]
     futures.append(executor.submit(OperationRequest(
         task_id="T9", kind="Template", class_name="Template", target="n",
         operation="Standard.configure", inputs={"run": {"a": 1}})))
-    assert [t.name for t in threading.enumerate() if t.name.startswith("unfurl-")] \
+    assert [t.name for t in set(threading.enumerate()) - before
+            if t.name.startswith("unfurl-")] \
         == ["unfurl-spawn"]  # one thread starts every command; none waits on one
     futures.append(executor.submit(request(tmp_path, ["echo", "on", "PATH"], 10)))
     seen: list[threading.Thread] = []

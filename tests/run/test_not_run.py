@@ -71,7 +71,10 @@ def run_with(project: Project, workflow: str, executor) -> tuple:
     before = copy.deepcopy(ensemble.instances)
     plan = make_plan(ensemble, workflow)
     options = JobOptions()
-    result = run_plan(ensemble, plan, options, executor)
+    try:
+        result = run_plan(ensemble, plan, options, executor)
+    finally:
+        executor.shutdown()  # (its caller's to close, as the api does: no thread left behind)
     record_job(ensemble, result, options)
     return before, result
 
