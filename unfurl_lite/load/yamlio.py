@@ -239,9 +239,7 @@ def write_temp(path: Path, text: str | list[bytes | memoryview], *, private: boo
         if kept is not None:
             os.fchmod(fd, kept)
         for piece in [text.encode("utf-8", errors)] if isinstance(text, str) else text:
-            view = memoryview(piece)
-            while view:  # a regular file takes it whole; a short write is finished
-                view = view[os.write(fd, view):]
+            _write_all(fd, piece)
     except BaseException as exc:
         os.close(fd)
         Path(tmp).unlink(missing_ok=True)
@@ -249,6 +247,13 @@ def write_temp(path: Path, text: str | list[bytes | memoryview], *, private: boo
             raise named_error(exc, path) from None
         raise
     return fd, tmp
+
+
+def _write_all(fd: int, data: bytes | memoryview) -> None:
+    """A regular file takes a write whole; a short one is finished."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def _mode_of(path: Path) -> int | None:
@@ -303,9 +308,7 @@ def _append(path: Path, text: str) -> int:
     except OSError as exc:
         raise named_error(exc, path) from None
     try:
-        view = memoryview(text.encode("utf-8"))
-        while view:
-            view = view[os.write(fd, view):]
+        _write_all(fd, text.encode("utf-8"))
     except BaseException as exc:
         os.close(fd)
         if isinstance(exc, OSError):
@@ -357,6 +360,15 @@ class _Step:
         self.sync: _Sync | None = None  # forcing the temporary file to disk
 
 
+def _fsync_named(fd: int, path: Path) -> OSError | None:
+    """``os.fsync``'s error, naming the file, or None."""
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        return named_error(exc, path)
+    return None
+
+
 class _Sync(threading.Thread):
     """A temporary file forced to disk from the moment it is written, while the job's
     thread goes on (the next record's text, the status): ``fsync`` releases the GIL."""
@@ -369,10 +381,7 @@ class _Sync(threading.Thread):
         self.start()
 
     def run(self) -> None:
-        try:
-            os.fsync(self.fd)
-        except OSError as exc:
-            self.error = named_error(exc, self.path)
+        self.error = _fsync_named(self.fd, self.path)
 
     def wait(self) -> None:
         self.join()
@@ -480,27 +489,17 @@ def _show(stage: list[_Step]) -> None:
 
 
 def _force(files: list[tuple[int, Path]]) -> None:
-    """``fsync`` every descriptor, concurrently (one thread each beyond the first: the
-    system call releases the GIL); the first error is raised, naming its file."""
+    """``fsync`` every descriptor, concurrently (a :class:`_Sync` each beyond the first:
+    the system call releases the GIL); the first error is raised, naming its file."""
     if not files or not syncing():
         return
-    errors: list[OSError] = []
-
-    def sync(fd: int, path: Path) -> None:
-        try:
-            os.fsync(fd)
-        except OSError as exc:
-            errors.append(named_error(exc, path))
-
-    threads = [threading.Thread(target=sync, args=file, name="unfurl-fsync")
-               for file in files[1:]]
-    for thread in threads:
-        thread.start()
-    sync(*files[0])
-    for thread in threads:
-        thread.join()
-    if errors:
-        raise errors[0]
+    others = [_Sync(fd, path) for fd, path in files[1:]]
+    error = _fsync_named(*files[0])
+    for sync in others:
+        sync.join()
+    error = error or next((sync.error for sync in others if sync.error), None)
+    if error is not None:
+        raise error
 
 
 def _discard(steps: list[_Step]) -> None:
