@@ -60,6 +60,7 @@ PLAN_OURS = {
     "unfurl_lite.model.ensemble", "unfurl_lite.model.entities", "unfurl_lite.model.lineage",
     "unfurl_lite.model.status_layout",
     "unfurl_lite.model.narrow",  # is_map/is_list (typing only; the typed shapes are not imported)
+    "unfurl_lite.model.normative",  # TOSCA's normative types' facts (plain tables)
     "unfurl_lite.plan", "unfurl_lite.plan.deploy", "unfurl_lite.plan.directives",
     "unfurl_lite.plan.groups",
     "unfurl_lite.plan.lifecycle", "unfurl_lite.plan.registry", "unfurl_lite.plan.tasks",

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from unfurl_lite.model.entities import Instance, NodeTemplate, Requirement, Topology
 from unfurl_lite.model.lineage import as_mapping, parents
 from unfurl_lite.model.narrow import new_dict
+from unfurl_lite.model.normative import NORMATIVE_RELATIONSHIPS, NORMATIVE_REQUIREMENTS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -71,19 +72,6 @@ NORMATIVE_NODE_PARENTS = {
     "tosca.nodes.network.Network": "tosca.nodes.Root",
     "tosca.nodes.network.Port": "tosca.nodes.Root",
 }
-#: normative node types' requirements: name -> (relationship type, capability type)
-NORMATIVE_REQUIREMENTS: dict[str, dict[str, tuple[str, str]]] = {
-    "tosca.nodes.SoftwareComponent": {
-        "host": ("tosca.relationships.HostedOn", "tosca.capabilities.Compute")},
-    "tosca.nodes.Database": {"host": ("tosca.relationships.HostedOn",
-                                      "tosca.capabilities.Container")},
-    "tosca.nodes.WebApplication": {"host": ("tosca.relationships.HostedOn",
-                                            "tosca.capabilities.Container")},
-    "tosca.nodes.Container.Application": {"host": ("tosca.relationships.HostedOn",
-                                                   "tosca.capabilities.Container")},
-    "tosca.nodes.Compute": {"local_storage": ("tosca.relationships.AttachesTo",
-                                              "tosca.capabilities.Attachment")},
-}
 #: normative capability types: parent, property defaults
 NORMATIVE_CAPABILITIES: dict[str, tuple[str | None, dict[str, Any]]] = {
     "tosca.capabilities.Root": (None, {}),
@@ -104,27 +92,6 @@ NORMATIVE_CAPABILITIES: dict[str, tuple[str | None, dict[str, Any]]] = {
     "tosca.capabilities.network.Bindable": ("tosca.capabilities.Root", {}),
     "tosca.capabilities.OperatingSystem": ("tosca.capabilities.Root", {}),
     "tosca.capabilities.Container.Docker": ("tosca.capabilities.Container", {"publish_all": False}),
-}
-#: normative (and Unfurl's) relationship types: parents, valid target capability types
-NORMATIVE_RELATIONSHIPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "tosca.relationships.Root": ((), ()),
-    "tosca.relationships.DependsOn": (("tosca.relationships.Root",), ()),
-    "tosca.relationships.HostedOn": (("tosca.relationships.Root",), ()),
-    "tosca.relationships.ConnectsTo": (("tosca.relationships.Root",),
-                                       ("tosca.capabilities.Endpoint",)),
-    "tosca.relationships.AttachesTo": (("tosca.relationships.Root",),
-                                       ("tosca.capabilities.Attachment",)),
-    "tosca.relationships.RoutesTo": (("tosca.relationships.ConnectsTo",),
-                                     ("tosca.capabilities.Endpoint",)),
-    "tosca.relationships.network.LinksTo": (("tosca.relationships.DependsOn",),
-                                            ("tosca.capabilities.network.Linkable",)),
-    "tosca.relationships.network.BindsTo": (("tosca.relationships.DependsOn",),
-                                            ("tosca.capabilities.network.Bindable",)),
-    "unfurl.relationships.Configures": (("tosca.relationships.Root",), ()),
-    "unfurl.relationships.ConfiguringHostedOn": (
-        ("unfurl.relationships.Configures", "tosca.relationships.HostedOn"), ()),
-    "unfurl.relationships.InstalledBy": (("tosca.relationships.Root",),
-                                         ("unfurl.capabilities.Installer",)),
 }
 HOSTED_ON = "tosca.relationships.HostedOn"
 CONFIGURES = "unfurl.relationships.Configures"

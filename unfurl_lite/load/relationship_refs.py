@@ -28,21 +28,17 @@ from unfurl_lite.load.problems import SERVICE, TOPOLOGY, get_section, mapping, p
 from unfurl_lite.load.property_refs import HINT, message, undeclared_by
 from unfurl_lite.load.structure import implied_requirements, written_requirements
 from unfurl_lite.model.lineage import ancestry, lineage, parents
+from unfurl_lite.model.normative import NORMATIVE_RELATIONSHIPS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-#: TOSCA's normative relationship types: (parent, the properties they declare)
-_NORMATIVE: dict[str, tuple[str | None, tuple[str, ...]]] = {
-    "tosca.relationships.Root": (None, ()),
-    "tosca.relationships.DependsOn": ("tosca.relationships.Root", ()),
-    "tosca.relationships.HostedOn": ("tosca.relationships.Root", ()),
-    "tosca.relationships.ConnectsTo": ("tosca.relationships.Root", ("credential",)),
-    "tosca.relationships.AttachesTo": ("tosca.relationships.Root", ("location", "device")),
-    "tosca.relationships.RoutesTo": ("tosca.relationships.ConnectsTo", ()),
-    "tosca.relationships.network.LinksTo": ("tosca.relationships.DependsOn", ()),
-    "tosca.relationships.network.BindsTo": ("tosca.relationships.DependsOn", ()),
+#: the properties TOSCA's normative relationship types declare (their lineage:
+#: model/normative.NORMATIVE_RELATIONSHIPS; Unfurl's own types are not judged here)
+_PROPERTIES: dict[str, tuple[str, ...]] = {
+    "tosca.relationships.ConnectsTo": ("credential",),
+    "tosca.relationships.AttachesTo": ("location", "device"),
 }
 _ENDS = ("SELF", "TARGET", "SOURCE")
 
@@ -200,8 +196,8 @@ def _properties(chain: list[str], relationship_types: Mapping[str, Any]) -> set[
             type_name.startswith("tosca:") or "." in type_name \
             else f"tosca.relationships.{type_name}"
         while full is not None:
-            if full not in _NORMATIVE:
+            if not full.startswith("tosca.") or full not in NORMATIVE_RELATIONSHIPS:
                 return None
-            found.update(_NORMATIVE[full][1])
-            full = _NORMATIVE[full][0]
+            found.update(_PROPERTIES.get(full, ()))
+            full = next(iter(NORMATIVE_RELATIONSHIPS[full][0]), None)
     return found

@@ -19,6 +19,7 @@ from unfurl_lite.model.lineage import (
     parents,
 )
 from unfurl_lite.model.narrow import YAMLValue, cast, is_list, is_map
+from unfurl_lite.model.normative import NORMATIVE_RELATIONSHIPS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -356,9 +357,6 @@ class TargetTypes:
     def of(self, definition: Mapping[str, Any]) -> tuple[str, ...] | None:
         """The capability types a requirement's relationship may target; None when it
         declares none (then nothing is matched, as before)."""
-        # start-up: keeps expressions.instance_graph off the load until such a requirement
-        from unfurl_lite.expressions.instance_graph import NORMATIVE_RELATIONSHIPS
-
         relationship: YAMLValue = definition.get("relationship")
         current: Any = relationship.get("type") if isinstance(relationship, Mapping) \
             else relationship

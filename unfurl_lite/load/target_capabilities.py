@@ -22,32 +22,12 @@ from unfurl_lite.load.problems import SERVICE, TOPOLOGY, get_section, mapping, p
 from unfurl_lite.load.relationship_refs import declared_requirements
 from unfurl_lite.load.structure import TargetTypes
 from unfurl_lite.model.lineage import parents
+from unfurl_lite.model.normative import NORMATIVE_REQUIREMENTS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-#: the requirements TOSCA's normative node types declare, as Unfurl 1.2.0's TOSCA 1.3
-#: definitions do: name -> (capability, relationship)
-_NORMATIVE: dict[str, dict[str, tuple[str, str]]] = {
-    "tosca.nodes.Root": {"dependency": ("tosca.capabilities.Node",
-                                        "tosca.relationships.DependsOn")},
-    "tosca.nodes.Compute": {"local_storage": ("tosca.capabilities.Attachment",
-                                              "tosca.relationships.AttachesTo")},
-    "tosca.nodes.SoftwareComponent": {"host": ("tosca.capabilities.Compute",
-                                               "tosca.relationships.HostedOn")},
-    "tosca.nodes.Database": {"host": ("tosca.capabilities.Compute",
-                                      "tosca.relationships.HostedOn")},
-    "tosca.nodes.WebApplication": {"host": ("tosca.capabilities.Compute",
-                                            "tosca.relationships.HostedOn")},
-    "tosca.nodes.network.Port": {
-        "binding": ("tosca.capabilities.network.Bindable", "tosca.relationships.network.BindsTo"),
-        "link": ("tosca.capabilities.network.Linkable", "tosca.relationships.network.LinksTo")},
-    "tosca.nodes.LoadBalancer": {"application": ("tosca.capabilities.Endpoint",
-                                                 "tosca.relationships.RoutesTo")},
-    "tosca.nodes.Container.Application": {"host": ("tosca.capabilities.Container",
-                                                   "tosca.relationships.HostedOn")},
-}
 _HINT = ("connect it to a template that has such a capability, or name the capability "
          "(`capability: NAME`) and a relationship type it may target")
 
@@ -95,7 +75,7 @@ def _declared(types: Types, type_name: Any, node_types: Mapping[str, Any]) -> di
     (the document's types nearer than TOSCA's)."""
     found: dict[str, Any] = {}
     for ancestor in reversed(types.chain(type_name or "tosca.nodes.Root") or ()):
-        for req, (capability, relationship) in _NORMATIVE.get(ancestor, {}).items():
+        for req, (relationship, capability) in NORMATIVE_REQUIREMENTS.get(ancestor, {}).items():
             found[req] = {"capability": capability, "relationship": relationship}
     found.update({r: d for r, (_, d) in declared_requirements(type_name, node_types).items()})
     return found

@@ -1,0 +1,47 @@
+"""TOSCA's normative types (and Unfurl's own relationship types) as Unfurl 1.2.0's TOSCA 1.3
+definitions declare them: the facts both the load's checks and the queries' instance graph
+read, for a document that uses a type without declaring it. Plain tables, no imports: on a
+cold plan's road."""
+
+#: the requirements TOSCA's normative node types declare, as Unfurl 1.2.0's TOSCA 1.3
+#: definitions do: name -> (relationship type, capability type)
+NORMATIVE_REQUIREMENTS: dict[str, dict[str, tuple[str, str]]] = {
+    "tosca.nodes.Root": {"dependency": ("tosca.relationships.DependsOn",
+                                        "tosca.capabilities.Node")},
+    "tosca.nodes.Compute": {"local_storage": ("tosca.relationships.AttachesTo",
+                                              "tosca.capabilities.Attachment")},
+    "tosca.nodes.SoftwareComponent": {"host": ("tosca.relationships.HostedOn",
+                                               "tosca.capabilities.Compute")},
+    "tosca.nodes.Database": {"host": ("tosca.relationships.HostedOn",
+                                      "tosca.capabilities.Compute")},
+    "tosca.nodes.WebApplication": {"host": ("tosca.relationships.HostedOn",
+                                            "tosca.capabilities.Compute")},
+    "tosca.nodes.network.Port": {
+        "binding": ("tosca.relationships.network.BindsTo", "tosca.capabilities.network.Bindable"),
+        "link": ("tosca.relationships.network.LinksTo", "tosca.capabilities.network.Linkable")},
+    "tosca.nodes.LoadBalancer": {"application": ("tosca.relationships.RoutesTo",
+                                                 "tosca.capabilities.Endpoint")},
+    "tosca.nodes.Container.Application": {"host": ("tosca.relationships.HostedOn",
+                                                   "tosca.capabilities.Container")},
+}
+#: normative (and Unfurl's) relationship types: parents, valid target capability types
+NORMATIVE_RELATIONSHIPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "tosca.relationships.Root": ((), ()),
+    "tosca.relationships.DependsOn": (("tosca.relationships.Root",), ()),
+    "tosca.relationships.HostedOn": (("tosca.relationships.Root",), ()),
+    "tosca.relationships.ConnectsTo": (("tosca.relationships.Root",),
+                                       ("tosca.capabilities.Endpoint",)),
+    "tosca.relationships.AttachesTo": (("tosca.relationships.Root",),
+                                       ("tosca.capabilities.Attachment",)),
+    "tosca.relationships.RoutesTo": (("tosca.relationships.ConnectsTo",),
+                                     ("tosca.capabilities.Endpoint",)),
+    "tosca.relationships.network.LinksTo": (("tosca.relationships.DependsOn",),
+                                            ("tosca.capabilities.network.Linkable",)),
+    "tosca.relationships.network.BindsTo": (("tosca.relationships.DependsOn",),
+                                            ("tosca.capabilities.network.Bindable",)),
+    "unfurl.relationships.Configures": (("tosca.relationships.Root",), ()),
+    "unfurl.relationships.ConfiguringHostedOn": (
+        ("unfurl.relationships.Configures", "tosca.relationships.HostedOn"), ()),
+    "unfurl.relationships.InstalledBy": (("tosca.relationships.Root",),
+                                         ("unfurl.capabilities.Installer",)),
+}
