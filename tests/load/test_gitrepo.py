@@ -410,3 +410,36 @@ def test_a_commit_stages_again_what_another_jobs_index_write_dropped(
     assert once.exists()  # the first commit did meet an index without the record
     assert git(repo, "rev-parse", "HEAD").strip() == head
     assert git(repo, "show", "--name-only", "--format=", "HEAD").strip() == "three/jobs.tsv"
+
+
+def test_a_commits_meanwhile_runs_once_while_git_add_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The job's next plan overlaps git's work: ``meanwhile`` is called once, when the
+    first git process has started and before it is waited for. Here `git add` waits for
+    the file ``meanwhile`` writes (and fails after five seconds without it), so a call
+    made only once git has ended fails the commit."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    git(repo, "config", "user.email", "ada@example.com")
+    git(repo, "config", "user.name", "Ada")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    flag = tmp_path / "meanwhile"
+    (bin_dir / "git").write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = add ]; then i=0; '
+        f"while [ ! -e {flag} ]; do i=$((i+1)); [ $i -gt 500 ] && exit 7; sleep 0.01; done; fi\n"
+        f'exec {REAL_GIT} "$@"\n')
+    (bin_dir / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    (repo / "jobs.tsv").write_text("a record\n")
+    calls: list[bool] = []
+
+    def meanwhile() -> None:
+        calls.append(flag.exists())
+        flag.write_text("")
+
+    head = gitrepo.Repo(repo).commit([repo / "jobs.tsv"], "the job's records", meanwhile)
+    assert calls == [False]
+    assert git(repo, "show", "--name-only", "--format=", head).strip() == "jobs.tsv"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,16 +58,27 @@ class Outcome:
 
 
 def run(cwd: Path | str, *args: str, timeout: float | None = None,
-        strip: bool = True, env: dict[str, str] | None = None) -> Outcome:
+        strip: bool = True, env: dict[str, str] | None = None,
+        started: Callable[[], None] | None = None) -> Outcome:
     """One git command in ``cwd``; its outcome, whatever its exit status. Output is text
     (UTF-8, undecodable bytes kept as surrogates); ``strip`` drops stdout's final newline,
     ``strip=False`` keeps it byte for byte (a file's text). A command still running after
-    ``timeout`` seconds is killed and fails with a message saying so."""
+    ``timeout`` seconds is killed and fails with a message saying so. ``started`` is
+    called once git runs, before it is waited for (the caller's work that overlaps it)."""
     if not os.path.isdir(cwd):  # git would fail to start, and say git is missing
         raise GitError(f"cannot run git in {cwd}: no such directory")
     try:
-        done = subprocess.run(["git", *args], cwd=cwd, env={**os.environ, **ENV, **(env or {})},
-                              stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
+        with subprocess.Popen(["git", *args], cwd=cwd, env={**os.environ, **ENV, **(env or {})},
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE) as process:
+            try:
+                if started is not None:
+                    started()
+                out, err = process.communicate(timeout=timeout)
+            except BaseException:
+                process.kill()  # the with block waits for it
+                raise
+        done = subprocess.CompletedProcess(process.args, process.returncode, out, err)
     except FileNotFoundError:
         raise GitError("git is not installed (or not on PATH)",
                        hint="install git; a job runs without it with --no-commit --dirty=ok",
@@ -167,10 +179,13 @@ class Repo:
             return bool(gitfiles.head(found)[0])
         return run(self.root, "symbolic-ref", "-q", "HEAD").ok
 
-    def commit(self, paths: list[Path], message: str) -> str:
+    def commit(self, paths: list[Path], message: str,
+               meanwhile: Callable[[], None] | None = None) -> str:
         """Commit exactly these paths (added if new), whatever else is staged; returns the
         new commit's hash. Another git process holding the index (a job on another
-        ensemble of this repository) is waited for; a stale index.lock is explained."""
+        ensemble of this repository) is waited for; a stale index.lock is explained.
+        ``meanwhile`` is called once, as soon as the first git process runs: the caller's
+        own work then overlaps git's instead of delaying its start."""
         relative = [self.relative(p) for p in paths if p.exists() or p.is_symlink()]
         if not self._on_branch():
             raise GitError(
@@ -179,7 +194,8 @@ class Repo:
                 "(git switch -c NAME) and commit them: git add -A && git commit",
             )
         for attempt in range(1, _STAGING_ATTEMPTS + 1):
-            self._run_waiting(("add", "--", *relative))
+            self._run_waiting(("add", "--", *relative), started=meanwhile)
+            meanwhile = None
             # nothing to commit: a killed job committed these very records before it died,
             # and its resume wrote them again byte for byte; that commit is the job's
             try:
@@ -197,11 +213,13 @@ class Repo:
         return head
 
     def _run_waiting(self, args: tuple[str, ...], unchanged_ok: bool = False,
-                     env: dict[str, str] | None = None) -> None:
+                     env: dict[str, str] | None = None,
+                     started: Callable[[], None] | None = None) -> None:
         waited = 0.0
         delay = 0.02
         while True:
-            outcome = run(self.root, *args, env=env)
+            outcome = run(self.root, *args, env=env, started=started)
+            started = None
             if outcome.ok:
                 return
             if unchanged_ok and ("nothing to commit" in outcome.stdout
