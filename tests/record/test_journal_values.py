@@ -64,3 +64,45 @@ def test_a_snapshot_encoded_at_once_is_written_as_its_copy(attributes: dict[str,
         copied = snapshot_instances({"db": instance}, secrets)
         shared = snapshot_instances({"db": instance}, secrets, copy=False)
         assert journal_format._json(shared) == journal_format._json(copied)
+
+
+def test_an_event_is_encoded_as_the_configured_encoder_encodes_it() -> None:
+    """The events' encoder called directly gives the JSONEncoder's text byte for byte:
+    non-finite floats, text the encoder does not know (``default=str``), any character."""
+    from unfurl_lite.record import journal_format
+
+    event = {"task": {"number": 1, "changed": False, "status": None, "duration": 0.1,
+                      "odd": [float("nan"), float("inf"), -float("inf"), 1e300, -0.0],
+                      "text": ["é\u2028\"\\\n\t\x00", Label("tmp/x"), "\ud800"],
+                      "marked": Sensitive("s"), "other": {1, 2}.__class__},
+             "nested": {"a": {"b": [{}, [], ""]}}}
+    assert journal_format._json(event) == journal_format._ENCODER.encode(event)
+
+
+plain_inputs = st.dictionaries(
+    st.sampled_from(["command", "count", "flag"]),
+    st.one_of(st.sampled_from([1, 1.0, True, 0, False, "1", "true", None]),
+              st.text(max_size=4), st.lists(st.integers(), max_size=2)),
+    max_size=3)
+
+
+@given(st.lists(plain_inputs, min_size=1, max_size=4))
+def test_a_digest_shared_by_tasks_is_the_one_each_would_take(inputs: list[dict[str, Any]]) -> None:
+    """Tasks that read the same way with the same plain inputs share one digest (taken
+    once a job); a value equal in Python but of another type (1, 1.0, True) is another
+    digest, as it is when each task takes its own."""
+    from unfurl_lite.expressions.reads import Reads
+    from unfurl_lite.plan.tasks import Task
+    from unfurl_lite.record import records
+    from unfurl_lite.record.journal_tasks import take_digest
+    from unfurl_lite.run.outcome import TaskRun
+
+    reads = Reads(("command", "count", "flag"))
+    memo: dict[Any, Any] = {}
+    for number, given_inputs in enumerate(inputs, 1):
+        task = Task(number, "n", "n", None, "add", "deploy")
+        shared = TaskRun(task, inputs=dict(given_inputs))
+        alone = TaskRun(task, inputs=dict(given_inputs))
+        shared.reads = alone.reads = reads
+        take_digest(shared, lambda: None, memo)
+        assert shared.digest == records.task_digest(alone, lambda: None)

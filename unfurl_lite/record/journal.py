@@ -45,6 +45,7 @@ from unfurl_lite.record.journal_tasks import (
     changed_fields,
     event_body,
     fingerprint,
+    take_digest,
     task_head,
     task_progress,
     task_record,
@@ -188,6 +189,8 @@ class Journal(Observer):
         self.whole: set[int] = set()  # tasks whose full record this attempt is in the events
         #: each task's last full record, with what it was made from (see :meth:`_record`)
         self.made: dict[int, tuple[dict[str, Any], tuple[Any, ...], int]] = {}
+        #: digests of tasks read the same way with the same plain inputs (see take_digest)
+        self.digests: dict[Any, tuple[Any, tuple[str, str]]] = {}
         #: each task's full record as the events now hold it (what a later event of the
         #: same attempt need only say the changes to); emptied when the file is rewritten
         self.written: dict[int, dict[str, Any]] = {}
@@ -284,6 +287,9 @@ class Journal(Observer):
         made again; a job's final rewrite then reuses what the tasks' last events carried
         instead of redacting every task again."""
         made = self.made.get(run.task.number)
+        if run.inputs and run.digest is None and self.key is not None:
+            # taken first, as the record would take it: then part of what it is made from
+            take_digest(run, self.key, self.digests)
         now = fingerprint(run)
         inputs = None
         if made is not None and made[2] == len(self.secrets):
@@ -295,9 +301,7 @@ class Journal(Observer):
                 return updated
             if all(made[1][i] == now[i] for i in SAME_INPUTS):  # redacted once an attempt
                 inputs = made[0]["inputs"]
-        digest = run.digest  # taken by the record if not yet: then part of what it is made from
         record = task_record(run, self.secrets, self.key, inputs=inputs)
-        now = now if run.digest is digest else fingerprint(run)
         self.made[run.task.number] = (record, now, len(self.secrets))
         return record, None
 

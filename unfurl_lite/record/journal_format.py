@@ -42,9 +42,19 @@ JSON_ERRORS = "backslashreplace"
 #: of an event's encoding; a cycle would still fail, by recursion)
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str,
                             check_circular=False)
+#: the same encoder's C half, made once and called directly: ``encode`` makes a new one
+#: (and a closure) for every value before calling it, 40% of a task event's encoding;
+#: None without json's C accelerator. Its arguments: no markers (no check for cycles),
+#: ``default``, the text encoder, no indent, the separators, sort_keys, skipkeys,
+#: allow_nan: what ``_ENCODER`` hands it.
+_C_ENCODER = (json.encoder.c_make_encoder(  # type: ignore[attr-defined]
+    None, str, json.encoder.encode_basestring, None, ":", ",", False, False, True)
+    if getattr(json.encoder, "c_make_encoder", None) is not None else None)
 
 
 def _json(value: Any) -> str:
+    if _C_ENCODER is not None and type(value) is dict:
+        return "".join(_C_ENCODER(value, 0))
     return _ENCODER.encode(value)
 
 

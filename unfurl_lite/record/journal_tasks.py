@@ -94,7 +94,7 @@ def task_record(run: TaskRun, secrets: set[str],
     outputs with every secret the job knows redacted (``inputs``: the task's inputs as
     an earlier record redacted them with the same secrets)."""
     if run.inputs and run.digest is None and key is not None:
-        records.task_digest(run, key)
+        take_digest(run, key)
     record: dict[str, Any] = {
         **task_head(run),
         "changeId": run.change_id,
@@ -119,6 +119,32 @@ def task_record(run: TaskRun, secrets: set[str],
 
 
 _PLAIN_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def take_digest(run: TaskRun, key: KeyProvider,
+                memo: dict[Any, tuple[Any, tuple[str, str]]] | None = None) -> None:
+    """The task's digest (``records.task_digest``), taken once for every task of a job
+    that read the same way (the same shared ``Reads``: see ``plain_reads``) the same plain
+    inputs (``memo``, the job's): a digest is a function of those and the job's key. The
+    values' types are part of what is compared (``1``, ``1.0`` and ``True`` are equal in
+    Python, not in a digest)."""
+    reads, inputs = run.reads, run.inputs
+    if memo is None or reads is None or not (type(inputs) is dict or type(inputs) is Labelled):
+        records.task_digest(run, key)
+        return
+    parts: list[tuple[str, type, Any]] = []
+    for name, value in inputs.items():
+        kind = type(value)
+        if kind not in _PLAIN_SCALARS:
+            records.task_digest(run, key)
+            return
+        parts.append((name, kind, value))
+    ident = (id(reads), tuple(parts))
+    found = memo.get(ident)
+    if found is not None and found[0] is reads:
+        run.digest = found[1]
+        return
+    memo[ident] = (reads, records.task_digest(run, key))
 
 
 def plain_redacted(value: Any, secrets: set[str]) -> Any:
