@@ -61,7 +61,10 @@ def test_interfaces_the_type_declares_are_accepted(project, invoke):
           check: "true"
         tosca.interfaces.node.lifecycle.Standard:
           create: echo create
-    """).replace("    topology_template:", """    node_types:
+    """).replace("    topology_template:", """    interface_types:
+      example.interfaces.Maintenance:
+        derived_from: tosca.interfaces.Root
+    node_types:
       example.Base:
         derived_from: tosca.nodes.Root
         interfaces:

@@ -79,6 +79,13 @@ def test_realistic_unfurl_ensemble_is_accepted(tmp_path: Path) -> None:
             imports:
               - repository: unfurl
                 file: tosca_plugins/artifacts.yaml
+            # the types it names are defined (Unfurl 1.2.0 refuses them undefined:
+            # load/undefined_types.py)
+            data_types:
+              unfurl.datatypes.Sensitive: {derived_from: string}
+              sensitive: {derived_from: string}
+            interface_types:
+              MyCustomInterface: {derived_from: tosca.interfaces.Root}
             node_types:
               App:
                 derived_from: tosca.nodes.SoftwareComponent

@@ -38,13 +38,15 @@ _TOSCA_NODES = (
     "Database", "ObjectStorage", "BlockStorage", "Container.Runtime",
     "Container.Application", "LoadBalancer", "network.Network", "network.Port",
     "Storage.ObjectStorage", "Storage.BlockStorage", "Abstract.Compute",
-    "Abstract.Storage", "Abstract.Directory",
+    "Abstract.Storage", "Abstract.Directory", "network.FloatingIP", "Container.Runtime.Docker",
+    "Container.Application.Docker",
 )
 
 
 _UNFURL_NODES = (
     "Installer", "Installation", "Default", "Generic", "Repository", "LocalRepository",
-    "CloudAccount", "CloudObject",
+    "CloudAccount", "CloudObject", "ArtifactBuilder", "AWSAccount", "AWSResource",
+    "AzureAccount", "AzureResource",
 )
 
 
@@ -55,6 +57,7 @@ _UNFURL_TYPES_WITH_OPERATIONS = (
     "K8sCluster", "K8sNamespace", "K8sRawResource", "K8sSecretResource", "DNSZone",
     "ContainerService", "ContainerHost", "ContainerImage", "Installer.Terraform",
     "Installer.Ansible", "Installer.Helm", "Installer.Docker", "Installer.Kompose",
+    "ArtifactInstaller",
 )
 
 

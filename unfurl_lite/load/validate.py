@@ -74,7 +74,7 @@ def semantic_problems(doc: Any, file: str) -> list[Problem]:
                           _workflows, _cloudify_unsupported, _unknown_filters, _topology_root,
                           _jobs_log, _values, _property_references, _artifact_properties,
                           _required_properties, _function_references, _node_filters,
-                          _target_capabilities):
+                          _target_capabilities, _undefined_types):
             problems += check_one(view, file)
     return problems
 
@@ -167,6 +167,24 @@ def _function_references(doc: Any, file: str) -> Iterator[Problem]:
     return itertools.chain(function_refs.problems(doc, file),
                            relationship_refs.problems(doc, file),
                            reference_chains.problems(doc, file))
+
+
+def _undefined_types(doc: Any, file: str) -> Iterator[Problem]:
+    """A relationship, capability, data or interface type a template uses that nothing
+    defines (only a document that declares types, relationship templates, typed inputs or
+    a requirement's relationship can use one)."""
+    service = get_section(doc, SERVICE)
+    if not (service.get("node_types") or service.get("types") or service.get("data_types")
+            or get_section(doc, (*TOPOLOGY, "relationship_templates"))
+            or get_section(doc, (*TOPOLOGY, "inputs"))) \
+            and not any("relationship" in mapping(item.get(key))
+                        for body in get_section(doc, (*TOPOLOGY, "node_templates")).values()
+                        for item in (mapping(body).get("requirements") or ())
+                        if isinstance(item, dict) for key in item):
+        return iter(())
+    from unfurl_lite.load import undefined_types  # start-up: only a document that can use one
+
+    return undefined_types.problems(doc, file)
 
 
 def _target_capabilities(doc: Any, file: str) -> Iterator[Problem]:

@@ -45,3 +45,32 @@ NORMATIVE_RELATIONSHIPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "unfurl.relationships.InstalledBy": (("tosca.relationships.Root",),
                                          ("unfurl.capabilities.Installer",)),
 }
+
+#: the names of the types other than node types that Unfurl 1.2.0 defines without an import
+#: (its TOSCA 1.3 definitions, tosca-ext.yaml, and tosca-parser's built-in property types),
+#: by kind: a document that uses another name must define it (load/undefined_types.py)
+DEFINED_TYPE_NAMES: dict[str, frozenset[str]] = {
+    "relationship": frozenset((
+        *NORMATIVE_RELATIONSHIPS,
+        *(f"unfurl.relationships.ConnectsTo.{n}" for n in (
+            "Ansible", "ComputeMachines", "CloudAccount", "GoogleCloudProject", "AWSAccount",
+            "DigitalOcean", "Azure", "Packet", "OpenStack", "Rackspace")))),
+    "capability": frozenset((
+        *(f"tosca.capabilities.{n}" for n in (
+            "Root", "Node", "Container", "Storage", "Compute", "Endpoint", "Endpoint.Admin",
+            "Endpoint.Public", "Scalable", "Endpoint.Database", "Attachment",
+            "network.Linkable", "network.Bindable", "OperatingSystem", "Container.Docker")),
+        "unfurl.capabilities.Installer", "unfurl.capabilities.Endpoint.Ansible",
+        "unfurl.capabilities.Endpoint.SSH")),
+    "data": frozenset((
+        "integer", "string", "boolean", "float", "range", "number", "timestamp", "list",
+        "map", "scalar-unit.size", "scalar-unit.frequency", "scalar-unit.time",
+        "scalar-unit.bitrate", "version", "PortDef", "PortSpec", "any",
+        *(f"tosca.datatypes.{n}" for n in (
+            "Root", "network.NetworkInfo", "network.PortInfo", "network.PortDef",
+            "network.PortSpec", "Credential", "json", "xml")),
+        "unfurl.datatypes.EnvVar", "unfurl.datatypes.EnvironmentVariables")),
+    "interface": frozenset((
+        "tosca.interfaces.Root", "tosca.interfaces.node.lifecycle.Standard",
+        "tosca.interfaces.relationship.Configure", "unfurl.interfaces.Install", "Mock")),
+}
