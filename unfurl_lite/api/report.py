@@ -135,13 +135,16 @@ def _named(tasks: list[str]) -> str:
 
 def footer(result: JobResult) -> list[Line]:
     """What did not simply succeed, each task once: a line per failed or blocked task and
-    per check that found its instance unhealthy; skipped, cancelled and not-run tasks
-    grouped by why."""
+    per check that found its instance unhealthy, and per check skipped because what it
+    requires is not operational; skipped, cancelled and not-run tasks grouped by why."""
     lines: list[Line] = []
     grouped: dict[tuple[str, str], list[str]] = {}
     for run in result.runs:
         if found_unhealthy(run):
             lines.append(Line("found", (task_name(run),), str(run.status)))
+        if run.state == TaskState.skipped and run.task.needs_operational and not run.counted:
+            # uncounted, as Unfurl's summary leaves it out; said, as Unfurl logs it
+            lines.append(Line("skipped", (task_name(run),), why(run, "skipped")))
         if not run.counted or run.state == TaskState.succeeded:
             continue
         outcome = run_outcome(run, str(result.state))

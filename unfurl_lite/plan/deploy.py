@@ -47,6 +47,7 @@ from unfurl_lite.plan.topology import (
     in_plan_order,
     instance_graph,
     known_template,
+    operational_needs,
     operationless,
     planned_instances,
     removal_order,
@@ -507,19 +508,23 @@ def plan_install_operation(
         wanted &= dependencies.closure(instance_graph(ensemble, instances), [
             n for n, i in instances.items() if i.template == template])
     builder = Builder(workflow)
+    # a check waits for its dependencies' checks, and is skipped as it starts when one of
+    # them is not operational then (Unfurl 1.2.0's entry test; run/status.py)
+    needs = operational_needs(ensemble, instances) if operation == "check" else {}
+    checked: dict[str, tuple[int, ...]] = {}  # instance -> the checks a dependent follows
     for name, instance in instances.items():
-        if name not in wanted:
-            continue
         template_of = ensemble.topology.templates.get(instance.template)
         op = implemented(template_of, interface, operation) if template_of else None
-        if op is None or template_of is None:
-            builder.note(
-                name,
-                f"not {'checked' if operation == 'check' else 'discovered'}: "
-                f"no {operation} operation",
-            )
+        mine = needs.get(name, ())
+        after = sorted({n for peer, _, _ in mine for n in checked.get(peer, ())})
+        if name not in wanted or op is None or template_of is None:
+            checked[name] = tuple(after)  # its dependents follow what it follows
+            if name in wanted:
+                builder.note(name, f"not {'checked' if operation == 'check' else 'discovered'}"
+                                   f": no {operation} operation")
             continue
-        builder.add(name, template_of.name, op, reason, ())
+        checked[name] = (builder.add(name, template_of.name, op, reason, after,
+                                     needs_operational=mine).number,)
     # as Unfurl: a job that runs something records every instance it planned for, one
     # without the operation too (pending, never touched)
     kept: set[str] = wanted if builder.last else set()

@@ -73,6 +73,10 @@ class Task:
     source: str | None = None  # relationship source instance
     peer: str | None = None  # relationship target instance
     skip_when: Status | None = None  # skip if the instance already has this status
+    #: a check's required dependencies, as Unfurl 1.2.0's check entry test reads them: (the
+    #: instance, the name Unfurl gives it, whether it is the host); the check is skipped,
+    #: uncounted, when one is not operational as it would start (run/status.py)
+    needs_operational: tuple[tuple[str, str, bool], ...] = ()
     extra_inputs: dict[str, Any] = field(default_factory=new_dict)
     allow_override: bool = True
     may_fail: bool = False  # a failure here neither fails the job nor blocks what follows
@@ -89,6 +93,13 @@ class Task:
     @property
     def is_passthrough(self) -> bool:
         return self.operation is None
+
+    @property
+    def skips_on_entry(self) -> bool:
+        """Decided as it would start, and when skipped takes no changeId and is not counted
+        (as Unfurl skips an operation on entry): already in the status it would reach, or
+        a check whose dependencies are not operational."""
+        return self.skip_when is not None or bool(self.needs_operational)
 
 
 @dataclass(frozen=True)

@@ -144,6 +144,32 @@ def instance_graph(ensemble: Ensemble, instances: dict[str, Instance]) -> dict[s
     return result
 
 
+def operational_needs(
+    ensemble: Ensemble, instances: dict[str, Instance],
+) -> dict[str, tuple[tuple[str, str, bool], ...]]:
+    """instance -> what its check needs operational, as Unfurl 1.2.0 names it: (each
+    instance it requires, its host's instance name or else the requirement's name, whether
+    it is the host); the same instances as :func:`instance_graph`."""
+    by_template: dict[str, list[str]] = {}
+    for inst in instances.values():
+        by_template.setdefault(inst.template, []).append(inst.name)
+    result: dict[str, tuple[tuple[str, str, bool], ...]] = {}
+    for inst in instances.values():
+        template = ensemble.topology.templates.get(inst.template)
+        if template is None:
+            continue
+        pinned = inst.extra.get("hostedOn")
+        needs: list[tuple[str, str, bool]] = []
+        for req in template.requirements:
+            peers = by_template.get(req.node, ())
+            if pinned is not None and req.is_host and pinned in peers:
+                peers = [str(pinned)]
+            needs.extend((peer, peer if req.is_host else req.name, req.is_host)
+                         for peer in peers)
+        result[inst.name] = tuple(needs)
+    return result
+
+
 def select(instances: dict[str, Instance], names: Sequence[str]) -> list[str]:
     """Validate --instance names (an instance or a template name selects its instances)."""
     chosen: list[str] = []

@@ -55,9 +55,10 @@ class TaskRun:
 
     @property
     def counted(self) -> bool:
-        """Unfurl counts neither a pass-through nor a task skipped on entry because its
-        instance already had the status it was to reach (a check found it so)."""
-        if self.state == TaskState.skipped and self.task.skip_when is not None:
+        """Unfurl counts neither a pass-through nor a task skipped on entry: its instance
+        already had the status it was to reach (a check found it so), or a check's
+        required dependencies were not operational."""
+        if self.state == TaskState.skipped and self.task.skips_on_entry:
             return False
         return not self.task.is_passthrough or self.task.failure is not None
 

@@ -20,13 +20,14 @@ from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.entities import Instance, Status
 from unfurl_lite.model.narrow import new_dict, new_list, new_set
 from unfurl_lite.plan.tasks import Plan, Task
-from unfurl_lite.plan.topology import operationless
+from unfurl_lite.plan.topology import instance_graph, operationless
 from unfurl_lite.run.executors import Executor
 from unfurl_lite.run.observer import JobState, Observer, TaskState
 from unfurl_lite.run.operations.base import OperationResult
 from unfurl_lite.run.options import JobOptions
 from unfurl_lite.run.outcome import Resumed, TaskRun
 from unfurl_lite.run.requests import RequestBuilder
+from unfurl_lite.run.status import effective_of, not_operational
 from unfurl_lite.security.redaction import redact_text
 
 TYPE_CHECKING = False
@@ -73,6 +74,10 @@ class Progress:
     operationless: frozenset[str] | None = None  # see computed()
     #: task -> the values its render saw of what it waits for (render_phase.Rendered.seen)
     seen: dict[int, dict[str, Any]] = field(default_factory=new_dict)
+    #: instance -> what it requires, and the effective statuses folded so far: made when a
+    #: check first asks whether its dependencies are operational (see not_operational)
+    requires: dict[str, list[str]] | None = None
+    folded: dict[str, Status] = field(default_factory=new_dict)
 
     def computed(self) -> frozenset[str]:
         """The templates whose instances only sum their parts (no operation of their own),
@@ -80,6 +85,16 @@ class Progress:
         if self.operationless is None:
             self.operationless = operationless(self.ensemble.topology)
         return self.operationless
+
+    def not_operational(self, needs: tuple[tuple[str, str, bool], ...]) -> str | None:
+        """Why a check is skipped as it starts (its required dependencies not operational,
+        run/status.py), or None. Its dependencies' checks came first and are over, so the
+        statuses folded for it stay true for the checks after it."""
+        if self.requires is None:
+            self.requires = instance_graph(self.ensemble, self.instances)
+        requires, computed = self.requires, self.computed()
+        return not_operational(needs, self.instances, lambda name: effective_of(
+            name, self.instances, requires, computed, self.folded))
 
     def number_for(self, task: Task) -> int:
         """The task's changeId number: reserved in plan order, or (a task numbering did not

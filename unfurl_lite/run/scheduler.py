@@ -85,7 +85,7 @@ class Scheduler(Settling):
         self.numbers = task_numbers(self.plan, self.runs)
         self.position = {t.number: i for i, t in enumerate(self.plan.tasks)}
         self.undecided = [self.position[t.number] for t in self.plan.tasks
-                          if t.skip_when is not None and not self.runs[t.number].carried]
+                          if t.skips_on_entry and not self.runs[t.number].carried]
         if isinstance(self.cancel, JobControl):  # a cancel ends the loop's wait at once
             self.cancel.wake = self.wake
         hear = None if starts_on_submit(self.executor) else self.operation_started
@@ -214,7 +214,7 @@ class Scheduler(Settling):
             self.decide_skip(number)
 
     def task_skips(self, number: int) -> bool:
-        return self.runs[number].task.skip_when is not None
+        return self.runs[number].task.skips_on_entry
 
     def decide_skip(self, number: int) -> None:
         """A task that may be skipped as already done (``skip_when``) has run or been
@@ -241,6 +241,8 @@ class Scheduler(Settling):
         run = self.runs[number]
         task = run.task
         guard_why = guard_fails(task, self.runs)
+        if guard_why is None and task.needs_operational:
+            guard_why = self.not_operational(task.needs_operational)
         if guard_why is not None:
             return self.complete(run, TaskState.skipped, guard_why)
         never = never_ran(task, self.instances, self.seen.get(number, {}))

@@ -29,6 +29,15 @@ from unfurl_lite.run.results import keep_defaults_read
 from unfurl_lite.run.status import in_sequence, needs, on_failure, on_start, on_success
 
 
+def checked_first(before: Task, task: Task) -> bool:
+    """``before`` is the check a deploy runs first on an instance in an unknown state, and
+    ``task`` one of the install steps after it (skipped if the check found it ok): as in
+    Unfurl 1.2.0, a failed check (its instance stays unknown) does not stop them
+    (tests/data/unfurl120/50-check-skips/deployed-dep-check-fails, its redeploy)."""
+    return before.reason == "check" and before.target == task.target \
+        and task.skip_when is not None and before.skip_when is None
+
+
 class Settling(Progress):
     """The run's outcomes, applied as each task ends (the scheduler decides when)."""
 
@@ -41,6 +50,7 @@ class Settling(Progress):
                 d
                 for d in task.after
                 if not (task.guard and d in task.guard.if_failed)
+                if not checked_first(self.runs[d].task, task)
                 if self.runs[d].state in (TaskState.failed, TaskState.blocked)
                 and not self.runs[d].task.may_fail
                 and needs(self.plan.cloudify, self.ensemble, self.instances, task,

@@ -15,7 +15,7 @@ Pure functions over an :class:`Instance`, so the rules are testable without runn
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from unfurl_lite.model.dependencies import topological_order
 from unfurl_lite.model.ensemble import Ensemble
@@ -308,3 +308,62 @@ def needs(cloudify: bool, ensemble: Ensemble, instances: Mapping[str, Instance],
         return True
     return task.workflow == "deploy" and before.target in containers(
         ensemble, instances, task.target)
+
+
+def not_operational(
+    needs: Sequence[tuple[str, str, bool]], instances: Mapping[str, Instance],
+    effective: Callable[[str], Status],
+) -> str | None:
+    """Why a check is skipped as it would start, in Unfurl 1.2.0's words (its entry test,
+    ``_dependency_check(operational=True)``; tests/data/unfurl120/50-check-skips): a
+    required dependency whose effective status is neither ok nor degraded. A host is named
+    with its status (``db is unknown``); another requirement by its name, with the status
+    of its relationship: pending while the target is (``dependency is not created yet``),
+    else error. None: the check runs."""
+    missing = []
+    for name, label, is_host in needs:
+        instance = instances.get(name)
+        if instance is None or instance.priority != Priority.required:
+            continue
+        status = effective(name)
+        if status in (Status.ok, Status.degraded):
+            continue
+        if status == Status.pending:
+            missing.append(f"{label} is not created yet")
+        else:
+            missing.append(f"{label} is {status if is_host else Status.error}")
+    if not missing:
+        return None
+    return f"skipped: required dependencies not operational: {', '.join(missing)}"
+
+
+def effective_of(
+    name: str, instances: Mapping[str, Instance], requires: Mapping[str, Sequence[str]],
+    operationless: Collection[str], known: dict[str, Status],
+) -> Status:
+    """One instance's effective status as :func:`fold_effective` folds it, walked only
+    through what it depends on (an explicit stack: a chain of thousands is no deeper for
+    Python); ``known`` keeps what was folded (a check's dependencies are settled once it
+    may start: their checks come first)."""
+    stack = [name]
+    trail: set[str] = set()
+    while stack:
+        current = stack[-1]
+        if current in known:
+            stack.pop()
+            continue
+        below = [d for d in requires.get(current, ()) if d in instances and d not in known
+                 and d not in trail]
+        if below:
+            trail.add(current)
+            stack.extend(below)
+            continue
+        stack.pop()
+        instance = instances[current]
+        deps = [known[d] for d in requires.get(current, ()) if d in known]
+        deps += [r.status for r in instance.relationships.values()]
+        own = instance.status
+        if own == Status.pending and instance.template in operationless:
+            own = Status.ok
+        known[current] = effective_status(own, deps)
+    return known[name]
