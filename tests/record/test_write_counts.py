@@ -8,6 +8,7 @@ as on an idle one.
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ class Writes:
         self.appends: Counter[str] = Counter()
         self.task_events: list[dict[str, Any]] = []
         self.event_writes = 0  # writes of the events file (one may carry several events)
+        self.writers: Counter[str] = Counter()  # those writes by the thread that made them
 
 
 @pytest.fixture
@@ -44,17 +46,19 @@ def writes(monkeypatch: pytest.MonkeyPatch) -> Writes:
     replace_in, append_in = yamlio.Writes.replace, yamlio.Writes.append_lines
     event_write = journal_format.EventLog._write_locked
 
-    def counted_append(self: Any, event: dict[str, Any], seq: int, hold: bool = False) -> None:
+    def counted_append(self: Any, event: dict[str, Any], seq: int, hold: bool = False,
+                       covered: bool = False) -> None:
         task = event.get("task")
         if isinstance(task, dict):
             seen.events[task["number"]] += 1
             seen.task_events.append(task)
         else:
             seen.other_events.append(event)
-        append(self, event, seq, hold)
+        append(self, event, seq, hold, covered)
 
     def counted_event_write(self: Any) -> None:
         seen.event_writes += 1
+        seen.writers[threading.current_thread().name] += 1
         event_write(self)
 
     def counted_write(path: Path, *args: Any, **kwargs: Any) -> None:
@@ -100,7 +104,10 @@ def test_a_task_is_at_most_two_journal_events(
     project: Project, invoke: Invoke, writes: Writes, jobs: str
 ) -> None:
     """Written before it is sent (its full record) and when it ends; "sending", "sent" and
-    "started" are one event when the executor starts the operation as it is sent."""
+    "started" are one event when the executor starts the operation as it is sent. A
+    command's start event (and the outcomes held before it) is written by the thread that
+    starts the command, just before it does: the job's own thread writes events only when
+    it waits with no start to come, and at its end (the last outcome, the job's state)."""
     _deploy(project, invoke, "--jobs", jobs)
     assert len(writes.events) == TASKS
     assert max(writes.events.values()) <= 2
@@ -108,6 +115,8 @@ def test_a_task_is_at_most_two_journal_events(
     assert writes.event_writes <= sum(writes.events.values()) + 1
     if jobs == "1":  # each outcome goes out with the next task's start: one write a task
         assert writes.event_writes <= TASKS + 2
+        assert writes.writers[threading.current_thread().name] <= 2, writes.writers
+
 
 
 def test_an_outcome_event_says_only_what_changed_and_reads_back_whole(
@@ -260,8 +269,9 @@ def test_a_task_sent_carries_its_instances_node_state_not_its_whole_record(
     seen: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
     real = journal_format.EventLog.append
 
-    def append(self: Any, event: dict[str, Any], seq: int, hold: bool = False) -> None:
-        real(self, event, seq, hold)
+    def append(self: Any, event: dict[str, Any], seq: int, hold: bool = False,
+               covered: bool = False) -> None:
+        real(self, event, seq, hold, covered)
         task = event.get("task")
         if isinstance(task, dict) and task.get("state") == "started" and not seen:
             self.flush()

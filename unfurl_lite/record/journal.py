@@ -13,9 +13,11 @@ secret, else each task's record its last event carried (made again only if the t
 the secrets changed since). Between the two each transition appends a line to its
 ``.events`` log, the task's record and the instances it touched (a task the local
 executor runs is two lines; the job's end one more), written before anything outside the
-process depends on it (a start before the operation is sent, an outcome with the next
+process depends on it (a start before its operation starts, an outcome with the next
 start or before the job waits): killing the process loses nothing, and each line
-reaches the disk within 0.1 s (:class:`journal_format.EventLog`).
+reaches the disk within 0.1 s (:class:`journal_format.EventLog`). The local executor's
+spawning thread writes them, just before it starts a command (``before_start``), so the
+job's own thread writes none while commands keep starting.
 """
 
 from __future__ import annotations
@@ -186,6 +188,9 @@ class Journal(Observer):
         #: leaves the job, and "sent" by "started" when the executor starts it at once
         self.skipped = (TaskState.sending, TaskState.sent) if starts_on_submit \
             else (TaskState.sending,)
+        #: the state a task is in as it is submitted: its event is held for the operation's
+        #: start to write (the executor's before_start, or the job just before it submits)
+        self.submitted = TaskState.started if starts_on_submit else TaskState.sent
         self.whole: set[int] = set()  # tasks whose full record this attempt is in the events
         #: each task's last full record, with what it was made from (see :meth:`_record`)
         self.made: dict[int, tuple[dict[str, Any], tuple[Any, ...], int]] = {}
@@ -264,7 +269,7 @@ class Journal(Observer):
                 # that, not the instance's whole record again (journal_format.fold)
                 event[journal_format.STATES] = {
                     task.target: str(target.state) if target.state else None}
-            self._append_locked(event, hold=not leaving)
+            self._append_locked(event, hold=True, covered=run.state == self.submitted)
 
     def job_changed(self, state: JobState) -> None:
         self.data["state"] = str(state)
@@ -320,7 +325,8 @@ class Journal(Observer):
         self.data[journal_format.SECRET_DIGESTS].extend(found)
         return found
 
-    def _append_locked(self, event: dict[str, Any], hold: bool = False) -> None:
+    def _append_locked(self, event: dict[str, Any], hold: bool = False,
+                       covered: bool = False) -> None:
         assert self.path is not None
         found = self._new_digests()
         if found:
@@ -328,13 +334,21 @@ class Journal(Observer):
         self.seq += 1
         if self.events is None:
             self.events = journal_format.EventLog(self.path, SYNC_INTERVAL)
-        self.events.append(event, self.seq, hold=hold)
+        self.events.append(event, self.seq, hold=hold, covered=covered)
 
     def flush(self) -> None:
-        """The outcomes held back are written: the job is about to wait."""
+        """The events held back are written (on any thread: an operation is about to
+        start, or the job ends)."""
         events = self.events
         if events is not None:
             events.flush()
+
+    def waiting(self) -> None:
+        """The job is about to wait: the events held back are written, unless the last is
+        the start of an operation just submitted, whose start writes them all."""
+        events = self.events
+        if events is not None:
+            events.flush(covered=False)
 
     # -- the end of the job
 

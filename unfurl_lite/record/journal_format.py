@@ -162,6 +162,11 @@ class EventLog:
         self.sync_interval = sync_interval
         self.fd: int | None = None
         self.held: list[str] = []  # lines appended with ``hold``, not written yet
+        #: how many of them an operation's start writes (its own start event the last)
+        self.covered = 0
+        #: the first write that failed: every later one fails with it (no event is written
+        #: after one that was lost), on whichever thread writes
+        self.failed: OSError | None = None
         self.synced = 0.0  # monotonic time of the last fsync
         self.pending = False  # events written since the last fsync began
         self.closed = False
@@ -169,27 +174,39 @@ class EventLog:
         self.lock = threading.Lock()
         self.wake = threading.Condition(self.lock)
 
-    def append(self, event: dict[str, Any], seq: int, hold: bool = False) -> None:
+    def append(self, event: dict[str, Any], seq: int, hold: bool = False,
+               covered: bool = False) -> None:
         """Write the event (with every line held before it) in one ``write``; ``hold``
         keeps it back until the next event that is not held, or :meth:`flush`: the job
-        holds an outcome, which nothing outside the process depends on until the next
-        task starts or the job waits, so tasks that end together cost one write."""
+        holds a task's events, which nothing outside the process depends on until an
+        operation starts or the job waits, so tasks that end and start together cost one
+        write. ``covered``: the event of an operation about to start, whose start writes
+        it and every line held before it (a flush before the job waits need not)."""
+        if self.failed is not None:
+            raise self.failed
         body = _json(event)  # one line per event, its sequence number first
         line = f'{{"seq":{seq:d},{body[1:]}\n' if len(body) > 2 else f'{{"seq":{seq:d}}}\n'
         with self.lock:
             self.held.append(line)
+            if covered:
+                self.covered = len(self.held)
             if not hold:
                 self._write_locked()
 
-    def flush(self) -> None:
-        """The held lines, written now (the job is about to wait, or to end)."""
+    def flush(self, covered: bool = True) -> None:
+        """The held lines, written now (an operation is about to start, the job is about
+        to wait, or to end); ``covered=False``: not when the last of them will be written
+        by the start of its operation (the job is about to wait)."""
         with self.lock:
-            if self.held:
+            if self.held and (covered or self.covered < len(self.held)):
                 self._write_locked()
 
     def _write_locked(self) -> None:
+        if self.failed is not None:
+            raise self.failed
         data = "".join(self.held).encode("utf-8", JSON_ERRORS)
         self.held.clear()
+        self.covered = 0
         try:
             if self.fd is None:
                 self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
@@ -199,6 +216,7 @@ class EventLog:
                 view = view[os.write(self.fd, view):]
         except OSError as exc:
             exc.filename = exc.filename or str(self.path)
+            self.failed = exc
             raise
         if not self.pending and yamlio.syncing():  # reaches the disk with the next fsync
             self.pending = True

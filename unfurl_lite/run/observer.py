@@ -86,8 +86,13 @@ class Observer:
     def job_changed(self, state: JobState) -> None: ...
 
     def flush(self) -> None:
-        """The job is about to wait: anything held back is written now (the journal
-        holds a task's outcome until then, or until the next task starts)."""
+        """Anything held back is written now (the journal holds a task's events until an
+        operation starts, the job waits, or it ends)."""
+
+    def waiting(self) -> None:
+        """The job is about to wait: what is held back is written, except what the start of
+        an operation just submitted writes first (the executor's ``before_start``)."""
+        self.flush()
 
     def job_notice(self, message: str) -> None:
         """Something the user should hear while the job runs (a task waits for a worker,
@@ -131,6 +136,10 @@ class Observers(Observer):
     def flush(self) -> None:
         for o in self.observers:
             o.flush()
+
+    def waiting(self) -> None:
+        for o in self.observers:
+            o.waiting()
 
     def job_notice(self, message: str) -> None:
         for o in self.observers:

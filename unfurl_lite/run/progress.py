@@ -71,6 +71,9 @@ class Progress:
     undecided: list[int] = field(default_factory=new_list)  # places of skip_when tasks not settled
     deferred: list[int] = field(default_factory=new_list)  # tasks waiting on an undecided one
     start_status: dict[str, Status] = field(default_factory=new_dict)  # each instance's, as planned
+    #: the executor writes what an operation's start needs before it starts it (see
+    #: Executor.before_start); else the job does, before it submits the operation
+    flushes: bool = False
     operationless: frozenset[str] | None = None  # see computed()
     #: task -> the values its render saw of what it waits for (render_phase.Rendered.seen)
     seen: dict[int, dict[str, Any]] = field(default_factory=new_dict)

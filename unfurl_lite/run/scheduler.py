@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from unfurl_lite.errors import ExpressionError, RenderCancelled, UnfurlLiteError
 from unfurl_lite.expressions.context import spec_secrets
 from unfurl_lite.model.entities import Instance, NodeState, Status
-from unfurl_lite.run.executors import on_job_thread, starts_on_submit
+from unfurl_lite.run.executors import flushes_before_start, on_job_thread, starts_on_submit
 from unfurl_lite.run.metadata import EnsembleMetadata
 from unfurl_lite.run.observer import JobState, TaskState
 from unfurl_lite.run.operations.base import OperationRequest, OperationResult
@@ -92,6 +92,9 @@ class Scheduler(Settling):
         self.executor.on_started = hear  # an executor that starts at once says nothing
         self.executor.on_notice = self.observer.job_notice
         self.executor.secrets = self.secrets  # redacted out of results where they are kept
+        self.flushes = flushes_before_start(self.executor)
+        if self.flushes:  # the job's thread need not write what an operation's start needs
+            self.executor.before_start = self.observer.flush
         self.observer.job_started(
             str(self.job_id), self.instances, [self.runs[t.number] for t in self.plan.tasks]
         )
@@ -135,7 +138,7 @@ class Scheduler(Settling):
             timeout = None
             if self.delayed:
                 timeout = max(0.0, self.delayed[0][0] - time.monotonic())
-            self.observer.flush()  # what ended reaches the journal before the job waits
+            self.observer.waiting()  # what ended reaches the journal before the job waits
             if self.running:
                 # a signal handler only sets an event: poll it (a cancel may escalate)
                 timeout = min(timeout, CANCEL_POLL) if timeout is not None else CANCEL_POLL
@@ -315,6 +318,8 @@ class Scheduler(Settling):
             run.state = TaskState.started
             self.observer.task_started(run)
             self.observer.task_changed(run)
+        if not self.flushes:  # its start event reaches the journal before it leaves
+            self.observer.flush()
         future = self.executor.submit(request)
         self.running[future] = run.task.number
         future.add_done_callback(self.arrived.put)

@@ -39,6 +39,13 @@ class Executor(Protocol):
     #: what the job's journal keeps of the executor, so that ``resume`` uses the same
     #: (never a password): ``{"executor": "local"}``, or Celery's broker and lineage
     record: dict[str, str]
+    #: True when the executor calls ``before_start`` before it starts each operation
+    #: submitted to it, on the thread that starts it; False: the job writes what a start
+    #: depends on before it submits (Celery sends on the job's thread)
+    flushes_before_start: bool
+    #: set by the job when ``flushes_before_start``: its journal writes then what it held
+    #: back (that operation's start event among it), off the job's own thread
+    before_start: Callable[[], None] | None
 
     def submit(self, request: OperationRequest) -> Future[OperationResult]: ...
 
@@ -76,6 +83,11 @@ def on_job_thread(executor: Executor) -> OnJobThread | None:
 def starts_on_submit(executor: Executor) -> bool:
     """An executor written before the flag (a library user's) queues, as Celery does."""
     return bool(getattr(executor, "starts_on_submit", False))
+
+
+def flushes_before_start(executor: Executor) -> bool:
+    """An executor written before the flag (a library user's) does not."""
+    return bool(getattr(executor, "flushes_before_start", False))
 
 
 def make_executor(kind: str, jobs: int, **options: object) -> Executor:

@@ -28,6 +28,7 @@ import subprocess
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from concurrent import futures
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -123,6 +124,9 @@ class Commands:
     #: read to their end, still running, their end not watched by a descriptor (none left)
     _unwatched: set[_Flight] = field(default_factory=set)
     _driving: threading.Lock = field(default_factory=threading.Lock)  # one thread waits
+    #: called by the spawning thread before each start (see Executor.before_start); a
+    #: failure is that command's: it is not started
+    before_start: Callable[[], None] | None = None
 
     def __post_init__(self) -> None:
         self._wake_fds = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
@@ -162,6 +166,8 @@ class Commands:
             task_id, launch, argv, future = item
             started = time.monotonic()
             try:
+                if self.before_start is not None:  # what its start depends on, written first
+                    self.before_start()
                 child = launch.start_piped(argv)
             except (OSError, ValueError) as exc:
                 self._born.append((future, not_started(exc)))

@@ -26,6 +26,7 @@ class LocalExecutor:
 
     name = "local"
     starts_on_submit = True  # at most ``capacity`` are submitted: each starts at once
+    flushes_before_start = True  # the spawning thread, or submit, calls before_start
 
     def __init__(self, jobs: int) -> None:
         self.capacity: int | None = max(1, jobs)
@@ -40,15 +41,27 @@ class LocalExecutor:
         self.commands = Commands(self.processes)
         self.on_job_thread = available()
 
+    @property
+    def before_start(self) -> Callable[[], None] | None:
+        """Called before each operation starts (see Executor.before_start): by the spawning
+        thread for a command it starts, here for the rest."""
+        return self.commands.before_start
+
+    @before_start.setter
+    def before_start(self, hook: Callable[[], None] | None) -> None:
+        self.commands.before_start = hook
+
     def submit(self, request: OperationRequest) -> Future[OperationResult]:
         request.env.setdefault("UNFURL_WORKER", "local")
         if self.on_job_thread and request.kind == "Shell" and not request.refused:
             launch = prepare(request, self.places)
             if isinstance(launch, OperationResult):  # nothing to start
+                self._before_start()
                 return _done(launch)
             argv = launch.piped_argv()
             if argv is not None:
                 return self.commands.start(request.task_id, launch, argv)
+        self._before_start()
         if request.kind == "Template":  # nothing runs (the controller evaluated it): no thread
             return _done(run_operation(request, self.processes, self.places))
         if self._pool is None:
@@ -56,6 +69,11 @@ class LocalExecutor:
                                             thread_name_prefix="unfurl-task")
         future = self._pool.submit(self._run, request)
         return self.commands.hand_over(future) if self.on_job_thread else future
+
+    def _before_start(self) -> None:
+        hook = self.commands.before_start
+        if hook is not None:
+            hook()
 
     def _run(self, request: OperationRequest) -> OperationResult:
         return run_operation(request, self.processes, self.places)

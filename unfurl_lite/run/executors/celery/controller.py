@@ -73,6 +73,8 @@ class CeleryExecutor:
     name = "celery"
     capacity: int | None = None  # workers take what they can; the queue holds the rest
     starts_on_submit = False  # a worker says when it starts
+    flushes_before_start = False  # sent from the job's thread: the job writes first
+    before_start: Callable[[], None] | None = None
 
     def __init__(self, jobs: int = 0, **options: Any) -> None:
         """Options: broker, backend (default: the broker), queue_timeout (seconds a task
