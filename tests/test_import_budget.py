@@ -44,6 +44,8 @@ PLAN_OURS = {
     "unfurl_lite.expressions.limits",  # a plan's templates render within one budget
     "unfurl_lite.security.taint",  # (limits knows tainted values)
     "unfurl_lite.load", "unfurl_lite.load.blockyaml", "unfurl_lite.load.builder",
+    "unfurl_lite.load.collector",  # (the collector during a load: split from plainyaml)
+    "unfurl_lite.load.scalars",  # (YAML 1.2's scalar table: split from plainyaml for emit)
     "unfurl_lite.load.flowyaml",  # (one-line flow collections, read with the block lines)
     "unfurl_lite.load.expression_checks",
     "unfurl_lite.load.guard", "unfurl_lite.load.imports", "unfurl_lite.load.interface_checks",

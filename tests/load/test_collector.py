@@ -1,5 +1,5 @@
 """What a load builds is kept out of the collector for the command that asked
-(``plainyaml.loads_frozen``: validate, plan, the job commands) and only for it: a library
+(``collector.loads_frozen``: validate, plan, the job commands) and only for it: a library
 caller's heap, and the heap after the command, are collected as before."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import gc
 import pytest
 
 from tests.conftest import Invoke, Project, ensemble_yaml, shell_node
+from unfurl_lite.load.collector import loads_frozen
 from unfurl_lite.load.loader import load_ensemble
-from unfurl_lite.load.plainyaml import loads_frozen
 
 
 @pytest.fixture

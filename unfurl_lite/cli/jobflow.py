@@ -33,6 +33,7 @@ from unfurl_lite.cli.render import (
 from unfurl_lite.cli.tables import environment_width, prose, terminal_width
 from unfurl_lite.cli.terminal import console, echo
 from unfurl_lite.errors import ApprovalRequired
+from unfurl_lite.load.collector import loads_frozen
 from unfurl_lite.model.builtin_workflows import BY_NAME
 from unfurl_lite.run.options import JobOptions
 
@@ -173,8 +174,7 @@ def _execute(workflow: str, ensemble_path: str | None, plan_options: Mapping[str
         nothing_to_do(workflow, None, job, level)
         return 0
     request = job_request(workflow, ensemble_path, plan_options, job, custom, inputs)
-    # start-up: keeps load.plainyaml (10 modules) off `redeploy` until execute() runs
-    from unfurl_lite.load.plainyaml import loads_frozen
+    # start-up: keeps run.signals off `redeploy` until execute() runs
     from unfurl_lite.run.signals import JobControl, handle_signals
 
     control = JobControl()

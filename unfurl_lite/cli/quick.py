@@ -222,8 +222,8 @@ def plan_of(ensemble: str | None, workflow: str, instances: tuple[str, ...],
     ``unfurl plan`` shows, however it was asked."""
     # start-up: keeps api, load.loader (15 modules) off `--help` until plan_of() runs
     from unfurl_lite import api
+    from unfurl_lite.load.collector import loads_frozen
     from unfurl_lite.load.loader import load_ensemble
-    from unfurl_lite.load.plainyaml import loads_frozen
     from unfurl_lite.model.ensemble import with_inputs
 
     inputs: dict[str, Any] = {}
@@ -243,9 +243,9 @@ def validated(ensemble: str | None) -> tuple[Ensemble, list[str]]:
     """The ensemble validated (its problems raised as one error), and the warnings about
     templates that are missing requirements: what ``unfurl validate`` says, however it was
     asked."""
-    # start-up: keeps api, load.plainyaml (25 modules) off `--help` until validated() runs
+    # start-up: keeps api (25 modules) off `--help` until validated() runs
     from unfurl_lite import api
-    from unfurl_lite.load.plainyaml import loads_frozen
+    from unfurl_lite.load.collector import loads_frozen
 
     with loads_frozen():
         loaded = api.validate(ensemble)

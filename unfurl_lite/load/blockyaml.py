@@ -11,7 +11,7 @@ multi-line quoted scalars, tabs, document markers...), so the C composer's
 road reads every other document: the two roads never disagree about a document, and
 what is refused or reported keeps going through the loaders that know YAML in full.
 
-Scalars are typed by :func:`plainyaml.implicit_type`, exactly as the composer's road
+Scalars are typed by :func:`scalars.implicit_type`, exactly as the composer's road
 types them; the guard's limits (depth, size, names without control characters) are
 judged conservatively while reading, declining whatever the guard might refuse.
 """

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from unfurl_lite.load.scalars import implicit_type
 from unfurl_lite.model.narrow import type_of
 
 TYPE_CHECKING = False
@@ -285,9 +286,6 @@ def _has_block_indicator(text: str) -> bool:
 
 
 def _resolves_to_str(text: str) -> bool:
-    # start-up: keeps load.plainyaml (24 modules) off emit's import until _resolves_to_str() runs
-    from unfurl_lite.load.plainyaml import implicit_type
-
     return implicit_type(text) == "str"
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from unfurl_lite.errors import InputError, LimitExceeded, Problem
 from unfurl_lite.load import parsecache, yamlio
 from unfurl_lite.load.builder import build
+from unfurl_lite.load.collector import no_collection
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.model.narrow import cast
 
@@ -49,8 +50,6 @@ def load_ensemble(path: str | Path | None = None, given: Collection[str] = ()) -
     """The validated ensemble; ``given``: the topology inputs the job sets itself (``--var
     input_NAME``), which a required input may lack in the file (such a load is not cached:
     the file alone would not validate)."""
-    from unfurl_lite.load.plainyaml import no_collection  # start-up: its module: the fast road's
-
     with no_collection():  # see there: parse, checks and build make no reference cycles
         if not given:
             return _load(resolve_path(path))

@@ -11,15 +11,13 @@ so the two roads never disagree about a document.
 
 from __future__ import annotations
 
-import contextlib
-import gc
-import re
-from collections.abc import Iterator
 from functools import lru_cache
 
 from unfurl_lite.load import blockyaml
 from unfurl_lite.load.blockyaml import NeedsFullLoader
+from unfurl_lite.load.collector import no_collection
 from unfurl_lite.load.guard import DATA_KEYS, MAX_DEPTH, MAX_EXPANDED_CHARS, MAX_EXPANDED_NODES
+from unfurl_lite.load.scalars import implicit_type
 from unfurl_lite.security.characters import control_character
 
 TYPE_CHECKING = False
@@ -30,37 +28,6 @@ _STR = "tag:yaml.org,2002:str"
 _MAP = "tag:yaml.org,2002:map"
 _SEQ = "tag:yaml.org,2002:seq"
 _PLAIN = "\x00plain"  # no tag written in a document can contain NUL
-
-_TYPES = (
-    ("bool", r"true|True|TRUE|false|False|FALSE"),
-    ("float", r"""[-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?
-                | [-+]?[0-9][0-9_]*[eE][-+]?[0-9]+
-                | [-+]?\.[0-9_]+(?:[eE][-+][0-9]+)?
-                | [-+]?\.(?:inf|Inf|INF) | \.(?:nan|NaN|NAN)"""),
-    ("int", r"[-+]?0b[0-1_]+ | [-+]?0o?[0-7_]+ | [-+]?[0-9_]+ | [-+]?0x[0-9a-fA-F_]+"),
-    ("null", r"~ | null|Null|NULL"),
-    ("timestamp", r"""[0-9]{4}-[0-9]{2}-[0-9]{2}
-                    | [0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt]|[\ \t]+)[0-9]{1,2}:[0-9]{2}:[0-9]{2}
-                      (?:\.[0-9]*)?(?:[\ \t]*(?:Z|[-+][0-9]{1,2}(?::[0-9]{2})?))?"""),
-    ("merge", r"<<"),
-    ("value", r"="),
-    ("yaml", r"! | & | \*"),
-)
-# ruamel tries a type only for the first characters it can start with; none starts with _
-_IMPLICIT = re.compile(
-    r"^(?!_)(?:" + "|".join(f"(?P<{name}>{pattern})" for name, pattern in _TYPES) + r")$",
-    re.X,
-)
-
-
-@lru_cache(maxsize=65536)
-def implicit_type(text: str) -> str:
-    """What a plain scalar ``text`` loads as under YAML 1.2: 'str', 'int', 'bool'..."""
-    if text == "":
-        return "null"
-    match = _IMPLICIT.match(text)
-    return "str" if match is None else str(match.lastgroup)
-
 
 def load(text: str) -> Any:
     if "%" in text and ("%YAML" in text or "%TAG" in text):  # directives: scalars resolve otherwise
@@ -103,49 +70,6 @@ def load_guarded(text: str) -> Guarded:
         builder = _GuardedBuilder()
         data = None if node is None else builder.build(node)
     return Guarded(data, builder.directives)
-
-
-@contextlib.contextmanager
-def no_collection() -> Iterator[None]:
-    """The parse allocates a node and a value for every scalar and creates no reference
-    cycles: the collector, rescanning the growing heap every few hundred allocations, cost
-    as much as the parse itself at N=10,000. Off while parsing, as it was before after
-    (the loader keeps it off through the checks and the model's build too: the same
-    allocations without cycles, a sixth of a cold load's CPU at N=10,000 even at the
-    command's higher thresholds)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            if _freezing[0]:
-                gc.freeze()
-                _froze[0] = True
-            gc.enable()
-
-
-#: callers inside :func:`loads_frozen`, and whether a load froze anything for them
-_freezing, _froze = [0], [False]
-
-
-@contextlib.contextmanager
-def loads_frozen() -> Iterator[None]:
-    """For a command that loads an ensemble, uses it and ends (validate, plan, a job): what
-    a load built is moved out of the collector's generations as the load ends
-    (``gc.freeze``) instead of being walked. The objects a load makes while the collector is
-    off all wait in its youngest generation, so the first collection after the load walked
-    every one of them and moved them on to be walked again (a seventh of validate's CPU at
-    N=10,000, 0.3 s). Unfrozen as the command ends: a library caller's heap is collected as
-    before, and a long-running process (a worker) does not enter this."""
-    _freezing[0] += 1
-    try:
-        yield
-    finally:
-        _freezing[0] -= 1
-        if not _freezing[0] and _froze[0]:
-            _froze[0] = False
-            gc.unfreeze()
 
 
 @lru_cache(maxsize=1)

@@ -21,7 +21,6 @@ from unfurl_lite.model.entities import (
     Status,
     effective_status,
 )
-from unfurl_lite.plan import tosca
 from unfurl_lite.plan.directives import discover, found_not_created, note_directives
 from unfurl_lite.plan.lifecycle import (
     add_install_tasks,
@@ -55,6 +54,10 @@ from unfurl_lite.plan.topology import (
     unrequired_defaults,
     with_templates,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from unfurl_lite.load.workflows import Workflow
 
 #: ``--repair`` choices: which instances a deploy runs again (Unfurl's plus ``missing``)
 REPAIR_CHOICES = ("error", "degraded", "missing", "none")
@@ -102,6 +105,28 @@ def _repair_reason(instance: Instance, repair: str) -> str | None:
 
 def _check_op(template: NodeTemplate) -> Operation | None:
     return implemented(template, "Install", "check")
+
+
+def _replacing(ensemble: Ensemble, workflow: str) -> Workflow | None:
+    """The spec's TOSCA workflow that replaces ``workflow``'s lifecycle, if it has one;
+    the workflows are read (plan.tosca) only when the topology defines some."""
+    topology = (ensemble.spec.get("service_template") or {}).get("topology_template") or {}
+    if not topology.get("workflows"):
+        return None
+    # start-up: keeps plan.tosca, load.workflows (5 modules) off a topology without workflows
+    from unfurl_lite.plan import tosca
+
+    return tosca.replacing(ensemble.spec, workflow)
+
+
+def _replace_lifecycle(workflow: Workflow, builder: Builder, ensemble: Ensemble,
+                       instance: Instance, instances: dict[str, Instance],
+                       after: list[int]) -> bool:
+    """plan.tosca's replace_lifecycle, for a workflow :func:`_replacing` found."""
+    # start-up: keeps plan.tosca, load.workflows (5 modules) off a topology without workflows
+    from unfurl_lite.plan import tosca
+
+    return tosca.replace_lifecycle(workflow, builder, ensemble, instance, instances, after)
 
 
 def plan_deploy(
@@ -156,7 +181,7 @@ def plan_deploy(
     wanted -= {n for n, i in instances.items()
                if i.template in unrequired and n not in ensemble.instances}
     idle: list[frozenset[str]] = []  # templates with no operation, found when first needed
-    replaces = tosca.replacing(ensemble.spec, "deploy")
+    replaces = _replacing(ensemble, "deploy")
     recorded: dict[tuple[str, str], tuple[str, str]] = {}
     effective: dict[str, Status] = {}  # each instance's effective status, found once
     for name in instances:  # Unfurl's plan order: a dependency placed later does not reorder
@@ -204,9 +229,8 @@ def plan_deploy(
                 continue
             _reconfigure(ensemble, builder, name, template_of, changed, after)
             continue
-        if replaces and tosca.replace_lifecycle(
-            replaces, builder, ensemble, instance, instances, after
-        ):
+        if replaces and _replace_lifecycle(replaces, builder, ensemble, instance, instances,
+                                           after):
             continue
         skip_when = None
         check_op = _check_op(template_of)
@@ -396,7 +420,7 @@ def _plan_removals(
     required keeps what it needs, directly or through its host; ``force`` turns that off."""
     deps = instance_graph(ensemble, instances)
     dependents = dependencies.reverse(deps)
-    replaces = tosca.replacing(ensemble.spec, "undeploy")
+    replaces = _replacing(ensemble, "undeploy")
     kept = {name: _kept_because(ensemble, instances[name], destroy_discovered,
                                 delete_without_operation)
             if name in wanted else "skipped: not selected by the job"
@@ -423,9 +447,8 @@ def _plan_removals(
             )
             continue
         after = [builder.last[d] for d in dependents.get(name, ()) if d in builder.last]
-        if replaces and tosca.replace_lifecycle(
-            replaces, builder, ensemble, instance, instances, after
-        ):
+        if replaces and _replace_lifecycle(replaces, builder, ensemble, instance, instances,
+                                           after):
             continue
         # as Unfurl 1.2.0 (tests/data/unfurl120/14-directives/check): undeploy never checks
         # first, even an instance whose status is unknown

@@ -12,7 +12,6 @@ import importlib
 from collections.abc import Callable, Mapping
 
 from unfurl_lite.errors import JobNotCreated, PlanError
-from unfurl_lite.load.workflows import custom_names
 from unfurl_lite.model.builtin_workflows import BY_NAME
 from unfurl_lite.model.ensemble import Ensemble
 from unfurl_lite.plan.tasks import Plan
@@ -40,10 +39,11 @@ def build(ensemble: Ensemble, workflow: str, options: Mapping[str, Any] | None =
         plan = planner(workflow)(ensemble, **declared.planner_keywords(given))
         plan.affects_history = declared.changes_history
         return creatable(ensemble, plan)
-    if workflow in custom_names(ensemble.spec):
-        # start-up: keeps plan.tosca off start/stop/heal/scale/update plans (deploy's loads it)
-        from unfurl_lite.plan.tosca import plan_custom
+    # start-up: keeps load.workflows (4 modules) and plan.tosca off built-in workflows' plans
+    from unfurl_lite.load.workflows import custom_names
+    from unfurl_lite.plan.tosca import plan_custom
 
+    if workflow in custom_names(ensemble.spec):
         return creatable(ensemble, plan_custom(ensemble, workflow, **given))
     raise PlanError(f"unknown workflow {workflow!r}", hint="choose one of: " + ", ".join(BY_NAME))
 
