@@ -103,14 +103,57 @@ def test_entries_emitted_once_for_two_files_read_as_emitted_twice(
     entries: list[dict[str, Any]], dropped: set[str]
 ) -> None:
     """A job's file and its changes file share their task entries (the second without some
-    keys): with a shared memo each entry's text is made once, and both files are still
-    byte for byte what a separate dump of each gives."""
+    keys): with each changes entry declared a part of its job entry, each entry's text is
+    made once, and both files are still byte for byte what a separate dump of each gives."""
     job = {"manifest": "../ensemble.yaml", "changes": entries}
-    changes = {"manifest": "../ensemble.yaml",
-               "changes": [{k: v for k, v in e.items() if k not in dropped} for e in entries]}
-    memo: dict[Any, Any] = {}
-    assert emit.dump(job, memo) == emit.dump(job)
-    assert emit.dump(changes, memo) == emit.dump(changes)
+    parts = [{k: v for k, v in e.items() if k not in dropped} for e in entries]
+    changes = {"manifest": "../ensemble.yaml", "changes": parts}
+    shared = emit.Shared()
+    assert [shared.view(p, e) for p, e in zip(parts, entries, strict=True)] == \
+        [bool(p) for p in parts]
+    assert emit.dump(job, shared) == emit.dump(job)
+    assert emit.dump(changes, shared) == emit.dump(changes)
+
+
+def test_a_part_is_written_from_its_wholes_text_without_a_pair_of_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The changes file's entries are not written again: dumping it writes only its own
+    ``manifest`` pair. A part that is not its whole's pairs (another object for a value,
+    keys in another order, a key the whole lacks) is refused, and written as any other."""
+    summary = "create on instance db (type tosca.nodes.Root, status ok) using configurator " * 2
+    whole = {"changeId": "A6BMIY9e0001", "target": "::db", "readyState": {"local": "ok"},
+             "result": {"returncode": 0, "duration": 0.002}, "summary": summary,
+             "status": "ok", "attempts": 1}
+    part = {k: v for k, v in whole.items() if k not in ("result", "status", "attempts")}
+    assert emit.Shared().view(whole, whole)  # the job's own entry: in both files
+    shared = emit.Shared()
+    assert shared.view(part, whole)
+    equal = "".join(["A6BMIY9e", "0001"])  # equal to the whole's, another object
+    assert equal == whole["changeId"] and equal is not whole["changeId"]
+    assert not shared.view({"changeId": equal}, whole)
+    assert not shared.view({"target": "::db", "changeId": whole["changeId"]}, whole)
+    assert not shared.view({"changeId": whole["changeId"], "other": 1}, whole)
+    job = {"manifest": "../ensemble.yaml", "changes": [whole]}
+    changes = {"manifest": "../ensemble.yaml", "changes": [part]}
+    assert emit.dump(job, shared) == emit.dump(job)
+    written: list[str] = []
+    one_line, pair = emit._one_line, emit._pair
+
+    def counted_line(key: Any, *args: Any) -> Any:
+        written.append(key)
+        return one_line(key, *args)
+
+    def counted_pair(w: Any, key: Any, *args: Any) -> None:
+        written.append(key)
+        pair(w, key, *args)
+
+    monkeypatch.setattr(emit, "_one_line", counted_line)
+    monkeypatch.setattr(emit, "_pair", counted_pair)
+    text = emit.dump(changes, shared)
+    assert written == ["manifest", "changes"]
+    monkeypatch.undo()
+    assert text == emit.dump(changes) == ruamel_dump(changes)
 
 
 @SETTINGS

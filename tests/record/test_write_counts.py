@@ -347,3 +347,27 @@ def test_the_recorded_journal_inlines_its_events_and_reads_back_as_the_whole_rew
 
     assert "\nevents:\n- {" in made["side"].read_text()
     assert journal_head(made["side"])["state"] == "succeeded" == journal_head(whole)["state"]
+
+
+def test_each_entry_of_a_jobs_records_is_emitted_once(
+    project: Project, invoke: Invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The job file and the changes file hold the same entries (the changes file's with
+    fewer keys): each entry's pairs are written once, for the job file, and the changes
+    file's text is made from theirs. Counted by the entries' ``changeId`` pairs: the job's
+    and each task's in the job file, and ensemble.yaml's ``lastJob``; none for the changes
+    file, which still holds them all."""
+    from unfurl_lite.load import emit
+
+    written: Counter[str] = Counter()
+    one_line = emit._one_line
+
+    def counted(key: Any, *args: Any) -> Any:
+        written[key] += 1
+        return one_line(key, *args)
+
+    monkeypatch.setattr(emit, "_one_line", counted)
+    _deploy(project, invoke)
+    [changes] = project.root.glob("changes/job*.yaml")
+    assert changes.read_text().count("\n- changeId: ") == 1 + TASKS
+    assert written["changeId"] == (1 + TASKS) + 1

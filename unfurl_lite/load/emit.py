@@ -33,10 +33,43 @@ class _GiveUp(Exception):
     """The data has a shape this writer does not reproduce exactly."""
 
 
+class Shared:
+    """What the documents of one record share, emitted once for both: a job's file and
+    its changes file hold the same task entries, the changes file's with fewer keys.
+    :meth:`view` declares an entry of the later document a part of one of the earlier;
+    the part's text is made from the pieces of the whole's as the whole is written. It is
+    keyed by the entries' identity, so the documents must stay unchanged (and alive) until
+    the last is dumped."""
+
+    __slots__ = ("texts", "views")
+
+    def __init__(self) -> None:
+        self.views: dict[int, dict[Any, Any]] = {}  # id(whole) -> its part
+        self.texts: dict[int, tuple[str, int]] = {}  # id(part) -> its text, its end column
+
+    def view(self, part: dict[Any, Any], whole: dict[Any, Any]) -> bool:
+        """Declare ``part`` (a non-empty entry) ``whole`` less some of its pairs: its keys
+        are some of whole's, in whole's order, each with the very object whole holds.
+        False, and nothing declared, when it is not so."""
+        if not part:
+            return False
+        pairs = iter(whole.items())
+        for key, value in part.items():
+            for whole_key, whole_value in pairs:
+                if whole_key == key:
+                    if whole_value is not value:
+                        return False
+                    break
+            else:
+                return False
+        self.views[id(whole)] = part
+        return True
+
+
 class _Writer:
     __slots__ = ("column", "memo", "parts", "whitespace")
 
-    def __init__(self, memo: dict[tuple[str, int, int], tuple[str, int]] | None = None) -> None:
+    def __init__(self, memo: Shared | None = None) -> None:
         self.parts: list[str] = []
         self.column = 0
         self.whitespace = True
@@ -52,14 +85,12 @@ class _Writer:
         self.whitespace = True
 
 
-def dump(data: Any, memo: dict[tuple[str, int, int], tuple[str, int]] | None = None
-         ) -> str | None:
+def dump(data: Any, memo: Shared | None = None) -> str | None:
     """The YAML text of a non-empty mapping, or None if only ruamel can write it exactly.
 
-    ``memo``, shared by the documents of one record written two ways (a job's file and its
-    changes file hold the same task entries, one with fewer keys): the text of each entry's
-    key and value, emitted once for both. It is keyed by the value's identity, so the
-    documents must share their values and stay unchanged until the last is dumped."""
+    ``memo``, shared by the documents of one record written two ways: the entries (the
+    mappings of a top-level list) it declares parts of others are not written again, their
+    text is taken from their whole's (see :class:`Shared`)."""
     if type_of(data) is not dict or not data:
         return None
     writer = _Writer(memo)
@@ -73,16 +104,34 @@ def dump(data: Any, memo: dict[tuple[str, int, int], tuple[str, int]] | None = N
 
 def _mapping(w: _Writer, mapping: dict[Any, Any], indent: int) -> None:
     """A key starts at ``indent`` whatever came before it (after a newline, after ``- ``,
-    or at the document's start), so a pair's text depends on nothing but the pair."""
-    memo = w.memo if indent == ENTRY_INDENT else None
+    or at the document's start), so a pair's text depends on nothing but the pair: an
+    entry's part is the text of some of its pairs, joined as the entry joins them."""
+    part: dict[Any, Any] | None = None
+    if w.memo is not None and indent == ENTRY_INDENT:
+        made = w.memo.texts.get(id(mapping))
+        if made is not None:  # a part, made as its whole was written
+            w.parts.append(made[0])
+            w.column, w.whitespace = made[1], False
+            return
+        part = w.memo.views.get(id(mapping))
     parts = w.parts
     line_break = "\n" + " " * indent
+    runs: list[str] = []  # the part's runs of pairs, each joined
+    run = -1  # where the part's current run starts in parts (-1: not in one)
+    end = indent  # the column after the part's last pair
     first = True
     for key, value in mapping.items():
         if first:
             first = False
         else:
             parts.append(line_break)
+        if part is not None:
+            if key in part:  # the same object (Shared.view)
+                if run < 0:
+                    run = len(parts)
+            elif run >= 0:  # the run ended before this pair's line break
+                runs.append("".join(parts[run:-1]))
+                run = -1
         kind = type_of(value)
         if kind in _SCALARS:
             line = _one_line(key, kind, value, indent)
@@ -90,19 +139,17 @@ def _mapping(w: _Writer, mapping: dict[Any, Any], indent: int) -> None:
                 parts.append(line)
                 w.column = indent + len(line)
                 w.whitespace = False
+                if run >= 0:
+                    end = w.column
                 continue
         w.column, w.whitespace = indent, True
-        if memo is not None:
-            found = memo.get((key, id(value), indent))
-            if found is not None:
-                parts.append(found[0])
-                w.column, w.whitespace = found[1], False
-                continue
-            start = len(parts)
-            _pair(w, key, value, indent)
-            memo[(key, id(value), indent)] = ("".join(parts[start:]), w.column)
-            continue
         _pair(w, key, value, indent)
+        if run >= 0:
+            end = w.column
+    if part is not None and w.memo is not None:
+        if run >= 0:
+            runs.append("".join(parts[run:]))
+        w.memo.texts[id(part)] = (line_break.join(runs), end)
 
 
 #: the text of a pair whose value is a scalar or a mapping of scalars, by key, value and

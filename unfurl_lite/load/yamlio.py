@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
     from ruamel.yaml import YAML
 
+    from unfurl_lite.load import emit
     from unfurl_lite.model.narrow import YAMLValue
 
 MAX_FILE_BYTES = 20 * 1024 * 1024
@@ -157,7 +158,7 @@ def parse_plain(text: str) -> Any:
         return to_plain(YAML(typ="rt").load(text))
 
 
-def dump(data: Any, memo: dict[Any, Any] | None = None) -> str:
+def dump(data: Any, memo: emit.Shared | None = None) -> str:
     """``memo``: see :func:`emit.dump` (documents that share their entries)."""
     from unfurl_lite.load import emit  # start-up: keeps load.emit (3 modules) off `plan`
 

@@ -5,7 +5,7 @@ that changed something. Every write is atomic; nothing here decides anything.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -201,27 +201,27 @@ def write_job_files(
 ) -> None:
     """The job's file (``entries``: the job, then every task in detail) and its changes
     file (``changes``: the job, then what ran, as :func:`summary_entry` gives it). The two
-    share their values, so each value is redacted once and each task entry's text is
-    emitted once for both files. A job that knows no secret writes plain data as it is:
-    redaction would copy it unchanged, and a marked value (Sensitive, Tainted) or an
-    object with a record form is not plain, which the direct emitter refuses, so such a
-    document is redacted first as any other. ``writes``: the files join those (see
-    yamlio.Writes), else they are written at once."""
+    share their values, so each value is redacted once and each entry's text is emitted
+    once for both (a changes entry's is made from the pieces of its detailed entry's, see
+    emit.Shared). A job that knows no secret writes plain data as it is: redaction would
+    copy it unchanged, and a marked value (Sensitive, Tainted) or an object with a record
+    form is not plain, which the direct emitter refuses, so such a document is redacted
+    first as any other. ``writes``: the files join those (see yamlio.Writes), else they
+    are written at once."""
     if writes is None:
         with yamlio.Writes() as own:
             write_job_files(job_file, changes_file, manifest, entries, changes, secrets, own)
         return
-    memo: dict[Any, Any] = {}
     if not secrets and not getattr(secrets, "hashed", None):
-        job_text = emit.dump({"manifest": manifest, "changes": list(entries)}, memo)
+        shared = _shared(entries, changes if changes_file is not None else [])
+        job_text = emit.dump({"manifest": manifest, "changes": list(entries)}, shared)
         changes_text = None if job_text is None or changes_file is None else \
-            emit.dump({"manifest": manifest, "changes": list(changes)}, memo)
+            emit.dump({"manifest": manifest, "changes": list(changes)}, shared)
         if job_text is not None and (changes_file is None or changes_text is not None):
             writes.replace(job_file, job_text)
             if changes_file is not None and changes_text is not None:
                 writes.replace(changes_file, changes_text)
             return
-        memo.clear()
     redacted: dict[int, Any] = {}
 
     def once(entry: Mapping[str, Any]) -> dict[str, Any]:
@@ -232,11 +232,26 @@ def write_job_files(
             out[key] = redacted[id(value)]
         return out
 
-    job_body = {"manifest": manifest, "changes": [once(e) for e in entries]}
-    writes.replace(job_file, yamlio.dump(job_body, memo))
+    job_entries = [once(e) for e in entries]
+    change_entries = [once(c) for c in changes] if changes_file is not None else []
+    shared = _shared(job_entries, change_entries)
+    writes.replace(job_file, yamlio.dump({"manifest": manifest, "changes": job_entries}, shared))
     if changes_file is not None:
-        changes_body = {"manifest": manifest, "changes": [once(c) for c in changes]}
-        writes.replace(changes_file, yamlio.dump(changes_body, memo))
+        writes.replace(changes_file,
+                       yamlio.dump({"manifest": manifest, "changes": change_entries}, shared))
+
+
+def _shared(entries: Sequence[Mapping[str, Any]], changes: Sequence[Mapping[str, Any]]
+            ) -> emit.Shared:
+    """Each change entry declared a part of the job file's entry with its very changeId
+    (the job's own entry is in both: a part of itself)."""
+    shared = emit.Shared()
+    by_change = {id(e.get("changeId")): e for e in entries if type(e) is dict}
+    for change in changes:
+        whole = by_change.get(id(change.get("changeId")))
+        if whole is not None and type(change) is dict:
+            shared.view(change, whole)
+    return shared
 
 
 def missing_lines(path: Path, lines: list[str]) -> list[str]:
