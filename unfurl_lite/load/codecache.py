@@ -85,6 +85,12 @@ def defer_import(name: str) -> None:
     sys.modules[name] = module
 
 
+def deferred() -> list[str]:
+    """The modules :func:`defer_import` put in ``sys.modules`` that nothing has used yet:
+    listed there, never run (what counts a command's imports leaves them out)."""
+    return [name for name, module in list(sys.modules.items()) if type(module) is _Deferred]
+
+
 class _Deferred(types.ModuleType):
     """A module whose code runs when a name it does not hold yet is first read."""
 
