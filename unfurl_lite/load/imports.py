@@ -2,7 +2,8 @@
 merges them.
 
 An import makes the imported file's *types* available (never its node templates: those
-only serve Unfurl's substitution, which is refused). What wins on a clash was measured
+only serve Unfurl's substitution, whose `substitute` directive is refused). What wins on a
+clash was measured
 (tests/data/unfurl120/15-imports-types): the importing file's own definition beats an
 imported one, and of two imports the later one wins. ``namespace_prefix: P`` names each
 type of that import (nested imports included) ``P.Type``; references between those types
@@ -251,15 +252,14 @@ def _parse(target: Path, ctx: _Context) -> Any:
 
 def _definitions(parsed: Any, file: str, base: Path, ctx: _Context) -> Sections:
     """An imported file's types: its own imports' first, its own definitions over them."""
-    for key, what in (("decorators", "Unfurl's `decorators:` in an imported file"),
-                      ("substitution_mappings", "TOSCA `substitution_mappings`"),
-                      ("root", "Unfurl's topology `root:` (substitution)")):
-        holder = parsed if key == "decorators" else mapping(parsed.get("topology_template"))
-        if holder.get(key):
-            path = (key,) if key == "decorators" else ("topology_template", key)
-            ctx.problems.append(problem_at(
-                parsed, path, file, f"{what} is not supported",
-                "an import here brings in types only; remove it from the imported file"))
+    # an imported topology's `substitution_mappings` (or `root`) only serves a template
+    # with the `substitute` directive, which is refused by name (load/unsupported.py):
+    # without one, Unfurl 1.2.0 ignores it, as here (tests/data/unfurl120/51-substitution)
+    if parsed.get("decorators"):
+        ctx.problems.append(problem_at(
+            parsed, ("decorators",), file,
+            "Unfurl's `decorators:` in an imported file is not supported",
+            "an import here brings in types only; remove it from the imported file"))
     found = _imports_of(parsed, file, base, ctx, path=())
     for section in TYPE_SECTIONS:
         types = parsed.get(section)

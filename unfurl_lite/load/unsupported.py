@@ -46,8 +46,11 @@ _UNSUPPORTED_SECTIONS: dict[tuple[str, ...], tuple[str, str]] = {
     ),
     ("spec", "service_template", "topology_template", "substitution_mappings"): (
         "TOSCA `substitution_mappings` (a topology standing in for a node) is not supported "
-        "beyond `{node: NAME}` (Unfurl's `root`: that template and what it requires)",
-        "remove it, or keep only `node:`: an ensemble's templates are deployed directly",
+        "beyond `{node: NAME}` (Unfurl's `root`: that template and what it requires; with "
+        "`node_type: T`, Unfurl 1.2.0 deploys only a template '_substitution_mapping' of type "
+        "T that it makes up, and what that requires)",
+        "declare the template you mean under node_templates and write `substitution_mappings: "
+        "{node: NAME}` (or `root: {node: NAME}`), or remove it to deploy every template",
     ),
 }
 
@@ -168,8 +171,17 @@ SUPPORTED_DIRECTIVES = frozenset(
 #: what Unfurl does with the directives unfurl-lite refuses, for the message
 _DIRECTIVE_MEANING = {
     "virtual": "its instance is never recorded, yet every deploy runs its operations again",
-    "substitute": "substituted by a nested topology's substitution_mappings, which "
-                  "unfurl-lite does not support",
+    "substitute": "the topology of an imported file whose `substitution_mappings` names "
+                  "the template's type is instantiated in its place, as instances "
+                  "'TEMPLATE:INNER' recorded under its `substitution:`; unfurl-lite has no "
+                  "nested topologies",
+}
+#: what to do instead of a refused directive
+_DIRECTIVE_HINTS = {
+    "substitute": "declare the nested topology's templates in this topology_template, "
+                  "connected to the others by requirements, and remove the directive (an "
+                  "imported file's `substitution_mappings` is then ignored, as Unfurl 1.2.0 "
+                  "ignores it for a template without the directive)",
 }
 
 
@@ -182,12 +194,12 @@ def _unsupported_directives(doc: Any, file: str) -> Iterator[Problem]:
             meaning = _DIRECTIVE_MEANING.get(str(directive))
             what = (f" (in Unfurl: {meaning})" if meaning
                     else " (Unfurl 1.2.0 ignores a directive it does not know)")
+            hint = _DIRECTIVE_HINTS.get(str(directive), "remove it") + (
+                "; unfurl-lite supports the directives: " + ", ".join(
+                    sorted(SUPPORTED_DIRECTIVES)))
             yield problem_at(
                 doc, (*TOPOLOGY, "node_templates", name, "directives", index), file,
-                f"template directive {directive!r} on {name!r}{what} is not supported",
-                "remove it; unfurl-lite supports the directives: "
-                + ", ".join(sorted(SUPPORTED_DIRECTIVES)),
-            )
+                f"template directive {directive!r} on {name!r}{what} is not supported", hint)
 
 
 #: Cloudify interfaces that exist to drive Cloudify's agents, which unfurl-lite has none of
