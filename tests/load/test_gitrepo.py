@@ -159,6 +159,26 @@ def test_an_identity_remembered_is_asked_again_once_a_config_file_changes(
     assert "no identity" in str(gitrepo.identity_problem(project.root))
 
 
+def test_the_callers_work_runs_once_while_git_is_asked(
+    project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parse_cache: Path
+) -> None:
+    """A job overlaps its own work (importing its executor) with git's answer about the
+    identity: the work runs once, before the answer is taken, whether git is asked, the
+    answer remembered or the identity missing."""
+    home = _identity_home(tmp_path, monkeypatch, IDENTITY)
+    ran: list[tuple[str, int]] = []
+
+    def work(name: str) -> None:
+        ran.append((name, len(list(parse_cache.glob("git-identity-*")))))
+
+    assert gitrepo.identity_problem(project.root, meanwhile=lambda: work("asked")) is None
+    assert gitrepo.identity_problem(project.root, meanwhile=lambda: work("remembered")) is None
+    (home / ".gitconfig").write_text(NO_IDENTITY)
+    refused = gitrepo.identity_problem(project.root, meanwhile=lambda: work("refused"))
+    assert "no identity" in str(refused)
+    assert ran == [("asked", 0), ("remembered", 1), ("refused", 1)]
+
+
 def test_an_identity_from_an_included_file_is_always_asked(
     project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parse_cache: Path
 ) -> None:

@@ -352,19 +352,24 @@ def init_repo(path: Path) -> Repo:
     return Repo(path.resolve())
 
 
-def identity_problem(cwd: Path, instead: str = "") -> GitError | None:
+def identity_problem(cwd: Path, instead: str = "",
+                     meanwhile: Callable[[], None] | None = None) -> GitError | None:
     """Why git could not commit here for want of an author or committer, or None.
 
     Asked before anything is written, so that a missing identity is one clear error rather
     than a project (or a job's records) left half-committed. An identity git found is
     remembered (in the parse cache's directory) for exactly what git decided it from: the
     next job with the same environment and the same config files (by inode, size and time)
-    starts no ``git var``."""
+    starts no ``git var``. ``meanwhile`` (the caller's work that writes nothing) runs once,
+    while git is asked, or at once when it need not be."""
     known = _identity_sources(cwd)
     if known is not None and parsecache.stored(known[0]) == known[1]:
+        if meanwhile is not None:
+            meanwhile()
         return None
     for variable in _idents_to_check():
-        outcome = run(cwd, "var", variable)
+        outcome = run(cwd, "var", variable, started=meanwhile)
+        meanwhile = None
         if not outcome.ok:
             reason = next((line for line in outcome.stderr.splitlines()
                            if line.startswith("fatal:")), outcome.stderr.strip())
