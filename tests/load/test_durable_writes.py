@@ -94,8 +94,40 @@ def test_writes_of_a_group_are_on_the_disk_before_they_are_seen_in_their_order(
     # the records' directories and jobs.tsv were forced before the journal was seen
     before = done[done.index("show ensemble"):journal]
     assert {"sync jobs", "sync jobs.tsv", f"sync {tmp_path.name}"} <= set(before)
-    assert done[journal + 1] == "after journal" and done[-1] == "sync jobs"
+    # the journal's rename forced, then what follows it (the events file it holds removed)
+    assert done[journal + 1:] == ["sync jobs", "after journal"]
     assert sorted(p.name for p in tmp_path.rglob(".*")) == []  # no temporary file left
+
+
+def test_writes_settled_later_are_seen_at_the_commit_and_forced_at_the_settle(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job's git reads its records while the journal's rename is forced to disk: with
+    ``settle_later`` the commit makes the last stage visible, every stage before it forced
+    as usual; its directory is forced and its ``after`` runs at :meth:`settle`, once."""
+    monkeypatch.delenv("UNFURL_LITE_FSYNC", raising=False)
+    (tmp_path / "jobs").mkdir()
+    done: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        real_fsync(fd)
+        name = Path(os.readlink(f"/proc/self/fd/{fd}")).name
+        done.append("sync " + (name[1:].split(".")[0] if name.endswith(".tmp") else name))
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    writes = yamlio.Writes(settle_later=True)
+    with writes:
+        writes.replace(tmp_path / "ensemble.yaml", "status: {}\n")
+        writes.barrier()
+        writes.replace(tmp_path / "jobs" / "journal.yaml", "recorded: true\n",
+                       after=lambda: done.append("after journal"))
+    assert (tmp_path / "jobs" / "journal.yaml").read_text() == "recorded: true\n"
+    assert f"sync {tmp_path.name}" in done and "sync jobs" not in done
+    assert "after journal" not in done
+    seen = len(done)
+    writes.settle()
+    writes.settle()
+    assert done[seen:] == ["sync jobs", "after journal"]
 
 
 def test_a_group_that_cannot_reach_the_disk_shows_nothing_and_names_the_file(

@@ -343,14 +343,29 @@ def _run_and_record(
             else:
                 journal.mark_recorded()  # nothing to record, but resumable
         return result
-    with yamlio.Writes() as writes:  # the records and the journal vouching for them: one step
-        files = record_job(ensemble, result, request.options, spec_digest_at_start=None
-                           if journal is None else journal.data.get("specDigest"),
-                           writes=writes)
-        if journal is not None and journal.path is not None:
-            writes.barrier()  # the journal says "recorded" once the records are on the disk
-            journal.mark_recorded(writes)
-            files.extra.append(journal.path)
+    committing = repo is not None and request.options.commit
+    # the records and the journal vouching for them: one step, whose last stage (the
+    # journal) is forced to disk while git reads the files
+    writes = yamlio.Writes(settle_later=committing)
+    try:
+        with writes:
+            files = record_job(ensemble, result, request.options, spec_digest_at_start=None
+                               if journal is None else journal.data.get("specDigest"),
+                               writes=writes)
+            if journal is not None and journal.path is not None:
+                writes.barrier()  # the journal says "recorded" once the records are on disk
+                journal.mark_recorded(writes)
+                files.extra.append(journal.path)
+        return _commit(request, ensemble, result, resumed, repo, files, spec_changes, writes)
+    finally:
+        writes.settle()  # (done already, unless the commit failed before git ran)
+
+
+def _commit(request: JobRequest, ensemble: Ensemble, result: JobResult,
+            resumed: Resumed | None, repo: Repo | None, files: records.JobFiles,
+            spec_changes: list[Path], writes: yamlio.Writes) -> JobResult:
+    """The recorded job committed (with ``--commit``), the next deploy planned meanwhile;
+    ``writes`` settled as git starts."""
     result.written = [str(p.relative_to(ensemble.project_root)) for p in files.all()]
     planning = None
     if (request.workflow in verdicts.REPEATED and result.state == JobState.succeeded
@@ -359,11 +374,18 @@ def _run_and_record(
         planning = _NextPlan(partial(
             verdicts.next_plan, ensemble, written.text, written.plain, request.workflow,
             request.plan_options.for_workflow(request.workflow)))
+
+    def meanwhile() -> None:  # git runs: the journal forced to disk, the next plan begun
+        try:
+            writes.settle()
+        finally:
+            if planning is not None:
+                planning.begin()
+
     try:
         if repo is not None and request.options.commit:
             message = request.options.message or f"Updating status for job {result.job_id}"
-            result.commit = repo.commit(files.all() + spec_changes, message,
-                                        meanwhile=planning.begin if planning else None)
+            result.commit = repo.commit(files.all() + spec_changes, message, meanwhile)
         elif repo is None and request.options.commit:
             result.not_committed = "not a git repository"
     except BaseException:

@@ -71,13 +71,19 @@ def run(cwd: Path | str, *args: str, timeout: float | None = None,
         with subprocess.Popen(["git", *args], cwd=cwd, env={**os.environ, **ENV, **(env or {})},
                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE) as process:
+            failed: BaseException | None = None
             try:
                 if started is not None:
                     started()
+            except BaseException as exc:  # raised once git is done: no index.lock left
+                failed = exc
+            try:
                 out, err = process.communicate(timeout=timeout)
             except BaseException:
                 process.kill()  # the with block waits for it
                 raise
+        if failed is not None:
+            raise failed
         done = subprocess.CompletedProcess(process.args, process.returncode, out, err)
     except FileNotFoundError:
         raise GitError("git is not installed (or not on PATH)",

@@ -348,7 +348,7 @@ class _Step:
     """One write of a :class:`Writes`: a replacement (its temporary file written, open
     until it is forced to disk) or lines to append, in their turn."""
 
-    __slots__ = ("after", "barrier", "fd", "path", "sync", "text", "tmp")
+    __slots__ = ("after", "barrier", "fd", "path", "shown", "sync", "text", "tmp")
 
     def __init__(self, path: Path, tmp: str | None = None, fd: int | None = None,
                  text: str | None = None, after: Callable[[], None] | None = None) -> None:
@@ -358,6 +358,7 @@ class _Step:
         self.text = text
         self.after = after  # run once the step is seen
         self.barrier = False  # a stage ends here
+        self.shown = False  # renamed into place, or appended
         self.sync: _Sync | None = None  # forcing the temporary file to disk
 
 
@@ -399,10 +400,14 @@ class Writes:
     A failure makes nothing after it visible and leaves no temporary file.
 
     ``with Writes() as writes:`` commits them as the block ends and abandons them if it
-    raises."""
+    raises. ``Writes(settle_later=True)``: the commit makes the last stage visible and
+    returns; what makes it durable (its directories forced, the ``after`` callbacks) waits
+    for :meth:`settle`, so a reader of the files (git) starts meanwhile."""
 
-    def __init__(self) -> None:
+    def __init__(self, settle_later: bool = False) -> None:
         self.steps: list[_Step] = []
+        self.settle_later = settle_later
+        self._unsettled: list[_Step] | None = None  # the last stage, once visible
 
     def replace(self, path: Path, text: str | list[bytes | memoryview], *,
                 private: bool = False,
@@ -439,11 +444,22 @@ class Writes:
             stage: list[_Step] = []
             for index, step in enumerate(steps):
                 stage.append(step)
-                if step.barrier or index == len(steps) - 1:
+                if index == len(steps) - 1 and self.settle_later:
+                    _show(stage, settle=False)
+                    self._unsettled = stage
+                elif step.barrier or index == len(steps) - 1:
                     _show(stage)
                     stage = []
         finally:
-            _discard(steps)
+            unsettled = self._unsettled or []
+            _discard([step for step in steps if step not in unsettled])
+
+    def settle(self) -> None:
+        """With ``settle_later``: force the last stage to disk and run its ``after``
+        callbacks (once; nothing to do when nothing was committed)."""
+        stage, self._unsettled = self._unsettled, None
+        if stage is not None:
+            _settle(stage)
 
     def abandon(self) -> None:
         steps, self.steps = self.steps, []
@@ -460,23 +476,38 @@ class Writes:
             self.abandon()
 
 
-def _show(stage: list[_Step]) -> None:
-    """Make the stage's steps visible in order, then force what they changed to disk."""
+def _show(stage: list[_Step], settle: bool = True) -> None:
+    """Make the stage's steps visible in order, then (``settle``) force what they changed
+    to disk (:func:`_settle`)."""
+    for step in stage:
+        if step.tmp is not None:
+            try:
+                os.replace(step.tmp, step.path)
+            except OSError as exc:
+                raise named_error(exc, step.path) from None
+            step.tmp = None
+        elif step.text is not None:
+            step.fd = append_unsynced(step.path, step.text)
+            step.text = None
+        else:
+            continue
+        step.shown = True
+    if settle:
+        _settle(stage)
+
+
+def _settle(stage: list[_Step]) -> None:
+    """What a stage made visible forced to disk (the directories of its replacements,
+    its appended files), then its ``after`` callbacks, in order."""
     opened: list[tuple[int, Path]] = []
     directories: dict[Path, None] = {}
     try:
         for step in stage:
-            if step.tmp is not None:
-                try:
-                    os.replace(step.tmp, step.path)
-                except OSError as exc:
-                    raise named_error(exc, step.path) from None
-                step.tmp = None
+            if step.fd is not None:  # an append's descriptor (_show)
+                opened.append((step.fd, step.path))
+                step.fd = None
+            elif step.shown:
                 directories[step.path.parent] = None
-            elif step.text is not None:
-                opened.append((append_unsynced(step.path, step.text), step.path))
-            if step.after is not None:
-                step.after()
         if syncing():
             for directory in directories:
                 try:
@@ -487,6 +518,9 @@ def _show(stage: list[_Step]) -> None:
     finally:
         for fd, _ in opened:
             os.close(fd)
+    for step in stage:
+        if step.after is not None and step.shown:
+            step.after()
 
 
 def _force(files: list[tuple[int, Path]]) -> None:
