@@ -3,6 +3,7 @@ redacting and then making plain gives, whatever the value holds."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 from hypothesis import given
@@ -106,3 +107,12 @@ def test_a_digest_shared_by_tasks_is_the_one_each_would_take(inputs: list[dict[s
         shared.reads = alone.reads = reads
         take_digest(shared, lambda: None, memo)
         assert shared.digest == records.task_digest(alone, lambda: None)
+
+
+@given(st.datetimes(timezones=st.sampled_from([None, UTC, timezone(timedelta(hours=2))])))
+def test_a_time_is_written_as_isoformat_writes_it(moment: datetime) -> None:
+    """The journal's times (UTC ones made from their fields) read as ``isoformat`` gives
+    them, microseconds or none, any year."""
+    from unfurl_lite.record.journal_tasks import _iso
+
+    assert _iso(moment) == moment.isoformat()

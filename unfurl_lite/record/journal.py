@@ -233,14 +233,21 @@ class Journal(Observer):
             return
         with self.lock:
             task = run.task
+            instances = self.instances
             leaving = run.state in LEAVING
-            touched = set() if leaving else {task.target, task.source, task.peer}
-            if run.result is not None:
-                touched.update(str(r.get("name") or "") for r in run.result.resources)
-            if len(self.known) < len(self.instances):  # instances created since the last write
-                touched.update(n for n in list(self.instances) if n not in self.known)
-            names = [n for n in touched if n and n in self.instances]
-            self.known.update(names)
+            # the instances it touched: its own (not as it is sent), those its result made,
+            # and any created since the last write
+            names = [] if leaving else [n for n in (task.target, task.source, task.peer)
+                                        if n and n in instances]
+            if run.result is not None and run.result.resources:
+                names += [n for r in run.result.resources
+                          if (n := str(r.get("name") or "")) and n in instances]
+            if len(self.known) < len(instances):
+                names += [n for n in list(instances) if n not in self.known]
+            if len(names) > 1:
+                names = list(dict.fromkeys(names))
+            if names:
+                self.known.update(names)
             in_events = task.number in self.whole
             full = (run.result is not None or not in_events
                     or run.state not in (TaskState.sent, TaskState.started))
@@ -262,8 +269,8 @@ class Journal(Observer):
             event: dict[str, Any] = {"task": body}
             if names or not leaving:
                 event["instances"] = snapshot_instances(
-                    {n: self.instances[n] for n in names}, self.secrets, copy=False)
-            target = self.instances.get(task.target) if leaving else None
+                    {n: instances[n] for n in names}, self.secrets, copy=False)
+            target = instances.get(task.target) if leaving else None
             if target is not None and task.target not in names:
                 # a task about to run changed its instance's node state only (creating):
                 # that, not the instance's whole record again (journal_format.fold)
