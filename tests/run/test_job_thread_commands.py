@@ -3,7 +3,8 @@ each result is the one the Shell operation's own thread gives for the same comma
 (output, exit code, signals, timeouts), many run at once under one ``poll``, a command
 that closes its pipes early holds up nobody, a kill-cancel from another thread ends them,
 a force-cancel leaves them to finish, and every future completes on the waiting thread
-(one thread starts the commands: a start waits for the new process to exec)."""
+(spawning threads, one a slot up to the cores, start the commands: a start waits for the
+new process to exec, and a start that waits holds up no other slot)."""
 
 from __future__ import annotations
 
@@ -66,11 +67,11 @@ SCRIPTS = st.sampled_from([
 
 
 @settings(max_examples=examples(24), deadline=None)
-@given(scripts=st.lists(SCRIPTS, min_size=1, max_size=6))
+@given(scripts=st.lists(SCRIPTS, min_size=1, max_size=6), spawners=st.integers(1, 3))
 def test_many_commands_at_once_give_what_the_shell_operation_gives(
-        scripts: list[str], tmp_path_factory: pytest.TempPathFactory) -> None:
+        scripts: list[str], spawners: int, tmp_path_factory: pytest.TempPathFactory) -> None:
     folder = tmp_path_factory.mktemp("many")
-    table = commands.Commands(ProcessTable())
+    table = commands.Commands(ProcessTable(), spawners=spawners)
     try:
         requests = [request(folder, s, n) for n, s in enumerate(scripts)]
         futures = [start(table, r) for r in requests]
@@ -111,6 +112,38 @@ def test_a_command_that_closes_its_pipes_early_holds_up_nobody(tmp_path: Path) -
         until_done(table, [slow])
         assert slow.result().outputs["returncode"] == 3
     finally:
+        table.close()
+
+
+def test_a_start_that_waits_holds_up_no_other_slot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new process may wait for a core before it becomes its command (the kernel put it
+    on one another program keeps busy, and it waits there for its turn): with two slots,
+    the other slot's commands start and end meanwhile; one spawning thread held every
+    start behind that one, and ``--jobs 2`` ran at one at a time, or slower."""
+    released = threading.Event()
+    waited: list[bool] = []
+    real = shell.Launch.start_piped
+
+    def start_piped(launch: shell.Launch, argv: list[bytes]) -> object:
+        if argv[-1] == b"echo held":  # released once the others ended (one spawning
+            waited.append(released.wait(30))  # thread: they wait, it gives up at 30 s)
+        return real(launch, argv)
+
+    monkeypatch.setattr(shell.Launch, "start_piped", start_piped)
+    table = commands.Commands(ProcessTable(), spawners=2)
+    try:
+        held = start(table, request(tmp_path, "echo held", 1))
+        others = [start(table, request(tmp_path, f"echo {n}", n)) for n in range(2, 6)]
+        until_done(table, others)
+        assert [f.result().outputs["stdout"] for f in others] == ["2\n", "3\n", "4\n", "5\n"]
+        released.set()
+        until_done(table, [held])
+        assert held.result().outputs["stdout"] == "held\n"
+        assert waited == [True]  # the others ended while it waited
+    finally:
+        released.set()
         table.close()
 
 
@@ -192,19 +225,19 @@ def test_futures_of_other_threads_complete_on_the_waiting_thread(tmp_path: Path)
 
 
 def test_the_local_executor_runs_commands_without_a_thread(tmp_path: Path) -> None:
-    """Shell commands on posix_spawn's road and Templates take no thread of their own (one
-    thread starts every command, so that the job's goes on meanwhile); a command only
-    Popen can start (a program found on PATH) and Python operations take the pool's, and
-    their results too arrive on the job's thread."""
+    """Shell commands on posix_spawn's road and Templates take no thread of their own
+    (spawning threads start the commands, so that the job's goes on meanwhile: at most one
+    a slot, up to the cores); a command only Popen can start (a program found on PATH) and
+    Python operations take the pool's, and their results too arrive on the job's thread."""
     before = set(threading.enumerate())  # (other tests' tables on this worker may linger)
-    executor = LocalExecutor(4)
+    executor = LocalExecutor(2)
     futures = [executor.submit(request(tmp_path, "echo $UNFURL_WORKER", n)) for n in range(3)]
     futures.append(executor.submit(OperationRequest(
         task_id="T9", kind="Template", class_name="Template", target="n",
         operation="Standard.configure", inputs={"run": {"a": 1}})))
-    assert [t.name for t in set(threading.enumerate()) - before
-            if t.name.startswith("unfurl-")] \
-        == ["unfurl-spawn"]  # one thread starts every command; none waits on one
+    started = [t.name for t in set(threading.enumerate()) - before
+               if t.name.startswith("unfurl-")]
+    assert set(started) == {"unfurl-spawn"} and len(started) <= 2  # none waits on a command
     futures.append(executor.submit(request(tmp_path, ["echo", "on", "PATH"], 10)))
     seen: list[threading.Thread] = []
     for future in futures:

@@ -8,13 +8,18 @@ thread of its own: what follows its start is reading two pipes and noticing its 
 one ``poll`` over every command does. A command's pipes close as it exits, so once they are
 read to their end it is reaped at once when it can be; only one still running then (it
 closed its pipes early) has its end watched by a ``pidfd``: per task, no descriptor opened
-and no second wake-up of the poll. Starting is left to one
-spawning thread: ``posix_spawn`` returns only once the new process has replaced itself
-with the command, and on a loaded machine that is a wait for a core, which the job's thread
-spends on its own work instead (measured: starting from the job's thread made an N=1000
-deploy 1.26x slower in wall time at load 7; with the spawning thread it is 0.86x of the
-thread pool's). The job's thread waits in :meth:`Commands.wait` where it waited for its
-queue; whatever ends is finished there, its future's callbacks run on that thread.
+and no second wake-up of the poll. Starting is left to spawning
+threads: ``posix_spawn`` returns only once the new process has replaced itself with the
+command, and on a loaded machine that is a wait for a core, which the job's thread spends
+on its own work instead (measured: starting from the job's thread made an N=1000 deploy
+1.26x slower in wall time at load 7; with the spawning thread it is 0.86x of the thread
+pool's). One spawning thread a slot, up to the cores: the kernel places a new process on
+the core it judges least loaded, often one another program keeps busy, and the new process
+waits there for its turn (a scheduler tick, 4 ms here) before it can replace itself; one
+spawning thread held every other start behind that wait, and ``--jobs 2`` left a core idle
+(see docs/benchmarks.md, "--jobs 2"). The job's thread waits in :meth:`Commands.wait`
+where it waited for its queue; whatever ends is finished there, its future's callbacks
+run on that thread.
 """
 
 from __future__ import annotations
@@ -118,9 +123,13 @@ class Commands:
         = field(default_factory=queue.SimpleQueue)
     _born: deque[_Flight | tuple[Future[OperationResult], OperationResult]] = field(
         default_factory=deque)
-    _spawner: threading.Thread | None = None
-    _sent: int = 0  # sent to the spawning thread (the job's thread counts them)
-    _adopted: int = 0  # of those, started or failed (the spawning thread counts them)
+    #: at most this many spawning threads, started as the starts waiting need them (the
+    #: executor's slots, up to the cores: a start waiting for a core holds up no other)
+    spawners: int = 1
+    _spawners: list[threading.Thread] = field(default_factory=list)
+    _sent: int = 0  # sent to the spawning threads (the job's thread counts them)
+    #: of those, started or failed: each spawning thread counts its own, at its index
+    _adopted: list[int] = field(default_factory=list)
     #: read to their end, still running, their end not watched by a descriptor (none left)
     _unwatched: set[_Flight] = field(default_factory=set)
     _driving: threading.Lock = field(default_factory=threading.Lock)  # one thread waits
@@ -134,34 +143,42 @@ class Commands:
 
     @property
     def running(self) -> int:
-        return len(self._flights) + len(self._born) + self._sent - self._adopted
+        return len(self._flights) + len(self._born) + self._sent - sum(self._adopted)
 
     def _stop_spawning(self) -> None:
-        """The spawning thread ends once what was sent to it is started."""
-        if self._spawner is not None:
+        """The spawning threads end once what was sent to them is started."""
+        for _ in self._spawners:
             self._spawns.put(None)
-            self._spawner.join()
-            self._spawner = None
+        for spawner in self._spawners:
+            spawner.join()
+        self._spawners.clear()
+        self._adopted = [sum(self._adopted)]
 
     def start(self, task_id: str, launch: Launch, argv: list[bytes]) -> Future[OperationResult]:
-        """Have ``launch`` started (its ``argv`` on the raw-pipes road) by the spawning
-        thread; its future is done once a :meth:`wait` sees it end."""
+        """Have ``launch`` started (its ``argv`` on the raw-pipes road) by a spawning
+        thread (one more when every one has a start to make, up to :attr:`spawners`); its
+        future is done once a :meth:`wait` sees it end."""
         future: Future[OperationResult] = Driven(self)
-        if self._spawner is None:
-            self._spawner = threading.Thread(target=self._spawn_loop, daemon=True,
-                                             name="unfurl-spawn")
-            self._spawner.start()
+        spawners = self._spawners
+        if len(spawners) < self.spawners and self._sent - sum(self._adopted) >= len(spawners):
+            if len(self._adopted) <= len(spawners):
+                self._adopted.append(0)
+            spawner = threading.Thread(target=self._spawn_loop, args=(len(spawners),),
+                                       daemon=True, name="unfurl-spawn")
+            spawners.append(spawner)
+            spawner.start()
         self._sent += 1
         self._spawns.put((task_id, launch, argv, future))
         return future
 
-    def _spawn_loop(self) -> None:
-        """The spawning thread: a start waits for the new process to replace itself with
-        the command (``vfork``), which on a loaded machine is a wait for a core; the job's
-        thread meanwhile goes on (records its events, reads other commands' pipes). A
-        command started is put where the job's thread adopts it, then its pipes are added
-        to the ``epoll`` the job's thread waits in: no wake-up for a start, the job's
-        thread wakes when there is output or an end to read (and adopts it first)."""
+    def _spawn_loop(self, index: int) -> None:
+        """A spawning thread (its count at ``index``): a start waits for the new process
+        to replace itself with the command (``vfork``), which on a loaded machine is a wait
+        for a core; the job's thread meanwhile goes on (records its events, reads other
+        commands' pipes), and so do the other spawning threads. A command started is put
+        where the job's thread adopts it, then its pipes are added to the ``epoll`` the
+        job's thread waits in: no wake-up for a start, the job's thread wakes when there is
+        output or an end to read (and adopts it first)."""
         while (item := self._spawns.get()) is not None:
             task_id, launch, argv, future = item
             started = time.monotonic()
@@ -171,18 +188,18 @@ class Commands:
                 child = launch.start_piped(argv)
             except (OSError, ValueError) as exc:
                 self._born.append((future, not_started(exc)))
-                self._adopted += 1
+                self._adopted[index] += 1
                 self.wake()
                 continue
             self.processes.add(task_id, child)
             self._born.append(_Flight(task_id, child, future, started,
                                       started + launch.timeout if launch.timeout else None))
-            self._adopted += 1
+            self._adopted[index] += 1
             for fd in child.reading:
                 self._poller.register(fd, _READ)
 
     def _adopt(self) -> bool:
-        """Commands the spawning thread started, watched from now on; whether one of
+        """Commands the spawning threads started, watched from now on; whether one of
         them could not start (its future is then done)."""
         ended = False
         while self._born:

@@ -1,17 +1,19 @@
 """The default executor: operations run in the job's own process.
 
 A Shell operation's command (the everyday operation) is watched from the job's own thread
-(:mod:`unfurl_lite.run.executors.commands`; one thread starts the commands): no thread of
-its own per task, and no queue or lock hand-off for its output and end. What needs a
-thread of its own (a Python operation, a command only ``Popen`` can start, or everything
-where ``pidfd_open`` is missing) runs in a bounded thread pool, its result handed to the
-job's thread the same way. The job process keeps sole ownership of the ensemble's state.
-Each executor keeps its own table of the commands it started, so a kill-cancel of one job
-never touches another job's operations running in the same process.
+(:mod:`unfurl_lite.run.executors.commands`; a spawning thread a slot, up to the cores,
+starts the commands): no thread of its own per task, and no queue or lock hand-off for its
+output and end. What needs a thread of its own (a Python operation, a command only
+``Popen`` can start, or everything where ``pidfd_open`` is missing) runs in a bounded
+thread pool, its result handed to the job's thread the same way. The job process keeps
+sole ownership of the ensemble's state. Each executor keeps its own table of the commands
+it started, so a kill-cancel of one job never touches another job's operations running in
+the same process.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -38,7 +40,7 @@ class LocalExecutor:
         self.processes = ProcessTable()
         self.places = Places()  # the working directories confined for this job
         #: every result reaches the job in :meth:`wait`, on the job's thread
-        self.commands = Commands(self.processes)
+        self.commands = Commands(self.processes, spawners=min(self.capacity, _cores()))
         self.on_job_thread = available()
 
     @property
@@ -102,6 +104,13 @@ class LocalExecutor:
         self.commands.abandon()
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _cores() -> int:
+    """The cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
 
 
 def _done(result: OperationResult) -> Future[OperationResult]:
