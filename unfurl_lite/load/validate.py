@@ -74,7 +74,7 @@ def semantic_problems(doc: Any, file: str) -> list[Problem]:
                           _workflows, _cloudify_unsupported, _unknown_filters, _topology_root,
                           _jobs_log, _values, _property_references, _artifact_properties,
                           _required_properties, _function_references, _node_filters,
-                          _target_capabilities, _undefined_types):
+                          _target_capabilities, _undefined_types, _capability_assignments):
             problems += check_one(view, file)
     return problems
 
@@ -167,6 +167,18 @@ def _function_references(doc: Any, file: str) -> Iterator[Problem]:
     return itertools.chain(function_refs.problems(doc, file),
                            relationship_refs.problems(doc, file),
                            reference_chains.problems(doc, file))
+
+
+def _capability_assignments(doc: Any, file: str) -> Iterator[Problem]:
+    """A template's capability, or capability property, its types do not declare (only
+    a document whose templates assign capabilities can have one)."""
+    if not any(isinstance(body, dict) and body.get("capabilities")
+               for body in get_section(doc, (*TOPOLOGY, "node_templates")).values()):
+        return iter(())
+    # start-up: only a document whose templates assign capabilities
+    from unfurl_lite.load import capability_assignments
+
+    return capability_assignments.problems(doc, file)
 
 
 def _undefined_types(doc: Any, file: str) -> Iterator[Problem]:
