@@ -260,7 +260,8 @@ def test_a_deploy_imports_only_its_budget(
 def test_a_deploy_after_a_plan_reads_no_yaml(
         users_python: str, small_project: Path, tmp_path: Path) -> None:
     """After ``unfurl plan`` the parse cache answers the job's load: the job imports no YAML
-    reader, no validation and no TOSCA workflow reader (its topology defines none)."""
+    reader, no validation and no TOSCA workflow reader (its topology defines none), nor the
+    expressions' catalog (no template in its inputs)."""
     cache = tmp_path / "cache"
     _imports(["plan", "ensemble.yaml"], small_project, cache, users_python)
     imported = _imports(["deploy", "--approve", "-q", "ensemble.yaml"], small_project, cache,
@@ -272,6 +273,8 @@ def test_a_deploy_after_a_plan_reads_no_yaml(
             "workflows", "problems")))}
     assert readers == set()
     assert "unfurl_lite.plan.tosca" not in imported
+    # its operations' inputs hold no template: the table of every function is not read
+    assert "unfurl_lite.expressions.catalog" not in imported
 
 
 def test_the_commands_plan_of_an_ensemble_imports_no_click(

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 from unfurl_lite.errors import Problem, RenderRefused
-from unfurl_lite.expressions import catalog
 from unfurl_lite.expressions.analysis import (
     MAPPING_METHODS,
     TemplateNames,
@@ -41,8 +41,6 @@ if TYPE_CHECKING:
 
     from unfurl_lite.model.ensemble import Ensemble
 
-#: the globals a template may call (:mod:`unfurl_lite.expressions.catalog`)
-_GLOBALS = frozenset(name for name, known in catalog.GLOBALS.items() if known.impl)
 #: inputs evaluated after the operation ran: their variables are its result
 _POST_INPUTS = frozenset({"resultTemplate", "done"})
 #: TOSCA's normative node types whose every property and attribute is known here
@@ -268,6 +266,17 @@ def _in_value(value: YAMLValue, scope: _Scope, post: bool, path: tuple[Any, ...]
             yield from _in_value(item, scope, post, (*path, index), given)
 
 
+@lru_cache(maxsize=1)
+def _globals() -> frozenset[str]:
+    """The globals a template may call: read from the catalog (its table of every
+    function, filter and global) the first time a template is scanned, not when a job of
+    plain inputs imports this module."""
+    # start-up: keeps expressions.catalog off a job whose inputs hold no template
+    from unfurl_lite.expressions import catalog
+
+    return frozenset(name for name, known in catalog.GLOBALS.items() if known.impl)
+
+
 def _in_template(names: TemplateNames, scope: _Scope, post: bool,
                  given: frozenset[str] = frozenset()) -> Iterator[tuple[str, str | None]]:
     if names.syntax_error or (not names.free and not names.reads):
@@ -275,7 +284,7 @@ def _in_template(names: TemplateNames, scope: _Scope, post: bool,
     guarded = {r.root for r in names.reads if r.guarded and not r.path}
     if not post:
         for name in names.free:
-            if name in OPERATION_VARIABLES or name in _GLOBALS or name in guarded \
+            if name in OPERATION_VARIABLES or name in _globals() or name in guarded \
                     or name in given:
                 continue
             if any(r.root == name and r.path and r.path[0].startswith("_")
@@ -283,7 +292,7 @@ def _in_template(names: TemplateNames, scope: _Scope, post: bool,
                 continue  # `lipsum.__globals__`: the sandbox's refusal says more
             if any(r.root == name and r.guarded for r in names.reads):
                 continue
-            yield _named(f"{name!r} is undefined", name, OPERATION_VARIABLES | _GLOBALS,
+            yield _named(f"{name!r} is undefined", name, OPERATION_VARIABLES | _globals(),
                          "the variables here are " + ", ".join(sorted(OPERATION_VARIABLES)))
     reported: set[tuple[str, str]] = set()
     for read in names.reads:

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from unfurl_lite.errors import ExpressionError
-from unfurl_lite.expressions import catalog
 from unfurl_lite.expressions.context import INPUTS_LABEL, POST_INPUTS, secret_leaves
 from unfurl_lite.expressions.expr import EvalContext, evaluate
 from unfurl_lite.expressions.lazy import Labelled
@@ -202,6 +201,9 @@ def _plain_mapping(value: Any) -> bool:
     """A mapping of values, not itself an expression (``{eval: ...}``, ``{concat: ...}``)."""
     if not is_mapping(value) or "eval" in value or "ref" in value:
         return False
+    # start-up: keeps expressions.catalog off a job whose operations set no resultTemplate
+    from unfurl_lite.expressions import catalog
+
     return not (len(value) == 1 and next(iter(value)) in catalog.top_level_functions())
 
 
