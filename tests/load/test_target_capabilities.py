@@ -71,6 +71,12 @@ PROBES = [
     (ROOT, ROOT, "{node: mydb, capability: feature}", "db", None),
     (ROOT, ROOT, "{node: mydb, relationship: tosca.relationships.DependsOn}", "db", None),
     (ROOT, "tosca.nodes.SoftwareComponent", "{node: mydb, capability: feature}", "host", None),
+    # the type names the capability (Root's dependency: a Node), the template a ConnectsTo:
+    # Unfurl connects to a capability the relationship allows when the target has one
+    ("tosca.nodes.Database", ROOT, "{node: mydb, relationship: tosca.relationships.ConnectsTo}",
+     "dependency", None),
+    (ROOT, ROOT, "{node: mydb, relationship: tosca.relationships.ConnectsTo}", "dependency",
+     NO_CAPABILITY.format("tosca.capabilities.Node", "dependency")),
 ]
 IDS = [f"probe{i}" for i in range(len(PROBES))]
 

@@ -40,8 +40,9 @@ def problems(doc: Any, file: str) -> Iterator[Problem]:
     types = Types(doc)
     targets = TargetTypes(service)
     node_types = {**mapping(service.get("types")), **mapping(service.get("node_types"))}
-    #: (the target's type, the capability and the relationship asked for) -> what is missing
-    verdicts: dict[tuple[Any, Any, Any], tuple[Any, list[str]] | None] = {}
+    #: (the target's type, the capability and the relationship asked for, whether the
+    #: template names the capability) -> what is missing
+    verdicts: dict[tuple[Any, Any, Any, bool], tuple[Any, list[str]] | None] = {}
     for name, body in templates.items():
         requirements = mapping(body).get("requirements")
         declared: dict[str, Any] | None = None
@@ -54,16 +55,17 @@ def problems(doc: Any, file: str) -> Iterator[Problem]:
                     declared = _declared(types, mapping(body).get("type"), node_types)
                 definition = {**mapping(declared.get(str(req))), **(
                     value if isinstance(value, dict) else {"node": value})}
+                named = isinstance(value, dict) and "capability" in value
                 target = mapping(templates[node])
                 key = (target.get("type"), definition.get("capability"),
-                       definition.get("relationship"))
+                       definition.get("relationship"), named)
                 try:  # (a layered topology asks the same of hundreds of links)
                     missing = verdicts[key]
                 except KeyError:
-                    missing = _missing(types, targets, target, definition)
+                    missing = _missing(types, targets, target, definition, named)
                     verdicts[key] = missing
                 except TypeError:  # an inline relationship (a mapping): asked each time
-                    missing = _missing(types, targets, target, definition)
+                    missing = _missing(types, targets, target, definition, named)
                 if missing:
                     yield problem_at(doc, (*TOPOLOGY, "node_templates", name, "requirements",
                                            index), file, _message(str(name), str(req), node,
@@ -82,20 +84,28 @@ def _declared(types: Types, type_name: Any, node_types: Mapping[str, Any]) -> di
 
 
 def _missing(types: Types, targets: TargetTypes, body: Mapping[str, Any],
-             definition: Mapping[str, Any]) -> tuple[Any, list[str]] | None:
+             definition: Mapping[str, Any], named: bool = True) -> tuple[Any, list[str]] | None:
     """None when the target's capabilities answer the requirement; else the capability
-    it asked for (or None) and the target's capabilities."""
+    it asked for (or None) and the target's capabilities. ``named``: the template itself
+    names the capability; when only its type does, Unfurl 1.2.0 first looks for one its
+    relationship's ``valid_target_types`` allow, and connects to that (a ``dependency``
+    with a ConnectsTo relationship connects to a Database's ``database_endpoint``, not
+    its ``feature``; tests/load/test_target_capabilities.py)."""
     chain = types.chain(body.get("type") or "tosca.nodes.Root")
     if chain is None:
         return None
     capabilities = types.capabilities(chain)
     wanted = definition.get("capability")
+    valid = targets.of(definition)
+    if valid and not named and wanted is not None:
+        allowed = _derived(types, capabilities, valid)
+        if allowed is None or allowed:
+            return None
     matched: dict[str, Any] | None = capabilities
     if isinstance(wanted, str) and wanted in capabilities:
         matched = {wanted: capabilities[wanted]}
     elif isinstance(wanted, str):
         matched = _derived(types, capabilities, (wanted,))
-    valid = targets.of(definition)
     if matched and valid:
         matched = _derived(types, matched, valid)
     if matched is None or matched:

@@ -74,7 +74,8 @@ def semantic_problems(doc: Any, file: str) -> list[Problem]:
                           _workflows, _cloudify_unsupported, _unknown_filters, _topology_root,
                           _jobs_log, _values, _property_references, _artifact_properties,
                           _required_properties, _function_references, _node_filters,
-                          _target_capabilities, _undefined_types, _capability_assignments):
+                          _target_capabilities, _undefined_types, _capability_assignments,
+                          _relationship_properties):
             problems += check_one(view, file)
     return problems
 
@@ -167,6 +168,19 @@ def _function_references(doc: Any, file: str) -> Iterator[Problem]:
     return itertools.chain(function_refs.problems(doc, file),
                            relationship_refs.problems(doc, file),
                            reference_chains.problems(doc, file))
+
+
+def _relationship_properties(doc: Any, file: str) -> Iterator[Problem]:
+    """A relationship's property its type does not declare, or a required one it leaves
+    out (only a document that spells `relationship` can have either)."""
+    from unfurl_lite.load import expression_checks  # start-up: as _unknown_filters
+
+    if expression_checks.text_lacks("relationship"):
+        return iter(())
+    # start-up: only a document with relationships
+    from unfurl_lite.load import relationship_properties
+
+    return relationship_properties.problems(doc, file)
 
 
 def _capability_assignments(doc: Any, file: str) -> Iterator[Problem]:

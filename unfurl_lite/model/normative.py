@@ -74,3 +74,10 @@ DEFINED_TYPE_NAMES: dict[str, frozenset[str]] = {
         "tosca.interfaces.Root", "tosca.interfaces.node.lifecycle.Standard",
         "tosca.interfaces.relationship.Configure", "unfurl.interfaces.Install", "Mock")),
 }
+
+#: the properties TOSCA's normative relationship types declare (Unfurl 1.2.0's TOSCA 1.3
+#: definitions): name -> whether a template must give it (required, no default)
+NORMATIVE_RELATIONSHIP_PROPERTIES: dict[str, dict[str, bool]] = {
+    "tosca.relationships.ConnectsTo": {"credential": False},
+    "tosca.relationships.AttachesTo": {"location": True, "device": False},
+}
