@@ -115,6 +115,9 @@ def _mapping(w: _Writer, mapping: dict[Any, Any], indent: int) -> None:
             return
         part = w.memo.views.get(id(mapping))
     parts = w.parts
+    # a job's entries repeat most of their one-line pairs (``status: ok``): made once;
+    # the status's are mostly unique (names, changeIds): made each time
+    lines = _LINES if w.memo is not None else None
     line_break = "\n" + " " * indent
     runs: list[str] = []  # the part's runs of pairs, each joined
     run = -1  # where the part's current run starts in parts (-1: not in one)
@@ -133,7 +136,22 @@ def _mapping(w: _Writer, mapping: dict[Any, Any], indent: int) -> None:
                 runs.append("".join(parts[run:-1]))
                 run = -1
         kind = type_of(value)
-        if kind in _SCALARS:
+        if kind is str and lines is not None:
+            line = lines.get((key, value, indent))
+            if line is None:
+                line = _one_line(key, kind, value, indent)
+                if line is not None:
+                    if len(lines) >= _PAIRS_MAX:
+                        lines.clear()
+                    lines[(key, value, indent)] = line
+            if line is not None:
+                parts.append(line)
+                w.column = indent + len(line)
+                w.whitespace = False
+                if run >= 0:
+                    end = w.column
+                continue
+        elif kind in _SCALARS:
             line = _one_line(key, kind, value, indent)
             if line is not None:
                 parts.append(line)
@@ -191,6 +209,9 @@ def _pair(w: _Writer, key: Any, value: Any, indent: int) -> None:
     w.whitespace = False
 
 
+#: the text of a pair whose value is a string that fits its line, by key, value and
+#: indent, in the documents of a record written with a memo (a job's files)
+_LINES: dict[tuple[Any, str, int], str] = {}
 #: keys known to be written plain (a record's few dozen names)
 _PLAIN_KEYS: set[str] = set()
 
