@@ -116,3 +116,30 @@ def test_a_time_is_written_as_isoformat_writes_it(moment: datetime) -> None:
     from unfurl_lite.record.journal_tasks import _iso
 
     assert _iso(moment) == moment.isoformat()
+
+
+@given(st.builds(
+    lambda status, state, created, config, protected, attributes, extra, effective: (
+        status, state, created, config, protected, attributes, extra, effective),
+    st.sampled_from(["ok", "error", "pending", "absent"]),
+    st.sampled_from([None, "created", "started", "deleted"]),
+    st.sampled_from([None, False, "A01"]), st.sampled_from([None, "A02"]), st.booleans(),
+    st.dictionaries(st.sampled_from(["a", "b"]), leaves, max_size=2),
+    st.dictionaries(st.sampled_from(["x", "created", "requirements"]), small, max_size=2),
+    st.sampled_from([None, "ok", "degraded"])))
+def test_a_new_instance_record_is_the_one_made_field_by_field(fields: tuple[Any, ...]) -> None:
+    """An instance's record made anew (every journal event makes one) is the record made
+    from an empty one, key for key and in the same order."""
+    from unfurl_lite.model.entities import Instance, NodeState, Status
+    from unfurl_lite.record.records import instance_record
+
+    status, state, created, config, protected, attributes, extra, effective = fields
+    instance = Instance(name="db", template="db", status=Status(status),
+                        state=NodeState(state) if state else None, created=created,
+                        last_config_change=config, protected=protected,
+                        attributes=attributes, extra=extra)
+    for secrets in (set(), {"s3cr3t-value"}):
+        made = instance_record(instance, Status(effective) if effective else None, None, secrets)
+        emptied = instance_record(instance, Status(effective) if effective else None, {},
+                                  secrets)
+        assert list(made.items()) == list(emptied.items())

@@ -123,9 +123,10 @@ def test_an_outcome_event_says_only_what_changed_and_reads_back_whole(
     project: Project, invoke: Invoke, writes: Writes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The event a task's outcome writes holds the fields that changed since its first
-    (not the inputs it was sent with again); the journal read back from those events, as
-    resume reads a killed job's, has every task's whole record."""
-    from unfurl_lite.record import journal
+    (not the inputs it was sent with again), its first leaves out the fields at their
+    defaults; the journal read back from those events, as resume reads a killed job's, has
+    every task's whole record."""
+    from unfurl_lite.record import journal, journal_format
 
     recorded: list[journal.JournalFile] = []
     real = journal.Journal.mark_recorded
@@ -142,6 +143,8 @@ def test_an_outcome_event_says_only_what_changed_and_reads_back_whole(
         if event["number"] not in first:
             first[event["number"]] = event
             assert "inputs" in event and "result" not in event
+            assert not {"message", "retries", "carried", "interrupted", "endedAt",
+                        "status", "worker"} & event.keys(), event
         else:
             assert "inputs" not in event and "digest" not in event
             assert event["result"]["success"] and event["state"] == "succeeded"
@@ -150,6 +153,8 @@ def test_an_outcome_event_says_only_what_changed_and_reads_back_whole(
     assert [t["state"] for t in read.tasks] == ["succeeded"] * TASKS
     assert all(t["inputs"] == {"command": "exit 0"} and t["digest"] and t["startedAt"]
                and t["result"]["success"] for t in read.tasks)
+    assert all(journal_format.TASK_DEFAULTS.keys() <= t.keys() and t["retries"] == []
+               and t["message"] is None and t["carried"] is False for t in read.tasks)
 
 
 def test_the_journal_is_rewritten_whole_once_and_each_record_written_once(

@@ -32,6 +32,13 @@ EVENTS = "events"
 SECRET_DIGESTS = "secretDigests"
 #: instances' node states an event changes and nothing else of them: {name: state or null}
 STATES = "states"
+#: a task record's fields a journal leaves out at these values (journal_tasks.task_record),
+#: which :func:`read_journal` gives back: a record read back is whole
+TASK_DEFAULTS: dict[str, Any] = {
+    "previousId": None, "status": None, "changed": False, "priorState": None,
+    "endedAt": None, "message": None, "carried": False, "interrupted": None, "retries": [],
+    "worker": None,
+}
 #: a value that is not valid text (a lone surrogate a Python operation returned) is
 #: written as its JSON escape (``\\ud800``), which reads back as the same value
 JSON_ERRORS = "backslashreplace"
@@ -380,7 +387,31 @@ def read_journal(path: Path) -> dict[str, Any] | None:
             tasks[index] = task if "inputs" in task else {**tasks[index], **task}
             event = {k: v for k, v in event.items() if k != "task"}
         fold(data, event)
+    for index, task in enumerate(tasks):
+        if isinstance(task, dict) and "inputs" in task and not task.keys() >= TASK_DEFAULTS.keys():
+            tasks[index] = _whole(task)
     return data
+
+
+def _whole(record: dict[str, Any]) -> dict[str, Any]:
+    """A task's record with the fields left out at their defaults put back (a list a new
+    one), in the order the record makes them."""
+    whole: dict[str, Any] = {}
+    for key in _RECORD_ORDER:
+        if key in record:
+            whole[key] = record[key]
+        elif key in TASK_DEFAULTS:
+            default = TASK_DEFAULTS[key]
+            whole[key] = [] if default == [] else default
+    for key, value in record.items():
+        if key not in whole:
+            whole[key] = value
+    return whole
+
+
+_RECORD_ORDER = ("number", "target", "operation", "state", "changeId", "previousId",
+                 "attempts", "status", "changed", "priorState", "startedAt", "endedAt",
+                 "message", "carried", "interrupted", "retries", "worker", "inputs", "digest")
 
 
 def stale_events(events: Path) -> bool:

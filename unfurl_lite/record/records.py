@@ -68,10 +68,50 @@ def instance_record(
 ) -> dict[str, Any]:
     """The instance's status entry. A round-trip ``existing`` entry is updated in place to
     keep its comments; a plain one is copied, keeping its key order."""
-    if is_map(existing) and type(existing) is not dict:  # ruamel's CommentedMap
-        record: dict[str, Any] = existing
+    if existing is None:  # a new record (the journal's, every event): the same, made directly
+        record = _new_record(instance, effective, secrets)
+    elif is_map(existing) and type(existing) is not dict:  # ruamel's CommentedMap
+        record = existing
+        _set_fields(record, instance, effective, secrets)
     else:
         record = dict(existing) if is_map(existing) else {}
+        _set_fields(record, instance, effective, secrets)
+    for key, value in instance.extra.items():
+        if record.get(key) != value:
+            record[key] = value
+    if instance.relationships:
+        record["requirements"] = _relationship_records(
+            instance, record.get("requirements"), secrets
+        )
+    elif "requirements" in record and _all_relationships(record["requirements"]):
+        record.pop("requirements")  # the job dropped them (an update removed the requirement)
+    return record
+
+
+def _new_record(instance: Instance, effective: Status | None, secrets: set[str]
+                ) -> dict[str, Any]:
+    """What :func:`_set_fields` makes of an empty record, in its order."""
+    record: dict[str, Any] = {}
+    if instance.template is not None:
+        record["template"] = instance.template
+    record["priority"] = str(instance.priority)
+    record["readyState"] = readystate_record(instance, effective)
+    if instance.last_state_change is not None:
+        record["lastStateChange"] = instance.last_state_change
+    if instance.last_config_change is not None:
+        record["lastConfigChange"] = instance.last_config_change
+    if instance.created is not None:
+        record["created"] = instance.created
+    if instance.protected:
+        record["protected"] = instance.protected
+    if instance.attributes:
+        record["attributes"] = redact(instance.attributes, secrets)
+    return record
+
+
+def _set_fields(record: Any, instance: Instance, effective: Status | None,
+                secrets: set[str]) -> None:
+    """The instance's own fields into ``record`` (None: the key goes)."""
     values: list[tuple[str, Any]] = [
         ("template", instance.template),
         ("priority", str(instance.priority)),
@@ -87,16 +127,6 @@ def instance_record(
             record.pop(key, None)
         else:
             record[key] = value
-    for key, value in instance.extra.items():
-        if record.get(key) != value:
-            record[key] = value
-    if instance.relationships:
-        record["requirements"] = _relationship_records(
-            instance, record.get("requirements"), secrets
-        )
-    elif _all_relationships(record.get("requirements")):
-        record.pop("requirements")  # the job dropped them (an update removed the requirement)
-    return record
 
 
 def _all_relationships(existing: Any) -> bool:
