@@ -186,8 +186,11 @@ def _relationship_properties(doc: Any, file: str) -> Iterator[Problem]:
 def _capability_assignments(doc: Any, file: str) -> Iterator[Problem]:
     """A template's capability, or capability property, its types do not declare (only
     a document whose templates assign capabilities can have one)."""
-    if not any(isinstance(body, dict) and body.get("capabilities")
-               for body in get_section(doc, (*TOPOLOGY, "node_templates")).values()):
+    from unfurl_lite.load import expression_checks  # start-up: as _unknown_filters
+
+    if expression_checks.text_lacks("capabilities") or not any(
+            isinstance(body, dict) and body.get("capabilities")
+            for body in get_section(doc, (*TOPOLOGY, "node_templates")).values()):
         return iter(())
     # start-up: only a document whose templates assign capabilities
     from unfurl_lite.load import capability_assignments
@@ -199,14 +202,17 @@ def _undefined_types(doc: Any, file: str) -> Iterator[Problem]:
     """A relationship, capability, data or interface type a template uses that nothing
     defines (only a document that declares types, relationship templates, typed inputs or
     a requirement's relationship can use one)."""
+    from unfurl_lite.load import expression_checks  # start-up: as _unknown_filters
+
     service = get_section(doc, SERVICE)
     if not (service.get("node_types") or service.get("types") or service.get("data_types")
             or get_section(doc, (*TOPOLOGY, "relationship_templates"))
-            or get_section(doc, (*TOPOLOGY, "inputs"))) \
-            and not any("relationship" in mapping(item.get(key))
-                        for body in get_section(doc, (*TOPOLOGY, "node_templates")).values()
-                        for item in (mapping(body).get("requirements") or ())
-                        if isinstance(item, dict) for key in item):
+            or get_section(doc, (*TOPOLOGY, "inputs"))) and (
+            expression_checks.text_lacks("relationship") or not any(
+                "relationship" in mapping(item.get(key))
+                for body in get_section(doc, (*TOPOLOGY, "node_templates")).values()
+                for item in (mapping(body).get("requirements") or ())
+                if isinstance(item, dict) for key in item)):
         return iter(())
     from unfurl_lite.load import undefined_types  # start-up: only a document that can use one
 
