@@ -105,6 +105,18 @@ class _Flight:
     pidfd: int = -1  # its end, watched once its pipes are read to their end if it runs on
 
 
+@dataclass(eq=False)
+class _Spawner:
+    """A spawning thread and the starts sent to it: those not yet made, by number."""
+
+    thread: threading.Thread = field(init=False)
+    starts: queue.SimpleQueue[tuple[str, Launch, list[bytes], Future[OperationResult]] | None] \
+        = field(default_factory=queue.SimpleQueue)
+    #: appended by the job's thread as it sends, taken off by the spawning thread once
+    #: made (started or failed)
+    waiting: deque[int] = field(default_factory=deque)
+
+
 @dataclass
 class Commands:
     """The commands one executor has running from the job's thread."""
@@ -119,17 +131,13 @@ class Commands:
     _landed: deque[tuple[Future[OperationResult], Future[OperationResult]]] = field(
         default_factory=deque)
     _wake_fds: tuple[int, int] = (-1, -1)
-    _spawns: queue.SimpleQueue[tuple[str, Launch, list[bytes], Future[OperationResult]] | None] \
-        = field(default_factory=queue.SimpleQueue)
     _born: deque[_Flight | tuple[Future[OperationResult], OperationResult]] = field(
         default_factory=deque)
-    #: at most this many spawning threads, started as the starts waiting need them (the
-    #: executor's slots, up to the cores: a start waiting for a core holds up no other)
+    #: at most this many spawning threads (the executor's slots, up to the cores: a start
+    #: that waits for a core holds up no other), started as the starts need them
     spawners: int = 1
-    _spawners: list[threading.Thread] = field(default_factory=list)
-    _sent: int = 0  # sent to the spawning threads (the job's thread counts them)
-    #: of those, started or failed: each spawning thread counts its own, at its index
-    _adopted: list[int] = field(default_factory=list)
+    _spawners: list[_Spawner] = field(default_factory=list)
+    _sent: int = 0  # starts sent to the spawning threads (numbered by the job's thread)
     #: read to their end, still running, their end not watched by a descriptor (none left)
     _unwatched: set[_Flight] = field(default_factory=set)
     _driving: threading.Lock = field(default_factory=threading.Lock)  # one thread waits
@@ -143,43 +151,57 @@ class Commands:
 
     @property
     def running(self) -> int:
-        return len(self._flights) + len(self._born) + self._sent - sum(self._adopted)
+        return len(self._flights) + len(self._born) + sum(len(s.waiting) for s in self._spawners)
 
     def _stop_spawning(self) -> None:
         """The spawning threads end once what was sent to them is started."""
-        for _ in self._spawners:
-            self._spawns.put(None)
         for spawner in self._spawners:
-            spawner.join()
+            spawner.starts.put(None)
+        for spawner in self._spawners:
+            spawner.thread.join()
         self._spawners.clear()
-        self._adopted = [sum(self._adopted)]
 
     def start(self, task_id: str, launch: Launch, argv: list[bytes]) -> Future[OperationResult]:
         """Have ``launch`` started (its ``argv`` on the raw-pipes road) by a spawning
-        thread (one more when every one has a start to make, up to :attr:`spawners`); its
-        future is done once a :meth:`wait` sees it end."""
+        thread (see :meth:`_spawner`); its future is done once a :meth:`wait` sees it
+        end."""
         future: Future[OperationResult] = Driven(self)
-        spawners = self._spawners
-        if len(spawners) < self.spawners and self._sent - sum(self._adopted) >= len(spawners):
-            if len(self._adopted) <= len(spawners):
-                self._adopted.append(0)
-            spawner = threading.Thread(target=self._spawn_loop, args=(len(spawners),),
-                                       daemon=True, name="unfurl-spawn")
-            spawners.append(spawner)
-            spawner.start()
+        spawner = self._spawner()
         self._sent += 1
-        self._spawns.put((task_id, launch, argv, future))
+        spawner.waiting.append(self._sent)
+        spawner.starts.put((task_id, launch, argv, future))
         return future
 
-    def _spawn_loop(self, index: int) -> None:
-        """A spawning thread (its count at ``index``): a start waits for the new process
-        to replace itself with the command (``vfork``), which on a loaded machine is a wait
-        for a core; the job's thread meanwhile goes on (records its events, reads other
-        commands' pipes), and so do the other spawning threads. A command started is put
-        where the job's thread adopts it, then its pipes are added to the ``epoll`` the
-        job's thread waits in: no wake-up for a start, the job's thread wakes when there is
-        output or an end to read (and adopts it first)."""
-        while (item := self._spawns.get()) is not None:
+    def _spawner(self) -> _Spawner:
+        """The spawning thread for the next start: the first with nothing to start (the
+        same one, while starts take their turns); else a new one, up to :attr:`spawners`;
+        else the one whose oldest start waiting was sent last (one whose start waits for a
+        core, however long, is given no other)."""
+        newest, chosen = -1, None
+        for spawner in self._spawners:
+            try:
+                oldest = spawner.waiting[0]
+            except IndexError:  # nothing to start
+                return spawner
+            if oldest > newest:
+                newest, chosen = oldest, spawner
+        if chosen is None or len(self._spawners) < self.spawners:
+            chosen = _Spawner()
+            chosen.thread = threading.Thread(target=self._spawn_loop, args=(chosen,),
+                                             daemon=True, name="unfurl-spawn")
+            self._spawners.append(chosen)
+            chosen.thread.start()
+        return chosen
+
+    def _spawn_loop(self, spawner: _Spawner) -> None:
+        """A spawning thread: a start waits for the new process to replace itself with
+        the command (``vfork``), which on a loaded machine is a wait for a core; the job's
+        thread meanwhile goes on (records its events, reads other commands' pipes), and
+        so do the other spawning threads. A command started is put where the job's thread
+        adopts it, then its pipes are added to the ``epoll`` the job's thread waits in: no
+        wake-up for a start, the job's thread wakes when there is output or an end to read
+        (and adopts it first)."""
+        while (item := spawner.starts.get()) is not None:
             task_id, launch, argv, future = item
             started = time.monotonic()
             try:
@@ -188,13 +210,13 @@ class Commands:
                 child = launch.start_piped(argv)
             except (OSError, ValueError) as exc:
                 self._born.append((future, not_started(exc)))
-                self._adopted[index] += 1
+                spawner.waiting.popleft()
                 self.wake()
                 continue
             self.processes.add(task_id, child)
             self._born.append(_Flight(task_id, child, future, started,
                                       started + launch.timeout if launch.timeout else None))
-            self._adopted[index] += 1
+            spawner.waiting.popleft()
             for fd in child.reading:
                 self._poller.register(fd, _READ)
 
