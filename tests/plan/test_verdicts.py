@@ -239,6 +239,26 @@ def test_the_next_deploy_is_planned_while_git_commits_the_job(
     assert builds == [] and "Nothing to do." in again.output
 
 
+def test_the_recorded_ensemble_is_kept_in_the_parse_cache_whether_the_commit_succeeds_or_not(
+    project: Project, invoke: Invoke, parse_cache: Path
+) -> None:
+    """A job keeps its new ensemble.yaml in the parse cache while git commits it (not
+    before git starts): the next command reads it warm, also when the commit failed."""
+    from unfurl_lite.load import parsecache
+
+    path = project.root / "ensemble.yaml"
+    project.write(THREE)
+    done = invoke("deploy", "--approve")
+    assert done.exit_code == 0, done.output
+    assert parsecache.get(path, path.read_text()) is not None
+    project.write(ensemble_yaml("".join(shell_node(n, "exit 0") for n in "abcd")))
+    hook(project, "pre-commit", "echo 'refused by the hook' >&2\nexit 1\n")
+    failed = invoke("deploy", "--approve")
+    assert failed.exit_code != 0 and "refused by the hook" in failed.output
+    kept = parsecache.get(path, path.read_text())
+    assert kept is not None and "d" in kept["data"]["status"]["instances"]
+
+
 def test_a_job_whose_commit_fails_remembers_nothing(
     project: Project, invoke: Invoke, parse_cache: Path, builds: list[str]
 ) -> None:

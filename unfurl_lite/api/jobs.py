@@ -347,25 +347,35 @@ def _run_and_record(
     # the records and the journal vouching for them: one step, whose last stage (the
     # journal) is forced to disk while git reads the files
     writes = yamlio.Writes(settle_later=committing)
+    later: list[Callable[[], None]] = [writes.settle]  # done while git runs
     try:
         with writes:
             files = record_job(ensemble, result, request.options, spec_digest_at_start=None
                                if journal is None else journal.data.get("specDigest"),
-                               writes=writes)
+                               writes=writes, cache_status=not committing)
             if journal is not None and journal.path is not None:
                 writes.barrier()  # the journal says "recorded" once the records are on disk
                 journal.mark_recorded(writes)
                 files.extra.append(journal.path)
-        return _commit(request, ensemble, result, resumed, repo, files, spec_changes, writes)
+        if committing:
+            later.append(partial(statusfile.remember, ensemble, files.status))
+        return _commit(request, ensemble, result, resumed, repo, files, spec_changes, later)
     finally:
-        writes.settle()  # (done already, unless the commit failed before git ran)
+        _run_all(later)  # (done already, unless the commit failed before git ran)
+
+
+def _run_all(later: list[Callable[[], None]]) -> None:
+    """Each of ``later``, once, in order."""
+    while later:
+        later.pop(0)()
 
 
 def _commit(request: JobRequest, ensemble: Ensemble, result: JobResult,
             resumed: Resumed | None, repo: Repo | None, files: records.JobFiles,
-            spec_changes: list[Path], writes: yamlio.Writes) -> JobResult:
+            spec_changes: list[Path], later: list[Callable[[], None]]) -> JobResult:
     """The recorded job committed (with ``--commit``), the next deploy planned meanwhile;
-    ``writes`` settled as git starts."""
+    ``later`` (the journal forced to disk, ensemble.yaml's text kept in the parse cache)
+    done as git starts."""
     result.written = [str(p.relative_to(ensemble.project_root)) for p in files.all()]
     planning = None
     if (request.workflow in verdicts.REPEATED and result.state == JobState.succeeded
@@ -375,9 +385,9 @@ def _commit(request: JobRequest, ensemble: Ensemble, result: JobResult,
             verdicts.next_plan, ensemble, written.text, written.plain, request.workflow,
             request.plan_options.for_workflow(request.workflow)))
 
-    def meanwhile() -> None:  # git runs: the journal forced to disk, the next plan begun
+    def meanwhile() -> None:  # git runs: what waited for it done, the next plan begun
         try:
-            writes.settle()
+            _run_all(later)
         finally:
             if planning is not None:
                 planning.begin()
@@ -443,7 +453,7 @@ class _NextPlan(threading.Thread):
 def record_job(
     ensemble: Ensemble, result: JobResult, options: JobOptions, append_log: bool = True,
     completing: bool = False, spec_digest_at_start: str | None = None,
-    writes: yamlio.Writes | None = None,
+    writes: yamlio.Writes | None = None, cache_status: bool = True,
 ) -> records.JobFiles:
     """Write the job's records. ``completing`` (recording a killed job): jobs.tsv gets only
     the job's lines it does not hold complete (an append torn by a crash or a power loss
@@ -451,11 +461,12 @@ def record_job(
     the spec's digest the journal took as the job started (the spec does not change while
     a job runs; the digest walks all of it: 17 ms at N=1,000), else taken now. ``writes``:
     the records join those (committed by the caller), else they are one step of their own
-    (yamlio.Writes: forced to disk together)."""
+    (yamlio.Writes: forced to disk together). ``cache_status=False``: ensemble.yaml's new
+    text is left for the caller to keep in the parse cache (statusfile.remember)."""
     if writes is None:
         with yamlio.Writes() as own:
             return record_job(ensemble, result, options, append_log, completing,
-                              spec_digest_at_start, own)
+                              spec_digest_at_start, own, cache_status)
     root = ensemble.project_root
     confine_records(root, ensemble.jobs_log, options.allow_outside_paths)
     job_prefix = result.job_id[:8]
@@ -507,6 +518,7 @@ def record_job(
             inputs=topology_inputs(ensemble.topology, _declared_inputs(ensemble), result.secrets),
         ),
         writes,
+        cache=cache_status,
     )
     return files
 
