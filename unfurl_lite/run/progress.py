@@ -71,6 +71,7 @@ class Progress:
     undecided: list[int] = field(default_factory=new_list)  # places of skip_when tasks not settled
     deferred: list[int] = field(default_factory=new_list)  # tasks waiting on an undecided one
     start_status: dict[str, Status] = field(default_factory=new_dict)  # each instance's, as planned
+    job_prefix: str = ""  # the job's changeId less its task number (see change_id)
     #: the executor writes what an operation's start needs before it starts it (see
     #: Executor.before_start); else the job does, before it submits the operation
     flushes: bool = False
@@ -98,6 +99,16 @@ class Progress:
         requires, computed = self.requires, self.computed()
         return not_operational(needs, self.instances, lambda name: effective_of(
             name, self.instances, requires, computed, self.folded))
+
+    def change_id(self, task: Task) -> str:
+        """The task's changeId (its number: :meth:`number_for`): the job's part encoded
+        once a job, not for every task."""
+        number = self.number_for(task)
+        if not 0 <= number <= changeid.MAX_TASKS:
+            return str(self.job_id.for_task(number))  # (refused there, in its words)
+        if not self.job_prefix:
+            self.job_prefix = str(self.job_id.job)[:-4]
+        return f"{self.job_prefix}{number:04x}"
 
     def number_for(self, task: Task) -> int:
         """The task's changeId number: reserved in plan order, or (a task numbering did not

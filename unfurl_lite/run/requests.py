@@ -118,6 +118,8 @@ class RequestBuilder:
     #: text: the same for every task (each template's facts are asked once, by its task)
     _inputs: dict[str, Any] | None = field(default=None, init=False, repr=False)
     _cwd: str = field(default="", init=False, repr=False)
+    #: every task's environment but its changeId (the same for the job), made once
+    _job_env: dict[str, str] | None = field(default=None, init=False, repr=False)
 
     @property
     def cwd(self) -> str:
@@ -229,8 +231,10 @@ class RequestBuilder:
         self.secrets.update(secrets_in(run.inputs))
         self.secrets.update(held if own_properties else secrets_in(properties))
         self.secrets.update(secrets_in(attributes))
-        env = {**self.env, "UNFURL_JOB": str(self.job_id), "UNFURL_CHANGEID": run.change_id or "",
-               "UNFURL_ENSEMBLE": str(self.ensemble.path)}  # resume tells its orphans by both
+        if self._job_env is None:  # resume tells its orphans by the job and the ensemble
+            self._job_env = {**self.env, "UNFURL_JOB": str(self.job_id), "UNFURL_CHANGEID": "",
+                             "UNFURL_ENSEMBLE": str(self.ensemble.path)}
+        env = {**self._job_env, "UNFURL_CHANGEID": run.change_id or ""}
         if environment is not None:
             self.secrets.update(secrets_in(environment))
             env = openv.apply_rules(environment, env)

@@ -250,7 +250,7 @@ class Scheduler(Settling):
             return self.complete(run, TaskState.skipped, guard_why)
         never = never_ran(task, self.instances, self.seen.get(number, {}))
         if never is not None:  # as Unfurl: recorded, with its changeId, as an error
-            run.change_id = str(self.job_id.for_task(self.number_for(task)))
+            run.change_id = self.change_id(task)
             run.status = Status.error
             return self.complete(run, TaskState.blocked, never)
         if self.blocked(run):
@@ -294,7 +294,7 @@ class Scheduler(Settling):
         instance had before it (a task retried keeps the ones of its first attempt)."""
         task = run.task
         if run.change_id is None:
-            run.change_id = str(self.job_id.for_task(self.number_for(task)))
+            run.change_id = self.change_id(task)
             spec = self.ensemble.spec
             subject = relationship_instance(self.instances, task, spec) or instance
             run.previous_id = (

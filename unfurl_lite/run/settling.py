@@ -99,7 +99,7 @@ class Settling(Progress):
         instance = self.instances[task.target]
         if not own and not rules.on_blocked(instance, task):
             return
-        run.change_id = str(self.job_id.for_task(self.number_for(task)))
+        run.change_id = self.change_id(task)
         # its record lists the inputs it would have run with, as Unfurl's, when they render
         with contextlib.suppress(Exception):
             self.requests.request(run, instance)
