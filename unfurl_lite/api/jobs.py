@@ -189,6 +189,32 @@ def run_job(
     if request.queue and not request.options.dryrun and ensemble is None:
         wait_for_turn(request.ensemble, on_wait=lambda job: notify and notify(
             f"Queued: waiting for {job} to end..."), command=request.workflow)
+    prepared = None
+    if not (request.options.dryrun or request.locked):  # the lock's file, forced meanwhile
+        prepared = lock.Prepared(ensemble.path if ensemble is not None
+                                 else resolve_path(request.ensemble), request.workflow)
+    try:
+        return _planned_and_run(request, confirm, observer, cancel, ensemble, plan, resumed,
+                                start_instances, observe, prepared)
+    finally:
+        if prepared is not None:
+            prepared.discard()
+
+
+def _planned_and_run(
+    request: JobRequest,
+    confirm: Callable[[Ensemble, Plan], bool],
+    observer: Observer | None,
+    cancel: threading.Event | None,
+    ensemble: Ensemble | None,
+    plan: Plan | None,
+    resumed: Resumed | None,
+    start_instances: dict[str, Any] | None,
+    observe: Callable[[int], Observer | None] | None,
+    prepared: lock.Prepared | None,
+) -> JobResult | None:
+    """:func:`run_job` from the ensemble's load on, the lock taken with the file
+    ``prepared`` for it."""
     planned_here = ensemble is None and plan is None and resumed is None
     ensemble = with_inputs(ensemble or load_ensemble(request.ensemble, given=list(request.inputs)),
                            request.inputs)
@@ -214,7 +240,8 @@ def run_job(
     with contextlib.ExitStack() as held:
         lock_file = None
         if not (request.options.dryrun or request.locked):
-            lock_file = held.enter_context(lock.held(ensemble.path, request.workflow))
+            lock_file = held.enter_context(lock.held(ensemble.path, request.workflow,
+                                                     prepared=prepared))
             tempfiles.sweep(tempfiles.project_directories(ensemble.project_root,
                                                           ensemble.jobs_tsv))
         try:

@@ -371,6 +371,15 @@ def _fsync_named(fd: int, path: Path) -> OSError | None:
     return None
 
 
+def forced_meanwhile(fd: int, path: Path) -> Callable[[], None]:
+    """``fsync(fd)`` from now on in a thread of its own (the call lets go of the GIL), while
+    the caller goes on; the returned call waits for it and raises its error, naming
+    ``path``. Nothing to wait for when writes are not forced (:func:`syncing`)."""
+    if not syncing():
+        return lambda: None
+    return _Sync(fd, path).wait
+
+
 class _Sync(threading.Thread):
     """A temporary file forced to disk from the moment it is written, while the job's
     thread goes on (the next record's text, the status): ``fsync`` releases the GIL."""

@@ -13,12 +13,12 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from unfurl_lite.errors import JobError, LockError, StorageError, UnfurlLiteError
-from unfurl_lite.load.yamlio import fsync, temp_file
+from unfurl_lite.load.yamlio import forced_meanwhile, fsync, temp_file, write_temp
 from unfurl_lite.model.ensemble import LOCK_NAME
 from unfurl_lite.model.narrow import is_map
 from unfurl_lite.record import interrupted
@@ -101,17 +101,68 @@ def _link_new(path: Path, text: str) -> bool:
         Path(tmp).unlink(missing_ok=True)
 
 
+class Prepared:
+    """A lock file written before the lock is taken, and forced to disk meanwhile: a job
+    prepares its lock before it loads and plans, so the ``fsync`` (some 2.5 ms on this
+    ext4) no longer waits before its first task. :func:`acquire`'s first attempt links it;
+    :meth:`discard` removes it if it was not (a job that takes no lock: nothing to do,
+    declined, refused)."""
+
+    def __init__(self, ensemble_path: Path, command: str) -> None:
+        self.path = lock_path(ensemble_path)
+        self._fd, self.tmp = write_temp(self.path, _content(command, None), private=True)
+        try:
+            self._forced: Callable[[], None] | None = forced_meanwhile(self._fd, self.path)
+        except BaseException:
+            os.close(self._fd)
+            Path(self.tmp).unlink(missing_ok=True)
+            raise
+
+    def _settled(self) -> None:
+        """Its content on disk (the error of forcing it, raised), the file closed."""
+        forced, self._forced = self._forced, None
+        if forced is not None:
+            try:
+                forced()
+            finally:
+                os.close(self._fd)
+
+    def take(self) -> bool:
+        """Linked as the lock (False: another holds it), once its content is on disk; the
+        temporary file is gone either way."""
+        try:
+            self._settled()
+            os.link(self.tmp, self.path)
+        except FileExistsError:
+            return False
+        finally:
+            Path(self.tmp).unlink(missing_ok=True)
+        return True
+
+    def discard(self) -> None:
+        try:
+            self._settled()
+        finally:
+            Path(self.tmp).unlink(missing_ok=True)
+
+
 def describe(info: LockInfo) -> str:
     job = f"job {info.change_id}" if info.change_id else "a job"
     return f"{job} ({info.command}, pid {info.pid} on {info.host})"
 
 
-def acquire(ensemble_path: Path, command: str, take_stale: bool = False) -> Path:
-    """Take the lock or raise LockError saying who holds it and what to do."""
+def acquire(ensemble_path: Path, command: str, take_stale: bool = False,
+            prepared: Prepared | None = None) -> Path:
+    """Take the lock or raise LockError saying who holds it and what to do; the first
+    attempt links ``prepared`` (its file, for this lock) if given."""
     path = lock_path(ensemble_path)
     text = _content(command, None)
-    for _ in range(3):
-        if _link_new(path, text):
+    for attempt in range(3):
+        if prepared is not None and attempt == 0 and prepared.path == path:
+            taken = prepared.take()
+        else:
+            taken = _link_new(path, text)
+        if taken:
             return path
         info = read_lock(path)
         if info is None:
@@ -258,8 +309,9 @@ def release(path: Path) -> None:
 
 
 @contextlib.contextmanager
-def held(ensemble_path: Path, command: str, take_stale: bool = False) -> Iterator[Path]:
-    path = acquire(ensemble_path, command, take_stale)
+def held(ensemble_path: Path, command: str, take_stale: bool = False,
+         prepared: Prepared | None = None) -> Iterator[Path]:
+    path = acquire(ensemble_path, command, take_stale, prepared)
     try:
         yield path
     finally:
