@@ -105,10 +105,11 @@ def _jobs_log(doc: Any, file: str) -> Iterator[Problem]:
 
 
 def _values(doc: Any, file: str) -> Iterator[Problem]:
-    """Values against their types' constraints and data types: only a document that
-    declares either has such checks (most do not: a cold plan skips the module)."""
+    """Values against their types, constraints and data types: only a document that
+    declares a typed property or input has such checks (a cold plan of one that does not
+    skips the module)."""
     service = get_section(doc, SERVICE)
-    declared = ("constraints", "entry_schema", "key_schema")
+    declared = ("type", "constraints", "entry_schema", "key_schema")
     if not service.get("data_types") and not mapping(service.get("types")) and not any(
             key in mapping(d) for key in declared
             for body in [*mapping(service.get("node_types")).values(),
