@@ -243,12 +243,13 @@ class Scheduler(Settling):
         (a render that fails is the task's failure) and its submission."""
         run = self.runs[number]
         task = run.task
-        guard_why = guard_fails(task, self.runs)
+        guard_why = guard_fails(task, self.runs) if task.guard is not None else None
         if guard_why is None and task.needs_operational:
             guard_why = self.not_operational(task.needs_operational)
         if guard_why is not None:
             return self.complete(run, TaskState.skipped, guard_why)
-        never = never_ran(task, self.instances, self.seen.get(number, {}))
+        never = never_ran(task, self.instances, self.seen.get(number, {})) \
+            if task.waits_on else None
         if never is not None:  # as Unfurl: recorded, with its changeId, as an error
             run.change_id = self.change_id(task)
             run.status = Status.error
@@ -283,8 +284,10 @@ class Scheduler(Settling):
                 success=False, modified=False, error=f"{type(exc).__name__}: {exc}"
             )
             return self.conclude(run)
-        unready = unready_reads(task, run.reads, self.instances, self.ensemble.topology.templates,
-                                self.computed) if not self.plan.cloudify else None
+        reads = run.reads  # (none read of another instance: nothing to be unready)
+        unready = unready_reads(task, reads, self.instances, self.ensemble.topology.templates,
+                                self.computed) \
+            if not self.plan.cloudify and reads is not None and reads.dependencies else None
         if unready is not None:
             return self.not_ready(run, instance, unready)
         self.submit(run, instance, request)
@@ -338,7 +341,9 @@ class Scheduler(Settling):
         if not self.options.dryrun and not result.skipped:
             try:
                 self.requests.read_result(run, result)
-                check_types(self.ensemble.topology, self.instances[run.task.target], result)
+                if result.attributes:  # (a value it sets may be refused by its type)
+                    check_types(self.ensemble.topology, self.instances[run.task.target],
+                                result)
                 if run.task.reason in OBSERVING and result.status:
                     # a check that reports a status has done its job, whatever its exit code
                     result.success, result.error = True, None
@@ -352,9 +357,11 @@ class Scheduler(Settling):
                 result.error = redact_text(
                     f"resultTemplate/done: {type(exc).__name__}: {exc}", self.secrets
                 )
-        if self.plan.affects_history and not self.options.dryrun:
-            keep_defaults_read(self.instances, self.ensemble.topology, run.reads)
-        refused = secret_names(result.resources, self.secrets)
+        reads = run.reads  # (defaults are kept of values read of an instance only)
+        if self.plan.affects_history and not self.options.dryrun and reads is not None \
+                and reads.dependencies:
+            keep_defaults_read(self.instances, self.ensemble.topology, reads)
+        refused = secret_names(result.resources, self.secrets) if result.resources else None
         if refused:
             result.resources = []
             result.success, result.error = False, refused

@@ -45,6 +45,8 @@ class Settling(Progress):
         """Complete the task as blocked when a task it follows failed (or was blocked), or
         left its instance in error (e.g. a resultTemplate that set readyState: error)."""
         task = run.task
+        if not task.after:  # (a task that follows none: nothing can block it)
+            return False
         failed_dep = min(  # the instance's own earlier step first (its record follows it)
             (
                 d
