@@ -75,7 +75,7 @@ def semantic_problems(doc: Any, file: str) -> list[Problem]:
                           _jobs_log, _values, _property_references, _artifact_properties,
                           _required_properties, _function_references, _node_filters,
                           _target_capabilities, _undefined_types, _capability_assignments,
-                          _relationship_properties):
+                          _relationship_properties, _outputs):
             problems += check_one(view, file)
     return problems
 
@@ -119,6 +119,17 @@ def _values(doc: Any, file: str) -> Iterator[Problem]:
     from unfurl_lite.load import value_checks  # start-up: keeps load.value_checks off `plan`
 
     return value_checks.value_problems(doc, file)
+
+
+def _outputs(doc: Any, file: str) -> Iterator[Problem]:
+    """An output without a ``value``, or whose static value its ``type`` refuses (the
+    module is loaded only for a document with such an output)."""
+    outputs = get_section(doc, (*TOPOLOGY, "outputs"))
+    if all(isinstance(d, dict) and "value" in d and "type" not in d for d in outputs.values()):
+        return iter(())
+    from unfurl_lite.load import value_checks  # start-up: as _values
+
+    return value_checks.output_problems(doc, file)
 
 
 def _required_properties(doc: Any, file: str) -> Iterator[Problem]:

@@ -64,6 +64,30 @@ def value_problems(doc: Any, file: str) -> Iterator[Problem]:
                              f'{found} (topology input "{key}")', _HINT)
 
 
+def output_problems(doc: Any, file: str) -> Iterator[Problem]:
+    """The topology's outputs as toscaparser judges them at load: each must give a
+    ``value``, and a static value must be of the output's ``type``
+    (tests/data/unfurl120/55-outputs)."""
+    service = get_section(doc, SERVICE)
+    data_types = DataTypes({**{k: v for k, v in mapping(service.get("types")).items()
+                               if k not in mapping(service.get("node_types"))},
+                            **mapping(service.get("data_types"))})
+    for key, definition in get_section(doc, (*TOPOLOGY, "outputs")).items():
+        if not isinstance(definition, dict) or "value" not in definition:
+            yield problem_at(doc, (*TOPOLOGY, "outputs", key), file,
+                             f'Output "{key}" is missing required field "value".',
+                             f"give it a value (`{key}: {{value: ...}}`): an expression such "
+                             "as `{get_attribute: [NODE, ATTRIBUTE]}` or `{eval: ...}`")
+            continue
+        if "type" not in definition:
+            continue
+        found = type_problem(definition, _as_given(definition, definition["value"]),
+                             data_types, str(key), _functions())
+        if found is not None:
+            yield problem_at(doc, (*TOPOLOGY, "outputs", key, "value"), file,
+                             f'{found} (topology output "{key}")', _HINT)
+
+
 def _as_given(definition: Any, value: Any) -> Any:
     """toscaparser reads a number or a boolean given for a ``string`` property as text."""
     if mapping(definition).get("type") in ("string", "tosca:string") \
@@ -89,4 +113,4 @@ def _property_definitions(type_name: Any, node_types: dict[str, Any]) -> dict[st
     return out
 
 
-__all__ = ["value_problems"]
+__all__ = ["output_problems", "value_problems"]
