@@ -21,7 +21,6 @@ from unfurl_lite.errors import JobError, LockError, StorageError, UnfurlLiteErro
 from unfurl_lite.load.yamlio import forced_meanwhile, fsync, temp_file, write_temp
 from unfurl_lite.model.ensemble import LOCK_NAME
 from unfurl_lite.model.narrow import is_map
-from unfurl_lite.record import interrupted
 from unfurl_lite.record.liveness import pid_alive
 
 MAX_LOCK_BYTES = 64 * 1024  # a lock is a line of JSON: anything larger is not one of ours
@@ -212,6 +211,9 @@ def wait_until_free(ensemble_path: Path, poll: float = 0.1) -> LockInfo | None:
 def finish_advice(project_root: Path) -> str:
     """``unfurl resume``, or ``unfurl resume --force`` when tasks were in flight (a plain
     resume would record them failed)."""
+    # start-up: keeps record.interrupted off every job that finds no stale lock
+    from unfurl_lite.record import interrupted
+
     found = interrupted.find(project_root)
     return found.advice() if found else "finish its job with: unfurl resume"
 
