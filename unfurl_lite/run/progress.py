@@ -21,7 +21,7 @@ from unfurl_lite.model.entities import Instance, Status
 from unfurl_lite.model.narrow import new_dict, new_list, new_set
 from unfurl_lite.plan.tasks import Plan, Task
 from unfurl_lite.plan.topology import instance_graph, operationless
-from unfurl_lite.run.executors import Executor
+from unfurl_lite.run.executors import Executor, OnJobThread
 from unfurl_lite.run.observer import JobState, Observer, TaskState
 from unfurl_lite.run.operations.base import OperationResult
 from unfurl_lite.run.options import JobOptions
@@ -72,6 +72,8 @@ class Progress:
     deferred: list[int] = field(default_factory=new_list)  # tasks waiting on an undecided one
     start_status: dict[str, Status] = field(default_factory=new_dict)  # each instance's, as planned
     job_prefix: str = ""  # the job's changeId less its task number (see change_id)
+    at_once: bool = False  # the executor starts what it is submitted at once (wire)
+    here: OnJobThread | None = None  # the executor the job waits in for results (wire)
     #: the executor writes what an operation's start needs before it starts it (see
     #: Executor.before_start); else the job does, before it submits the operation
     flushes: bool = False

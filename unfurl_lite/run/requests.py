@@ -229,8 +229,12 @@ class RequestBuilder:
             run.reads = whole_target_read(run.reads, instance.name, attributes, properties)
         run.digest = None  # taken again from the new inputs and reads
         self.secrets.update(secrets_in(run.inputs))
-        self.secrets.update(held if own_properties else secrets_in(properties))
-        self.secrets.update(secrets_in(attributes))
+        if not own_properties:
+            self.secrets.update(secrets_in(properties))
+        elif held:
+            self.secrets.update(held)
+        if attributes:
+            self.secrets.update(secrets_in(attributes))
         if self._job_env is None:  # resume tells its orphans by the job and the ensemble
             self._job_env = {**self.env, "UNFURL_JOB": str(self.job_id), "UNFURL_CHANGEID": "",
                              "UNFURL_ENSEMBLE": str(self.ensemble.path)}

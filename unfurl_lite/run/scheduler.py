@@ -8,7 +8,6 @@ the ensemble, so every status decision is made here, never where the operation r
 
 from __future__ import annotations
 
-import contextlib
 import heapq
 import queue
 import time
@@ -88,7 +87,9 @@ class Scheduler(Settling):
                           if t.skips_on_entry and not self.runs[t.number].carried]
         if isinstance(self.cancel, JobControl):  # a cancel ends the loop's wait at once
             self.cancel.wake = self.wake
-        hear = None if starts_on_submit(self.executor) else self.operation_started
+        self.at_once = starts_on_submit(self.executor)
+        self.here = on_job_thread(self.executor)
+        hear = None if self.at_once else self.operation_started
         self.executor.on_started = hear  # an executor that starts at once says nothing
         self.executor.on_notice = self.observer.job_notice
         self.executor.secrets = self.secrets  # redacted out of results where they are kept
@@ -167,7 +168,7 @@ class Scheduler(Settling):
     def arrivals(self, timeout: float) -> list[Future[OperationResult] | None]:
         """What arrived within ``timeout`` seconds, and all that came with it (waiting in
         the executor when its results reach the job only there)."""
-        here = on_job_thread(self.executor)
+        here = self.here
         if here is not None:
             here.wait(timeout)
             done: list[Future[OperationResult] | None] = []
@@ -176,9 +177,11 @@ class Scheduler(Settling):
                 done = [self.arrived.get(timeout=timeout)]
             except queue.Empty:
                 return []
-        with contextlib.suppress(queue.Empty):
+        try:
             while True:
                 done.append(self.arrived.get_nowait())
+        except queue.Empty:
+            pass
         return done
 
     def announce_cancel(self) -> None:
@@ -317,7 +320,7 @@ class Scheduler(Settling):
         self.observer.task_changed(run)
         run.state = TaskState.sent
         self.observer.task_changed(run)
-        if starts_on_submit(self.executor):  # Cloudify's task states all the same, before it runs
+        if self.at_once:  # Cloudify's task states all the same, before it runs
             run.state = TaskState.started
             self.observer.task_started(run)
             self.observer.task_changed(run)
