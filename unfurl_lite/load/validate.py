@@ -111,6 +111,7 @@ def _values(doc: Any, file: str) -> Iterator[Problem]:
     service = get_section(doc, SERVICE)
     declared = ("type", "constraints", "entry_schema", "key_schema")
     if not service.get("data_types") and not mapping(service.get("types")) and not any(
+            word in t for word in _TYPED for t in _template_types(doc)) and not any(
             key in mapping(d) for key in declared
             for body in [*mapping(service.get("node_types")).values(),
                          {"properties": get_section(doc, (*TOPOLOGY, "inputs"))}]
@@ -150,6 +151,12 @@ def _template_types(doc: Any) -> set[str]:
              .values())
     return {t for t in types if isinstance(t, str)}
 
+
+#: words in the names of the normative types whose properties are typed
+#: (model/normative.py's NORMATIVE_PROPERTY_TYPES): a template of one has values to judge
+_TYPED = ("Storage", "SoftwareComponent", "DBMS", "Database", "WebApplication", "network.",
+          "ObjectStorage", "LoadBalancer", "Repository", "WebServer", "Container.Runtime",
+          "Network", "Port", "FloatingIP")
 
 #: words in the names of the normative types that require a property (Storage, FloatingIP)
 _REQUIRING = ("Storage", "FloatingIP")

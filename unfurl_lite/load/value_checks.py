@@ -9,14 +9,15 @@ sets it (run/results.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from functools import cache
 from typing import Any
 
 from unfurl_lite.errors import Problem
 from unfurl_lite.expressions import catalog
 from unfurl_lite.load.problems import SERVICE, TOPOLOGY, get_section, mapping, problem_at
-from unfurl_lite.model.lineage import lineage
+from unfurl_lite.model.lineage import NORMATIVE_PROPERTIES, lineage, normative_name
+from unfurl_lite.model.normative import NORMATIVE_PROPERTY_TYPES
 from unfurl_lite.model.tosca_values import DataTypes, type_problem
 
 _HINT = "give a value its declared type and constraints accept (the type's definition says which)"
@@ -38,12 +39,14 @@ def value_problems(doc: Any, file: str) -> Iterator[Problem]:
     declared = {**{k: v for k, v in mapping(service.get("types")).items()
                    if k not in node_types}, **mapping(service.get("data_types"))}
     inputs_defs = get_section(doc, (*TOPOLOGY, "inputs"))
+    templates = get_section(doc, (*TOPOLOGY, "node_templates"))
     if not declared and not _has_typed(node_types) and not _has_typed(
-            {"inputs": {"properties": inputs_defs}}):
+            {"inputs": {"properties": inputs_defs}}) and not typed_normative(
+            {*(mapping(b).get("type") for b in templates.values()),
+             *(p for b in node_types.values() for p in _parents(b))}):
         return  # no definition here says what a value must be
     data_types = DataTypes(declared)
     functions = _functions()
-    templates = get_section(doc, (*TOPOLOGY, "node_templates"))
     for name, body in templates.items():
         body = mapping(body)
         definitions = _property_definitions(body.get("type"), node_types)
@@ -88,6 +91,14 @@ def output_problems(doc: Any, file: str) -> Iterator[Problem]:
                              f'{found} (topology output "{key}")', _HINT)
 
 
+def _parents(body: Any) -> tuple[str, ...]:
+    derived_from = mapping(body).get("derived_from")
+    if isinstance(derived_from, str):
+        return (derived_from,)
+    return tuple(p for p in derived_from if isinstance(p, str)) if isinstance(
+        derived_from, list) else ()
+
+
 def _as_given(definition: Any, value: Any) -> Any:
     """toscaparser reads a number or a boolean given for a ``string`` property as text."""
     if mapping(definition).get("type") in ("string", "tosca:string") \
@@ -106,11 +117,33 @@ def _has_typed(node_types: dict[str, Any]) -> bool:
 
 
 def _property_definitions(type_name: Any, node_types: dict[str, Any]) -> dict[str, Any]:
-    """The property definitions a template of ``type_name`` has, its type's last."""
+    """The property definitions a template of ``type_name`` has, its type's last; a
+    normative ancestor's typed ones too (a Database's ``port`` is an integer)."""
     out: dict[str, Any] = {}
     for name in reversed(lineage(type_name, node_types)):
-        out.update(mapping(mapping(node_types.get(name)).get("properties")))
+        if name in node_types:
+            out.update(mapping(mapping(node_types.get(name)).get("properties")))
+            continue
+        line: list[str] = []
+        normative: str | None = normative_name(name)
+        while normative is not None and normative not in line:
+            line.append(normative)
+            normative = NORMATIVE_PROPERTIES.get(normative, (None,))[0]
+        for ancestor in reversed(line):
+            out.update(NORMATIVE_PROPERTY_TYPES.get(ancestor, {}))
     return out
+
+
+def typed_normative(names: Iterable[Any]) -> bool:
+    """Whether one of ``names`` (template or parent types) is, or derives from, a normative
+    type whose properties are typed: what makes a document's values worth judging."""
+    for name in names:
+        current: str | None = normative_name(name) if isinstance(name, str) else None
+        while current is not None:
+            if current in NORMATIVE_PROPERTY_TYPES:
+                return True
+            current = NORMATIVE_PROPERTIES.get(current, (None,))[0]
+    return False
 
 
 __all__ = ["output_problems", "value_problems"]

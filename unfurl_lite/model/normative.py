@@ -81,3 +81,45 @@ NORMATIVE_RELATIONSHIP_PROPERTIES: dict[str, dict[str, bool]] = {
     "tosca.relationships.ConnectsTo": {"credential": False},
     "tosca.relationships.AttachesTo": {"location": True, "device": False},
 }
+
+#: the property definitions of TOSCA's normative node types (and Unfurl's Repository) that
+#: say what a value must be, as Unfurl 1.2.0's definitions give them: a template's value
+#: is judged against them at validate (load/value_checks.py); inherited ones are found
+#: through the types' parents (model/lineage.py's NORMATIVE_PROPERTIES)
+NORMATIVE_PROPERTY_TYPES: dict[str, dict[str, dict[str, object]]] = {
+    "tosca.nodes.Abstract.Storage": {
+        "name": {"type": "string"},
+        "size": {"type": "scalar-unit.size", "constraints": [{"greater_or_equal": "0 MB"}]}},
+    "tosca.nodes.Storage.BlockStorage": {"volume_id": {"type": "string"},
+                                         "snapshot_id": {"type": "string"}},
+    "tosca.nodes.BlockStorage": {"name": {"type": "string"}},
+    "tosca.nodes.Storage.ObjectStorage": {
+        "maxsize": {"type": "scalar-unit.size", "constraints": [{"greater_or_equal": "0 GB"}]}},
+    "tosca.nodes.SoftwareComponent": {
+        "component_version": {"type": "version"},
+        "admin_credential": {"type": "tosca.datatypes.Credential"}},
+    "tosca.nodes.DBMS": {"port": {"type": "integer"}, "root_password": {"type": "string"}},
+    "tosca.nodes.Database": {"user": {"type": "string"}, "port": {"type": "integer"},
+                             "name": {"type": "string"}, "password": {"type": "string"}},
+    "tosca.nodes.WebApplication": {"context_root": {"type": "string"}},
+    "tosca.nodes.network.Network": {
+        "ip_version": {"type": "integer", "constraints": [{"valid_values": [4, 6]}]},
+        **{name: {"type": "string"} for name in (
+            "cidr", "start_ip", "end_ip", "gateway_ip", "network_name", "network_id",
+            "segmentation_id", "network_type", "physical_network")},
+        "dhcp_enabled": {"type": "boolean"}},
+    "tosca.nodes.network.Port": {
+        "ip_address": {"type": "string"},
+        "order": {"type": "integer", "constraints": [{"greater_or_equal": 0}]},
+        "is_default": {"type": "boolean"}, "ip_range_start": {"type": "string"},
+        "ip_range_end": {"type": "string"}},
+    "tosca.nodes.network.FloatingIP": {name: {"type": "string"} for name in (
+        "floating_network", "floating_ip_address", "port_id")},
+    "tosca.nodes.ObjectStorage": {
+        "name": {"type": "string"},
+        "size": {"type": "scalar-unit.size", "constraints": [{"greater_or_equal": "0 GB"}]},
+        "maxsize": {"type": "scalar-unit.size", "constraints": [{"greater_or_equal": "0 GB"}]}},
+    "tosca.nodes.LoadBalancer": {"algorithm": {"type": "string"}},
+    "unfurl.nodes.Repository": {"repository": {"type": "string"}, "url": {"type": "string"},
+                                "credential": {"type": "tosca.datatypes.Credential"}},
+}
