@@ -75,7 +75,8 @@ from tests.load.test_validate import problems_in, templates
                command: "echo {{ '.template' | eval }}"
      """, "`.template`"),
     # operation keys the schema let through and nothing read (Unfurl 1.2.0 acts on
-    # entry_state, and refuses workflow and pre_conditions: "unknown field")
+    # entry_state and invoke, and refuses workflow, pre_conditions and resultTemplate:
+    # "unknown field"; a resultTemplate there was accepted and never applied)
     *[(f"""\
      a:
        type: tosca.nodes.Root
@@ -86,7 +87,9 @@ from tests.load.test_validate import problems_in, templates
                implementation: echo hi
                {key}: {value}
      """, f"`{key}`") for key, value in (("entry_state", "started"),
-                                        ("workflow", "deploy"), ("pre_conditions", "[]"))],
+                                        ("workflow", "deploy"), ("pre_conditions", "[]"),
+                                        ("invoke", "Standard.create"),
+                                        ("resultTemplate", "{a: x}"))],
     # a requirement's min/max: the schema let them through, nothing read them (Unfurl
     # 1.2.0 refuses both: unknown field)
     ("""\

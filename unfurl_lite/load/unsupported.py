@@ -373,6 +373,14 @@ _UNREAD_OPERATION_KEYS = {
         'operation key `pre_conditions` is not supported (Unfurl 1.2.0 refuses it too: '
         'unknown field "pre_conditions")', "remove it, or give the implementation "
         "`preConditions:` (a JSON schema the target's values must meet)"),
+    "invoke": (
+        "operation key `invoke` is not supported (Unfurl 1.2.0 runs the operation it "
+        "names in this one's place)", "remove it, and give this operation the other's "
+        "implementation and inputs"),
+    "resultTemplate": (
+        "operation key `resultTemplate` is not supported beside `implementation` (Unfurl "
+        '1.2.0 refuses it too: unknown field "resultTemplate")', "move it under the "
+        "operation's inputs: `inputs: {resultTemplate: ...}`"),
 }
 
 
