@@ -36,6 +36,9 @@ def test_status_and_the_stale_lock_say_how_to_finish_a_killed_job(project):
         report = json.loads(run_unfurl(project.root, "status", "--json").stdout)
         assert report["interrupted"]["resume"] == "unfurl resume --force"
         assert report["interrupted"]["inFlight"] == ["app Standard.configure"]
+        history = run_unfurl(project.root, "history", "--json")  # the same command
+        assert "finish it with `unfurl resume --force`" in json.loads(
+            history.stdout)[0]["summary"], history.stdout
 
         refused = run_unfurl(project.root, "deploy", "--approve")
         assert refused.returncode == 1

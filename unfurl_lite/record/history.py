@@ -25,7 +25,7 @@ from unfurl_lite.model import changeid
 from unfurl_lite.model import status_layout as layout
 from unfurl_lite.model.narrow import is_list, is_map, new_list
 from unfurl_lite.record import records
-from unfurl_lite.record.interrupted import killed
+from unfurl_lite.record.interrupted import killed, resume_command
 from unfurl_lite.record.liveness import pid_alive
 from unfurl_lite.run.observer import RUNNING, execution_status
 
@@ -296,7 +296,7 @@ def running_jobs(root: Path) -> list[JobRecord]:
             summary = f"running (pid {journal.pid})"
         elif killed(journal):
             summary = (f"interrupted: its process (pid {journal.pid}) died; "
-                       "finish it with `unfurl resume`")
+                       f"finish it with `{resume_command(journal)}`")
         else:
             continue
         found.append(JobRecord(

@@ -127,6 +127,16 @@ class Interrupted:
                 f"(pid {self.pid}) died before it finished; {self.advice()}.")
 
 
+def resume_command(journal: JournalFile) -> str:
+    """What finishes a job killed before it was recorded, in the words ``unfurl status``,
+    ``history``, the dashboard and the lock's error all give: ``--force`` when tasks were
+    running when it died."""
+    in_flight = tuple(f"{t.get('target')} {t.get('operation')}" for t in journal.tasks
+                      if t.get("state") in IN_FLIGHT_STATES)
+    return Interrupted(journal.change_id, str(journal.data.get("workflow") or "?"),
+                       journal.pid, in_flight).command
+
+
 def find(project_root: Path) -> Interrupted | None:
     """The newest killed job that nobody has resumed (see :func:`killed`)."""
     # start-up: keeps record.journal (68 modules) off `check`, `undeploy` until find() runs

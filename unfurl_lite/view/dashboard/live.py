@@ -18,7 +18,7 @@ from unfurl_lite.api.inspect import ensemble_paths
 from unfurl_lite.model import changeid
 from unfurl_lite.record import history as hist
 from unfurl_lite.record import lock
-from unfurl_lite.record.interrupted import IN_FLIGHT_STATES, Interrupted
+from unfurl_lite.record.interrupted import resume_command
 from unfurl_lite.record.journal import PREFIX, JournalFile, journal_path, read_journal
 from unfurl_lite.record.journal_format import events_path
 from unfurl_lite.record.liveness import pid_alive
@@ -106,15 +106,6 @@ def summary(ensemble: Path, job_id: str) -> dict[str, Any] | None:
 def alive(journal: JournalFile) -> bool:
 
     return pid_alive(journal.pid)
-
-
-def resume_command(journal: JournalFile) -> str:
-    """What finishes a job killed before it was recorded: the same words ``unfurl status``
-    and the lock's error give (``--force`` when tasks were running when it died)."""
-    in_flight = tuple(f"{t.get('target')} {t.get('operation')}" for t in journal.tasks
-                      if t.get("state") in IN_FLIGHT_STATES)
-    return Interrupted(journal.change_id, str(journal.data.get("workflow") or "?"),
-                       journal.pid, in_flight).command
 
 
 def job_events(
