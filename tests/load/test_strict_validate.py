@@ -143,8 +143,10 @@ def test_every_function_and_filter_is_evaluated_or_refused_by_name(project, invo
     result = invoke("validate")
     assert result.exit_code == 1, result.output
     assert named in result.output
-    lines = {line.split(":")[1] for line in result.output.splitlines() if "ensemble.yaml:" in line}
+    said = [line for line in result.output.splitlines() if "ensemble.yaml:" in line]
+    lines = {line.split(":")[1] for line in said}
     assert len(lines) >= 2  # the property and the output, each at its own line
+    assert len(said) == len(set(said)), said  # each problem once
     assert invoke("deploy", "--approve").exit_code == 1 and not project.jobs_tsv()
 
 

@@ -205,7 +205,7 @@ def _mapping(path: tuple[Any, ...], value: dict[Any, Any],
         elif is_map(body) and body:
             yield from _function((*path, head), body)
             yield from _input_named((*path, head), body, inputs)
-    elif len(value) == 1:
+    elif len(value) == 1 and path[-1] not in ("eval", "ref"):  # an eval's body: said above
         (key,) = value
         if key in catalog.top_level_functions() and not catalog.known("function", key):
             yield ((*path, key), *catalog.refusal("function", key))
