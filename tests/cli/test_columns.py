@@ -116,3 +116,28 @@ def test_a_failed_job_on_an_80_column_terminal(invoke_in: InvokeIn, tmp_path: Pa
            "Is a directory" in said  # the message, once, whole
     assert said.count("cannot create state/app") == 1  # in the table's footer, once
     assert " ".join(text.split()).count("cannot create state/app") == 2  # and as it happened
+
+
+@pytest.mark.slow  # a pseudo-terminal and a process of its own
+def test_long_instance_names_leave_the_operation_and_outcome_whole(tmp_path: Path):
+    """On 80 columns the job's table shortens the target (the footer names it whole),
+    never the operation, the reason or the outcome (`fa…` for failed)."""
+    from tests.cli.test_tables import _on_terminal
+    from tests.conftest import ensemble_yaml, git, shell_node
+
+    long_name = "a_rather_long_instance_name_for_this_test"
+    (tmp_path / "ensemble.yaml").write_text(ensemble_yaml(
+        shell_node(long_name, "'exit 3'") + shell_node(
+            "another_long_named_instance_here", "'echo ok'", operation="configure")))
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "-c", "user.name=T", "-c", "user.email=t@t", "commit", "-qm", "init")
+    text = _on_terminal(tmp_path, WIDTH, "deploy", "--approve")
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
+    final = text.split("(deploy): failed")[-1]
+    lines = [line.rstrip() for line in final.replace("\r", "").splitlines()]
+    assert [line for line in lines if len(line) > WIDTH] == []
+    rows = sorted(line.split() for line in lines if re.match(r"\s*A\w{11}\s", line))
+    assert [row[2:] for row in rows] == [["Standard.create", "add", "failed", "error"],
+                                         ["Standard.configure", "add", "ok", "ok"]], rows
+    assert f"{long_name} Standard.create: failed" in " ".join(lines)  # whole in the footer

@@ -196,8 +196,9 @@ OUTCOME_STYLE = {
 
 
 def summary_table(result: JobResult) -> Any:
-    """One row per counted task, each cell whole (nothing is cut or wrapped mid-word): the
-    messages are in the footer under it, where they have the terminal's width."""
+    """One row per counted task, each cell whole but the target's, which a narrow terminal
+    shortens with an ellipsis (nothing is wrapped mid-word): the messages, naming their
+    instance whole, are in the footer under it, where they have the terminal's width."""
     # start-up: keeps rich (50 modules) off `plan`, `deploy`, `redeploy` until summary_table() runs
     from rich import box
     from rich.table import Table
@@ -206,22 +207,26 @@ def summary_table(result: JobResult) -> Any:
 
     table = Table(title=f"Job {result.job_id} ({result.workflow}): {result.state}",
                   box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left")
-    for column in ("task", "target", "operation", "reason", "outcome", "status"):
-        table.add_column(column, no_wrap=True, overflow="ellipsis",
-                         min_width=12 if column == "task" else None)  # a changeId: whole
+    rows: list[tuple[str, ...]] = []
+    styles: list[str] = []
     for r in result.runs:
         if not r.counted:
             continue
         outcome = run_outcome(r, str(result.state))
-        style = OUTCOME_STYLE.get(outcome, "")
-        table.add_row(
-            r.change_id or "-",
-            r.task.target,
-            task_label(r.task),
-            r.task.reason,
-            f"[{style}]{outcome}[/{style}]" if style else outcome,
-            str(r.status or ""),
-        )
+        styles.append(OUTCOME_STYLE.get(outcome, ""))
+        rows.append((r.change_id or "-", r.task.target, task_label(r.task), r.task.reason,
+                     outcome, str(r.status or "")))
+    columns = ("task", "target", "operation", "reason", "outcome", "status")
+    for index, column in enumerate(columns):
+        # every column but the target keeps its longest cell whole: a narrow terminal
+        # shortens instance names (the footer names them whole), never `fa…` for failed
+        whole = max([len(column), *(len(row[index]) for row in rows)])
+        table.add_column(column, no_wrap=column != "target", overflow="ellipsis",
+                         min_width=None if column == "target" else whole)
+    for row, style in zip(rows, styles, strict=True):
+        outcome = row[4]
+        table.add_row(*row[:4], f"[{style}]{outcome}[/{style}]" if style else outcome,
+                      row[5])
     return table
 
 
