@@ -39,6 +39,7 @@ from unfurl_lite.model.lineage import (
     undeclared_properties,
 )
 from unfurl_lite.model.narrow import YAMLList, YAMLMap, cast, is_list, is_map
+from unfurl_lite.model.normative import NORMATIVE_REQUIRED_REQUIREMENTS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -83,7 +84,10 @@ def build(file: Path, text: str, data: EnsembleDoc) -> Ensemble:
     }
     if any(_declares_requirements(d) for d in node_types.values()) or any(
         r.node not in templates for t in templates.values() for r in t.requirements
-    ):  # some requirement is left for matching, or names a type (rare: off the common path)
+    ) or any(n in NORMATIVE_REQUIRED_REQUIREMENTS for n in {
+        n for t in templates.values() for n in t.type_lineage}
+    ):  # some requirement is left for matching, or names a type, or a normative type
+        # requires one (rare: off the common path)
         for name, implied in structure.implied_requirements(service).items():
             templates[name] = _node_template(
                 name, node_templates[name] or {}, types, relationship_templates,

@@ -10,16 +10,18 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from contextvars import ContextVar
 
 from unfurl_lite.model.lineage import (
+    NORMATIVE_PROPERTIES,
     ancestry,
     as_mapping,
     capabilities_of,
     is_a,
     lineage,
     matching_capability,
+    normative_name,
     parents,
 )
 from unfurl_lite.model.narrow import YAMLValue, cast, is_list, is_map
-from unfurl_lite.model.normative import NORMATIVE_RELATIONSHIPS
+from unfurl_lite.model.normative import NORMATIVE_RELATIONSHIPS, NORMATIVE_REQUIRED_REQUIREMENTS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -206,6 +208,8 @@ def implied_requirements(
             lineages[type_name] = lineage(type_name, node_types)
             declared[type_name] = {}
             for ancestor in reversed(lineages[type_name]):
+                if ancestor not in node_types:
+                    declared[type_name].update(_normative_required(ancestor))
                 for entry in _entries(as_mapping(node_types.get(ancestor)).get("requirements")):
                     declared[type_name].update(entry)
         if not declared[type_name] and _all_connected(body.get("requirements"), templates):
@@ -229,6 +233,21 @@ def implied_requirements(
             target = _match(str(name), definition, templates, node_types, lineages, capabilities,
                             targets.is_a, targets)
             found.setdefault(str(name), []).append((req, definition, target))
+    return found
+
+
+def _normative_required(type_name: str) -> dict[str, dict[str, Any]]:
+    """The required requirements of a normative type and its normative ancestors (the
+    nearest definition wins; Docker's host over Container.Application's)."""
+    line: list[str] = []
+    name: str | None = normative_name(type_name)
+    while name is not None and name not in line:
+        line.append(name)
+        name = NORMATIVE_PROPERTIES.get(name, (None,))[0]
+    found: dict[str, dict[str, Any]] = {}
+    for ancestor in reversed(line):
+        for req, definition in NORMATIVE_REQUIRED_REQUIREMENTS.get(ancestor, {}).items():
+            found[req] = {**found.get(req, {}), **definition}
     return found
 
 

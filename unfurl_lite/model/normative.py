@@ -123,3 +123,34 @@ NORMATIVE_PROPERTY_TYPES: dict[str, dict[str, dict[str, object]]] = {
     "unfurl.nodes.Repository": {"repository": {"type": "string"}, "url": {"type": "string"},
                                 "credential": {"type": "tosca.datatypes.Credential"}},
 }
+
+#: the requirements TOSCA's normative node types declare that a template must satisfy
+#: (no ``occurrences`` starting at 0), as Unfurl 1.2.0's TOSCA 1.3 definitions declare
+#: them: matched as a type's own are (load/structure.py), and "missing" when nothing matches
+#: ("Node template app is missing requirements: host"; unfurl-cases 489)
+NORMATIVE_REQUIRED_REQUIREMENTS: dict[str, dict[str, dict[str, str]]] = {
+    "tosca.nodes.Database": {"host": {
+        "node": "tosca.nodes.DBMS", "capability": "tosca.capabilities.Compute",
+        "relationship": "tosca.relationships.HostedOn"}},
+    "tosca.nodes.WebApplication": {"host": {
+        "node": "tosca.nodes.WebServer", "capability": "tosca.capabilities.Compute",
+        "relationship": "tosca.relationships.HostedOn"}},
+    "tosca.nodes.network.Port": {
+        "binding": {"node": "tosca.nodes.Compute",
+                    "capability": "tosca.capabilities.network.Bindable",
+                    "relationship": "tosca.relationships.network.BindsTo"},
+        "link": {"node": "tosca.nodes.network.Network",
+                 "capability": "tosca.capabilities.network.Linkable",
+                 "relationship": "tosca.relationships.network.LinksTo"}},
+    "tosca.nodes.network.FloatingIP": {"link": {
+        "node": "tosca.nodes.network.Port", "capability": "tosca.capabilities.network.Linkable",
+        "relationship": "tosca.relationships.network.LinksTo"}},
+    "tosca.nodes.Container.Application": {
+        "host": {"node": "tosca.nodes.Container.Runtime",
+                 "capability": "tosca.capabilities.Container",
+                 "relationship": "tosca.relationships.HostedOn"},
+        "storage": {"capability": "tosca.capabilities.Storage"},
+        "network": {"capability": "tosca.capabilities.Endpoint"}},
+    "tosca.nodes.Container.Application.Docker": {"host": {
+        "capability": "tosca.capabilities.Container.Docker"}},
+}
