@@ -177,3 +177,42 @@ def test_an_unconnected_requirement_read_as_an_attribute_says_so(project, invoke
     assert result.exit_code == 1, result.output
     assert "'database' is a requirement" in result.output
     assert "template 'app' leaves it unconnected" in result.output
+
+
+_CONNECTED = """\
+db:
+  type: tosca.nodes.Root
+  properties: {workdir: /srv}
+  interfaces:
+    Standard:
+      create: echo db
+app:
+  type: tosca.nodes.Root
+  requirements:
+    - dependency:
+        node: db
+        relationship:
+          type: tosca.relationships.DependsOn
+          interfaces:
+            Configure:
+              add_target: echo {{ TARGET.wrokdir }} {{ SOURCE.nmae }} {{ TARGET.workdir }}
+"""
+
+
+def test_a_relationship_operations_target_and_source_are_checked_by_validate(
+        project, invoke) -> None:
+    """TARGET and SOURCE in a requirement's relationship operation are known before
+    anything runs: validate names each misspelling at its line, as it does SELF's."""
+    project.write(ensemble_yaml(_CONNECTED))
+    result = invoke("validate")
+    assert result.exit_code == 1, result.output
+    said = [line for line in result.output.splitlines() if "ensemble.yaml:" in line]
+    assert len(said) == 2, result.output
+    assert "instance 'db' has no attribute 'wrokdir'; did you mean 'workdir'?" in said[0]
+    assert "instance 'app' has no attribute 'nmae'; did you mean 'name'?" in said[1]
+    lines = project.ensemble.read_text().splitlines()
+    number = 1 + lines.index(next(t for t in lines if "add_target" in t))
+    assert all(f"ensemble.yaml:{number}:" in s for s in said), said  # the operation's line
+    project.write(ensemble_yaml(_CONNECTED.replace("wrokdir", "workdir").replace(
+        "nmae", "name")))
+    assert invoke("validate").exit_code == 0

@@ -9,7 +9,8 @@ Python operation, a ``resultTemplate`` written as text, discovery, a type this t
 not know), the instance's attributes are open and nothing is reported about them; a
 template that tests a name (``is defined``, ``| default``) is never reported for it.
 
-``validate`` reports each with its file and line; a job checks the operations it is about
+``validate`` reports each with its file and line (in a requirement's relationship
+operations too, whose TARGET and SOURCE it knows); a job checks the operations it is about
 to run and refuses to start, as Unfurl 1.2.0 aborts a job whose templates fail to render.
 """
 
@@ -64,6 +65,8 @@ class NameProblem:
     subpath: tuple[Any, ...]
     message: str
     hint: str | None
+    #: the requirement whose relationship operation reads it (validate's scan)
+    requirement: str | None = None
 
 
 class _Declared:
@@ -177,6 +180,7 @@ def find(ensemble: Ensemble, tasks: Iterable[Planned] | None = None,
                 found += (NameProblem(template.name, None, None, key, sub, message, hint)
                           for sub, message, hint in
                           _in_value(value, _Scope(declared, template, None, {}), False))
+        found += _in_requirements(declared)
     else:
         todo = [(templates[name], op, extra, relationship)
                 for name, op, extra, relationship in tasks if name in templates]
@@ -197,6 +201,28 @@ def find(ensemble: Ensemble, tasks: Iterable[Planned] | None = None,
                                   message, hint)
                       for sub, message, hint in _in_value(value, scope, key in _POST_INPUTS))
     return found
+
+
+def _in_requirements(declared: _Declared) -> Iterator[NameProblem]:
+    """Validate's scan of the relationship operations a template's requirements declare,
+    their TARGET and SOURCE known (a job renders them with the instances it connects)."""
+    templates = declared.topology.templates
+    for template in templates.values():
+        for requirement in template.requirements:
+            target = templates.get(requirement.node)
+            if target is None:
+                continue
+            for operations in requirement.interfaces.values():
+                for operation in operations.values():
+                    scope = _Scope(declared, template, operation, {}, True, target)
+                    for key, value in operation.run_inputs.items():
+                        if _inert(value):
+                            continue
+                        yield from (NameProblem(template.name, operation.interface,
+                                                operation.name, key, sub, message, hint,
+                                                requirement.name)
+                                    for sub, message, hint in
+                                    _in_value(value, scope, key in _POST_INPUTS))
 
 
 def without_templates(ensemble: Ensemble) -> bool:
@@ -224,6 +250,8 @@ class _Scope:
     operation: Operation | None
     extra: Mapping[str, Any]
     relationship: bool = False
+    #: a relationship operation's TARGET, when known (validate's scan of requirements)
+    target: NodeTemplate | None = None
 
     def topology_inputs(self) -> frozenset[str]:
         return frozenset(self.declared.topology.inputs) | frozenset(
@@ -234,6 +262,9 @@ class _Scope:
         templates = self.declared.topology.templates
         if self.relationship and root in ("SELF", "HOST"):
             return root, None  # SELF is the relationship's instance
+        if self.target is not None and root in ("TARGET", "SOURCE"):
+            node = self.target if root == "TARGET" else self.template
+            return f"instance {node.name!r}", self.declared.view(node)
         if root == "SELF":
             return f"instance {self.template.name!r}", self.declared.view(self.template)
         if root == "HOST":
@@ -375,8 +406,10 @@ def _requirement_names(template: NodeTemplate, scope: _Scope) -> set[str]:
 
 
 def _template_of(root: str, scope: _Scope) -> NodeTemplate | None:
-    if root == "SELF":
+    if root == "SELF" or (root == "SOURCE" and scope.target is not None):
         return scope.template
+    if root == "TARGET":
+        return scope.target
     if root == "HOST":
         return scope.declared.topology.templates.get(scope.template.host or "")
     return None
@@ -421,6 +454,9 @@ def problems(ensemble: Ensemble, found: list[NameProblem]) -> list[Problem]:
 def _prefix(item: NameProblem) -> str:
     if item.operation is None:
         return f"property {item.key!r} of {item.template!r}: "
+    if item.requirement is not None:
+        return (f"{item.template} {item.interface}.{item.operation} "
+                f"(requirement {item.requirement!r}): ")
     return f"{item.template} {item.interface}.{item.operation}: "
 
 
@@ -433,6 +469,8 @@ def _path_of(doc: Any, ensemble: Ensemble, item: NameProblem) -> tuple[Any, ...]
     template_path = (*_TOPOLOGY, "node_templates", item.template)
     if item.operation is None:
         return (*template_path, "properties", item.key, *item.subpath)
+    if item.requirement is not None:
+        return _requirement_path(doc, template_path, item)
     template = ensemble.topology.templates[item.template]
     owners = [template_path] + [
         (*_SERVICE, section, type_name) for type_name in template.type_lineage
@@ -455,6 +493,36 @@ def _path_of(doc: Any, ensemble: Ensemble, item: NameProblem) -> tuple[Any, ...]
                         return (*inputs, *item.subpath)
             if _get(doc, (*base, "inputs", item.key)) is not None:
                 return (*base, "inputs", item.key, *item.subpath)
+    return template_path
+
+
+def _requirement_path(doc: Any, template_path: tuple[Any, ...],
+                      item: NameProblem) -> tuple[Any, ...]:
+    """Where a requirement's relationship operation holds the value: inline under the
+    requirement, else in the relationship template it names, else the requirement."""
+    entries = _get(doc, (*template_path, "requirements"))
+    for index, entry in enumerate(entries if isinstance(entries, list) else []):
+        if not is_mapping(entry) or item.requirement not in entry:
+            continue
+        where: tuple[Any, ...] = (*template_path, "requirements", index, item.requirement)
+        relationship = _get(doc, (*where, "relationship"))
+        owners = [(*where, "relationship")] if is_mapping(relationship) else [
+            (*_TOPOLOGY, "relationship_templates", relationship)] if isinstance(
+            relationship, str) else []
+        for owner in owners:
+            interfaces = _get(doc, (*owner, "interfaces"))
+            for name in interfaces if is_mapping(interfaces) else ():
+                if canonical_interface(str(name)) != item.interface:
+                    continue
+                base = (*owner, "interfaces", name)
+                for operation in ((*base, "operations", item.operation),
+                                  (*base, item.operation)):
+                    definition = _get(doc, operation)
+                    if isinstance(definition, str):
+                        return operation
+                    if _get(doc, (*operation, "inputs", item.key)) is not None:
+                        return (*operation, "inputs", item.key, *item.subpath)
+        return where
     return template_path
 
 
