@@ -64,6 +64,8 @@ def test_interfaces_the_type_declares_are_accepted(project, invoke):
     """).replace("    topology_template:", """    interface_types:
       example.interfaces.Maintenance:
         derived_from: tosca.interfaces.Root
+        operations:
+          backup: {}
     node_types:
       example.Base:
         derived_from: tosca.nodes.Root

@@ -85,7 +85,8 @@ def test_realistic_unfurl_ensemble_is_accepted(tmp_path: Path) -> None:
               unfurl.datatypes.Sensitive: {derived_from: string}
               sensitive: {derived_from: string}
             interface_types:
-              MyCustomInterface: {derived_from: tosca.interfaces.Root}
+              MyCustomInterface: {derived_from: tosca.interfaces.Root,
+                                  operations: {anything_goes: {}}}
             node_types:
               App:
                 derived_from: tosca.nodes.SoftwareComponent

@@ -236,6 +236,7 @@ def _unknown_operations_of(doc: Any, file: str, path: tuple[Any, ...], interface
     for interface, body in mapping(interfaces).items():
         known = INTERFACE_OPERATIONS.get(canonical_interface(str(interface)))
         if known is None:
+            yield from _undeclared_custom(doc, file, path, str(interface), body, unknown)
             continue
         declared: tuple[str, ...] | None = None  # looked up only for an unknown name
         for subpath, op in operations_of(body):
@@ -254,6 +255,37 @@ def _unknown_operations_of(doc: Any, file: str, path: tuple[Any, ...], interface
                     "and give the interface `type: my.interfaces.X`, as Unfurl requires")
                 yield problem_at(doc, (*path, interface, *subpath), file,
                                  f"unknown operation {op!r} on interface {interface!r}", hint)
+
+
+def _undeclared_custom(doc: Any, file: str, path: tuple[Any, ...], interface: str, body: Any,
+                       unknown: list[str]) -> Iterator[Problem]:
+    """An interface of one's own (``Mine: {type: my.interfaces.X}``) given an operation its
+    interface type does not declare, refused as tosca-parser refuses it ('"interfaces" of
+    template "app" contains unknown field "op2".'; tests/data/unfurl120/56-custom-interfaces).
+    Judged only where the interface type is the document's own; its ancestors' operations
+    count (Unfurl 1.2.0 refuses those too, a stricter reading not followed)."""
+    if len(path) < 3 or path[-3] not in ("node_templates", "node_types"):
+        return
+    type_name = _interface_type(doc, path, interface)
+    types = get_section(doc, (*SERVICE, "interface_types"))
+    if type_name is None or type_name not in types:
+        return
+    declared = set(interface_type_operations(doc, type_name))
+    for name in ancestry(type_name, lambda t: parents(mapping(types.get(t)).get(
+            "derived_from"))):  # one derived from Standard (say) has Standard's too
+        declared.update(INTERFACE_OPERATIONS.get(canonical_interface(name), ()))
+    for subpath, op in operations_of(body):
+        unknown.append(op)  # judged by the owner's interface type: never cached as clean
+        if op in declared:
+            continue
+        owner = "template" if path[-3] == "node_templates" else "node type"
+        yield problem_at(
+            doc, (*path, interface, *subpath), file,
+            f'"interfaces" of {owner} "{path[-2]}" contains unknown field "{op}".',
+            did_you_mean(op, sorted(declared)) or (
+                f"interface type {type_name!r} declares "
+                f"{', '.join(sorted(declared)) or 'no operations'}; declare it there "
+                f"(`interface_types: {{{type_name}: {{operations: {{{op}: {{}}}}}}}}`)"))
 
 
 _BASE_TYPES = {canonical: alias for alias, canonical in INTERFACE_ALIASES.items()}
