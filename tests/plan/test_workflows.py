@@ -34,8 +34,14 @@ def ensemble_data(templates: dict, types: dict | None = None) -> dict:
     }
     if any("Custom" in (t.get("interfaces") or {}) for t in templates.values()):
         types = {**PINGED, **(types or {})}
+        # the type declares the operations the templates give it (Unfurl 1.2.0 refuses
+        # any other: load/interface_checks.py)
+        used = {str(op) for t in templates.values()
+                for op in (((t.get("interfaces") or {}).get("Custom") or {})
+                           .get("operations") or {})}
         doc["spec"]["service_template"]["interface_types"] = {
-            "example.interfaces.Custom": {"derived_from": "tosca.interfaces.Root"}}
+            "example.interfaces.Custom": {"derived_from": "tosca.interfaces.Root",
+                                         "operations": {op: {} for op in sorted(used)}}}
     if types:
         doc["spec"]["service_template"]["node_types"] = types
     return doc
