@@ -38,3 +38,22 @@ def test_init_from_a_mistyped_example(invoke_in: InvokeIn, tmp_path: Path):
     result = invoke_in(tmp_path, "init", "x", "--from", "three-teir")
     assert result.exit_code == 1 and "did you mean 'three-tier'?" in result.output
     assert not (tmp_path / "x").exists()
+
+
+def test_heal_and_execute_operation_of_mistyped_names(invoke_in: InvokeIn, tmp_path: Path):
+    """Every command that takes an instance or a template by name says what was meant:
+    heal's instance, execute-operation's `node_ids` and `node_instance_ids`, --instance."""
+    root = init_example(invoke_in, tmp_path, "three-tier")
+    assert invoke_in(root, "deploy", "--approve").exit_code == 0
+    head = (root / "jobs.tsv").read_text()
+    for args, said in (
+            (("heal", "wbe"), "no instance named 'wbe'"),
+            (("execute-operation", "Standard.configure", "-p", "node_ids=[wbe]"),
+             "no node template named 'wbe'"),
+            (("execute-operation", "Standard.configure", "-p", "node_instance_ids=[wbe]"),
+             "no instance named 'wbe'"),
+            (("deploy", "--instance", "wbe"), "no instance named 'wbe'")):
+        result = invoke_in(root, *args, "--approve")
+        assert result.exit_code == 1, result.output
+        assert said in result.output and "did you mean 'web'?" in result.output, result.output
+    assert (root / "jobs.tsv").read_text() == head  # nothing ran

@@ -17,7 +17,14 @@ from unfurl_lite.model.entities import Instance, NodeState, NodeTemplate, Operat
 from unfurl_lite.plan.lifecycle import implemented
 from unfurl_lite.plan.reinstall import ALWAYS, Trigger, add_reinstall, either, guard_of
 from unfurl_lite.plan.tasks import CHECK, REPAIR, Builder, Guard, Plan
-from unfurl_lite.plan.topology import contained, containers, instance_graph, is_present, ordered
+from unfurl_lite.plan.topology import (
+    contained,
+    containers,
+    instance_graph,
+    is_present,
+    ordered,
+    unknown_instance,
+)
 
 HEAL = "heal"
 HEAL_OPS = ("preheal", "heal", "postheal")
@@ -36,9 +43,7 @@ def heal_scope(ensemble: Ensemble, instances: Mapping[str, Instance],
     everything contained in it, or every instance; present ones, dependencies first."""
     if node_instance_id:
         if node_instance_id not in instances:
-            raise PlanError(
-                f"no instance named {node_instance_id!r}", hint="run `unfurl status` to list them"
-            )
+            raise unknown_instance(node_instance_id, instances)
         roots = containers(ensemble, instances, node_instance_id) or [node_instance_id]
         scope = contained(ensemble, instances, roots[-1])
     else:

@@ -27,7 +27,14 @@ from unfurl_lite.model.entities import (
 from unfurl_lite.plan.agents import plan_agents, seconds
 from unfurl_lite.plan.lifecycle import implemented
 from unfurl_lite.plan.tasks import RUN, STOP_REASON, Builder, Plan
-from unfurl_lite.plan.topology import instance_graph, is_present, planned_instances, select
+from unfurl_lite.plan.topology import (
+    instance_graph,
+    is_present,
+    planned_instances,
+    select,
+    unknown_instance,
+    unknown_template,
+)
 
 #: operation names ``unfurl run --operation`` finds without an interface (Unfurl's
 #: find_standard_interface): every other one must name its interface
@@ -84,10 +91,10 @@ def select_filtered(
     instances = ensemble.instances if instances is None else instances
     for node in node_ids:
         if node not in ensemble.topology.templates:
-            raise PlanError(f"no node template named {node!r}", hint="see `unfurl validate`")
+            raise unknown_template(node, ensemble.topology.templates)
     for name in node_instance_ids:
         if name not in instances:
-            raise PlanError(f"no instance named {name!r}", hint="run `unfurl status` to list them")
+            raise unknown_instance(name, instances)
     chosen: list[str] = []
     for name, instance in instances.items():
         template = ensemble.topology.templates.get(instance.template)

@@ -179,13 +179,29 @@ def select(instances: dict[str, Instance], names: Sequence[str]) -> list[str]:
             continue
         of_template = [i.name for i in instances.values() if i.template == name]
         if not of_template:
-            import difflib  # start-up: a misspelled name only, not every command's imports
-
-            close = difflib.get_close_matches(name, list(instances), n=1)
-            hint = f"did you mean {close[0]!r}?" if close else "run `unfurl status` to list them"
-            raise PlanError(f"no instance named {name!r}", hint=hint)
+            raise unknown_instance(name, instances)
         chosen.extend(of_template)
     return chosen
+
+
+def unknown_instance(name: str, instances: Iterable[str]) -> PlanError:
+    """``no instance named 'wbe'`` with the closest instance name, as every command that
+    takes an instance's name says it."""
+    return PlanError(f"no instance named {name!r}",
+                     hint=_closest(name, instances) or "run `unfurl status` to list them")
+
+
+def unknown_template(name: str, templates: Iterable[str]) -> PlanError:
+    """``no node template named 'wbe'`` with the closest template name."""
+    return PlanError(f"no node template named {name!r}",
+                     hint=_closest(name, templates) or "see `unfurl validate`")
+
+
+def _closest(name: str, choices: Iterable[str]) -> str | None:
+    import difflib  # start-up: a misspelled name only, not every command's imports
+
+    close = difflib.get_close_matches(name, [c for c in choices if c != name], n=1)
+    return f"did you mean {close[0]!r}?" if close else None
 
 
 def known_template(ensemble: Ensemble, name: str) -> None:
