@@ -136,6 +136,7 @@ def _mapping(w: _Writer, mapping: dict[Any, Any], indent: int) -> None:
                 runs.append("".join(parts[run:-1]))
                 run = -1
         kind = type_of(value)
+        line = None
         if kind is str and lines is not None:
             line = lines.get((key, value, indent))
             if line is None:
@@ -144,22 +145,15 @@ def _mapping(w: _Writer, mapping: dict[Any, Any], indent: int) -> None:
                     if len(lines) >= _PAIRS_MAX:
                         lines.clear()
                     lines[(key, value, indent)] = line
-            if line is not None:
-                parts.append(line)
-                w.column = indent + len(line)
-                w.whitespace = False
-                if run >= 0:
-                    end = w.column
-                continue
         elif kind in _SCALARS:
             line = _one_line(key, kind, value, indent)
-            if line is not None:
-                parts.append(line)
-                w.column = indent + len(line)
-                w.whitespace = False
-                if run >= 0:
-                    end = w.column
-                continue
+        if line is not None:
+            parts.append(line)
+            w.column = indent + len(line)
+            w.whitespace = False
+            if run >= 0:
+                end = w.column
+            continue
         w.column, w.whitespace = indent, True
         _pair(w, key, value, indent)
         if run >= 0:
