@@ -8,17 +8,15 @@ run with Unfurl 1.2.0 (``capture.sh`` there); ``test_unfurl_still_answers_so`` r
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import git, unfurl120
+from tests.recorded_probes import needs_unfurl120, recorded, unfurl_validates
 from unfurl_lite.load.validate import check
 from unfurl_lite.load.yamlio import parse
 
-DATA = Path(__file__).parent.parent / "data" / "unfurl120" / "55-outputs"
-PROBES = sorted(p.stem for p in DATA.glob("*.yaml"))
+PROBES = recorded("55-outputs")
 
 
 def unfurls_words(console: str) -> list[str]:
@@ -27,33 +25,24 @@ def unfurls_words(console: str) -> list[str]:
         console, re.M)))
 
 
-@pytest.mark.parametrize("name", PROBES)
+@pytest.mark.parametrize("name", PROBES.names)
 def test_refused_where_unfurl_refuses_it(name: str) -> None:
-    console = (DATA / name / "console.txt").read_text()
-    refused = int((DATA / name / "exitcode.txt").read_text()) != 0
-    problems = check(parse((DATA / f"{name}.yaml").read_text(), "e.yaml"), "e.yaml")
+    console = PROBES.console(name)
+    refused = PROBES.code(name) != 0
+    problems = check(parse(PROBES.text(name), "e.yaml"), "e.yaml")
     assert bool(problems) == refused, [p.message for p in problems]
     for words in unfurls_words(console):
         assert any(words in p.message for p in problems), (words, problems)
 
 
 def test_the_probes_cover_both_answers() -> None:
-    codes = {int((DATA / n / "exitcode.txt").read_text()) for n in PROBES}
-    assert codes == {0, 1} and len(PROBES) >= 6
+    codes = PROBES.codes()
+    assert codes == {0, 1} and len(PROBES.names) >= 6
 
 
-UNFURL = unfurl120()
-
-
-@pytest.mark.unfurl120
-@pytest.mark.skipif(not UNFURL.exists(),
-                    reason="set UNFURL120_VENV to a virtualenv with unfurl==1.2.0")
-@pytest.mark.parametrize("name", PROBES)
+@needs_unfurl120
+@pytest.mark.parametrize("name", PROBES.names)
 def test_unfurl_still_answers_so(tmp_path: Path, name: str) -> None:
-    (tmp_path / "ensemble.yaml").write_text((DATA / f"{name}.yaml").read_text())
-    git(tmp_path, "init", "-q")
-    proc = subprocess.run([str(UNFURL), "--home", "", "validate", "ensemble.yaml"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    output = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)
-    assert proc.returncode == int((DATA / name / "exitcode.txt").read_text()), output
-    assert unfurls_words(output) == unfurls_words((DATA / name / "console.txt").read_text())
+    code, output = unfurl_validates(tmp_path, PROBES.text(name))
+    assert code == PROBES.code(name), output
+    assert unfurls_words(output) == unfurls_words(PROBES.console(name))

@@ -10,26 +10,20 @@ not judged, as in Unfurl. ``test_unfurl_still_answers_so`` re-asks it when it is
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import Invoke, Project, git, unfurl120
+from tests.conftest import Invoke, Project
+from tests.recorded_probes import needs_unfurl120, recorded, unfurl_validates
 from unfurl_lite.load.validate import semantic_problems
 from unfurl_lite.load.yamlio import parse
 
-DATA = Path(__file__).parent.parent / "data" / "unfurl120" / "49-undefined-types"
-PROBES = sorted(p.stem for p in DATA.glob("*.yaml"))
+PROBES = recorded("49-undefined-types")
 #: where we differ on purpose (docs/differences-from-unfurl.md): a node type no template
 #: uses is still refused for an unknown parent; the secret data types are this tool's
 REFUSED_HERE_ONLY = {"unused-node-type-parent"}
 ACCEPTED_HERE_ONLY = {"sensitive-input-types"}
-
-
-def _unfurl(name: str) -> tuple[int, str]:
-    return (int((DATA / name / "exitcode.txt").read_text()),
-            (DATA / name / "console.txt").read_text())
 
 
 def _named_types(console: str) -> set[str]:
@@ -40,14 +34,14 @@ def _named_types(console: str) -> set[str]:
 
 
 def test_the_probes_were_recorded() -> None:
-    assert len(PROBES) >= 15
-    assert all((DATA / p / "exitcode.txt").exists() for p in PROBES)
+    assert len(PROBES.names) >= 15
+    assert all((PROBES.folder / p / "exitcode.txt").exists() for p in PROBES.names)
 
 
-@pytest.mark.parametrize("name", PROBES)
+@pytest.mark.parametrize("name", PROBES.names)
 def test_refused_where_unfurl_refuses_it_naming_the_same_type(name: str) -> None:
-    code, console = _unfurl(name)
-    problems = semantic_problems(parse((DATA / f"{name}.yaml").read_text(), "e.yaml"),
+    code, console = PROBES.code(name), PROBES.console(name)
+    problems = semantic_problems(parse(PROBES.text(name), "e.yaml"),
                                  "e.yaml")
     refused_by_unfurl = code != 0
     if name in REFUSED_HERE_ONLY | ACCEPTED_HERE_ONLY:
@@ -65,7 +59,7 @@ def test_refused_where_unfurl_refuses_it_naming_the_same_type(name: str) -> None
 
 def test_a_job_is_refused_before_it_runs_at_the_place_of_the_name(
         project: Project, invoke: Invoke) -> None:
-    project.write((DATA / "requirement-relationship.yaml").read_text())
+    project.write(PROBES.text("requirement-relationship"))
     result = invoke("deploy", "--approve")
     assert result.exit_code == 1
     assert "ensemble.yaml:14:17:" in result.output
@@ -76,24 +70,14 @@ def test_a_job_is_refused_before_it_runs_at_the_place_of_the_name(
 
 def test_the_short_spelling_unfurl_does_not_find_gets_the_full_name_as_hint() -> None:
     problems = semantic_problems(parse(
-        (DATA / "data-type-short-name.yaml").read_text(), "e.yaml"), "e.yaml")
+        PROBES.text("data-type-short-name"), "e.yaml"), "e.yaml")
     assert [p.hint for p in problems] == [
         "write 'tosca.datatypes.Credential': Unfurl 1.2.0 does not find 'Credential'"]
 
 
-UNFURL = unfurl120()
-
-
-@pytest.mark.unfurl120
-@pytest.mark.skipif(not UNFURL.exists(),
-                    reason="set UNFURL120_VENV to a virtualenv with unfurl==1.2.0")
-@pytest.mark.parametrize("name", PROBES)
+@needs_unfurl120
+@pytest.mark.parametrize("name", PROBES.names)
 def test_unfurl_still_answers_so(tmp_path: Path, name: str) -> None:
-    (tmp_path / "ensemble.yaml").write_text((DATA / f"{name}.yaml").read_text())
-    git(tmp_path, "init", "-q")
-    proc = subprocess.run([str(UNFURL), "--home", "", "validate", "ensemble.yaml"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    output = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)
-    code, console = _unfurl(name)
-    assert proc.returncode == code, output
-    assert _named_types(output) == _named_types(console)
+    code, output = unfurl_validates(tmp_path, PROBES.text(name))
+    assert code == PROBES.code(name), output
+    assert _named_types(output) == _named_types(PROBES.console(name))
