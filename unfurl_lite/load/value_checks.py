@@ -15,10 +15,11 @@ from typing import Any
 
 from unfurl_lite.errors import Problem
 from unfurl_lite.expressions import catalog
+from unfurl_lite.load.builder import SENSITIVE_TYPES
 from unfurl_lite.load.problems import SERVICE, TOPOLOGY, get_section, mapping, problem_at
 from unfurl_lite.model.lineage import NORMATIVE_PROPERTIES, lineage, normative_name
-from unfurl_lite.model.normative import NORMATIVE_PROPERTY_TYPES
-from unfurl_lite.model.tosca_values import DataTypes, type_problem
+from unfurl_lite.model.normative import DEFINED_TYPE_NAMES, NORMATIVE_PROPERTY_TYPES
+from unfurl_lite.model.tosca_values import DataTypes, is_expression, type_problem
 
 _HINT = "give a value its declared type and constraints accept (the type's definition says which)"
 
@@ -52,19 +53,17 @@ def value_problems(doc: Any, file: str) -> Iterator[Problem]:
         definitions = _property_definitions(body.get("type"), node_types)
         for key, value in mapping(body.get("properties")).items():
             definition = definitions.get(key)
-            found = type_problem(definition, _as_given(definition, value), data_types,
-                                 str(key), functions)
+            found, hint = _value_problem(definition, value, data_types, str(key), functions)
             if found is not None:
                 yield problem_at(doc, (*TOPOLOGY, "node_templates", name, "properties", key),
-                                 file, f'{found} in node template "{name}"', _HINT)
+                                 file, f'{found} in node template "{name}"', hint)
     inputs = mapping(mapping(doc.get("spec")).get("inputs"))
     for key, definition in inputs_defs.items():
         value = inputs.get(key, mapping(definition).get("default"))
-        found = type_problem(definition, _as_given(definition, value), data_types, str(key),
-                             functions)
+        found, hint = _value_problem(definition, value, data_types, str(key), functions)
         if found is not None:
             yield problem_at(doc, (*TOPOLOGY, "inputs", key), file,
-                             f'{found} (topology input "{key}")', _HINT)
+                             f'{found} (topology input "{key}")', hint)
 
 
 def output_problems(doc: Any, file: str) -> Iterator[Problem]:
@@ -89,6 +88,36 @@ def output_problems(doc: Any, file: str) -> Iterator[Problem]:
         if found is not None:
             yield problem_at(doc, (*TOPOLOGY, "outputs", key, "value"), file,
                              f'{found} (topology output "{key}")', _HINT)
+
+
+def _value_problem(definition: Any, value: Any, data_types: DataTypes, key: str,
+                   functions: frozenset[str]) -> tuple[str | None, str]:
+    found = type_problem(definition, _as_given(definition, value), data_types, key, functions)
+    if found is not None:
+        return found, _HINT
+    return _undefined_entry_type(definition, value, data_types, functions), (
+        "define it under spec.service_template.data_types, or name a type Unfurl 1.2.0 "
+        "defines (string, integer, tosca.datatypes.Credential, ...)")
+
+
+def _undefined_entry_type(definition: Any, value: Any, data_types: DataTypes,
+                          functions: frozenset[str]) -> str | None:
+    """toscaparser looks a list's or map's entry type up once a value is given (an empty
+    one too; an expression is judged when read): one nothing defines refuses the document,
+    where without a value it is never looked up (tests/data/unfurl120/57-entry-schema-types)."""
+    schema = mapping(definition).get("entry_schema")
+    name = schema if isinstance(schema, str) else mapping(schema).get("type")
+    if not isinstance(name, str) or not isinstance(value, list | dict) \
+            or is_expression(value, functions) or _known_data_type(name, data_types):
+        return None
+    return f'No definition for type "{name}" found.'
+
+
+def _known_data_type(name: str, data_types: DataTypes) -> bool:
+    defined = DEFINED_TYPE_NAMES["data"]
+    return (name in data_types.declared or name in defined or name in SENSITIVE_TYPES
+            or name.startswith("cloudify.")
+            or (name.startswith("tosca:") and name[len("tosca:"):] in defined))
 
 
 def _parents(body: Any) -> tuple[str, ...]:

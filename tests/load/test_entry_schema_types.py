@@ -1,0 +1,55 @@
+"""A list's or map's ``entry_schema`` naming a type nothing defines is refused at validate
+once a value is given for it (an empty one too), as Unfurl 1.2.0 refuses it at load ('No
+definition for type "NoSuchData" found. in node template "app"'); without a value, or with
+an expression, toscaparser never looks the type up and neither do we. Each probe in
+tests/data/unfurl120/57-entry-schema-types was run with Unfurl 1.2.0 (``capture.sh``
+there); the short form ``entry_schema: NoSuchData`` makes 1.2.0 fail with a Python error,
+refused here in the same words as the long form."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Invoke, Project
+from tests.recorded_probes import needs_unfurl120, recorded, unfurl_validates
+from unfurl_lite.load.validate import check
+from unfurl_lite.load.yamlio import parse
+
+PROBES = recorded("57-entry-schema-types")
+
+
+def unfurls_words(console: str) -> list[str]:
+    return list(dict.fromkeys(re.findall(r'MissingTypeError: (No definition for type "[^"]+" '
+                                         r"found\.)", console)))
+
+
+@pytest.mark.parametrize("name", PROBES.names)
+def test_refused_where_unfurl_refuses_it(name: str) -> None:
+    problems = check(parse(PROBES.text(name), "e.yaml"), "e.yaml")
+    assert bool(problems) == (PROBES.code(name) != 0), [p.message for p in problems]
+    for words in unfurls_words(PROBES.console(name)):
+        assert any(p.message.startswith(words) for p in problems), (words, problems)
+    assert all(p.line and "data_types" in p.hint for p in problems)
+
+
+def test_the_probes_cover_both_answers() -> None:
+    assert PROBES.codes() == {0, 1} and len(PROBES.names) >= 8
+
+
+def test_a_deploy_is_refused_before_anything_runs(project: Project, invoke: Invoke) -> None:
+    project.write(PROBES.text("property-value"))
+    result = invoke("deploy", "--approve")
+    assert result.exit_code == 1, result.output
+    assert 'No definition for type "NoSuchData" found. in node template "app"' in result.output
+    assert not (project.ensemble.parent / "jobs.tsv").exists()
+
+
+@needs_unfurl120
+@pytest.mark.parametrize("name", PROBES.names)
+def test_unfurl_still_answers_so(tmp_path: Path, name: str) -> None:
+    code, output = unfurl_validates(tmp_path, PROBES.text(name))
+    assert code == PROBES.code(name), output
+    assert unfurls_words(output) == unfurls_words(PROBES.console(name))
