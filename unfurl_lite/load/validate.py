@@ -115,7 +115,9 @@ def _values(doc: Any, file: str) -> Iterator[Problem]:
             key in mapping(d) for key in declared
             for body in [*mapping(service.get("node_types")).values(),
                          {"properties": get_section(doc, (*TOPOLOGY, "inputs"))}]
-            for d in mapping(mapping(body).get("properties")).values()):
+            for d in mapping(mapping(body).get("properties")).values()) and not any(
+            mapping(body).get("capabilities")
+            for body in get_section(doc, (*TOPOLOGY, "node_templates")).values()):
         return iter(())
     from unfurl_lite.load import value_checks  # start-up: keeps load.value_checks off `plan`
 

@@ -124,6 +124,48 @@ NORMATIVE_PROPERTY_TYPES: dict[str, dict[str, dict[str, object]]] = {
                                 "credential": {"type": "tosca.datatypes.Credential"}},
 }
 
+#: the property definitions of TOSCA's normative capability types that say what a value
+#: must be (Unfurl 1.2.0's TOSCA 1.3 definitions): a template's capability assignment is
+#: judged against them at validate, an ancestor's through the capability types' parents
+#: (load/function_refs.py's CAPABILITY_TYPES); tests/data/unfurl120/58-capability-values
+NORMATIVE_CAPABILITY_PROPERTY_TYPES: dict[str, dict[str, dict[str, object]]] = {
+    "tosca.capabilities.Storage": {"name": {"type": "string"}},
+    "tosca.capabilities.Compute": {
+        "name": {"type": "string"},
+        "num_cpus": {"type": "integer", "constraints": [{"greater_or_equal": 1}]},
+        "cpu_frequency": {"type": "scalar-unit.frequency",
+                          "constraints": [{"greater_or_equal": "0.1 GHz"}]},
+        "disk_size": {"type": "scalar-unit.size", "constraints": [{"greater_or_equal": "0 MB"}]},
+        "mem_size": {"type": "scalar-unit.size", "constraints": [{"greater_or_equal": "0 MB"}]}},
+    "tosca.capabilities.Endpoint": {
+        "protocol": {"type": "string"}, "port": {"type": "tosca.datatypes.network.PortDef"},
+        "secure": {"type": "boolean"}, "url_path": {"type": "string"},
+        "port_name": {"type": "string"}, "network_name": {"type": "string"},
+        "initiator": {"type": "string",
+                      "constraints": [{"valid_values": ["source", "target", "peer"]}]},
+        "ports": {"type": "map", "constraints": [{"min_length": 1}],
+                  "entry_schema": {"type": "tosca.datatypes.network.PortSpec"}}},
+    "tosca.capabilities.Endpoint.Admin": {
+        "secure": {"type": "boolean", "constraints": [{"equal": True}]}},
+    "tosca.capabilities.Endpoint.Public": {
+        "network_name": {"type": "string", "constraints": [{"equal": "PUBLIC"}]},
+        "floating": {"type": "boolean"}, "dns_name": {"type": "string"}},
+    "tosca.capabilities.Scalable": {"min_instances": {"type": "integer"},
+                                    "max_instances": {"type": "integer"},
+                                    "default_instances": {"type": "integer"}},
+    "tosca.capabilities.OperatingSystem": {
+        **{name: {"type": "string"} for name in ("architecture", "type", "distribution")},
+        "version": {"type": "version"}},
+    "tosca.capabilities.Container.Docker": {
+        "version": {"type": "list", "entry_schema": {"type": "version"}},
+        "publish_all": {"type": "boolean"},
+        "publish_ports": {"type": "list",
+                          "entry_schema": {"type": "tosca.datatypes.network.PortSpec"}},
+        "expose_ports": {"type": "list",
+                         "entry_schema": {"type": "tosca.datatypes.network.PortSpec"}},
+        "volumes": {"type": "list", "entry_schema": {"type": "string"}}},
+}
+
 #: the requirements TOSCA's normative node types declare that a template must satisfy
 #: (no ``occurrences`` starting at 0), as Unfurl 1.2.0's TOSCA 1.3 definitions declare
 #: them: matched as a type's own are (load/structure.py), and "missing" when nothing matches

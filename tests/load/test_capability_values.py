@@ -1,0 +1,59 @@
+"""The property values a template's capability assignment gives are judged at validate
+against the capability type's definitions, as Unfurl 1.2.0 judges them at load: TOSCA's
+(a Compute host's ``num_cpus: 0``, an admin endpoint's ``secure: false``, an endpoint's
+``port: abc`` or ``initiator: nobody``) and a document's own capability types; before, any
+value was accepted. Each probe in tests/data/unfurl120/58-capability-values was run with
+Unfurl 1.2.0 (``capture.sh`` there); an expression is judged when it is read."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Invoke, Project
+from tests.recorded_probes import needs_unfurl120, recorded, unfurl_validates
+from unfurl_lite.load.validate import check
+from unfurl_lite.load.yamlio import parse
+
+PROBES = recorded("58-capability-values")
+
+
+def unfurls_words(console: str) -> list[str]:
+    """Unfurl's verdicts on a value, without the follow-on ones about "None" it adds after
+    a scalar it could not read; its "not a valid scalar-unit." is worded with the unit's
+    type here ("scalar-unit.size.")."""
+    found = re.findall(r"(?:ValidationError|ValueError): (.*?\.)(?: in node template .*)?$",
+                       console, re.M)
+    return [w for w in dict.fromkeys(found) if '"None"' not in w and "scalar-unit" not in w]
+
+
+@pytest.mark.parametrize("name", PROBES.names)
+def test_refused_where_unfurl_refuses_it(name: str) -> None:
+    problems = check(parse(PROBES.text(name), "e.yaml"), "e.yaml")
+    assert bool(problems) == (PROBES.code(name) != 0), [p.message for p in problems]
+    words = unfurls_words(PROBES.console(name))  # Unfurl may add a constraint's verdict
+    if words:  # to a value of the wrong type: the first is the one said here
+        assert problems[0].message.startswith(words[0]), (words, problems)
+    assert all(p.line and ".capabilities." in (p.path or "") for p in problems)
+
+
+def test_the_probes_cover_both_answers() -> None:
+    assert PROBES.codes() == {0, 1} and len(PROBES.names) >= 10
+
+
+def test_a_deploy_is_refused_before_anything_runs(project: Project, invoke: Invoke) -> None:
+    project.write(PROBES.text("compute-cpus-zero"))
+    result = invoke("deploy", "--approve")
+    assert result.exit_code == 1, result.output
+    assert 'property "num_cpus" must be greater than or equal to "1"' in result.output
+    assert not (project.ensemble.parent / "jobs.tsv").exists()
+
+
+@needs_unfurl120
+@pytest.mark.parametrize("name", PROBES.names)
+def test_unfurl_still_answers_so(tmp_path: Path, name: str) -> None:
+    code, output = unfurl_validates(tmp_path, PROBES.text(name))
+    assert code == PROBES.code(name), output
+    assert unfurls_words(output) == unfurls_words(PROBES.console(name))
