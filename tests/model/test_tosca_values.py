@@ -31,7 +31,18 @@ plain = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=F
     ("version", "1.2.0", None),
     ("version", "one", '"one" is not a valid version.'),
     ("scalar-unit.size", "10 GB", None),
-    ("scalar-unit.size", 10, '"10" is not a valid scalar-unit.size.'),
+    ("scalar-unit.size", 10, '"10" is not a valid scalar-unit.'),
+    ("scalar-unit.size", "-1 GB", '"-1 GB" is not a valid scalar-unit.'),
+    ("scalar-unit.size", "+1 GB", '"+1 GB" is not a valid scalar-unit.'),
+    ("scalar-unit.size", "1e3 MB", 'The unit "e3" is not valid. Valid units are '
+     '"[\'B\', \'GB\', \'GiB\', \'KiB\', \'MB\', \'MiB\', \'TB\', \'TiB\', \'kB\']".'),
+    ("scalar-unit.size", "10 GHz", 'The unit "GHz" is not valid. Valid units are '
+     '"[\'B\', \'GB\', \'GiB\', \'KiB\', \'MB\', \'MiB\', \'TB\', \'TiB\', \'kB\']".'),
+    ("scalar-unit.size", "2 gb", None),  # toscaparser matches a unit in any case
+    ("scalar-unit.size", ".5GB", None),
+    ("scalar-unit.time", "30 s", None),
+    ("scalar-unit.frequency", "1 GB",
+     'The unit "GB" is not valid. Valid units are "[\'GHz\', \'Hz\', \'MHz\', \'kHz\']".'),
     ("timestamp", "2026-11-26T12:00:00Z", None),
     ("range", [1, "UNBOUNDED"], None),
     ("range", [3, 1], '"[3, 1]" is not a valid range.'),
@@ -108,7 +119,7 @@ LIMITS = DataTypes({
     ({"type": "acme.Limits"}, {"cpus": 2, "tier": "small", "name": "x"},
      'Length of value "x" of property "name" must be at least "2".'),
     ({"type": "acme.Big"}, {"cpus": 2, "tier": "small", "disks": ["1 GB", "many"]},
-     '"many" is not a valid scalar-unit.size.'),
+     '"many" is not a valid scalar-unit.'),
     ({"type": "acme.Limits"}, "small", 'small must be of type "acme.Limits".'),
     ({"type": "acme.Port"}, 80,
      'The value "80" of property "" must be greater than or equal to "1024".'),

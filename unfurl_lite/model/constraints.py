@@ -32,6 +32,35 @@ _UNITS: dict[str, dict[str, float]] = {
 }
 
 
+#: toscaparser's reading of a scalar-unit value: an unsigned amount, then its unit
+_AS_GIVEN = re.compile(r"^\s*(\d*\.?\d+)\s*(\w+)")
+_WHOLE = re.compile(r"^\s*(\d+\.?\d*|\.\d+)\s*([A-Za-z]+)\s*$")
+#: the units as toscaparser spells them in its refusal, in its order
+_SPELLED = {
+    "scalar-unit.size": ("B", "GB", "GiB", "KiB", "MB", "MiB", "TB", "TiB", "kB"),
+    "scalar-unit.time": ("d", "h", "m", "ms", "ns", "s", "us"),
+    "scalar-unit.frequency": ("GHz", "Hz", "MHz", "kHz"),
+    "scalar-unit.bitrate": ("Gbps", "Gibps", "Kbps", "Kibps", "Mbps", "Mibps", "Tbps",
+                            "Tibps", "bps"),
+}
+
+
+def scalar_problem(type_name: str, value: Any) -> str | None:
+    """Why ``value`` is not a scalar-unit of ``type_name`` as toscaparser reads one (an
+    amount, then one of the type's units in any case), in its words; None when it is
+    (``-1 GB`` and ``lots`` are not scalar-units, ``1e3 MB``'s unit is ``e3``)."""
+    found = _AS_GIVEN.match(value) if isinstance(value, str) else None
+    if found is None:
+        return f'"{value}" is not a valid scalar-unit.'
+    units = _UNITS.get(type_name, {})
+    if found.group(2).lower() not in units:
+        spelled = list(_SPELLED.get(type_name, ()))
+        return f'The unit "{found.group(2)}" is not valid. Valid units are "{spelled}".'
+    if _WHOLE.match(value) is None:
+        return f'"{value}" is not a valid scalar-unit.'
+    return None
+
+
 def scalar_amount(type_name: str, value: Any) -> Any:
     """A scalar-unit's amount in its type's base unit (``10 GB`` -> 1e10); the value
     itself when it is no scalar-unit of that type."""

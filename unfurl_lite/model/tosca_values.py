@@ -13,8 +13,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime
+from functools import partial
 
-from unfurl_lite.model.constraints import constraints_problem
+from unfurl_lite.model.constraints import constraints_problem, scalar_problem
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
     from unfurl_lite.model.narrow import YAMLValue
 
 _VERSION = re.compile(r"^\d+\.\d+(\.\d+)?(\.[0-9A-Za-z_]+)?(-\d+)?$")
-_SCALAR = re.compile(r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*[A-Za-z]+\s*$")
 _SCALAR_TYPES = ("scalar-unit.size", "scalar-unit.time", "scalar-unit.frequency",
                  "scalar-unit.bitrate")
 
@@ -72,6 +72,10 @@ def _is_range(value: YAMLValue) -> bool:
     return len(bounds) < 2 or bounds[0] <= bounds[1]
 
 
+def _is_scalar(type_name: str, value: Any) -> bool:
+    return scalar_problem(type_name, value) is None
+
+
 #: each type's test and toscaparser's word for what the value is not
 _CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "string": (lambda v: isinstance(v, str), "a string"),
@@ -84,8 +88,7 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "timestamp": (_is_timestamp, "a valid timestamp"),
     "range": (_is_range, "a valid range"),
     "version": (lambda v: bool(_VERSION.match(str(v))), "a valid version"),
-    **{name: (lambda v: isinstance(v, str) and bool(_SCALAR.match(v)), f"a valid {name}")
-       for name in _SCALAR_TYPES},
+    **{name: (partial(_is_scalar, name), "a valid scalar-unit") for name in _SCALAR_TYPES},
 }
 
 
@@ -212,7 +215,8 @@ def type_problem(definition: YAMLValue, value: YAMLValue, data_types: DataTypes 
     if simple is not None:
         check = _CHECKS[simple]
         if not check[0](value):
-            return f'"{value}" is not {check[1]}.'
+            return scalar_problem(simple, value) if simple in _SCALAR_TYPES \
+                else f'"{value}" is not {check[1]}.'
         found = _entries_problem(definition, value, simple, types, functions, _depth)
         if found is None and simple != short:  # a data type refining a simple type
             found = _datatype_constraints(types, type_name, value, name)
