@@ -60,6 +60,25 @@ def needs_unfurl120(test: Test) -> Test:
     return marked
 
 
+def oracle_tests(probes: RecordedProbes, words: Callable[[str], object],
+                 minimum: int) -> tuple[Callable[[], None], Callable[[Path, str], None]]:
+    """A probe module's two tests of its oracle itself: the probes cover both answers (so a
+    judgement that refuses everything, or nothing, fails), and Unfurl 1.2.0 still gives the
+    recorded answer in the same ``words`` (opt-in). Assign them to ``test_`` names."""
+
+    def covers_both_answers() -> None:
+        assert probes.codes() == {0, 1} and len(probes.names) >= minimum
+
+    @needs_unfurl120
+    @pytest.mark.parametrize("name", probes.names)
+    def unfurl_still_answers_so(tmp_path: Path, name: str) -> None:
+        code, output = unfurl_validates(tmp_path, probes.text(name))
+        assert code == probes.code(name), output
+        assert words(output) == words(probes.console(name))
+
+    return covers_both_answers, unfurl_still_answers_so
+
+
 def unfurl_validates(tmp_path: Path, text: str) -> tuple[int, str]:
     """Unfurl 1.2.0's exit code and console (without colours) for ``validate`` of ``text``
     as the ensemble of a fresh repository."""

@@ -9,12 +9,11 @@ refused here in the same words as the long form."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 from tests.conftest import Invoke, Project
-from tests.recorded_probes import needs_unfurl120, recorded, unfurl_validates
+from tests.recorded_probes import oracle_tests, recorded
 from unfurl_lite.load.validate import check
 from unfurl_lite.load.yamlio import parse
 
@@ -35,10 +34,6 @@ def test_refused_where_unfurl_refuses_it(name: str) -> None:
     assert all(p.line and "data_types" in p.hint for p in problems)
 
 
-def test_the_probes_cover_both_answers() -> None:
-    assert PROBES.codes() == {0, 1} and len(PROBES.names) >= 8
-
-
 def test_a_deploy_is_refused_before_anything_runs(project: Project, invoke: Invoke) -> None:
     project.write(PROBES.text("property-value"))
     result = invoke("deploy", "--approve")
@@ -47,9 +42,5 @@ def test_a_deploy_is_refused_before_anything_runs(project: Project, invoke: Invo
     assert not (project.ensemble.parent / "jobs.tsv").exists()
 
 
-@needs_unfurl120
-@pytest.mark.parametrize("name", PROBES.names)
-def test_unfurl_still_answers_so(tmp_path: Path, name: str) -> None:
-    code, output = unfurl_validates(tmp_path, PROBES.text(name))
-    assert code == PROBES.code(name), output
-    assert unfurls_words(output) == unfurls_words(PROBES.console(name))
+test_the_probes_cover_both_answers, test_unfurl_still_answers_so = oracle_tests(
+    PROBES, unfurls_words, minimum=8)

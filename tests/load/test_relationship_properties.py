@@ -9,11 +9,10 @@ it when it is installed."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
-from tests.recorded_probes import needs_unfurl120, recorded, unfurl_validates
+from tests.recorded_probes import oracle_tests, recorded
 from unfurl_lite.load.validate import semantic_problems
 from unfurl_lite.load.yamlio import parse
 
@@ -37,14 +36,5 @@ def test_refused_in_unfurls_words_where_unfurl_refuses_it(name: str) -> None:
     assert all(p.line and p.hint for p in problems)
 
 
-def test_the_probes_cover_both_answers() -> None:
-    codes = PROBES.codes()
-    assert codes == {0, 1} and len(PROBES.names) >= 6
-
-
-@needs_unfurl120
-@pytest.mark.parametrize("name", PROBES.names)
-def test_unfurl_still_answers_so(tmp_path: Path, name: str) -> None:
-    code, output = unfurl_validates(tmp_path, PROBES.text(name))
-    assert code == PROBES.code(name), output
-    assert unfurls_words(output) == unfurls_words(PROBES.console(name))
+test_the_probes_cover_both_answers, test_unfurl_still_answers_so = oracle_tests(
+    PROBES, unfurls_words, minimum=6)

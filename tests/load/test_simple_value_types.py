@@ -9,11 +9,10 @@ Unfurl 1.2.0 (``capture.sh`` there); ``test_unfurl_still_answers_so`` re-asks it
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
-from tests.recorded_probes import needs_unfurl120, recorded, unfurl_validates
+from tests.recorded_probes import oracle_tests, recorded
 from unfurl_lite.load.validate import check
 from unfurl_lite.load.yamlio import parse
 
@@ -34,14 +33,5 @@ def test_refused_where_unfurl_refuses_it(name: str) -> None:
         assert any(words in p.message for p in problems), (words, problems)
 
 
-def test_the_probes_cover_both_answers() -> None:
-    codes = PROBES.codes()
-    assert codes == {0, 1} and len(PROBES.names) >= 10
-
-
-@needs_unfurl120
-@pytest.mark.parametrize("name", PROBES.names)
-def test_unfurl_still_answers_so(tmp_path: Path, name: str) -> None:
-    code, output = unfurl_validates(tmp_path, PROBES.text(name))
-    assert code == PROBES.code(name), output
-    assert unfurls_words(output) == unfurls_words(PROBES.console(name))
+test_the_probes_cover_both_answers, test_unfurl_still_answers_so = oracle_tests(
+    PROBES, unfurls_words, minimum=10)
