@@ -19,6 +19,7 @@ from typing import TypeVar
 import pytest
 
 from tests.conftest import git, unfurl120
+from unfurl_lite.errors import Problem
 
 DATA = Path(__file__).parent / "data" / "unfurl120"
 UNFURL = unfurl120()
@@ -50,6 +51,33 @@ class RecordedProbes:
 
 def recorded(folder: str) -> RecordedProbes:
     return RecordedProbes(DATA / folder)
+
+
+def words_from(pattern: str, unless: str | None = None) -> Callable[[str], list[str]]:
+    """What Unfurl said, as ``pattern``'s group picks it from a console, each once, in order
+    (without what contains ``unless``): the words a judgement here is compared with."""
+    found = re.compile(pattern, re.M)
+
+    def words(console: str) -> list[str]:
+        said = dict.fromkeys(found.findall(console))
+        return [w for w in said if unless is None or unless not in w]
+    return words
+
+
+def assert_refused_in_its_words(probes: RecordedProbes, name: str, problems: list[Problem],
+                                words: Callable[[str], list[str]]) -> None:
+    """Refused exactly where Unfurl refused, with its messages, each at a line with a hint."""
+    assert [p.message for p in problems] == words(probes.console(name))
+    assert bool(problems) == (probes.code(name) != 0)
+    assert all(p.line and p.hint for p in problems)
+
+
+def assert_refused_saying_so(probes: RecordedProbes, name: str, problems: list[Problem],
+                             words: Callable[[str], list[str]]) -> None:
+    """Refused exactly where Unfurl refused, each of its verdicts within one of ours."""
+    assert bool(problems) == (probes.code(name) != 0), [p.message for p in problems]
+    for said in words(probes.console(name)):
+        assert any(said in p.message for p in problems), (said, problems)
 
 
 def needs_unfurl120(test: Test) -> Test:

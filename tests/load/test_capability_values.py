@@ -7,24 +7,20 @@ Unfurl 1.2.0 (``capture.sh`` there); an expression is judged when it is read."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from tests.conftest import Invoke, Project
-from tests.recorded_probes import oracle_tests, recorded
+from tests.recorded_probes import oracle_tests, recorded, words_from
 from unfurl_lite.load.validate import check
 from unfurl_lite.load.yamlio import parse
 
 PROBES = recorded("58-capability-values")
 
 
-def unfurls_words(console: str) -> list[str]:
-    """Unfurl's verdicts on a value, without the follow-on ones about "None" it adds after
-    a scalar it could not read."""
-    found = re.findall(r"(?:ValidationError|ValueError): (.*?\.)(?: in node template .*)?$",
-                       console, re.M)
-    return [w for w in dict.fromkeys(found) if '"None"' not in w]
+#: Unfurl's verdicts on a value, without the follow-on ones about "None" it adds after a
+#: scalar it could not read
+unfurls_words = words_from(r"(?:ValidationError|ValueError): (.*?\.)(?: in node template .*)?$",
+                           unless='"None"')
 
 
 @pytest.mark.parametrize("name", PROBES.names)

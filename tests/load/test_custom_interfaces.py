@@ -8,11 +8,14 @@ accepted here (1.2.0 refuses it too: ``inherited``)."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
-from tests.recorded_probes import oracle_tests, recorded
+from tests.recorded_probes import (
+    assert_refused_in_its_words,
+    oracle_tests,
+    recorded,
+    words_from,
+)
 from unfurl_lite.load.validate import semantic_problems
 from unfurl_lite.load.yamlio import parse
 
@@ -21,23 +24,17 @@ PROBES = recorded("56-custom-interfaces")
 ACCEPTED_HERE = {"inherited"}
 
 
-def unfurls_words(console: str) -> list[str]:
-    """Unfurl's UnknownFieldErrors, each once, without its "Refer to the definition" tail."""
-    found = re.findall(r"UnknownFieldError: (.*?contains unknown field \"[^\"]+\"\.)", console)
-    return list(dict.fromkeys(found))
+#: Unfurl's UnknownFieldErrors, without their "Refer to the definition" tail
+unfurls_words = words_from(r"UnknownFieldError: (.*?contains unknown field \"[^\"]+\"\.)")
 
 
 @pytest.mark.parametrize("name", PROBES.names)
 def test_refused_in_unfurls_words_where_unfurl_refuses_it(name: str) -> None:
-    console = PROBES.console(name)
-    code = PROBES.code(name)
     problems = semantic_problems(parse(PROBES.text(name), "e.yaml"), "e.yaml")
     if name in ACCEPTED_HERE:
-        assert code != 0 and problems == []
+        assert PROBES.code(name) != 0 and problems == []
         return
-    assert [p.message for p in problems] == unfurls_words(console)
-    assert bool(problems) == (code != 0)
-    assert all(p.line and p.hint for p in problems)
+    assert_refused_in_its_words(PROBES, name, problems, unfurls_words)
 
 
 test_the_probes_cover_both_answers, test_unfurl_still_answers_so = oracle_tests(

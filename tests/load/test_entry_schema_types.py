@@ -8,21 +8,17 @@ refused here in the same words as the long form."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from tests.conftest import Invoke, Project
-from tests.recorded_probes import oracle_tests, recorded
+from tests.recorded_probes import oracle_tests, recorded, words_from
 from unfurl_lite.load.validate import check
 from unfurl_lite.load.yamlio import parse
 
 PROBES = recorded("57-entry-schema-types")
 
 
-def unfurls_words(console: str) -> list[str]:
-    return list(dict.fromkeys(re.findall(r'MissingTypeError: (No definition for type "[^"]+" '
-                                         r"found\.)", console)))
+unfurls_words = words_from(r'MissingTypeError: (No definition for type "[^"]+" found\.)')
 
 
 @pytest.mark.parametrize("name", PROBES.names)
