@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import git, run_in_process
+from unfurl_lite.load.jobslog import parse_tsv_line
 
 DATA = Path(__file__).parent.parent / "data" / "unfurl120" / "51-substitution"
 #: scenario -> what validate says here (None: valid)
@@ -40,12 +41,8 @@ def repo(tmp_path: Path, scenario: str) -> Path:
 
 
 def rows(tsv: str) -> list[tuple[str, str, str]]:
-    found = []
-    for line in tsv.splitlines():
-        fields = dict(f.split("=", 1) for f in line.split("\t")[1:] if "=" in f)
-        if "target" in fields:
-            found.append((fields["target"], fields["operation"], fields["status"]))
-    return found
+    lines = map(parse_tsv_line, tsv.splitlines())
+    return [(r["target"], r["operation"], r["status"]) for r in lines if "target" in r]
 
 
 def test_the_scenarios_are_unfurls() -> None:

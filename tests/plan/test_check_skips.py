@@ -16,6 +16,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from tests.conftest import git, run_in_process
+from unfurl_lite.load.jobslog import parse_tsv_line
 from unfurl_lite.model.status_layout import flatten
 
 DATA = Path(__file__).parent.parent / "data" / "unfurl120" / "50-check-skips"
@@ -39,12 +40,8 @@ def ready_states(text: str) -> dict[str, dict[str, str]]:
 
 def rows(tsv: str) -> list[tuple[str, str, str]]:
     """(target, operation, status) of each task row; the job rows' summaries apart."""
-    found = []
-    for line in tsv.splitlines():
-        fields = dict(f.split("=", 1) for f in line.split("\t")[1:] if "=" in f)
-        if "target" in fields:
-            found.append((fields["target"], fields["operation"], fields["status"]))
-    return found
+    lines = map(parse_tsv_line, tsv.splitlines())
+    return [(r["target"], r["operation"], r["status"]) for r in lines if "target" in r]
 
 
 def job_summaries(tsv: str) -> list[str]:

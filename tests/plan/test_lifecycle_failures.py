@@ -11,6 +11,7 @@ reinstall when heal fails; update: the update operation, then a reinstall when i
 from __future__ import annotations
 
 from tests.plan.test_workflows import LOG, ensemble, ok, ran, reset, respec
+from unfurl_lite.load.jobslog import parse_tsv_line
 
 
 def failing_op(name: str) -> str:
@@ -47,8 +48,7 @@ def fail(project, *what: str) -> None:
 
 def job_rows(project) -> list[tuple[str, str, str]]:
     """(target, operation, status) of the last job's task rows."""
-    rows = [dict(f.split("=", 1) for f in line.split("\t")[1:] if "=" in f)
-            for line in project.jobs_tsv()]
+    rows = [parse_tsv_line(line) for line in project.jobs_tsv()]
     last = [i for i, r in enumerate(rows) if "target" not in r][-1]
     return [(r["target"], r["operation"], r["status"]) for r in rows[last + 1:]]
 
