@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from unfurl_lite.errors import Problem
-from unfurl_lite.load.function_refs import Types
 from unfurl_lite.load.problems import TOPOLOGY, did_you_mean, get_section, mapping, problem_at
+from unfurl_lite.load.type_tables import Types
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -34,13 +34,11 @@ from unfurl_lite.errors import Problem
 from unfurl_lite.load.host_refs import UNSET as _UNSET
 from unfurl_lite.load.host_refs import host_verdict
 from unfurl_lite.load.problems import SERVICE, TOPOLOGY, get_section, mapping, problem_at
+from unfurl_lite.load.type_tables import Types, as_list
 from unfurl_lite.model.entities import RESERVED_INTERFACE_KEYS, canonical_interface
 from unfurl_lite.model.lineage import (
     NORMATIVE_DEFAULTS,
-    NORMATIVE_PROPERTIES,
-    lineage,
     normative_name,
-    parents,
     undeclared_properties,
 )
 
@@ -50,70 +48,6 @@ if TYPE_CHECKING:
 
 _FUNCTIONS = ("get_attribute", "get_property")
 
-#: attributes and capabilities (name -> capability type) TOSCA's normative node types and
-#: Unfurl's own declare themselves (Unfurl 1.2.0's TOSCA 1.3 definitions, tosca-ext.yaml);
-#: their parents are NORMATIVE_PROPERTIES'
-_NODE_ATTRIBUTES: dict[str, tuple[str, ...]] = {
-    "tosca.nodes.Root": ("tosca_id", "tosca_name", "state"),
-    "tosca.nodes.Storage.BlockStorage": ("volume_id",),
-    "tosca.nodes.Compute": ("private_address", "public_address", "networks", "ports"),
-    "tosca.nodes.network.Port": ("ip_address",),
-    "unfurl.nodes.CloudAccount": ("account_id",),
-    "unfurl.nodes.CloudObject": ("uri", "name", "console_url"),
-}
-_NODE_CAPABILITIES: dict[str, dict[str, str]] = {
-    "tosca.nodes.Root": {"feature": "tosca.capabilities.Node"},
-    "tosca.nodes.Storage.BlockStorage": {"attachment": "tosca.capabilities.Attachment"},
-    "tosca.nodes.Storage.ObjectStorage": {"storage_endpoint": "tosca.capabilities.Endpoint"},
-    "tosca.nodes.Abstract.Compute": {"host": "tosca.capabilities.Compute"},
-    "tosca.nodes.Compute": {
-        "host": "tosca.capabilities.Compute", "binding": "tosca.capabilities.network.Bindable",
-        "os": "tosca.capabilities.OperatingSystem", "scalable": "tosca.capabilities.Scalable",
-        "endpoint": "tosca.capabilities.Endpoint.Admin"},
-    "tosca.nodes.DBMS": {"host": "tosca.capabilities.Compute"},
-    "tosca.nodes.Database": {"database_endpoint": "tosca.capabilities.Endpoint.Database"},
-    "tosca.nodes.WebServer": {
-        "data_endpoint": "tosca.capabilities.Endpoint",
-        "admin_endpoint": "tosca.capabilities.Endpoint.Admin",
-        "host": "tosca.capabilities.Compute"},
-    "tosca.nodes.WebApplication": {"app_endpoint": "tosca.capabilities.Endpoint"},
-    "tosca.nodes.network.Network": {"link": "tosca.capabilities.network.Linkable"},
-    "tosca.nodes.ObjectStorage": {"storage_endpoint": "tosca.capabilities.Endpoint"},
-    "tosca.nodes.LoadBalancer": {"client": "tosca.capabilities.Endpoint.Public"},
-    "tosca.nodes.Container.Runtime": {
-        "host": "tosca.capabilities.Container", "scalable": "tosca.capabilities.Scalable"},
-    "tosca.nodes.Container.Runtime.Docker": {"host": "tosca.capabilities.Container.Docker"},
-    "unfurl.nodes.Installer": {"installer": "unfurl.capabilities.Installer"},
-}
-#: the normative capability types: parent, attributes, properties (name -> default, or
-#: _UNSET: declared without one)
-CAPABILITY_TYPES: dict[str, tuple[str | None, tuple[str, ...], dict[str, Any]]] = {
-    "tosca.capabilities.Root": (None, (), {}),
-    "tosca.capabilities.Node": ("tosca.capabilities.Root", (), {}),
-    "tosca.capabilities.Container": ("tosca.capabilities.Root", (), {}),
-    "tosca.capabilities.Storage": ("tosca.capabilities.Root", (), {"name": _UNSET}),
-    "tosca.capabilities.Compute": ("tosca.capabilities.Container", (), dict.fromkeys(
-        ("name", "num_cpus", "cpu_frequency", "disk_size", "mem_size"), _UNSET)),
-    "tosca.capabilities.Endpoint": ("tosca.capabilities.Root", ("ip_address",), {
-        "protocol": "tcp", "port": _UNSET, "secure": False, "url_path": _UNSET,
-        "port_name": _UNSET, "network_name": "PRIVATE", "initiator": "source",
-        "ports": _UNSET}),
-    "tosca.capabilities.Endpoint.Admin": ("tosca.capabilities.Endpoint", (), {"secure": True}),
-    "tosca.capabilities.Endpoint.Public": ("tosca.capabilities.Endpoint", (), {
-        "network_name": "PUBLIC", "floating": False, "dns_name": _UNSET}),
-    "tosca.capabilities.Endpoint.Database": ("tosca.capabilities.Endpoint", (), {}),
-    "tosca.capabilities.Scalable": ("tosca.capabilities.Root", (), {
-        "min_instances": 1, "max_instances": 1, "default_instances": _UNSET}),
-    "tosca.capabilities.Attachment": ("tosca.capabilities.Root", (), {}),
-    "tosca.capabilities.network.Linkable": ("tosca.capabilities.Root", (), {}),
-    "tosca.capabilities.network.Bindable": ("tosca.capabilities.Root", (), {}),
-    "tosca.capabilities.OperatingSystem": ("tosca.capabilities.Root", (), dict.fromkeys(
-        ("architecture", "type", "distribution", "version"), _UNSET)),
-    "tosca.capabilities.Container.Docker": ("tosca.capabilities.Container", (), {
-        "version": _UNSET, "publish_all": False, "publish_ports": _UNSET,
-        "expose_ports": _UNSET, "volumes": _UNSET}),
-    "unfurl.capabilities.Installer": ("tosca.capabilities.Root", (), {}),
-}
 #: TOSCA's scalar types: an attribute of one takes no index or key
 _SCALARS = frozenset({
     "integer", "string", "boolean", "float", "range", "number", "timestamp",
@@ -129,107 +63,6 @@ _HINT_CAPABILITY = ("name a capability or requirement the template has, or a pro
 _HINT_VALUE = "give the property the value it reads, or read it with an `eval` expression"
 _HINT_KEYWORD = ("`{keyword}` names the {role} of a relationship: use it in a relationship's "
                  "operations, or name the template")
-
-
-class Types:
-    """What the document's types and the normative ones declare, found once per type."""
-
-    def __init__(self, doc: Any) -> None:
-        service = get_section(doc, SERVICE)
-        self.node_types = mapping(service.get("node_types"))
-        self.capability_types = {**mapping(service.get("types")),
-                                 **mapping(service.get("capability_types"))}
-        self._chains: dict[str, tuple[str, ...] | None] = {}
-
-    def chain(self, type_name: Any) -> tuple[str, ...] | None:
-        """The type and every ancestor, nearest first, normative ones by their full names;
-        None when one is not known here."""
-        if not isinstance(type_name, str):
-            return None
-        if type_name not in self._chains:
-            self._chains[type_name] = self._chain(type_name)
-        return self._chains[type_name]
-
-    def _chain(self, type_name: str) -> tuple[str, ...] | None:
-        names: list[str] = []
-        for name in lineage(type_name, self.node_types):
-            if name in self.node_types:
-                names.append(name)
-                continue
-            current: str | None = normative_name(name)
-            while current is not None and current not in names:
-                if current not in NORMATIVE_PROPERTIES:
-                    return None
-                names.append(current)
-                current = NORMATIVE_PROPERTIES[current][0]
-        return tuple(names)
-
-    @functools.cache  # noqa: B019 (one Types per validation)
-    def has_calls(self, chain: tuple[str, ...]) -> bool:
-        """Whether a type of ``chain`` has an input or a property default that is a
-        function (found once per lineage)."""
-        bodies = [mapping(self.node_types[t]) for t in chain if t in self.node_types]
-        return any(_any_call(body) or any(function_call(mapping(d).get("default")) for d in
-                                          mapping(body.get("properties")).values())
-                   for body in bodies)
-
-    def _own(self, chain: tuple[str, ...], section: str) -> dict[str, Any]:
-        found: dict[str, Any] = {}
-        for name in reversed(chain):
-            found.update(mapping(mapping(self.node_types.get(name)).get(section)))
-        return found
-
-    def attributes(self, chain: tuple[str, ...]) -> dict[str, Any]:
-        found = self._own(chain, "attributes")
-        for name in chain:
-            found.update((a, {}) for a in _NODE_ATTRIBUTES.get(name, ()) if a not in found)
-        return found
-
-    def properties(self, chain: tuple[str, ...]) -> dict[str, Any]:
-        return self._own(chain, "properties")
-
-    def capabilities(self, chain: tuple[str, ...]) -> dict[str, Any]:
-        found: dict[str, Any] = {}
-        for name in reversed(chain):
-            found.update(_NODE_CAPABILITIES.get(name, {}))
-            for cap, body in mapping(mapping(self.node_types.get(name)).get(
-                    "capabilities")).items():
-                found[cap] = mapping(body).get("type") if isinstance(body, dict) else body
-        return found
-
-    def requirements(self, chain: tuple[str, ...]) -> set[str]:
-        return {str(key) for name in chain
-                for entry in _list(mapping(self.node_types.get(name)).get("requirements"))
-                for key in mapping(entry)}
-
-    def capability(self, type_name: Any) -> tuple[set[str], dict[str, Any]] | None:
-        """A capability type's attributes and properties (name -> default or _UNSET), its
-        ancestors' included; None when one is not known here."""
-        attributes: set[str] = set()
-        properties: dict[str, Any] = {}
-        seen: set[str] = set()
-        pending = [type_name]
-        while pending:
-            name = pending.pop()
-            if not isinstance(name, str) or name in seen:
-                return None if not isinstance(name, str) else (attributes, properties)
-            seen.add(name)
-            if name in self.capability_types:
-                body = mapping(self.capability_types[name])
-                attributes.update(mapping(body.get("attributes")))
-                for prop, definition in mapping(body.get("properties")).items():
-                    properties.setdefault(prop, mapping(definition).get("default", _UNSET))
-                pending.extend(parents(body.get("derived_from")))
-            elif name in CAPABILITY_TYPES:
-                parent, attrs, props = CAPABILITY_TYPES[name]
-                attributes.update(attrs)
-                for prop, default in props.items():
-                    properties.setdefault(prop, default)
-                if parent:
-                    pending.append(parent)
-            else:
-                return None
-        return attributes, properties
 
 
 def problems(doc: Any, file: str) -> Iterator[Problem]:
@@ -281,7 +114,7 @@ def _calls(doc: Any, templates: Mapping[str, Any], judge: Judge) -> Iterator[
             for prop, call in calls:
                 if call and prop in present:
                     yield (*here, "properties", prop), context, call
-        if chain is not None and types.has_calls(chain):
+        if chain is not None and _has_calls(types, chain):
             for prop, definition in types.properties(chain).items():
                 call = function_call(mapping(definition).get("default"))
                 if call and prop not in given:
@@ -294,7 +127,7 @@ def _calls(doc: Any, templates: Mapping[str, Any], judge: Judge) -> Iterator[
                 call = function_call(value)
                 if call:
                     yield (*here, "capabilities", cap, "properties", prop), context, call
-        if (chain is not None and types.has_calls(chain)) or _any_call(body):
+        if (chain is not None and _has_calls(types, chain)) or _any_call(body):
             sources = [(_type_path(service, t), mapping(types.node_types.get(t)))
                        for t in reversed(chain or ()) if t in types.node_types]
             sources.append((here, body))
@@ -306,6 +139,16 @@ def _calls(doc: Any, templates: Mapping[str, Any], judge: Judge) -> Iterator[
         call = function_call(mapping(body).get("value"))
         if call:
             yield (*TOPOLOGY, "outputs", out, "value"), ("outputs", "", "", ""), call
+
+
+@functools.cache
+def _has_calls(types: Types, chain: tuple[str, ...]) -> bool:
+    """Whether a type of ``chain`` has an input or a property default that is a function
+    (found once per lineage)."""
+    bodies = [mapping(types.node_types[t]) for t in chain if t in types.node_types]
+    return any(_any_call(body) or any(function_call(mapping(d).get("default")) for d in
+                                      mapping(body.get("properties")).values())
+               for body in bodies)
 
 
 def _any_call(body: Mapping[str, Any]) -> bool:
@@ -360,10 +203,6 @@ def operation_inputs(sources: Sequence[tuple[tuple[Any, ...], Mapping[str, Any]]
     yield from operations.values()
     overridden = {(key, name) for key, _op, name in operations}
     yield from (found for key, found in shared.items() if key not in overridden)
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 class Judge:
@@ -538,7 +377,7 @@ class Judge:
         """(capability, the template holding it, its type's attributes and properties)
         that ``[name, wanted, ...]`` reads; a problem; or None when not judged."""
         template, chain_of = name, chain
-        for entry in _list(body.get("requirements")):
+        for entry in as_list(body.get("requirements")):
             if wanted in mapping(entry):
                 spec = mapping(entry)[wanted]
                 target = spec if isinstance(spec, str) else mapping(spec).get("node")

@@ -23,10 +23,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from unfurl_lite.errors import Problem
-from unfurl_lite.load.function_refs import Judge, Types, function_call, operation_inputs
+from unfurl_lite.load.function_refs import Judge, function_call, operation_inputs
 from unfurl_lite.load.problems import SERVICE, TOPOLOGY, get_section, mapping, problem_at
 from unfurl_lite.load.property_refs import HINT, message, undeclared_by
 from unfurl_lite.load.structure import implied_requirements, written_requirements
+from unfurl_lite.load.type_tables import Types
 from unfurl_lite.model.lineage import ancestry, lineage, parents
 from unfurl_lite.model.normative import NORMATIVE_RELATIONSHIPS
 

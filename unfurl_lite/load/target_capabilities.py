@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from unfurl_lite.errors import Problem
-from unfurl_lite.load.function_refs import CAPABILITY_TYPES, Types
 from unfurl_lite.load.problems import SERVICE, TOPOLOGY, get_section, mapping, problem_at
 from unfurl_lite.load.relationship_refs import declared_requirements
 from unfurl_lite.load.structure import TargetTypes
+from unfurl_lite.load.type_tables import CAPABILITY_TYPES, Types
 from unfurl_lite.model.lineage import parents
 from unfurl_lite.model.normative import NORMATIVE_REQUIREMENTS
 

@@ -16,14 +16,10 @@ from typing import Any
 from unfurl_lite.errors import Problem
 from unfurl_lite.expressions import catalog
 from unfurl_lite.load.builder import SENSITIVE_TYPES
-from unfurl_lite.load.function_refs import CAPABILITY_TYPES, Types
 from unfurl_lite.load.problems import SERVICE, TOPOLOGY, get_section, mapping, problem_at
+from unfurl_lite.load.type_tables import Types
 from unfurl_lite.model.lineage import NORMATIVE_PROPERTIES, lineage, normative_name
-from unfurl_lite.model.normative import (
-    DEFINED_TYPE_NAMES,
-    NORMATIVE_CAPABILITY_PROPERTY_TYPES,
-    NORMATIVE_PROPERTY_TYPES,
-)
+from unfurl_lite.model.normative import DEFINED_TYPE_NAMES, NORMATIVE_PROPERTY_TYPES
 from unfurl_lite.model.tosca_values import DataTypes, is_expression, type_problem
 
 _HINT = "give a value its declared type and constraints accept (the type's definition says which)"
@@ -110,7 +106,6 @@ def _capability_problems(doc: Any, file: str, templates: dict[str, Any],
     if not _assigns_capabilities(templates):
         return
     types = Types(doc)
-    capability_types = get_section(doc, (*SERVICE, "capability_types"))
     for name, body in templates.items():
         assigned = mapping(mapping(body).get("capabilities"))
         chain = types.chain(mapping(body).get("type")) if assigned else None
@@ -118,7 +113,7 @@ def _capability_problems(doc: Any, file: str, templates: dict[str, Any],
             continue
         declared = types.capabilities(chain)
         for capability, assignment in assigned.items():
-            definitions = _capability_definitions(declared.get(capability), capability_types)
+            definitions = types.capability_definitions(declared.get(capability))
             for key, value in mapping(mapping(assignment).get("properties")).items():
                 found, hint = _value_problem(definitions.get(key), value, data_types, str(key),
                                              functions)
@@ -126,27 +121,6 @@ def _capability_problems(doc: Any, file: str, templates: dict[str, Any],
                     yield problem_at(doc, (*TOPOLOGY, "node_templates", name, "capabilities",
                                            capability, "properties", key),
                                      file, f'{found} in node template "{name}"', hint)
-
-
-def _capability_definitions(type_name: Any, capability_types: dict[str, Any]) -> dict[str, Any]:
-    """A capability type's property definitions, its own over its ancestors'."""
-    line: list[str] = []
-    current = type_name
-    while isinstance(current, str) and current not in line:
-        if current not in capability_types and current not in CAPABILITY_TYPES:
-            short = current.removeprefix("tosca:")
-            if "tosca.capabilities." + short not in CAPABILITY_TYPES:
-                break
-            current = "tosca.capabilities." + short
-        line.append(current)
-        current = (_parents(capability_types[current]) or (None,))[0] \
-            if current in capability_types else CAPABILITY_TYPES[current][0]
-    out: dict[str, Any] = {}
-    for name in reversed(line):
-        own = capability_types.get(name)
-        out.update(mapping(mapping(own).get("properties")) if name in capability_types
-                   else NORMATIVE_CAPABILITY_PROPERTY_TYPES.get(name, {}))
-    return out
 
 
 def _value_problem(definition: Any, value: Any, data_types: DataTypes, key: str,

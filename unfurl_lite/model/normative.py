@@ -127,7 +127,8 @@ NORMATIVE_PROPERTY_TYPES: dict[str, dict[str, dict[str, object]]] = {
 #: the property definitions of TOSCA's normative capability types that say what a value
 #: must be (Unfurl 1.2.0's TOSCA 1.3 definitions): a template's capability assignment is
 #: judged against them at validate, an ancestor's through the capability types' parents
-#: (load/function_refs.py's CAPABILITY_TYPES); tests/data/unfurl120/58-capability-values
+#: (load/type_tables.py: CAPABILITY_TYPES, Types.capability_definitions);
+#: tests/data/unfurl120/58-capability-values
 NORMATIVE_CAPABILITY_PROPERTY_TYPES: dict[str, dict[str, dict[str, object]]] = {
     "tosca.capabilities.Storage": {"name": {"type": "string"}},
     "tosca.capabilities.Compute": {
