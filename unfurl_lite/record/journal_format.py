@@ -203,8 +203,12 @@ class EventLog:
     def flush(self, covered: bool = True) -> None:
         """The held lines, written now (an operation is about to start, the job is about
         to wait, or to end); ``covered=False``: not when the last of them will be written
-        by the start of its operation (the job is about to wait)."""
+        by the start of its operation (the job is about to wait). After a failed write it
+        fails too, held lines or not: the failed write took the lines another thread's
+        start was waiting for, and that start must not go ahead without its event."""
         with self.lock:
+            if self.failed is not None:
+                raise self.failed
             if self.held and (covered or self.covered < len(self.held)):
                 self._write_locked()
 

@@ -208,7 +208,7 @@ class Commands:
                 if self.before_start is not None:  # what its start depends on, written first
                     self.before_start()
                 child = launch.start_piped(argv)
-            except (OSError, ValueError) as exc:
+            except Exception as exc:  # a start that failed is a result: never a hung job
                 self._born.append((future, not_started(exc)))
                 spawner.waiting.popleft()
                 self.wake()
