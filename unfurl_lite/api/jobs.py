@@ -412,17 +412,23 @@ def _commit(request: JobRequest, ensemble: Ensemble, result: JobResult,
             verdicts.next_plan, ensemble, written.text, written.plain, request.workflow,
             request.plan_options.for_workflow(request.workflow)))
 
+    failed: list[BaseException] = []
+
     def meanwhile() -> None:  # git runs: what waited for it done, the next plan begun
         try:
             _run_all(later)
-        finally:
-            if planning is not None:
-                planning.begin()
+        except BaseException as exc:  # raised once the commit is made: `git add` has
+            failed.append(exc)  # staged the records, and left staged they would go into
+            return  # the user's next commit
+        if planning is not None:
+            planning.begin()
 
     try:
         if repo is not None and request.options.commit:
             message = request.options.message or f"Updating status for job {result.job_id}"
             result.commit = repo.commit(files.all() + spec_changes, message, meanwhile)
+            if failed:
+                raise failed[0]
         elif repo is None and request.options.commit:
             result.not_committed = "not a git repository"
     except BaseException:
