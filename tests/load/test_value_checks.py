@@ -103,3 +103,23 @@ def test_the_rest_of_an_ensembles_environment_is_refused_by_name(tmp_path: Path)
                         "spec: {service_template: {}}\n")
     assert [p.message for p in found] == [
         "Unfurl's `environment.variables` in an ensemble is not supported"]
+
+
+def test_a_type_derived_from_a_normative_one_has_its_typed_properties(tmp_path: Path) -> None:
+    """Unfurl 1.2.0 refuses ``port: abc`` on a template of ``Mine``, derived from a
+    Database ('"abc" is not an integer.'), as on a Database itself; no name in the
+    document says Database but the type's parent."""
+    text = """\
+spec:
+  service_template:
+    node_types:
+      Mine: {derived_from: tosca.nodes.Database}
+      MyServer: {derived_from: tosca.nodes.DBMS}
+    topology_template:
+      node_templates:
+        db: {type: Mine, properties: {port: abc}, requirements: [{host: server}]}
+        server: {type: MyServer, requirements: [{host: vm}]}
+        vm: {type: tosca.nodes.Compute}
+"""
+    assert [p.message for p in problems_in(tmp_path, text)] == [
+        '"abc" is not an integer. in node template "db"']

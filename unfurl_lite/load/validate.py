@@ -46,6 +46,7 @@ from unfurl_lite.load.unsupported import (
     _unsupported_implementations,
     _unsupported_structure,
 )
+from unfurl_lite.model.lineage import parents
 from unfurl_lite.security.paths import jobs_log_path, protected_part
 
 TYPE_CHECKING = False
@@ -148,10 +149,15 @@ def _required_properties(doc: Any, file: str) -> Iterator[Problem]:
 
 
 def _template_types(doc: Any) -> set[str]:
-    """The types the node templates name (each once: 10,000 templates, a few types)."""
+    """The types the node templates name (each once: 10,000 templates, a few types), and
+    the parents the document's node types name: a template of ``Mine``, derived from a
+    Database, has a Database's typed properties."""
     types = (mapping(b).get("type") for b in get_section(doc, (*TOPOLOGY, "node_templates"))
              .values())
-    return {t for t in types if isinstance(t, str)}
+    named = {t for t in types if isinstance(t, str)}
+    for body in get_section(doc, (*SERVICE, "node_types")).values():
+        named.update(parents(mapping(body).get("derived_from")))
+    return named
 
 
 #: words in the names of the normative types whose properties are typed
