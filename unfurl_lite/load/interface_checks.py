@@ -14,6 +14,7 @@ from unfurl_lite.load.interfaces import marshalled
 from unfurl_lite.load.problems import (
     SERVICE,
     TOPOLOGY,
+    declared_types,
     did_you_mean,
     get_section,
     mapping,
@@ -267,7 +268,7 @@ def _undeclared_custom(doc: Any, file: str, path: tuple[Any, ...], interface: st
     if len(path) < 3 or path[-3] not in ("node_templates", "node_types"):
         return
     type_name = _interface_type(doc, path, interface)
-    types = get_section(doc, (*SERVICE, "interface_types"))
+    types = declared_types(doc, "interface_types")
     if type_name is None or type_name not in types:
         return
     declared = set(interface_type_operations(doc, type_name))
@@ -296,7 +297,7 @@ _INTERFACE_TYPE_KEYS = frozenset({"derived_from", "version", "metadata", "descri
 def interface_type_operations(doc: Any, type_name: str) -> tuple[str, ...]:
     """The operations an interface type of ``interface_types`` declares, its ancestors'
     included (``operations:`` or, in TOSCA 1.2's form, keys beside ``derived_from``)."""
-    types = get_section(doc, (*SERVICE, "interface_types"))
+    types = declared_types(doc, "interface_types")
     found: list[str] = []
     for name in ancestry(type_name, lambda t: parents(mapping(types.get(t)).get(
             "derived_from"))):

@@ -54,3 +54,10 @@ def get_section(doc: Any, path: tuple[Any, ...]) -> YAMLMap:
     for part in path:
         node = mapping(node).get(part)
     return mapping(node)
+
+
+def declared_types(doc: Any, section: str) -> YAMLMap:
+    """The service template's types of one kind (``interface_types``, say) with Unfurl's
+    ``types:``, where a type of any kind may be declared (the kind's own section last)."""
+    service = get_section(doc, SERVICE)
+    return {**mapping(service.get("types")), **mapping(service.get(section))}
