@@ -238,17 +238,9 @@ def updated_record(run: TaskRun, secrets: set[str], last: dict[str, Any],
 
 
 def _field(run: TaskRun, secrets: set[str], key: str) -> Any:
-    """One field of :func:`task_record` (not the inputs, digest or result)."""
-    if key == "state":
-        return str(run.state)
-    if key == "status":
-        return str(run.status) if run.status else None
-    if key == "changed":
-        return run.changed
-    if key == "endedAt":
-        return _iso(run.ended_at)
-    if key == "worker":
-        return run.worker
+    """One field of :func:`task_record` an outcome seldom changes (not the inputs, digest
+    or result; the state, status, changed, endedAt and worker :func:`updated_record` makes
+    itself)."""
     if key == "message":
         return redact(run.message, secrets) if run.message else None
     if key == "previousId":
