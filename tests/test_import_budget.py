@@ -94,7 +94,7 @@ DEPLOY_OURS = PLAN_OURS | {
     "unfurl_lite.load.gitrepo", "unfurl_lite.load.jobslog", "unfurl_lite.load.name_checks",
     "unfurl_lite.model.constraints", "unfurl_lite.model.routing", "unfurl_lite.model.tosca_values",
     "unfurl_lite.plan.created", "unfurl_lite.plan.verdicts",
-    "unfurl_lite.record", "unfurl_lite.record.interrupted", "unfurl_lite.record.journal",
+    "unfurl_lite.record", "unfurl_lite.record.journal",
     "unfurl_lite.record.journal_format", "unfurl_lite.record.journal_tasks",
     "unfurl_lite.record.leftovers",
     "unfurl_lite.record.liveness", "unfurl_lite.record.lock", "unfurl_lite.record.preflight",
